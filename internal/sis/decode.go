@@ -1,0 +1,196 @@
+package sis
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"io"
+	"strings"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+)
+
+// Decode turns one raw mailbox message into a typed Message.
+//
+// Every rejection is an *Error (use errors.As) with a Reason, the element
+// Path and a Class. When META was decoded before the rejection, the returned
+// Message is non-nil and carries Meta and Kind only (no records), so the
+// caller can still log the upstream identity; an UNSUPPORTED_TYPE rejection
+// always comes with such a Message of KindUnsupported. Decode never panics.
+func Decode(raw []byte, opts Options) (*Message, error) {
+	opts = opts.withDefaults()
+	if int64(len(raw)) > opts.MaxBytes {
+		return nil, newError(ReasonOversize, "", "%d bytes exceed the limit of %d", len(raw), opts.MaxBytes)
+	}
+	d := &decoder{opts: opts, scan: newScanner(raw, opts.MaxDepth)}
+	msg, err := d.decode()
+	if err != nil {
+		if msg != nil {
+			msg.Records, msg.Deletions = nil, nil
+		}
+		return msg, err
+	}
+	return msg, nil
+}
+
+type decoder struct {
+	opts Options
+	scan *scanner
+	msg  *Message
+	// groups is scratch space for decodeRecord, indexed by field order.
+	groups [][]*node
+}
+
+func (d *decoder) decode() (*Message, error) {
+	root, err := d.root()
+	if err != nil {
+		return nil, err
+	}
+	if qualified(root.Name) != "MSG" {
+		return nil, newError(ReasonBadRoot, qualified(root.Name), "root element is <%s>, want <MSG>", qualified(root.Name))
+	}
+	meta, err := d.meta()
+	if err != nil {
+		return nil, err
+	}
+	d.msg = &Message{Meta: meta, Recs: -1}
+	kind, subtype, err := classify(meta)
+	d.msg.Kind = kind
+	if err != nil {
+		return d.msg, err
+	}
+	switch kind {
+	case KindSnapshot, KindADFT:
+		err = d.schdBody()
+	case KindFLOP, KindFDEL:
+		err = d.flopBody(subtype)
+	}
+	if err != nil {
+		return d.msg, err
+	}
+	if err := d.trailer(); err != nil {
+		return d.msg, err
+	}
+	return d.msg, nil
+}
+
+// root skips the prolog and returns the root start element.
+func (d *decoder) root() (xml.StartElement, error) {
+	for {
+		tok, err := d.scan.next()
+		if errors.Is(err, io.EOF) {
+			return xml.StartElement{}, newError(ReasonMalformedXML, "", "no root element")
+		}
+		if err != nil {
+			return xml.StartElement{}, err
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			return t, nil
+		case xml.CharData:
+			if len(bytes.TrimSpace(t)) > 0 {
+				return xml.StartElement{}, newError(ReasonMalformedXML, "", "text before the root element")
+			}
+		}
+	}
+}
+
+// trailer checks that nothing but white space, comments and processing
+// instructions follows the root element.
+func (d *decoder) trailer() error {
+	for {
+		tok, err := d.scan.next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			return newError(ReasonMalformedXML, "", "second root element <%s>", qualified(t.Name))
+		case xml.CharData:
+			if len(bytes.TrimSpace(t)) > 0 {
+				return newError(ReasonMalformedXML, "", "text after the root element")
+			}
+		}
+	}
+}
+
+// msgChildren calls visit for every child element of MSG until </MSG>;
+// visit must consume the child (readTree or skip). Text directly under MSG
+// is a structure error.
+func (d *decoder) msgChildren(visit func(xml.StartElement) error) error {
+	for {
+		tok, err := d.scan.next()
+		if err != nil {
+			return unexpectedEOF(err, d.scan)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			if err := visit(t); err != nil {
+				return err
+			}
+		case xml.CharData:
+			if len(bytes.TrimSpace(t)) > 0 {
+				return newError(ReasonBadStructure, "MSG", "text directly under <MSG>")
+			}
+		case xml.EndElement:
+			return nil
+		}
+	}
+}
+
+// ignoreElement counts an unmapped element and skips it.
+func (d *decoder) ignoreElement(start xml.StartElement) error {
+	d.msg.ignore(qualified(start.Name))
+	return d.scan.skip()
+}
+
+func classify(meta Meta) (Kind, FlopSubtype, error) {
+	typ, styp := upper(meta.Type), upper(meta.Styp)
+	switch {
+	case typ == TypeSCHD:
+		kind, ok := schdSubtypes[styp]
+		if !ok {
+			return KindUnknown, FlopSubtype{}, newError(ReasonUnknownStyp, "MSG/META/STYP", "SCHD subtype %q", meta.Styp)
+		}
+		return kind, FlopSubtype{}, nil
+	case typ == TypeFLOP:
+		sub, ok := flopSubtypes[styp]
+		if !ok {
+			return KindUnknown, FlopSubtype{}, newError(ReasonUnknownStyp, "MSG/META/STYP", "FLOP subtype %q", meta.Styp)
+		}
+		if sub.Delete {
+			return KindFDEL, sub, nil
+		}
+		return KindFLOP, sub, nil
+	case referenceTypes[typ]:
+		return KindUnsupported, FlopSubtype{}, newError(ReasonUnsupportedType, "MSG/META/TYPE", "reference data %s/%s is not processed", meta.Type, meta.Styp)
+	default:
+		return KindUnknown, FlopSubtype{}, newError(ReasonUnknownType, "MSG/META/TYPE", "message type %q", meta.Type)
+	}
+}
+
+func upper(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'a' && c <= 'z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if b[j] >= 'a' && b[j] <= 'z' {
+					b[j] -= 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+func parseFLID(text, path string) (flight.FLID, error) {
+	f, err := flight.ParseFLID(strings.TrimSpace(text))
+	if err != nil {
+		return 0, wrapError(ReasonBadFLID, path, err, "FLID %q", text)
+	}
+	return f, nil
+}

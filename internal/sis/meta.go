@@ -1,0 +1,144 @@
+package sis
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const metaPath = "MSG/META"
+
+// meta reads the first child of MSG, which must be META.
+func (d *decoder) meta() (Meta, error) {
+	for {
+		tok, err := d.scan.next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return Meta{}, newError(ReasonMalformedXML, "MSG", "unexpected end of input")
+			}
+			return Meta{}, err
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			if qualified(t.Name) != "META" {
+				return Meta{}, newError(ReasonMissingMeta, metaPath, "<META> must be the first element of <MSG>, found <%s>", qualified(t.Name))
+			}
+			n, err := d.scan.readTree(t)
+			if err != nil {
+				return Meta{}, err
+			}
+			return d.decodeMeta(n)
+		case xml.CharData:
+			if len(bytes.TrimSpace(t)) > 0 {
+				return Meta{}, newError(ReasonBadStructure, "MSG", "text directly under <MSG>")
+			}
+		case xml.EndElement:
+			return Meta{}, newError(ReasonMissingMeta, metaPath, "<MSG> has no <META>")
+		}
+	}
+}
+
+func (d *decoder) decodeMeta(n *node) (Meta, error) {
+	var m Meta
+	fields := map[string]*string{
+		"SNDR": &m.Sndr, "RCVR": &m.Rcvr, "SEQN": &m.Seqn, "TYPE": &m.Type, "STYP": &m.Styp,
+		"SORC": &m.Sorc, "MGID": &m.Mgid, "RMID": &m.Rmid, "APOT": &m.Apot,
+		"DDTM": &m.Time, "DTTM": &m.Time,
+	}
+	seen := map[string]bool{}
+	for _, c := range n.children {
+		target, known := fields[c.name]
+		if !known {
+			continue // unmapped META fields are harmless; the raw archive keeps them
+		}
+		path := metaPath + "/" + c.name
+		if len(c.children) > 0 {
+			return m, newError(ReasonBadStructure, path, "<%s> holds child elements", c.name)
+		}
+		key := c.name
+		if key == "DTTM" {
+			key = "DDTM"
+		}
+		if seen[key] {
+			return m, newError(ReasonDuplicateField, path, "META field %s occurs twice", c.name)
+		}
+		seen[key] = true
+		*target = strings.TrimSpace(c.text)
+		if key == "DDTM" {
+			m.TimeTag = c.name
+		}
+	}
+	required := []struct {
+		tag   string
+		value string
+	}{{"SNDR", m.Sndr}, {"SEQN", m.Seqn}, {"DDTM", m.Time}, {"TYPE", m.Type}, {"STYP", m.Styp}}
+	for _, r := range required {
+		if r.value == "" {
+			what := r.tag
+			if what == "DDTM" {
+				what = "DDTM|DTTM"
+			}
+			return m, newError(ReasonMissingMeta, metaPath+"/"+r.tag, "required META field %s is missing or empty", what)
+		}
+	}
+	seqn, err := parseSeqn(m.Seqn)
+	if err != nil {
+		return m, wrapError(ReasonBadSeqn, metaPath+"/SEQN", err, "SEQN %q", m.Seqn)
+	}
+	m.SeqnNum = int(seqn)
+	t, err := ParseMetaTime(m.Time, d.opts.Location)
+	if err != nil {
+		return m, wrapError(ReasonBadTime, metaPath+"/"+m.TimeTag, err, "META time %q", m.Time)
+	}
+	m.ParsedTime = t
+	return m, nil
+}
+
+// ErrBadMetaTime is wrapped by every ParseMetaTime failure.
+var ErrBadMetaTime = errors.New("bad META time")
+
+// ParseMetaTime parses a META time: yyyyMMddHHmmss or yyyyMMddHHmmssSSS in
+// the airport's location. A 13-digit value, which real feeds send, is read as
+// Unix epoch milliseconds (its only plausible meaning: 13 digits cannot be a
+// truncated calendar time without losing the seconds' tens).
+func ParseMetaTime(s string, loc *time.Location) (time.Time, error) {
+	if !allDigits(s) {
+		return time.Time{}, ErrBadMetaTime
+	}
+	switch len(s) {
+	case 13:
+		ms, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return time.Time{}, errors.Join(ErrBadMetaTime, err)
+		}
+		return time.UnixMilli(ms).In(loc), nil
+	case 14, 17:
+		t, err := time.ParseInLocation("20060102150405", s[:14], loc)
+		if err != nil {
+			return time.Time{}, errors.Join(ErrBadMetaTime, err)
+		}
+		if len(s) == 17 {
+			ms := int(s[14]-'0')*100 + int(s[15]-'0')*10 + int(s[16]-'0')
+			t = t.Add(time.Duration(ms) * time.Millisecond)
+		}
+		return t, nil
+	default:
+		return time.Time{}, ErrBadMetaTime
+	}
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,244 @@
+package sis
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+)
+
+// recordRules say how a FLTR or FLOP record is read.
+type recordRules struct {
+	// full: a full snapshot (absent field = Clear); otherwise an increment.
+	full bool
+	// requireSODT: the operation day must be derivable (DNLD/RESP).
+	requireSODT bool
+	// subject: for FLOP, the subtype whose field(s) the record must carry.
+	subject *FlopSubtype
+}
+
+var fieldSpecs = flight.Fields()
+
+// decodeRecord turns one FLTR/FLOP element into a Record: its FLID, the
+// operation day from SODT, and one command per mapped field it carries, in
+// canonical field order. Unmapped children are counted as ignored.
+func (d *decoder) decodeRecord(n *node, path string, index int, rules recordRules) (Record, error) {
+	if !isBlank(n.text) {
+		return Record{}, newError(ReasonBadStructure, path, "text directly inside <%s>", n.name)
+	}
+	if d.groups == nil {
+		d.groups = make([][]*node, len(fieldSpecs))
+	}
+	groups := d.groups
+	for i := range groups {
+		groups[i] = groups[i][:0]
+	}
+	var flidNode *node
+	present := 0
+	for _, c := range n.children {
+		if c.name == "FLID" {
+			if flidNode != nil {
+				return Record{}, newError(ReasonDuplicateField, path+"/FLID[2]", "FLID occurs twice")
+			}
+			flidNode = c
+			continue
+		}
+		pos := flight.FieldOrder(c.name)
+		if pos < 0 {
+			d.msg.ignore(c.name)
+			continue
+		}
+		kind := fieldSpecs[pos].Kind
+		if len(groups[pos]) > 0 && (kind == flight.KindScalar || kind == flight.KindAnomaly) {
+			return Record{}, newError(ReasonDuplicateField, fmt.Sprintf("%s/%s[2]", path, c.name), "%s may occur once per record", c.name)
+		}
+		if len(groups[pos]) == 0 {
+			present++
+		}
+		groups[pos] = append(groups[pos], c)
+	}
+	if flidNode == nil {
+		return Record{}, newError(ReasonMissingField, path+"/FLID", "record without FLID")
+	}
+	flid, err := flidOf(flidNode, path+"/FLID")
+	if err != nil {
+		return Record{}, err
+	}
+	if err := checkSubject(rules.subject, groups, path); err != nil {
+		return Record{}, err
+	}
+	rec := Record{Index: index, Commands: flight.Commands{FLID: flid, Full: rules.full}}
+	rec.Cmds = make([]flight.Command, 0, present)
+	for pos, nodes := range groups {
+		if len(nodes) == 0 {
+			continue
+		}
+		cmd, err := d.command(fieldSpecs[pos], nodes, path)
+		if err != nil {
+			return Record{}, err
+		}
+		rec.Cmds = append(rec.Cmds, cmd)
+	}
+	day, err := d.operationDay(groups[flight.FieldOrder("SODT")], path, rules.requireSODT)
+	if err != nil {
+		return Record{}, err
+	}
+	rec.OperationDay = day
+	return rec, nil
+}
+
+func flidOf(n *node, path string) (flight.FLID, error) {
+	if len(n.children) > 0 {
+		return 0, newError(ReasonBadStructure, path, "<FLID> holds child elements")
+	}
+	return parseFLID(n.text, path)
+}
+
+// checkSubject enforces that a FLOP record carries its subtype's field.
+func checkSubject(subject *FlopSubtype, groups [][]*node, path string) error {
+	if subject == nil {
+		return nil
+	}
+	for _, tag := range subject.Fields {
+		if pos := flight.FieldOrder(tag); pos >= 0 && len(groups[pos]) > 0 {
+			return nil
+		}
+	}
+	return newError(ReasonMissingField, path+"/"+subject.Fields[0], "FLOP %s record does not carry %s", subject.Styp, strings.Join(subject.Fields, "|"))
+}
+
+// operationDay derives the record's day from SODT in the airport zone.
+func (d *decoder) operationDay(sodt []*node, path string, required bool) (string, error) {
+	if len(sodt) == 0 || isBlank(sodt[0].text) {
+		if required {
+			return "", newError(ReasonMissingField, path+"/SODT", "snapshot record without SODT: its operation day cannot be determined")
+		}
+		return "", nil
+	}
+	day, err := flight.OperationDayOf(sodt[0].text, d.opts.Location)
+	if err != nil {
+		return "", wrapError(ReasonBadTime, path+"/SODT", err, "SODT %q", sodt[0].text)
+	}
+	return day, nil
+}
+
+// command builds the one command for a field the record carries.
+func (d *decoder) command(spec flight.FieldSpec, nodes []*node, path string) (flight.Command, error) {
+	switch spec.Kind {
+	case flight.KindScalar:
+		return d.scalarCommand(spec, nodes[0], path+"/"+spec.Tag)
+	case flight.KindAnomaly:
+		return anomalyCommand(spec, nodes[0], path+"/"+spec.Tag)
+	case flight.KindCollection:
+		return collectionCommand(spec, nodes, path)
+	default: // flight.KindRecord
+		return recordCommand(spec, nodes, path)
+	}
+}
+
+// scalarCommand: present with text = Set (verbatim); empty or blank = Clear
+// (SIS §1.6.3: an empty tag deletes the value).
+func (d *decoder) scalarCommand(spec flight.FieldSpec, n *node, path string) (flight.Command, error) {
+	if len(n.children) > 0 {
+		return flight.Command{}, newError(ReasonBadStructure, path, "scalar <%s> holds child elements", spec.Tag)
+	}
+	for _, a := range n.attrs {
+		d.msg.ignore(spec.Tag + "@" + qualified(a.Name))
+	}
+	if isBlank(n.text) {
+		return flight.Command{Tag: spec.Tag, Op: flight.OpClear}, nil
+	}
+	if spec.TypedTimeColumn != "" {
+		if _, err := flight.ParseSISTime(n.text, d.opts.Location); err != nil {
+			return flight.Command{}, wrapError(ReasonBadTime, path, err, "%s %q", spec.Tag, n.text)
+		}
+	}
+	return flight.Command{Tag: spec.Tag, Op: flight.OpSet, Value: n.text}, nil
+}
+
+// anomalyCommand: an object with any attribute, child or text = Set; an
+// empty element = Clear.
+func anomalyCommand(spec flight.FieldSpec, n *node, path string) (flight.Command, error) {
+	item, err := flatten(n, path)
+	if err != nil {
+		return flight.Command{}, err
+	}
+	if len(item) == 0 {
+		return flight.Command{Tag: spec.Tag, Op: flight.OpClear}, nil
+	}
+	return flight.Command{Tag: spec.Tag, Op: flight.OpSet, Anomaly: item}, nil
+}
+
+// recordCommand: every occurrence is one item, kept even when empty; a
+// record present in the message is always a Replace (seed 001 §6).
+func recordCommand(spec flight.FieldSpec, nodes []*node, path string) (flight.Command, error) {
+	items := make([]flight.Item, 0, len(nodes))
+	for i, n := range nodes {
+		item, err := flatten(n, itemPath(path, spec.Tag, i))
+		if err != nil {
+			return flight.Command{}, err
+		}
+		items = append(items, item)
+	}
+	return flight.Command{Tag: spec.Tag, Op: flight.OpReplace, Items: items}, nil
+}
+
+// collectionCommand applies the sequence-0 rules: items that all carry
+// sequence "0" clear the collection; "0" mixed with real items is illegal.
+// Entirely empty occurrences (<DELY/>) carry nothing and are dropped; if
+// nothing remains the collection is cleared. Otherwise Replace.
+func collectionCommand(spec flight.FieldSpec, nodes []*node, path string) (flight.Command, error) {
+	items := make([]flight.Item, 0, len(nodes))
+	zeros, firstZero, firstReal := 0, -1, -1
+	for i, n := range nodes {
+		ipath := itemPath(path, spec.Tag, i)
+		item, err := flatten(n, ipath)
+		if err != nil {
+			return flight.Command{}, err
+		}
+		if len(item) == 0 {
+			continue
+		}
+		isZero := false
+		if spec.SeqAttr != "" {
+			if v, ok := item[spec.SeqAttr]; ok {
+				seq, err := flight.ParseSequence(v)
+				if err != nil {
+					return flight.Command{}, wrapError(ReasonBadSequence, seqPath(n, ipath, spec.SeqAttr), err, "%s %q", spec.SeqAttr, v)
+				}
+				isZero = seq == 0
+			}
+		}
+		if isZero {
+			zeros++
+			if firstZero < 0 {
+				firstZero = i
+			}
+		} else if firstReal < 0 {
+			firstReal = i
+		}
+		items = append(items, item)
+	}
+	switch {
+	case zeros > 0 && firstReal >= 0:
+		return flight.Command{}, newError(ReasonSeqZeroMixed, seqPath(nodes[firstZero], itemPath(path, spec.Tag, firstZero), spec.SeqAttr),
+			"%s=0 (clear marker) mixed with real %s items such as %s[%d]", spec.SeqAttr, spec.Tag, spec.Tag, firstReal+1)
+	case len(items) == 0 || zeros == len(items):
+		return flight.Command{Tag: spec.Tag, Op: flight.OpClear}, nil
+	default:
+		return flight.Command{Tag: spec.Tag, Op: flight.OpReplace, Items: items}, nil
+	}
+}
+
+func itemPath(path, tag string, i int) string { return fmt.Sprintf("%s/%s[%d]", path, tag, i+1) }
+
+// seqPath points at the sequence attribute, or at the child element when the
+// feed wrote the sequence as one.
+func seqPath(n *node, ipath, seqAttr string) string {
+	for _, a := range n.attrs {
+		if qualified(a.Name) == seqAttr {
+			return ipath + "@" + seqAttr
+		}
+	}
+	return ipath + "/" + seqAttr
+}

@@ -1,0 +1,147 @@
+package sis
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"io"
+	"strings"
+)
+
+// node is one element read into memory: only a record (FLTR/FLOP) or META
+// at a time, so memory stays bounded by the largest record, not the message.
+type node struct {
+	name     string
+	attrs    []xml.Attr
+	text     string
+	children []*node
+}
+
+// scanner streams tokens with encoding/xml's RawToken (no namespace
+// translation, the fastest path) and adds what RawToken leaves out: start/end
+// matching, unclosed elements at EOF, a depth bound, and copying CharData.
+type scanner struct {
+	raw      []byte
+	dec      *xml.Decoder
+	maxDepth int
+	open     []string // names of the open elements, root first
+}
+
+func newScanner(raw []byte, maxDepth int) *scanner {
+	dec := xml.NewDecoder(bytes.NewReader(raw))
+	dec.Strict = true
+	// The mailbox hands over text, so the bytes are UTF-8 whatever the XML
+	// declaration says (encoding="GBK" …); encoding/xml still rejects
+	// invalid UTF-8.
+	dec.CharsetReader = func(_ string, r io.Reader) (io.Reader, error) { return r, nil }
+	return &scanner{raw: raw, dec: dec, maxDepth: maxDepth}
+}
+
+// path renders the open elements, e.g. "MSG/SCHD/FLTR", for errors that
+// have no more precise location.
+func (s *scanner) path() string { return strings.Join(s.open, "/") }
+
+// next returns the next StartElement, EndElement or CharData; CharData is
+// only valid until the following call (copy what you keep). Comments, processing instructions and directives are skipped. At the end
+// of input it returns io.EOF only if every element was closed.
+func (s *scanner) next() (xml.Token, error) {
+	for {
+		tok, err := s.dec.RawToken()
+		if errors.Is(err, io.EOF) {
+			if len(s.open) > 0 {
+				return nil, newError(ReasonMalformedXML, s.path(), "unexpected end of input: <%s> not closed", s.open[len(s.open)-1])
+			}
+			return nil, io.EOF
+		}
+		if err != nil {
+			return nil, s.syntaxError(err)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			if len(s.open) >= s.maxDepth {
+				return nil, newError(ReasonTooDeep, s.path(), "nesting deeper than %d elements", s.maxDepth)
+			}
+			s.open = append(s.open, qualified(t.Name))
+			return t, nil
+		case xml.EndElement:
+			name := qualified(t.Name)
+			if len(s.open) == 0 || s.open[len(s.open)-1] != name {
+				return nil, newError(ReasonMalformedXML, s.path(), "closing tag </%s> does not match the open element", name)
+			}
+			s.open = s.open[:len(s.open)-1]
+			return t, nil
+		case xml.CharData:
+			return t, nil
+		}
+	}
+}
+
+func (s *scanner) syntaxError(err error) *Error {
+	detail := "not well-formed XML"
+	if hasTypographicAttributeQuote(s.raw) {
+		detail = "not well-formed XML (an attribute value is delimited by typographic quotes)"
+	}
+	return wrapError(ReasonMalformedXML, s.path(), err, "%s", detail)
+}
+
+// readTree reads the element whose start tag was just returned by next, up
+// to and including its end tag. Recursion is bounded by maxDepth.
+func (s *scanner) readTree(start xml.StartElement) (*node, error) {
+	n := &node{name: qualified(start.Name), attrs: start.Attr}
+	for {
+		tok, err := s.next()
+		if err != nil {
+			return nil, unexpectedEOF(err, s)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			child, err := s.readTree(t)
+			if err != nil {
+				return nil, err
+			}
+			n.children = append(n.children, child)
+		case xml.CharData:
+			n.text += string(t)
+		case xml.EndElement:
+			return n, nil
+		}
+	}
+}
+
+// skip consumes the rest of the element whose start tag was just returned.
+func (s *scanner) skip() error {
+	depth := len(s.open)
+	for len(s.open) >= depth {
+		if _, err := s.next(); err != nil {
+			return unexpectedEOF(err, s)
+		}
+	}
+	return nil
+}
+
+func unexpectedEOF(err error, s *scanner) error {
+	if errors.Is(err, io.EOF) {
+		return newError(ReasonMalformedXML, s.path(), "unexpected end of input")
+	}
+	return err
+}
+
+func qualified(n xml.Name) string {
+	if n.Space == "" {
+		return n.Local
+	}
+	return n.Space + ":" + n.Local
+}
+
+func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
+
+// hasTypographicAttributeQuote reports whether an attribute value seems to be
+// delimited by curly quotes (GTNO=“1”), to make the syntax error precise.
+func hasTypographicAttributeQuote(raw []byte) bool {
+	for _, q := range []string{"=\u201c", "=\u201d", "=\u2018", "=\u2019", "= \u201c", "= \u201d"} {
+		if bytes.Contains(raw, []byte(q)) {
+			return true
+		}
+	}
+	return false
+}

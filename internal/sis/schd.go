@@ -1,0 +1,166 @@
+package sis
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"strings"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+)
+
+// MaxRecs is the largest RECS a SCHD message may declare (seed 000 §5.2).
+const MaxRecs = 9999
+
+// schdState collects a SCHD body while it streams past.
+type schdState struct {
+	recsPath  string
+	sawBody   bool
+	sawSCHD   bool
+	seenFLIDs map[flight.FLID]int // snapshot only: FLID → record index
+}
+
+// schdBody decodes the rest of MSG for SCHD DNLD/RESP/ADFT. RECS may sit
+// under MSG or inside SCHD; FLTR records may sit inside SCHD or (leniently)
+// directly under MSG.
+func (d *decoder) schdBody() error {
+	st := &schdState{}
+	if d.msg.Kind == KindSnapshot {
+		st.seenFLIDs = map[flight.FLID]int{}
+	}
+	err := d.msgChildren(func(t xml.StartElement) error {
+		switch qualified(t.Name) {
+		case "RECS":
+			return d.recs(t, st, "MSG/RECS")
+		case "FLTR":
+			st.sawBody = true
+			return d.fltr(t, st, "MSG")
+		case "SCHD":
+			if st.sawSCHD {
+				return newError(ReasonDuplicateField, "MSG/SCHD[2]", "<SCHD> occurs twice")
+			}
+			st.sawSCHD, st.sawBody = true, true
+			return d.schdElement(st)
+		case "META":
+			return newError(ReasonDuplicateField, "MSG/META[2]", "<META> occurs twice")
+		default:
+			return d.ignoreElement(t)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return d.checkRecs(st)
+}
+
+// schdElement reads the children of <SCHD> up to </SCHD>.
+func (d *decoder) schdElement(st *schdState) error {
+	for {
+		tok, err := d.scan.next()
+		if err != nil {
+			return unexpectedEOF(err, d.scan)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			switch qualified(t.Name) {
+			case "RECS":
+				err = d.recs(t, st, "MSG/SCHD/RECS")
+			case "FLTR":
+				err = d.fltr(t, st, "MSG/SCHD")
+			default:
+				err = d.ignoreElement(t)
+			}
+			if err != nil {
+				return err
+			}
+		case xml.CharData:
+			if len(bytes.TrimSpace(t)) > 0 {
+				return newError(ReasonBadStructure, "MSG/SCHD", "text directly under <SCHD>")
+			}
+		case xml.EndElement:
+			return nil
+		}
+	}
+}
+
+func (d *decoder) recs(t xml.StartElement, st *schdState, path string) error {
+	n, err := d.scan.readTree(t)
+	if err != nil {
+		return err
+	}
+	if st.recsPath != "" {
+		return newError(ReasonDuplicateField, path, "RECS already given at %s", st.recsPath)
+	}
+	if len(n.children) > 0 {
+		return newError(ReasonBadStructure, path, "<RECS> holds child elements")
+	}
+	st.recsPath = path
+	text := strings.TrimSpace(n.text)
+	if !allDigits(text) {
+		return newError(ReasonBadRecs, path, "RECS %q is not a decimal number", n.text)
+	}
+	if len(strings.TrimLeft(text, "0")) > 4 {
+		return newError(ReasonRecsOutOfRange, path, "RECS %s is outside 0–%d", text, MaxRecs)
+	}
+	recs := 0
+	for i := 0; i < len(text); i++ {
+		recs = recs*10 + int(text[i]-'0')
+	}
+	if recs > MaxRecs {
+		return newError(ReasonRecsOutOfRange, path, "RECS %d is outside 0–%d", recs, MaxRecs)
+	}
+	if len(d.msg.Records) > recs {
+		return newError(ReasonRecsMismatch, path, "RECS %d but %d FLTR records precede it", recs, len(d.msg.Records))
+	}
+	d.msg.Recs = recs
+	if cap(d.msg.Records) < recs {
+		grown := make([]Record, len(d.msg.Records), recs)
+		copy(grown, d.msg.Records)
+		d.msg.Records = grown
+	}
+	return nil
+}
+
+func (d *decoder) fltr(t xml.StartElement, st *schdState, parent string) error {
+	index := len(d.msg.Records) + 1
+	path := fmt.Sprintf("%s/FLTR[%d]", parent, index)
+	if index > MaxRecs {
+		return newError(ReasonRecsOutOfRange, path, "more than %d FLTR records", MaxRecs)
+	}
+	if d.msg.Recs >= 0 && index > d.msg.Recs {
+		return newError(ReasonRecsMismatch, path, "RECS is %d but more FLTR records follow", d.msg.Recs)
+	}
+	n, err := d.scan.readTree(t)
+	if err != nil {
+		return err
+	}
+	full := d.msg.Kind == KindSnapshot
+	rec, err := d.decodeRecord(n, path, index, recordRules{full: full, requireSODT: full})
+	if err != nil {
+		return err
+	}
+	if st.seenFLIDs != nil {
+		if first, dup := st.seenFLIDs[rec.FLID]; dup {
+			return newError(ReasonDuplicateFLID, path+"/FLID", "FLID %s already in FLTR[%d]", rec.FLID, first)
+		}
+		st.seenFLIDs[rec.FLID] = index
+	}
+	d.msg.Records = append(d.msg.Records, rec)
+	return nil
+}
+
+func (d *decoder) checkRecs(st *schdState) error {
+	if !st.sawBody && st.recsPath == "" {
+		return newError(ReasonMissingBody, "MSG/SCHD", "SCHD message without <SCHD> body")
+	}
+	if st.recsPath == "" {
+		if d.msg.Kind == KindSnapshot {
+			return newError(ReasonMissingField, "MSG/SCHD/RECS", "snapshot without RECS")
+		}
+		return nil
+	}
+	if got := len(d.msg.Records); got != d.msg.Recs {
+		return newError(ReasonRecsMismatch, st.recsPath, "RECS is %d but %d FLTR records arrived", d.msg.Recs, got)
+	}
+	return nil
+}
