@@ -31,6 +31,7 @@ func (d *decoder) flopBody(subtype FlopSubtype) error {
 
 func (d *decoder) flopRecord(t xml.StartElement, subtype FlopSubtype, index int) error {
 	path := fmt.Sprintf("MSG/FLOP[%d]", index)
+	d.scan.resetTree()
 	n, err := d.scan.readTree(t)
 	if err != nil {
 		return err
@@ -50,7 +51,7 @@ func (d *decoder) flopRecord(t xml.StartElement, subtype FlopSubtype, index int)
 // informational (FFID, …) and ignored.
 func (d *decoder) deletion(n *node, path string) error {
 	var flidNode *node
-	for _, c := range n.children {
+	for c := n.first; c != nil; c = c.next {
 		if c.name != "FLID" {
 			continue
 		}

@@ -13,44 +13,46 @@ import (
 // it has no child elements, trimmed when text and elements are mixed (its
 // surrounding white space is then indentation). A key that would occur twice
 // is a DUPLICATE_FIELD error, never a silent overwrite.
-func flatten(n *node, path string) (flight.Item, error) {
-	item := make(flight.Item, len(n.attrs)+len(n.children)+1)
-	if err := flattenInto(item, n, "", path); err != nil {
+func flatten(n *node, at elemPath) (flight.Item, error) {
+	item := make(flight.Item, len(n.attrs)+n.nchildren+1)
+	if err := flattenInto(item, n, "", at); err != nil {
 		return nil, err
 	}
 	return item, nil
 }
 
-func flattenInto(item flight.Item, n *node, prefix, path string) error {
+func flattenInto(item flight.Item, n *node, prefix string, at elemPath) error {
 	for _, a := range n.attrs {
-		key := prefix + "@" + qualified(a.Name)
-		if prefix == "" {
-			key = qualified(a.Name)
+		key := qualified(a.Name)
+		if prefix != "" {
+			key = prefix + "@" + key
 		}
-		if err := put(item, key, a.Value, path); err != nil {
+		if err := put(item, key, a.Value, at); err != nil {
 			return err
 		}
 	}
-	for _, c := range n.children {
+	for c := n.first; c != nil; c = c.next {
 		key := c.name
 		if prefix != "" {
 			key = prefix + "/" + c.name
 		}
-		if len(c.children) == 0 {
-			if err := put(item, key, c.text, path); err != nil {
+		if !c.hasChildren() {
+			if err := put(item, key, c.text, at); err != nil {
 				return err
 			}
-			if err := flattenAttrsOnly(item, c, key, path); err != nil {
-				return err
+			for _, a := range c.attrs {
+				if err := put(item, key+"@"+qualified(a.Name), a.Value, at); err != nil {
+					return err
+				}
 			}
 			continue
 		}
-		if err := flattenInto(item, c, key, path); err != nil {
+		if err := flattenInto(item, c, key, at); err != nil {
 			return err
 		}
 	}
 	text := n.text
-	if len(n.children) > 0 {
+	if n.hasChildren() {
 		text = strings.TrimSpace(text)
 	}
 	if isBlank(text) {
@@ -60,21 +62,12 @@ func flattenInto(item flight.Item, n *node, prefix, path string) error {
 	if prefix != "" {
 		key = prefix
 	}
-	return put(item, key, text, path)
+	return put(item, key, text, at)
 }
 
-func flattenAttrsOnly(item flight.Item, n *node, key, path string) error {
-	for _, a := range n.attrs {
-		if err := put(item, key+"@"+qualified(a.Name), a.Value, path); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func put(item flight.Item, key, value, path string) error {
+func put(item flight.Item, key, value string, at elemPath) error {
 	if _, dup := item[key]; dup {
-		return newError(ReasonDuplicateField, path+"/"+key, "item key %s occurs twice", key)
+		return newError(ReasonDuplicateField, at.child(key), "item key %s occurs twice", key)
 	}
 	item[key] = value
 	return nil

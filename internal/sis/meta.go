@@ -27,6 +27,7 @@ func (d *decoder) meta() (Meta, error) {
 			if qualified(t.Name) != "META" {
 				return Meta{}, newError(ReasonMissingMeta, metaPath, "<META> must be the first element of <MSG>, found <%s>", qualified(t.Name))
 			}
+			d.scan.resetTree()
 			n, err := d.scan.readTree(t)
 			if err != nil {
 				return Meta{}, err
@@ -50,13 +51,13 @@ func (d *decoder) decodeMeta(n *node) (Meta, error) {
 		"DDTM": &m.Time, "DTTM": &m.Time,
 	}
 	seen := map[string]bool{}
-	for _, c := range n.children {
+	for c := n.first; c != nil; c = c.next {
 		target, known := fields[c.name]
 		if !known {
 			continue // unmapped META fields are harmless; the raw archive keeps them
 		}
 		path := metaPath + "/" + c.name
-		if len(c.children) > 0 {
+		if c.hasChildren() {
 			return m, newError(ReasonBadStructure, path, "<%s> holds child elements", c.name)
 		}
 		key := c.name

@@ -17,7 +17,10 @@ type recordRules struct {
 	subject *FlopSubtype
 }
 
-var fieldSpecs = flight.Fields()
+var (
+	fieldSpecs = flight.Fields()
+	sodtOrder  = flight.FieldOrder("SODT")
+)
 
 // decodeRecord turns one FLTR/FLOP element into a Record: its FLID, the
 // operation day from SODT, and one command per mapped field it carries, in
@@ -35,7 +38,7 @@ func (d *decoder) decodeRecord(n *node, path string, index int, rules recordRule
 	}
 	var flidNode *node
 	present := 0
-	for _, c := range n.children {
+	for c := n.first; c != nil; c = c.next {
 		if c.name == "FLID" {
 			if flidNode != nil {
 				return Record{}, newError(ReasonDuplicateField, path+"/FLID[2]", "FLID occurs twice")
@@ -73,13 +76,13 @@ func (d *decoder) decodeRecord(n *node, path string, index int, rules recordRule
 		if len(nodes) == 0 {
 			continue
 		}
-		cmd, err := d.command(fieldSpecs[pos], nodes, path)
+		cmd, err := d.command(&fieldSpecs[pos], nodes, path)
 		if err != nil {
 			return Record{}, err
 		}
 		rec.Cmds = append(rec.Cmds, cmd)
 	}
-	day, err := d.operationDay(groups[flight.FieldOrder("SODT")], path, rules.requireSODT)
+	day, err := d.operationDay(groups[sodtOrder], path, rules.requireSODT)
 	if err != nil {
 		return Record{}, err
 	}
@@ -88,7 +91,7 @@ func (d *decoder) decodeRecord(n *node, path string, index int, rules recordRule
 }
 
 func flidOf(n *node, path string) (flight.FLID, error) {
-	if len(n.children) > 0 {
+	if n.hasChildren() {
 		return 0, newError(ReasonBadStructure, path, "<FLID> holds child elements")
 	}
 	return parseFLID(n.text, path)
@@ -123,12 +126,12 @@ func (d *decoder) operationDay(sodt []*node, path string, required bool) (string
 }
 
 // command builds the one command for a field the record carries.
-func (d *decoder) command(spec flight.FieldSpec, nodes []*node, path string) (flight.Command, error) {
+func (d *decoder) command(spec *flight.FieldSpec, nodes []*node, path string) (flight.Command, error) {
 	switch spec.Kind {
 	case flight.KindScalar:
-		return d.scalarCommand(spec, nodes[0], path+"/"+spec.Tag)
+		return d.scalarCommand(spec, nodes[0], elemPath{parent: path, tag: spec.Tag})
 	case flight.KindAnomaly:
-		return anomalyCommand(spec, nodes[0], path+"/"+spec.Tag)
+		return anomalyCommand(spec, nodes[0], elemPath{parent: path, tag: spec.Tag})
 	case flight.KindCollection:
 		return collectionCommand(spec, nodes, path)
 	default: // flight.KindRecord
@@ -138,9 +141,9 @@ func (d *decoder) command(spec flight.FieldSpec, nodes []*node, path string) (fl
 
 // scalarCommand: present with text = Set (verbatim); empty or blank = Clear
 // (SIS §1.6.3: an empty tag deletes the value).
-func (d *decoder) scalarCommand(spec flight.FieldSpec, n *node, path string) (flight.Command, error) {
-	if len(n.children) > 0 {
-		return flight.Command{}, newError(ReasonBadStructure, path, "scalar <%s> holds child elements", spec.Tag)
+func (d *decoder) scalarCommand(spec *flight.FieldSpec, n *node, at elemPath) (flight.Command, error) {
+	if n.hasChildren() {
+		return flight.Command{}, newError(ReasonBadStructure, at.String(), "scalar <%s> holds child elements", spec.Tag)
 	}
 	for _, a := range n.attrs {
 		d.msg.ignore(spec.Tag + "@" + qualified(a.Name))
@@ -150,7 +153,7 @@ func (d *decoder) scalarCommand(spec flight.FieldSpec, n *node, path string) (fl
 	}
 	if spec.TypedTimeColumn != "" {
 		if _, err := flight.ParseSISTime(n.text, d.opts.Location); err != nil {
-			return flight.Command{}, wrapError(ReasonBadTime, path, err, "%s %q", spec.Tag, n.text)
+			return flight.Command{}, wrapError(ReasonBadTime, at.String(), err, "%s %q", spec.Tag, n.text)
 		}
 	}
 	return flight.Command{Tag: spec.Tag, Op: flight.OpSet, Value: n.text}, nil
@@ -158,8 +161,8 @@ func (d *decoder) scalarCommand(spec flight.FieldSpec, n *node, path string) (fl
 
 // anomalyCommand: an object with any attribute, child or text = Set; an
 // empty element = Clear.
-func anomalyCommand(spec flight.FieldSpec, n *node, path string) (flight.Command, error) {
-	item, err := flatten(n, path)
+func anomalyCommand(spec *flight.FieldSpec, n *node, at elemPath) (flight.Command, error) {
+	item, err := flatten(n, at)
 	if err != nil {
 		return flight.Command{}, err
 	}
@@ -171,10 +174,10 @@ func anomalyCommand(spec flight.FieldSpec, n *node, path string) (flight.Command
 
 // recordCommand: every occurrence is one item, kept even when empty; a
 // record present in the message is always a Replace (seed 001 §6).
-func recordCommand(spec flight.FieldSpec, nodes []*node, path string) (flight.Command, error) {
+func recordCommand(spec *flight.FieldSpec, nodes []*node, path string) (flight.Command, error) {
 	items := make([]flight.Item, 0, len(nodes))
 	for i, n := range nodes {
-		item, err := flatten(n, itemPath(path, spec.Tag, i))
+		item, err := flatten(n, elemPath{parent: path, tag: spec.Tag, index: i + 1})
 		if err != nil {
 			return flight.Command{}, err
 		}
@@ -187,12 +190,12 @@ func recordCommand(spec flight.FieldSpec, nodes []*node, path string) (flight.Co
 // sequence "0" clear the collection; "0" mixed with real items is illegal.
 // Entirely empty occurrences (<DELY/>) carry nothing and are dropped; if
 // nothing remains the collection is cleared. Otherwise Replace.
-func collectionCommand(spec flight.FieldSpec, nodes []*node, path string) (flight.Command, error) {
+func collectionCommand(spec *flight.FieldSpec, nodes []*node, path string) (flight.Command, error) {
 	items := make([]flight.Item, 0, len(nodes))
 	zeros, firstZero, firstReal := 0, -1, -1
 	for i, n := range nodes {
-		ipath := itemPath(path, spec.Tag, i)
-		item, err := flatten(n, ipath)
+		at := elemPath{parent: path, tag: spec.Tag, index: i + 1}
+		item, err := flatten(n, at)
 		if err != nil {
 			return flight.Command{}, err
 		}
@@ -204,7 +207,7 @@ func collectionCommand(spec flight.FieldSpec, nodes []*node, path string) (fligh
 			if v, ok := item[spec.SeqAttr]; ok {
 				seq, err := flight.ParseSequence(v)
 				if err != nil {
-					return flight.Command{}, wrapError(ReasonBadSequence, seqPath(n, ipath, spec.SeqAttr), err, "%s %q", spec.SeqAttr, v)
+					return flight.Command{}, wrapError(ReasonBadSequence, seqPath(n, at, spec.SeqAttr), err, "%s %q", spec.SeqAttr, v)
 				}
 				isZero = seq == 0
 			}
@@ -221,7 +224,8 @@ func collectionCommand(spec flight.FieldSpec, nodes []*node, path string) (fligh
 	}
 	switch {
 	case zeros > 0 && firstReal >= 0:
-		return flight.Command{}, newError(ReasonSeqZeroMixed, seqPath(nodes[firstZero], itemPath(path, spec.Tag, firstZero), spec.SeqAttr),
+		at := elemPath{parent: path, tag: spec.Tag, index: firstZero + 1}
+		return flight.Command{}, newError(ReasonSeqZeroMixed, seqPath(nodes[firstZero], at, spec.SeqAttr),
 			"%s=0 (clear marker) mixed with real %s items such as %s[%d]", spec.SeqAttr, spec.Tag, spec.Tag, firstReal+1)
 	case len(items) == 0 || zeros == len(items):
 		return flight.Command{Tag: spec.Tag, Op: flight.OpClear}, nil
@@ -230,15 +234,13 @@ func collectionCommand(spec flight.FieldSpec, nodes []*node, path string) (fligh
 	}
 }
 
-func itemPath(path, tag string, i int) string { return fmt.Sprintf("%s/%s[%d]", path, tag, i+1) }
-
 // seqPath points at the sequence attribute, or at the child element when the
 // feed wrote the sequence as one.
-func seqPath(n *node, ipath, seqAttr string) string {
+func seqPath(n *node, at elemPath, seqAttr string) string {
 	for _, a := range n.attrs {
 		if qualified(a.Name) == seqAttr {
-			return ipath + "@" + seqAttr
+			return at.attr(seqAttr)
 		}
 	}
-	return ipath + "/" + seqAttr
+	return at.child(seqAttr)
 }

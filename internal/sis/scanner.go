@@ -8,33 +8,32 @@ import (
 	"strings"
 )
 
-// node is one element read into memory: only a record (FLTR/FLOP) or META
-// at a time, so memory stays bounded by the largest record, not the message.
-type node struct {
-	name     string
-	attrs    []xml.Attr
-	text     string
-	children []*node
-}
-
 // scanner streams tokens with encoding/xml's RawToken (no namespace
 // translation, the fastest path) and adds what RawToken leaves out: start/end
-// matching, unclosed elements at EOF, a depth bound, and copying CharData.
+// matching, unclosed elements at EOF, a depth bound. It reads element
+// subtrees into an arena that is reused record after record, so memory stays
+// bounded by the largest record, not the message.
 type scanner struct {
-	raw      []byte
+	raw []byte
+	// input is one string copy of raw; text values are substrings of it
+	// whenever the decoded text equals the raw bytes (no entities, no CDATA,
+	// no CR), which saves one allocation per value.
+	input    string
 	dec      *xml.Decoder
 	maxDepth int
 	open     []string // names of the open elements, root first
+	nodes    arena
 }
 
 func newScanner(raw []byte, maxDepth int) *scanner {
-	dec := xml.NewDecoder(bytes.NewReader(raw))
+	input := string(raw)
+	dec := xml.NewDecoder(strings.NewReader(input))
 	dec.Strict = true
 	// The mailbox hands over text, so the bytes are UTF-8 whatever the XML
 	// declaration says (encoding="GBK" …); encoding/xml still rejects
 	// invalid UTF-8.
 	dec.CharsetReader = func(_ string, r io.Reader) (io.Reader, error) { return r, nil }
-	return &scanner{raw: raw, dec: dec, maxDepth: maxDepth}
+	return &scanner{raw: raw, input: input, dec: dec, maxDepth: maxDepth}
 }
 
 // path renders the open elements, e.g. "MSG/SCHD/FLTR", for errors that
@@ -42,8 +41,9 @@ func newScanner(raw []byte, maxDepth int) *scanner {
 func (s *scanner) path() string { return strings.Join(s.open, "/") }
 
 // next returns the next StartElement, EndElement or CharData; CharData is
-// only valid until the following call (copy what you keep). Comments, processing instructions and directives are skipped. At the end
-// of input it returns io.EOF only if every element was closed.
+// only valid until the following call (use text to keep it). Comments,
+// processing instructions and directives are skipped. At the end of input it
+// returns io.EOF only if every element was closed.
 func (s *scanner) next() (xml.Token, error) {
 	for {
 		tok, err := s.dec.RawToken()
@@ -62,18 +62,29 @@ func (s *scanner) next() (xml.Token, error) {
 				return nil, newError(ReasonTooDeep, s.path(), "nesting deeper than %d elements", s.maxDepth)
 			}
 			s.open = append(s.open, qualified(t.Name))
-			return t, nil
+			return tok, nil // the original interface value: re-boxing t would allocate
 		case xml.EndElement:
 			name := qualified(t.Name)
 			if len(s.open) == 0 || s.open[len(s.open)-1] != name {
 				return nil, newError(ReasonMalformedXML, s.path(), "closing tag </%s> does not match the open element", name)
 			}
 			s.open = s.open[:len(s.open)-1]
-			return t, nil
+			return tok, nil
 		case xml.CharData:
-			return t, nil
+			return tok, nil
 		}
 	}
+}
+
+// text returns the CharData just returned by next as a string, shared with
+// the input when the raw bytes match.
+func (s *scanner) text(t xml.CharData) string {
+	end := int(s.dec.InputOffset())
+	start := end - len(t)
+	if start >= 0 && end <= len(s.raw) && bytes.Equal(s.raw[start:end], t) {
+		return s.input[start:end]
+	}
+	return string(t)
 }
 
 func (s *scanner) syntaxError(err error) *Error {
@@ -85,9 +96,11 @@ func (s *scanner) syntaxError(err error) *Error {
 }
 
 // readTree reads the element whose start tag was just returned by next, up
-// to and including its end tag. Recursion is bounded by maxDepth.
+// to and including its end tag, into the arena. Call resetTree before
+// reading the next independent tree. Recursion is bounded by maxDepth.
 func (s *scanner) readTree(start xml.StartElement) (*node, error) {
-	n := &node{name: qualified(start.Name), attrs: start.Attr}
+	n := s.nodes.alloc()
+	n.name, n.attrs = qualified(start.Name), start.Attr
 	for {
 		tok, err := s.next()
 		if err != nil {
@@ -99,14 +112,17 @@ func (s *scanner) readTree(start xml.StartElement) (*node, error) {
 			if err != nil {
 				return nil, err
 			}
-			n.children = append(n.children, child)
+			n.append(child)
 		case xml.CharData:
-			n.text += string(t)
+			n.addText(s, t)
 		case xml.EndElement:
 			return n, nil
 		}
 	}
 }
+
+// resetTree releases every node read so far for reuse.
+func (s *scanner) resetTree() { s.nodes.reset() }
 
 // skip consumes the rest of the element whose start tag was just returned.
 func (s *scanner) skip() error {

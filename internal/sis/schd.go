@@ -84,6 +84,7 @@ func (d *decoder) schdElement(st *schdState) error {
 }
 
 func (d *decoder) recs(t xml.StartElement, st *schdState, path string) error {
+	d.scan.resetTree()
 	n, err := d.scan.readTree(t)
 	if err != nil {
 		return err
@@ -91,7 +92,7 @@ func (d *decoder) recs(t xml.StartElement, st *schdState, path string) error {
 	if st.recsPath != "" {
 		return newError(ReasonDuplicateField, path, "RECS already given at %s", st.recsPath)
 	}
-	if len(n.children) > 0 {
+	if n.hasChildren() {
 		return newError(ReasonBadStructure, path, "<RECS> holds child elements")
 	}
 	st.recsPath = path
@@ -130,6 +131,7 @@ func (d *decoder) fltr(t xml.StartElement, st *schdState, parent string) error {
 	if d.msg.Recs >= 0 && index > d.msg.Recs {
 		return newError(ReasonRecsMismatch, path, "RECS is %d but more FLTR records follow", d.msg.Recs)
 	}
+	d.scan.resetTree()
 	n, err := d.scan.readTree(t)
 	if err != nil {
 		return err

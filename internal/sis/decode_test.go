@@ -1,0 +1,319 @@
+package sis
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+)
+
+func TestDecodeMeta(t *testing.T) {
+	raw := []byte(`<MSG><META>
+		<SNDR> AODB </SNDR><RCVR>RMS</RCVR><SEQN>000042</SEQN><DTTM>20260909101500123</DTTM>
+		<TYPE>flop</TYPE><STYP>estt</STYP><SORC>S</SORC><MGID>M1</MGID><RMID>R1</RMID><APOT>PEK</APOT><XTRA>x</XTRA>
+	</META><FLOP><FLID>1</FLID><ESTT>09SEP261020</ESTT></FLOP></MSG>`)
+	msg := mustDecode(t, raw)
+	want := Meta{
+		Sndr: "AODB", Rcvr: "RMS", Seqn: "000042", SeqnNum: 42,
+		TimeTag: "DTTM", Time: "20260909101500123",
+		ParsedTime: time.Date(2026, 9, 9, 10, 15, 0, 123e6, DefaultLocation),
+		Type:       "flop", Styp: "estt", Sorc: "S", Mgid: "M1", Rmid: "R1", Apot: "PEK",
+	}
+	if diff := cmp.Diff(want, msg.Meta); diff != "" {
+		t.Fatalf("meta (-want +got):\n%s", diff)
+	}
+	if msg.Meta.IdentityKey() != "AODB|flop|estt|000042" {
+		t.Fatalf("identity key %q", msg.Meta.IdentityKey())
+	}
+	if msg.Kind != KindFLOP {
+		t.Fatalf("lower-case TYPE/STYP kind = %s", msg.Kind)
+	}
+}
+
+func TestParseMetaTime(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    time.Time
+		wantErr bool
+	}{
+		{in: "20260909101500", want: time.Date(2026, 9, 9, 10, 15, 0, 0, DefaultLocation)},
+		{in: "20260909101500999", want: time.Date(2026, 9, 9, 10, 15, 0, 999e6, DefaultLocation)},
+		{in: "1788920100000", want: time.UnixMilli(1788920100000)}, // 13 digits: epoch ms
+		{in: "20261309101500", wantErr: true},
+		{in: "2026090910150", want: time.UnixMilli(2026090910150)},
+		{in: "202609091015", wantErr: true},
+		{in: "2026-09-09 10:15:00", wantErr: true},
+		{in: "202609091015001", wantErr: true},
+		{in: "", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseMetaTime(tt.in, DefaultLocation)
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("ParseMetaTime(%q) = %v, want error", tt.in, got)
+				}
+				return
+			}
+			if err != nil || !got.Equal(tt.want) {
+				t.Fatalf("ParseMetaTime(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestMetaRejections(t *testing.T) {
+	base := func(meta string) []byte { return []byte("<MSG><META>" + meta + "</META><FLOP><FLID>1</FLID><ESTT/></FLOP></MSG>") }
+	full := "<SNDR>A</SNDR><SEQN>1</SEQN><DDTM>20260909101500</DDTM><TYPE>FLOP</TYPE><STYP>ESTT</STYP>"
+	tests := map[string]struct {
+		raw    []byte
+		reason Reason
+		path   string
+	}{
+		"no META":          {[]byte("<MSG><FLOP/></MSG>"), ReasonMissingMeta, "MSG/META"},
+		"empty MSG":        {[]byte("<MSG/>"), ReasonMissingMeta, "MSG/META"},
+		"blank SNDR":       {base(strings.Replace(full, "<SNDR>A</SNDR>", "<SNDR> </SNDR>", 1)), ReasonMissingMeta, "MSG/META/SNDR"},
+		"no time":          {base(strings.Replace(full, "<DDTM>20260909101500</DDTM>", "", 1)), ReasonMissingMeta, "MSG/META/DDTM"},
+		"DDTM and DTTM":    {base(full + "<DTTM>20260909101500</DTTM>"), ReasonDuplicateField, "MSG/META/DTTM"},
+		"two SEQN":         {base(full + "<SEQN>2</SEQN>"), ReasonDuplicateField, "MSG/META/SEQN"},
+		"7-digit SEQN":     {base(strings.Replace(full, "<SEQN>1</SEQN>", "<SEQN>1234567</SEQN>", 1)), ReasonBadSeqn, "MSG/META/SEQN"},
+		"bad META time":    {base(strings.Replace(full, "20260909101500", "2026-09-09", 1)), ReasonBadTime, "MSG/META/DDTM"},
+		"nested TYPE":      {base(strings.Replace(full, "<TYPE>FLOP</TYPE>", "<TYPE><X/></TYPE>", 1)), ReasonBadStructure, "MSG/META/TYPE"},
+		"text in MSG":      {[]byte("<MSG>hello<META/></MSG>"), ReasonBadStructure, "MSG"},
+		"second META":      {[]byte("<MSG><META>" + full + "</META><META/></MSG>"), ReasonDuplicateField, "MSG/META[2]"},
+		"no root":          {[]byte("  "), ReasonMalformedXML, ""},
+		"text before root": {[]byte("x<MSG/>"), ReasonMalformedXML, ""},
+		"unclosed":         {[]byte("<MSG><META>"), ReasonMalformedXML, "MSG/META"},
+		"MSG never closed": {[]byte("<MSG>"), ReasonMalformedXML, "MSG"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			e := mustReject(t, tt.raw, Options{})
+			if e.Reason != tt.reason || e.Path != tt.path {
+				t.Fatalf("got %s at %q (%v), want %s at %q", e.Reason, e.Path, e, tt.reason, tt.path)
+			}
+		})
+	}
+}
+
+func TestMalformedXMLVariants(t *testing.T) {
+	good := string(dnld(fltr("1", "")))
+	tests := map[string]string{
+		"mismatched close":      strings.Replace(good, "</FLTR>", "</FLTX>", 1),
+		"broken closing tag":    strings.Replace(good, "</FLTR>", "</FLTR", 1),
+		"second root":           good + "<MSG/>",
+		"text after root":       good + "trailing",
+		"invalid UTF-8":         strings.Replace(good, "<FLID>1", "<FLID>\xff1", 1),
+		"undefined entity":      strings.Replace(good, "<FLID>1", "<FLID>&foo;1", 1),
+		"smart-quoted attr":     strings.Replace(good, "<FLID>1</FLID>", `<FLID>1</FLID><GTDT GTNO=“1”/>`, 1),
+		"truncated":             good[:len(good)/2],
+		"doctype entity attack": `<!DOCTYPE MSG [<!ENTITY a "aaaa">]><MSG>&a;</MSG>`,
+	}
+	for name, raw := range tests {
+		t.Run(name, func(t *testing.T) {
+			e := mustReject(t, []byte(raw), Options{})
+			if e.Reason != ReasonMalformedXML {
+				t.Fatalf("got %v, want MALFORMED_XML", e)
+			}
+			if name == "smart-quoted attr" && !strings.Contains(e.Detail, "typographic quotes") {
+				t.Fatalf("detail %q does not name the smart quotes", e.Detail)
+			}
+		})
+	}
+}
+
+func TestSnapshotRecords(t *testing.T) {
+	msg := mustDecode(t, dnld(
+		fltr("121112312", `<FLNO>CA100</FLNO><ESTT></ESTT><GTDT GTNO="1"><GATE>A1</GATE></GTDT><XXXX>1</XXXX><FLNX a="1"/>`),
+		"<FLTR><FLID>2</FLID><SODT>09Sep262355</SODT></FLTR>",
+	))
+	if msg.Kind != KindSnapshot || !msg.IsFullSnapshot() || msg.Recs != 2 || len(msg.Records) != 2 {
+		t.Fatalf("kind %s recs %d records %d", msg.Kind, msg.Recs, len(msg.Records))
+	}
+	r := msg.Records[0]
+	if !r.Full || r.OperationDay != "2026-09-09" || r.Index != 1 {
+		t.Fatalf("record = %+v", r)
+	}
+	if c := r.For("FLNO"); c.Op != flight.OpSet || c.Value != "CA100" {
+		t.Fatalf("FLNO = %+v", c)
+	}
+	if c := r.For("ESTT"); c.Op != flight.OpClear {
+		t.Fatalf("empty ESTT = %+v", c)
+	}
+	if c := r.For("CKDT"); c.Op != flight.OpClear {
+		t.Fatalf("absent CKDT in snapshot = %+v", c)
+	}
+	if diff := cmp.Diff(map[string]int{"XXXX": 1, "FLNX": 1}, msg.IgnoredTags); diff != "" {
+		t.Fatalf("ignored tags: %s", diff)
+	}
+	if msg.Records[1].OperationDay != "2026-09-09" {
+		t.Fatalf("mixed-case SODT day = %q", msg.Records[1].OperationDay)
+	}
+}
+
+func TestSnapshotLayouts(t *testing.T) {
+	tests := map[string]struct {
+		styp, body string
+		records    int
+		kind       Kind
+	}{
+		"RECS under MSG":        {"DNLD", "<RECS>1</RECS><SCHD>" + fltr("1", "") + "</SCHD>", 1, KindSnapshot},
+		"RECS after records":    {"RESP", "<SCHD>" + fltr("1", "") + fltr("2", "") + "<RECS>2</RECS></SCHD>", 2, KindSnapshot},
+		"FLTR directly in MSG":  {"DNLD", "<RECS>1</RECS>" + fltr("1", ""), 1, KindSnapshot},
+		"empty snapshot":        {"DNLD", "<SCHD><RECS>0</RECS></SCHD>", 0, KindSnapshot},
+		"empty, RECS only":      {"RESP", "<RECS>0000</RECS>", 0, KindSnapshot},
+		"ADFT without RECS":     {"ADFT", "<SCHD><FLTR><FLID>9</FLID><FLNO>CA9</FLNO></FLTR></SCHD>", 1, KindADFT},
+		"ADFT duplicate FLIDs":  {"ADFT", "<SCHD>" + fltr("9", "") + fltr("9", "") + "</SCHD>", 2, KindADFT},
+		"unknown SCHD children": {"DNLD", "<SCHD><RECS>1</RECS><NOTE>x</NOTE>" + fltr("1", "") + "</SCHD><TAIL/>", 1, KindSnapshot},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			msg := mustDecode(t, envelope("SCHD", tt.styp, tt.body))
+			if msg.Kind != tt.kind || len(msg.Records) != tt.records {
+				t.Fatalf("kind %s records %d", msg.Kind, len(msg.Records))
+			}
+			for _, r := range msg.Records {
+				if r.Full != (tt.kind == KindSnapshot) {
+					t.Fatalf("Full = %v for %s", r.Full, tt.kind)
+				}
+			}
+		})
+	}
+	adft := mustDecode(t, envelope("SCHD", "ADFT", "<SCHD><FLTR><FLID>9</FLID></FLTR></SCHD>"))
+	if adft.Recs != -1 || adft.Records[0].OperationDay != "" {
+		t.Fatalf("ADFT without RECS/SODT: recs %d day %q", adft.Recs, adft.Records[0].OperationDay)
+	}
+}
+
+func TestSnapshotRejections(t *testing.T) {
+	tests := map[string]struct {
+		raw    []byte
+		reason Reason
+		path   string
+	}{
+		"no body":                {envelope("SCHD", "DNLD", ""), ReasonMissingBody, "MSG/SCHD"},
+		"snapshot without RECS":  {envelope("SCHD", "DNLD", "<SCHD>"+fltr("1", "")+"</SCHD>"), ReasonMissingField, "MSG/SCHD/RECS"},
+		"two RECS":               {envelope("SCHD", "DNLD", "<RECS>1</RECS><SCHD><RECS>1</RECS>"+fltr("1", "")+"</SCHD>"), ReasonDuplicateField, "MSG/SCHD/RECS"},
+		"two SCHD":               {envelope("SCHD", "DNLD", "<SCHD><RECS>0</RECS></SCHD><SCHD/>"), ReasonDuplicateField, "MSG/SCHD[2]"},
+		"more FLTR than RECS":    {envelope("SCHD", "DNLD", "<SCHD><RECS>1</RECS>"+fltr("1", "")+fltr("2", "")+"</SCHD>"), ReasonRecsMismatch, "MSG/SCHD/FLTR[2]"},
+		"RECS below FLTR count":  {envelope("SCHD", "DNLD", "<SCHD>"+fltr("1", "")+fltr("2", "")+"<RECS>1</RECS></SCHD>"), ReasonRecsMismatch, "MSG/SCHD/RECS"},
+		"negative RECS":          {envelope("SCHD", "DNLD", "<SCHD><RECS>-1</RECS></SCHD>"), ReasonBadRecs, "MSG/SCHD/RECS"},
+		"huge RECS":              {envelope("SCHD", "DNLD", "<SCHD><RECS>99999999999999999999</RECS></SCHD>"), ReasonRecsOutOfRange, "MSG/SCHD/RECS"},
+		"nested RECS":            {envelope("SCHD", "DNLD", "<SCHD><RECS><N>1</N></RECS></SCHD>"), ReasonBadStructure, "MSG/SCHD/RECS"},
+		"text in SCHD":           {envelope("SCHD", "DNLD", "<SCHD>oops<RECS>0</RECS></SCHD>"), ReasonBadStructure, "MSG/SCHD"},
+		"text in FLTR":           {dnld("<FLTR>oops<FLID>1</FLID></FLTR>"), ReasonBadStructure, "MSG/SCHD/FLTR[1]"},
+		"missing FLID":           {dnld("<FLTR><SODT>09SEP261015</SODT></FLTR>"), ReasonMissingField, "MSG/SCHD/FLTR[1]/FLID"},
+		"two FLIDs":              {dnld(fltr("1", "<FLID>2</FLID>")), ReasonDuplicateField, "MSG/SCHD/FLTR[1]/FLID[2]"},
+		"empty FLID":             {dnld(fltr("", "")), ReasonBadFLID, "MSG/SCHD/FLTR[1]/FLID"},
+		"signed FLID":            {dnld(fltr("-5", "")), ReasonBadFLID, "MSG/SCHD/FLTR[1]/FLID"},
+		"empty SODT in snapshot": {dnld("<FLTR><FLID>1</FLID><SODT/></FLTR>"), ReasonMissingField, "MSG/SCHD/FLTR[1]/SODT"},
+		"bad SODT":               {dnld("<FLTR><FLID>1</FLID><SODT>2026-09-09</SODT></FLTR>"), ReasonBadTime, "MSG/SCHD/FLTR[1]/SODT"},
+		"bad NAAT":               {dnld(fltr("1", "<NAAT>99XXX991099</NAAT>")), ReasonBadTime, "MSG/SCHD/FLTR[1]/NAAT"},
+		"two FDIV":               {dnld(fltr("1", "<FDIV>a</FDIV><FDIV>b</FDIV>")), ReasonDuplicateField, "MSG/SCHD/FLTR[1]/FDIV[2]"},
+		"item key twice":         {dnld(fltr("1", `<GTDT GTNO="1"><GATE>A</GATE><GATE>B</GATE></GTDT>`)), ReasonDuplicateField, "MSG/SCHD/FLTR[1]/GTDT[1]/GATE"},
+		"attr and child clash":   {dnld(fltr("1", `<GTDT GTNO="1"><GTNO>2</GTNO></GTDT>`)), ReasonDuplicateField, "MSG/SCHD/FLTR[1]/GTDT[1]/GTNO"},
+		"seq child not a number": {dnld(fltr("1", `<ROUT><RTNO>x</RTNO></ROUT>`)), ReasonBadSequence, "MSG/SCHD/FLTR[1]/ROUT[1]/RTNO"},
+		"ADFT bad SODT":          {envelope("SCHD", "ADFT", "<SCHD><FLTR><FLID>9</FLID><SODT>x</SODT></FLTR></SCHD>"), ReasonBadTime, "MSG/SCHD/FLTR[1]/SODT"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			e := mustReject(t, tt.raw, Options{})
+			if e.Reason != tt.reason || e.Path != tt.path {
+				t.Fatalf("got %s at %q (%v), want %s at %q", e.Reason, e.Path, e, tt.reason, tt.path)
+			}
+		})
+	}
+}
+
+func TestTooManyRecords(t *testing.T) {
+	var b strings.Builder
+	for i := 1; i <= MaxRecs+1; i++ {
+		b.WriteString("<FLTR><FLID>1</FLID></FLTR>")
+	}
+	e := mustReject(t, envelope("SCHD", "ADFT", "<SCHD>"+b.String()+"</SCHD>"), Options{})
+	if e.Reason != ReasonRecsOutOfRange || e.Path != "MSG/SCHD/FLTR[10000]" {
+		t.Fatalf("got %v", e)
+	}
+}
+
+func TestRejectedMessageKeepsMetaOnly(t *testing.T) {
+	msg, err := Decode(dnld(fltr("1", ""), fltr("1", "")), Options{})
+	if err == nil || msg == nil {
+		t.Fatalf("msg %v err %v", msg, err)
+	}
+	if msg.Meta.Sndr != "AODB" || msg.Records != nil {
+		t.Fatalf("partial message = %+v", msg)
+	}
+	unsupported, err := Decode(envelope("ARPT", "DNLD", "<RECS>1</RECS><ARPT/>"), Options{})
+	if r, _ := ReasonOf(err); r != ReasonUnsupportedType || unsupported == nil || unsupported.Kind != KindUnsupported {
+		t.Fatalf("unsupported: %v %+v", err, unsupported)
+	}
+	if msg, err := Decode([]byte("<x"), Options{}); msg != nil || err == nil {
+		t.Fatalf("malformed before META: %v %v", msg, err)
+	}
+}
+
+func TestTextValues(t *testing.T) {
+	msg := mustDecode(t, flop("REMC",
+		"<FLID>1</FLID><REMC>  A &amp; B &lt;ok&gt; “quoted” 中文  </REMC><FLNO><![CDATA[CA<1>]]></FLNO>"+
+			"<FDIV DDES=\"HKG\"><!-- c -->weather<!-- d --></FDIV><MAFL>line1\r\nline2</MAFL>"))
+	r := msg.Records[0]
+	if c := cmdOf(t, r, "REMC"); c.Value != "  A & B <ok> “quoted” 中文  " {
+		t.Fatalf("REMC = %q", c.Value)
+	}
+	if c := cmdOf(t, r, "FLNO"); c.Value != "CA<1>" {
+		t.Fatalf("FLNO = %q", c.Value)
+	}
+	if c := cmdOf(t, r, "FDIV"); c.Anomaly["TEXT"] != "weather" {
+		t.Fatalf("FDIV = %+v", c)
+	}
+	if c := cmdOf(t, r, "MAFL"); c.Items[0]["TEXT"] != "line1\nline2" {
+		t.Fatalf("MAFL = %q", c.Items[0]["TEXT"])
+	}
+}
+
+func TestItemFlatteningKeepsEverything(t *testing.T) {
+	msg := mustDecode(t, flop("SRVT", `<FLID>1</FLID><SRVT xsi:type="x" SRNO="1">
+			<SRTC CODE="A">ATN</SRTC>
+			<DETAIL><WHO>crew</WHO><WHEN>09SEP261000</WHEN></DETAIL>
+			note
+		</SRVT>`))
+	want := flight.Item{
+		"xsi:type": "x", "SRNO": "1", "SRTC": "ATN", "SRTC@CODE": "A",
+		"DETAIL/WHO": "crew", "DETAIL/WHEN": "09SEP261000", "TEXT": "note",
+	}
+	if diff := cmp.Diff(want, cmdOf(t, msg.Records[0], "SRVT").Items[0]); diff != "" {
+		t.Fatalf("item (-want +got):\n%s", diff)
+	}
+}
+
+func TestDeclaredEncodingIsIgnored(t *testing.T) {
+	raw := strings.Replace(string(flop("FLNO", "<FLID>1</FLID><FLNO>国航</FLNO>")), `encoding="UTF-8"`, `encoding="GBK"`, 1)
+	msg := mustDecode(t, []byte(raw))
+	if c := cmdOf(t, msg.Records[0], "FLNO"); c.Value != "国航" {
+		t.Fatalf("FLNO = %q", c.Value)
+	}
+}
+
+func TestLocationOption(t *testing.T) {
+	utc := Options{Location: time.UTC}
+	msg, err := Decode(dnld("<FLTR><FLID>1</FLID><SODT>09SEP262330</SODT></FLTR>"), utc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.Records[0].OperationDay != "2026-09-09" || msg.Meta.ParsedTime.Location() != time.UTC {
+		t.Fatalf("day %q meta %v", msg.Records[0].OperationDay, msg.Meta.ParsedTime)
+	}
+}
+
+func TestKindNames(t *testing.T) {
+	for k, want := range map[Kind]string{KindUnknown: "UNKNOWN", KindSnapshot: "SNAPSHOT", KindADFT: "ADFT",
+		KindFLOP: "FLOP", KindFDEL: "FDEL", KindUnsupported: "UNSUPPORTED", Kind(99): "UNKNOWN"} {
+		if b, _ := k.MarshalText(); string(b) != want {
+			t.Errorf("Kind(%d) = %s, want %s", k, b, want)
+		}
+	}
+}

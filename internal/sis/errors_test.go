@@ -1,0 +1,101 @@
+package sis
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestRejectionReasons holds one case per reason code: what is rejected,
+// with which reason, where, and in which failure class.
+func TestRejectionReasons(t *testing.T) {
+	tests := []struct {
+		reason   Reason
+		raw      []byte
+		opts     Options
+		wantPath string
+	}{
+		{ReasonOversize, dnld(fltr("1", "")), Options{MaxBytes: 100}, ""},
+		{ReasonMalformedXML, []byte("<MSG><META><SNDR>AODB</META></MSG>"), Options{}, "MSG/META/SNDR"},
+		{ReasonTooDeep, dnld(fltr("1", "<SRVT><A><B><C>x</C></B></A></SRVT>")), Options{MaxDepth: 6}, "MSG/SCHD/FLTR/SRVT/A/B"},
+		{ReasonBadRoot, []byte("<ROOT/>"), Options{}, "ROOT"},
+		{ReasonMissingMeta, []byte("<MSG><META><SNDR>AODB</SNDR><SEQN>1</SEQN><DDTM>20260909101500</DDTM><TYPE>FLOP</TYPE></META></MSG>"), Options{}, "MSG/META/STYP"},
+		{ReasonBadSeqn, []byte("<MSG><META><SNDR>A</SNDR><SEQN>12a</SEQN><DDTM>20260909101500</DDTM><TYPE>FLOP</TYPE><STYP>ESTT</STYP></META></MSG>"), Options{}, "MSG/META/SEQN"},
+		{ReasonBadTime, dnld(fltr("1", "<CNCL>31FEB261000</CNCL>")), Options{}, "MSG/SCHD/FLTR[1]/CNCL"},
+		{ReasonUnknownType, envelope("ZZZZ", "NONE", ""), Options{}, "MSG/META/TYPE"},
+		{ReasonUnknownStyp, envelope("SCHD", "WEEK", ""), Options{}, "MSG/META/STYP"},
+		{ReasonUnsupportedType, envelope("REGN", "DNLD", "<RECS>1</RECS><REGN><RNUM>B2290</RNUM></REGN>"), Options{}, "MSG/META/TYPE"},
+		{ReasonMissingBody, envelope("FLOP", "ESTT", ""), Options{}, "MSG/FLOP"},
+		{ReasonMissingField, dnld("<FLTR><FLID>1</FLID><FLNO>CA1</FLNO></FLTR>"), Options{}, "MSG/SCHD/FLTR[1]/SODT"},
+		{ReasonDuplicateField, dnld(fltr("1", "<FLNO>CA1</FLNO><FLNO>CA2</FLNO>")), Options{}, "MSG/SCHD/FLTR[1]/FLNO[2]"},
+		{ReasonBadStructure, dnld(fltr("1", "<FLNO><X>CA1</X></FLNO>")), Options{}, "MSG/SCHD/FLTR[1]/FLNO"},
+		{ReasonBadFLID, dnld(fltr("1234567890123", "")), Options{}, "MSG/SCHD/FLTR[1]/FLID"},
+		{ReasonBadRecs, envelope("SCHD", "DNLD", "<SCHD><RECS>two</RECS></SCHD>"), Options{}, "MSG/SCHD/RECS"},
+		{ReasonRecsOutOfRange, envelope("SCHD", "DNLD", "<RECS>10000</RECS><SCHD/>"), Options{}, "MSG/RECS"},
+		{ReasonRecsMismatch, envelope("SCHD", "DNLD", "<SCHD><RECS>2</RECS>"+fltr("1", "")+"</SCHD>"), Options{}, "MSG/SCHD/RECS"},
+		{ReasonDuplicateFLID, dnld(fltr("7", ""), fltr("007", "")), Options{}, "MSG/SCHD/FLTR[2]/FLID"},
+		{ReasonSeqZeroMixed, dnld(fltr("1", `<GTDT GTNO="1"><GATE>A1</GATE></GTDT><GTDT GTNO="0"/>`)), Options{}, "MSG/SCHD/FLTR[1]/GTDT[2]@GTNO"},
+		{ReasonBadSequence, dnld(fltr("1", `<CKDT CKNO="A"><CHKC>01</CHKC></CKDT>`)), Options{}, "MSG/SCHD/FLTR[1]/CKDT[1]@CKNO"},
+	}
+	covered := map[Reason]bool{}
+	for _, tt := range tests {
+		covered[tt.reason] = true
+		t.Run(string(tt.reason), func(t *testing.T) {
+			e := mustReject(t, tt.raw, tt.opts)
+			if e.Reason != tt.reason {
+				t.Fatalf("reason = %s (%v), want %s", e.Reason, e, tt.reason)
+			}
+			if e.Path != tt.wantPath {
+				t.Errorf("path = %q, want %q", e.Path, tt.wantPath)
+			}
+			if e.Class != ClassOf(tt.reason) {
+				t.Errorf("class = %s, want %s", e.Class, ClassOf(tt.reason))
+			}
+			if !strings.HasPrefix(e.Error(), "sis: "+string(tt.reason)) {
+				t.Errorf("Error() = %q", e.Error())
+			}
+		})
+	}
+	for _, r := range Reasons {
+		if !covered[r] {
+			t.Errorf("reason %s has no test case", r)
+		}
+	}
+}
+
+func TestFailureClasses(t *testing.T) {
+	unsupported := map[Reason]bool{ReasonUnknownType: true, ReasonUnknownStyp: true, ReasonUnsupportedType: true}
+	for _, r := range Reasons {
+		want := ClassIllegal
+		if unsupported[r] {
+			want = ClassUnsupported
+		}
+		if got := ClassOf(r); got != want {
+			t.Errorf("ClassOf(%s) = %s, want %s", r, got, want)
+		}
+	}
+	if ClassIllegal.String() != "ILLEGAL" || ClassUnsupported.String() != "UNSUPPORTED" || Class(0).String() != "UNKNOWN" {
+		t.Fatal("class names")
+	}
+}
+
+func TestErrorUnwrapsCauseAndNote(t *testing.T) {
+	e := mustReject(t, dnld(fltr("12x", "")), Options{})
+	if e.Err == nil || !errors.Is(e, e.Err) {
+		t.Fatalf("cause not reachable: %v", e)
+	}
+	if r, ok := ReasonOf(e); !ok || r != ReasonBadFLID {
+		t.Fatalf("ReasonOf = %s, %v", r, ok)
+	}
+	if _, ok := ReasonOf(errors.New("other")); ok {
+		t.Fatal("ReasonOf matched a foreign error")
+	}
+	note := e.Note(12)
+	if note != "BAD_FLID at " {
+		t.Fatalf("Note(12) = %q", note)
+	}
+	long := (&Error{Reason: ReasonBadTime, Detail: "时间时间"}).Note(len("BAD_TIME: 时") + 1)
+	if long != "BAD_TIME: 时" {
+		t.Fatalf("Note cut inside a rune: %q", long)
+	}
+}

@@ -1,0 +1,68 @@
+package sis
+
+import (
+	"bytes"
+	"encoding/xml"
+)
+
+// node is one element read into memory. Children form a linked list so a
+// tree needs no slice allocations; nodes live in an arena.
+type node struct {
+	name        string
+	attrs       []xml.Attr
+	text        string
+	first, last *node
+	next        *node
+	nchildren   int
+}
+
+func (n *node) append(c *node) {
+	if n.last == nil {
+		n.first = c
+	} else {
+		n.last.next = c
+	}
+	n.last = c
+	n.nchildren++
+}
+
+func (n *node) hasChildren() bool { return n.first != nil }
+
+// addText accumulates character data. White space that only indents child
+// elements is not concatenated: while the text so far is blank, more blank
+// text is dropped (it cannot change a scalar, an item value or a trimmed
+// TEXT), which keeps pretty-printed records allocation-free.
+func (n *node) addText(s *scanner, t xml.CharData) {
+	switch {
+	case n.text == "":
+		n.text = s.text(t)
+	case isBlank(n.text) && len(bytes.TrimSpace(t)) == 0:
+	default:
+		n.text += string(t)
+	}
+}
+
+// arena hands out nodes from reusable blocks; pointers stay valid until
+// reset.
+type arena struct {
+	blocks [][]node
+	block  int
+	used   int
+}
+
+const arenaBlock = 256
+
+func (a *arena) alloc() *node {
+	if a.block == len(a.blocks) {
+		a.blocks = append(a.blocks, make([]node, arenaBlock))
+	}
+	n := &a.blocks[a.block][a.used]
+	*n = node{}
+	a.used++
+	if a.used == arenaBlock {
+		a.block, a.used = a.block+1, 0
+	}
+	return n
+}
+
+func (a *arena) reset() { a.block, a.used = 0, 0 }
