@@ -1,0 +1,456 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// FlightFeedSpec declares one AODB feed: where its shared mailbox is, the
+// PostgreSQL database that keeps current flight state, and the Kafka topics
+// that receive it. Credentials are never part of the spec: the mailbox and
+// database DSNs and the Kafka TLS/SASL material come from Secrets in the
+// FlightFeed's namespace. Every optional field has a documented default.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.requests.horizon) || self.requests.horizon.from <= self.requests.horizon.to",message="requests.horizon.from must not be after requests.horizon.to"
+type FlightFeedSpec struct {
+	// Airport whose AODB this feed reads.
+	Airport AirportSpec `json:"airport"`
+
+	// Mailbox is the shared MySQL mailbox (inbound CMINMSGS, outbound COUTMSGS).
+	Mailbox MailboxSpec `json:"mailbox"`
+
+	// Database is the PostgreSQL database holding current flight state.
+	Database DatabaseSpec `json:"database"`
+
+	// Kafka receives full-state and change-notice events.
+	Kafka KafkaSpec `json:"kafka"`
+
+	// Requests controls the full-day schedule requests (RQFD) the pump sends.
+	// +optional
+	Requests RequestsSpec `json:"requests,omitempty"`
+
+	// Retention bounds the ledger, trace log, archive and NULL-day flights.
+	// +optional
+	Retention RetentionSpec `json:"retention,omitempty"`
+
+	// History controls when finished flights move to the history store.
+	// +optional
+	History HistorySpec `json:"history,omitempty"`
+
+	// Pump tunes retries and backoff of the message pump.
+	// +optional
+	Pump PumpSpec `json:"pump,omitempty"`
+}
+
+// AirportSpec names the airport and the time zone its SIS times are in.
+type AirportSpec struct {
+	// IATA is the airport's three-letter IATA code.
+	// +kubebuilder:validation:Pattern=`^[A-Z]{3}$`
+	IATA string `json:"iata"`
+
+	// TimeZone is the IANA zone of the airport's local times (SIS times and
+	// operation days). Default Asia/Shanghai.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	TimeZone string `json:"timeZone,omitempty"`
+}
+
+// SecretKeyRef selects one key of a Secret in the FlightFeed's namespace.
+type SecretKeyRef struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// Key inside the Secret's data.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key"`
+}
+
+// SecretRef names a whole Secret in the FlightFeed's namespace.
+type SecretRef struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// MailboxSpec describes the shared MySQL mailbox. Table and column names
+// default to the SIS layout (SPEC §3.2) and can be renamed one by one.
+type MailboxSpec struct {
+	// DSNSecretRef selects the go-sql-driver/mysql DSN
+	// (user:pass@tcp(host:3306)/db) of the mailbox.
+	DSNSecretRef SecretKeyRef `json:"dsnSecretRef"`
+
+	// Inbound names the inbound table and its columns.
+	// +optional
+	Inbound InboundTableSpec `json:"inbound,omitempty"`
+
+	// Outbound names the outbound table and its columns.
+	// +optional
+	Outbound OutboundTableSpec `json:"outbound,omitempty"`
+
+	// PollInterval is how long the pump waits when the mailbox head is
+	// empty. A non-empty head is read again at once. Default 100ms.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +optional
+	PollInterval *metav1.Duration `json:"pollInterval,omitempty"`
+
+	// BatchSize is the most mailbox rows read and applied in one database
+	// transaction (one savepoint per message). Default 200.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	// +optional
+	BatchSize int32 `json:"batchSize,omitempty"`
+
+	// MaxMessageBytes rejects (DEAD, OVERSIZE) any message larger than this
+	// before parsing it. Default 67108864 (64 MiB).
+	// +kubebuilder:validation:Minimum=1024
+	// +kubebuilder:validation:Maximum=1073741824
+	// +optional
+	MaxMessageBytes int64 `json:"maxMessageBytes,omitempty"`
+
+	// DNLDFullDay treats a DNLD whose records all share one operation day as
+	// a full-day snapshot of that day. Default false: a DNLD is the AODB's
+	// scheduled window push and only upserts (SPEC §2.5).
+	// +optional
+	DNLDFullDay bool `json:"dnldFullDay,omitempty"`
+
+	// DedupWindow is how long a re-sent copy (same SNDR|TYPE|STYP|SEQN and
+	// payload) is recognised and SKIPPED. Default 24h.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +optional
+	DedupWindow *metav1.Duration `json:"dedupWindow,omitempty"`
+}
+
+// InboundTableSpec names the inbound mailbox table (default CMINMSGS) and
+// its columns. Every name must be a plain SQL identifier.
+type InboundTableSpec struct {
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
+	// +optional
+	Table string `json:"table,omitempty"`
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
+	// +optional
+	IDColumn string `json:"idColumn,omitempty"`
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
+	// +optional
+	DateReceivedColumn string `json:"dateReceivedColumn,omitempty"`
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
+	// +optional
+	DateProcessedColumn string `json:"dateProcessedColumn,omitempty"`
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
+	// +optional
+	StatusColumn string `json:"statusColumn,omitempty"`
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
+	// +optional
+	BodyColumn string `json:"bodyColumn,omitempty"`
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
+	// +optional
+	ResultColumn string `json:"resultColumn,omitempty"`
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
+	// +optional
+	NoteColumn string `json:"noteColumn,omitempty"`
+	// ValidStatus is the status value of rows to read. Default VALID.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	ValidStatus string `json:"validStatus,omitempty"`
+}
+
+// OutboundTableSpec names the outbound mailbox table (default COUTMSGS).
+type OutboundTableSpec struct {
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
+	// +optional
+	Table string `json:"table,omitempty"`
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
+	// +optional
+	IDColumn string `json:"idColumn,omitempty"`
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
+	// +optional
+	DateInsertedColumn string `json:"dateInsertedColumn,omitempty"`
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
+	// +optional
+	DateSentColumn string `json:"dateSentColumn,omitempty"`
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
+	// +optional
+	RoutingIDColumn string `json:"routingIdColumn,omitempty"`
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
+	// +optional
+	BodyColumn string `json:"bodyColumn,omitempty"`
+}
+
+// DatabaseSpec locates the PostgreSQL database (15 or newer).
+type DatabaseSpec struct {
+	// DSNSecretRef selects the pgx connection string
+	// (postgres://user:pass@host:5432/db?sslmode=...).
+	DSNSecretRef SecretKeyRef `json:"dsnSecretRef"`
+
+	// MaxConns bounds the connection pool. Default 4.
+	// +kubebuilder:validation:Minimum=2
+	// +kubebuilder:validation:Maximum=64
+	// +optional
+	MaxConns int32 `json:"maxConns,omitempty"`
+}
+
+// KafkaSpec locates the brokers and names the topics.
+type KafkaSpec struct {
+	// Brokers are the seed brokers, host:port.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Pattern=`^[^\s:]+:[0-9]{1,5}$`
+	Brokers []string `json:"brokers"`
+
+	// Topics receiving full state and change notices.
+	// +optional
+	Topics KafkaTopics `json:"topics,omitempty"`
+
+	// ClientID sent to the brokers. Default flightfeed.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	ClientID string `json:"clientId,omitempty"`
+
+	// TLS to the brokers; off when absent.
+	// +optional
+	TLS *KafkaTLS `json:"tls,omitempty"`
+
+	// SASL authentication; off when absent.
+	// +optional
+	SASL *KafkaSASL `json:"sasl,omitempty"`
+
+	// AllowAutoTopicCreation lets the producer create missing topics.
+	// Default false: a missing topic is reported, not created.
+	// +optional
+	AllowAutoTopicCreation bool `json:"allowAutoTopicCreation,omitempty"`
+}
+
+// KafkaTopics names the two topics.
+type KafkaTopics struct {
+	// State receives each flight's full state, key = FLID. Default KAFKA_SCHD.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._-]{1,249}$`
+	// +optional
+	State string `json:"state,omitempty"`
+	// Notice receives change notices. Default KAFKA_MSG.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._-]{1,249}$`
+	// +optional
+	Notice string `json:"notice,omitempty"`
+}
+
+// KafkaTLS configures TLS to the brokers.
+type KafkaTLS struct {
+	// SecretRef names a Secret with optional keys ca.crt (trusted CA),
+	// tls.crt and tls.key (client certificate). Absent: system roots.
+	// +optional
+	SecretRef *SecretRef `json:"secretRef,omitempty"`
+	// ServerName overrides the name checked in the broker certificate.
+	// +optional
+	ServerName string `json:"serverName,omitempty"`
+}
+
+// KafkaSASL configures SASL authentication.
+type KafkaSASL struct {
+	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
+	// +kubebuilder:validation:Enum=PLAIN;SCRAM-SHA-256;SCRAM-SHA-512
+	Mechanism string `json:"mechanism"`
+	// SecretRef names a Secret with keys username and password.
+	SecretRef SecretRef `json:"secretRef"`
+}
+
+// RequestsSpec controls the full-day schedule requests (RQFD). The pump
+// requests each operation day of the horizon, one after the other, before it
+// processes the first mailbox row and again every Interval.
+type RequestsSpec struct {
+	// Horizon is the range of operation days requested, relative to today
+	// (airport-local). Default from -1 to 1.
+	// +optional
+	Horizon *HorizonSpec `json:"horizon,omitempty"`
+
+	// Interval between request rounds. Default 1h.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// Timeout after which an unanswered request is resent. Default 5m.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// RoutingID written to COUTMSGS.ROUTINGID. Default AODB.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	RoutingID string `json:"routingId,omitempty"`
+
+	// Sender is the META SNDR of outbound requests. Default RMS.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	Sender string `json:"sender,omitempty"`
+
+	// Receiver is the META RCVR of outbound requests. Default AODB.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	Receiver string `json:"receiver,omitempty"`
+
+	// Disabled stops the pump from sending requests (the AODB's window
+	// pushes still upsert, but no day is ever diff-deleted). Default false.
+	// +optional
+	Disabled bool `json:"disabled,omitempty"`
+}
+
+// HorizonSpec is a range of days relative to today, both ends included.
+type HorizonSpec struct {
+	// +kubebuilder:validation:Minimum=-30
+	// +kubebuilder:validation:Maximum=30
+	From int32 `json:"from"`
+	// +kubebuilder:validation:Minimum=-30
+	// +kubebuilder:validation:Maximum=30
+	To int32 `json:"to"`
+}
+
+// RetentionSpec bounds what the lifecycle jobs keep (seed 000 §8.3).
+type RetentionSpec struct {
+	// LedgerDays keeps the ledger of days newer than today-LedgerDays.
+	// Default 7; 0 disables ledger cleanup.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3650
+	// +optional
+	LedgerDays *int32 `json:"ledgerDays,omitempty"`
+
+	// TraceLogDays keeps schd_snap_log rows this long. Default 90.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3650
+	// +optional
+	TraceLogDays int32 `json:"traceLogDays,omitempty"`
+
+	// ArchiveDays keeps the raw text of mailbox rows this long. Default 90.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3650
+	// +optional
+	ArchiveDays int32 `json:"archiveDays,omitempty"`
+
+	// NullDayDays removes flights that no full-day snapshot ever included
+	// after this many days without an update. Absent: never (default).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3650
+	// +optional
+	NullDayDays *int32 `json:"nullDayDays,omitempty"`
+
+	// DeliveredEventDays keeps delivered or superseded outbox rows. Default 2.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3650
+	// +optional
+	DeliveredEventDays int32 `json:"deliveredEventDays,omitempty"`
+}
+
+// HistorySpec sets when a flight counts as finished (seed 000 §8.1). Each
+// age is measured from the named SIS time; the first rule that holds wins.
+type HistorySpec struct {
+	// Disabled keeps every flight in current state. Default false.
+	// +optional
+	Disabled bool `json:"disabled,omitempty"`
+
+	// ScheduledAge after SODT. Default 48h.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +optional
+	ScheduledAge *metav1.Duration `json:"scheduledAge,omitempty"`
+
+	// CancelledAge after CNCL. Default 48h.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +optional
+	CancelledAge *metav1.Duration `json:"cancelledAge,omitempty"`
+
+	// DepartedAge after NAAT (departure doors closed). Default 48h.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +optional
+	DepartedAge *metav1.Duration `json:"departedAge,omitempty"`
+
+	// ArrivedAge after NEAT (arrival disembarkation done). Default 48h.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +optional
+	ArrivedAge *metav1.Duration `json:"arrivedAge,omitempty"`
+
+	// SweepInterval between history sweeps. Default 10m.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +optional
+	SweepInterval *metav1.Duration `json:"sweepInterval,omitempty"`
+}
+
+// PumpSpec tunes the failure matrix (seed 000 §9).
+type PumpSpec struct {
+	// UnsupportedRetryLimit is how often an unsupported message is retried
+	// (FAILED(UNSUPPORTED)) before it becomes DEAD. Default 3.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	UnsupportedRetryLimit *int32 `json:"unsupportedRetryLimit,omitempty"`
+
+	// InfraRetryLimit is how often an infrastructure failure is retried
+	// before the message becomes DEAD. Default 0: retried until it succeeds,
+	// so nothing is lost while a database is down.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	InfraRetryLimit int32 `json:"infraRetryLimit,omitempty"`
+
+	// BackoffInitial is the first retry delay after an infrastructure
+	// failure; it doubles (with jitter) up to BackoffMax. Default 500ms.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +optional
+	BackoffInitial *metav1.Duration `json:"backoffInitial,omitempty"`
+
+	// BackoffMax caps the retry delay. Default 1m.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +optional
+	BackoffMax *metav1.Duration `json:"backoffMax,omitempty"`
+}
+
+// FlightFeedStatus is written only by the replica holding the feed's Lease.
+type FlightFeedStatus struct {
+	// ObservedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, PumpRunning, MailboxReachable, DatabaseReachable,
+	// KafkaReachable, Degraded.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// FlightFeed is one AODB feed: a mailbox pumped into a flight-state database
+// and published to Kafka.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=ff;ffeed,categories=flightfeed
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type FlightFeed struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   FlightFeedSpec   `json:"spec"`
+	Status FlightFeedStatus `json:"status,omitempty"`
+}
+
+// FlightFeedList is a list of FlightFeeds.
+//
+// +kubebuilder:object:root=true
+type FlightFeedList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []FlightFeed `json:"items"`
+}
