@@ -1,0 +1,99 @@
+package config
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+)
+
+// SetDefaults fills every unset optional field of spec with its default.
+// Fields the user set are left alone, so defaulting twice changes nothing.
+func SetDefaults(spec *v1alpha1.FlightFeedSpec) {
+	str(&spec.Airport.TimeZone, DefaultTimeZone)
+
+	mb := &spec.Mailbox
+	in := &mb.Inbound
+	str(&in.Table, "CMINMSGS")
+	str(&in.IDColumn, "CMINMSGS_ID")
+	str(&in.DateReceivedColumn, "CMINMSGS_DATE_RECEIVED")
+	str(&in.DateProcessedColumn, "CMINMSGS_DATE_PROCESSED")
+	str(&in.StatusColumn, "CMINMSGS_STATUS")
+	str(&in.BodyColumn, "CMINMSGS_CLOB_MSG")
+	str(&in.ResultColumn, "CMINMSGS_PROC_RESULT")
+	str(&in.NoteColumn, "CMINMSGS_PROC_NOTE")
+	str(&in.ValidStatus, "VALID")
+	out := &mb.Outbound
+	str(&out.Table, "COUTMSGS")
+	str(&out.IDColumn, "COUTMSGS_ID")
+	str(&out.DateInsertedColumn, "COUTMSGS_DATE_INSERTED")
+	str(&out.DateSentColumn, "COUTMSGS_DATE_SENT")
+	str(&out.RoutingIDColumn, "ROUTINGID")
+	str(&out.BodyColumn, "COUTMSGS_CLOB_MSG")
+	dur(&mb.PollInterval, DefaultPollInterval)
+	num(&mb.BatchSize, DefaultBatchSize)
+	num(&mb.MaxMessageBytes, DefaultMaxMessageBytes)
+	dur(&mb.DedupWindow, DefaultDedupWindow)
+
+	num(&spec.Database.MaxConns, DefaultDatabaseMaxConns)
+
+	k := &spec.Kafka
+	str(&k.Topics.State, DefaultStateTopic)
+	str(&k.Topics.Notice, DefaultNoticeTopic)
+	str(&k.ClientID, DefaultClientID)
+
+	r := &spec.Requests
+	if r.Horizon == nil {
+		r.Horizon = &v1alpha1.HorizonSpec{From: DefaultHorizonFrom, To: DefaultHorizonTo}
+	}
+	dur(&r.Interval, DefaultRequestInterval)
+	dur(&r.Timeout, DefaultRequestTimeout)
+	str(&r.RoutingID, DefaultRoutingID)
+	str(&r.Sender, DefaultRequestSender)
+	str(&r.Receiver, DefaultRequestReceiver)
+
+	ret := &spec.Retention
+	if ret.LedgerDays == nil {
+		days := int32(DefaultLedgerDays)
+		ret.LedgerDays = &days
+	}
+	num(&ret.TraceLogDays, DefaultTraceLogDays)
+	num(&ret.ArchiveDays, DefaultArchiveDays)
+	num(&ret.DeliveredEventDays, DefaultDeliveredEventDays)
+	// NullDayDays stays nil: NULL-day flights are kept until the rule is
+	// configured (seed 000 §8.3).
+
+	h := &spec.History
+	dur(&h.ScheduledAge, DefaultHistoryAge)
+	dur(&h.CancelledAge, DefaultHistoryAge)
+	dur(&h.DepartedAge, DefaultHistoryAge)
+	dur(&h.ArrivedAge, DefaultHistoryAge)
+	dur(&h.SweepInterval, DefaultSweepInterval)
+
+	p := &spec.Pump
+	if p.UnsupportedRetryLimit == nil {
+		limit := int32(DefaultUnsupportedRetries)
+		p.UnsupportedRetryLimit = &limit
+	}
+	dur(&p.BackoffInitial, DefaultBackoffInitial)
+	dur(&p.BackoffMax, DefaultBackoffMax)
+}
+
+func str(field *string, def string) {
+	if *field == "" {
+		*field = def
+	}
+}
+
+func num[T int32 | int64](field *T, def T) {
+	if *field == 0 {
+		*field = def
+	}
+}
+
+func dur(field **metav1.Duration, def time.Duration) {
+	if *field == nil {
+		*field = &metav1.Duration{Duration: def}
+	}
+}

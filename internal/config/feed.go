@@ -1,0 +1,68 @@
+package config
+
+import (
+	"time"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+)
+
+// Feed is one feed's resolved configuration: the spec with every default
+// applied, the airport's time zone, and the credentials that the spec only
+// references.
+type Feed struct {
+	// Spec with defaults applied; read durations and limits from here.
+	Spec v1alpha1.FlightFeedSpec
+	// Location is the airport time zone (Spec.Airport.TimeZone).
+	Location *time.Location
+	// Secrets holds the resolved credentials.
+	Secrets Secrets
+}
+
+// Secrets are the credentials of a feed. They never appear in the spec or in
+// logs.
+type Secrets struct {
+	// MailboxDSN is the go-sql-driver/mysql DSN of the shared mailbox.
+	MailboxDSN string
+	// DatabaseDSN is the pgx connection string of the state database.
+	DatabaseDSN string
+	// Kafka holds TLS and SASL material, when the spec enables them.
+	Kafka KafkaSecrets
+}
+
+// KafkaSecrets are the broker credentials.
+type KafkaSecrets struct {
+	// CA, Cert and Key are PEM blocks; each may be empty.
+	CA, Cert, Key []byte
+	// Username and Password for SASL.
+	Username, Password string
+}
+
+// Defaults of the optional spec fields; the API documentation of each field
+// repeats its default.
+const (
+	DefaultTimeZone           = "Asia/Shanghai"
+	DefaultPollInterval       = 100 * time.Millisecond
+	DefaultBatchSize          = 200
+	DefaultMaxMessageBytes    = 64 << 20
+	DefaultDedupWindow        = 24 * time.Hour
+	DefaultDatabaseMaxConns   = 4
+	DefaultStateTopic         = "KAFKA_SCHD"
+	DefaultNoticeTopic        = "KAFKA_MSG"
+	DefaultClientID           = "flightfeed"
+	DefaultHorizonFrom        = -1
+	DefaultHorizonTo          = 1
+	DefaultRequestInterval    = time.Hour
+	DefaultRequestTimeout     = 5 * time.Minute
+	DefaultRoutingID          = "AODB"
+	DefaultRequestSender      = "RMS"
+	DefaultRequestReceiver    = "AODB"
+	DefaultLedgerDays         = 7
+	DefaultTraceLogDays       = 90
+	DefaultArchiveDays        = 90
+	DefaultDeliveredEventDays = 2
+	DefaultHistoryAge         = 48 * time.Hour
+	DefaultSweepInterval      = 10 * time.Minute
+	DefaultUnsupportedRetries = 3
+	DefaultBackoffInitial     = 500 * time.Millisecond
+	DefaultBackoffMax         = time.Minute
+)

@@ -1,0 +1,216 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+)
+
+var (
+	iataPattern       = regexp.MustCompile(`^[A-Z]{3}$`)
+	identifierPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`)
+	topicPattern      = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
+)
+
+// ValidateSpec checks a defaulted spec and returns every problem, each
+// naming its field under root (field.NewPath("spec") for the resource, nil
+// for a config file). It also loads the time zone, so an unknown zone is
+// reported here and not when the first message arrives.
+func ValidateSpec(spec *v1alpha1.FlightFeedSpec, root *field.Path) (*time.Location, field.ErrorList) {
+	var errs field.ErrorList
+	child := func(name string) *field.Path {
+		if root == nil {
+			return field.NewPath(name)
+		}
+		return root.Child(name)
+	}
+
+	ap := child("airport")
+	if !iataPattern.MatchString(spec.Airport.IATA) {
+		errs = append(errs, field.Invalid(ap.Child("iata"), spec.Airport.IATA, "must be a three-letter upper-case IATA code"))
+	}
+	loc, err := time.LoadLocation(spec.Airport.TimeZone)
+	if err != nil || spec.Airport.TimeZone == "Local" {
+		errs = append(errs, field.Invalid(ap.Child("timeZone"), spec.Airport.TimeZone, "must be an IANA time zone such as Asia/Shanghai"))
+		loc = nil
+	}
+
+	errs = append(errs, validateMailbox(&spec.Mailbox, child("mailbox"))...)
+
+	db := child("database")
+	errs = append(errs, between(db.Child("maxConns"), int64(spec.Database.MaxConns), 2, 64)...)
+
+	errs = append(errs, validateKafka(&spec.Kafka, child("kafka"))...)
+	errs = append(errs, validateRequests(&spec.Requests, child("requests"))...)
+	errs = append(errs, validateRetention(&spec.Retention, child("retention"))...)
+
+	hp := child("history")
+	h := &spec.History
+	errs = append(errs, positive(hp.Child("scheduledAge"), h.ScheduledAge)...)
+	errs = append(errs, positive(hp.Child("cancelledAge"), h.CancelledAge)...)
+	errs = append(errs, positive(hp.Child("departedAge"), h.DepartedAge)...)
+	errs = append(errs, positive(hp.Child("arrivedAge"), h.ArrivedAge)...)
+	errs = append(errs, atLeast(hp.Child("sweepInterval"), h.SweepInterval, time.Second)...)
+
+	pp := child("pump")
+	p := &spec.Pump
+	if p.UnsupportedRetryLimit != nil {
+		errs = append(errs, between(pp.Child("unsupportedRetryLimit"), int64(*p.UnsupportedRetryLimit), 0, 1000)...)
+	}
+	errs = append(errs, between(pp.Child("infraRetryLimit"), int64(p.InfraRetryLimit), 0, 1<<31-1)...)
+	errs = append(errs, positive(pp.Child("backoffInitial"), p.BackoffInitial)...)
+	errs = append(errs, positive(pp.Child("backoffMax"), p.BackoffMax)...)
+	if p.BackoffInitial != nil && p.BackoffMax != nil && p.BackoffMax.Duration < p.BackoffInitial.Duration {
+		errs = append(errs, field.Invalid(pp.Child("backoffMax"), p.BackoffMax.Duration.String(), "must not be shorter than pump.backoffInitial"))
+	}
+	return loc, errs
+}
+
+func validateMailbox(mb *v1alpha1.MailboxSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	ip := path.Child("inbound")
+	in := &mb.Inbound
+	for _, c := range []struct{ name, value string }{
+		{"table", in.Table}, {"idColumn", in.IDColumn}, {"dateReceivedColumn", in.DateReceivedColumn},
+		{"dateProcessedColumn", in.DateProcessedColumn}, {"statusColumn", in.StatusColumn},
+		{"bodyColumn", in.BodyColumn}, {"resultColumn", in.ResultColumn}, {"noteColumn", in.NoteColumn},
+	} {
+		errs = append(errs, identifier(ip.Child(c.name), c.value)...)
+	}
+	if in.ValidStatus == "" || len(in.ValidStatus) > 32 {
+		errs = append(errs, field.Invalid(ip.Child("validStatus"), in.ValidStatus, "must be 1 to 32 characters"))
+	}
+	op := path.Child("outbound")
+	out := &mb.Outbound
+	for _, c := range []struct{ name, value string }{
+		{"table", out.Table}, {"idColumn", out.IDColumn}, {"dateInsertedColumn", out.DateInsertedColumn},
+		{"dateSentColumn", out.DateSentColumn}, {"routingIdColumn", out.RoutingIDColumn}, {"bodyColumn", out.BodyColumn},
+	} {
+		errs = append(errs, identifier(op.Child(c.name), c.value)...)
+	}
+	errs = append(errs, atLeast(path.Child("pollInterval"), mb.PollInterval, time.Millisecond)...)
+	if mb.PollInterval != nil && mb.PollInterval.Duration > time.Minute {
+		errs = append(errs, field.Invalid(path.Child("pollInterval"), mb.PollInterval.Duration.String(), "must be at most 1m"))
+	}
+	errs = append(errs, between(path.Child("batchSize"), int64(mb.BatchSize), 1, 10000)...)
+	errs = append(errs, between(path.Child("maxMessageBytes"), mb.MaxMessageBytes, 1024, 1<<30)...)
+	errs = append(errs, positive(path.Child("dedupWindow"), mb.DedupWindow)...)
+	return errs
+}
+
+func validateKafka(k *v1alpha1.KafkaSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	bp := path.Child("brokers")
+	if len(k.Brokers) == 0 {
+		errs = append(errs, field.Required(bp, "at least one seed broker host:port"))
+	}
+	for i, b := range k.Brokers {
+		host, port, err := net.SplitHostPort(b)
+		if err != nil || host == "" {
+			errs = append(errs, field.Invalid(bp.Index(i), b, "must be host:port"))
+			continue
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			errs = append(errs, field.Invalid(bp.Index(i), b, "port must be 1 to 65535"))
+		}
+	}
+	tp := path.Child("topics")
+	if !topicPattern.MatchString(k.Topics.State) {
+		errs = append(errs, field.Invalid(tp.Child("state"), k.Topics.State, "must be a Kafka topic name ([A-Za-z0-9._-], 1 to 249 characters)"))
+	}
+	if !topicPattern.MatchString(k.Topics.Notice) {
+		errs = append(errs, field.Invalid(tp.Child("notice"), k.Topics.Notice, "must be a Kafka topic name ([A-Za-z0-9._-], 1 to 249 characters)"))
+	}
+	if k.Topics.State == k.Topics.Notice {
+		errs = append(errs, field.Invalid(tp.Child("notice"), k.Topics.Notice, "must differ from topics.state"))
+	}
+	if len(k.ClientID) > 128 {
+		errs = append(errs, field.TooLong(path.Child("clientId"), k.ClientID, 128))
+	}
+	if k.SASL != nil {
+		switch k.SASL.Mechanism {
+		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+		default:
+			errs = append(errs, field.NotSupported(path.Child("sasl", "mechanism"), k.SASL.Mechanism,
+				[]string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}))
+		}
+	}
+	return errs
+}
+
+func validateRequests(r *v1alpha1.RequestsSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if h := r.Horizon; h != nil {
+		hp := path.Child("horizon")
+		errs = append(errs, between(hp.Child("from"), int64(h.From), -30, 30)...)
+		errs = append(errs, between(hp.Child("to"), int64(h.To), -30, 30)...)
+		if h.From > h.To {
+			errs = append(errs, field.Invalid(hp.Child("from"), h.From, "must not be after requests.horizon.to"))
+		}
+	}
+	errs = append(errs, atLeast(path.Child("interval"), r.Interval, time.Second)...)
+	errs = append(errs, atLeast(path.Child("timeout"), r.Timeout, time.Second)...)
+	errs = append(errs, length(path.Child("routingId"), r.RoutingID, 64)...)
+	errs = append(errs, length(path.Child("sender"), r.Sender, 32)...)
+	errs = append(errs, length(path.Child("receiver"), r.Receiver, 32)...)
+	return errs
+}
+
+func validateRetention(r *v1alpha1.RetentionSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if r.LedgerDays != nil {
+		errs = append(errs, between(path.Child("ledgerDays"), int64(*r.LedgerDays), 0, 3650)...)
+	}
+	errs = append(errs, between(path.Child("traceLogDays"), int64(r.TraceLogDays), 1, 3650)...)
+	errs = append(errs, between(path.Child("archiveDays"), int64(r.ArchiveDays), 1, 3650)...)
+	errs = append(errs, between(path.Child("deliveredEventDays"), int64(r.DeliveredEventDays), 1, 3650)...)
+	if r.NullDayDays != nil {
+		errs = append(errs, between(path.Child("nullDayDays"), int64(*r.NullDayDays), 1, 3650)...)
+	}
+	return errs
+}
+
+func identifier(path *field.Path, v string) field.ErrorList {
+	if identifierPattern.MatchString(v) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path, v, "must be a plain SQL identifier ([A-Za-z_][A-Za-z0-9_$]*, at most 64 characters)")}
+}
+
+func between(path *field.Path, v, lo, hi int64) field.ErrorList {
+	if v >= lo && v <= hi {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path, v, fmt.Sprintf("must be between %d and %d", lo, hi))}
+}
+
+func positive(path *field.Path, d *metav1.Duration) field.ErrorList {
+	if d == nil || d.Duration > 0 {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path, d.Duration.String(), "must be a positive duration")}
+}
+
+func atLeast(path *field.Path, d *metav1.Duration, lo time.Duration) field.ErrorList {
+	if d == nil || d.Duration >= lo {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path, d.Duration.String(), "must be at least "+lo.String())}
+}
+
+func length(path *field.Path, v string, maxLen int) field.ErrorList {
+	if v == "" {
+		return field.ErrorList{field.Required(path, "")}
+	}
+	if len(v) > maxLen {
+		return field.ErrorList{field.TooLong(path, v, maxLen)}
+	}
+	return nil
+}
