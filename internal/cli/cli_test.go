@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+)
+
+func writeConfig(t *testing.T, databaseDSN string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "feed.yaml")
+	doc := `airport: {iata: PEK, timeZone: Asia/Shanghai}
+mailbox: {dsn: "root@tcp(127.0.0.1:3306)/mbx", pollInterval: 100ms, batchSize: 200}
+database: {dsn: "` + databaseDSN + `"}
+kafka: {brokers: ["127.0.0.1:9092"], topics: {state: KAFKA_SCHD, notice: KAFKA_MSG}}
+requests: {horizon: {from: 0, to: 1}, interval: 1h, timeout: 5m, routingId: AODB}
+`
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestHelpListsEveryCommandOfTheContract(t *testing.T) {
+	code, out, _ := runCLI("--help")
+	if code != 0 {
+		t.Fatalf("--help exit %d", code)
+	}
+	for _, cmd := range []string{"manager", "pump", "migrate", "export", "ledger", "simulate", "replay"} {
+		if !strings.Contains(out, "\n  "+cmd+" ") {
+			t.Errorf("--help does not list %q:\n%s", cmd, out)
+		}
+	}
+}
+
+func TestMigrateAppliesTheSchema(t *testing.T) {
+	dsn := pgtest.New(t)
+	code, out, errOut := runCLI("migrate", "--config", writeConfig(t, dsn))
+	if code != 0 {
+		t.Fatalf("migrate exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "applied 00001_flight_state.sql") || !strings.Contains(out, "schema at version") {
+		t.Fatalf("migrate output:\n%s", out)
+	}
+	current, latest, err := store.SchemaVersion(context.Background(), dsn)
+	if err != nil || current != latest {
+		t.Fatalf("schema after migrate: %d of %d (%v)", current, latest, err)
+	}
+	// Running it again is harmless and applies nothing.
+	code, out, _ = runCLI("migrate", "--config", writeConfig(t, dsn))
+	if code != 0 || strings.Contains(out, "applied") {
+		t.Fatalf("second migrate: exit %d\n%s", code, out)
+	}
+}
+
+func TestBadConfigurationExitsTwoWithOneLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(path, []byte("airport: {iata: PEK}\nmailbox: {batchSize: 0}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"migrate"},
+		{"migrate", "--config", path},
+		{"migrate", "--config", filepath.Join(t.TempDir(), "absent.yaml")},
+		{"migrate", "--no-such-flag"},
+		{"export", "--config", path},
+	} {
+		code, _, errOut := runCLI(args...)
+		if code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", args, code, exitUsage)
+		}
+		if lines := strings.Count(strings.TrimSpace(errOut), "\n"); lines != 0 || !strings.HasPrefix(errOut, "flightfeed: ") {
+			t.Errorf("%v: want one line on stderr, got %q", args, errOut)
+		}
+	}
+}
+
+func TestMigrateReportsAnUnreachableDatabase(t *testing.T) {
+	code, _, errOut := runCLI("migrate", "--config", writeConfig(t, "postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"))
+	if code != exitFailed || !strings.Contains(errOut, "connect to database") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestUnfinishedCommandsSayNotImplemented(t *testing.T) {
+	path := writeConfig(t, "postgres://postgres@127.0.0.1:5432/x?sslmode=disable")
+	for _, args := range [][]string{{"manager"}, {"pump", "--config", path}, {"export", "--config", path},
+		{"ledger", "--config", path}, {"simulate", "--config", path}, {"replay", "--config", path}} {
+		code, _, errOut := runCLI(args...)
+		if code == 0 || !strings.Contains(errOut, "not implemented yet") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+}

@@ -1,0 +1,295 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+)
+
+// migrated returns a connection to a fresh database with the full schema.
+func migrated(t *testing.T) *pgx.Conn {
+	t.Helper()
+	ctx := context.Background()
+	dsn := pgtest.New(t)
+	if _, err := store.Migrate(ctx, dsn); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
+}
+
+func exec(t *testing.T, conn *pgx.Conn, sql string, args ...any) {
+	t.Helper()
+	if _, err := conn.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// execFails asserts that sql is refused with the given SQLSTATE and returns
+// the server's hint.
+func execFails(t *testing.T, conn *pgx.Conn, code, sql string, args ...any) (hint string) {
+	t.Helper()
+	_, err := conn.Exec(context.Background(), sql, args...)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		t.Fatalf("%s: want SQLSTATE %s, got %v", sql, code, err)
+	}
+	if pgErr.Code != code {
+		t.Fatalf("%s: want SQLSTATE %s, got %s (%s)", sql, code, pgErr.Code, pgErr.Message)
+	}
+	return pgErr.Hint
+}
+
+var allTables = []string{
+	"flight_schd", "flight_gate", "flight_checkin", "flight_belt", "flight_stand_plan",
+	"flight_chute", "flight_delay", "flight_bridge_op", "flight_chock_op", "flight_route_point",
+	"schd_gen", "schd_gen_flid", "pipeline_lock", "proc_state", "msg_event", "req_track",
+	"backfill_todo", "schd_snap_log", "msg_archive", "flight_history",
+}
+
+func tableCount(t *testing.T, dsn string) int {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	var n int
+	if err := conn.QueryRow(ctx,
+		`SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public' AND table_name = ANY($1)`,
+		allTables).Scan(&n); err != nil {
+		t.Fatalf("count tables: %v", err)
+	}
+	return n
+}
+
+func TestMigrationsApplyUpDownUp(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := pgtest.New(t)
+
+	up, err := store.Migrate(ctx, dsn)
+	if err != nil {
+		t.Fatalf("first up: %v", err)
+	}
+	if len(up) == 0 {
+		t.Fatal("first up applied no migration")
+	}
+	if got := tableCount(t, dsn); got != len(allTables) {
+		t.Fatalf("after up: %d of %d tables exist", got, len(allTables))
+	}
+	current, latest, err := store.SchemaVersion(ctx, dsn)
+	if err != nil || current != latest || latest == 0 {
+		t.Fatalf("schema version after up: current %d latest %d err %v", current, latest, err)
+	}
+
+	again, err := store.Migrate(ctx, dsn)
+	if err != nil || len(again) != 0 {
+		t.Fatalf("second up must be a no-op, applied %d: %v", len(again), err)
+	}
+
+	down, err := store.MigrateDownTo(ctx, dsn, 0)
+	if err != nil {
+		t.Fatalf("down to 0: %v", err)
+	}
+	if len(down) != len(up) {
+		t.Fatalf("down rolled back %d migrations, up applied %d", len(down), len(up))
+	}
+	if got := tableCount(t, dsn); got != 0 {
+		t.Fatalf("after down: %d tables left", got)
+	}
+
+	if _, err := store.Migrate(ctx, dsn); err != nil {
+		t.Fatalf("up after down: %v", err)
+	}
+	if got := tableCount(t, dsn); got != len(allTables) {
+		t.Fatalf("after re-up: %d of %d tables exist", got, len(allTables))
+	}
+}
+
+func TestConcurrentMigrateRunsEachMigrationOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := pgtest.New(t)
+	type result struct {
+		n   int
+		err error
+	}
+	results := make(chan result, 3)
+	for range 3 {
+		go func() {
+			r, err := store.Migrate(ctx, dsn)
+			results <- result{len(r), err}
+		}()
+	}
+	total := 0
+	for range 3 {
+		r := <-results
+		if r.err != nil {
+			t.Fatalf("concurrent migrate: %v", r.err)
+		}
+		total += r.n
+	}
+	_, latest, err := store.SchemaVersion(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(total) != latest {
+		t.Fatalf("three replicas applied %d migrations in all, want each of %d exactly once", total, latest)
+	}
+}
+
+func insertFlight(t *testing.T, conn *pgx.Conn, flid int64, day any, version int64) {
+	t.Helper()
+	exec(t, conn, `INSERT INTO flight_schd (flid, operation_day, state_version, last_message_id) VALUES ($1, $2, $3, 1)`,
+		flid, day, version)
+}
+
+func TestOperationDayIsSetOnce(t *testing.T) {
+	t.Parallel()
+	conn := migrated(t)
+	day := time.Date(2026, 9, 9, 0, 0, 0, 0, time.UTC)
+
+	// NULL until a full-day snapshot includes the flight: then set once.
+	insertFlight(t, conn, 121112312, nil, 1)
+	exec(t, conn, `UPDATE flight_schd SET operation_day = $1, state_version = 2 WHERE flid = 121112312`, day)
+	// Setting the same day again is not a change.
+	exec(t, conn, `UPDATE flight_schd SET operation_day = $1, state_version = 3 WHERE flid = 121112312`, day)
+
+	hint := execFails(t, conn, "FF001", `UPDATE flight_schd SET operation_day = $1, state_version = 4 WHERE flid = 121112312`, day.AddDate(0, 0, 1))
+	if hint != "SAME_FLID_ACROSS_OPERATION_DAYS" {
+		t.Errorf("hint = %q, want SAME_FLID_ACROSS_OPERATION_DAYS", hint)
+	}
+	_ = execFails(t, conn, "FF001", `UPDATE flight_schd SET operation_day = NULL, state_version = 4 WHERE flid = 121112312`)
+
+	var got time.Time
+	if err := conn.QueryRow(context.Background(), `SELECT operation_day FROM flight_schd WHERE flid = 121112312`).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if !got.Equal(day) {
+		t.Fatalf("operation_day = %s after refused changes, want %s", got, day)
+	}
+}
+
+func TestStateVersionOnlyRises(t *testing.T) {
+	t.Parallel()
+	conn := migrated(t)
+	insertFlight(t, conn, 7, nil, 5)
+	_ = execFails(t, conn, "FF003", `UPDATE flight_schd SET state_version = 5, flno = 'CA100' WHERE flid = 7`)
+	_ = execFails(t, conn, "FF003", `UPDATE flight_schd SET state_version = 4 WHERE flid = 7`)
+	exec(t, conn, `UPDATE flight_schd SET state_version = nextval('state_version_seq') + 5, flno = 'CA100' WHERE flid = 7`)
+	_ = execFails(t, conn, "FF002", `UPDATE flight_schd SET flid = 8, state_version = 100 WHERE flid = 7`)
+}
+
+func TestFLIDIsNumericWithAtMostTwelveDigits(t *testing.T) {
+	t.Parallel()
+	conn := migrated(t)
+	insertFlight(t, conn, 999999999999, nil, 1)
+	insertFlight(t, conn, 0, nil, 1)
+	_ = execFails(t, conn, "23514", `INSERT INTO flight_schd (flid, state_version, last_message_id) VALUES (1000000000000, 1, 1)`)
+	_ = execFails(t, conn, "23514", `INSERT INTO flight_schd (flid, state_version, last_message_id) VALUES (-1, 1, 1)`)
+	_ = execFails(t, conn, "22P02", `INSERT INTO flight_schd (flid, state_version, last_message_id) VALUES ('12A', 1, 1)`)
+	_ = execFails(t, conn, "23514", `INSERT INTO schd_gen_flid (operation_day, flid) VALUES ('2026-09-09', 1000000000000)`)
+}
+
+func TestRouteTableKeepsROUTAndERUTApart(t *testing.T) {
+	t.Parallel()
+	conn := migrated(t)
+	insertFlight(t, conn, 42, nil, 1)
+	const ins = `INSERT INTO flight_route_point (flid, route_kind, ordinal, source_seq, apcd, record_version) VALUES (42, $1, $2, $3, $4, 1)`
+	exec(t, conn, ins, "ROUT", 1, "1", "PEK")
+	exec(t, conn, ins, "ERUT", 1, "1", "SHA")
+	exec(t, conn, ins, "ROUT", 2, "2", "CAN")
+	_ = execFails(t, conn, "23505", ins, "ROUT", 1, "1", "HKG")
+	_ = execFails(t, conn, "23514", ins, "XRUT", 1, "1", "HKG")
+
+	var n int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM flight_route_point WHERE flid = 42 AND ordinal = 1`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Fatalf("ROUT and ERUT at ordinal 1: %d rows, want 2", n)
+	}
+}
+
+func TestCollectionRowsNeedTheirFlight(t *testing.T) {
+	t.Parallel()
+	conn := migrated(t)
+	for _, table := range []string{"flight_gate", "flight_checkin", "flight_belt", "flight_stand_plan",
+		"flight_chute", "flight_delay", "flight_bridge_op", "flight_chock_op"} {
+		execFails(t, conn, "23503", `INSERT INTO `+table+` (flid, ordinal, record_version) VALUES (5, 1, 1)`)
+	}
+	_ = execFails(t, conn, "23503", `INSERT INTO flight_route_point (flid, route_kind, ordinal, record_version) VALUES (5, 'ROUT', 1, 1)`)
+
+	// A flight with children cannot be deleted before them: deletes are
+	// explicit, never a silent cascade.
+	insertFlight(t, conn, 5, nil, 1)
+	exec(t, conn, `INSERT INTO flight_gate (flid, ordinal, source_seq, gate, record_version) VALUES (5, 1, '1', 'A1', 1)`)
+	_ = execFails(t, conn, "23503", `DELETE FROM flight_schd WHERE flid = 5`)
+}
+
+func TestRosterRowsAreUniqueAndBelongToOneDay(t *testing.T) {
+	t.Parallel()
+	conn := migrated(t)
+	exec(t, conn, `INSERT INTO schd_gen (operation_day, version, last_message_id, last_recv_at) VALUES ('2026-09-09', 1, 10, now()), ('2026-09-10', 1, 11, now())`)
+	exec(t, conn, `INSERT INTO schd_gen_flid (operation_day, flid) VALUES ('2026-09-09', 1), ('2026-09-09', 2)`)
+	_ = execFails(t, conn, "23505", `INSERT INTO schd_gen_flid (operation_day, flid) VALUES ('2026-09-09', 1)`)
+	_ = execFails(t, conn, "23505", `INSERT INTO schd_gen_flid (operation_day, flid) VALUES ('2026-09-10', 2)`)
+	_ = execFails(t, conn, "23503", `INSERT INTO schd_gen_flid (operation_day, flid) VALUES ('2026-09-11', 3)`)
+
+	// Removing a day's ledger removes its roster with it.
+	exec(t, conn, `DELETE FROM schd_gen WHERE operation_day = '2026-09-09'`)
+	var n int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM schd_gen_flid`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("roster rows left after deleting the day: %d", n)
+	}
+}
+
+func TestOneRequestPendingPerKind(t *testing.T) {
+	t.Parallel()
+	conn := migrated(t)
+	const ins = `INSERT INTO req_track (kind, operation_day, range_start, range_end, routing_id, seqn, status)
+		VALUES ('RQFD', $1, '09SEP260000', '09SEP262359', 'AODB', $2, $3)`
+	exec(t, conn, ins, "2026-09-09", 1, "PENDING")
+	_ = execFails(t, conn, "23505", ins, "2026-09-10", 2, "PENDING")
+	exec(t, conn, `UPDATE req_track SET status = 'EXPIRED' WHERE seqn = 1`)
+	exec(t, conn, ins, "2026-09-10", 2, "PENDING")
+	_ = execFails(t, conn, "23514", ins, "2026-09-11", 1000000, "EXPIRED")
+}
+
+func TestPipelineLockRowExists(t *testing.T) {
+	t.Parallel()
+	conn := migrated(t)
+	var epoch int64
+	if err := conn.QueryRow(context.Background(),
+		`SELECT epoch FROM pipeline_lock WHERE name = 'FLIGHT_SCHD_WRITER' FOR UPDATE`).Scan(&epoch); err != nil {
+		t.Fatalf("pipeline_lock row: %v", err)
+	}
+	if epoch != 0 {
+		t.Fatalf("initial epoch = %d, want 0", epoch)
+	}
+}
+
+func TestTerminalProcessingStateCarriesFinishTime(t *testing.T) {
+	t.Parallel()
+	conn := migrated(t)
+	exec(t, conn, `INSERT INTO proc_state (message_id, status, received_at) VALUES (1, 'PENDING', now())`)
+	_ = execFails(t, conn, "23514", `INSERT INTO proc_state (message_id, status, received_at) VALUES (2, 'DEAD', now())`)
+	_ = execFails(t, conn, "23514", `INSERT INTO proc_state (message_id, status, received_at) VALUES (3, 'DONE', now())`)
+	exec(t, conn, `INSERT INTO proc_state (message_id, status, received_at, finished_at) VALUES (2, 'DEAD', now(), now())`)
+}
