@@ -1,0 +1,90 @@
+// Package mysqltest gives each test a fresh MariaDB/MySQL database on the
+// local server, optionally holding the SIS mailbox tables, and drops it when
+// the test ends.
+package mysqltest
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/flightfeed/flightfeed/hack/mailbox"
+	"github.com/flightfeed/flightfeed/internal/testsupport"
+)
+
+// ServerEnv names the variable holding the admin DSN of the test server.
+const ServerEnv = "FLIGHTFEED_TEST_MYSQL"
+
+// DefaultServer is the machine's MariaDB (root, empty password).
+const DefaultServer = "root@tcp(127.0.0.1:3306)/"
+
+// Server returns the admin DSN of the test server.
+func Server() string {
+	if dsn := os.Getenv(ServerEnv); dsn != "" {
+		return dsn
+	}
+	return DefaultServer
+}
+
+// New creates an empty database and returns a DSN for it (parseTime on,
+// UTC). The database is dropped when t ends.
+func New(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg, err := mysql.ParseDSN(Server())
+	if err != nil {
+		t.Fatalf("mysqltest: parse %s: %v", Server(), err)
+	}
+	admin, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatalf("mysqltest: open: %v", err)
+	}
+	defer func() { _ = admin.Close() }()
+	name := testsupport.DatabaseName(t)
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4"); err != nil {
+		t.Fatalf("mysqltest: create database %s: %v (is MariaDB running? `bash hack/services.sh` starts it)", name, err)
+	}
+	t.Cleanup(func() {
+		// A fresh context on purpose: the test's own may be cancelled.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		db, err := sql.Open("mysql", cfg.FormatDSN())
+		if err != nil {
+			t.Errorf("mysqltest: drop %s: %v", name, err)
+			return
+		}
+		defer func() { _ = db.Close() }()
+		if _, err := db.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
+			t.Errorf("mysqltest: drop %s: %v", name, err)
+		}
+	})
+	cfg.DBName = name
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	return cfg.FormatDSN()
+}
+
+// NewMailbox creates a database holding the default SIS mailbox tables
+// (hack/mailbox) and returns its DSN.
+func NewMailbox(t testing.TB) string {
+	t.Helper()
+	dsn := New(t)
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatalf("mysqltest: open: %v", err)
+	}
+	defer func() { _ = db.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, stmt := range mailbox.DDL() {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("mysqltest: mailbox DDL: %v", err)
+		}
+	}
+	return dsn
+}
