@@ -1,0 +1,118 @@
+package controllers_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
+)
+
+// specManifest is the FlightFeed of SPEC §4 that must be accepted as is.
+const specManifest = `
+apiVersion: flightfeed.aero/v1alpha1
+kind: FlightFeed
+metadata: {name: pek, namespace: default}
+spec:
+  airport: {iata: PEK, timeZone: Asia/Shanghai}
+  mailbox: {dsnSecretRef: {name: pek-mailbox, key: dsn}, pollInterval: 100ms, batchSize: 200}
+  database: {dsnSecretRef: {name: pek-db, key: dsn}}
+  kafka: {brokers: ["127.0.0.1:9092"], topics: {state: KAFKA_SCHD, notice: KAFKA_MSG}}
+  requests: {horizon: {from: 0, to: 1}, interval: 1h, timeout: 5m, routingId: AODB}
+`
+
+func TestCRDInstallsAndValidates(t *testing.T) {
+	cfg, _ := kubetest.Start(t)
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := c.Get(ctx, types.NamespacedName{Name: "flightfeeds.flightfeed.aero"}, &crd); err != nil {
+		t.Fatalf("CRD not installed: %v", err)
+	}
+	if !crdEstablished(&crd) {
+		t.Fatalf("CRD not established: %+v", crd.Status.Conditions)
+	}
+
+	var ff unstructured.Unstructured
+	if err := yaml.Unmarshal([]byte(specManifest), &ff.Object); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &ff); err != nil {
+		t.Fatalf("the SPEC §4 manifest was refused: %v", err)
+	}
+	var got v1alpha1.FlightFeed
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "pek"}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Mailbox.DSNSecretRef.Name != "pek-mailbox" || got.Spec.Mailbox.PollInterval.Duration.String() != "100ms" {
+		t.Fatalf("read back: %+v", got.Spec.Mailbox)
+	}
+
+	bad := []struct {
+		name, from, to string
+		wantField      string
+	}{
+		{"lower-case IATA", "iata: PEK", "iata: pek", "spec.airport.iata"},
+		{"batch size zero", "batchSize: 200", "batchSize: 0", "spec.mailbox.batchSize"},
+		{"batch size too large", "batchSize: 200", "batchSize: 10001", "spec.mailbox.batchSize"},
+		{"bad duration", "pollInterval: 100ms", "pollInterval: soon", "spec.mailbox.pollInterval"},
+		{"no brokers", `brokers: ["127.0.0.1:9092"]`, "brokers: []", "spec.kafka.brokers"},
+		{"broker without port", `brokers: ["127.0.0.1:9092"]`, `brokers: ["kafka"]`, "spec.kafka.brokers[0]"},
+		{"injected table name", "batchSize: 200", `batchSize: 200, inbound: {table: "X; DROP TABLE Y"}`, "spec.mailbox.inbound.table"},
+		{"reversed horizon", "from: 0, to: 1", "from: 2, to: 1", "requests.horizon.from"},
+		{"inline DSN", "dsnSecretRef: {name: pek-db, key: dsn}", `dsn: "postgres://u:p@h/db"`, "spec.database.dsnSecretRef"},
+		{"missing airport", "  airport: {iata: PEK, timeZone: Asia/Shanghai}\n", "", "spec.airport"},
+	}
+	for _, b := range bad {
+		t.Run(b.name, func(t *testing.T) {
+			doc := strings.Replace(strings.Replace(specManifest, b.from, b.to, 1), "name: pek,", "name: bad,", 1)
+			if doc == specManifest {
+				t.Fatal("test case did not change the manifest")
+			}
+			var obj unstructured.Unstructured
+			if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+				t.Fatal(err)
+			}
+			err := c.Create(ctx, &obj)
+			if err == nil {
+				_ = c.Delete(ctx, &obj)
+				t.Fatal("accepted, want the API server to refuse it")
+			}
+			if !strings.Contains(err.Error(), b.wantField) {
+				t.Fatalf("refusal does not name %s: %v", b.wantField, err)
+			}
+		})
+	}
+}
+
+func crdEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
