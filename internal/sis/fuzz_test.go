@@ -1,0 +1,61 @@
+package sis
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/flightfeed/flightfeed/internal/sis/sistest"
+)
+
+// FuzzDecode feeds arbitrary bytes to the decoder. It must never panic, and
+// whatever it returns must be coherent: an *Error with a known reason and
+// class, or a message whose every record passes flight.Commands.Validate.
+// The checked-in corpus is under testdata/fuzz/FuzzDecode/.
+func FuzzDecode(f *testing.F) {
+	goldens, _ := filepath.Glob("testdata/dnld_*.xml")
+	for _, file := range goldens {
+		if raw, err := os.ReadFile(file); err == nil {
+			f.Add(raw)
+		}
+	}
+	f.Add(sistest.DNLD(2))
+	f.Add(flop("GTDT", flopHead+`<GTDT GTNO="0"/>`))
+	f.Add(flop("FDEL", "<FLID>1</FLID>"))
+	known := map[Reason]bool{}
+	for _, r := range Reasons {
+		known[r] = true
+	}
+	opts := Options{MaxBytes: 1 << 20, MaxDepth: 16}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		msg, err := Decode(raw, opts)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error is not a *sis.Error: %v", err)
+			}
+			if !known[e.Reason] || e.Class != ClassOf(e.Reason) {
+				t.Fatalf("incoherent error %#v", e)
+			}
+			if msg != nil && (msg.Records != nil || msg.Deletions != nil) {
+				t.Fatalf("rejected message carries records")
+			}
+			return
+		}
+		if msg == nil {
+			t.Fatal("nil message without error")
+		}
+		for _, rec := range msg.Records {
+			if err := rec.Validate(); err != nil {
+				t.Fatalf("record %d: %v", rec.Index, err)
+			}
+			if rec.Full != msg.IsFullSnapshot() {
+				t.Fatalf("record %d Full=%v in %s message", rec.Index, rec.Full, msg.Kind)
+			}
+		}
+		if msg.Kind == KindSnapshot && msg.Recs != len(msg.Records) {
+			t.Fatalf("RECS %d but %d records accepted", msg.Recs, len(msg.Records))
+		}
+	})
+}
