@@ -1,0 +1,94 @@
+package flight
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// Apply is the merge engine (seed 001 §5.3): it copies cur, applies every
+// command of cmds to the copy and returns the next state with the tags whose
+// value changed, in canonical field order. A full snapshot (cmds.Full)
+// clears every mapped field it does not carry; an increment leaves them.
+// Anomaly Set replaces the whole object, so no attribute of an older object
+// survives. Identity and bookkeeping (FLID, OperationDay, StateVersion,
+// UpdatedAt, LastMessageID) are the caller's: Apply copies them unchanged.
+//
+// Same input, same output; cur is never modified. An empty changed list
+// means the message changes nothing and must not bump the version.
+func Apply(cur State, cmds Commands) (State, []string, error) {
+	if err := cmds.Validate(); err != nil {
+		return State{}, nil, err
+	}
+	if cmds.FLID != cur.FLID {
+		return State{}, nil, fmt.Errorf("%w: commands for FLID %s applied to FLID %s", ErrInvalidCommand, cmds.FLID, cur.FLID)
+	}
+	next := cur.Clone()
+	var changed []string
+	for _, cmd := range cmds.Expanded() {
+		if cmd.Op == OpUnchanged {
+			continue
+		}
+		if applyOne(&next, fieldTable[FieldOrder(cmd.Tag)].Kind, cmd) {
+			changed = append(changed, cmd.Tag)
+		}
+	}
+	return next, changed, nil
+}
+
+// applyOne applies one validated command and reports whether the field's
+// value changed.
+func applyOne(s *State, kind Kind, cmd Command) bool {
+	switch kind {
+	case KindScalar:
+		old, had := s.Scalars[cmd.Tag]
+		if cmd.Op == OpClear {
+			delete(s.Scalars, cmd.Tag)
+			return had
+		}
+		s.Scalars[cmd.Tag] = cmd.Value
+		return !had || old != cmd.Value
+	case KindAnomaly:
+		old, had := s.Anomalies[cmd.Tag]
+		if cmd.Op == OpClear {
+			delete(s.Anomalies, cmd.Tag)
+			return had
+		}
+		s.Anomalies[cmd.Tag] = cmd.Anomaly.Clone()
+		return !had || !maps.Equal(old, cmd.Anomaly)
+	default: // KindCollection, KindRecord
+		old, had := s.Lists[cmd.Tag]
+		if cmd.Op == OpClear {
+			delete(s.Lists, cmd.Tag)
+			return had && len(old) > 0
+		}
+		s.Lists[cmd.Tag] = CloneItems(cmd.Items)
+		return !slices.EqualFunc(old, cmd.Items, maps.Equal)
+	}
+}
+
+// ChangedKeys lists the tags whose values differ between two states of one
+// flight, in canonical field order; used where a state is replaced rather
+// than merged (deletes, history).
+func ChangedKeys(a, b State) []string {
+	var out []string
+	for _, f := range fieldTable {
+		var same bool
+		switch f.Kind {
+		case KindScalar:
+			av, aok := a.Scalars[f.Tag]
+			bv, bok := b.Scalars[f.Tag]
+			same = aok == bok && av == bv
+		case KindAnomaly:
+			av, aok := a.Anomalies[f.Tag]
+			bv, bok := b.Anomalies[f.Tag]
+			same = aok == bok && maps.Equal(av, bv)
+		default:
+			same = slices.EqualFunc(a.Lists[f.Tag], b.Lists[f.Tag], maps.Equal)
+		}
+		if !same {
+			out = append(out, f.Tag)
+		}
+	}
+	return out
+}
