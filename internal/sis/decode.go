@@ -10,7 +10,8 @@ import (
 	"github.com/flightfeed/flightfeed/internal/flight"
 )
 
-// Decode turns one raw mailbox message into a typed Message.
+// Decode turns one raw mailbox message into a typed Message. It copies raw
+// once; DecodeString avoids even that.
 //
 // Every rejection is an *Error (use errors.As) with a Reason, the element
 // Path and a Class. When META was decoded before the rejection, the returned
@@ -19,8 +20,19 @@ import (
 // always comes with such a Message of KindUnsupported. Decode never panics.
 func Decode(raw []byte, opts Options) (*Message, error) {
 	opts = opts.withDefaults()
+	if int64(len(raw)) > opts.MaxBytes { // before the copy, so an oversize message costs nothing
+		return nil, oversize(len(raw), opts.MaxBytes)
+	}
+	return DecodeString(string(raw), opts)
+}
+
+// DecodeString is Decode for a message already held as a string (the
+// mailbox's text column). The decoded values are substrings of raw where
+// possible, so a Message keeps raw's memory alive while it is referenced.
+func DecodeString(raw string, opts Options) (*Message, error) {
+	opts = opts.withDefaults()
 	if int64(len(raw)) > opts.MaxBytes {
-		return nil, newError(ReasonOversize, "", "%d bytes exceed the limit of %d", len(raw), opts.MaxBytes)
+		return nil, oversize(len(raw), opts.MaxBytes)
 	}
 	d := &decoder{opts: opts, scan: newScanner(raw, opts.MaxDepth)}
 	msg, err := d.decode()
@@ -31,6 +43,10 @@ func Decode(raw []byte, opts Options) (*Message, error) {
 		return msg, err
 	}
 	return msg, nil
+}
+
+func oversize(n int, limit int64) *Error {
+	return newError(ReasonOversize, "", "%d bytes exceed the limit of %d", n, limit)
 }
 
 type decoder struct {

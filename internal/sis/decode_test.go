@@ -66,7 +66,9 @@ func TestParseMetaTime(t *testing.T) {
 }
 
 func TestMetaRejections(t *testing.T) {
-	base := func(meta string) []byte { return []byte("<MSG><META>" + meta + "</META><FLOP><FLID>1</FLID><ESTT/></FLOP></MSG>") }
+	base := func(meta string) []byte {
+		return []byte("<MSG><META>" + meta + "</META><FLOP><FLID>1</FLID><ESTT/></FLOP></MSG>")
+	}
 	full := "<SNDR>A</SNDR><SEQN>1</SEQN><DDTM>20260909101500</DDTM><TYPE>FLOP</TYPE><STYP>ESTT</STYP>"
 	tests := map[string]struct {
 		raw    []byte
@@ -315,5 +317,20 @@ func TestKindNames(t *testing.T) {
 		if b, _ := k.MarshalText(); string(b) != want {
 			t.Errorf("Kind(%d) = %s, want %s", k, b, want)
 		}
+	}
+}
+
+func TestDecodeStringMatchesDecode(t *testing.T) {
+	raw := dnld(fltr("1", `<FLNO>CA&amp;1</FLNO><GTDT GTNO="1"><GATE>A1</GATE></GTDT>`))
+	fromBytes := mustDecode(t, raw)
+	fromString, err := DecodeString(string(raw), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(fromBytes, fromString); diff != "" {
+		t.Fatalf("DecodeString differs (-Decode +DecodeString):\n%s", diff)
+	}
+	if _, err := DecodeString(string(raw), Options{MaxBytes: 10}); err == nil {
+		t.Fatal("oversize string accepted")
 	}
 }

@@ -1,7 +1,6 @@
 package sis
 
 import (
-	"bytes"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -14,10 +13,9 @@ import (
 // subtrees into an arena that is reused record after record, so memory stays
 // bounded by the largest record, not the message.
 type scanner struct {
-	raw []byte
-	// input is one string copy of raw; text values are substrings of it
-	// whenever the decoded text equals the raw bytes (no entities, no CDATA,
-	// no CR), which saves one allocation per value.
+	// input is the raw message; text values are substrings of it whenever
+	// the decoded text equals the raw bytes (no entities, no CDATA, no CR),
+	// which saves one allocation per value.
 	input    string
 	dec      *xml.Decoder
 	maxDepth int
@@ -25,15 +23,14 @@ type scanner struct {
 	nodes    arena
 }
 
-func newScanner(raw []byte, maxDepth int) *scanner {
-	input := string(raw)
+func newScanner(input string, maxDepth int) *scanner {
 	dec := xml.NewDecoder(strings.NewReader(input))
 	dec.Strict = true
 	// The mailbox hands over text, so the bytes are UTF-8 whatever the XML
 	// declaration says (encoding="GBK" …); encoding/xml still rejects
 	// invalid UTF-8.
 	dec.CharsetReader = func(_ string, r io.Reader) (io.Reader, error) { return r, nil }
-	return &scanner{raw: raw, input: input, dec: dec, maxDepth: maxDepth}
+	return &scanner{input: input, dec: dec, maxDepth: maxDepth}
 }
 
 // path renders the open elements, e.g. "MSG/SCHD/FLTR", for errors that
@@ -81,7 +78,7 @@ func (s *scanner) next() (xml.Token, error) {
 func (s *scanner) text(t xml.CharData) string {
 	end := int(s.dec.InputOffset())
 	start := end - len(t)
-	if start >= 0 && end <= len(s.raw) && bytes.Equal(s.raw[start:end], t) {
+	if start >= 0 && end <= len(s.input) && s.input[start:end] == string(t) { // compiles to a comparison, no copy
 		return s.input[start:end]
 	}
 	return string(t)
@@ -89,7 +86,7 @@ func (s *scanner) text(t xml.CharData) string {
 
 func (s *scanner) syntaxError(err error) *Error {
 	detail := "not well-formed XML"
-	if hasTypographicAttributeQuote(s.raw) {
+	if hasTypographicAttributeQuote(s.input) {
 		detail = "not well-formed XML (an attribute value is delimited by typographic quotes)"
 	}
 	return wrapError(ReasonMalformedXML, s.path(), err, "%s", detail)
@@ -153,9 +150,9 @@ func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
 
 // hasTypographicAttributeQuote reports whether an attribute value seems to be
 // delimited by curly quotes (GTNO=“1”), to make the syntax error precise.
-func hasTypographicAttributeQuote(raw []byte) bool {
+func hasTypographicAttributeQuote(raw string) bool {
 	for _, q := range []string{"=\u201c", "=\u201d", "=\u2018", "=\u2019", "= \u201c", "= \u201d"} {
-		if bytes.Contains(raw, []byte(q)) {
+		if strings.Contains(raw, q) {
 			return true
 		}
 	}
