@@ -41,7 +41,9 @@ CREATE TABLE msg_event (
     state_version    bigint      NOT NULL CHECK (state_version > 0),
     operation_day    date,
     message_id       bigint      NOT NULL,
-    payload          jsonb       NOT NULL,
+    -- The exact bytes to publish (canonical JSON: sorted keys), kept as
+    -- text because jsonb would reorder keys and change spacing.
+    payload          text        NOT NULL,
     status           text        NOT NULL DEFAULT 'PENDING'
                      CHECK (status IN ('PENDING', 'DELIVERED', 'SUPERSEDED')),
     attempts         integer     NOT NULL DEFAULT 0 CHECK (attempts >= 0),

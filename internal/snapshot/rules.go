@@ -1,0 +1,147 @@
+package snapshot
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+)
+
+// Reason codes of the rejections decided here.
+const (
+	// ReasonDayMismatch: a record's FLID already belongs to another
+	// operation day (seed 000 §5.3, alert SAME_FLID_ACROSS_OPERATION_DAYS).
+	ReasonDayMismatch = "SAME_FLID_ACROSS_OPERATION_DAYS"
+	// ReasonMixedDays: a full-day snapshot holds records of another day.
+	ReasonMixedDays = "MIXED_OPERATION_DAYS"
+	// ReasonLedgerInconsistent: a diff-delete victim's day is not the
+	// snapshot's day, so the roster and the main table disagree.
+	ReasonLedgerInconsistent = "LEDGER_INCONSISTENT"
+)
+
+// Rejection is a decided refusal of a whole message: nothing is written but
+// its terminal state (DEAD, class PROTOCOL) and the trace log.
+type Rejection struct {
+	Reason string
+	Detail string
+	FLIDs  []flight.FLID
+}
+
+func (r *Rejection) Error() string {
+	return r.Reason + ": " + r.Detail
+}
+
+// Record is what the rules need of one snapshot record.
+type Record struct {
+	FLID flight.FLID
+	// Day is the record's operation day from its SODT ("YYYY-MM-DD").
+	Day string
+}
+
+// CheckCoverage enforces that every record of a full-day snapshot of day
+// belongs to that day (seed 000 §5.2, validation five).
+func CheckCoverage(day string, records []Record) error {
+	var off []flight.FLID
+	for _, r := range records {
+		if r.Day != day {
+			off = append(off, r.FLID)
+		}
+	}
+	if len(off) == 0 {
+		return nil
+	}
+	return &Rejection{Reason: ReasonMixedDays, FLIDs: off,
+		Detail: fmt.Sprintf("full-day snapshot of %s holds %d record(s) of other days: %s", day, len(off), list(off))}
+}
+
+// CheckOwners enforces the identity rule for every snapshot record, full-day
+// or window (SPEC §2.5): a FLID whose stored day is set and differs from the
+// record's day rejects the whole message. stored maps FLID → stored day
+// ("" while NULL); absent FLIDs are new flights.
+func CheckOwners(records []Record, stored map[flight.FLID]string) error {
+	var off []flight.FLID
+	var detail []string
+	for _, r := range records {
+		have, ok := stored[r.FLID]
+		if ok && have != "" && have != r.Day {
+			off = append(off, r.FLID)
+			if len(detail) < 5 {
+				detail = append(detail, fmt.Sprintf("%s belongs to %s, record says %s", r.FLID, have, r.Day))
+			}
+		}
+	}
+	if len(off) == 0 {
+		return nil
+	}
+	return &Rejection{Reason: ReasonDayMismatch, FLIDs: off,
+		Detail: fmt.Sprintf("%d FLID(s) across operation days: %s", len(off), strings.Join(detail, "; "))}
+}
+
+// DiffDelete returns old − new, sorted: the flights the previous snapshot of
+// the day had and this one lacks.
+func DiffDelete(old, current []flight.FLID) []flight.FLID {
+	keep := make(map[flight.FLID]struct{}, len(current))
+	for _, f := range current {
+		keep[f] = struct{}{}
+	}
+	var out []flight.FLID
+	for _, f := range old {
+		if _, ok := keep[f]; !ok {
+			out = append(out, f)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Victims applies seed 000 §5.5 to the diff-delete set: a victim that no
+// longer exists is skipped (deleted already, or an idempotent replay); one
+// whose day is not day is an assertion failure that rejects the message.
+// stored maps each existing victim to its day.
+func Victims(day string, candidates []flight.FLID, stored map[flight.FLID]string) ([]flight.FLID, error) {
+	var del, bad []flight.FLID
+	for _, f := range candidates {
+		have, ok := stored[f]
+		switch {
+		case !ok:
+		case have != day:
+			bad = append(bad, f)
+		default:
+			del = append(del, f)
+		}
+	}
+	if len(bad) > 0 {
+		return nil, &Rejection{Reason: ReasonLedgerInconsistent, FLIDs: bad,
+			Detail: fmt.Sprintf("roster of %s lists flight(s) of another day: %s", day, list(bad))}
+	}
+	return del, nil
+}
+
+// Digest fingerprints a roster (order-insensitive) for the trace log.
+func Digest(flids []flight.FLID) string {
+	sorted := slices.Clone(flids)
+	slices.Sort(sorted)
+	h := sha256.New()
+	for _, f := range sorted {
+		fmt.Fprintf(h, "%d\n", uint64(f))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+func list(flids []flight.FLID) string {
+	var b strings.Builder
+	for i, f := range flids {
+		if i == 10 {
+			fmt.Fprintf(&b, " and %d more", len(flids)-10)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(f.String())
+	}
+	return b.String()
+}

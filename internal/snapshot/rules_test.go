@@ -1,0 +1,87 @@
+package snapshot
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+)
+
+func TestCheckCoverage(t *testing.T) {
+	ok := []Record{{1, "2026-09-09"}, {2, "2026-09-09"}}
+	if err := CheckCoverage("2026-09-09", ok); err != nil {
+		t.Fatalf("one-day snapshot refused: %v", err)
+	}
+	if err := CheckCoverage("2026-09-09", nil); err != nil {
+		t.Fatalf("empty snapshot refused: %v", err)
+	}
+	err := CheckCoverage("2026-09-09", append(ok, Record{3, "2026-09-10"}))
+	var rej *Rejection
+	if !errors.As(err, &rej) || rej.Reason != ReasonMixedDays || !slices.Equal(rej.FLIDs, []flight.FLID{3}) {
+		t.Fatalf("mixed days: %v", err)
+	}
+}
+
+// The owner table of seed 000 §5.3.
+func TestCheckOwners(t *testing.T) {
+	stored := map[flight.FLID]string{10: "", 11: "2026-09-09", 12: "2026-09-10"}
+	cases := []struct {
+		name    string
+		records []Record
+		reject  []flight.FLID
+	}{
+		{"absent: created", []Record{{99, "2026-09-09"}}, nil},
+		{"NULL: set for the first time", []Record{{10, "2026-09-09"}}, nil},
+		{"same day: updated", []Record{{11, "2026-09-09"}}, nil},
+		{"other day: whole message refused", []Record{{11, "2026-09-09"}, {12, "2026-09-09"}}, []flight.FLID{12}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := CheckOwners(c.records, stored)
+			if c.reject == nil {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var rej *Rejection
+			if !errors.As(err, &rej) || rej.Reason != ReasonDayMismatch || !slices.Equal(rej.FLIDs, c.reject) {
+				t.Fatalf("got %v, want rejection of %v", err, c.reject)
+			}
+		})
+	}
+}
+
+func TestDiffDeleteAndVictims(t *testing.T) {
+	// Seed 001 §4.2: generation {CA100, CZ300}, snapshot {CA100, MU201}.
+	const ca100, mu201, cz300 = 100, 201, 300
+	cands := DiffDelete([]flight.FLID{ca100, cz300}, []flight.FLID{ca100, mu201})
+	if !slices.Equal(cands, []flight.FLID{cz300}) {
+		t.Fatalf("O−N = %v, want [300]", cands)
+	}
+	del, err := Victims("2026-09-09", cands, map[flight.FLID]string{cz300: "2026-09-09"})
+	if err != nil || !slices.Equal(del, []flight.FLID{cz300}) {
+		t.Fatalf("victims = %v, %v", del, err)
+	}
+	// Already gone: skipped, not an error.
+	if del, err := Victims("2026-09-09", cands, map[flight.FLID]string{}); err != nil || len(del) != 0 {
+		t.Fatalf("missing victim: %v, %v", del, err)
+	}
+	// Another day: an assertion, not a filter.
+	_, err = Victims("2026-09-09", cands, map[flight.FLID]string{cz300: "2026-09-10"})
+	var rej *Rejection
+	if !errors.As(err, &rej) || rej.Reason != ReasonLedgerInconsistent {
+		t.Fatalf("victim of another day: %v", err)
+	}
+	if got := DiffDelete([]flight.FLID{3, 1, 2, 1}, nil); !slices.Equal(got, []flight.FLID{1, 2, 3}) {
+		t.Fatalf("empty snapshot deletes the whole roster once each: %v", got)
+	}
+}
+
+func TestDigestIgnoresOrder(t *testing.T) {
+	a := Digest([]flight.FLID{3, 1, 2})
+	if a != Digest([]flight.FLID{1, 2, 3}) || a == Digest([]flight.FLID{1, 2}) || len(a) != 16 {
+		t.Fatalf("digest %q", a)
+	}
+}

@@ -1,0 +1,220 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+)
+
+// loadByFLID reads the current states of flids (one round trip).
+func (t *Tx) loadByFLID(ctx context.Context, flids []flight.FLID) (map[flight.FLID]flight.State, error) {
+	out := make(map[flight.FLID]flight.State, len(flids))
+	if len(flids) == 0 {
+		return out, nil
+	}
+	ids := make([]int64, len(flids))
+	for i, f := range flids {
+		ids[i] = int64(f) //nolint:gosec // at most 12 digits
+	}
+	states, err := loadStates(ctx, t.tx, "flid = ANY($1)", ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range states {
+		out[s.FLID] = s
+	}
+	return out, nil
+}
+
+// finish assigns versions and bookkeeping to the changed flights, and
+// queues their writes and events.
+func (t *Tx) finish(ctx context.Context, b *pgx.Batch, meta Meta, writes []stateWrite, deletes []flight.State) (map[flight.FLID]int64, error) {
+	versions, err := t.nextVersions(ctx, len(writes)+len(deletes))
+	if err != nil {
+		return nil, err
+	}
+	assigned := make(map[flight.FLID]int64, len(versions))
+	var events []outboxEvent
+	for i := range writes {
+		w := &writes[i]
+		w.next.StateVersion = versions[i]
+		w.next.LastMessageID = meta.MessageID
+		w.next.UpdatedAt = t.now
+		assigned[w.next.FLID] = versions[i]
+		ev, err := upsertEvents(&w.next, w.changed, meta)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, ev...)
+	}
+	if err := queueStateWrites(b, writes, t.store.loc); err != nil {
+		return nil, err
+	}
+	ids := make([]int64, len(deletes))
+	for i, d := range deletes {
+		v := versions[len(writes)+i]
+		assigned[d.FLID] = v
+		ids[i] = int64(d.FLID) //nolint:gosec // at most 12 digits
+		ev, err := deleteEvents(d.FLID, v, d.OperationDay, meta)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, ev...)
+	}
+	queueDeletes(b, ids)
+	if len(ids) > 0 {
+		b.Queue(`DELETE FROM schd_gen_flid WHERE flid = ANY($1)`, ids)
+	}
+	queueEvents(b, meta, events)
+	return assigned, nil
+}
+
+// mergeOne applies cmds to the flight's current state (or a new one) and
+// returns the write, or false when nothing changed on an existing flight.
+func mergeOne(cur flight.State, exists bool, cmds flight.Commands) (stateWrite, bool, error) {
+	if !exists {
+		cur = flight.NewState(cmds.FLID)
+	}
+	next, changed, err := flight.Apply(cur, cmds)
+	if err != nil {
+		return stateWrite{}, false, fmt.Errorf("merge flight %s: %w", cmds.FLID, err)
+	}
+	if exists && len(changed) == 0 {
+		return stateWrite{}, false, nil
+	}
+	if !exists {
+		changed = presentTags(next)
+	}
+	return stateWrite{next: next, changed: changed, isNew: !exists}, true, nil
+}
+
+// presentTags lists the fields a state holds, in canonical order.
+func presentTags(s flight.State) []string {
+	return flight.ChangedKeys(flight.NewState(s.FLID), s)
+}
+
+// IncrementOutcome reports what a FLOP or ADFT did.
+type IncrementOutcome struct {
+	// Versions maps each written flight to its new state_version.
+	Versions map[flight.FLID]int64
+	Created  []flight.FLID
+	// Unchanged counts records that changed nothing (no version, no event).
+	Unchanged int
+}
+
+// ApplyIncrement merges increment records (FLOP, ADFT) into current state
+// (seed 000 §6.1): absent fields are kept, the operation day is kept (NULL
+// for a flight it creates), each changed flight gets a new state_version and
+// its KAFKA_SCHD and KAFKA_MSG events. Records for one FLID apply in order.
+func (t *Tx) ApplyIncrement(ctx context.Context, meta Meta, records []flight.Commands) (IncrementOutcome, error) {
+	var out IncrementOutcome
+	flids := make([]flight.FLID, len(records))
+	for i, r := range records {
+		if r.Full {
+			return out, fmt.Errorf("message %d: flight %s: a full record is not an increment", meta.MessageID, r.FLID)
+		}
+		flids[i] = r.FLID
+	}
+	current, err := t.loadByFLID(ctx, flids)
+	if err != nil {
+		return out, fmt.Errorf("message %d: %w", meta.MessageID, err)
+	}
+	pending := map[flight.FLID]int{} // FLID → index in writes
+	var writes []stateWrite
+	for _, r := range records {
+		cur, exists := current[r.FLID]
+		if i, ok := pending[r.FLID]; ok {
+			cur, exists = writes[i].next, true
+		}
+		w, changed, err := mergeOne(cur, exists, r)
+		if err != nil {
+			return out, fmt.Errorf("message %d: %w", meta.MessageID, err)
+		}
+		if !changed {
+			out.Unchanged++
+			continue
+		}
+		if i, ok := pending[r.FLID]; ok {
+			w.isNew = writes[i].isNew
+			w.changed = mergeTags(writes[i].changed, w.changed)
+			writes[i] = w
+			continue
+		}
+		if w.isNew {
+			out.Created = append(out.Created, r.FLID)
+		}
+		pending[r.FLID] = len(writes)
+		writes = append(writes, w)
+	}
+	b := &pgx.Batch{}
+	out.Versions, err = t.finish(ctx, b, meta, writes, nil)
+	if err != nil {
+		return out, fmt.Errorf("message %d: %w", meta.MessageID, err)
+	}
+	if err := t.sendBatch(ctx, b); err != nil {
+		return out, fmt.Errorf("message %d: write: %w", meta.MessageID, err)
+	}
+	return out, nil
+}
+
+func mergeTags(a, b []string) []string {
+	seen := map[string]bool{}
+	for _, t := range a {
+		seen[t] = true
+	}
+	for _, t := range b {
+		seen[t] = true
+	}
+	var out []string
+	for _, f := range flight.Fields() {
+		if seen[f.Tag] {
+			out = append(out, f.Tag)
+		}
+	}
+	return out
+}
+
+// DeleteOutcome reports what an FDEL did.
+type DeleteOutcome struct {
+	// Versions maps each deleted flight to its tombstone's state_version.
+	Versions map[flight.FLID]int64
+	// Missing lists FLIDs that did not exist (idempotent success).
+	Missing []flight.FLID
+}
+
+// DeleteFlights ends flight instances (FDEL, seed 000 §6.2): main row and all
+// child rows go, the FLID leaves its day's roster, a tombstone with a fresh
+// state_version is queued. A missing FLID is an idempotent success. The
+// day's generation and version are untouched.
+func (t *Tx) DeleteFlights(ctx context.Context, meta Meta, flids []flight.FLID) (DeleteOutcome, error) {
+	var out DeleteOutcome
+	current, err := t.loadByFLID(ctx, flids)
+	if err != nil {
+		return out, fmt.Errorf("message %d: %w", meta.MessageID, err)
+	}
+	var victims []flight.State
+	seen := map[flight.FLID]bool{}
+	for _, f := range flids {
+		if seen[f] {
+			continue
+		}
+		seen[f] = true
+		if s, ok := current[f]; ok {
+			victims = append(victims, s)
+		} else {
+			out.Missing = append(out.Missing, f)
+		}
+	}
+	b := &pgx.Batch{}
+	out.Versions, err = t.finish(ctx, b, meta, nil, victims)
+	if err != nil {
+		return out, fmt.Errorf("message %d: %w", meta.MessageID, err)
+	}
+	if err := t.sendBatch(ctx, b); err != nil {
+		return out, fmt.Errorf("message %d: delete: %w", meta.MessageID, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,278 @@
+package store_test
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+func (f *fixture) increment(styp string, records ...flight.Commands) (store.IncrementOutcome, error) {
+	f.t.Helper()
+	var out store.IncrementOutcome
+	err := f.inTx(func(tx *store.Tx) error {
+		var err error
+		out, err = tx.ApplyIncrement(context.Background(), f.nextMeta("FLOP", styp), records)
+		return err
+	})
+	return out, err
+}
+
+func (f *fixture) fdel(flids ...flight.FLID) (store.DeleteOutcome, error) {
+	f.t.Helper()
+	var out store.DeleteOutcome
+	err := f.inTx(func(tx *store.Tx) error {
+		var err error
+		out, err = tx.DeleteFlights(context.Background(), f.nextMeta("FLOP", "FDEL"), flids)
+		return err
+	})
+	return out, err
+}
+
+type gateRow struct {
+	Ordinal   int32
+	SourceSeq string
+	Gate      string
+	Gtyp      string
+	Version   int64
+}
+
+// Seed 001 §4.3: CA100 has gates G28 (1) and G33 (2); a GTDT FLOP carrying
+// (1, A1, D) and (3, B2, I) replaces them; nothing else moves.
+func TestSeed001GTDTExample(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	const ca100 = 121112312
+	f.mustSnapshot(day9, rec(ca100, "CA100", day9,
+		flight.Command{Tag: "ESTT", Op: flight.OpSet, Value: "09SEP260900"},
+		flight.Command{Tag: "GTDT", Op: flight.OpReplace, Items: []flight.Item{{"GTNO": "1", "GATE": "G28"}, {"GTNO": "2", "GATE": "G33"}}},
+		flight.Command{Tag: "DELY", Op: flight.OpReplace, Items: []flight.Item{{"CODE": "81", "DURA": "20", "TEXT": "ATC"}}},
+	))
+	before := f.flights()[ca100]
+
+	out, err := f.increment("GTDT", flight.Commands{FLID: ca100, Cmds: []flight.Command{{Tag: "GTDT", Op: flight.OpReplace,
+		Items: []flight.Item{{"GTNO": "1", "GATE": "A1", "GTYP": "D"}, {"GTNO": "3", "GATE": "B2", "GTYP": "I"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := f.flights()[ca100]
+	if after.StateVersion <= before.StateVersion || after.StateVersion != out.Versions[ca100] || after.LastMessageID != f.msgID {
+		t.Fatalf("version %d → %d (outcome %d), last message %d", before.StateVersion, after.StateVersion, out.Versions[ca100], after.LastMessageID)
+	}
+	if after.OperationDay != day9 {
+		t.Fatal("FLOP changed the operation day")
+	}
+	want := before.Clone()
+	want.Lists["GTDT"] = []flight.Item{{"GTNO": "1", "GATE": "A1", "GTYP": "D"}, {"GTNO": "3", "GATE": "B2", "GTYP": "I"}}
+	want.StateVersion, want.LastMessageID, want.UpdatedAt = after.StateVersion, after.LastMessageID, after.UpdatedAt
+	if diff := cmp.Diff(want, after); diff != "" {
+		t.Fatalf("state after GTDT (-want +got):\n%s", diff)
+	}
+
+	rows, err := f.conn.Query(t.Context(), `SELECT ordinal, source_seq, gate, gtyp, record_version FROM flight_gate WHERE flid = $1 ORDER BY ordinal`, ca100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gates, err := pgx.CollectRows(rows, pgx.RowToStructByPos[gateRow])
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows := []gateRow{{1, "1", "A1", "D", after.StateVersion}, {2, "3", "B2", "I", after.StateVersion}}
+	if diff := cmp.Diff(wantRows, gates); diff != "" {
+		t.Fatalf("flight_gate rows (-want +got):\n%s", diff)
+	}
+	// Only the changed collection was rewritten.
+	if n := f.count(`SELECT count(*) FROM flight_delay WHERE flid = $1 AND record_version = $2`, ca100, before.StateVersion); n != 1 {
+		t.Fatalf("DELY row was rewritten (%d rows at the old version)", n)
+	}
+
+	ev := f.events(f.msgID)
+	if len(ev) != 2 {
+		t.Fatalf("events %+v", ev)
+	}
+	for _, e := range ev {
+		switch e.Kind {
+		case store.KindState:
+			if !strings.Contains(e.Payload, `"GTDT":[{"GATE":"A1","GTNO":"1","GTYP":"D"},{"GATE":"B2","GTNO":"3","GTYP":"I"}]`) {
+				t.Errorf("KAFKA_SCHD payload %s", e.Payload)
+			}
+			doc, _ := flight.CanonicalJSON(after)
+			if e.Payload != string(doc) {
+				t.Errorf("payload is not the committed state:\n%s\n%s", e.Payload, doc)
+			}
+		case store.KindNotice:
+			if e.Payload != `{"CHANGED":["GTDT"],"FLID":"121112312","MSG_ID":`+itoa(f.msgID)+`,"STATE_VERSION":`+itoa(after.StateVersion)+`,"STYP":"GTDT","TYPE":"FLOP"}` {
+				t.Errorf("notice %s", e.Payload)
+			}
+		}
+	}
+
+	// The same GTDT again changes nothing: no version, no event.
+	out, err = f.increment("GTDT", flight.Commands{FLID: ca100, Cmds: []flight.Command{{Tag: "GTDT", Op: flight.OpReplace,
+		Items: []flight.Item{{"GTNO": "1", "GATE": "A1", "GTYP": "D"}, {"GTNO": "3", "GATE": "B2", "GTYP": "I"}}}}})
+	if err != nil || out.Unchanged != 1 || len(f.events(f.msgID)) != 0 || f.flights()[ca100].StateVersion != after.StateVersion {
+		t.Fatalf("repeat: %v %+v", err, out)
+	}
+	// Sequence 0 clears the gates.
+	if _, err := f.increment("GTDT", flight.Commands{FLID: ca100, Cmds: []flight.Command{{Tag: "GTDT", Op: flight.OpClear}}}); err != nil {
+		t.Fatal(err)
+	}
+	if f.count(`SELECT count(*) FROM flight_gate WHERE flid = $1`, ca100) != 0 {
+		t.Fatal("gates left after the clear")
+	}
+	if ev := f.events(f.msgID); len(ev) != 2 || strings.Contains(ev[0].Payload, "GTDT") {
+		t.Fatalf("clear events %+v", ev)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func TestIncrementCreatesUnknownFlightWithNullDay(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	out, err := f.increment("ESTT", flight.Commands{FLID: 77, Cmds: []flight.Command{{Tag: "ESTT", Op: flight.OpSet, Value: "09SEP261000"}}})
+	if err != nil || !slices.Equal(out.Created, fl(77)) {
+		t.Fatalf("%v %+v", err, out)
+	}
+	got := f.flights()[77]
+	if got.OperationDay != "" || got.Scalars["ESTT"] != "09SEP261000" {
+		t.Fatalf("%+v", got)
+	}
+	// Two records for one flight in one message apply in order.
+	_, err = f.increment("ESTT",
+		flight.Commands{FLID: 77, Cmds: []flight.Command{{Tag: "ESTT", Op: flight.OpSet, Value: "09SEP261100"}}},
+		flight.Commands{FLID: 77, Cmds: []flight.Command{{Tag: "ACTT", Op: flight.OpSet, Value: "09SEP261105"}}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = f.flights()[77]
+	if got.Scalars["ESTT"] != "09SEP261100" || got.Scalars["ACTT"] != "09SEP261105" || len(f.events(f.msgID)) != 2 {
+		t.Fatalf("%+v events %d", got.Scalars, len(f.events(f.msgID)))
+	}
+	// A later full-day snapshot sets the day.
+	f.mustSnapshot(day9, rec(77, "CA77", day9))
+	if f.flights()[77].OperationDay != day9 {
+		t.Fatal("day not set")
+	}
+}
+
+func TestFDEL(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.mustSnapshot(day9, rec(1, "CA1", day9, flight.Command{Tag: "ROUT", Op: flight.OpReplace,
+		Items: []flight.Item{{"RTNO": "1", "APCD": "PEK"}}}), rec(2, "CA2", day9))
+	v := f.flights()[1].StateVersion
+	genBefore := f.version(day9)
+
+	out, err := f.fdel(1, 99)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(out.Missing, fl(99)) || out.Versions[1] <= v {
+		t.Fatalf("%+v", out)
+	}
+	if _, ok := f.flights()[1]; ok || f.count(`SELECT count(*) FROM flight_route_point WHERE flid = 1`) != 0 {
+		t.Fatal("flight 1 left")
+	}
+	if !slices.Equal(f.roster(day9), fl(2)) || f.version(day9) != genBefore {
+		t.Fatalf("roster %v version %d", f.roster(day9), f.version(day9))
+	}
+	ev := f.events(f.msgID)
+	if len(ev) != 2 || ev[0].Payload != `{"DELETED":true,"FLID":"1","STATE_VERSION":`+itoa(out.Versions[1])+`}` {
+		t.Fatalf("events %+v", ev)
+	}
+	// Missing FLID: idempotent success with no event.
+	out, err = f.fdel(1)
+	if err != nil || !slices.Equal(out.Missing, fl(1)) || len(f.events(f.msgID)) != 0 {
+		t.Fatalf("repeat FDEL: %v %+v", err, out)
+	}
+	// Re-created later, its versions keep rising past the tombstone.
+	tomb := f.count(`SELECT max(state_version) FROM msg_event WHERE flid = 1`)
+	if _, err := f.increment("ESTT", flight.Commands{FLID: 1, Cmds: []flight.Command{{Tag: "ESTT", Op: flight.OpSet, Value: "09SEP261000"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.flights()[1].StateVersion; got <= int64(tomb) {
+		t.Fatalf("re-created version %d not above tombstone %d", got, tomb)
+	}
+	// The next snapshot of 9/9 does not count the deleted flight again.
+	if out := f.mustSnapshot(day9, rec(2, "CA2", day9)); len(out.Deleted) != 0 {
+		t.Fatalf("deleted again: %v", out.Deleted)
+	}
+}
+
+// Every kind of field survives a write and a consistent read unchanged.
+func TestEveryFieldKindRoundTrips(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var cmds []flight.Command
+	for _, spec := range flight.Fields() {
+		switch spec.Kind {
+		case flight.KindScalar:
+			v := "v-" + spec.Tag
+			if spec.TypedTimeColumn != "" {
+				v = "09SEP261230"
+			}
+			cmds = append(cmds, flight.Command{Tag: spec.Tag, Op: flight.OpSet, Value: v})
+		case flight.KindCollection:
+			item := flight.Item{"X-UNKNOWN": "kept", "EMPTY": ""}
+			if spec.SeqAttr != "" {
+				item[spec.SeqAttr] = "7"
+			}
+			for _, c := range spec.ItemColumns {
+				item[c] = spec.Tag + "-" + c
+			}
+			if spec.TextColumn != "" {
+				item[flight.TextKey] = "text of " + spec.Tag
+			}
+			second := flight.Item{"ONLY": "one"}
+			cmds = append(cmds, flight.Command{Tag: spec.Tag, Op: flight.OpReplace, Items: []flight.Item{item, second}})
+		case flight.KindAnomaly:
+			a := flight.Item{flight.TextKey: "why", "EXTRA": "x"}
+			for _, c := range spec.ItemColumns {
+				a[c] = c + "-value"
+			}
+			cmds = append(cmds, flight.Command{Tag: spec.Tag, Op: flight.OpSet, Anomaly: a})
+		case flight.KindRecord:
+			cmds = append(cmds, flight.Command{Tag: spec.Tag, Op: flight.OpReplace,
+				Items: []flight.Item{{flight.TextKey: "t"}, {"CHILD": "c", "ATTR": "a"}}})
+		}
+	}
+	in := flight.Commands{FLID: 555, Cmds: cmds}
+	if _, err := f.increment("ADFT", in); err != nil {
+		t.Fatal(err)
+	}
+	want, _, err := flight.Apply(flight.NewState(555), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := f.flights()[555]
+	want.StateVersion, want.LastMessageID, want.UpdatedAt = got.StateVersion, got.LastMessageID, got.UpdatedAt
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("read back (-want +got):\n%s", diff)
+	}
+	var sodt string
+	if err := f.conn.QueryRow(t.Context(), `SELECT to_char(sodt_utc AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') FROM flight_schd WHERE flid = 555`).Scan(&sodt); err != nil {
+		t.Fatal(err)
+	}
+	if sodt != "2026-09-09 04:30" {
+		t.Fatalf("sodt_utc = %s, want 12:30 Shanghai = 04:30 UTC", sodt)
+	}
+	// Export of one flight by FLID and by day agree.
+	id := flight.FLID(555)
+	one, err := f.store.ReadFlights(t.Context(), store.Filter{FLID: &id})
+	if err != nil || len(one) != 1 || cmp.Diff(got, one[0]) != "" {
+		t.Fatalf("by FLID: %v %d", err, len(one))
+	}
+	none, err := f.store.ReadFlights(t.Context(), store.Filter{Day: day9})
+	if err != nil || len(none) != 0 {
+		t.Fatalf("by day: a NULL-day flight was returned: %v %d", err, len(none))
+	}
+}

@@ -1,0 +1,111 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+)
+
+// Meta identifies the message whose effects a transaction writes.
+type Meta struct {
+	// MessageID is the mailbox row id (CMINMSGS_ID).
+	MessageID int64
+	Type      string
+	Styp      string
+}
+
+// Outbox event kinds and events (msg_event.kind / msg_event.event).
+const (
+	KindState  = "KAFKA_SCHD"
+	KindNotice = "KAFKA_MSG"
+
+	EventUpsert = "UPSERT"
+	EventDelete = "DELETE"
+	EventNotice = "NOTICE"
+)
+
+type outboxEvent struct {
+	kind, event string
+	flid        int64
+	version     int64
+	day         *string
+	payload     string
+}
+
+// notice is the KAFKA_MSG document (SPEC §3.3).
+type notice struct {
+	Changed      []string `json:"CHANGED"`
+	FLID         string   `json:"FLID"`
+	MsgID        int64    `json:"MSG_ID"`
+	StateVersion int64    `json:"STATE_VERSION"`
+	Styp         string   `json:"STYP"`
+	Type         string   `json:"TYPE"`
+}
+
+// upsertEvents are the two events of a changed flight, computed from the one
+// next state that is also written (SPEC §2.1).
+func upsertEvents(next *flight.State, changed []string, meta Meta) ([]outboxEvent, error) {
+	doc, err := flight.CanonicalJSON(*next)
+	if err != nil {
+		return nil, fmt.Errorf("state of flight %s: %w", next.FLID, err)
+	}
+	n, err := json.Marshal(notice{Changed: changed, FLID: next.FLID.String(), MsgID: meta.MessageID,
+		StateVersion: next.StateVersion, Styp: meta.Styp, Type: meta.Type})
+	if err != nil {
+		return nil, fmt.Errorf("notice of flight %s: %w", next.FLID, err)
+	}
+	flid := int64(next.FLID) //nolint:gosec // at most 12 digits
+	day := dayPtr(next.OperationDay)
+	return []outboxEvent{
+		{kind: KindState, event: EventUpsert, flid: flid, version: next.StateVersion, day: day, payload: string(doc)},
+		{kind: KindNotice, event: EventNotice, flid: flid, version: next.StateVersion, day: day, payload: string(n)},
+	}, nil
+}
+
+// deleteEvents are the tombstone (seed 000 §7.3) and its notice, whose
+// CHANGED is ["DELETED"].
+func deleteEvents(flid flight.FLID, version int64, day string, meta Meta) ([]outboxEvent, error) {
+	tomb, err := flight.TombstoneJSON(flid, version)
+	if err != nil {
+		return nil, fmt.Errorf("tombstone of flight %s: %w", flid, err)
+	}
+	n, err := json.Marshal(notice{Changed: []string{flight.KeyDeleted}, FLID: flid.String(), MsgID: meta.MessageID,
+		StateVersion: version, Styp: meta.Styp, Type: meta.Type})
+	if err != nil {
+		return nil, fmt.Errorf("notice of flight %s: %w", flid, err)
+	}
+	id := int64(flid) //nolint:gosec // at most 12 digits
+	return []outboxEvent{
+		{kind: KindState, event: EventDelete, flid: id, version: version, day: dayPtr(day), payload: string(tomb)},
+		{kind: KindNotice, event: EventNotice, flid: id, version: version, day: dayPtr(day), payload: string(n)},
+	}, nil
+}
+
+func dayPtr(day string) *string {
+	if day == "" {
+		return nil
+	}
+	return &day
+}
+
+// queueEvents inserts all events with one statement.
+func queueEvents(b *pgx.Batch, meta Meta, events []outboxEvent) {
+	if len(events) == 0 {
+		return
+	}
+	n := len(events)
+	kinds, evs, payloads := make([]string, n), make([]string, n), make([]string, n)
+	flids, versions := make([]int64, n), make([]int64, n)
+	days := make([]*string, n)
+	for i, e := range events {
+		kinds[i], evs[i], flids[i], versions[i], days[i], payloads[i] = e.kind, e.event, e.flid, e.version, e.day, e.payload
+	}
+	b.Queue(`INSERT INTO msg_event (kind, event, flid, state_version, operation_day, message_id, payload)
+		SELECT kind, event, flid, state_version, operation_day::date, $7, payload
+		FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[])
+		AS u(kind, event, flid, state_version, operation_day, payload)`,
+		kinds, evs, flids, versions, days, payloads, meta.MessageID)
+}

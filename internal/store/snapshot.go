@@ -1,0 +1,210 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/snapshot"
+)
+
+// Snapshot is a decoded schedule snapshot (DNLD/RESP) ready to apply.
+type Snapshot struct {
+	// FullDay: the snapshot covers one complete operation day, Day; it sets
+	// the day of its flights, replaces the day's roster, diff-deletes and
+	// advances the day's version. Otherwise it is a window: per-record
+	// full-field upserts only (SPEC §2.5).
+	FullDay bool
+	Day     string
+	Records []SnapshotRecord
+}
+
+// SnapshotRecord is one FLTR record: full-snapshot commands and the
+// record's own operation day (from SODT).
+type SnapshotRecord struct {
+	Cmds flight.Commands
+	Day  string
+}
+
+// SnapshotOutcome reports what a snapshot did, for the trace log.
+type SnapshotOutcome struct {
+	// Replay: the message is the day's last committed snapshot; nothing
+	// was written (seed 000 §5.1 step 2).
+	Replay                 bool
+	OldVersion, NewVersion int64
+	Upserted, Unchanged    int
+	Deleted                []flight.FLID
+	OldDigest, NewDigest   string
+	Versions               map[flight.FLID]int64
+}
+
+// ApplySnapshot applies a snapshot in the caller's transaction, exactly as
+// seed 000 §5.1: replay short-circuit, coverage and owner checks, diff set,
+// full-field writes, diff-delete with its day assertion, roster replace, CAS
+// on the day's version, events. A decided refusal is a *snapshot.Rejection
+// and leaves nothing written; the caller rolls back to its savepoint and
+// records the terminal state.
+func (t *Tx) ApplySnapshot(ctx context.Context, meta Meta, snap Snapshot) (SnapshotOutcome, error) {
+	out, err := t.applySnapshot(ctx, meta, snap)
+	if err != nil {
+		var rej *snapshot.Rejection
+		if errors.As(err, &rej) {
+			return out, err
+		}
+		return out, fmt.Errorf("apply snapshot %s of message %d: %w", snap.Day, meta.MessageID, err)
+	}
+	return out, nil
+}
+
+func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (SnapshotOutcome, error) {
+	var out SnapshotOutcome
+	records := make([]snapshot.Record, len(snap.Records))
+	flids := make([]flight.FLID, len(snap.Records))
+	for i, r := range snap.Records {
+		if !r.Cmds.Full {
+			return out, fmt.Errorf("flight %s: snapshot records carry full-snapshot commands", r.Cmds.FLID)
+		}
+		records[i] = snapshot.Record{FLID: r.Cmds.FLID, Day: r.Day}
+		flids[i] = r.Cmds.FLID
+	}
+
+	var (
+		genExists bool
+		roster    []flight.FLID
+	)
+	if snap.FullDay {
+		if err := snapshot.CheckCoverage(snap.Day, records); err != nil {
+			return out, err
+		}
+		var lastMsg int64
+		err := t.tx.QueryRow(ctx, `SELECT version, last_message_id FROM schd_gen WHERE operation_day = $1 FOR UPDATE`,
+			snap.Day).Scan(&out.OldVersion, &lastMsg)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return out, fmt.Errorf("read ledger: %w", err)
+		default:
+			genExists = true
+		}
+		if genExists && lastMsg == meta.MessageID {
+			out.Replay, out.NewVersion = true, out.OldVersion
+			return out, nil
+		}
+		rows, err := t.tx.Query(ctx, `SELECT flid FROM schd_gen_flid WHERE operation_day = $1`, snap.Day)
+		if err != nil {
+			return out, fmt.Errorf("read roster: %w", err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return out, fmt.Errorf("read roster: %w", err)
+		}
+		for _, id := range ids {
+			roster = append(roster, flight.FLID(id)) //nolint:gosec // checked column
+		}
+		out.OldDigest, out.NewDigest = snapshot.Digest(roster), snapshot.Digest(flids)
+	}
+
+	candidates := snapshot.DiffDelete(roster, flids)
+	current, err := t.loadByFLID(ctx, append(append([]flight.FLID{}, flids...), candidates...))
+	if err != nil {
+		return out, err
+	}
+	stored := make(map[flight.FLID]string, len(current))
+	for f, s := range current {
+		stored[f] = s.OperationDay
+	}
+	if err := snapshot.CheckOwners(records, stored); err != nil {
+		return out, err
+	}
+	victimIDs, err := snapshot.Victims(snap.Day, candidates, stored)
+	if err != nil {
+		return out, err
+	}
+
+	var writes []stateWrite
+	for _, r := range snap.Records {
+		cur, exists := current[r.Cmds.FLID]
+		w, changed, err := mergeOne(cur, exists, r.Cmds)
+		if err != nil {
+			return out, err
+		}
+		if snap.FullDay && (!exists || cur.OperationDay == "") {
+			// The full-day snapshot sets the day once (seed 000 §5.3).
+			if !changed {
+				w = stateWrite{next: cur.Clone()}
+			}
+			w.next.OperationDay = snap.Day
+			w.changed = append(w.changed, flight.KeyOperationDay)
+			w.isNew = !exists
+			changed = true
+		}
+		if !changed {
+			out.Unchanged++
+			continue
+		}
+		writes = append(writes, w)
+	}
+	out.Upserted = len(writes)
+	victims := make([]flight.State, len(victimIDs))
+	for i, f := range victimIDs {
+		victims[i] = current[f]
+	}
+	out.Deleted = victimIDs
+
+	b := &pgx.Batch{}
+	out.Versions, err = t.finish(ctx, b, meta, writes, victims)
+	if err != nil {
+		return out, err
+	}
+	if snap.FullDay {
+		// Roster replace: the diff-deleted left it in finish; the rest of
+		// O − N (already gone) leaves here; N − O joins.
+		ids := make([]int64, len(flids))
+		for i, f := range flids {
+			ids[i] = int64(f) //nolint:gosec // at most 12 digits
+		}
+		b.Queue(`DELETE FROM schd_gen_flid WHERE operation_day = $1 AND NOT (flid = ANY($2))`, snap.Day, ids)
+		if genExists {
+			b.Queue(`UPDATE schd_gen SET version = version + 1, last_message_id = $2, last_recv_at = $3
+				WHERE operation_day = $1 AND version = $4`, snap.Day, meta.MessageID, t.now, out.OldVersion)
+		} else {
+			b.Queue(`INSERT INTO schd_gen (operation_day, version, last_message_id, last_recv_at) VALUES ($1, 1, $2, $3)
+				ON CONFLICT (operation_day) DO NOTHING`, snap.Day, meta.MessageID, t.now)
+		}
+		casIndex := b.Len() - 1
+		b.Queue(`INSERT INTO schd_gen_flid (operation_day, flid) SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING`, snap.Day, ids)
+		if err := t.sendBatchCAS(ctx, b, casIndex); err != nil {
+			return out, err
+		}
+		out.NewVersion = out.OldVersion + 1
+		return out, nil
+	}
+	if err := t.sendBatch(ctx, b); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// sendBatchCAS is sendBatch that also requires statement casIndex to have
+// changed exactly one row.
+func (t *Tx) sendBatchCAS(ctx context.Context, b *pgx.Batch, casIndex int) error {
+	br := t.tx.SendBatch(ctx, b)
+	for i := range b.Len() {
+		tag, err := br.Exec()
+		if err != nil {
+			_ = br.Close()
+			return fmt.Errorf("statement %d of %d: %w", i+1, b.Len(), err)
+		}
+		if i == casIndex && tag.RowsAffected() != 1 {
+			_ = br.Close()
+			return ErrConflict
+		}
+	}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("close batch: %w", err)
+	}
+	return nil
+}

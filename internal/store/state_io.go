@@ -1,0 +1,360 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+)
+
+// slotKind says how one flight_schd column maps to the state.
+type slotKind uint8
+
+const (
+	slotScalar      slotKind = iota + 1 // text column = Scalars[tag]
+	slotTypedTime                       // derived UTC instant, written only
+	slotAnomalyCol                      // text column = Anomalies[tag][key]
+	slotAnomalyRest                     // jsonb: the anomaly's other keys
+	slotRecord                          // text column: canonical JSON array of items
+)
+
+type slot struct {
+	column string
+	kind   slotKind
+	field  flight.FieldSpec
+	key    string // anomaly item key for slotAnomalyCol
+}
+
+// mainSlots is the flight_schd layout after the bookkeeping columns.
+var mainSlots = func() []slot {
+	var out []slot
+	for _, f := range flight.Fields() {
+		switch f.Kind {
+		case flight.KindScalar:
+			out = append(out, slot{column: f.Column, kind: slotScalar, field: f})
+			if f.TypedTimeColumn != "" {
+				out = append(out, slot{column: f.TypedTimeColumn, kind: slotTypedTime, field: f})
+			}
+		case flight.KindAnomaly:
+			for _, k := range f.ItemColumns {
+				out = append(out, slot{column: f.Column + "_" + strings.ToLower(k), kind: slotAnomalyCol, field: f, key: k})
+			}
+			out = append(out, slot{column: f.TextColumn, kind: slotAnomalyCol, field: f, key: flight.TextKey})
+			out = append(out, slot{column: f.Column + "_attrs", kind: slotAnomalyRest, field: f})
+		case flight.KindRecord:
+			out = append(out, slot{column: f.Column, kind: slotRecord, field: f})
+		}
+	}
+	return out
+}()
+
+// readSlots are the mainSlots a read needs (derived columns are not state).
+var readSlots = func() []slot {
+	var out []slot
+	for _, s := range mainSlots {
+		if s.kind != slotTypedTime {
+			out = append(out, s)
+		}
+	}
+	return out
+}()
+
+func columnList(slots []slot) string {
+	cols := make([]string, len(slots))
+	for i, s := range slots {
+		cols[i] = s.column
+	}
+	return strings.Join(cols, ", ")
+}
+
+// mainSelect reads main rows; %s is the WHERE clause.
+var mainSelect = "SELECT flid, operation_day::text, state_version, last_message_id, updated_at, " +
+	columnList(readSlots) + " FROM flight_schd WHERE %s ORDER BY flid"
+
+// mainUpsert writes one whole main row.
+var mainUpsert = func() string {
+	cols := append(append([]string{}, bookkeepingColumns...), func() []string {
+		out := make([]string, len(mainSlots))
+		for i, s := range mainSlots {
+			out[i] = s.column
+		}
+		return out
+	}()...)
+	params := make([]string, len(cols))
+	sets := make([]string, 0, len(cols))
+	for i, c := range cols {
+		params[i] = fmt.Sprintf("$%d", i+1)
+		if c != "flid" {
+			sets = append(sets, c+" = EXCLUDED."+c)
+		}
+	}
+	return "INSERT INTO flight_schd (" + strings.Join(cols, ", ") + ") VALUES (" + strings.Join(params, ", ") +
+		") ON CONFLICT (flid) DO UPDATE SET " + strings.Join(sets, ", ")
+}()
+
+// mainRowArgs renders a state as mainUpsert's arguments.
+func mainRowArgs(s *flight.State, loc *time.Location) ([]any, error) {
+	args := make([]any, 0, len(bookkeepingColumns)+len(mainSlots))
+	var day any
+	if s.OperationDay != "" {
+		day = s.OperationDay
+	}
+	args = append(args, int64(s.FLID), day, s.StateVersion, s.LastMessageID, s.UpdatedAt) //nolint:gosec // FLID is at most 12 digits
+	for _, sl := range mainSlots {
+		switch sl.kind {
+		case slotScalar:
+			args = append(args, optional(s.Scalars, sl.field.Tag))
+		case slotTypedTime:
+			v, ok := s.Scalars[sl.field.Tag]
+			if !ok || v == "" {
+				args = append(args, nil)
+				continue
+			}
+			t, err := flight.ParseSISTime(v, loc)
+			if err != nil {
+				return nil, fmt.Errorf("flight %s %s: %w", s.FLID, sl.field.Tag, err)
+			}
+			args = append(args, t.UTC())
+		case slotAnomalyCol:
+			args = append(args, optional(s.Anomalies[sl.field.Tag], sl.key))
+		case slotAnomalyRest:
+			a, ok := s.Anomalies[sl.field.Tag]
+			if !ok || len(a) == 0 {
+				args = append(args, nil)
+				continue
+			}
+			rest := map[string]string{}
+			for k, v := range a {
+				if !anomalyHasColumn(sl.field, k) {
+					rest[k] = v
+				}
+			}
+			js, err := json.Marshal(rest)
+			if err != nil {
+				return nil, fmt.Errorf("flight %s %s: %w", s.FLID, sl.field.Tag, err)
+			}
+			args = append(args, string(js))
+		case slotRecord:
+			items, ok := s.Lists[sl.field.Tag]
+			if !ok || len(items) == 0 {
+				args = append(args, nil)
+				continue
+			}
+			js, err := json.Marshal(items)
+			if err != nil {
+				return nil, fmt.Errorf("flight %s %s: %w", s.FLID, sl.field.Tag, err)
+			}
+			args = append(args, string(js))
+		}
+	}
+	return args, nil
+}
+
+func anomalyHasColumn(f flight.FieldSpec, key string) bool {
+	if key == flight.TextKey {
+		return true
+	}
+	for _, c := range f.ItemColumns {
+		if c == key {
+			return true
+		}
+	}
+	return false
+}
+
+func optional[M ~map[string]string](m M, key string) any {
+	if v, ok := m[key]; ok {
+		return v
+	}
+	return nil
+}
+
+// scanMain reads one main row into a fresh state.
+func scanMain(rows pgx.Rows) (flight.State, error) {
+	var (
+		flid    int64
+		day     *string
+		version int64
+		lastMsg int64
+		updated time.Time
+	)
+	vals := make([]*string, len(readSlots))
+	dest := []any{&flid, &day, &version, &lastMsg, &updated}
+	for i := range vals {
+		dest = append(dest, &vals[i])
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return flight.State{}, fmt.Errorf("scan flight row: %w", err)
+	}
+	s := flight.NewState(flight.FLID(flid)) //nolint:gosec // the column is checked 0..999999999999
+	if day != nil {
+		s.OperationDay = *day
+	}
+	s.StateVersion, s.LastMessageID, s.UpdatedAt = version, lastMsg, updated.UTC()
+	for i, sl := range readSlots {
+		v := vals[i]
+		if v == nil {
+			continue
+		}
+		tag := sl.field.Tag
+		switch sl.kind {
+		case slotScalar:
+			s.Scalars[tag] = *v
+		case slotAnomalyCol:
+			anomaly(&s, tag)[sl.key] = *v
+		case slotAnomalyRest:
+			rest := map[string]string{}
+			if err := json.Unmarshal([]byte(*v), &rest); err != nil {
+				return flight.State{}, fmt.Errorf("flight %d %s attributes: %w", flid, tag, err)
+			}
+			a := anomaly(&s, tag)
+			for k, val := range rest {
+				a[k] = val
+			}
+		case slotRecord:
+			var items []flight.Item
+			if err := json.Unmarshal([]byte(*v), &items); err != nil {
+				return flight.State{}, fmt.Errorf("flight %d %s: %w", flid, tag, err)
+			}
+			s.Lists[tag] = items
+		}
+	}
+	return s, nil
+}
+
+func anomaly(s *flight.State, tag string) flight.Item {
+	a, ok := s.Anomalies[tag]
+	if !ok {
+		a = flight.Item{}
+		s.Anomalies[tag] = a
+	}
+	return a
+}
+
+// childSelect reads one child table; %s is the flid predicate.
+func childSelect(c childTable) string {
+	kind := "NULL::text"
+	if c.routeKind {
+		kind = "route_kind"
+	}
+	cols := []string{"flid", kind, "source_seq"}
+	for _, k := range c.itemColumns {
+		cols = append(cols, strings.ToLower(k))
+	}
+	if c.textColumn != "" {
+		cols = append(cols, c.textColumn)
+	}
+	cols = append(cols, "attrs::text")
+	return "SELECT " + strings.Join(cols, ", ") + " FROM " + c.name + " WHERE %s ORDER BY flid, " +
+		map[bool]string{true: "route_kind, ", false: ""}[c.routeKind] + "ordinal"
+}
+
+// fieldFor returns the collection a child row belongs to.
+func (c childTable) fieldFor(routeKind *string) (flight.FieldSpec, error) {
+	if !c.routeKind {
+		return c.fields[0], nil
+	}
+	for _, f := range c.fields {
+		if routeKind != nil && f.RouteKind == *routeKind {
+			return f, nil
+		}
+	}
+	return flight.FieldSpec{}, fmt.Errorf("%s: unknown route_kind %v", c.name, routeKind)
+}
+
+// loadInto runs the main and child queries restricted by predicate (with
+// args) in one round trip and returns the states in FLID order.
+func loadStates(ctx context.Context, q querier, predicate string, args ...any) ([]flight.State, error) {
+	batch := &pgx.Batch{}
+	batch.Queue(fmt.Sprintf(mainSelect, predicate), args...)
+	childPredicate := "flid IN (SELECT flid FROM flight_schd WHERE " + predicate + ")"
+	for _, c := range childTables {
+		batch.Queue(fmt.Sprintf(childSelect(c), childPredicate), args...)
+	}
+	br := q.SendBatch(ctx, batch)
+	defer func() { _ = br.Close() }()
+
+	rows, err := br.Query()
+	if err != nil {
+		return nil, fmt.Errorf("read flights: %w", err)
+	}
+	var states []flight.State
+	index := map[flight.FLID]int{}
+	for rows.Next() {
+		s, err := scanMain(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		index[s.FLID] = len(states)
+		states = append(states, s)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read flights: %w", err)
+	}
+	for _, c := range childTables {
+		if err := readChildren(br, c, states, index); err != nil {
+			return nil, err
+		}
+	}
+	return states, nil
+}
+
+func readChildren(br pgx.BatchResults, c childTable, states []flight.State, index map[flight.FLID]int) error {
+	rows, err := br.Query()
+	if err != nil {
+		return fmt.Errorf("read %s: %w", c.name, err)
+	}
+	defer rows.Close()
+	width := len(c.itemColumns)
+	if c.textColumn != "" {
+		width++
+	}
+	for rows.Next() {
+		var (
+			flid  int64
+			kind  *string
+			seq   *string
+			attrs string
+		)
+		cols := make([]*string, width)
+		dest := []any{&flid, &kind, &seq}
+		for i := range cols {
+			dest = append(dest, &cols[i])
+		}
+		dest = append(dest, &attrs)
+		if err := rows.Scan(dest...); err != nil {
+			return fmt.Errorf("scan %s: %w", c.name, err)
+		}
+		f, err := c.fieldFor(kind)
+		if err != nil {
+			return err
+		}
+		it, err := joinItem(cols, f.SeqAttr, seq, c.itemColumns, c.textColumn, []byte(attrs))
+		if err != nil {
+			return fmt.Errorf("%s row of flight %d: %w", c.name, flid, err)
+		}
+		i, ok := index[flight.FLID(flid)] //nolint:gosec // checked column
+		if !ok {
+			// The child predicate and the main rows come from one snapshot
+			// of the transaction, so this is a broken invariant, not a race.
+			return fmt.Errorf("%s row of flight %d without its main row", c.name, flid)
+		}
+		states[i].Lists[f.Tag] = append(states[i].Lists[f.Tag], it)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read %s: %w", c.name, err)
+	}
+	return nil
+}
+
+// querier is what loads and writes need: a transaction or a connection.
+type querier interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}

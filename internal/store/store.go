@@ -1,0 +1,173 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"k8s.io/utils/clock"
+)
+
+// LockName is the pipeline_lock row every write transaction locks first.
+const LockName = "FLIGHT_SCHD_WRITER"
+
+// ErrFenced means the caller's fencing epoch is no longer the current one:
+// another pump took over, and this transaction must not commit.
+var ErrFenced = errors.New("fencing epoch superseded by a newer pump")
+
+// ErrConflict means a snapshot's compare-and-set on the day's version lost;
+// the message is retried from a fresh read.
+var ErrConflict = errors.New("snapshot version compare-and-set conflict")
+
+// Options configure a Store.
+type Options struct {
+	// MaxConns bounds the pool (default 4).
+	MaxConns int32
+	// Location is the airport time zone, for the typed UTC columns.
+	Location *time.Location
+	// Clock stamps UPDATED_AT and ledger times (default: real clock).
+	Clock clock.PassiveClock
+}
+
+// Store is the PostgreSQL state database of one feed.
+type Store struct {
+	pool  *pgxpool.Pool
+	loc   *time.Location
+	clock clock.PassiveClock
+}
+
+// Open connects to the database; it does not migrate (see Migrate).
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse database DSN: %w", err)
+	}
+	cfg.MaxConns = opts.MaxConns
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = 4
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open database pool: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to database %s/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
+	}
+	s := &Store{pool: pool, loc: opts.Location, clock: opts.Clock}
+	if s.loc == nil {
+		s.loc = time.UTC
+	}
+	if s.clock == nil {
+		s.clock = clock.RealClock{}
+	}
+	return s, nil
+}
+
+// Close releases the pool.
+func (s *Store) Close() { s.pool.Close() }
+
+// TakeEpoch makes holder the current writer: it bumps the fencing epoch and
+// returns it. Every later transaction of an older epoch fails with
+// ErrFenced, even if its pump still believes it leads.
+func (s *Store) TakeEpoch(ctx context.Context, holder string) (int64, error) {
+	var epoch int64
+	err := s.pool.QueryRow(ctx,
+		`UPDATE pipeline_lock SET epoch = epoch + 1, holder = $2, acquired_at = now() WHERE name = $1 RETURNING epoch`,
+		LockName, holder).Scan(&epoch)
+	if err != nil {
+		return 0, fmt.Errorf("take fencing epoch for %s: %w", holder, err)
+	}
+	return epoch, nil
+}
+
+// Tx is one fenced write transaction (or a savepoint inside one).
+type Tx struct {
+	tx    pgx.Tx
+	store *Store
+	now   time.Time
+}
+
+// Begin starts a write transaction: its first statement locks the pipeline
+// row and checks that epoch is still current (seed 000 §5.1 step 1, SPEC §4).
+func (s *Store) Begin(ctx context.Context, epoch int64) (*Tx, error) {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	var current int64
+	if err := tx.QueryRow(ctx, `SELECT epoch FROM pipeline_lock WHERE name = $1 FOR UPDATE`, LockName).Scan(&current); err != nil {
+		_ = tx.Rollback(ctx)
+		return nil, fmt.Errorf("lock pipeline: %w", err)
+	}
+	if current != epoch {
+		_ = tx.Rollback(ctx)
+		return nil, fmt.Errorf("%w (mine %d, current %d)", ErrFenced, epoch, current)
+	}
+	// PostgreSQL keeps microseconds: the time written is the time published.
+	return &Tx{tx: tx, store: s, now: s.clock.Now().UTC().Truncate(time.Microsecond)}, nil
+}
+
+// Savepoint starts a nested transaction: rolling it back undoes only what
+// was done inside it (one message of a batch).
+func (t *Tx) Savepoint(ctx context.Context) (*Tx, error) {
+	sp, err := t.tx.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("savepoint: %w", err)
+	}
+	return &Tx{tx: sp, store: t.store, now: t.now}, nil
+}
+
+// Commit commits (or releases the savepoint).
+func (t *Tx) Commit(ctx context.Context) error {
+	if err := t.tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// Rollback undoes the transaction (or rolls back to the savepoint). Safe to
+// call after Commit.
+func (t *Tx) Rollback(ctx context.Context) error {
+	if err := t.tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
+		return fmt.Errorf("rollback: %w", err)
+	}
+	return nil
+}
+
+// nextVersions takes n values of the state_version sequence, ascending.
+func (t *Tx) nextVersions(ctx context.Context, n int) ([]int64, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	rows, err := t.tx.Query(ctx, `SELECT nextval('state_version_seq') FROM generate_series(1, $1) ORDER BY 1`, n)
+	if err != nil {
+		return nil, fmt.Errorf("take %d state versions: %w", n, err)
+	}
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("take %d state versions: %w", n, err)
+	}
+	return versions, nil
+}
+
+// sendBatch runs b and checks every statement's result.
+func (t *Tx) sendBatch(ctx context.Context, b *pgx.Batch) error {
+	if b.Len() == 0 {
+		return nil
+	}
+	br := t.tx.SendBatch(ctx, b)
+	for i := range b.Len() {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return fmt.Errorf("statement %d of %d: %w", i+1, b.Len(), err)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("close batch: %w", err)
+	}
+	return nil
+}

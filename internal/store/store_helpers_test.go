@@ -1,0 +1,218 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/snapshot"
+	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+)
+
+var shanghai = func() *time.Location {
+	loc, err := time.LoadLocation("Asia/Shanghai")
+	if err != nil {
+		panic(err)
+	}
+	return loc
+}()
+
+type fixture struct {
+	t     *testing.T
+	store *store.Store
+	conn  *pgx.Conn
+	epoch int64
+	msgID int64
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	dsn := pgtest.New(t)
+	if _, err := store.Migrate(ctx, dsn); err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(ctx, dsn, store.Options{Location: shanghai})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	epoch, err := s.TakeEpoch(ctx, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return &fixture{t: t, store: s, conn: conn, epoch: epoch}
+}
+
+// inTx runs fn in one fenced transaction and commits it unless fn fails.
+func (f *fixture) inTx(fn func(tx *store.Tx) error) error {
+	f.t.Helper()
+	ctx := context.Background()
+	tx, err := f.store.Begin(ctx, f.epoch)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback(ctx)
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+func (f *fixture) nextMeta(typ, styp string) store.Meta {
+	f.msgID++
+	return store.Meta{MessageID: f.msgID, Type: typ, Styp: styp}
+}
+
+// rec is a full-snapshot record of flid with FLNO and SODT on day.
+func rec(flid flight.FLID, flno, day string, extra ...flight.Command) store.SnapshotRecord {
+	sodt := map[string]string{"2026-09-09": "09SEP260800", "2026-09-10": "10SEP260800"}[day]
+	cmds := []flight.Command{{Tag: "FLNO", Op: flight.OpSet, Value: flno}, {Tag: "SODT", Op: flight.OpSet, Value: sodt}}
+	cmds = append(cmds, extra...)
+	slices.SortFunc(cmds, func(a, b flight.Command) int { return flight.FieldOrder(a.Tag) - flight.FieldOrder(b.Tag) })
+	return store.SnapshotRecord{Cmds: flight.Commands{FLID: flid, Full: true, Cmds: cmds}, Day: day}
+}
+
+func (f *fixture) snapshot(day string, records ...store.SnapshotRecord) (store.SnapshotOutcome, error) {
+	f.t.Helper()
+	return f.snapshotAs(f.nextMeta("SCHD", "RESP"), day, records...)
+}
+
+func (f *fixture) snapshotAs(meta store.Meta, day string, records ...store.SnapshotRecord) (store.SnapshotOutcome, error) {
+	f.t.Helper()
+	var out store.SnapshotOutcome
+	err := f.inTx(func(tx *store.Tx) error {
+		var err error
+		out, err = tx.ApplySnapshot(context.Background(), meta, store.Snapshot{FullDay: true, Day: day, Records: records})
+		return err
+	})
+	return out, err
+}
+
+func (f *fixture) mustSnapshot(day string, records ...store.SnapshotRecord) store.SnapshotOutcome {
+	f.t.Helper()
+	out, err := f.snapshot(day, records...)
+	if err != nil {
+		f.t.Fatalf("snapshot of %s: %v", day, err)
+	}
+	return out
+}
+
+func wantRejection(t *testing.T, err error, reason string) {
+	t.Helper()
+	var rej *snapshot.Rejection
+	if !errors.As(err, &rej) || rej.Reason != reason {
+		t.Fatalf("got %v, want rejection %s", err, reason)
+	}
+}
+
+func (f *fixture) flights() map[flight.FLID]flight.State {
+	f.t.Helper()
+	states, err := f.store.ReadFlights(context.Background(), store.Filter{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	out := map[flight.FLID]flight.State{}
+	for _, s := range states {
+		out[s.FLID] = s
+	}
+	return out
+}
+
+func (f *fixture) roster(day string) []flight.FLID {
+	f.t.Helper()
+	rows, err := f.conn.Query(context.Background(), `SELECT flid FROM schd_gen_flid WHERE operation_day = $1 ORDER BY flid`, day)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	out := []flight.FLID{}
+	for _, id := range ids {
+		out = append(out, flight.FLID(id))
+	}
+	return out
+}
+
+func (f *fixture) version(day string) int64 {
+	f.t.Helper()
+	var v int64
+	err := f.conn.QueryRow(context.Background(), `SELECT version FROM schd_gen WHERE operation_day = $1`, day).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0
+	}
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return v
+}
+
+type event struct {
+	Kind, Event string
+	FLID        int64
+	Version     int64
+	MessageID   int64
+	Payload     string
+}
+
+// events returns the outbox rows of one message, in insertion order.
+func (f *fixture) events(msgID int64) []event {
+	f.t.Helper()
+	rows, err := f.conn.Query(context.Background(),
+		`SELECT kind, event, flid, state_version, message_id, payload FROM msg_event WHERE message_id = $1 ORDER BY id`, msgID)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (event, error) {
+		var e event
+		err := r.Scan(&e.Kind, &e.Event, &e.FLID, &e.Version, &e.MessageID, &e.Payload)
+		return e, err
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return out
+}
+
+func (f *fixture) count(sql string, args ...any) int {
+	f.t.Helper()
+	var n int
+	if err := f.conn.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		f.t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+func flidsOf(events []event, kind, ev string) []flight.FLID {
+	var out []flight.FLID
+	for _, e := range events {
+		if e.Kind == kind && e.Event == ev {
+			out = append(out, flight.FLID(e.FLID))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func decodeJSON(t *testing.T, s string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatalf("payload %q: %v", s, err)
+	}
+	return m
+}

@@ -1,0 +1,49 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Trace log results (schd_snap_log.result).
+const (
+	TraceCommitted     = "COMMITTED"
+	TraceReplaySkipped = "REPLAY_SKIPPED"
+	TraceRolledBack    = "ROLLED_BACK"
+)
+
+// TraceEntry is one snapshot attempt (seed 000 §5.6).
+type TraceEntry struct {
+	Day                    string
+	MessageID              int64
+	ReceivedAt             time.Time
+	Recs                   int
+	OldVersion, NewVersion int64
+	DeletedCount           int
+	Result                 string
+	Flags                  []string
+	OldDigest, NewDigest   string
+	Duration               time.Duration
+	Detail                 string
+}
+
+// AppendTraceLog writes one trace row in its own transaction, outside the
+// message's: it is written whatever the message's fate, and the caller
+// must treat its failure as a metric only, never as the message's result.
+func (s *Store) AppendTraceLog(ctx context.Context, e TraceEntry) error {
+	flags := e.Flags
+	if flags == nil {
+		flags = []string{}
+	}
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO schd_snap_log (operation_day, msg_id, recv_at, recs, old_version, new_version, deleted_count,
+			result, flags, old_flid_digest, new_flid_digest, archive_key, duration_ms, detail)
+		VALUES (NULLIF($1, '')::date, $2, $3, $4, $5, $6, $7, $8, $9, NULLIF($10, ''), NULLIF($11, ''), $2, $12, NULLIF($13, ''))`,
+		e.Day, e.MessageID, e.ReceivedAt, e.Recs, e.OldVersion, e.NewVersion, e.DeletedCount,
+		e.Result, flags, e.OldDigest, e.NewDigest, e.Duration.Milliseconds(), e.Detail)
+	if err != nil {
+		return fmt.Errorf("append trace log for message %d: %w", e.MessageID, err)
+	}
+	return nil
+}
