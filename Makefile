@@ -8,7 +8,7 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -eu -o pipefail -c
 
 # Tools are built once and cached outside the repository, keyed by version.
-CACHE ?= $(HOME)/.cache/flightfeed
+CACHE ?= $(or $(FLIGHTFEED_CACHE),$(HOME)/.cache/flightfeed)
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 CONTROLLER_GEN ?= $(CACHE)/tools/controller-gen-$(CONTROLLER_TOOLS_VERSION)/controller-gen

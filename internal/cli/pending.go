@@ -45,40 +45,6 @@ func newPumpCommand() *cobra.Command {
 	return cmd
 }
 
-func newExportCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "export --config F [--flid ID] [--day D]",
-		Short: "Print the full current state as canonical JSON lines, sorted by FLID",
-		Args:  cobra.NoArgs,
-	}
-	load := configFlag(cmd)
-	cmd.Flags().String("flid", "", "only this flight")
-	cmd.Flags().String("day", "", "only flights of this operation day (YYYY-MM-DD)")
-	cmd.RunE = func(*cobra.Command, []string) error {
-		if _, err := load(); err != nil {
-			return err
-		}
-		return notImplemented("export")
-	}
-	return cmd
-}
-
-func newLedgerCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "ledger --config F",
-		Short: "Print the per-day snapshot ledger as JSON lines, days ascending",
-		Args:  cobra.NoArgs,
-	}
-	load := configFlag(cmd)
-	cmd.RunE = func(*cobra.Command, []string) error {
-		if _, err := load(); err != nil {
-			return err
-		}
-		return notImplemented("ledger")
-	}
-	return cmd
-}
-
 func newSimulateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "simulate --config F",

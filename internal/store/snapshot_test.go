@@ -1,9 +1,11 @@
 package store_test
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
@@ -235,5 +237,44 @@ func TestEmptySnapshotDeletesTheDaysRoster(t *testing.T) {
 	}
 	if out.NewDigest == out.OldDigest || !strings.HasPrefix(out.OldDigest, snapshot.Digest(fl(1, 2))) {
 		t.Fatalf("digests %q %q", out.OldDigest, out.NewDigest)
+	}
+}
+
+func TestTraceLogIsAppendOnlyOutsideTheMessage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := t.Context()
+	// The message's transaction rolls back; its trace row stays.
+	tx, err := f.store.Begin(ctx, f.epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := store.TraceEntry{Day: day9, MessageID: 7, ReceivedAt: time.Now(), Recs: 2, OldVersion: 3, NewVersion: 3,
+		Result: store.TraceRolledBack, Flags: []string{"DAY_MISMATCH"}, Detail: "SAME_FLID_ACROSS_OPERATION_DAYS"}
+	if err := f.store.AppendTraceLog(ctx, entry); err != nil {
+		t.Fatal(err)
+	}
+	_ = tx.Rollback(ctx)
+	entry.Result, entry.Flags = store.TraceReplaySkipped, nil
+	if err := f.store.AppendTraceLog(ctx, entry); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.count(`SELECT count(*) FROM schd_snap_log WHERE msg_id = 7`); n != 2 {
+		t.Fatalf("%d trace rows for two attempts of one message, want 2", n)
+	}
+	if n := f.count(`SELECT count(*) FROM schd_snap_log WHERE msg_id = 7 AND 'DAY_MISMATCH' = ANY(flags) AND result = 'ROLLED_BACK' AND archive_key = 7`); n != 1 {
+		t.Fatal("flags, result or archive key not recorded")
+	}
+}
+
+func TestStaleEpochCannotWrite(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := t.Context()
+	if _, err := f.store.TakeEpoch(ctx, "newer-pump"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.Begin(ctx, f.epoch); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("begin with a superseded epoch: %v", err)
 	}
 }
