@@ -94,9 +94,11 @@ type Message struct {
 // IsFullSnapshot reports whether records are full snapshots (DNLD/RESP).
 func (m *Message) IsFullSnapshot() bool { return m.Kind == KindSnapshot }
 
-func (m *Message) ignore(tag string) {
+func (m *Message) ignore(tag string) { m.addIgnored(tag, 1) }
+
+func (m *Message) addIgnored(tag string, n int) {
 	if m.IgnoredTags == nil {
 		m.IgnoredTags = map[string]int{}
 	}
-	m.IgnoredTags[tag]++
+	m.IgnoredTags[tag] += n
 }

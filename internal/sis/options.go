@@ -25,6 +25,10 @@ type Options struct {
 	MaxDepth int
 	// Location is the airport time zone for SIS local times and META times.
 	Location *time.Location
+	// Workers is how many goroutines may decode the records of one large
+	// SCHD message in parallel: 0 = GOMAXPROCS (at most 4), 1 = sequential.
+	// The result is the same either way.
+	Workers int
 }
 
 func (o Options) withDefaults() Options {

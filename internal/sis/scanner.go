@@ -16,22 +16,41 @@ type scanner struct {
 	// input is the raw message; text values are substrings of it whenever
 	// the decoded text equals the raw bytes (no entities, no CDATA, no CR),
 	// which saves one allocation per value.
-	input    string
-	dec      *xml.Decoder
-	maxDepth int
-	open     []string // names of the open elements, root first
-	nodes    arena
+	input string
+	// base is where the scanned range starts in input; baseDepth is how many
+	// elements (the first entries of open) are open outside the range.
+	base      int
+	baseDepth int
+	dec       *xml.Decoder
+	maxDepth  int
+	open      []string // names of the open elements, root first
+	nodes     arena
 }
 
 func newScanner(input string, maxDepth int) *scanner {
-	dec := xml.NewDecoder(strings.NewReader(input))
+	return newRangeScanner(input, 0, len(input), nil, 0, maxDepth)
+}
+
+// newRangeScanner scans input[lo:hi] as content of the elements named in
+// open (copied), so depth limits, paths, text sharing and syntax-error line
+// numbers are exactly those of a scan of the whole input. The first
+// baseDepth of them may not be closed inside the range (a chunk of records);
+// with baseDepth 0 the range may close them (the rest of a message).
+func newRangeScanner(input string, lo, hi int, open []string, baseDepth, maxDepth int) *scanner {
+	dec := xml.NewDecoder(strings.NewReader(input[lo:hi]))
 	dec.Strict = true
 	// The mailbox hands over text, so the bytes are UTF-8 whatever the XML
 	// declaration says (encoding="GBK" …); encoding/xml still rejects
 	// invalid UTF-8.
 	dec.CharsetReader = func(_ string, r io.Reader) (io.Reader, error) { return r, nil }
-	return &scanner{input: input, dec: dec, maxDepth: maxDepth}
+	return &scanner{
+		input: input, base: lo, baseDepth: baseDepth, dec: dec, maxDepth: maxDepth,
+		open: append(make([]string, 0, 8), open...),
+	}
 }
+
+// offset is the absolute input position after the last token.
+func (s *scanner) offset() int { return s.base + int(s.dec.InputOffset()) }
 
 // path renders the open elements, e.g. "MSG/SCHD/FLTR", for errors that
 // have no more precise location.
@@ -45,7 +64,7 @@ func (s *scanner) next() (xml.Token, error) {
 	for {
 		tok, err := s.dec.RawToken()
 		if errors.Is(err, io.EOF) {
-			if len(s.open) > 0 {
+			if len(s.open) > s.baseDepth {
 				return nil, newError(ReasonMalformedXML, s.path(), "unexpected end of input: <%s> not closed", s.open[len(s.open)-1])
 			}
 			return nil, io.EOF
@@ -62,7 +81,7 @@ func (s *scanner) next() (xml.Token, error) {
 			return tok, nil // the original interface value: re-boxing t would allocate
 		case xml.EndElement:
 			name := qualified(t.Name)
-			if len(s.open) == 0 || s.open[len(s.open)-1] != name {
+			if len(s.open) <= s.baseDepth || s.open[len(s.open)-1] != name {
 				return nil, newError(ReasonMalformedXML, s.path(), "closing tag </%s> does not match the open element", name)
 			}
 			s.open = s.open[:len(s.open)-1]
@@ -76,7 +95,7 @@ func (s *scanner) next() (xml.Token, error) {
 // text returns the CharData just returned by next as a string, shared with
 // the input when the raw bytes match.
 func (s *scanner) text(t xml.CharData) string {
-	end := int(s.dec.InputOffset())
+	end := s.offset()
 	start := end - len(t)
 	if start >= 0 && end <= len(s.input) && s.input[start:end] == string(t) { // compiles to a comparison, no copy
 		return s.input[start:end]
@@ -88,6 +107,10 @@ func (s *scanner) syntaxError(err error) *Error {
 	detail := "not well-formed XML"
 	if hasTypographicAttributeQuote(s.input) {
 		detail = "not well-formed XML (an attribute value is delimited by typographic quotes)"
+	}
+	var syntax *xml.SyntaxError
+	if s.base > 0 && errors.As(err, &syntax) {
+		syntax.Line += strings.Count(s.input[:s.base], "\n") // report the line in the whole message
 	}
 	return wrapError(ReasonMalformedXML, s.path(), err, "%s", detail)
 }

@@ -40,6 +40,9 @@ func (d *decoder) schdBody() error {
 				return newError(ReasonDuplicateField, "MSG/SCHD[2]", "<SCHD> occurs twice")
 			}
 			st.sawSCHD, st.sawBody = true, true
+			if d.tryParallelSCHD(st) {
+				return nil
+			}
 			return d.schdElement(st)
 		case "META":
 			return newError(ReasonDuplicateField, "MSG/META[2]", "<META> occurs twice")
