@@ -1,0 +1,48 @@
+package pump
+
+import "time"
+
+// Status is a point-in-time report of one feed's pump, for the operator's
+// status reporter, metrics and `/readyz`. The zero value means "not running".
+type Status struct {
+	// Running is true while the pump loop runs (it holds the feed's lease).
+	Running bool
+	// Holder is the identity that runs the pump; Epoch its fencing epoch.
+	Holder string
+	Epoch  int64
+	// Since is when this pump started leading.
+	Since time.Time
+
+	// LastProcessedID is the newest mailbox row id with a terminal state.
+	LastProcessedID int64
+	// HeadID is the mailbox row at the FIFO head (0 when empty);
+	// HeadBlockedSince is set while the head keeps failing (FAILED(INFRA)
+	// or UNSUPPORTED retries), with the last error.
+	HeadID           int64
+	HeadBlockedSince time.Time
+	HeadLastError    string
+	// QueueDepth counts unprocessed VALID mailbox rows; Lag is the age of
+	// the oldest of them.
+	QueueDepth int64
+	Lag        time.Duration
+
+	// Counts are messages by terminal result since the pump started
+	// (SUCCEEDED, SKIPPED, DEAD, FAILED).
+	Counts map[string]int64
+	// MessagesPerSecond over the last minute.
+	MessagesPerSecond float64
+
+	// Reachability of the three services, with the last error when not.
+	MailboxReachable  bool
+	MailboxError      string
+	DatabaseReachable bool
+	DatabaseError     string
+	KafkaReachable    bool
+	KafkaError        string
+
+	// BackfillPending counts committed results not yet written back.
+	BackfillPending int64
+	// OutboxPending and OutboxOldestAge describe undelivered Kafka events.
+	OutboxPending   int64
+	OutboxOldestAge time.Duration
+}
