@@ -59,15 +59,22 @@ func baselinePerOp(b *testing.B, raw []byte) time.Duration {
 
 // BenchmarkSISDecodeFullDayDNLD decodes a 9,999-record DNLD into commands and
 // reports, besides ns/op, MB/s and allocations, the ratio of its time to a
-// plain token scan of the same bytes measured in the same run.
+// plain token scan of the same bytes measured in the same run
+// (x-token-scan). "default" is what the pump gets (records decoded on all
+// cores); "sequential" pins one worker.
 func BenchmarkSISDecodeFullDayDNLD(b *testing.B) {
+	b.Run("default", func(b *testing.B) { benchDecode(b, sis.Options{}) })
+	b.Run("sequential", func(b *testing.B) { benchDecode(b, sis.Options{Workers: 1}) })
+}
+
+func benchDecode(b *testing.B, opts sis.Options) {
 	raw := fullDNLD(b)
 	baseline := baselinePerOp(b, raw)
 	b.SetBytes(int64(len(raw)))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		msg, err := sis.Decode(raw, sis.Options{})
+		msg, err := sis.Decode(raw, opts)
 		if err != nil {
 			b.Fatal(err)
 		}
