@@ -32,8 +32,13 @@ CREATE TABLE msg_archive (
     received_at      timestamptz NOT NULL,
     archived_at      timestamptz NOT NULL DEFAULT now(),
     byte_size        bigint      NOT NULL CHECK (byte_size >= 0),
+    -- Set when the message was larger than the configured limit: body then
+    -- holds its first limit bytes, byte_size the real size.
+    truncated        boolean     NOT NULL DEFAULT false,
     digest           bytea       NOT NULL,
-    body             text        NOT NULL
+    -- Bytes, not text: a message that is not valid UTF-8 (or holds NUL) is
+    -- still archived exactly as it arrived.
+    body             bytea       NOT NULL
 );
 CREATE INDEX msg_archive_archived ON msg_archive (archived_at);
 

@@ -28,23 +28,6 @@ func newManagerCommand() *cobra.Command {
 	return cmd
 }
 
-func newPumpCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "pump --config F [--drain]",
-		Short: "Run one feed's pump and dispatcher without Kubernetes",
-		Args:  cobra.NoArgs,
-	}
-	load := configFlag(cmd)
-	cmd.Flags().Bool("drain", false, "exit 0 once every mailbox row is processed and backfilled and the outbox is delivered")
-	cmd.RunE = func(*cobra.Command, []string) error {
-		if _, err := load(); err != nil {
-			return err
-		}
-		return notImplemented("pump")
-	}
-	return cmd
-}
-
 func newSimulateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "simulate --config F",

@@ -54,8 +54,8 @@ func (t *Tx) RecordResult(ctx context.Context, r Result) error {
 			msg_type = EXCLUDED.msg_type, msg_styp = EXCLUDED.msg_styp, status = EXCLUDED.status,
 			reason = EXCLUDED.reason, note = EXCLUDED.note, flags = EXCLUDED.flags,
 			attempts = proc_state.attempts + 1, updated_at = EXCLUDED.updated_at, finished_at = EXCLUDED.finished_at`,
-		r.MessageID, r.IdentityKey, r.PayloadDigest, r.Type, r.Styp, r.Status, r.Reason, r.Note,
-		flags, r.ReceivedAt, t.now, finished)
+		r.MessageID, cleanText(r.IdentityKey), r.PayloadDigest, cleanText(r.Type), cleanText(r.Styp), r.Status,
+		r.Reason, cleanText(r.Note), flags, r.ReceivedAt, t.now, finished)
 	if err != nil {
 		return fmt.Errorf("record result of message %d: %w", r.MessageID, err)
 	}
@@ -65,7 +65,7 @@ func (t *Tx) RecordResult(ctx context.Context, r Result) error {
 	if _, err := t.tx.Exec(ctx, `
 		INSERT INTO backfill_todo (message_id, result, note, processed_at) VALUES ($1, $2, NULLIF($3, ''), $4)
 		ON CONFLICT (message_id) DO UPDATE SET result = EXCLUDED.result, note = EXCLUDED.note, processed_at = EXCLUDED.processed_at`,
-		r.MessageID, r.Status, r.Note, t.now); err != nil {
+		r.MessageID, r.Status, cleanText(r.Note), t.now); err != nil {
 		return fmt.Errorf("register backfill of message %d: %w", r.MessageID, err)
 	}
 	return nil

@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/flightfeed/flightfeed/internal/pump"
+)
+
+func newPumpCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "pump --config F [--drain]",
+		Short: "Run one feed's pump without Kubernetes",
+		Long: `pump reads the feed's mailbox in FIFO order and applies every message to the
+state database (migrating it first), writes results back to the mailbox, sends
+the full-day requests and runs the lifecycle jobs. It runs until SIGINT or
+SIGTERM; a transaction in flight is rolled back, never half-applied.`,
+		Args: cobra.NoArgs,
+	}
+	load := configFlag(cmd)
+	drain := cmd.Flags().Bool("drain", false, "exit 0 once every mailbox row is processed and written back")
+	identity := cmd.Flags().String("identity", "", "name of this pump in the database's writer lock (default: host name)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		feed, err := load()
+		if err != nil {
+			return err
+		}
+		log := newLogger(cmd)
+		id := *identity
+		if id == "" {
+			id = hostIdentity()
+		}
+		ctx := logr.NewContext(cmd.Context(), log)
+		p, err := pump.New(ctx, pump.Options{Feed: feed, Identity: id, Log: log.WithName("pump")})
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		if *drain {
+			err = p.Drain(ctx, nil)
+		} else {
+			err = p.Run(ctx)
+		}
+		if errors.Is(err, pump.ErrFenced) {
+			return fmt.Errorf("another pump took over this feed's database: %w", err)
+		}
+		return err
+	}
+	return cmd
+}
+
+// newLogger writes JSON logs to stderr.
+func newLogger(cmd *cobra.Command) logr.Logger {
+	return zap.New(zap.WriteTo(cmd.ErrOrStderr()), zap.UseDevMode(false))
+}
+
+// hostIdentity is the pod name under Kubernetes, else the host name.
+func hostIdentity() string {
+	if pod := os.Getenv("POD_NAME"); pod != "" {
+		return pod
+	}
+	if host, err := os.Hostname(); err == nil && host != "" {
+		return host
+	}
+	return "flightfeed"
+}

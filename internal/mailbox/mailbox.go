@@ -1,0 +1,256 @@
+package mailbox
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+)
+
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`)
+
+// NoteMaxChars is the width of the default note column (VARCHAR(512)).
+// Longer notes are cut with an explicit marker; the full text stays in
+// proc_state.
+const NoteMaxChars = 512
+
+// Row is one inbound mailbox row at the FIFO head.
+type Row struct {
+	ID       int64
+	Received time.Time
+	// Size is the body's length in bytes.
+	Size int64
+	// Body is the raw message; for a row larger than the fetch limit it
+	// holds only the first limit bytes and Truncated is set.
+	Body      []byte
+	Truncated bool
+}
+
+// Result is what the pump writes back to one row.
+type Result struct {
+	ID        int64
+	Result    string // SUCCEEDED, SKIPPED, DEAD, FAILED
+	Note      string
+	Processed time.Time
+}
+
+// Mailbox is one feed's shared mailbox.
+type Mailbox struct {
+	db          *sql.DB
+	validStatus string
+	q           queries
+}
+
+type queries struct {
+	headIDs, bodies, depth, backfillPrefix, request string
+}
+
+// Open connects to the mailbox. Times are read and written in UTC unless
+// the DSN names another loc.
+func Open(ctx context.Context, dsn string, spec v1alpha1.MailboxSpec) (*Mailbox, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse mailbox DSN: %w", err)
+	}
+	cfg.ParseTime = true
+	if cfg.Loc == nil {
+		cfg.Loc = time.UTC
+	}
+	q, err := buildQueries(spec)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return nil, fmt.Errorf("open mailbox: %w", err)
+	}
+	db.SetMaxOpenConns(4)
+	db.SetConnMaxIdleTime(time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("connect to mailbox %s/%s: %w", cfg.Addr, cfg.DBName, err)
+	}
+	return &Mailbox{db: db, validStatus: spec.Inbound.ValidStatus, q: q}, nil
+}
+
+// Close releases the connections.
+func (m *Mailbox) Close() error { return m.db.Close() }
+
+func quote(name string) (string, error) {
+	if !identifier.MatchString(name) {
+		return "", fmt.Errorf("mailbox identifier %q is not a plain SQL identifier", name)
+	}
+	return "`" + name + "`", nil
+}
+
+func buildQueries(spec v1alpha1.MailboxSpec) (queries, error) {
+	in, out := spec.Inbound, spec.Outbound
+	names := []string{in.Table, in.IDColumn, in.DateReceivedColumn, in.DateProcessedColumn, in.StatusColumn,
+		in.BodyColumn, in.ResultColumn, in.NoteColumn, out.Table, out.DateInsertedColumn,
+		out.RoutingIDColumn, out.BodyColumn}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		q, err := quote(n)
+		if err != nil {
+			return queries{}, err
+		}
+		quoted[i] = q
+	}
+	t, id, recv, done, status, body, result, note := quoted[0], quoted[1], quoted[2], quoted[3], quoted[4], quoted[5], quoted[6], quoted[7]
+	ot, oins, orout, obody := quoted[8], quoted[9], quoted[10], quoted[11]
+	head := " FROM " + t + " WHERE " + done + " IS NULL AND " + status + " = ?"
+	return queries{
+		headIDs:        "SELECT " + id + ", " + recv + ", LENGTH(" + body + ")" + head + " ORDER BY " + recv + ", " + id + " LIMIT ?",
+		bodies:         "SELECT " + id + ", CASE WHEN LENGTH(" + body + ") > ? THEN SUBSTRING(CAST(" + body + " AS BINARY), 1, ?) ELSE CAST(" + body + " AS BINARY) END FROM " + t + " WHERE " + id + " IN (%s)",
+		depth:          "SELECT COUNT(*), MIN(" + recv + ")" + head,
+		backfillPrefix: "UPDATE " + t + " SET " + done + " = CASE " + id + " %s END, " + result + " = CASE " + id + " %s END, " + note + " = CASE " + id + " %s END WHERE " + id + " IN (%s)",
+		request:        "INSERT INTO " + ot + " (" + oins + ", " + orout + ", " + obody + ") VALUES (?, ?, ?)",
+	}, nil
+}
+
+// Head returns up to limit unprocessed VALID rows in FIFO order
+// (DATE_RECEIVED, ID). Bodies are fetched while their total stays within
+// budget bytes (the first row always); a body larger than maxBytes is
+// fetched only up to maxBytes and marked Truncated, so an oversize message
+// never has to fit in memory.
+func (m *Mailbox) Head(ctx context.Context, limit int, budget, maxBytes int64) ([]Row, error) {
+	rows, err := m.db.QueryContext(ctx, m.q.headIDs, m.validStatus, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read mailbox head: %w", err)
+	}
+	defer func() { _ = rows.Close() }()
+	var head []Row
+	var total int64
+	for rows.Next() {
+		var r Row
+		var size sql.NullInt64
+		if err := rows.Scan(&r.ID, &r.Received, &size); err != nil {
+			return nil, fmt.Errorf("read mailbox head: %w", err)
+		}
+		r.Size = size.Int64
+		fetch := min(r.Size, maxBytes)
+		if len(head) > 0 && total+fetch > budget {
+			break
+		}
+		total += fetch
+		r.Truncated = r.Size > maxBytes
+		head = append(head, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read mailbox head: %w", err)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("read mailbox head: %w", err)
+	}
+	if len(head) == 0 {
+		return nil, nil
+	}
+	return head, m.fillBodies(ctx, head, maxBytes)
+}
+
+func (m *Mailbox) fillBodies(ctx context.Context, head []Row, maxBytes int64) error {
+	args := []any{maxBytes, maxBytes}
+	marks := make([]string, len(head))
+	index := make(map[int64]int, len(head))
+	for i, r := range head {
+		marks[i] = "?"
+		args = append(args, r.ID)
+		index[r.ID] = i
+	}
+	rows, err := m.db.QueryContext(ctx, fmt.Sprintf(m.q.bodies, strings.Join(marks, ",")), args...)
+	if err != nil {
+		return fmt.Errorf("read mailbox bodies: %w", err)
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		var id int64
+		var body []byte
+		if err := rows.Scan(&id, &body); err != nil {
+			return fmt.Errorf("read mailbox bodies: %w", err)
+		}
+		if i, ok := index[id]; ok {
+			head[i].Body = body
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read mailbox bodies: %w", err)
+	}
+	return nil
+}
+
+// Depth counts unprocessed VALID rows and returns the oldest one's receipt.
+func (m *Mailbox) Depth(ctx context.Context) (int64, time.Time, error) {
+	var n int64
+	var oldest sql.NullTime
+	if err := m.db.QueryRowContext(ctx, m.q.depth, m.validStatus).Scan(&n, &oldest); err != nil {
+		return 0, time.Time{}, fmt.Errorf("count mailbox head: %w", err)
+	}
+	return n, oldest.Time, nil
+}
+
+// Backfill writes the results of a batch back with one statement.
+func (m *Mailbox) Backfill(ctx context.Context, results []Result) error {
+	if len(results) == 0 {
+		return nil
+	}
+	var done, res, note, ids []string
+	var doneArgs, resArgs, noteArgs, idArgs []any
+	for _, r := range results {
+		done, res, note, ids = append(done, "WHEN ? THEN ?"), append(res, "WHEN ? THEN ?"), append(note, "WHEN ? THEN ?"), append(ids, "?")
+		doneArgs = append(doneArgs, r.ID, r.Processed.UTC())
+		resArgs = append(resArgs, r.ID, r.Result)
+		var n any
+		if r.Note != "" {
+			n = FitNote(r.Note)
+		}
+		noteArgs = append(noteArgs, r.ID, n)
+		idArgs = append(idArgs, r.ID)
+	}
+	stmt := fmt.Sprintf(m.q.backfillPrefix, strings.Join(done, " "), strings.Join(res, " "), strings.Join(note, " "), strings.Join(ids, ","))
+	args := append(append(append(doneArgs, resArgs...), noteArgs...), idArgs...)
+	if _, err := m.db.ExecContext(ctx, stmt, args...); err != nil {
+		return fmt.Errorf("backfill %d mailbox rows: %w", len(results), err)
+	}
+	return nil
+}
+
+// SendRequest inserts an outbound message and returns its row id.
+func (m *Mailbox) SendRequest(ctx context.Context, routingID string, body []byte, now time.Time) (int64, error) {
+	res, err := m.db.ExecContext(ctx, m.q.request, now.UTC(), routingID, string(body))
+	if err != nil {
+		return 0, fmt.Errorf("insert outbound request: %w", err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, fmt.Errorf("insert outbound request: %w", err)
+	}
+	return id, nil
+}
+
+// FitNote makes a note fit the mailbox's note column: valid UTF-8, at most
+// NoteMaxChars characters, cut with a visible "…[cut]" marker when longer.
+func FitNote(note string) string {
+	note = strings.ToValidUTF8(strings.ReplaceAll(note, "\x00", ""), "\uFFFD")
+	if utf8.RuneCountInString(note) <= NoteMaxChars {
+		return note
+	}
+	const marker = "…[cut]"
+	keep := NoteMaxChars - utf8.RuneCountInString(marker)
+	runes := []rune(note)
+	return string(runes[:keep]) + marker
+}
+
+// IsUnavailable reports whether err means the mailbox could not be reached
+// (as opposed to a statement it refused).
+func IsUnavailable(err error) bool {
+	var me *mysql.MySQLError
+	return err != nil && !errors.As(err, &me)
+}

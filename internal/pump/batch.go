@@ -1,0 +1,196 @@
+package pump
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+// outcome is what one message came to inside a batch.
+type outcome struct {
+	result store.Result
+	// changed: the message queued outbox events (wake the dispatcher).
+	changed bool
+	trace   *store.TraceEntry
+}
+
+type batchOutcome struct {
+	// blocked: the head could not advance; wait before the next try.
+	blocked bool
+	wait    time.Duration
+	// err is fatal for the pump (fenced).
+	err error
+}
+
+// processBatch applies rows in one transaction, one savepoint per message
+// (SPEC, issue 5): a DEAD message rolls back to its savepoint and records
+// its terminal state; an infrastructure error rolls back the whole batch;
+// a message that must wait (UNSUPPORTED retry) ends the batch before it.
+func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row) batchOutcome {
+	start := p.clock.Now()
+	tx, err := p.store.Begin(ctx, p.epoch)
+	if err != nil {
+		return p.infraFailure(ctx, rows, nil, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	known, err := tx.ProcStates(ctx, ids)
+	if err != nil {
+		return p.infraFailure(ctx, rows, nil, err)
+	}
+
+	var done []outcome
+	var waitFor *waiting
+	for i, row := range rows {
+		prior, seen := known[row.ID]
+		if seen && prior.Terminal() {
+			// Processed before (a backfill did not land): only write back.
+			done = append(done, outcome{result: store.Result{MessageID: row.ID, Status: prior.Status,
+				Reason: prior.Reason, Note: prior.Note}})
+			continue
+		}
+		o, w, err := p.processOne(ctx, tx, row, prior)
+		if err != nil {
+			return p.infraFailure(ctx, rows[i:], done, err)
+		}
+		if w != nil {
+			if i > 0 {
+				break // commit what precedes; the waiting message goes alone next time
+			}
+			waitFor = w
+		}
+		done = append(done, o)
+		if w != nil {
+			break
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return p.infraFailure(ctx, rows, nil, err)
+	}
+	p.afterCommit(ctx, done, start)
+	if waitFor != nil {
+		p.update(func(s *Status) {
+			if s.HeadID != rows[0].ID || s.HeadBlockedSince.IsZero() {
+				s.HeadBlockedSince = p.clock.Now()
+			}
+			s.HeadID, s.HeadLastError = rows[0].ID, waitFor.reason
+		})
+		return batchOutcome{blocked: true, wait: waitFor.wait}
+	}
+	p.infraAttempts = 0
+	p.batchSize = min(p.batchSize*2, int(p.feed.Spec.Mailbox.BatchSize))
+	p.update(func(s *Status) {
+		s.HeadBlockedSince, s.HeadLastError, s.DatabaseReachable, s.DatabaseError = time.Time{}, "", true, ""
+	})
+	return batchOutcome{}
+}
+
+// waiting says the message must be retried later (FAILED, non-terminal).
+type waiting struct {
+	wait   time.Duration
+	reason string
+}
+
+// infraFailure rolls back (the deferred Rollback does) and decides how to
+// retry: a conflict at once, anything else with backoff; a batch of more
+// than one message shrinks to one so the failing message is isolated.
+func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, attempted []outcome, err error) batchOutcome {
+	verdict, _ := Classify(err)
+	if verdict == VerdictFenced {
+		return batchOutcome{err: err}
+	}
+	if ctx.Err() != nil {
+		return batchOutcome{blocked: true}
+	}
+	head := rows[0].ID
+	p.batchSize = 1
+	p.log.Error(err, "batch rolled back", "msg_id", head)
+	p.writeTraces(ctx, attempted, store.TraceRolledBack)
+	if verdict == VerdictConflict {
+		return batchOutcome{blocked: true, wait: time.Millisecond}
+	}
+	p.infraAttempts++
+	now := p.clock.Now()
+	p.update(func(s *Status) {
+		if s.HeadID != head || s.HeadBlockedSince.IsZero() {
+			s.HeadBlockedSince = now
+		}
+		s.HeadID, s.HeadLastError = head, err.Error()
+		var dbErr interface{ SQLState() string }
+		if !errors.As(err, &dbErr) {
+			s.DatabaseReachable, s.DatabaseError = p.store.Ping(ctx) == nil, err.Error()
+		}
+	})
+	if limit := p.feed.Spec.Pump.InfraRetryLimit; limit > 0 && p.infraAttempts > int(limit) {
+		if derr := p.giveUp(ctx, rows[0], err); derr == nil {
+			p.infraAttempts = 0
+			return batchOutcome{}
+		}
+	}
+	return batchOutcome{blocked: true, wait: p.backoff()}
+}
+
+// giveUp makes the head DEAD(INFRA) after the configured number of
+// infrastructure retries, in a transaction of its own.
+func (p *Pump) giveUp(ctx context.Context, row mailbox.Row, cause error) error {
+	tx, err := p.store.Begin(ctx, p.epoch)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	res := store.Result{MessageID: row.ID, Status: store.StatusDead, Reason: ReasonInfra, ReceivedAt: row.Received,
+		Note: fmt.Sprintf("%s: gave up after %d attempts: %v", ReasonInfra, p.infraAttempts, cause)}
+	if err := tx.RecordResult(ctx, res); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	p.afterCommit(ctx, []outcome{{result: res}}, p.clock.Now())
+	return nil
+}
+
+// afterCommit does what must follow a commit: write results back, wake the
+// dispatcher, append trace rows, update counters.
+func (p *Pump) afterCommit(ctx context.Context, done []outcome, start time.Time) {
+	if len(done) == 0 {
+		return
+	}
+	p.obs.BatchCommitted(len(done), p.clock.Since(start))
+	results := make([]store.Backfill, 0, len(done))
+	changed := false
+	for _, o := range done {
+		r := o.result
+		if r.Status != store.StatusFailed {
+			// FAILED is not terminal: the row stays at the head for its retry.
+			results = append(results, store.Backfill{MessageID: r.MessageID, Result: r.Status, Note: r.Note, Processed: p.clock.Now()})
+		}
+		changed = changed || o.changed
+		p.obs.MessageDone(r.Type, r.Styp, r.Status)
+	}
+	if changed && p.opts.Notify != nil {
+		p.opts.Notify()
+	}
+	if err := p.backfill(ctx, results); err != nil {
+		p.log.Error(err, "backfill after commit (intents kept for retry)")
+	}
+	p.writeTraces(ctx, done, "")
+	last := done[len(done)-1].result.MessageID
+	p.update(func(s *Status) {
+		s.LastProcessedID = max(s.LastProcessedID, last)
+		for _, o := range done {
+			if o.result.Status != store.StatusFailed {
+				s.Counts[o.result.Status]++
+			}
+		}
+	})
+	p.setBackfillPending(ctx)
+}

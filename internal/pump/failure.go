@@ -1,0 +1,108 @@
+package pump
+
+import (
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/sis"
+	"github.com/flightfeed/flightfeed/internal/snapshot"
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+// Verdict is what the failure matrix (seed 000 §9, seed 001 §7) says to do
+// with a message whose processing returned an error.
+type Verdict uint8
+
+const (
+	// VerdictDead means: terminal, release the head at once (illegal input, over
+	// capacity, day mismatch, data the database refuses).
+	VerdictDead Verdict = iota + 1
+	// VerdictUnsupported means: FAILED(UNSUPPORTED), retried up to the limit, then
+	// DEAD; the head waits meanwhile.
+	VerdictUnsupported
+	// VerdictConflict means: snapshot CAS lost; roll back and retry at once.
+	VerdictConflict
+	// VerdictInfra means: FAILED(INFRA), roll back and retry with backoff; the
+	// head is blocked.
+	VerdictInfra
+	// VerdictFenced means: this pump is no longer the writer; stop.
+	VerdictFenced
+)
+
+// Reason codes the pump adds to the decoder's and the snapshot rules'.
+const (
+	ReasonInfra        = "INFRA"
+	ReasonDataRejected = "DATA_REJECTED"
+	ReasonDuplicate    = "DUPLICATE"
+	ReasonUnsupported  = "UNSUPPORTED"
+)
+
+// Flags recorded beside a result (proc_state.flags, trace log).
+const (
+	FlagSeqnRegression = "SEQN_REGRESSION"
+	FlagSeqnReuse      = "SEQN_REUSE"
+	FlagDayMismatch    = "DAY_MISMATCH"
+)
+
+// Classify maps an error to its verdict and reason code. It is pure: the
+// whole failure matrix is this function and its table test.
+func Classify(err error) (Verdict, string) {
+	var rej *snapshot.Rejection
+	var sisErr *sis.Error
+	var pgErr *pgconn.PgError
+	switch {
+	case err == nil:
+		return 0, ""
+	case errors.Is(err, store.ErrFenced):
+		return VerdictFenced, ReasonInfra
+	case errors.As(err, &rej):
+		return VerdictDead, rej.Reason
+	case errors.As(err, &sisErr):
+		if sisErr.Class == sis.ClassUnsupported {
+			return VerdictUnsupported, string(sisErr.Reason)
+		}
+		return VerdictDead, string(sisErr.Reason)
+	case errors.Is(err, store.ErrConflict):
+		return VerdictConflict, "CAS_CONFLICT"
+	case errors.Is(err, flight.ErrInvalidCommand):
+		return VerdictDead, ReasonDataRejected
+	case errors.As(err, &pgErr) && deterministic(pgErr.Code):
+		// The database refused the data itself; retrying cannot help.
+		return VerdictDead, ReasonDataRejected
+	default:
+		return VerdictInfra, ReasonInfra
+	}
+}
+
+// deterministic SQLSTATE classes: data exceptions (22), integrity
+// violations (23) and FlightFeed's own guards (FF).
+func deterministic(code string) bool {
+	if len(code) < 2 {
+		return false
+	}
+	switch code[:2] {
+	case "22", "23", "FF":
+		return true
+	}
+	return false
+}
+
+// Backoff is exponential with full jitter, capped: attempt 1 waits up to
+// initial, attempt n up to min(max, initial·2^(n-1)).
+func Backoff(attempt int, initial, maxDelay time.Duration, r *rand.Rand) time.Duration {
+	if attempt < 1 {
+		attempt = 1
+	}
+	d := initial
+	for i := 1; i < attempt && d < maxDelay; i++ {
+		d *= 2
+	}
+	d = min(d, maxDelay)
+	// Full jitter, but never less than half, so retries keep a pace.
+	half := d / 2
+	return half + time.Duration(r.Int64N(int64(half)+1))
+}

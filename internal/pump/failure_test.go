@@ -1,0 +1,61 @@
+package pump
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/sis"
+	"github.com/flightfeed/flightfeed/internal/snapshot"
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+// The failure matrix of seed 000 §9 / seed 001 §7, row by row.
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		name    string
+		err     error
+		verdict Verdict
+		reason  string
+	}{
+		{"illegal message", &sis.Error{Reason: "MALFORMED_XML", Class: sis.ClassIllegal}, VerdictDead, "MALFORMED_XML"},
+		{"RECS mismatch", fmt.Errorf("decode: %w", &sis.Error{Reason: "RECS_MISMATCH", Class: sis.ClassIllegal}), VerdictDead, "RECS_MISMATCH"},
+		{"over capacity", &sis.Error{Reason: "RECS_OUT_OF_RANGE", Class: sis.ClassIllegal}, VerdictDead, "RECS_OUT_OF_RANGE"},
+		{"unsupported type", &sis.Error{Reason: "UNSUPPORTED_TYPE", Class: sis.ClassUnsupported}, VerdictUnsupported, "UNSUPPORTED_TYPE"},
+		{"day mismatch", fmt.Errorf("x: %w", &snapshot.Rejection{Reason: snapshot.ReasonDayMismatch}), VerdictDead, snapshot.ReasonDayMismatch},
+		{"CAS conflict", fmt.Errorf("apply: %w", store.ErrConflict), VerdictConflict, "CAS_CONFLICT"},
+		{"fenced", fmt.Errorf("begin: %w", store.ErrFenced), VerdictFenced, ReasonInfra},
+		{"database down", errors.New("dial tcp 127.0.0.1:5432: connection refused"), VerdictInfra, ReasonInfra},
+		{"serialization failure", &pgconn.PgError{Code: "40001"}, VerdictInfra, ReasonInfra},
+		{"check violation", fmt.Errorf("write: %w", &pgconn.PgError{Code: "23514"}), VerdictDead, ReasonDataRejected},
+		{"day set-once trigger", &pgconn.PgError{Code: "FF001"}, VerdictDead, ReasonDataRejected},
+		{"engine refuses command", fmt.Errorf("merge: %w", flight.ErrInvalidCommand), VerdictDead, ReasonDataRejected},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v, r := Classify(c.err)
+			if v != c.verdict || r != c.reason {
+				t.Fatalf("Classify = (%d, %s), want (%d, %s)", v, r, c.verdict, c.reason)
+			}
+		})
+	}
+}
+
+func TestBackoffGrowsWithJitterAndCap(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	initial, maxDelay := 100*time.Millisecond, 2*time.Second
+	for attempt, ceiling := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond,
+		3: 400 * time.Millisecond, 5: 1600 * time.Millisecond, 6: 2 * time.Second, 50: 2 * time.Second} {
+		for range 100 {
+			d := Backoff(attempt, initial, maxDelay, r)
+			if d < ceiling/2 || d > ceiling {
+				t.Fatalf("attempt %d: %s outside [%s, %s]", attempt, d, ceiling/2, ceiling)
+			}
+		}
+	}
+}

@@ -1,0 +1,258 @@
+package pump_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	"k8s.io/utils/clock"
+
+	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+)
+
+// testNow is the pump's "now" in these tests: 2026-09-09 10:00 in
+// Shanghai, so the request horizon and SIS times line up with the messages.
+var testNow = time.Date(2026, 9, 9, 2, 0, 0, 0, time.UTC)
+
+// shiftedClock is the real clock (real timers, so the pump's waits work)
+// reading as if it were testNow when the test started.
+type shiftedClock struct {
+	clock.RealClock
+	offset time.Duration
+}
+
+func (c shiftedClock) Now() time.Time                  { return time.Now().Add(c.offset) }
+func (c shiftedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+type harness struct {
+	t       *testing.T
+	feed    *config.Feed
+	mbox    *sql.DB
+	db      *pgx.Conn
+	store   *store.Store
+	clock   shiftedClock
+	nextRow time.Time
+	seqn    int
+}
+
+// newHarness gives a fresh mailbox and database and a feed config; extra
+// YAML lines override the defaults (requests off, fast backoff).
+func newHarness(t *testing.T, extra ...string) *harness {
+	t.Helper()
+	mdsn, pdsn := mysqltest.NewMailbox(t), pgtest.New(t)
+	// A "mailbox: {...}" override adds to the mailbox section.
+	mailboxExtra := ""
+	var rest []string
+	for _, e := range extra {
+		if inner, ok := strings.CutPrefix(e, "mailbox: {"); ok {
+			mailboxExtra += ", " + strings.TrimSuffix(inner, "}")
+			continue
+		}
+		rest = append(rest, e)
+	}
+	doc := fmt.Sprintf(`airport: {iata: PEK, timeZone: Asia/Shanghai}
+mailbox: {dsn: %q, pollInterval: 10ms, batchSize: 50%s}
+database: {dsn: %q}
+kafka: {brokers: ["127.0.0.1:9092"]}
+`, mdsn, mailboxExtra, pdsn)
+	overrides := strings.Join(rest, "\n")
+	if !strings.Contains(overrides, "requests:") {
+		doc += "requests: {disabled: true}\n"
+	}
+	if !strings.Contains(overrides, "pump:") {
+		doc += "pump: {backoffInitial: 5ms, backoffMax: 50ms, unsupportedRetryLimit: 2}\n"
+	}
+	if !strings.Contains(overrides, "history:") {
+		doc += "history: {disabled: true}\n"
+	}
+	doc += overrides + "\n"
+	feed, err := config.Parse([]byte(doc))
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, doc)
+	}
+	mbox, err := sql.Open("mysql", mdsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mbox.Close() })
+	ctx := context.Background()
+	if _, err := store.Migrate(ctx, pdsn); err != nil {
+		t.Fatal(err)
+	}
+	db, err := pgx.Connect(ctx, pdsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close(context.Background()) })
+	st, err := store.Open(ctx, pdsn, store.Options{Location: feed.Location})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return &harness{t: t, feed: feed, mbox: mbox, db: db, store: st,
+		clock: shiftedClock{offset: time.Until(testNow)}, nextRow: testNow.Add(-time.Hour)}
+}
+
+// put inserts a mailbox row received a second after the previous one.
+func (h *harness) put(body string) int64 {
+	h.t.Helper()
+	h.nextRow = h.nextRow.Add(time.Second)
+	res, err := h.mbox.Exec(`INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (?, ?)`, h.nextRow, body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return id
+}
+
+func (h *harness) newPump(opts ...func(*pump.Options)) *pump.Pump {
+	h.t.Helper()
+	o := pump.Options{Feed: h.feed, Identity: "test-pump", Clock: h.clock}
+	for _, f := range opts {
+		f(&o)
+	}
+	p, err := pump.New(context.Background(), o)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(p.Close)
+	return p
+}
+
+// drain runs a pump until the mailbox is drained (bounded: a blocked head
+// fails the test instead of hanging it).
+func (h *harness) drain(p *pump.Pump) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := p.Drain(ctx, nil); err != nil {
+		h.t.Fatalf("drain: %v", err)
+	}
+	if ctx.Err() != nil {
+		h.t.Fatalf("drain did not finish: %+v", p.Status())
+	}
+}
+
+// runFor runs a pump for d (for heads that must stay blocked).
+func (h *harness) runFor(p *pump.Pump, d time.Duration) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := p.Run(ctx); err != nil {
+		h.t.Fatalf("run: %v", err)
+	}
+}
+
+type mailboxRow struct {
+	Processed bool
+	Result    string
+	Note      string
+}
+
+func (h *harness) row(id int64) mailboxRow {
+	h.t.Helper()
+	var processed sql.NullTime
+	var result, note sql.NullString
+	if err := h.mbox.QueryRow(`SELECT CMINMSGS_DATE_PROCESSED, CMINMSGS_PROC_RESULT, CMINMSGS_PROC_NOTE FROM CMINMSGS WHERE CMINMSGS_ID = ?`, id).
+		Scan(&processed, &result, &note); err != nil {
+		h.t.Fatal(err)
+	}
+	return mailboxRow{processed.Valid, result.String, note.String}
+}
+
+// wantRow asserts a row's backfilled result and that its note starts with
+// the reason.
+func (h *harness) wantRow(id int64, result, reason string) mailboxRow {
+	h.t.Helper()
+	r := h.row(id)
+	if !r.Processed || r.Result != result || !strings.HasPrefix(r.Note, reason) {
+		h.t.Fatalf("row %d = %+v, want %s with note starting %q", id, r, result, reason)
+	}
+	return r
+}
+
+func (h *harness) procState(id int64) (status, reason string, flags []string, attempts int) {
+	h.t.Helper()
+	err := h.db.QueryRow(context.Background(), `SELECT status, coalesce(reason, ''), flags, attempts FROM proc_state WHERE message_id = $1`, id).
+		Scan(&status, &reason, &flags, &attempts)
+	if err != nil {
+		h.t.Fatalf("proc_state %d: %v", id, err)
+	}
+	return status, reason, flags, attempts
+}
+
+func (h *harness) count(sql string, args ...any) int {
+	h.t.Helper()
+	var n int
+	if err := h.db.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		h.t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+func (h *harness) flights() map[flight.FLID]flight.State {
+	h.t.Helper()
+	states, err := h.store.ReadFlights(context.Background(), store.Filter{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	out := map[flight.FLID]flight.State{}
+	for _, s := range states {
+		out[s.FLID] = s
+	}
+	return out
+}
+
+// export returns the canonical JSON lines of every flight.
+func (h *harness) export() string {
+	h.t.Helper()
+	states, err := h.store.ReadFlights(context.Background(), store.Filter{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, s := range states {
+		doc, err := flight.CanonicalJSON(s)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		b.Write(doc)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// ---- SIS message builders -------------------------------------------------
+
+// meta renders a META with the harness's next SEQN (from 101).
+func (h *harness) meta(typ, styp string) string {
+	h.seqn++
+	return fmt.Sprintf(`<META><SNDR>AODB</SNDR><RCVR>RMS</RCVR><SEQN>%d</SEQN><DDTM>20260909100000</DDTM><TYPE>%s</TYPE><STYP>%s</STYP></META>`,
+		h.seqn+100, typ, styp)
+}
+
+// fltr is one FLTR record on day 9 (SODT 09SEP26hhmm) or 10 ("10").
+func fltr(flid int, flno, dd string, extra ...string) string {
+	return fmt.Sprintf(`<FLTR><FLID>%d</FLID><FLNO>%s</FLNO><SODT>%sSEP260800</SODT>%s</FLTR>`, flid, flno, dd, strings.Join(extra, ""))
+}
+
+func (h *harness) schd(styp string, records ...string) string {
+	return fmt.Sprintf(`<MSG>%s<SCHD><RECS>%d</RECS>%s</SCHD></MSG>`, h.meta("SCHD", styp), len(records), strings.Join(records, ""))
+}
+
+func (h *harness) flop(styp string, flid int, inner string) string {
+	return fmt.Sprintf(`<MSG>%s<FLOP><FLID>%d</FLID>%s</FLOP></MSG>`, h.meta("FLOP", styp), flid, inner)
+}

@@ -1,0 +1,106 @@
+package pump
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+// sweepBatch bounds one history transaction.
+const sweepBatch = 500
+
+// runJobs runs the requests state machine and, when due, the lifecycle
+// jobs (seed 000 §8), on the pump's FIFO between batches. Failures are
+// logged and retried on the next round; they never block messages.
+func (p *Pump) runJobs(ctx context.Context) {
+	if err := p.reqs.tick(ctx); err != nil && ctx.Err() == nil {
+		p.log.Error(err, "requests")
+	}
+	now := p.clock.Now()
+	if now.Before(p.nextJobs) {
+		return
+	}
+	p.nextJobs = now.Add(p.feed.Spec.History.SweepInterval.Duration)
+	if err := p.lifecycle(ctx, now); err != nil && ctx.Err() == nil {
+		if errors.Is(err, store.ErrFenced) {
+			return
+		}
+		p.log.Error(err, "lifecycle jobs")
+	}
+}
+
+func (p *Pump) lifecycle(ctx context.Context, now time.Time) error {
+	spec := p.feed.Spec
+	meta := store.Meta{Type: "JOB", Styp: "HISTORY_SWEEP"}
+	if !spec.History.Disabled {
+		h := spec.History
+		cut := store.HistoryCutoffs{
+			Scheduled: now.Add(-h.ScheduledAge.Duration), Cancelled: now.Add(-h.CancelledAge.Duration),
+			Departed: now.Add(-h.DepartedAge.Duration), Arrived: now.Add(-h.ArrivedAge.Duration),
+		}
+		if err := p.sweep(ctx, func(tx *store.Tx) (int, error) { return tx.SweepHistory(ctx, meta, cut, sweepBatch) }); err != nil {
+			return err
+		}
+	}
+	if days := spec.Retention.NullDayDays; days != nil {
+		before := now.AddDate(0, 0, -int(*days))
+		meta.Styp = "NULL_DAY_RETENTION"
+		if err := p.sweep(ctx, func(tx *store.Tx) (int, error) { return tx.SweepNullDay(ctx, meta, before, sweepBatch) }); err != nil {
+			return err
+		}
+	}
+	if days := *spec.Retention.LedgerDays; days > 0 {
+		cutoff := now.In(p.feed.Location).AddDate(0, 0, -int(days)).Format(time.DateOnly)
+		if err := p.inTx(ctx, func(tx *store.Tx) error {
+			pruned, err := tx.PruneLedger(ctx, cutoff)
+			if len(pruned) > 0 {
+				p.log.Info("ledger retention", "days", pruned)
+			}
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	r := spec.Retention
+	_, err := p.store.Prune(ctx, now.AddDate(0, 0, -int(r.TraceLogDays)), now.AddDate(0, 0, -int(r.ArchiveDays)),
+		now.AddDate(0, 0, -int(r.DeliveredEventDays)))
+	return err
+}
+
+// sweep repeats one history job in fenced transactions until it finds
+// fewer than a batch.
+func (p *Pump) sweep(ctx context.Context, job func(*store.Tx) (int, error)) error {
+	for {
+		var n int
+		if err := p.inTx(ctx, func(tx *store.Tx) error {
+			var err error
+			n, err = job(tx)
+			return err
+		}); err != nil {
+			return err
+		}
+		if n > 0 {
+			p.log.Info("moved flights to history", "flights", n)
+			if p.opts.Notify != nil {
+				p.opts.Notify()
+			}
+		}
+		if n < sweepBatch {
+			return nil
+		}
+	}
+}
+
+func (p *Pump) inTx(ctx context.Context, fn func(*store.Tx) error) error {
+	tx, err := p.store.Begin(ctx, p.epoch)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}

@@ -1,0 +1,192 @@
+package pump
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
+
+	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/sis"
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+// Observer receives what metrics need; every method must be cheap and must
+// not block. NopObserver ignores everything.
+type Observer interface {
+	// MessageDone is called once per message with its terminal or retry
+	// result (SUCCEEDED, SKIPPED, DEAD, FAILED).
+	MessageDone(msgType, styp, result string)
+	// BatchCommitted is called after each committed transaction.
+	BatchCommitted(messages int, took time.Duration)
+	// IgnoredTags counts SIS tags the module does not map.
+	IgnoredTags(tags map[string]int)
+}
+
+// NopObserver ignores every observation.
+type NopObserver struct{}
+
+// MessageDone implements Observer.
+func (NopObserver) MessageDone(string, string, string) {}
+
+// BatchCommitted implements Observer.
+func (NopObserver) BatchCommitted(int, time.Duration) {}
+
+// IgnoredTags implements Observer.
+func (NopObserver) IgnoredTags(map[string]int) {}
+
+// Options configure a Pump.
+type Options struct {
+	Feed *config.Feed
+	// Identity names this pump in pipeline_lock and logs.
+	Identity string
+	// Epoch is the fencing epoch taken when this replica became leader;
+	// 0 means take a new one at start (the standalone `flightfeed pump`).
+	Epoch int64
+	// Notify is called after every commit that queued outbox events, to
+	// wake the dispatcher. Optional.
+	Notify func()
+	// Clock drives polling, backoff, requests and lifecycle (default real).
+	Clock clock.WithTicker
+	// Log receives structured logs (default discard).
+	Log logr.Logger
+	// Observer receives metrics (default NopObserver).
+	Observer Observer
+	// BodyBudget bounds the bytes of message bodies read per batch
+	// (default 4 × mailbox.maxMessageBytes, at least 64 MiB).
+	BodyBudget int64
+}
+
+// Pump runs one feed.
+type Pump struct {
+	opts  Options
+	feed  *config.Feed
+	store *store.Store
+	mbox  *mailbox.Mailbox
+	epoch int64
+	log   logr.Logger
+	clock clock.WithTicker
+	obs   Observer
+	rand  *rand.Rand
+
+	decode sis.Options
+	seqn   *sis.SeqnGenerator
+	reqs   requester
+	// lastSeqn per sender, for SEQN regression flags (this session only).
+	lastSeqn map[string]int
+	// batchSize adapts: back to 1 after a failure, doubling on success.
+	batchSize int
+	// infraAttempts counts consecutive failures at the current head.
+	infraAttempts int
+	nextJobs      time.Time
+	lastDepth     time.Time
+
+	mu     sync.Mutex
+	status Status
+}
+
+// New migrates the database, connects to it and to the mailbox, and takes
+// a fencing epoch when none was given.
+func New(ctx context.Context, opts Options) (*Pump, error) {
+	feed := opts.Feed
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Log.GetSink() == nil {
+		opts.Log = logr.Discard()
+	}
+	if opts.Observer == nil {
+		opts.Observer = NopObserver{}
+	}
+	if opts.BodyBudget <= 0 {
+		opts.BodyBudget = max(4*feed.Spec.Mailbox.MaxMessageBytes, 64<<20)
+	}
+	if _, err := store.Migrate(ctx, feed.Secrets.DatabaseDSN); err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, feed.Secrets.DatabaseDSN, store.Options{
+		MaxConns: feed.Spec.Database.MaxConns, Location: feed.Location, Clock: opts.Clock})
+	if err != nil {
+		return nil, err
+	}
+	mbox, err := mailbox.Open(ctx, feed.Secrets.MailboxDSN, feed.Spec.Mailbox)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	p := &Pump{
+		opts: opts, feed: feed, store: st, mbox: mbox, epoch: opts.Epoch,
+		log: opts.Log, clock: opts.Clock, obs: opts.Observer,
+		rand:      rand.New(rand.NewPCG(uint64(opts.Clock.Now().UnixNano()), 0x5eed)), //nolint:gosec // jitter only
+		decode:    sis.Options{MaxBytes: feed.Spec.Mailbox.MaxMessageBytes, Location: feed.Location},
+		lastSeqn:  map[string]int{},
+		batchSize: 1,
+	}
+	if p.epoch == 0 {
+		if p.epoch, err = st.TakeEpoch(ctx, opts.Identity); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
+	last, err := st.LastSeqn(ctx)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	p.seqn = sis.NewSeqnGenerator(sis.Seqn(last)) //nolint:gosec // 1..999999 by CHECK
+	p.reqs = requester{p: p}
+	p.status = Status{Holder: opts.Identity, Epoch: p.epoch, Since: opts.Clock.Now(), Counts: map[string]int64{},
+		DatabaseReachable: true, MailboxReachable: true}
+	return p, nil
+}
+
+// Store is the feed's database, shared with the dispatcher.
+func (p *Pump) Store() *store.Store { return p.store }
+
+// Close releases the connections.
+func (p *Pump) Close() {
+	_ = p.mbox.Close()
+	p.store.Close()
+}
+
+// Status returns a copy of the current status.
+func (p *Pump) Status() Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.status
+	s.Counts = make(map[string]int64, len(p.status.Counts))
+	for k, v := range p.status.Counts {
+		s.Counts[k] = v
+	}
+	return s
+}
+
+func (p *Pump) update(fn func(*Status)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fn(&p.status)
+}
+
+// Drained reports whether every mailbox row is processed and every result
+// is written back (the pump's half of `--drain`).
+func (p *Pump) Drained(ctx context.Context) (bool, error) {
+	depth, _, err := p.mbox.Depth(ctx)
+	if err != nil {
+		return false, err
+	}
+	pending, err := p.store.CountBackfills(ctx)
+	if err != nil {
+		return false, err
+	}
+	return depth == 0 && pending == 0, nil
+}
+
+func (p *Pump) meta(m *sis.Message, id int64) store.Meta {
+	return store.Meta{MessageID: id, Type: m.Meta.Type, Styp: m.Meta.Styp}
+}
+
+type mailboxResult = mailbox.Result

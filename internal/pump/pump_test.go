@@ -1,0 +1,380 @@
+package pump_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/snapshot"
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+func TestMessagesFlowThroughInFIFOOrder(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	window := h.put(h.schd("DNLD", fltr(1, "CA1", "09"), fltr(2, "CA2", "09")))
+	gate := h.put(h.flop("GTDT", 1, `<GTDT GTNO="1"><GATE>A1</GATE></GTDT>`))
+	estt := h.put(h.flop("ESTT", 3, `<ESTT>09SEP260930</ESTT>`))
+	del := h.put(h.flop("FDEL", 2, ""))
+	p := h.newPump()
+	h.drain(p)
+
+	for _, id := range []int64{window, gate, estt, del} {
+		r := h.wantRow(id, store.StatusSucceeded, "")
+		if r.Note != "" {
+			t.Errorf("row %d: a SUCCEEDED row carries note %q", id, r.Note)
+		}
+	}
+	got := h.flights()
+	if len(got) != 2 || got[1].Lists["GTDT"][0]["GATE"] != "A1" || got[3].Scalars["ESTT"] != "09SEP260930" {
+		t.Fatalf("state: %+v", got)
+	}
+	if got[1].OperationDay != "" {
+		t.Fatal("a DNLD window set the operation day")
+	}
+	if h.count(`SELECT count(*) FROM msg_archive`) != 4 || h.count(`SELECT count(*) FROM backfill_todo`) != 0 {
+		t.Fatal("archive or backfill intents wrong")
+	}
+	st := p.Status()
+	if st.LastProcessedID != del || st.Counts[store.StatusSucceeded] != 4 || st.QueueDepth != 0 {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+// Each DEAD row of the failure matrix: terminal at once, reason in the
+// mailbox note, nothing else changed, the next message is processed.
+func TestDeadMessagesReleaseTheHead(t *testing.T) {
+	t.Parallel()
+	var m harness // builds bodies; each case numbers its own SEQNs
+	cases := []struct {
+		name, body, reason string
+	}{
+		{"malformed XML", `<MSG><META><SNDR>AODB</SNDR>`, "MALFORMED_XML"},
+		{"RECS mismatch", strings.Replace(m.schd("DNLD", fltr(5, "X", "09")), "<RECS>1</RECS>", "<RECS>2</RECS>", 1), "RECS_MISMATCH"},
+		{"over capacity", strings.Replace(m.schd("DNLD", fltr(5, "X", "09")), "<RECS>1</RECS>", "<RECS>10000</RECS>", 1), "RECS_OUT_OF_RANGE"},
+		{"non-numeric FLID", strings.Replace(m.flop("ESTT", 0, "<ESTT>09SEP260930</ESTT>"), "<FLID>0</FLID>", "<FLID>12A</FLID>", 1), "BAD_FLID"},
+		{"sequence 0 mixed", m.flop("GTDT", 5, `<GTDT GTNO="1"><GATE>A1</GATE></GTDT><GTDT GTNO="0"/>`), "SEQ_ZERO_MIXED"},
+		{"oversize", m.schd("DNLD", fltr(5, "X", "09", "<REMC>"+strings.Repeat("x", 5000)+"</REMC>")), "OVERSIZE"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, "mailbox: {maxMessageBytes: 4096}")
+			h.seqn = 1000 // after the bodies built above
+			body := c.body
+			bad := h.put(body)
+			next := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
+			h.drain(h.newPump())
+			h.wantRow(bad, store.StatusDead, c.reason)
+			if status, reason, _, _ := h.procState(bad); status != store.StatusDead || reason != c.reason {
+				t.Fatalf("proc_state %s/%s", status, reason)
+			}
+			h.wantRow(next, store.StatusSucceeded, "")
+			if f := h.flights(); len(f) != 1 || f[9].Scalars["ESTT"] == "" {
+				t.Fatalf("state after a DEAD message: %+v", f)
+			}
+			if h.count(`SELECT count(*) FROM msg_archive WHERE message_id = $1`, bad) != 1 {
+				t.Fatal("the DEAD message was not archived")
+			}
+			if h.count(`SELECT count(*) FROM msg_event WHERE message_id = $1`, bad) != 0 {
+				t.Fatal("the DEAD message queued events")
+			}
+		})
+	}
+}
+
+func TestOversizeIsArchivedTruncatedNeverParsed(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "mailbox: {maxMessageBytes: 2048}")
+	id := h.put(strings.Repeat("<x>", 3000))
+	h.drain(h.newPump())
+	h.wantRow(id, store.StatusDead, "OVERSIZE")
+	var size, kept int
+	var truncated bool
+	if err := h.db.QueryRow(t.Context(), `SELECT byte_size, length(body), truncated FROM msg_archive WHERE message_id = $1`, id).
+		Scan(&size, &kept, &truncated); err != nil {
+		t.Fatal(err)
+	}
+	if size != 9000 || kept != 2048 || !truncated {
+		t.Fatalf("archive: size %d kept %d truncated %v", size, kept, truncated)
+	}
+}
+
+// FAILED(UNSUPPORTED): retried up to the limit with the head waiting, then
+// DEAD, then the next message.
+func TestUnsupportedRetriesThenDead(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ref := h.put(`<MSG>` + h.meta("ARPT", "DNLD") + `<ARPT><RECS>1</RECS></ARPT></MSG>`)
+	next := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
+	p := h.newPump()
+	h.drain(p)
+	h.wantRow(ref, store.StatusDead, "UNSUPPORTED_TYPE")
+	status, _, _, attempts := h.procState(ref)
+	if status != store.StatusDead || attempts != 3 {
+		t.Fatalf("unsupported: %s after %d attempts, want DEAD after 3 (limit 2)", status, attempts)
+	}
+	h.wantRow(next, store.StatusSucceeded, "")
+}
+
+func TestUnsupportedBlocksTheHeadWhileRetrying(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "pump: {backoffInitial: 1h, backoffMax: 1h, unsupportedRetryLimit: 5}")
+	ref := h.put(`<MSG>` + h.meta("ARPT", "DNLD") + `<ARPT><RECS>1</RECS></ARPT></MSG>`)
+	next := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
+	p := h.newPump()
+	h.runFor(p, 300*time.Millisecond)
+	if r := h.row(ref); r.Processed {
+		t.Fatalf("a FAILED row was backfilled as terminal: %+v", r)
+	}
+	if status, reason, _, _ := h.procState(ref); status != store.StatusFailed || reason != "UNSUPPORTED_TYPE" {
+		t.Fatalf("proc_state %s %s", status, reason)
+	}
+	if h.row(next).Processed || len(h.flights()) != 0 {
+		t.Fatal("the message behind a waiting head was processed")
+	}
+	if st := p.Status(); st.HeadID != ref || st.HeadBlockedSince.IsZero() || !strings.Contains(st.HeadLastError, "UNSUPPORTED_TYPE") {
+		t.Fatalf("blocked head not visible: %+v", st)
+	}
+}
+
+// FAILED(INFRA): the batch rolls back, the head stays blocked with backoff,
+// and once the fault is gone the same message succeeds — nothing lost.
+func TestInfrastructureFailureBlocksThenRecovers(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	first := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
+	second := h.put(h.flop("ESTT", 10, "<ESTT>09SEP260931</ESTT>"))
+	// The fault: a table the pump writes in every message is missing.
+	if _, err := h.db.Exec(t.Context(), `ALTER TABLE msg_archive RENAME TO msg_archive_away`); err != nil {
+		t.Fatal(err)
+	}
+	p := h.newPump()
+	h.runFor(p, 300*time.Millisecond)
+	if h.row(first).Processed || len(h.flights()) != 0 || h.count(`SELECT count(*) FROM proc_state`) != 0 {
+		t.Fatal("a failed transaction left something behind")
+	}
+	st := p.Status()
+	if st.HeadID != first || st.HeadBlockedSince.IsZero() || !strings.Contains(st.HeadLastError, "msg_archive") {
+		t.Fatalf("blocked head not visible: %+v", st)
+	}
+	if _, err := h.db.Exec(t.Context(), `ALTER TABLE msg_archive_away RENAME TO msg_archive`); err != nil {
+		t.Fatal(err)
+	}
+	h.drain(p)
+	h.wantRow(first, store.StatusSucceeded, "")
+	h.wantRow(second, store.StatusSucceeded, "")
+	if st := p.Status(); !st.HeadBlockedSince.IsZero() || len(h.flights()) != 2 {
+		t.Fatalf("after recovery: %+v", st)
+	}
+}
+
+func TestInfraRetryLimitMakesTheHeadDead(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "pump: {backoffInitial: 1ms, backoffMax: 2ms, infraRetryLimit: 2}")
+	first := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
+	if _, err := h.db.Exec(t.Context(), `ALTER TABLE msg_archive RENAME TO msg_archive_away`); err != nil {
+		t.Fatal(err)
+	}
+	h.drain(h.newPump())
+	h.wantRow(first, store.StatusDead, "INFRA")
+}
+
+// DEAD(PROTOCOL): a snapshot holding a FLID of another day is refused whole;
+// the trace log says ROLLED_BACK with DAY_MISMATCH; the next message goes on.
+func TestDayMismatchIsDeadProtocol(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "mailbox: {dnldFullDay: true}")
+	day9 := h.put(h.schd("DNLD", fltr(1, "CA1", "09"), fltr(2, "CA2", "09")))
+	bad := h.put(h.schd("DNLD", fltr(3, "CA3", "10"), fltr(1, "CA1", "10")))
+	next := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"))
+	h.drain(h.newPump())
+	h.wantRow(day9, store.StatusSucceeded, "")
+	h.wantRow(bad, store.StatusDead, snapshot.ReasonDayMismatch)
+	h.wantRow(next, store.StatusSucceeded, "")
+	f := h.flights()
+	if _, ok := f[3]; ok || f[1].OperationDay != "2026-09-09" {
+		t.Fatalf("the refused snapshot changed state: %+v", f)
+	}
+	if n := h.count(`SELECT count(*) FROM schd_snap_log WHERE msg_id = $1 AND result = 'ROLLED_BACK' AND 'DAY_MISMATCH' = ANY(flags)`, bad); n != 1 {
+		t.Fatalf("trace rows for the refused snapshot: %d", n)
+	}
+	if n := h.count(`SELECT count(*) FROM schd_snap_log WHERE msg_id = $1 AND result = 'COMMITTED'`, day9); n != 1 {
+		t.Fatalf("trace rows for the committed snapshot: %d", n)
+	}
+}
+
+// One batch, one savepoint per message: a DEAD message in the middle does
+// not undo its neighbours.
+func TestSavepointIsolatesADeadMessageInABatch(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "mailbox: {dnldFullDay: true}")
+	ids := []int64{
+		h.put(h.schd("DNLD", fltr(1, "CA1", "09"))),
+		h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>")),
+		h.put(h.schd("DNLD", fltr(1, "CA1", "10"))), // day mismatch
+		h.put(h.flop("ESTT", 2, "<ESTT>09SEP260931</ESTT>")),
+	}
+	p := h.newPump()
+	// Warm the adaptive batch size up so the four land in one batch.
+	h.drain(p)
+	for i, want := range []string{store.StatusSucceeded, store.StatusSucceeded, store.StatusDead, store.StatusSucceeded} {
+		if r := h.row(ids[i]); r.Result != want {
+			t.Fatalf("row %d: %+v, want %s", i, r, want)
+		}
+	}
+	if f := h.flights(); f[1].Scalars["ESTT"] != "09SEP260930" || f[2].Scalars["ESTT"] != "09SEP260931" {
+		t.Fatalf("neighbours of the DEAD message lost: %+v", f)
+	}
+}
+
+// Re-sent copies and SEQN rules (SPEC §2.4, seed 000 §5.6).
+func TestIdentityAndSequence(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	orig := h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>")
+	a := h.put(orig)
+	copyOf := h.put(orig) // same SNDR|TYPE|STYP|SEQN, same payload
+	reuse := h.put(strings.Replace(orig, "09SEP260930", "09SEP260945", 1))
+	regress := h.put(strings.Replace(h.flop("ESTT", 9, "<ESTT>09SEP261000</ESTT>"), "<SEQN>", "<SEQN>1", 1))
+	older := h.put(strings.Replace(h.flop("ESTT", 9, "<ESTT>09SEP261005</ESTT>"), "<SEQN>", "<SEQN>0", 1))
+	h.drain(h.newPump())
+
+	h.wantRow(a, store.StatusSucceeded, "")
+	h.wantRow(copyOf, store.StatusSkipped, pump.ReasonDuplicate)
+	h.wantRow(reuse, store.StatusSucceeded, "")
+	if _, _, flags, _ := h.procState(reuse); !slices.Contains(flags, pump.FlagSeqnReuse) {
+		t.Fatalf("reuse flags %v", flags)
+	}
+	h.wantRow(regress, store.StatusSucceeded, "")
+	h.wantRow(older, store.StatusSucceeded, "")
+	if _, _, flags, _ := h.procState(older); !slices.Contains(flags, pump.FlagSeqnRegression) {
+		t.Fatalf("a lower SEQN was not flagged: %v", flags)
+	}
+	if got := h.flights()[9].Scalars["ESTT"]; got != "09SEP261005" {
+		t.Fatalf("SEQN regression must only flag, not block: ESTT %s", got)
+	}
+}
+
+// A row whose result is committed but not written back (crash, mailbox
+// down) is only backfilled again, never re-applied.
+func TestTerminalRowIsOnlyBackfilledAgain(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	id := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
+	h.drain(h.newPump())
+	version := h.flights()[9].StateVersion
+	if _, err := h.mbox.Exec(`UPDATE CMINMSGS SET CMINMSGS_DATE_PROCESSED = NULL, CMINMSGS_PROC_RESULT = NULL WHERE CMINMSGS_ID = ?`, id); err != nil {
+		t.Fatal(err)
+	}
+	h.drain(h.newPump())
+	h.wantRow(id, store.StatusSucceeded, "")
+	if _, _, _, attempts := h.procState(id); attempts != 1 || h.flights()[9].StateVersion != version {
+		t.Fatalf("the row was applied twice (attempts %d)", attempts)
+	}
+	if h.count(`SELECT count(*) FROM msg_event WHERE message_id = $1`, id) != 2 {
+		t.Fatal("events duplicated")
+	}
+}
+
+// Backfill intents registered before a crash are written at start.
+func TestBackfillIntentsAreRecoveredAtStart(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	id := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
+	// A committed DEAD result whose backfill never happened.
+	if _, err := h.db.Exec(t.Context(), `INSERT INTO proc_state (message_id, status, reason, note, received_at, finished_at)
+		VALUES ($1, 'DEAD', 'MALFORMED_XML', 'MALFORMED_XML: test', now(), now())`, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.db.Exec(t.Context(), `INSERT INTO backfill_todo (message_id, result, note, processed_at) VALUES ($1, 'DEAD', 'MALFORMED_XML: test', now())`, id); err != nil {
+		t.Fatal(err)
+	}
+	h.drain(h.newPump())
+	h.wantRow(id, store.StatusDead, "MALFORMED_XML")
+	if len(h.flights()) != 0 || h.count(`SELECT count(*) FROM backfill_todo`) != 0 {
+		t.Fatal("a committed DEAD result was re-applied or its intent kept")
+	}
+}
+
+func TestAStalePumpIsFenced(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
+	p := h.newPump()
+	if _, err := h.store.TakeEpoch(t.Context(), "newer"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := p.Run(ctx); !errors.Is(err, pump.ErrFenced) {
+		t.Fatalf("run = %v, want ErrFenced", err)
+	}
+	if len(h.flights()) != 0 {
+		t.Fatal("a fenced pump wrote state")
+	}
+}
+
+func TestStopIsClean(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	for i := range 20 {
+		h.put(h.flop("ESTT", 100+i, "<ESTT>09SEP260930</ESTT>"))
+	}
+	p := h.newPump()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run after cancel: %v", err)
+	}
+	// Whatever was committed is complete: every processed row has its
+	// flight and its events, every flight has its processed row.
+	processed := h.count(`SELECT count(*) FROM proc_state WHERE status = 'SUCCEEDED'`)
+	if len(h.flights()) != processed || h.count(`SELECT count(*) FROM msg_event`) != 2*processed {
+		t.Fatalf("partial state after stop: %d processed, %d flights", processed, len(h.flights()))
+	}
+	h.drain(h.newPump())
+	if len(h.flights()) != 20 {
+		t.Fatal("messages lost across a stop")
+	}
+}
+
+func TestHistorySweepMovesFinishedFlights(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "history: {scheduledAge: 48h}")
+	// SODT 2026-09-05 is more than 48 h before testNow; 09-09 is not.
+	old := h.put(h.flop("SODT", 1, "<SODT>05SEP260800</SODT>"))
+	fresh := h.put(h.flop("SODT", 2, "<SODT>09SEP260800</SODT>"))
+	h.drain(h.newPump())
+	h.wantRow(old, store.StatusSucceeded, "")
+	h.wantRow(fresh, store.StatusSucceeded, "")
+	if len(h.flights()) != 2 {
+		t.Fatal("flights not created")
+	}
+	// Lifecycle jobs run at start and every sweepInterval, on the FIFO.
+	h.drain(h.newPump())
+	f := h.flights()
+	if _, ok := f[1]; ok {
+		t.Fatal("finished flight still current")
+	}
+	if _, ok := f[2]; !ok {
+		t.Fatal("a current flight was swept")
+	}
+	var reason string
+	var state string
+	if err := h.db.QueryRow(t.Context(), `SELECT reason, state::text FROM flight_history WHERE flid = 1`).Scan(&reason, &state); err != nil {
+		t.Fatal(err)
+	}
+	if reason != store.HistoryScheduled || !strings.Contains(state, `"SODT": "05SEP260800"`) {
+		t.Fatalf("history %s %s", reason, state)
+	}
+	if h.count(`SELECT count(*) FROM msg_event WHERE flid = 1 AND event = 'DELETE'`) != 1 {
+		t.Fatal("no tombstone for the swept flight")
+	}
+}

@@ -1,0 +1,148 @@
+package pump
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/sis"
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+// requestKind is the one request kind the pump sends: RQFD, full day.
+const requestKind = "RQFD"
+
+// requester sends one single-day RQFD per day of the horizon, ascending,
+// one after the other (the next when the previous completes or times out),
+// and starts a new round every requests.interval (SPEC §2.5). A timed-out
+// day is asked once more in the same round.
+type requester struct {
+	p         *Pump
+	queue     []string
+	nextRound time.Time
+	retried   map[string]bool
+}
+
+// tick advances the request state machine; it runs on the pump's FIFO,
+// between batches.
+func (r *requester) tick(ctx context.Context) error {
+	spec := r.p.feed.Spec.Requests
+	if spec.Disabled {
+		return nil
+	}
+	now := r.p.clock.Now()
+	if !now.Before(r.nextRound) {
+		r.queue = horizon(now, r.p.feed.Location, int(spec.Horizon.From), int(spec.Horizon.To))
+		r.retried = map[string]bool{}
+		r.nextRound = now.Add(spec.Interval.Duration)
+	}
+	cur, err := r.p.store.CurrentRequest(ctx, requestKind)
+	if err != nil {
+		return err
+	}
+	if cur != nil {
+		if cur.SentAt.IsZero() {
+			return r.send(ctx, cur)
+		}
+		if now.Sub(cur.SentAt) < spec.Timeout.Duration {
+			return nil // waiting for the answer
+		}
+		if err := r.timeOut(ctx, cur); err != nil {
+			return err
+		}
+		if !r.retried[cur.Day] {
+			r.retried[cur.Day] = true
+			r.queue = append([]string{cur.Day}, r.queue...)
+		}
+	}
+	if len(r.queue) == 0 {
+		return nil
+	}
+	day := r.queue[0]
+	req, err := r.open(ctx, day)
+	if err != nil {
+		return err
+	}
+	r.queue = r.queue[1:]
+	return r.send(ctx, req)
+}
+
+// horizon lists the airport-local days today+from … today+to.
+func horizon(now time.Time, loc *time.Location, from, to int) []string {
+	local := now.In(loc)
+	today := time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, loc)
+	var days []string
+	for d := from; d <= to; d++ {
+		days = append(days, today.AddDate(0, 0, d).Format(time.DateOnly))
+	}
+	return days
+}
+
+// dayRange is the RQFD range of a day: 00:00 to 23:59 airport-local.
+func dayRange(day string, loc *time.Location) (time.Time, time.Time, error) {
+	start, err := time.ParseInLocation(time.DateOnly, day, loc)
+	if err != nil {
+		return time.Time{}, time.Time{}, fmt.Errorf("request day %q: %w", day, err)
+	}
+	return start, start.Add(24*time.Hour - time.Minute), nil
+}
+
+func (r *requester) open(ctx context.Context, day string) (*store.Request, error) {
+	start, end, err := dayRange(day, r.p.feed.Location)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := r.p.store.Begin(ctx, r.p.epoch)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	seqn := r.p.seqn.Next()
+	req, err := tx.OpenRequest(ctx, requestKind, day, flight.FormatSISTime(start, r.p.feed.Location),
+		flight.FormatSISTime(end, r.p.feed.Location), r.p.feed.Spec.Requests.RoutingID, int(seqn))
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// send writes the request into the mailbox's outbound table and records it.
+func (r *requester) send(ctx context.Context, req *store.Request) error {
+	spec := r.p.feed.Spec.Requests
+	start, end, err := dayRange(req.Day, r.p.feed.Location)
+	if err != nil {
+		return err
+	}
+	now := r.p.clock.Now()
+	body, err := sis.EncodeRQFD(sis.RequestMeta{Sndr: spec.Sender, Rcvr: spec.Receiver, Seqn: sis.Seqn(req.Seqn), //nolint:gosec // 1..999999
+		Time: now, Location: r.p.feed.Location}, start, end)
+	if err != nil {
+		return fmt.Errorf("encode request for %s: %w", req.Day, err)
+	}
+	outID, err := r.p.mbox.SendRequest(ctx, spec.RoutingID, body, now)
+	if err != nil {
+		return err
+	}
+	if err := r.p.store.RequestSent(ctx, req.ID, outID, now); err != nil {
+		return err
+	}
+	r.p.log.Info("full-day request sent", "day", req.Day, "seqn", req.Seqn, "outbound_id", outID)
+	return nil
+}
+
+func (r *requester) timeOut(ctx context.Context, req *store.Request) error {
+	tx, err := r.p.store.Begin(ctx, r.p.epoch)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := tx.TimeOutRequest(ctx, req.ID); err != nil {
+		return err
+	}
+	r.p.log.Info("full-day request timed out", "day", req.Day, "seqn", req.Seqn)
+	return tx.Commit(ctx)
+}

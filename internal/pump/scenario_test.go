@@ -1,0 +1,218 @@
+package pump_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+)
+
+var update = flag.Bool("update", false, "rewrite the scenario golden files")
+
+// flopFor renders a FLOP of subtype tag for flid that sets the field.
+func (h *harness) flopFor(spec flight.FieldSpec, flid int) string {
+	tag := spec.Tag
+	switch spec.Kind {
+	case flight.KindScalar:
+		v := "V-" + tag
+		if spec.TypedTimeColumn != "" {
+			v = "09SEP261200"
+		}
+		return h.flop(tag, flid, fmt.Sprintf("<%s>%s</%s>", tag, v, tag))
+	case flight.KindCollection:
+		attr := ""
+		if spec.SeqAttr != "" {
+			attr = fmt.Sprintf(` %s="1"`, spec.SeqAttr)
+		}
+		child := "<X-UNMAPPED>kept</X-UNMAPPED>"
+		for _, c := range spec.ItemColumns {
+			child += fmt.Sprintf("<%s>%s-%s</%s>", c, tag, c, c)
+		}
+		return h.flop(tag, flid, fmt.Sprintf("<%s%s>%s</%s>", tag, attr, child, tag))
+	case flight.KindAnomaly:
+		return h.flop(tag, flid, fmt.Sprintf(`<%s DDES="HKG" DDIR="TO">why %s</%s>`, tag, tag, tag))
+	default:
+		return h.flop(tag, flid, fmt.Sprintf(`<%s><ITEM>one</ITEM></%s>`, tag, tag))
+	}
+}
+
+// One operation day end to end through the mailbox (issue 5 acceptance):
+// a request answered by RESP, three snapshots, a FLOP of every kind, FDEL,
+// ADFT, a re-sent duplicate, a SEQN wrap and five malformed rows. The final
+// export, ledger, outbox and mailbox results are golden files.
+func TestScenarioOneOperationDay(t *testing.T) {
+	h := newHarness(t, "requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 1h, routingId: AODB}")
+	p := h.newPump()
+	h.drain(p) // sends the 9/9 request first
+
+	h.put(h.schd("RESP", fltr(1, "CA1", "09"), fltr(2, "CA2", "09"), fltr(3, "CA3", "09")))
+	for _, spec := range flight.Fields() {
+		h.put(h.flopFor(spec, 1))
+	}
+	h.put(h.flop("FDEL", 3, ""))
+	h.put(`<MSG>` + h.meta("SCHD", "ADFT") + `<SCHD><RECS>1</RECS>` + fltr(4, "CA4", "09") + `</SCHD></MSG>`)
+	dup := h.flop("ESTT", 2, "<ESTT>09SEP260915</ESTT>")
+	h.put(dup)
+	h.put(dup)
+	h.put(strings.Replace(h.flop("ACTT", 2, "<ACTT>09SEP260920</ACTT>"), fmt.Sprintf("<SEQN>%d</SEQN>", h.seqn+100), "<SEQN>999999</SEQN>", 1))
+	h.put(strings.Replace(h.flop("ACTT", 2, "<ACTT>09SEP260921</ACTT>"), fmt.Sprintf("<SEQN>%d</SEQN>", h.seqn+100), "<SEQN>1</SEQN>", 1))
+	for _, bad := range []string{
+		`<MSG><META>`,
+		strings.Replace(h.schd("RESP", fltr(5, "X", "09")), "<RECS>1</RECS>", "<RECS>3</RECS>", 1),
+		strings.Replace(h.flop("ESTT", 5, "<ESTT>x</ESTT>"), "<FLID>5</FLID>", "<FLID>ABC</FLID>", 1),
+		h.flop("GTDT", 5, `<GTDT GTNO="0"/><GTDT GTNO="2"><GATE>B</GATE></GTDT>`),
+		h.schd("RESP", strings.Replace(fltr(5, "X", "09"), "09SEP260800", "31FOO260800", 1)),
+	} {
+		h.put(bad)
+	}
+	// Second snapshot of the day: 2 is gone, 4 (ADFT, NULL day) joins.
+	h.put(h.schd("RESP", fltr(1, "CA1", "09"), fltr(4, "CA4", "09")))
+	// Third: the same roster again.
+	h.put(h.schd("RESP", fltr(1, "CA1", "09"), fltr(4, "CA4-B", "09")))
+	h.drain(p)
+
+	golden(t, "scenario.export.jsonl", normalize(h.export()))
+	golden(t, "scenario.ledger.jsonl", h.ledger())
+	golden(t, "scenario.outbox.jsonl", normalize(h.outboxDump()))
+	golden(t, "scenario.mailbox.txt", h.mailboxDump())
+	golden(t, "scenario.requests.txt", normalize(h.requestsDump()))
+	golden(t, "scenario.proc_state.txt", h.procDump())
+}
+
+func (h *harness) procDump() string {
+	h.t.Helper()
+	rows, err := h.db.Query(h.t.Context(), `SELECT message_id, status, coalesce(reason, ''), flags, attempts, coalesce(identity_key, '') FROM proc_state ORDER BY message_id`)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var id int64
+		var status, reason, key string
+		var flags []string
+		var attempts int
+		if err := rows.Scan(&id, &status, &reason, &flags, &attempts, &key); err != nil {
+			h.t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%d %s %s flags=%v attempts=%d %s\n", id, status, reason, flags, attempts, key)
+	}
+	if err := rows.Err(); err != nil {
+		h.t.Fatal(err)
+	}
+	return b.String()
+}
+
+var volatile = regexp.MustCompile(`"UPDATED_AT":"[^"]*"|<DDTM>\d+</DDTM>`)
+
+func normalize(s string) string { return volatile.ReplaceAllString(s, "<time>") }
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the golden file (run with -update after checking):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func (h *harness) ledger() string {
+	h.t.Helper()
+	days, err := h.store.Ledger(h.t.Context())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, d := range days {
+		fmt.Fprintf(&b, `{"day":%q,"version":%d,"last_message_id":%d,"flights":%d}`+"\n", d.Day, d.Version, d.LastMessageID, d.Flights)
+	}
+	return b.String()
+}
+
+func (h *harness) outboxDump() string {
+	h.t.Helper()
+	rows, err := h.db.Query(h.t.Context(), `SELECT kind, event, flid, state_version, message_id, status, payload FROM msg_event ORDER BY id`)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var kind, event, status, payload string
+		var flid, version, msg int64
+		if err := rows.Scan(&kind, &event, &flid, &version, &msg, &status, &payload); err != nil {
+			h.t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s %s flid=%d v=%d msg=%d %s %s\n", kind, event, flid, version, msg, status, payload)
+	}
+	if err := rows.Err(); err != nil {
+		h.t.Fatal(err)
+	}
+	return b.String()
+}
+
+func (h *harness) mailboxDump() string {
+	h.t.Helper()
+	rows, err := h.mbox.Query(`SELECT CMINMSGS_ID, CMINMSGS_DATE_PROCESSED IS NOT NULL, coalesce(CMINMSGS_PROC_RESULT, ''), coalesce(CMINMSGS_PROC_NOTE, '') FROM CMINMSGS ORDER BY CMINMSGS_ID`)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer func() { _ = rows.Close() }()
+	var b strings.Builder
+	for rows.Next() {
+		var id int64
+		var processed bool
+		var result, note string
+		if err := rows.Scan(&id, &processed, &result, &note); err != nil {
+			h.t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%d processed=%v %s %s\n", id, processed, result, note)
+	}
+	if err := rows.Err(); err != nil {
+		h.t.Fatal(err)
+	}
+	return b.String()
+}
+
+func (h *harness) requestsDump() string {
+	h.t.Helper()
+	var b strings.Builder
+	for _, o := range h.outbound() {
+		fmt.Fprintf(&b, "outbound %d %s %s\n", o.ID, o.Routing, o.Body)
+	}
+	rows, err := h.db.Query(h.t.Context(), `SELECT operation_day::text, seqn, status, coalesce(completed_by, 0) FROM req_track ORDER BY id`)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var day, status string
+		var seqn int
+		var by int64
+		if err := rows.Scan(&day, &seqn, &status, &by); err != nil {
+			h.t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "request %s seqn=%d %s completed_by=%d\n", day, seqn, status, by)
+	}
+	if err := rows.Err(); err != nil {
+		h.t.Fatal(err)
+	}
+	return b.String()
+}

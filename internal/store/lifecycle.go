@@ -1,0 +1,162 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+)
+
+// History reasons (flight_history.reason).
+const (
+	HistoryScheduled = "SODT_AGE"
+	HistoryCancelled = "CNCL_AGE"
+	HistoryDeparted  = "NAAT_AGE"
+	HistoryArrived   = "NEAT_AGE"
+	HistoryNullDay   = "NULL_DAY_RETENTION"
+)
+
+// HistoryCutoffs are the instants before which a flight counts as finished
+// (seed 000 §8.1); a zero cutoff disables its rule.
+type HistoryCutoffs struct {
+	Scheduled, Cancelled, Departed, Arrived time.Time
+}
+
+// SweepHistory moves up to limit finished flights to flight_history and
+// deletes them from current state, in this one transaction (SPEC §2.7: the
+// history write and the delete commit together, so nothing is deleted that
+// history did not take). Each removal queues a tombstone.
+func (t *Tx) SweepHistory(ctx context.Context, meta Meta, c HistoryCutoffs, limit int) (int, error) {
+	rows, err := t.tx.Query(ctx, `
+		SELECT flid,
+			CASE WHEN $1::timestamptz IS NOT NULL AND sodt_utc < $1 THEN 'SODT_AGE'
+			     WHEN $2::timestamptz IS NOT NULL AND cncl_utc < $2 THEN 'CNCL_AGE'
+			     WHEN $3::timestamptz IS NOT NULL AND naat_utc < $3 THEN 'NAAT_AGE'
+			     ELSE 'NEAT_AGE' END
+		FROM flight_schd
+		WHERE ($1::timestamptz IS NOT NULL AND sodt_utc < $1) OR ($2::timestamptz IS NOT NULL AND cncl_utc < $2)
+		   OR ($3::timestamptz IS NOT NULL AND naat_utc < $3) OR ($4::timestamptz IS NOT NULL AND neat_utc < $4)
+		ORDER BY flid LIMIT $5`, nullTime(c.Scheduled), nullTime(c.Cancelled), nullTime(c.Departed), nullTime(c.Arrived), limit)
+	if err != nil {
+		return 0, fmt.Errorf("select finished flights: %w", err)
+	}
+	return t.archive(ctx, meta, rows)
+}
+
+// SweepNullDay moves flights that no full-day snapshot ever included and
+// that saw no update since before to history (retention rule of seed 000
+// §8.3, only when configured).
+func (t *Tx) SweepNullDay(ctx context.Context, meta Meta, before time.Time, limit int) (int, error) {
+	rows, err := t.tx.Query(ctx, `SELECT flid, 'NULL_DAY_RETENTION' FROM flight_schd
+		WHERE operation_day IS NULL AND updated_at < $1 ORDER BY flid LIMIT $2`, before, limit)
+	if err != nil {
+		return 0, fmt.Errorf("select never-scheduled flights: %w", err)
+	}
+	return t.archive(ctx, meta, rows)
+}
+
+func (t *Tx) archive(ctx context.Context, meta Meta, rows pgx.Rows) (int, error) {
+	reasons := map[flight.FLID]string{}
+	var flids []flight.FLID
+	for rows.Next() {
+		var id int64
+		var reason string
+		if err := rows.Scan(&id, &reason); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("select flights for history: %w", err)
+		}
+		f := flight.FLID(id) //nolint:gosec // checked column
+		flids = append(flids, f)
+		reasons[f] = reason
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("select flights for history: %w", err)
+	}
+	if len(flids) == 0 {
+		return 0, nil
+	}
+	current, err := t.loadByFLID(ctx, flids)
+	if err != nil {
+		return 0, err
+	}
+	b := &pgx.Batch{}
+	victims := make([]flight.State, 0, len(flids))
+	for _, f := range flids {
+		s, ok := current[f]
+		if !ok {
+			continue
+		}
+		doc, err := flight.CanonicalJSON(s)
+		if err != nil {
+			return 0, err
+		}
+		b.Queue(`INSERT INTO flight_history (flid, operation_day, state_version, state, reason, archived_at)
+			VALUES ($1, $2::date, $3, $4::jsonb, $5, $6)`,
+			int64(f), dayPtr(s.OperationDay), s.StateVersion, string(doc), reasons[f], t.now) //nolint:gosec // 12 digits
+		victims = append(victims, s)
+	}
+	if _, err := t.finish(ctx, b, meta, nil, victims); err != nil {
+		return 0, err
+	}
+	if err := t.sendBatch(ctx, b); err != nil {
+		return 0, fmt.Errorf("move %d flights to history: %w", len(victims), err)
+	}
+	return len(victims), nil
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// PruneLedger removes the ledger of days before cutoff ("YYYY-MM-DD") whose
+// preconditions hold (seed 000 §8.3): no flight of the day is left in
+// current state (its roster is no longer anyone's diff-delete basis), and
+// no message is unfinished or waiting for its backfill.
+func (t *Tx) PruneLedger(ctx context.Context, cutoff string) ([]string, error) {
+	rows, err := t.tx.Query(ctx, `
+		DELETE FROM schd_gen g
+		WHERE g.operation_day < $1::date
+		  AND NOT EXISTS (SELECT 1 FROM flight_schd f WHERE f.operation_day = g.operation_day)
+		  AND NOT EXISTS (SELECT 1 FROM proc_state p WHERE p.status IN ('PENDING', 'FAILED'))
+		  AND NOT EXISTS (SELECT 1 FROM backfill_todo)
+		RETURNING g.operation_day::text`, cutoff)
+	if err != nil {
+		return nil, fmt.Errorf("prune ledger before %s: %w", cutoff, err)
+	}
+	days, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("prune ledger before %s: %w", cutoff, err)
+	}
+	return days, nil
+}
+
+// Prune removes trace-log rows, archived raw messages and finished outbox
+// rows older than their cutoffs (zero cutoff: keep).
+func (s *Store) Prune(ctx context.Context, traceBefore, archiveBefore, eventsBefore time.Time) (int64, error) {
+	var total int64
+	for _, p := range []struct {
+		sql    string
+		cutoff time.Time
+	}{
+		{`DELETE FROM schd_snap_log WHERE recv_at < $1`, traceBefore},
+		{`DELETE FROM msg_archive WHERE archived_at < $1`, archiveBefore},
+		{`DELETE FROM msg_event WHERE status <> 'PENDING' AND done_at < $1`, eventsBefore},
+	} {
+		if p.cutoff.IsZero() {
+			continue
+		}
+		tag, err := s.pool.Exec(ctx, p.sql, p.cutoff)
+		if err != nil {
+			return total, fmt.Errorf("prune: %w", err)
+		}
+		total += tag.RowsAffected()
+	}
+	return total, nil
+}

@@ -1,0 +1,160 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Request states (req_track.status).
+const (
+	RequestPending   = "PENDING"
+	RequestCompleted = "COMPLETED"
+	RequestExpired   = "EXPIRED"
+	RequestTimedOut  = "TIMED_OUT"
+)
+
+// Request is one outbound full-day request.
+type Request struct {
+	ID          int64
+	Kind        string
+	Day         string
+	Seqn        int
+	Status      string
+	RequestedAt time.Time
+	// SentAt is zero until the request is in the mailbox's outbound table.
+	SentAt time.Time
+}
+
+const requestColumns = `id, kind, operation_day::text, seqn, status, requested_at, coalesce(sent_at, 'epoch')`
+
+func scanRequest(row pgx.Row) (*Request, error) {
+	var r Request
+	if err := row.Scan(&r.ID, &r.Kind, &r.Day, &r.Seqn, &r.Status, &r.RequestedAt, &r.SentAt); err != nil {
+		return nil, err
+	}
+	if r.SentAt.Unix() == 0 {
+		r.SentAt = time.Time{}
+	}
+	return &r, nil
+}
+
+// PendingRequest returns the live request of kind, or nil.
+func (t *Tx) PendingRequest(ctx context.Context, kind string) (*Request, error) {
+	r, err := scanRequest(t.tx.QueryRow(ctx, `SELECT `+requestColumns+` FROM req_track WHERE kind = $1 AND status = 'PENDING'`, kind))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read pending %s request: %w", kind, err)
+	}
+	return r, nil
+}
+
+// RequestedBefore reports whether a request of kind for day was ever sent.
+func (t *Tx) RequestedBefore(ctx context.Context, kind, day string) (bool, error) {
+	var ok bool
+	err := t.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM req_track WHERE kind = $1 AND operation_day = $2::date AND sent_at IS NOT NULL)`,
+		kind, day).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("look up %s requests for %s: %w", kind, day, err)
+	}
+	return ok, nil
+}
+
+// CompleteRequest marks a pending request answered by message msgID.
+func (t *Tx) CompleteRequest(ctx context.Context, id, msgID int64) error {
+	_, err := t.tx.Exec(ctx, `UPDATE req_track SET status = 'COMPLETED', completed_at = $3, completed_by = $2, updated_at = $3
+		WHERE id = $1 AND status = 'PENDING'`, id, msgID, t.now)
+	if err != nil {
+		return fmt.Errorf("complete request %d: %w", id, err)
+	}
+	return nil
+}
+
+// OpenRequest registers a new live request of kind for day, expiring the
+// previous live one (one live request per kind, seed 000 §7.1).
+func (t *Tx) OpenRequest(ctx context.Context, kind, day, start, end, routingID string, seqn int) (*Request, error) {
+	if _, err := t.tx.Exec(ctx, `UPDATE req_track SET status = 'EXPIRED', updated_at = $2 WHERE kind = $1 AND status = 'PENDING'`,
+		kind, t.now); err != nil {
+		return nil, fmt.Errorf("expire %s requests: %w", kind, err)
+	}
+	r, err := scanRequest(t.tx.QueryRow(ctx, `INSERT INTO req_track (kind, operation_day, range_start, range_end, routing_id, seqn, status, requested_at, updated_at)
+		VALUES ($1, $2::date, $3, $4, $5, $6, 'PENDING', $7, $7) RETURNING `+requestColumns,
+		kind, day, start, end, routingID, seqn, t.now))
+	if err != nil {
+		return nil, fmt.Errorf("open %s request for %s: %w", kind, day, err)
+	}
+	return r, nil
+}
+
+// TimeOutRequest ends a pending request that got no answer in time.
+func (t *Tx) TimeOutRequest(ctx context.Context, id int64) error {
+	if _, err := t.tx.Exec(ctx, `UPDATE req_track SET status = 'TIMED_OUT', updated_at = $2 WHERE id = $1 AND status = 'PENDING'`,
+		id, t.now); err != nil {
+		return fmt.Errorf("time out request %d: %w", id, err)
+	}
+	return nil
+}
+
+// RequestSent records that the request is in the outbound table.
+func (s *Store) RequestSent(ctx context.Context, id, outboxID int64, at time.Time) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE req_track SET sent_at = $3, outbox_id = $2, updated_at = $3 WHERE id = $1`,
+		id, outboxID, at); err != nil {
+		return fmt.Errorf("mark request %d sent: %w", id, err)
+	}
+	return nil
+}
+
+// UnsentRequests returns live requests not yet in the outbound table (a
+// crash between registering and sending).
+func (s *Store) UnsentRequests(ctx context.Context) ([]Request, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+requestColumns+` FROM req_track WHERE status = 'PENDING' AND sent_at IS NULL ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("read unsent requests: %w", err)
+	}
+	defer rows.Close()
+	var out []Request
+	for rows.Next() {
+		r, err := scanRequest(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read unsent requests: %w", err)
+		}
+		out = append(out, *r)
+	}
+	return out, rows.Err()
+}
+
+// RequestRange returns the stored range of a request, to rebuild its text.
+func (s *Store) RequestRange(ctx context.Context, id int64) (start, end, routingID string, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT range_start, range_end, routing_id FROM req_track WHERE id = $1`, id).Scan(&start, &end, &routingID)
+	if err != nil {
+		return "", "", "", fmt.Errorf("read request %d: %w", id, err)
+	}
+	return start, end, routingID, nil
+}
+
+// LastSeqn returns the SEQN of the newest request (0 when none), so the
+// 6-digit sequence continues across restarts.
+func (s *Store) LastSeqn(ctx context.Context) (int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT coalesce((SELECT seqn FROM req_track ORDER BY id DESC LIMIT 1), 0)`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("read last request SEQN: %w", err)
+	}
+	return n, nil
+}
+
+// CurrentRequest returns the live request of kind outside a transaction.
+func (s *Store) CurrentRequest(ctx context.Context, kind string) (*Request, error) {
+	r, err := scanRequest(s.pool.QueryRow(ctx, `SELECT `+requestColumns+` FROM req_track WHERE kind = $1 AND status = 'PENDING'`, kind))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read pending %s request: %w", kind, err)
+	}
+	return r, nil
+}
