@@ -85,6 +85,13 @@ func TestCRDInstallsAndValidates(t *testing.T) {
 		{"reversed horizon", "from: 0, to: 1", "from: 2, to: 1", "requests.horizon.from"},
 		{"inline DSN", "dsnSecretRef: {name: pek-db, key: dsn}", `dsn: "postgres://u:p@h/db"`, "spec.database.dsnSecretRef"},
 		{"missing airport", "  airport: {iata: PEK, timeZone: Asia/Shanghai}\n", "", "spec.airport"},
+		{"poll interval above a minute", "pollInterval: 100ms", "pollInterval: 2m", "spec.mailbox.pollInterval"},
+		{"zero request timeout", "timeout: 5m", "timeout: 0s", "spec.requests.timeout"},
+		{"same topic twice", "notice: KAFKA_MSG", "notice: KAFKA_SCHD", "spec.kafka.topics.notice"},
+		{"notice topic named like the default state topic", "topics: {state: KAFKA_SCHD, notice: KAFKA_MSG}", "topics: {notice: KAFKA_SCHD}", "spec.kafka.topics.notice"},
+		{"backoff max below initial", "routingId: AODB}", "routingId: AODB}\n  pump: {backoffInitial: 2m}", "spec.pump.backoffMax"},
+		{"secret key with a slash", "{name: pek-db, key: dsn}", "{name: pek-db, key: a/b}", "spec.database.dsnSecretRef.key"},
+		{"secret name with capitals", "{name: pek-db, key: dsn}", "{name: PEK_DB, key: dsn}", "spec.database.dsnSecretRef.name"},
 	}
 	for _, b := range bad {
 		t.Run(b.name, func(t *testing.T) {
@@ -101,6 +108,7 @@ func TestCRDInstallsAndValidates(t *testing.T) {
 				_ = c.Delete(ctx, &obj)
 				t.Fatal("accepted, want the API server to refuse it")
 			}
+			t.Logf("refused: %v", err)
 			if !strings.Contains(err.Error(), b.wantField) {
 				t.Fatalf("refusal does not name %s: %v", b.wantField, err)
 			}

@@ -10,7 +10,7 @@ import (
 // database DSNs and the Kafka TLS/SASL material come from Secrets in the
 // FlightFeed's namespace. Every optional field has a documented default.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.requests.horizon) || self.requests.horizon.from <= self.requests.horizon.to",message="requests.horizon.from must not be after requests.horizon.to"
+// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.requests.horizon) || self.requests.horizon.from <= self.requests.horizon.to",message="must not be after requests.horizon.to",fieldPath=".requests.horizon.from"
 type FlightFeedSpec struct {
 	// Airport whose AODB this feed reads.
 	Airport AirportSpec `json:"airport"`
@@ -60,11 +60,13 @@ type SecretKeyRef struct {
 	// Name of the Secret.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name"`
 
 	// Key inside the Secret's data.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
 	Key string `json:"key"`
 }
 
@@ -73,6 +75,7 @@ type SecretRef struct {
 	// Name of the Secret.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name"`
 }
 
@@ -95,6 +98,8 @@ type MailboxSpec struct {
 	// empty. A non-empty head is read again at once. Default 100ms.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) >= duration('1ms') && duration(self) <= duration('1m'))",message="must be between 1ms and 1m"
 	// +optional
 	PollInterval *metav1.Duration `json:"pollInterval,omitempty"`
 
@@ -122,6 +127,8 @@ type MailboxSpec struct {
 	// payload) is recognised and SKIPPED. Default 24h.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) > duration('0s'))",message="must be a positive duration"
 	// +optional
 	DedupWindow *metav1.Duration `json:"dedupWindow,omitempty"`
 }
@@ -227,6 +234,8 @@ type KafkaSpec struct {
 }
 
 // KafkaTopics names the two topics.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.state) ? self.state : 'KAFKA_SCHD') != (has(self.notice) ? self.notice : 'KAFKA_MSG')",message="must differ from topics.state",fieldPath=".notice"
 type KafkaTopics struct {
 	// State receives each flight's full state, key = FLID. Default KAFKA_SCHD.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._-]{1,249}$`
@@ -270,12 +279,16 @@ type RequestsSpec struct {
 	// Interval between request rounds. Default 1h.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) >= duration('1s'))",message="must be at least 1s"
 	// +optional
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// Timeout after which an unanswered request is resent. Default 5m.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) >= duration('1s'))",message="must be at least 1s"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
@@ -358,35 +371,47 @@ type HistorySpec struct {
 	// ScheduledAge after SODT. Default 48h.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) > duration('0s'))",message="must be a positive duration"
 	// +optional
 	ScheduledAge *metav1.Duration `json:"scheduledAge,omitempty"`
 
 	// CancelledAge after CNCL. Default 48h.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) > duration('0s'))",message="must be a positive duration"
 	// +optional
 	CancelledAge *metav1.Duration `json:"cancelledAge,omitempty"`
 
 	// DepartedAge after NAAT (departure doors closed). Default 48h.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) > duration('0s'))",message="must be a positive duration"
 	// +optional
 	DepartedAge *metav1.Duration `json:"departedAge,omitempty"`
 
 	// ArrivedAge after NEAT (arrival disembarkation done). Default 48h.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) > duration('0s'))",message="must be a positive duration"
 	// +optional
 	ArrivedAge *metav1.Duration `json:"arrivedAge,omitempty"`
 
 	// SweepInterval between history sweeps. Default 10m.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) >= duration('1s'))",message="must be at least 1s"
 	// +optional
 	SweepInterval *metav1.Duration `json:"sweepInterval,omitempty"`
 }
 
 // PumpSpec tunes the failure matrix (seed 000 §9).
+//
+// +kubebuilder:validation:XValidation:rule="duration(has(self.backoffMax) ? self.backoffMax : '1m') >= duration(has(self.backoffInitial) ? self.backoffInitial : '500ms')",message="must not be shorter than pump.backoffInitial (default 500ms; backoffMax defaults to 1m)",fieldPath=".backoffMax"
 type PumpSpec struct {
 	// UnsupportedRetryLimit is how often an unsupported message is retried
 	// (FAILED(UNSUPPORTED)) before it becomes DEAD. Default 3.
@@ -406,15 +431,23 @@ type PumpSpec struct {
 	// failure; it doubles (with jitter) up to BackoffMax. Default 500ms.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) > duration('0s'))",message="must be a positive duration"
 	// +optional
 	BackoffInitial *metav1.Duration `json:"backoffInitial,omitempty"`
 
 	// BackoffMax caps the retry delay. Default 1m.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) > duration('0s'))",message="must be a positive duration"
 	// +optional
 	BackoffMax *metav1.Duration `json:"backoffMax,omitempty"`
 }
+
+// MaxStatusDays bounds status.operationDays: the newest days of the ledger
+// are listed there, every day of the ledger has its FlightFeedDay.
+const MaxStatusDays = 31
 
 // FlightFeedStatus is written only by the replica holding the feed's Lease.
 type FlightFeedStatus struct {
@@ -423,11 +456,136 @@ type FlightFeedStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions: Ready, PumpRunning, MailboxReachable, DatabaseReachable,
-	// KafkaReachable, Degraded.
+	// KafkaReachable, Degraded. Each carries the generation it describes.
 	// +listType=map
 	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Pump describes the pump of the replica holding the Lease.
+	// +optional
+	Pump *PumpStatus `json:"pump,omitempty"`
+
+	// Outbox describes Kafka events not yet delivered.
+	// +optional
+	Outbox *OutboxStatus `json:"outbox,omitempty"`
+
+	// Backfill describes committed results not yet written to the mailbox.
+	// +optional
+	Backfill *BackfillStatus `json:"backfill,omitempty"`
+
+	// LatestSnapshot is the operation day whose full-day snapshot committed
+	// most recently.
+	// +optional
+	LatestSnapshot *LatestSnapshot `json:"latestSnapshot,omitempty"`
+
+	// OperationDays mirrors the newest days of the snapshot ledger, ascending
+	// (at most 31; every ledger day also has a FlightFeedDay).
+	// +listType=map
+	// +listMapKey=day
+	// +kubebuilder:validation:MaxItems=31
+	// +optional
+	OperationDays []OperationDayStatus `json:"operationDays,omitempty"`
+}
+
+// PumpStatus is a report of the running pump.
+type PumpStatus struct {
+	// Holder is the identity (pod name) holding the Lease and running the
+	// pump; empty while no replica leads.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Holder string `json:"holder,omitempty"`
+
+	// Epoch is the fencing epoch the holder took in pipeline_lock.
+	// +optional
+	Epoch int64 `json:"epoch,omitempty"`
+
+	// Since is when the holder started leading.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+
+	// LastProcessedID is the newest mailbox row id with a terminal state.
+	// +optional
+	LastProcessedID int64 `json:"lastProcessedId,omitempty"`
+
+	// HeadID is the mailbox row at the FIFO head (absent when it is empty).
+	// +optional
+	HeadID int64 `json:"headId,omitempty"`
+
+	// HeadBlockedSince is set while the head keeps failing (retries of an
+	// infrastructure failure or an unsupported message).
+	// +optional
+	HeadBlockedSince *metav1.Time `json:"headBlockedSince,omitempty"`
+
+	// HeadLastError is the last failure of a blocked head.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	HeadLastError string `json:"headLastError,omitempty"`
+
+	// QueueDepth counts unprocessed VALID mailbox rows.
+	QueueDepth int64 `json:"queueDepth"`
+
+	// Lag is the age of the oldest unprocessed mailbox row, in whole seconds.
+	Lag metav1.Duration `json:"lag"`
+
+	// Counts are messages by terminal result since the pump started.
+	Counts ResultCounts `json:"counts"`
+
+	// MessagesPerSecond over the last minute, one decimal.
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9])?$`
+	// +optional
+	MessagesPerSecond string `json:"messagesPerSecond,omitempty"`
+}
+
+// ResultCounts counts messages by terminal result.
+type ResultCounts struct {
+	Succeeded int64 `json:"succeeded"`
+	Skipped   int64 `json:"skipped"`
+	Dead      int64 `json:"dead"`
+	Failed    int64 `json:"failed"`
+}
+
+// OutboxStatus describes the Kafka outbox.
+type OutboxStatus struct {
+	// Pending counts events not yet acknowledged by the brokers.
+	Pending int64 `json:"pending"`
+	// OldestAge is the age of the oldest pending event, in whole seconds.
+	OldestAge metav1.Duration `json:"oldestAge"`
+}
+
+// BackfillStatus describes results waiting to be written to the mailbox.
+type BackfillStatus struct {
+	// Pending counts committed results not yet written back.
+	Pending int64 `json:"pending"`
+}
+
+// LatestSnapshot names the most recently committed full-day snapshot.
+type LatestSnapshot struct {
+	// Day is the operation day, YYYY-MM-DD (airport-local).
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`
+	Day string `json:"day"`
+	// Version is the day's snapshot generation.
+	Version int64 `json:"version"`
+	// CommittedAt is when it committed.
+	// +optional
+	CommittedAt *metav1.Time `json:"committedAt,omitempty"`
+}
+
+// OperationDayStatus is one day of the snapshot ledger.
+type OperationDayStatus struct {
+	// Day is the operation day, YYYY-MM-DD (airport-local).
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`
+	Day string `json:"day"`
+	// Version is the day's snapshot generation.
+	Version int64 `json:"version"`
+	// LastMessageID is the mailbox row id of the day's last full-day snapshot.
+	LastMessageID int64 `json:"lastMessageId"`
+	// LastCommitAt is when that snapshot committed.
+	// +optional
+	LastCommitAt *metav1.Time `json:"lastCommitAt,omitempty"`
+	// Flights is the size of the day's roster.
+	Flights int64 `json:"flights"`
 }
 
 // FlightFeed is one AODB feed: a mailbox pumped into a flight-state database
@@ -437,7 +595,13 @@ type FlightFeedStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=ff;ffeed,categories=flightfeed
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.pump.holder`
+// +kubebuilder:printcolumn:name="Lag",type=string,JSONPath=`.status.pump.lag`
+// +kubebuilder:printcolumn:name="Latest-Day",type=string,JSONPath=`.status.latestSnapshot.day`
+// +kubebuilder:printcolumn:name="Version",type=integer,JSONPath=`.status.latestSnapshot.version`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 type FlightFeed struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

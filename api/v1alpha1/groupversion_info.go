@@ -1,6 +1,7 @@
 // Package v1alpha1 contains the FlightFeed API: the FlightFeed custom
 // resource (one mailbox + database + topics, pumped by one elected replica)
-// and its status. It holds types only: defaulting and semantic validation
+// with its status and condition vocabulary, and FlightFeedDay, the read-only
+// mirror of one operation day of a feed's snapshot ledger. It holds types only: defaulting and semantic validation
 // live in internal/config so the resource and the --config file share them.
 //
 // +kubebuilder:object:generate=true
@@ -25,7 +26,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &FlightFeed{}, &FlightFeedList{})
+	s.AddKnownTypes(GroupVersion, &FlightFeed{}, &FlightFeedList{}, &FlightFeedDay{}, &FlightFeedDayList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -1,0 +1,72 @@
+package v1alpha1
+
+// ConditionType names a FlightFeed condition (status.conditions[].type).
+type ConditionType string
+
+// The conditions of a FlightFeed. `kubectl wait --for=condition=Ready` is the
+// one to wait on: it is True only while the elected pump runs this very
+// generation of the spec and reaches all three services.
+const (
+	// ConditionReady: the pump runs the current spec and every service it
+	// needs is reachable.
+	ConditionReady ConditionType = "Ready"
+	// ConditionPumpRunning: the Lease holder runs the pump.
+	ConditionPumpRunning ConditionType = "PumpRunning"
+	// ConditionMailboxReachable: the shared MySQL mailbox answers.
+	ConditionMailboxReachable ConditionType = "MailboxReachable"
+	// ConditionDatabaseReachable: the PostgreSQL state database answers.
+	ConditionDatabaseReachable ConditionType = "DatabaseReachable"
+	// ConditionKafkaReachable: the Kafka brokers answer.
+	ConditionKafkaReachable ConditionType = "KafkaReachable"
+	// ConditionDegraded: the pump runs but does not make progress as it
+	// should (blocked head, backlog).
+	ConditionDegraded ConditionType = "Degraded"
+)
+
+// ConditionReason is the CamelCase reason of a condition.
+type ConditionReason string
+
+// Reasons. Each condition uses the subset its documentation names.
+const (
+	// ReasonRunning (Ready, PumpRunning True): the pump runs.
+	ReasonRunning ConditionReason = "Running"
+	// ReasonInvalidSpec (Ready, PumpRunning False): the spec does not
+	// validate; the message names the field.
+	ReasonInvalidSpec ConditionReason = "InvalidSpec"
+	// ReasonSecretUnavailable (Ready, PumpRunning False): a referenced
+	// Secret or key is missing.
+	ReasonSecretUnavailable ConditionReason = "SecretUnavailable"
+	// ReasonStarting (Ready, PumpRunning False): the leader is starting the
+	// pump (migrations, fencing epoch, connections).
+	ReasonStarting ConditionReason = "Starting"
+	// ReasonPumpFailed (Ready, PumpRunning False): the pump stopped with an
+	// error and is restarted with backoff.
+	ReasonPumpFailed ConditionReason = "PumpFailed"
+	// ReasonFenced (Ready, PumpRunning False): another pump took a newer
+	// fencing epoch in the database.
+	ReasonFenced ConditionReason = "Fenced"
+	// ReasonNoLeader (Ready, PumpRunning False): the last holder stepped
+	// down; the next one will report.
+	ReasonNoLeader ConditionReason = "NoLeader"
+	// ReasonTerminating (Ready, PumpRunning False): the FlightFeed is being
+	// deleted and its pump stopped.
+	ReasonTerminating ConditionReason = "Terminating"
+	// ReasonServiceUnreachable (Ready False): the pump runs but a service
+	// it needs does not answer.
+	ReasonServiceUnreachable ConditionReason = "ServiceUnreachable"
+
+	// ReasonReachable and ReasonUnreachable (the three *Reachable).
+	ReasonReachable   ConditionReason = "Reachable"
+	ReasonUnreachable ConditionReason = "Unreachable"
+	// ReasonNotRunning (*Reachable Unknown): no pump runs to check.
+	ReasonNotRunning ConditionReason = "NotRunning"
+
+	// ReasonHeadBlocked (Degraded True): the mailbox head keeps failing.
+	ReasonHeadBlocked ConditionReason = "HeadBlocked"
+	// ReasonAsExpected (Degraded False).
+	ReasonAsExpected ConditionReason = "AsExpected"
+)
+
+// Finalizer holds a FlightFeed until its pump is stopped and its Lease
+// released.
+const Finalizer = "flightfeed.aero/pump"
