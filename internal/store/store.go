@@ -30,6 +30,8 @@ type Options struct {
 	Location *time.Location
 	// Clock stamps UPDATED_AT and ledger times (default: real clock).
 	Clock clock.PassiveClock
+	// Tracer observes every statement (tests count round trips with it).
+	Tracer pgx.QueryTracer
 }
 
 // Store is the PostgreSQL state database of one feed.
@@ -46,6 +48,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("parse database DSN: %w", err)
 	}
 	cfg.MaxConns = opts.MaxConns
+	if opts.Tracer != nil {
+		cfg.ConnConfig.Tracer = opts.Tracer
+	}
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = 4
 	}
