@@ -82,13 +82,19 @@ func TestRoundTripsDoNotGrowWithFlights(t *testing.T) {
 			_, err := tx.ApplySnapshot(ctx, store.Meta{MessageID: 1}, store.Snapshot{FullDay: true, Day: "2026-09-09", Records: records})
 			return err
 		})
-		step(func(tx *store.Tx) error { _, err := tx.ApplyIncrement(ctx, store.Meta{MessageID: 2}, flops); return err })
+		step(func(tx *store.Tx) error {
+			_, err := tx.ApplyIncrement(ctx, store.Meta{MessageID: 2}, flops)
+			return err
+		})
 		// The next snapshot drops half the day: diff-delete of n/2 flights.
 		step(func(tx *store.Tx) error {
 			_, err := tx.ApplySnapshot(ctx, store.Meta{MessageID: 3}, store.Snapshot{FullDay: true, Day: "2026-09-09", Records: records[:n/2]})
 			return err
 		})
-		step(func(tx *store.Tx) error { _, err := tx.DeleteFlights(ctx, store.Meta{MessageID: 4}, flids[:n/4]); return err })
+		step(func(tx *store.Tx) error {
+			_, err := tx.DeleteFlights(ctx, store.Meta{MessageID: 4}, flids[:n/4])
+			return err
+		})
 		before := rt.n.Load()
 		states, err := s.ReadFlights(ctx, store.Filter{})
 		if err != nil || len(states) != n/2-n/4 {
