@@ -28,22 +28,6 @@ func newManagerCommand() *cobra.Command {
 	return cmd
 }
 
-func newSimulateCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "simulate --config F",
-		Short: "Write a realistic SIS message stream into the mailbox",
-		Args:  cobra.NoArgs,
-	}
-	load := configFlag(cmd)
-	cmd.RunE = func(*cobra.Command, []string) error {
-		if _, err := load(); err != nil {
-			return err
-		}
-		return notImplemented("simulate")
-	}
-	return cmd
-}
-
 func newReplayCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replay --config F --id N --policy P",

@@ -51,6 +51,8 @@ type Mailbox struct {
 
 type queries struct {
 	headIDs, bodies, depth, backfillPrefix, request string
+	// The AODB side (aodb.go).
+	put, unsent, markSent string
 }
 
 // Open connects to the mailbox. Times are read and written in UTC unless
@@ -95,7 +97,7 @@ func buildQueries(spec v1alpha1.MailboxSpec) (queries, error) {
 	in, out := spec.Inbound, spec.Outbound
 	names := []string{in.Table, in.IDColumn, in.DateReceivedColumn, in.DateProcessedColumn, in.StatusColumn,
 		in.BodyColumn, in.ResultColumn, in.NoteColumn, out.Table, out.DateInsertedColumn,
-		out.RoutingIDColumn, out.BodyColumn}
+		out.RoutingIDColumn, out.BodyColumn, out.IDColumn, out.DateSentColumn}
 	quoted := make([]string, len(names))
 	for i, n := range names {
 		q, err := quote(n)
@@ -105,7 +107,7 @@ func buildQueries(spec v1alpha1.MailboxSpec) (queries, error) {
 		quoted[i] = q
 	}
 	t, id, recv, done, status, body, result, note := quoted[0], quoted[1], quoted[2], quoted[3], quoted[4], quoted[5], quoted[6], quoted[7]
-	ot, oins, orout, obody := quoted[8], quoted[9], quoted[10], quoted[11]
+	ot, oins, orout, obody, oid, osent := quoted[8], quoted[9], quoted[10], quoted[11], quoted[12], quoted[13]
 	head := " FROM " + t + " WHERE " + done + " IS NULL AND " + status + " = ?"
 	return queries{
 		headIDs:        "SELECT " + id + ", " + recv + ", LENGTH(" + body + ")" + head + " ORDER BY " + recv + ", " + id + " LIMIT ?",
@@ -113,6 +115,9 @@ func buildQueries(spec v1alpha1.MailboxSpec) (queries, error) {
 		depth:          "SELECT COUNT(*), MIN(" + recv + ")" + head,
 		backfillPrefix: "UPDATE " + t + " SET " + done + " = CASE " + id + " %s END, " + result + " = CASE " + id + " %s END, " + note + " = CASE " + id + " %s END WHERE " + id + " IN (%s)",
 		request:        "INSERT INTO " + ot + " (" + oins + ", " + orout + ", " + obody + ") VALUES (?, ?, ?)",
+		put:            "INSERT INTO " + t + " (" + recv + ", " + status + ", " + body + ") VALUES (?, ?, ?)",
+		unsent:         "SELECT " + oid + ", " + obody + " FROM " + ot + " WHERE " + osent + " IS NULL ORDER BY " + oid,
+		markSent:       "UPDATE " + ot + " SET " + osent + " = ? WHERE " + oid + " = ?",
 	}, nil
 }
 

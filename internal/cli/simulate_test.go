@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+)
+
+// The demo's flow: the pump asks for today's schedule, simulate answers it
+// and writes the day's traffic, the pump drains it.
+func TestSimulateThenPump(t *testing.T) {
+	mdsn, pdsn := mysqltest.New(t), pgtest.New(t) // mailbox tables come from --create-mailbox
+	cfg := filepath.Join(t.TempDir(), "feed.yaml")
+	doc := fmt.Sprintf(`airport: {iata: PEK, timeZone: Asia/Shanghai}
+mailbox: {dsn: %q, pollInterval: 10ms, batchSize: 200}
+database: {dsn: %q}
+kafka: {brokers: ["127.0.0.1:9092"]}
+requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 1h, routingId: AODB}
+`, mdsn, pdsn)
+	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI("simulate", "--config", cfg, "--create-mailbox", "--flights", "6", "--malformed", "2")
+	if code != 0 || !strings.Contains(out, "wrote ") || strings.Contains(out, "answering") {
+		t.Fatalf("first simulate: exit %d %s\n%s", code, errOut, out)
+	}
+	if code, _, errOut := runCLI("pump", "--config", cfg, "--drain"); code != 0 {
+		t.Fatalf("pump: %s", errOut)
+	}
+	// Now the pump's request is waiting in COUTMSGS: simulate answers it.
+	code, out, errOut = runCLI("simulate", "--config", cfg, "--flights", "6", "--seed", "2")
+	if code != 0 || !strings.Contains(out, "answering request") {
+		t.Fatalf("second simulate: exit %d %s\n%s", code, errOut, out)
+	}
+	if code, _, errOut := runCLI("pump", "--config", cfg, "--drain"); code != 0 {
+		t.Fatalf("pump: %s", errOut)
+	}
+	_, ledger, _ := runCLI("ledger", "--config", cfg)
+	var day struct {
+		Day     string `json:"day"`
+		Version int    `json:"version"`
+		Flights int    `json:"flights"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(ledger)), &day); err != nil || day.Version != 1 || day.Flights != 6 {
+		t.Fatalf("ledger %q: %v", ledger, err)
+	}
+	_, export, _ := runCLI("export", "--config", cfg, "--day", day.Day)
+	if n := strings.Count(export, "\n"); n < 5 {
+		t.Fatalf("export of %s has %d flights:\n%s", day.Day, n, export)
+	}
+}
