@@ -35,6 +35,7 @@ an ADFT ad-hoc flight, an FDEL — and, with --malformed N, N broken messages.`,
 	seed := cmd.Flags().Uint64("seed", 1, "random seed")
 	createMailbox := cmd.Flags().Bool("create-mailbox", false, "create the default CMINMSGS/COUTMSGS tables first (dev and demo only)")
 	answer := cmd.Flags().Bool("answer-requests", true, "answer pending RQFD requests with a RESP of the requested day")
+	traffic := cmd.Flags().Bool("traffic", true, "write the day's traffic (window push, FLOPs, ADFT, FDEL, malformed)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		feed, err := load()
 		if err != nil {
@@ -86,7 +87,9 @@ an ADFT ad-hoc flight, an FDEL — and, with --malformed N, N broken messages.`,
 				fmt.Fprintf(cmd.OutOrStdout(), "answering request %d for %s\n", o.ID, answerOpts.Day)
 			}
 		}
-		msgs = append(msgs, simulate.Stream(opts)...)
+		if *traffic {
+			msgs = append(msgs, simulate.Stream(opts)...)
+		}
 		for i, m := range msgs {
 			id, err := mb.Put(ctx, m.Body, now.Add(time.Duration(i)*time.Millisecond))
 			if err != nil {
