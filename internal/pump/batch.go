@@ -16,6 +16,8 @@ type outcome struct {
 	// changed: the message queued outbox events (wake the dispatcher).
 	changed bool
 	trace   *store.TraceEntry
+	// rewrite: the row was terminal already; only its backfill is redone.
+	rewrite bool
 }
 
 type batchOutcome struct {
@@ -53,7 +55,7 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row) batchOutcom
 		prior, seen := known[row.ID]
 		if seen && prior.Terminal() {
 			// Processed before (a backfill did not land): only write back.
-			done = append(done, outcome{result: store.Result{MessageID: row.ID, Status: prior.Status,
+			done = append(done, outcome{rewrite: true, result: store.Result{MessageID: row.ID, Status: prior.Status,
 				Reason: prior.Reason, Note: prior.Note}})
 			continue
 		}
@@ -174,7 +176,9 @@ func (p *Pump) afterCommit(ctx context.Context, done []outcome, start time.Time)
 			results = append(results, store.Backfill{MessageID: r.MessageID, Result: r.Status, Note: r.Note, Processed: p.clock.Now()})
 		}
 		changed = changed || o.changed
-		p.obs.MessageDone(r.Type, r.Styp, r.Status)
+		if !o.rewrite {
+			p.obs.MessageDone(r.Type, r.Styp, r.Status)
+		}
 	}
 	if changed && p.opts.Notify != nil {
 		p.opts.Notify()
@@ -184,12 +188,18 @@ func (p *Pump) afterCommit(ctx context.Context, done []outcome, start time.Time)
 	}
 	p.writeTraces(ctx, done, "")
 	last := done[len(done)-1].result.MessageID
+	now := p.clock.Now()
 	p.update(func(s *Status) {
 		s.LastProcessedID = max(s.LastProcessedID, last)
 		for _, o := range done {
-			if o.result.Status != store.StatusFailed {
+			if o.result.Status != store.StatusFailed && !o.rewrite {
 				s.Counts[o.result.Status]++
+				p.rate.count++
 			}
+		}
+		if elapsed := now.Sub(p.rate.since); elapsed >= 10*time.Second {
+			s.MessagesPerSecond = float64(p.rate.count) / elapsed.Seconds()
+			p.rate.count, p.rate.since = 0, now
 		}
 	})
 	p.setBackfillPending(ctx)

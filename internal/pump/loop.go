@@ -105,6 +105,12 @@ func (p *Pump) step(ctx context.Context) (worked bool, wait time.Duration, err e
 		return false, out.wait, nil
 	}
 	p.refreshDepthEvery(ctx)
+	// Requests and lifecycle jobs are due on schedule even while the head
+	// never empties; they share the FIFO between batches.
+	if now := p.clock.Now(); now.Sub(p.lastJobs) >= time.Second {
+		p.lastJobs = now
+		p.runJobs(ctx)
+	}
 	return true, 0, nil
 }
 

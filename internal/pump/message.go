@@ -161,6 +161,9 @@ func (p *Pump) apply(ctx context.Context, tx *store.Tx, msg *sis.Message, row ma
 func (p *Pump) applySnapshot(ctx context.Context, tx *store.Tx, meta store.Meta, msg *sis.Message, row mailbox.Row) (bool, *store.TraceEntry, error) {
 	start := p.clock.Now()
 	trace := &store.TraceEntry{MessageID: row.ID, ReceivedAt: row.Received, Recs: len(msg.Records)}
+	if msg.Recs >= 0 {
+		trace.Recs = msg.Recs
+	}
 	days := make([]string, len(msg.Records))
 	records := make([]store.SnapshotRecord, len(msg.Records))
 	for i, r := range msg.Records {

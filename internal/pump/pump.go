@@ -84,6 +84,12 @@ type Pump struct {
 	infraAttempts int
 	nextJobs      time.Time
 	lastDepth     time.Time
+	lastJobs      time.Time
+	// rate measures messages per second over windows of 10 s or more.
+	rate struct {
+		since time.Time
+		count int64
+	}
 
 	mu     sync.Mutex
 	status Status
@@ -139,6 +145,7 @@ func New(ctx context.Context, opts Options) (*Pump, error) {
 	}
 	p.seqn = sis.NewSeqnGenerator(sis.Seqn(last)) //nolint:gosec // 1..999999 by CHECK
 	p.reqs = requester{p: p}
+	p.rate.since = opts.Clock.Now()
 	p.status = Status{Holder: opts.Identity, Epoch: p.epoch, Since: opts.Clock.Now(), Counts: map[string]int64{},
 		DatabaseReachable: true, MailboxReachable: true}
 	return p, nil
