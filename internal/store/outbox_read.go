@@ -1,0 +1,140 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+)
+
+// The dispatcher's side of the outbox (msg_event). These statements run
+// outside the pump's fenced write transactions: they read pending rows and
+// move rows from PENDING to DELIVERED or SUPERSEDED, and they never touch
+// state tables. Each is one statement (one round trip), whatever the number
+// of rows.
+
+// OutboxEvent is one undelivered msg_event row.
+type OutboxEvent struct {
+	ID int64
+	// Kind is KindState (KAFKA_SCHD) or KindNotice (KAFKA_MSG); Event is
+	// EventUpsert, EventDelete or EventNotice.
+	Kind, Event  string
+	FLID         flight.FLID
+	StateVersion int64
+	// OperationDay is "YYYY-MM-DD", or "" while the flight's day is NULL.
+	OperationDay string
+	// MessageID is the mailbox row whose transaction queued the event.
+	MessageID int64
+	// Payload is the exact value to publish, as committed.
+	Payload   []byte
+	Attempts  int32
+	CreatedAt time.Time
+}
+
+// PendingEvents returns up to limit PENDING events in id (commit) order,
+// coalesced: a KAFKA_SCHD row is left out while a PENDING KAFKA_SCHD row of
+// the same FLID with a higher state_version exists, so each FLID's full
+// state appears at most once, at its newest version (seed 000 §7.3). The
+// rows left out stay PENDING until MarkDelivered supersedes them. KAFKA_MSG
+// notices are never coalesced.
+func (s *Store) PendingEvents(ctx context.Context, limit int) ([]OutboxEvent, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT e.id, e.kind, e.event, e.flid, e.state_version, coalesce(e.operation_day::text, ''),
+			e.message_id, e.payload, e.attempts, e.created_at
+		FROM msg_event e
+		WHERE e.status = 'PENDING'
+		  AND (e.kind <> 'KAFKA_SCHD' OR NOT EXISTS (
+			SELECT 1 FROM msg_event n
+			WHERE n.status = 'PENDING' AND n.kind = 'KAFKA_SCHD'
+			  AND n.flid = e.flid AND n.state_version > e.state_version))
+		ORDER BY e.id
+		LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read pending outbox events: %w", err)
+	}
+	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (OutboxEvent, error) {
+		var e OutboxEvent
+		var flid int64
+		var payload string
+		err := row.Scan(&e.ID, &e.Kind, &e.Event, &flid, &e.StateVersion, &e.OperationDay,
+			&e.MessageID, &payload, &e.Attempts, &e.CreatedAt)
+		e.FLID = flight.FLID(flid) //nolint:gosec // CHECK (flid BETWEEN 0 AND 999999999999)
+		e.Payload = []byte(payload)
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read pending outbox events: %w", err)
+	}
+	return events, nil
+}
+
+// MarkDelivered records that the broker acknowledged the records of the
+// events ids: they become DELIVERED, and in the same statement every
+// PENDING KAFKA_SCHD row of the same FLID with a lower state_version becomes
+// SUPERSEDED — the acknowledged record carries a newer full state (or the
+// tombstone), so the older ones must never be sent. Rows that are no longer
+// PENDING are left alone, so a repeated call changes nothing.
+func (s *Store) MarkDelivered(ctx context.Context, ids []int64) (delivered, superseded int64, err error) {
+	if len(ids) == 0 {
+		return 0, 0, nil
+	}
+	// The outer UPDATE sees the rows as they were before the CTE's update
+	// (one snapshot), so it must not select the delivered rows themselves:
+	// "id <> ALL($1)" keeps the two sets disjoint.
+	err = s.pool.QueryRow(ctx, `
+		WITH d AS (
+			UPDATE msg_event SET status = 'DELIVERED', done_at = now()
+			WHERE id = ANY($1) AND status = 'PENDING'
+			RETURNING kind, flid, state_version
+		), newest AS (
+			SELECT flid, max(state_version) AS v FROM d WHERE kind = 'KAFKA_SCHD' GROUP BY flid
+		), s AS (
+			UPDATE msg_event e SET status = 'SUPERSEDED', done_at = now()
+			FROM newest
+			WHERE e.status = 'PENDING' AND e.kind = 'KAFKA_SCHD' AND e.flid = newest.flid
+			  AND e.state_version < newest.v AND e.id <> ALL($1)
+			RETURNING e.id
+		)
+		SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM s)`, ids).Scan(&delivered, &superseded)
+	if err != nil {
+		return 0, 0, fmt.Errorf("mark %d outbox events delivered: %w", len(ids), err)
+	}
+	return delivered, superseded, nil
+}
+
+// MarkFailed counts one more failed attempt for each event and keeps its
+// error (errs[i] belongs to ids[i]). The rows stay PENDING: a failed event
+// is retried until delivered, never expired (seed 000 §7.3).
+func (s *Store) MarkFailed(ctx context.Context, ids []int64, errs []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if len(errs) != len(ids) {
+		return fmt.Errorf("mark outbox events failed: %d ids but %d errors", len(ids), len(errs))
+	}
+	_, err := s.pool.Exec(ctx, `
+		UPDATE msg_event e SET attempts = e.attempts + 1, last_error = left(u.err, 1000)
+		FROM unnest($1::bigint[], $2::text[]) AS u(id, err)
+		WHERE e.id = u.id AND e.status = 'PENDING'`, ids, errs)
+	if err != nil {
+		return fmt.Errorf("mark %d outbox events failed: %w", len(ids), err)
+	}
+	return nil
+}
+
+// OutboxStats counts PENDING events (superseded-to-be rows included) and
+// returns the creation time of the oldest (zero when none is pending).
+func (s *Store) OutboxStats(ctx context.Context) (pending int64, oldest time.Time, err error) {
+	var first *time.Time
+	err = s.pool.QueryRow(ctx, `SELECT count(*), min(created_at) FROM msg_event WHERE status = 'PENDING'`).Scan(&pending, &first)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("count pending outbox events: %w", err)
+	}
+	if first != nil {
+		oldest = *first
+	}
+	return pending, oldest, nil
+}
