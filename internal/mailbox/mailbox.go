@@ -110,10 +110,12 @@ func buildQueries(spec v1alpha1.MailboxSpec) (queries, error) {
 	ot, oins, orout, obody, oid, osent := quoted[8], quoted[9], quoted[10], quoted[11], quoted[12], quoted[13]
 	head := " FROM " + t + " WHERE " + done + " IS NULL AND " + status + " = ?"
 	return queries{
-		headIDs:        "SELECT " + id + ", " + recv + ", LENGTH(" + body + ")" + head + " ORDER BY " + recv + ", " + id + " LIMIT ?",
-		bodies:         "SELECT " + id + ", CASE WHEN LENGTH(" + body + ") > ? THEN SUBSTRING(CAST(" + body + " AS BINARY), 1, ?) ELSE CAST(" + body + " AS BINARY) END FROM " + t + " WHERE " + id + " IN (%s)",
-		depth:          "SELECT COUNT(*), MIN(" + recv + ")" + head,
-		backfillPrefix: "UPDATE " + t + " SET " + done + " = CASE " + id + " %s END, " + result + " = CASE " + id + " %s END, " + note + " = CASE " + id + " %s END WHERE " + id + " IN (%s)",
+		headIDs: "SELECT " + id + ", " + recv + ", LENGTH(" + body + ")" + head + " ORDER BY " + recv + ", " + id + " LIMIT ?",
+		bodies:  "SELECT " + id + ", CASE WHEN LENGTH(" + body + ") > ? THEN SUBSTRING(CAST(" + body + " AS BINARY), 1, ?) ELSE CAST(" + body + " AS BINARY) END FROM " + t + " WHERE " + id + " IN (%s)",
+		depth:   "SELECT COUNT(*), MIN(" + recv + ")" + head,
+		// A join with a derived table keeps one statement per batch linear
+		// in the batch (a CASE per column would be quadratic).
+		backfillPrefix: "UPDATE " + t + " m JOIN (%s) v ON m." + id + " = v.id SET m." + done + " = v.done, m." + result + " = v.result, m." + note + " = v.note",
 		request:        "INSERT INTO " + ot + " (" + oins + ", " + orout + ", " + obody + ") VALUES (?, ?, ?)",
 		put:            "INSERT INTO " + t + " (" + recv + ", " + status + ", " + body + ") VALUES (?, ?, ?)",
 		unsent:         "SELECT " + oid + ", " + obody + " FROM " + ot + " WHERE " + osent + " IS NULL ORDER BY " + oid,
@@ -206,21 +208,21 @@ func (m *Mailbox) Backfill(ctx context.Context, results []Result) error {
 	if len(results) == 0 {
 		return nil
 	}
-	var done, res, note, ids []string
-	var doneArgs, resArgs, noteArgs, idArgs []any
-	for _, r := range results {
-		done, res, note, ids = append(done, "WHEN ? THEN ?"), append(res, "WHEN ? THEN ?"), append(note, "WHEN ? THEN ?"), append(ids, "?")
-		doneArgs = append(doneArgs, r.ID, r.Processed.UTC())
-		resArgs = append(resArgs, r.ID, r.Result)
+	selects := make([]string, len(results))
+	args := make([]any, 0, 4*len(results))
+	for i, r := range results {
+		if i == 0 {
+			selects[i] = "SELECT ? AS id, ? AS done, ? AS result, ? AS note"
+		} else {
+			selects[i] = "SELECT ?, ?, ?, ?"
+		}
 		var n any
 		if r.Note != "" {
 			n = FitNote(r.Note)
 		}
-		noteArgs = append(noteArgs, r.ID, n)
-		idArgs = append(idArgs, r.ID)
+		args = append(args, r.ID, r.Processed.UTC(), r.Result, n)
 	}
-	stmt := fmt.Sprintf(m.q.backfillPrefix, strings.Join(done, " "), strings.Join(res, " "), strings.Join(note, " "), strings.Join(ids, ","))
-	args := append(append(append(doneArgs, resArgs...), noteArgs...), idArgs...)
+	stmt := fmt.Sprintf(m.q.backfillPrefix, strings.Join(selects, " UNION ALL "))
 	if _, err := m.db.ExecContext(ctx, stmt, args...); err != nil {
 		return fmt.Errorf("backfill %d mailbox rows: %w", len(results), err)
 	}

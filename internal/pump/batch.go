@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/sis"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
@@ -28,10 +29,14 @@ type batchOutcome struct {
 	err error
 }
 
-// processBatch applies rows in one transaction, one savepoint per message
-// (SPEC, issue 5): a DEAD message rolls back to its savepoint and records
-// its terminal state; an infrastructure error rolls back the whole batch;
-// a message that must wait (UNSUPPORTED retry) ends the batch before it.
+// processBatch applies rows in one transaction (issue 5 §5). Rows are
+// decoded first (pure), then everything the batch reads is prefetched in
+// one round trip; increments and deletions are decided in a working set in
+// memory — a message the rules refuse changes nothing but its own result —
+// and snapshots run inside a savepoint of their own. The combined writes,
+// archive rows and results go out in one final round trip. An
+// infrastructure error rolls back the whole batch; a message that must wait
+// (UNSUPPORTED retry) ends the batch before it.
 func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row) batchOutcome {
 	start := p.clock.Now()
 	tx, err := p.store.Begin(ctx, p.epoch)
@@ -40,42 +45,50 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row) batchOutcom
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 
-	ids := make([]int64, len(rows))
-	for i, r := range rows {
-		ids[i] = r.ID
-	}
-	known, err := tx.ProcStates(ctx, ids)
+	b := p.decodeBatch(rows)
+	pre, err := tx.Prefetch(ctx, b.request)
 	if err != nil {
 		return p.infraFailure(ctx, rows, nil, err)
 	}
+	run := &batchRun{tx: tx, set: pre.Set, priors: pre.Priors, seen: map[string][]byte{}, reload: b.request}
 
 	var done []outcome
+	var archive []store.ArchivedRow
 	var waitFor *waiting
-	for i, row := range rows {
-		prior, seen := known[row.ID]
-		if seen && prior.Terminal() {
+	for i, it := range b.items {
+		prior, known := pre.States[it.row.ID]
+		if known && prior.Terminal() {
 			// Processed before (a backfill did not land): only write back.
-			done = append(done, outcome{rewrite: true, result: store.Result{MessageID: row.ID, Status: prior.Status,
+			done = append(done, outcome{rewrite: true, result: store.Result{MessageID: it.row.ID, Status: prior.Status,
 				Reason: prior.Reason, Note: prior.Note}})
 			continue
 		}
-		o, w, err := p.processOne(ctx, tx, row, prior)
+		o, w, err := p.processOne(ctx, run, it, prior)
 		if err != nil {
 			return p.infraFailure(ctx, rows[i:], done, err)
 		}
-		if w != nil {
-			if i > 0 {
-				break // commit what precedes; the waiting message goes alone next time
-			}
-			waitFor = w
+		if w != nil && i > 0 {
+			break // commit what precedes; the waiting message goes alone next time
 		}
+		archive = append(archive, store.ArchivedRow{MessageID: it.row.ID, ReceivedAt: it.row.Received, Size: it.row.Size,
+			Body: it.row.Body, Truncated: it.row.Truncated})
 		done = append(done, o)
 		if w != nil {
+			waitFor = w
 			break
 		}
 	}
+	var results []store.Result
+	for _, o := range done {
+		if !o.rewrite {
+			results = append(results, o.result)
+		}
+	}
+	if err := tx.FinishBatch(ctx, archive, run.set, results); err != nil {
+		return p.infraFailure(ctx, rows, done, err)
+	}
 	if err := tx.Commit(ctx); err != nil {
-		return p.infraFailure(ctx, rows, nil, err)
+		return p.infraFailure(ctx, rows, done, err)
 	}
 	p.afterCommit(ctx, done, start)
 	if waitFor != nil {
@@ -93,6 +106,61 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row) batchOutcom
 		s.HeadBlockedSince, s.HeadLastError, s.DatabaseReachable, s.DatabaseError = time.Time{}, "", true, ""
 	})
 	return batchOutcome{}
+}
+
+// item is one row with its decoding.
+type item struct {
+	row    mailbox.Row
+	msg    *sis.Message
+	decErr error
+}
+
+type decodedBatch struct {
+	items   []item
+	request store.PrefetchRequest
+}
+
+// decodeBatch decodes every row (pure) and lists what the batch will read.
+func (p *Pump) decodeBatch(rows []mailbox.Row) decodedBatch {
+	b := decodedBatch{items: make([]item, len(rows))}
+	since := rows[0].Received
+	for i, row := range rows {
+		it := item{row: row}
+		if !row.Truncated {
+			it.msg, it.decErr = sis.Decode(row.Body, p.decode)
+		}
+		b.request.MessageIDs = append(b.request.MessageIDs, row.ID)
+		if row.Received.Before(since) {
+			since = row.Received
+		}
+		if it.msg != nil && it.decErr == nil {
+			b.request.IdentityKeys = append(b.request.IdentityKeys, it.msg.Meta.IdentityKey())
+			switch it.msg.Kind {
+			case sis.KindFLOP, sis.KindADFT:
+				for _, r := range it.msg.Records {
+					b.request.FLIDs = append(b.request.FLIDs, r.FLID)
+				}
+				b.request.Versions += len(it.msg.Records)
+			case sis.KindFDEL:
+				b.request.FLIDs = append(b.request.FLIDs, it.msg.Deletions...)
+				b.request.Versions += len(it.msg.Deletions)
+			}
+		}
+		b.items[i] = it
+	}
+	b.request.Since = since.Add(-p.feed.Spec.Mailbox.DedupWindow.Duration)
+	return b
+}
+
+// batchRun is the state of one batch while its messages are decided.
+type batchRun struct {
+	tx     *store.Tx
+	set    *store.WorkingSet
+	priors map[string]store.PriorCopy
+	// seen holds payload digests of this batch's processed messages by
+	// identity key, for copies re-sent within one batch.
+	seen   map[string][]byte
+	reload store.PrefetchRequest
 }
 
 // waiting says the message must be retried later (FAILED, non-terminal).

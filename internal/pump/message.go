@@ -15,43 +15,40 @@ import (
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
-// processOne archives, decodes and applies one message inside the batch
-// transaction. It returns the message's outcome; w is set when the message
-// must wait (FAILED, retried later); err only for failures that roll back
-// the whole batch (infrastructure, CAS conflict, fencing).
-func (p *Pump) processOne(ctx context.Context, tx *store.Tx, row mailbox.Row, prior store.ProcState) (o outcome, w *waiting, err error) {
+// processOne decides one decoded message inside the batch: its result,
+// and its effect in the working set (increments, deletions) or in the
+// transaction under a savepoint (snapshots). w is set when the message must
+// wait (FAILED, retried later); err only for failures that roll back the
+// whole batch (infrastructure, CAS conflict, fencing).
+func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior store.ProcState) (o outcome, w *waiting, err error) {
+	row, msg := it.row, it.msg
 	log := p.log.WithValues("msg_id", row.ID)
-	if err := tx.Archive(ctx, store.ArchivedRow{MessageID: row.ID, ReceivedAt: row.Received, Size: row.Size,
-		Body: row.Body, Truncated: row.Truncated}); err != nil {
-		return o, nil, err
-	}
 	res := store.Result{MessageID: row.ID, ReceivedAt: row.Received, PayloadDigest: store.Digest(row.Body)}
 	if row.Truncated {
-		return p.finish(ctx, tx, res, store.StatusDead, string(sis.ReasonOversize),
+		return p.finish(res, store.StatusDead, string(sis.ReasonOversize),
 			fmt.Sprintf("message is %d bytes, more than mailbox.maxMessageBytes %d", row.Size, p.feed.Spec.Mailbox.MaxMessageBytes), nil)
 	}
-
-	msg, decErr := sis.Decode(row.Body, p.decode)
 	if msg != nil {
 		res.Type, res.Styp, res.IdentityKey = msg.Meta.Type, msg.Meta.Styp, msg.Meta.IdentityKey()
 		if len(msg.IgnoredTags) > 0 {
 			p.obs.IgnoredTags(msg.IgnoredTags)
 		}
 	}
-	if decErr != nil {
-		return p.rejected(ctx, tx, res, prior, decErr)
+	if it.decErr != nil {
+		return p.rejected(res, prior, it.decErr)
 	}
 	log = log.WithValues("type", msg.Meta.Type, "styp", msg.Meta.Styp)
 
 	// Re-sent copies (SPEC §2.4): same identity, same payload → SKIPPED;
 	// same identity, other payload → processed and flagged.
-	since := row.Received.Add(-p.feed.Spec.Mailbox.DedupWindow.Duration)
-	digest, found, err := tx.PriorCopy(ctx, res.IdentityKey, since, row.ID)
-	if err != nil {
-		return o, nil, err
+	digest, found := run.seen[res.IdentityKey]
+	if !found {
+		if pc, ok := run.priors[res.IdentityKey]; ok && !pc.ReceivedAt.Before(row.Received.Add(-p.feed.Spec.Mailbox.DedupWindow.Duration)) {
+			digest, found = pc.Digest, true
+		}
 	}
 	if found && bytes.Equal(digest, res.PayloadDigest) {
-		return p.finish(ctx, tx, res, store.StatusSkipped, ReasonDuplicate,
+		return p.finish(res, store.StatusSkipped, ReasonDuplicate,
 			"re-sent copy of an already processed message "+res.IdentityKey, nil)
 	}
 	if found {
@@ -62,14 +59,14 @@ func (p *Pump) processOne(ctx context.Context, tx *store.Tx, row mailbox.Row, pr
 		res.Flags = append(res.Flags, FlagSeqnRegression)
 		log.Info("SEQN regression", "sender", msg.Meta.Sndr, "seqn", msg.Meta.SeqnNum)
 	}
+	defer func() {
+		if err == nil && (o.result.Status == store.StatusSucceeded || o.result.Status == store.StatusDead) {
+			run.seen[res.IdentityKey] = res.PayloadDigest
+		}
+	}()
 
-	sp, err := tx.Savepoint(ctx)
-	if err != nil {
-		return o, nil, err
-	}
-	changed, trace, applyErr := p.apply(ctx, sp, msg, row)
+	changed, trace, applyErr := p.apply(ctx, run, msg, row)
 	if applyErr != nil {
-		_ = sp.Rollback(ctx)
 		verdict, reason := Classify(applyErr)
 		if verdict != VerdictDead {
 			return o, nil, applyErr
@@ -81,24 +78,20 @@ func (p *Pump) processOne(ctx context.Context, tx *store.Tx, row mailbox.Row, pr
 				trace.Flags = append(trace.Flags, FlagDayMismatch)
 			}
 		}
-		return p.finish(ctx, tx, res, store.StatusDead, reason, applyErr.Error(), trace)
-	}
-	if err := sp.Commit(ctx); err != nil {
-		return o, nil, err
+		return p.finish(res, store.StatusDead, reason, applyErr.Error(), trace)
 	}
 	if trace != nil {
 		res.Flags = append(res.Flags, trace.Flags...)
-		trace.Flags = append(trace.Flags, res.Flags...)
-		trace.Flags = dedup(trace.Flags)
+		trace.Flags = dedup(append(trace.Flags, res.Flags...))
 	}
-	o, w, err = p.finish(ctx, tx, res, store.StatusSucceeded, "", "", trace)
+	o, w, err = p.finish(res, store.StatusSucceeded, "", "", trace)
 	o.changed = changed
 	return o, w, err
 }
 
 // rejected handles a message the decoder refused: DEAD for illegal input,
 // FAILED(UNSUPPORTED) retried up to the limit, then DEAD.
-func (p *Pump) rejected(ctx context.Context, tx *store.Tx, res store.Result, prior store.ProcState, decErr error) (outcome, *waiting, error) {
+func (p *Pump) rejected(res store.Result, prior store.ProcState, decErr error) (outcome, *waiting, error) {
 	verdict, reason := Classify(decErr)
 	detail := decErr.Error()
 	var se *sis.Error
@@ -106,21 +99,21 @@ func (p *Pump) rejected(ctx context.Context, tx *store.Tx, res store.Result, pri
 		detail = se.Note(1 << 12)
 	}
 	if verdict != VerdictUnsupported {
-		return p.finish(ctx, tx, res, store.StatusDead, reason, detail, nil)
+		return p.finish(res, store.StatusDead, reason, detail, nil)
 	}
 	attempts := prior.Attempts + 1
 	limit := int(*p.feed.Spec.Pump.UnsupportedRetryLimit)
 	if attempts > limit {
-		return p.finish(ctx, tx, res, store.StatusDead, reason, fmt.Sprintf("%s (after %d attempts)", detail, attempts), nil)
+		return p.finish(res, store.StatusDead, reason, fmt.Sprintf("%s (after %d attempts)", detail, attempts), nil)
 	}
-	o, _, err := p.finish(ctx, tx, res, store.StatusFailed, reason, detail, nil)
+	o, _, err := p.finish(res, store.StatusFailed, reason, detail, nil)
 	spec := p.feed.Spec.Pump
 	return o, &waiting{wait: Backoff(attempts, spec.BackoffInitial.Duration, spec.BackoffMax.Duration, p.rand), reason: detail}, err
 }
 
-// finish records the result (proc_state and, when terminal, the backfill
-// intent) in the batch transaction.
-func (p *Pump) finish(ctx context.Context, tx *store.Tx, res store.Result, status, reason, detail string, trace *store.TraceEntry) (outcome, *waiting, error) {
+// finish builds the message's result; the batch writes every result (and
+// its backfill intent) with its final round trip.
+func (p *Pump) finish(res store.Result, status, reason, detail string, trace *store.TraceEntry) (outcome, *waiting, error) {
 	res.Status, res.Reason = status, reason
 	if status != store.StatusSucceeded {
 		res.Note = reason
@@ -130,32 +123,58 @@ func (p *Pump) finish(ctx context.Context, tx *store.Tx, res store.Result, statu
 			res.Note = detail
 		}
 	}
-	if err := tx.RecordResult(ctx, res); err != nil {
-		return outcome{}, nil, err
-	}
 	return outcome{result: res, trace: trace}, nil, nil
 }
 
 // apply dispatches a decoded message to its write path.
-func (p *Pump) apply(ctx context.Context, tx *store.Tx, msg *sis.Message, row mailbox.Row) (changed bool, trace *store.TraceEntry, err error) {
+func (p *Pump) apply(ctx context.Context, run *batchRun, msg *sis.Message, row mailbox.Row) (changed bool, trace *store.TraceEntry, err error) {
 	meta := p.meta(msg, row.ID)
 	switch msg.Kind {
 	case sis.KindSnapshot:
-		return p.applySnapshot(ctx, tx, meta, msg, row)
+		return p.applySnapshotIsolated(ctx, run, meta, msg, row)
 	case sis.KindADFT, sis.KindFLOP:
 		records := make([]flight.Commands, len(msg.Records))
 		for i, r := range msg.Records {
 			records[i] = r.Commands
 		}
-		out, err := tx.ApplyIncrement(ctx, meta, records)
+		out, err := run.set.Increment(meta, records)
 		return len(out.Versions) > 0, nil, err
 	case sis.KindFDEL:
-		out, err := tx.DeleteFlights(ctx, meta, msg.Deletions)
+		out, err := run.set.Delete(meta, msg.Deletions)
 		return len(out.Versions) > 0, nil, err
 	default:
 		return false, nil, &sis.Error{Reason: sis.Reason(ReasonUnsupported), Class: sis.ClassUnsupported,
 			Detail: fmt.Sprintf("message kind %s has no handler", msg.Kind)}
 	}
+}
+
+// applySnapshotIsolated writes what the working set holds so far, applies
+// the snapshot inside a savepoint (rolled back alone when refused), and
+// reloads the working set, whose flights the snapshot may have changed.
+func (p *Pump) applySnapshotIsolated(ctx context.Context, run *batchRun, meta store.Meta, msg *sis.Message, row mailbox.Row) (bool, *store.TraceEntry, error) {
+	if run.set.Dirty() {
+		if err := run.set.Flush(ctx); err != nil {
+			return false, nil, err
+		}
+	}
+	sp, err := run.tx.Savepoint(ctx)
+	if err != nil {
+		return false, nil, err
+	}
+	changed, trace, applyErr := p.applySnapshot(ctx, sp, meta, msg, row)
+	if applyErr != nil {
+		if err := sp.Rollback(ctx); err != nil {
+			return false, trace, err
+		}
+	} else if err := sp.Commit(ctx); err != nil {
+		return false, trace, err
+	}
+	set, err := run.tx.LoadSet(ctx, run.reload.FLIDs, run.reload.Versions)
+	if err != nil {
+		return false, trace, err
+	}
+	run.set = set
+	return changed, trace, applyErr
 }
 
 func (p *Pump) applySnapshot(ctx context.Context, tx *store.Tx, meta store.Meta, msg *sis.Message, row mailbox.Row) (bool, *store.TraceEntry, error) {

@@ -68,7 +68,7 @@ func (t *Tx) finish(ctx context.Context, b *pgx.Batch, meta Meta, writes []state
 	if len(ids) > 0 {
 		b.Queue(`DELETE FROM schd_gen_flid WHERE flid = ANY($1)`, ids)
 	}
-	queueEvents(b, meta, events)
+	queueEvents(b, events)
 	return assigned, nil
 }
 

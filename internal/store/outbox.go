@@ -32,6 +32,7 @@ type outboxEvent struct {
 	flid        int64
 	version     int64
 	day         *string
+	messageID   int64
 	payload     string
 }
 
@@ -60,8 +61,8 @@ func upsertEvents(next *flight.State, changed []string, meta Meta) ([]outboxEven
 	flid := int64(next.FLID) //nolint:gosec // at most 12 digits
 	day := dayPtr(next.OperationDay)
 	return []outboxEvent{
-		{kind: KindState, event: EventUpsert, flid: flid, version: next.StateVersion, day: day, payload: string(doc)},
-		{kind: KindNotice, event: EventNotice, flid: flid, version: next.StateVersion, day: day, payload: string(n)},
+		{kind: KindState, event: EventUpsert, flid: flid, version: next.StateVersion, day: day, messageID: meta.MessageID, payload: string(doc)},
+		{kind: KindNotice, event: EventNotice, flid: flid, version: next.StateVersion, day: day, messageID: meta.MessageID, payload: string(n)},
 	}, nil
 }
 
@@ -79,8 +80,8 @@ func deleteEvents(flid flight.FLID, version int64, day string, meta Meta) ([]out
 	}
 	id := int64(flid) //nolint:gosec // at most 12 digits
 	return []outboxEvent{
-		{kind: KindState, event: EventDelete, flid: id, version: version, day: dayPtr(day), payload: string(tomb)},
-		{kind: KindNotice, event: EventNotice, flid: id, version: version, day: dayPtr(day), payload: string(n)},
+		{kind: KindState, event: EventDelete, flid: id, version: version, day: dayPtr(day), messageID: meta.MessageID, payload: string(tomb)},
+		{kind: KindNotice, event: EventNotice, flid: id, version: version, day: dayPtr(day), messageID: meta.MessageID, payload: string(n)},
 	}, nil
 }
 
@@ -92,20 +93,21 @@ func dayPtr(day string) *string {
 }
 
 // queueEvents inserts all events with one statement.
-func queueEvents(b *pgx.Batch, meta Meta, events []outboxEvent) {
+func queueEvents(b *pgx.Batch, events []outboxEvent) {
 	if len(events) == 0 {
 		return
 	}
 	n := len(events)
 	kinds, evs, payloads := make([]string, n), make([]string, n), make([]string, n)
-	flids, versions := make([]int64, n), make([]int64, n)
+	flids, versions, msgs := make([]int64, n), make([]int64, n), make([]int64, n)
 	days := make([]*string, n)
 	for i, e := range events {
-		kinds[i], evs[i], flids[i], versions[i], days[i], payloads[i] = e.kind, e.event, e.flid, e.version, e.day, e.payload
+		kinds[i], evs[i], flids[i], versions[i], days[i], msgs[i], payloads[i] =
+			e.kind, e.event, e.flid, e.version, e.day, e.messageID, e.payload
 	}
 	b.Queue(`INSERT INTO msg_event (kind, event, flid, state_version, operation_day, message_id, payload)
-		SELECT kind, event, flid, state_version, operation_day::date, $7, payload
-		FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[])
-		AS u(kind, event, flid, state_version, operation_day, payload)`,
-		kinds, evs, flids, versions, days, payloads, meta.MessageID)
+		SELECT kind, event, flid, state_version, operation_day::date, message_id, payload
+		FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[], $7::text[])
+		AS u(kind, event, flid, state_version, operation_day, message_id, payload)`,
+		kinds, evs, flids, versions, days, msgs, payloads)
 }

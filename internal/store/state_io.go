@@ -76,28 +76,8 @@ func columnList(slots []slot) string {
 var mainSelect = "SELECT flid, operation_day::text, state_version, last_message_id, updated_at, " +
 	columnList(readSlots) + " FROM flight_schd WHERE %s ORDER BY flid"
 
-// mainUpsert writes one whole main row.
-var mainUpsert = func() string {
-	cols := append(append([]string{}, bookkeepingColumns...), func() []string {
-		out := make([]string, len(mainSlots))
-		for i, s := range mainSlots {
-			out[i] = s.column
-		}
-		return out
-	}()...)
-	params := make([]string, len(cols))
-	sets := make([]string, 0, len(cols))
-	for i, c := range cols {
-		params[i] = fmt.Sprintf("$%d", i+1)
-		if c != "flid" {
-			sets = append(sets, c+" = EXCLUDED."+c)
-		}
-	}
-	return "INSERT INTO flight_schd (" + strings.Join(cols, ", ") + ") VALUES (" + strings.Join(params, ", ") +
-		") ON CONFLICT (flid) DO UPDATE SET " + strings.Join(sets, ", ")
-}()
-
-// mainRowArgs renders a state as mainUpsert's arguments.
+// mainRowArgs renders a state as one row of main-table values, in column
+// order (bookkeeping columns, then mainSlots).
 func mainRowArgs(s *flight.State, loc *time.Location) ([]any, error) {
 	args := make([]any, 0, len(bookkeepingColumns)+len(mainSlots))
 	var day any
@@ -267,18 +247,27 @@ func (c childTable) fieldFor(routeKind *string) (flight.FieldSpec, error) {
 	return flight.FieldSpec{}, fmt.Errorf("%s: unknown route_kind %v", c.name, routeKind)
 }
 
-// loadInto runs the main and child queries restricted by predicate (with
+// loadStates runs the main and child queries restricted by predicate (with
 // args) in one round trip and returns the states in FLID order.
 func loadStates(ctx context.Context, q querier, predicate string, args ...any) ([]flight.State, error) {
 	batch := &pgx.Batch{}
-	batch.Queue(fmt.Sprintf(mainSelect, predicate), args...)
-	childPredicate := "flid IN (SELECT flid FROM flight_schd WHERE " + predicate + ")"
-	for _, c := range childTables {
-		batch.Queue(fmt.Sprintf(childSelect(c), childPredicate), args...)
-	}
+	queueLoad(batch, predicate, args...)
 	br := q.SendBatch(ctx, batch)
 	defer func() { _ = br.Close() }()
+	return readLoad(br)
+}
 
+// queueLoad adds the main and child queries of a load to b.
+func queueLoad(b *pgx.Batch, predicate string, args ...any) {
+	b.Queue(fmt.Sprintf(mainSelect, predicate), args...)
+	childPredicate := "flid IN (SELECT flid FROM flight_schd WHERE " + predicate + ")"
+	for _, c := range childTables {
+		b.Queue(fmt.Sprintf(childSelect(c), childPredicate), args...)
+	}
+}
+
+// readLoad reads the results queueLoad asked for, in order.
+func readLoad(br pgx.BatchResults) ([]flight.State, error) {
 	rows, err := br.Query()
 	if err != nil {
 		return nil, fmt.Errorf("read flights: %w", err)

@@ -53,12 +53,8 @@ func childInsert(c childTable) string {
 // that changed (delete then insert). The number of statements depends on
 // the number of flights, the number of round trips does not.
 func queueStateWrites(b *pgx.Batch, writes []stateWrite, loc *time.Location) error {
-	for i := range writes {
-		args, err := mainRowArgs(&writes[i].next, loc)
-		if err != nil {
-			return err
-		}
-		b.Queue(mainUpsert, args...)
+	if err := queueMainRows(b, writes, loc); err != nil {
+		return err
 	}
 	for _, c := range childTables {
 		cols := c.columns()
@@ -153,4 +149,80 @@ func queueDeletes(b *pgx.Batch, flids []int64) {
 		b.Queue("DELETE FROM "+c.name+" WHERE flid = ANY($1)", flids)
 	}
 	b.Queue("DELETE FROM flight_schd WHERE flid = ANY($1)", flids)
+}
+
+// mainUpsertMany writes many whole main rows with one statement from
+// per-column arrays.
+var mainUpsertMany = func() string {
+	cols := append([]string{}, bookkeepingColumns...)
+	types := []string{"bigint[]", "text[]", "bigint[]", "bigint[]", "timestamptz[]"}
+	selects := []string{"flid", "operation_day::date", "state_version", "last_message_id", "updated_at"}
+	for _, sl := range mainSlots {
+		cols = append(cols, sl.column)
+		switch sl.kind {
+		case slotTypedTime:
+			types = append(types, "timestamptz[]")
+			selects = append(selects, sl.column)
+		case slotAnomalyRest:
+			types = append(types, "text[]")
+			selects = append(selects, sl.column+"::jsonb")
+		default:
+			types = append(types, "text[]")
+			selects = append(selects, sl.column)
+		}
+	}
+	params := make([]string, len(cols))
+	sets := make([]string, 0, len(cols))
+	for i, c := range cols {
+		params[i] = fmt.Sprintf("$%d::%s", i+1, types[i])
+		if c != "flid" {
+			sets = append(sets, c+" = EXCLUDED."+c)
+		}
+	}
+	return "INSERT INTO flight_schd (" + strings.Join(cols, ", ") + ") SELECT " + strings.Join(selects, ", ") +
+		" FROM unnest(" + strings.Join(params, ", ") + ") AS u(" + strings.Join(cols, ", ") + ")" +
+		" ON CONFLICT (flid) DO UPDATE SET " + strings.Join(sets, ", ")
+}()
+
+// queueMainRows queues the main rows of writes as one statement (a FLID
+// may appear once: callers merge a flight's changes first).
+func queueMainRows(b *pgx.Batch, writes []stateWrite, loc *time.Location) error {
+	if len(writes) == 0 {
+		return nil
+	}
+	width := len(bookkeepingColumns) + len(mainSlots)
+	flids, versions, lastMsgs := make([]int64, len(writes)), make([]int64, len(writes)), make([]int64, len(writes))
+	updated := make([]time.Time, len(writes))
+	texts := make([][]*string, width) // by column; nil for non-text columns
+	times := make([][]*time.Time, width)
+	for c := 1; c < width; c++ {
+		texts[c] = make([]*string, len(writes))
+		times[c] = make([]*time.Time, len(writes))
+	}
+	for i := range writes {
+		row, err := mainRowArgs(&writes[i].next, loc)
+		if err != nil {
+			return err
+		}
+		flids[i], versions[i], lastMsgs[i], updated[i] = row[0].(int64), row[2].(int64), row[3].(int64), row[4].(time.Time)
+		for c, v := range row {
+			switch v := v.(type) {
+			case string:
+				texts[c][i] = &v
+			case time.Time:
+				times[c][i] = &v
+			}
+		}
+	}
+	args := []any{flids, texts[1], versions, lastMsgs, updated}
+	for j, sl := range mainSlots {
+		c := len(bookkeepingColumns) + j
+		if sl.kind == slotTypedTime {
+			args = append(args, times[c])
+		} else {
+			args = append(args, texts[c])
+		}
+	}
+	b.Queue(mainUpsertMany, args...)
+	return nil
 }

@@ -1,0 +1,258 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+)
+
+// PrefetchRequest names what a batch of messages will need to read.
+type PrefetchRequest struct {
+	// MessageIDs of the batch, for their processing states.
+	MessageIDs []int64
+	// IdentityKeys of the decoded messages, for re-sent copy detection,
+	// looked up among messages received since Since.
+	IdentityKeys []string
+	Since        time.Time
+	// FLIDs the batch's increments and deletions touch, and how many state
+	// versions they may need at most.
+	FLIDs    []flight.FLID
+	Versions int
+}
+
+// PriorCopy is the latest processed message with an identity key.
+type PriorCopy struct {
+	MessageID  int64
+	Digest     []byte
+	ReceivedAt time.Time
+}
+
+// Prefetch is everything a batch reads, fetched in one round trip.
+type Prefetch struct {
+	States map[int64]ProcState
+	Priors map[string]PriorCopy
+	Set    *WorkingSet
+}
+
+// Prefetch reads processing states, prior copies, the touched flights and
+// a pool of state versions with one pipelined batch.
+func (t *Tx) Prefetch(ctx context.Context, req PrefetchRequest) (*Prefetch, error) {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT message_id, status, coalesce(reason, ''), coalesce(note, ''), attempts, coalesce(finished_at, 'epoch')
+		FROM proc_state WHERE message_id = ANY($1)`, req.MessageIDs)
+	b.Queue(`SELECT DISTINCT ON (identity_key) identity_key, message_id, payload_digest, received_at FROM proc_state
+		WHERE identity_key = ANY($1) AND received_at >= $2 AND status IN ('SUCCEEDED', 'DEAD')
+		ORDER BY identity_key, received_at DESC, message_id DESC`, req.IdentityKeys, req.Since)
+	ids := flidArgs(req.FLIDs)
+	b.Queue(`SELECT nextval('state_version_seq') FROM generate_series(1, $1) ORDER BY 1`, req.Versions)
+	queueLoad(b, "flid = ANY($1)", ids)
+
+	br := t.tx.SendBatch(ctx, b)
+	defer func() { _ = br.Close() }()
+	out := &Prefetch{States: map[int64]ProcState{}, Priors: map[string]PriorCopy{}}
+
+	rows, err := br.Query()
+	if err != nil {
+		return nil, fmt.Errorf("prefetch processing states: %w", err)
+	}
+	for rows.Next() {
+		var id int64
+		var p ProcState
+		if err := rows.Scan(&id, &p.Status, &p.Reason, &p.Note, &p.Attempts, &p.Finished); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("prefetch processing states: %w", err)
+		}
+		out.States[id] = p
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("prefetch processing states: %w", err)
+	}
+
+	rows, err = br.Query()
+	if err != nil {
+		return nil, fmt.Errorf("prefetch prior copies: %w", err)
+	}
+	for rows.Next() {
+		var key string
+		var p PriorCopy
+		if err := rows.Scan(&key, &p.MessageID, &p.Digest, &p.ReceivedAt); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("prefetch prior copies: %w", err)
+		}
+		out.Priors[key] = p
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("prefetch prior copies: %w", err)
+	}
+
+	set, err := t.readSet(br, req.FLIDs)
+	if err != nil {
+		return nil, err
+	}
+	out.Set = set
+	return out, nil
+}
+
+// LoadSet starts a new working set over flids with up to versions state
+// versions (after a snapshot changed the database under the old one).
+func (t *Tx) LoadSet(ctx context.Context, flids []flight.FLID, versions int) (*WorkingSet, error) {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT nextval('state_version_seq') FROM generate_series(1, $1) ORDER BY 1`, versions)
+	queueLoad(b, "flid = ANY($1)", flidArgs(flids))
+	br := t.tx.SendBatch(ctx, b)
+	defer func() { _ = br.Close() }()
+	return t.readSet(br, flids)
+}
+
+func (t *Tx) readSet(br pgx.BatchResults, flids []flight.FLID) (*WorkingSet, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, fmt.Errorf("take state versions: %w", err)
+	}
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("take state versions: %w", err)
+	}
+	states, err := readLoad(br)
+	if err != nil {
+		return nil, err
+	}
+	w := &WorkingSet{tx: t, base: map[flight.FLID]flight.State{}, cur: map[flight.FLID]*flight.State{},
+		loaded: map[flight.FLID]bool{}, recycled: map[flight.FLID]bool{}, versions: versions}
+	for _, f := range flids {
+		w.loaded[f] = true
+	}
+	for _, s := range states {
+		w.base[s.FLID] = s
+	}
+	return w, nil
+}
+
+func flidArgs(flids []flight.FLID) []int64 {
+	ids := make([]int64, len(flids))
+	for i, f := range flids {
+		ids[i] = int64(f) //nolint:gosec // at most 12 digits
+	}
+	return ids
+}
+
+// FinishBatch writes, in one round trip, what a batch leaves after its
+// messages were decided: the raw archive of its rows, the working set's
+// state and events, and every message's result with its backfill intent.
+func (t *Tx) FinishBatch(ctx context.Context, archive []ArchivedRow, set *WorkingSet, results []Result) error {
+	b := &pgx.Batch{}
+	queueArchive(b, archive)
+	if set != nil {
+		if err := set.queue(b); err != nil {
+			return err
+		}
+	}
+	t.queueResults(b, results)
+	if err := t.sendBatch(ctx, b); err != nil {
+		return fmt.Errorf("finish batch: %w", err)
+	}
+	if set != nil {
+		set.cur, set.order, set.events = map[flight.FLID]*flight.State{}, nil, nil
+	}
+	return nil
+}
+
+func queueArchive(b *pgx.Batch, rows []ArchivedRow) {
+	if len(rows) == 0 {
+		return
+	}
+	n := len(rows)
+	ids, sizes := make([]int64, n), make([]int64, n)
+	received := make([]time.Time, n)
+	truncated := make([]bool, n)
+	digests, bodies := make([][]byte, n), make([][]byte, n)
+	for i, r := range rows {
+		ids[i], sizes[i], received[i], truncated[i], digests[i], bodies[i] = r.MessageID, r.Size, r.ReceivedAt, r.Truncated, Digest(r.Body), r.Body
+	}
+	b.Queue(`INSERT INTO msg_archive (message_id, received_at, byte_size, truncated, digest, body)
+		SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::bigint[], $4::bool[], $5::bytea[], $6::bytea[])
+		ON CONFLICT (message_id) DO NOTHING`, ids, received, sizes, truncated, digests, bodies)
+}
+
+// queueResults records many results at once (see RecordResult).
+func (t *Tx) queueResults(b *pgx.Batch, results []Result) {
+	if len(results) == 0 {
+		return
+	}
+	n := len(results)
+	ids, attempts := make([]int64, n), make([]int32, n)
+	keys, types, styps, statuses, reasons, notes := make([]*string, n), make([]*string, n), make([]*string, n), make([]string, n), make([]*string, n), make([]*string, n)
+	digests := make([][]byte, n)
+	flags := make([]string, n)
+	received := make([]time.Time, n)
+	finished := make([]*time.Time, n)
+	var bf []int64
+	var bfResults, bfNotes []string
+	for i, r := range results {
+		ids[i], statuses[i], digests[i], received[i], attempts[i] = r.MessageID, r.Status, r.PayloadDigest, r.ReceivedAt, 1
+		keys[i], types[i], styps[i] = nonEmpty(cleanText(r.IdentityKey)), nonEmpty(cleanText(r.Type)), nonEmpty(cleanText(r.Styp))
+		reasons[i], notes[i] = nonEmpty(r.Reason), nonEmpty(cleanText(r.Note))
+		flags[i] = pgTextArray(r.Flags)
+		if r.terminal() {
+			finished[i] = &t.now
+			bf = append(bf, r.MessageID)
+			bfResults = append(bfResults, r.Status)
+			bfNotes = append(bfNotes, cleanText(r.Note))
+		}
+	}
+	b.Queue(`INSERT INTO proc_state (message_id, identity_key, payload_digest, msg_type, msg_styp, status, reason, note,
+			flags, attempts, received_at, first_seen_at, updated_at, finished_at)
+		SELECT id, key, digest, typ, styp, status, reason, note, flags::text[], 1, received, $12, $12, finished
+		FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+			$9::text[], $10::timestamptz[], $11::timestamptz[])
+			AS u(id, key, digest, typ, styp, status, reason, note, flags, received, finished)
+		ON CONFLICT (message_id) DO UPDATE SET
+			identity_key = EXCLUDED.identity_key, payload_digest = EXCLUDED.payload_digest,
+			msg_type = EXCLUDED.msg_type, msg_styp = EXCLUDED.msg_styp, status = EXCLUDED.status,
+			reason = EXCLUDED.reason, note = EXCLUDED.note, flags = EXCLUDED.flags,
+			attempts = proc_state.attempts + 1, updated_at = EXCLUDED.updated_at, finished_at = EXCLUDED.finished_at`,
+		ids, keys, digests, types, styps, statuses, reasons, notes, flags, received, finished, t.now)
+	if len(bf) > 0 {
+		b.Queue(`INSERT INTO backfill_todo (message_id, result, note, processed_at)
+			SELECT id, result, NULLIF(note, ''), $4 FROM unnest($1::bigint[], $2::text[], $3::text[]) AS u(id, result, note)
+			ON CONFLICT (message_id) DO UPDATE SET result = EXCLUDED.result, note = EXCLUDED.note, processed_at = EXCLUDED.processed_at`,
+			bf, bfResults, bfNotes, t.now)
+	}
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// pgTextArray renders flags as a PostgreSQL array literal, so a list of
+// lists can travel as one text[] parameter.
+func pgTextArray(items []string) string {
+	out := "{"
+	for i, it := range items {
+		if i > 0 {
+			out += ","
+		}
+		out += `"` + escapeArrayItem(it) + `"`
+	}
+	return out + "}"
+}
+
+func escapeArrayItem(s string) string {
+	r := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' || s[i] == '\\' {
+			r = append(r, '\\')
+		}
+		r = append(r, s[i])
+	}
+	return string(r)
+}

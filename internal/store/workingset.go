@@ -1,0 +1,209 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+)
+
+// WorkingSet applies a run of increment and delete messages in memory and
+// writes their combined effect with one pipelined batch, so a batch of
+// messages costs a constant number of round trips. Each message is decided
+// before anything is written: a message the engine refuses changes nothing
+// in the set, so per-message atomicity holds without a savepoint each.
+// The flights a run touches must be loaded up front (Tx.Prefetch).
+type WorkingSet struct {
+	// base is the database state at load; cur the state now (nil: deleted).
+	base     map[flight.FLID]flight.State
+	cur      map[flight.FLID]*flight.State
+	loaded   map[flight.FLID]bool
+	order    []flight.FLID
+	recycled map[flight.FLID]bool // deleted in this set, present in the database
+	versions []int64
+	events   []outboxEvent
+	tx       *Tx
+}
+
+func (w *WorkingSet) touch(f flight.FLID) {
+	for _, o := range w.order {
+		if o == f {
+			return
+		}
+	}
+	w.order = append(w.order, f)
+}
+
+func (w *WorkingSet) version() (int64, error) {
+	if len(w.versions) == 0 {
+		return 0, fmt.Errorf("working set: state versions exhausted (prefetch too few)")
+	}
+	v := w.versions[0]
+	w.versions = w.versions[1:]
+	return v, nil
+}
+
+func (w *WorkingSet) current(f flight.FLID) (flight.State, bool, error) {
+	if !w.loaded[f] {
+		return flight.State{}, false, fmt.Errorf("working set: flight %s was not prefetched", f)
+	}
+	if s, ok := w.cur[f]; ok {
+		if s == nil {
+			return flight.State{}, false, nil
+		}
+		return *s, true, nil
+	}
+	s, ok := w.base[f]
+	return s, ok, nil
+}
+
+// Increment merges increment records (FLOP, ADFT) as Tx.ApplyIncrement does,
+// in memory. On error nothing of the message is kept.
+func (w *WorkingSet) Increment(meta Meta, records []flight.Commands) (IncrementOutcome, error) {
+	out := IncrementOutcome{Versions: map[flight.FLID]int64{}}
+	staged := map[flight.FLID]*flight.State{}
+	var events []outboxEvent
+	var order []flight.FLID
+	for _, r := range records {
+		if r.Full {
+			return IncrementOutcome{}, fmt.Errorf("message %d: flight %s: a full record is not an increment", meta.MessageID, r.FLID)
+		}
+		cur, exists, err := w.current(r.FLID)
+		if err != nil {
+			return IncrementOutcome{}, err
+		}
+		if s, ok := staged[r.FLID]; ok {
+			cur, exists = *s, true
+		}
+		wr, changed, err := mergeOne(cur, exists, r)
+		if err != nil {
+			return IncrementOutcome{}, fmt.Errorf("message %d: %w", meta.MessageID, err)
+		}
+		if !changed {
+			out.Unchanged++
+			continue
+		}
+		if !exists {
+			out.Created = append(out.Created, r.FLID)
+		}
+		next := wr.next
+		if _, ok := staged[r.FLID]; !ok {
+			order = append(order, r.FLID)
+		}
+		staged[r.FLID] = &next
+		// Every changed record is its own version and notice, as the
+		// message's records apply in order.
+		v, err := w.version()
+		if err != nil {
+			return IncrementOutcome{}, err
+		}
+		next.StateVersion, next.LastMessageID, next.UpdatedAt = v, meta.MessageID, w.tx.now
+		ev, err := upsertEvents(&next, wr.changed, meta)
+		if err != nil {
+			return IncrementOutcome{}, err
+		}
+		events = append(events, ev...)
+		out.Versions[r.FLID] = v
+	}
+	for _, f := range order {
+		w.cur[f] = staged[f]
+		w.touch(f)
+	}
+	w.events = append(w.events, events...)
+	return out, nil
+}
+
+// Delete ends flight instances (FDEL) as Tx.DeleteFlights does, in memory.
+func (w *WorkingSet) Delete(meta Meta, flids []flight.FLID) (DeleteOutcome, error) {
+	out := DeleteOutcome{Versions: map[flight.FLID]int64{}}
+	seen := map[flight.FLID]bool{}
+	for _, f := range flids {
+		if seen[f] {
+			continue
+		}
+		seen[f] = true
+		cur, exists, err := w.current(f)
+		if err != nil {
+			return DeleteOutcome{}, err
+		}
+		if !exists {
+			out.Missing = append(out.Missing, f)
+			continue
+		}
+		v, err := w.version()
+		if err != nil {
+			return DeleteOutcome{}, err
+		}
+		ev, err := deleteEvents(f, v, cur.OperationDay, meta)
+		if err != nil {
+			return DeleteOutcome{}, err
+		}
+		w.events = append(w.events, ev...)
+		w.cur[f] = nil
+		if _, inDB := w.base[f]; inDB {
+			w.recycled[f] = true
+		}
+		w.touch(f)
+		out.Versions[f] = v
+	}
+	return out, nil
+}
+
+// Dirty reports whether the set holds anything to write.
+func (w *WorkingSet) Dirty() bool { return len(w.order) > 0 || len(w.events) > 0 }
+
+// Flush writes the set's effect to the transaction in one round trip and
+// empties it.
+func (w *WorkingSet) Flush(ctx context.Context) error {
+	b := &pgx.Batch{}
+	if err := w.queue(b); err != nil {
+		return err
+	}
+	if err := w.tx.sendBatch(ctx, b); err != nil {
+		return fmt.Errorf("write working set: %w", err)
+	}
+	for _, f := range w.order {
+		if s := w.cur[f]; s != nil {
+			w.base[f] = *s
+		} else {
+			delete(w.base, f)
+		}
+	}
+	w.cur, w.order, w.events, w.recycled = map[flight.FLID]*flight.State{}, nil, nil, map[flight.FLID]bool{}
+	return nil
+}
+
+// queue adds the set's statements to b: flights deleted in the set go
+// first (children, main row, roster), then every surviving changed flight
+// is written whole against its database state, then the events.
+func (w *WorkingSet) queue(b *pgx.Batch) error {
+	var gone []int64
+	var writes []stateWrite
+	for _, f := range w.order {
+		s := w.cur[f]
+		base, inDB := w.base[f]
+		if w.recycled[f] {
+			gone = append(gone, int64(f)) //nolint:gosec // 12 digits
+			inDB = false
+		}
+		if s == nil {
+			continue
+		}
+		if !inDB {
+			writes = append(writes, stateWrite{next: *s, changed: presentTags(*s), isNew: true})
+			continue
+		}
+		writes = append(writes, stateWrite{next: *s, changed: flight.ChangedKeys(base, *s)})
+	}
+	queueDeletes(b, gone)
+	if len(gone) > 0 {
+		b.Queue(`DELETE FROM schd_gen_flid WHERE flid = ANY($1)`, gone)
+	}
+	if err := queueStateWrites(b, writes, w.tx.store.loc); err != nil {
+		return err
+	}
+	queueEvents(b, w.events)
+	return nil
+}
