@@ -121,7 +121,7 @@ history: {disabled: true}
 			kills = 20
 		case <-time.After(time.Duration(150+r.IntN(400)) * time.Millisecond):
 			_ = cmd.Process.Signal(syscall.SIGKILL)
-			<-done
+			_ = <-done // killed: the exit error is expected
 			kills++
 			n := crashed.count(`SELECT count(*) FROM proc_state`)
 			progress = append(progress, n)
