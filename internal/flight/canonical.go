@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Keys of the canonical document that are not SIS field tags.
@@ -34,51 +38,144 @@ var ErrKeyCollision = errors.New("canonical JSON key collision")
 // cleared field — empty scalar, empty list, empty anomaly — is an absent key.
 // The same state always yields the same bytes.
 func CanonicalJSON(s State) ([]byte, error) {
-	doc := make(map[string]any, 4+len(s.Scalars)+len(s.Lists)+len(s.Anomalies))
-	doc[KeyFLID] = s.FLID.String()
-	doc[KeyStateVersion] = s.StateVersion
+	// Top-level keys: the bookkeeping ones, then every present field.
+	type entry struct {
+		key   string
+		kind  byte // 's' string, 'n' number, 'l' list, 'o' object
+		str   string
+		num   int64
+		list  []Item
+		obj   Item
+	}
+	entries := make([]entry, 0, 4+len(s.Scalars)+len(s.Lists)+len(s.Anomalies))
+	entries = append(entries, entry{key: KeyFLID, kind: 's', str: s.FLID.String()},
+		entry{key: KeyStateVersion, kind: 'n', num: s.StateVersion})
 	if s.OperationDay != "" {
-		doc[KeyOperationDay] = s.OperationDay
+		entries = append(entries, entry{key: KeyOperationDay, kind: 's', str: s.OperationDay})
 	}
 	if !s.UpdatedAt.IsZero() {
-		doc[KeyUpdatedAt] = s.UpdatedAt.UTC().Format(UpdatedAtLayout)
-	}
-	put := func(key string, v any) error {
-		if _, taken := doc[key]; taken {
-			return fmt.Errorf("%w: %q for FLID %s", ErrKeyCollision, key, s.FLID)
-		}
-		doc[key] = v
-		return nil
+		entries = append(entries, entry{key: KeyUpdatedAt, kind: 's', str: s.UpdatedAt.UTC().Format(UpdatedAtLayout)})
 	}
 	for tag, v := range s.Scalars {
-		if v == "" {
-			continue
-		}
-		if err := put(tag, v); err != nil {
-			return nil, err
+		if v != "" {
+			entries = append(entries, entry{key: tag, kind: 's', str: v})
 		}
 	}
 	for tag, items := range s.Lists {
-		if len(items) == 0 {
-			continue
-		}
-		list := make([]map[string]string, len(items))
-		for i, it := range items {
-			list[i] = nonNil(it)
-		}
-		if err := put(tag, list); err != nil {
-			return nil, err
+		if len(items) > 0 {
+			entries = append(entries, entry{key: tag, kind: 'l', list: items})
 		}
 	}
 	for tag, obj := range s.Anomalies {
-		if len(obj) == 0 {
-			continue
-		}
-		if err := put(tag, map[string]string(obj)); err != nil {
-			return nil, err
+		if len(obj) > 0 {
+			entries = append(entries, entry{key: tag, kind: 'o', obj: obj})
 		}
 	}
-	return encodeSorted(doc)
+	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+	for i := 1; i < len(entries); i++ {
+		if entries[i].key == entries[i-1].key {
+			return nil, fmt.Errorf("%w: %q for FLID %s", ErrKeyCollision, entries[i].key, s.FLID)
+		}
+	}
+	buf := make([]byte, 0, 256+64*len(entries))
+	buf = append(buf, '{')
+	for i, e := range entries {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendJSONString(buf, e.key)
+		buf = append(buf, ':')
+		switch e.kind {
+		case 's':
+			buf = appendJSONString(buf, e.str)
+		case 'n':
+			buf = strconv.AppendInt(buf, e.num, 10)
+		case 'l':
+			buf = append(buf, '[')
+			for j, it := range e.list {
+				if j > 0 {
+					buf = append(buf, ',')
+				}
+				buf = appendObject(buf, it)
+			}
+			buf = append(buf, ']')
+		case 'o':
+			buf = appendObject(buf, e.obj)
+		}
+	}
+	return append(buf, '}'), nil
+}
+
+// appendObject writes an item as a JSON object with sorted keys.
+func appendObject(buf []byte, it Item) []byte {
+	keys := make([]string, 0, len(it))
+	for k := range it {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	buf = append(buf, '{')
+	for i, k := range keys {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendJSONString(buf, k)
+		buf = append(buf, ':')
+		buf = appendJSONString(buf, it[k])
+	}
+	return append(buf, '}')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString quotes s exactly as encoding/json does with HTML
+// escaping off: ", \ and control characters escaped, U+2028 and U+2029
+// escaped, invalid UTF-8 replaced by U+FFFD.
+func appendJSONString(buf []byte, s string) []byte {
+	buf = append(buf, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			buf = append(buf, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				buf = append(buf, '\\', c)
+			case '\n':
+				buf = append(buf, '\\', 'n')
+			case '\r':
+				buf = append(buf, '\\', 'r')
+			case '\t':
+				buf = append(buf, '\\', 't')
+			default:
+				buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	buf = append(buf, s[start:]...)
+	return append(buf, '"')
 }
 
 // TombstoneJSON renders the delete event value:
@@ -103,9 +200,4 @@ func encodeSorted(doc map[string]any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-func nonNil(it Item) map[string]string {
-	if it == nil {
-		return map[string]string{}
-	}
-	return it
-}
+
