@@ -40,12 +40,12 @@ var ErrKeyCollision = errors.New("canonical JSON key collision")
 func CanonicalJSON(s State) ([]byte, error) {
 	// Top-level keys: the bookkeeping ones, then every present field.
 	type entry struct {
-		key   string
-		kind  byte // 's' string, 'n' number, 'l' list, 'o' object
-		str   string
-		num   int64
-		list  []Item
-		obj   Item
+		key  string
+		kind byte // 's' string, 'n' number, 'l' list, 'o' object
+		str  string
+		num  int64
+		list []Item
+		obj  Item
 	}
 	entries := make([]entry, 0, 4+len(s.Scalars)+len(s.Lists)+len(s.Anomalies))
 	entries = append(entries, entry{key: KeyFLID, kind: 's', str: s.FLID.String()},
@@ -199,5 +199,3 @@ func encodeSorted(doc map[string]any) ([]byte, error) {
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
-
-
