@@ -1,0 +1,280 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+// markTimeout bounds the statements that record a pass's outcome.
+const markTimeout = 30 * time.Second
+
+// errHeldBack marks a record not produced because an earlier record of the
+// same topic and key failed first in its pass: sending it would let the
+// broker acknowledge a newer record of a flight before an older one.
+var errHeldBack = errors.New("held back behind a failed record of the same flight")
+
+// errUnacknowledged reports a pass whose records the broker has not
+// answered for longer than Options.StallAfter.
+var errUnacknowledged = errors.New("records sent but not acknowledged")
+
+// outcome is what one pass did.
+type outcome struct {
+	delivered  int
+	superseded int64
+	// err is the first delivery failure, or a failure to record the result.
+	err error
+}
+
+// DeliverOnce runs one pass: it reads up to Options.BatchSize pending
+// events (coalesced), publishes their records, waits for the broker's
+// answers and marks the acknowledged events delivered (superseding older
+// state events of their FLIDs) and the others failed. It returns the number
+// of records acknowledged and the first failure. When ctx ends before the
+// broker answered, the pass finishes recording in the background and the
+// next pass waits for it.
+func (d *Dispatcher) DeliverOnce(ctx context.Context) (int, error) {
+	d.passMu.Lock()
+	defer d.passMu.Unlock()
+	n, _, err := d.pass(ctx)
+	return n, err
+}
+
+// pass is DeliverOnce under passMu; full reports a full batch (more events
+// are likely pending).
+func (d *Dispatcher) pass(ctx context.Context) (delivered int, full bool, err error) {
+	select {
+	case <-d.prev:
+	case <-ctx.Done():
+		return 0, false, ctx.Err()
+	}
+	events, err := d.store.PendingEvents(ctx, d.opts.BatchSize)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, false, ctx.Err()
+		}
+		err = fmt.Errorf("%w: %w", errDatabase, err)
+		d.recordFailure(err)
+		return 0, false, err
+	}
+	if len(events) == 0 {
+		// Nothing is pending: the coalesced read returns at least one row
+		// whenever any row is PENDING.
+		d.setStats(0, time.Time{})
+		d.recordSuccess()
+		return 0, false, nil
+	}
+
+	results := make([]error, len(events))
+	var wg sync.WaitGroup
+	held := newHeldKeys()
+	produced := 0
+	for i := range events {
+		rec, err := Record(events[i], d.topics)
+		if err != nil {
+			results[i] = err
+			continue
+		}
+		key := rec.Topic + "\x00" + string(rec.Key)
+		if held.has(key) {
+			results[i] = errHeldBack
+			continue
+		}
+		wg.Add(1)
+		produced++
+		d.client.Produce(ctx, rec, func(_ *kgo.Record, err error) {
+			if err != nil {
+				held.add(key)
+			}
+			results[i] = err // read only after wg.Wait
+			wg.Done()
+		})
+	}
+	d.setInflight(produced)
+
+	settled := make(chan outcome, 1)
+	done := make(chan struct{})
+	d.prev = done
+	go func() {
+		defer close(done)
+		// Manual flushing: nothing was sent before this call, so a failure
+		// of one record fails every later record of its partition too
+		// (franz-go keeps a partition gapless), and no later record of a
+		// FLID can be acknowledged ahead of an earlier failed one. Flush's
+		// error only says ctx ended; the promises report each record.
+		_ = d.client.Flush(ctx)
+		wg.Wait()
+		// A fresh context on purpose: what the broker acknowledged must be
+		// recorded even when ctx ended meanwhile, or it is sent again.
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
+		defer cancel()
+		settled <- d.settle(mctx, events, results)
+	}()
+	return d.await(ctx, settled, produced, len(events) >= d.opts.BatchSize)
+}
+
+// await waits for the pass to settle. Records already sent are never
+// given up (that would break idempotence), so an outage can hold a pass
+// here until the broker answers; meanwhile the pending count is refreshed
+// and, after Options.StallAfter, Status reports the pass as failing.
+func (d *Dispatcher) await(ctx context.Context, settled <-chan outcome, produced int, full bool) (int, bool, error) {
+	started := d.clock.Now()
+	tick := d.clock.NewTicker(min(d.opts.StatsInterval, d.opts.StallAfter))
+	defer tick.Stop()
+	stalled := false
+	for {
+		select {
+		case out := <-settled:
+			d.refreshStats(ctx, out.err != nil)
+			return out.delivered, full, out.err
+		case <-ctx.Done():
+			return 0, false, ctx.Err()
+		case <-tick.C():
+			d.refreshStats(ctx, false)
+			age := d.clock.Since(started)
+			if age < d.opts.StallAfter {
+				continue
+			}
+			err := fmt.Errorf("%w: %d records for %s", errUnacknowledged, produced, age.Round(time.Second))
+			if conn := d.watch.last(); conn != nil {
+				err = fmt.Errorf("%w; last broker connection: %w", err, conn)
+			}
+			if !stalled {
+				d.log.Error(err, "waiting for the broker", "records", produced)
+				stalled = true
+			}
+			d.recordFailure(err)
+		}
+	}
+}
+
+// settle records the broker's answers: acknowledged events DELIVERED (and
+// their older state events SUPERSEDED) in one statement, failed ones one
+// attempt more with their error in another. Records held back or cancelled
+// with the pass stay PENDING untouched.
+func (d *Dispatcher) settle(ctx context.Context, events []store.OutboxEvent, results []error) outcome {
+	var (
+		acked      []int64
+		failedIDs  []int64
+		failedErrs []string
+		first      error
+	)
+	for i, e := range events {
+		err := results[i]
+		switch {
+		case err == nil:
+			acked = append(acked, e.ID)
+			d.log.V(2).Info("delivered", "flid", e.FLID.String(), "msg_id", e.MessageID,
+				"kind", e.Kind, "event", e.Event, "state_version", e.StateVersion)
+		case errors.Is(err, errHeldBack), errors.Is(err, context.Canceled):
+		default:
+			err = d.explain(err)
+			failedIDs = append(failedIDs, e.ID)
+			failedErrs = append(failedErrs, err.Error())
+			if first == nil {
+				first = fmt.Errorf("deliver %s event of flight %s (msg_id %d): %w", e.Kind, e.FLID, e.MessageID, err)
+			}
+			d.log.V(1).Info("delivery failed", "flid", e.FLID.String(), "msg_id", e.MessageID,
+				"kind", e.Kind, "state_version", e.StateVersion, "error", err.Error())
+		}
+	}
+	out := outcome{delivered: len(acked)}
+	if len(acked) > 0 {
+		_, superseded, err := d.store.MarkDelivered(ctx, acked)
+		if err != nil {
+			// The records are in Kafka; the rows stay PENDING and are sent
+			// again (a duplicate at the same version, never a loss).
+			out.err = fmt.Errorf("%w: %w", errDatabase, err)
+			d.log.Error(err, "acknowledged records not marked delivered; they will be sent again", "records", len(acked))
+		}
+		out.superseded = superseded
+	}
+	if len(failedIDs) > 0 {
+		if err := d.store.MarkFailed(ctx, failedIDs, failedErrs); err != nil {
+			d.log.Error(err, "failed deliveries not recorded", "records", len(failedIDs))
+		}
+		out.err = first
+	}
+	d.setInflight(0)
+	if out.delivered > 0 || out.superseded > 0 {
+		d.recordDelivered(out.delivered, out.superseded)
+	}
+	if out.err != nil {
+		d.recordFailure(out.err)
+	} else {
+		d.recordSuccess()
+	}
+	d.log.V(1).Info("pass settled", "events", len(events), "delivered", len(acked),
+		"superseded", out.superseded, "failed", len(failedIDs))
+	return out
+}
+
+// explain adds the last broker connection error to a record timeout, which
+// alone does not say why nothing was sent.
+func (d *Dispatcher) explain(err error) error {
+	if errors.Is(err, kgo.ErrRecordTimeout) {
+		if conn := d.watch.last(); conn != nil {
+			return fmt.Errorf("%w; last broker connection: %w", err, conn)
+		}
+	}
+	return err
+}
+
+func (d *Dispatcher) setInflight(n int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.status.Inflight = n
+}
+
+func (d *Dispatcher) recordDelivered(delivered int, superseded int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.status.Delivered += int64(delivered)
+	d.status.Superseded += superseded
+	if delivered > 0 {
+		d.status.LastDeliveredAt = d.clock.Now()
+	}
+}
+
+func (d *Dispatcher) recordSuccess() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.status.Failing, d.status.FailingSince = false, time.Time{}
+}
+
+func (d *Dispatcher) recordFailure(err error) {
+	now := d.clock.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.status.Failing {
+		d.status.Failing, d.status.FailingSince = true, now
+	}
+	d.status.LastError, d.status.LastErrorAt, d.status.LastErrorReason = err.Error(), now, classify(err)
+}
+
+// heldKeys are the topic/key pairs with a failed record in a pass.
+type heldKeys struct {
+	mu   sync.Mutex
+	keys map[string]struct{}
+}
+
+func newHeldKeys() *heldKeys { return &heldKeys{keys: map[string]struct{}{}} }
+
+func (h *heldKeys) add(k string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.keys[k] = struct{}{}
+}
+
+func (h *heldKeys) has(k string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.keys[k]
+	return ok
+}

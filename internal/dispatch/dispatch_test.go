@@ -1,0 +1,271 @@
+package dispatch_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/flightfeed/flightfeed/internal/dispatch"
+	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
+	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
+)
+
+// Ten FLOPs for one flight before the dispatcher runs: one KAFKA_SCHD
+// record at the newest version, ten notices in order; the nine older state
+// events are SUPERSEDED, nothing is left PENDING.
+func TestCoalescesTenFLOPsIntoOneRecord(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	brokers := kafkatest.New(t, stateTopic, noticeTopic)
+	var versions []int64
+	for i := range 10 {
+		versions = append(versions, e.flop(4711, "ESTT", fmt.Sprintf("09SEP26%04d", 900+i)))
+	}
+	d := e.dispatcher(e.feed(brokers, stateTopic, noticeTopic, ""), dispatch.Options{})
+
+	n, err := d.DeliverOnce(t.Context())
+	if err != nil || n != 11 {
+		t.Fatalf("DeliverOnce = %d, %v; want 11 records (1 state, 10 notices)", n, err)
+	}
+	state := dispatchtest.Records(t, brokers, stateTopic)
+	if len(state) != 1 {
+		t.Fatalf("%d state records, want 1", len(state))
+	}
+	r := state[0]
+	newest := versions[len(versions)-1]
+	if r.Key != "4711" || r.StateVersion() != newest || r.Headers[dispatch.HeaderStateVersion] != strconv.FormatInt(newest, 10) ||
+		r.Headers[dispatch.HeaderEvent] != store.EventUpsert {
+		t.Fatalf("record key %s version %d headers %v, want 4711 at %d", r.Key, r.StateVersion(), r.Headers, newest)
+	}
+	if _, ok := r.Headers[dispatch.HeaderOperationDay]; ok {
+		t.Error("operation-day header on a flight whose day is NULL")
+	}
+	dispatchtest.AssertConverged(t, brokers, stateTopic, e.export())
+
+	notices := dispatchtest.Records(t, brokers, noticeTopic)
+	var got []int64
+	for _, n := range notices {
+		got = append(got, n.StateVersion())
+		if n.Key != "4711" || n.Headers[dispatch.HeaderEvent] != store.EventNotice {
+			t.Errorf("notice %+v", n)
+		}
+	}
+	if !slices.Equal(got, versions) {
+		t.Fatalf("notice versions %v, want %v", got, versions)
+	}
+	if want := e.payloads(store.KindNotice); !slices.Equal(values(notices), want) {
+		t.Fatalf("notice values differ from the committed payloads:\n%q\n%q", values(notices), want)
+	}
+
+	if n := e.count(`SELECT count(*) FROM msg_event WHERE status = 'PENDING'`); n != 0 {
+		t.Fatalf("%d events still pending", n)
+	}
+	if n := e.count(`SELECT count(*) FROM msg_event WHERE kind = 'KAFKA_SCHD' AND status = 'SUPERSEDED'`); n != 9 {
+		t.Fatalf("%d superseded, want 9", n)
+	}
+	st := d.Status()
+	if st.Delivered != 11 || st.Superseded != 9 || st.Pending != 0 || st.Failing || st.LastDeliveredAt.IsZero() {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+func values(rs []dispatchtest.Record) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = string(r.Value)
+	}
+	return out
+}
+
+// FDEL and a full-day snapshot's diff-delete both publish a non-null
+// tombstone {"DELETED":true,"FLID":…,"STATE_VERSION":N} with event DELETE;
+// the topic then converges to the export without the deleted flights.
+func TestTombstonesAfterFDELAndDiffDelete(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	brokers := kafkatest.New(t, stateTopic, noticeTopic)
+	d := e.dispatcher(e.feed(brokers, stateTopic, noticeTopic, ""), dispatch.Options{})
+
+	e.snapshot(rec(1, "CA1"), rec(2, "CA2", flight.Command{Tag: "GTDT", Op: flight.OpReplace,
+		Items: []flight.Item{{"GTNO": "1", "GATE": "A1"}}}), rec(3, "CA3"))
+	deliverAll(t, d)
+	dispatchtest.AssertConverged(t, brokers, stateTopic, e.export())
+
+	tomb1 := e.fdel(1)[1]
+	deliverAll(t, d)
+	out := e.snapshot(rec(3, "CA3"))
+	if !slices.Equal(out.Deleted, []flight.FLID{2}) {
+		t.Fatalf("diff-delete %v, want [2]", out.Deleted)
+	}
+	tomb2 := out.Versions[2]
+	deliverAll(t, d)
+
+	records := dispatchtest.Records(t, brokers, stateTopic)
+	dispatchtest.AssertVersionsRise(t, records)
+	last := map[string]dispatchtest.Record{}
+	for _, r := range records {
+		last[r.Key] = r
+	}
+	for flid, v := range map[string]int64{"1": tomb1, "2": tomb2} {
+		r := last[flid]
+		want := `{"DELETED":true,"FLID":"` + flid + `","STATE_VERSION":` + strconv.FormatInt(v, 10) + `}`
+		if string(r.Value) != want || r.Headers[dispatch.HeaderEvent] != store.EventDelete ||
+			r.Headers[dispatch.HeaderOperationDay] != day9 || r.Headers[dispatch.HeaderStateVersion] != strconv.FormatInt(v, 10) {
+			t.Errorf("last record of %s: %s %v, want %s", flid, r.Value, r.Headers, want)
+		}
+	}
+	dispatchtest.AssertConverged(t, brokers, stateTopic, e.export())
+	if got := dispatchtest.Converge(t, brokers, stateTopic); len(got) != 1 || got["3"] == nil {
+		t.Fatalf("converged keys %v, want only 3", keys(got))
+	}
+}
+
+func keys(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Writers commit FLOPs, deletes and re-creates while Run delivers, woken by
+// Notify: per FLID the state topic's versions never decrease, and it
+// converges to the export; every notice arrives.
+func TestVersionsNeverDecreaseWhileWritersRun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	brokers := kafkatest.New(t, stateTopic, noticeTopic)
+	d := e.dispatcher(e.feed(brokers, stateTopic, noticeTopic, ""), dispatch.Options{BatchSize: 7})
+	stop := run(t, d)
+
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for i := range 300 {
+		flid := flight.FLID(1 + rnd.IntN(12))
+		var err error
+		if rnd.IntN(6) == 0 {
+			_, err = e.tryFdel(flid)
+		} else {
+			_, err = e.tryFlop(flid, "ESTT", fmt.Sprintf("09SEP26%04d", i))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Notify()
+	}
+	idle(t, d)
+	stop()
+
+	records := dispatchtest.Records(t, brokers, stateTopic)
+	dispatchtest.AssertVersionsRise(t, records)
+	dispatchtest.AssertConverged(t, brokers, stateTopic, e.export())
+	notices := values(dispatchtest.Records(t, brokers, noticeTopic))
+	slices.Sort(notices)
+	want := e.payloads(store.KindNotice)
+	slices.Sort(want)
+	if !slices.Equal(notices, want) {
+		t.Fatalf("%d notices on the topic, %d committed", len(notices), len(want))
+	}
+	if st := d.Status(); st.Failing || st.LastError != "" {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+// Notify wakes Run at once; without it, the periodic scan finds the events
+// (the only other wake-up with a fake clock is its ticker).
+func TestNotifyAndPeriodicScanWakeRun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	brokers := kafkatest.New(t, stateTopic, noticeTopic)
+	fc := testingclock.NewFakeClock(time.Date(2026, 9, 9, 8, 0, 0, 0, time.UTC))
+	d := e.dispatcher(e.feed(brokers, stateTopic, noticeTopic, ""), dispatch.Options{Clock: fc, ScanInterval: time.Hour})
+	run(t, d)
+
+	e.flop(1, "ESTT", "09SEP260900")
+	d.Notify()
+	idle(t, d)
+
+	e.flop(2, "ESTT", "09SEP260900")
+	eventually(t, "periodic scan delivers", func() bool {
+		fc.Step(time.Hour)
+		ok, err := d.Idle(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	})
+	dispatchtest.AssertConverged(t, brokers, stateTopic, e.export())
+}
+
+// Idle is false while anything is pending, true once all is delivered:
+// what `pump --drain` waits for.
+func TestIdleTracksPendingEvents(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	brokers := kafkatest.New(t, stateTopic, noticeTopic)
+	d := e.dispatcher(e.feed(brokers, stateTopic, noticeTopic, ""), dispatch.Options{BatchSize: 3})
+	if ok, err := d.Idle(t.Context()); err != nil || !ok {
+		t.Fatalf("empty outbox: idle %v %v", ok, err)
+	}
+	for i := range 5 {
+		e.flop(flight.FLID(10+i), "ESTT", "09SEP260900")
+	}
+	if ok, err := d.Idle(t.Context()); err != nil || ok {
+		t.Fatalf("10 pending: idle %v %v", ok, err)
+	}
+	if st := d.Status(); st.Pending != 10 {
+		t.Fatalf("pending %d", st.Pending)
+	}
+	n, err := d.DeliverOnce(t.Context())
+	if err != nil || n != 3 {
+		t.Fatalf("first pass %d %v, want a batch of 3", n, err)
+	}
+	if ok, _ := d.Idle(t.Context()); ok {
+		t.Fatal("idle after a partial pass")
+	}
+	deliverAll(t, d)
+	if st := d.Status(); st.Pending != 0 || st.OldestPendingAge != 0 || st.Delivered != 10 {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+// A client that is not NewClient's (no manual flushing, no idempotence) is
+// refused: the ordering guarantees depend on it.
+func TestNewRefusesForeignClient(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	brokers := kafkatest.New(t, stateTopic, noticeTopic)
+	feed := e.feed(brokers, stateTopic, noticeTopic, "")
+	for name, opts := range map[string][]kgo.Opt{
+		"auto flushing":  {kgo.SeedBrokers(brokers...)},
+		"no idempotence": {kgo.SeedBrokers(brokers...), kgo.ManualFlushing(), kgo.DisableIdempotentWrite(), kgo.RequiredAcks(kgo.LeaderAck())},
+	} {
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = dispatch.New(e.store, cl, feed, dispatch.Options{})
+		cl.Close()
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	// Overriding acks through NewClient's opts is refused too.
+	cl, err := dispatch.NewClient(feed, kgo.DisableIdempotentWrite(), kgo.RequiredAcks(kgo.LeaderAck()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := dispatch.New(e.store, cl, feed, dispatch.Options{}); err == nil {
+		t.Error("leader acks accepted")
+	}
+}

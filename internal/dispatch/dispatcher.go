@@ -1,0 +1,204 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"k8s.io/utils/clock"
+
+	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+// Defaults of Options.
+const (
+	DefaultScanInterval   = 5 * time.Second
+	DefaultBatchSize      = 1000
+	DefaultStatsInterval  = time.Second
+	DefaultBackoffInitial = 500 * time.Millisecond
+	DefaultBackoffMax     = time.Minute
+	maxBatchSize          = 10000
+)
+
+// Options configure a Dispatcher; the zero value is usable.
+type Options struct {
+	// Log receives structured logs (default discard). Keys: flid, msg_id.
+	Log logr.Logger
+	// Clock drives the periodic scan, backoff and ages (default real).
+	Clock clock.WithTicker
+	// ScanInterval is the period of the scan that finds events nobody
+	// notified about, such as those left by a previous process (default
+	// DefaultScanInterval).
+	ScanInterval time.Duration
+	// BatchSize bounds the events of one pass (default DefaultBatchSize,
+	// at most 10000).
+	BatchSize int
+	// BackoffInitial and BackoffMax bound the retry delay after a failed
+	// pass; it doubles with jitter (default: the feed's pump.backoffInitial
+	// and pump.backoffMax, else 500ms and 1m).
+	BackoffInitial, BackoffMax time.Duration
+	// StatsInterval is how often Status's pending count is refreshed while
+	// events flow (default DefaultStatsInterval).
+	StatsInterval time.Duration
+	// StallAfter is how long a pass may wait for the broker's answers
+	// before Status reports it as failing (default DefaultDeliveryTimeout).
+	// Records already sent are never abandoned: the pass keeps waiting.
+	StallAfter time.Duration
+}
+
+// Dispatcher delivers one feed's outbox to Kafka.
+type Dispatcher struct {
+	store  *store.Store
+	client *kgo.Client
+	topics Topics
+	opts   Options
+	log    logr.Logger
+	clock  clock.WithTicker
+	watch  *connWatch
+	wake   chan struct{}
+
+	// passMu serialises passes (Run, DeliverOnce). prev is closed when the
+	// previous pass has settled: a pass abandoned because its context
+	// ended keeps settling in the background, and the next one waits for
+	// it, so records of one FLID are never in flight twice.
+	passMu sync.Mutex
+	prev   chan struct{}
+	rand   *rand.Rand
+
+	mu         sync.Mutex
+	status     Status
+	oldest     time.Time
+	statsAt    time.Time
+	statsKnown bool
+}
+
+// New returns a dispatcher for the feed's topics. client must come from
+// NewClient (it is checked); the dispatcher does not close it.
+func New(st *store.Store, client *kgo.Client, feed *config.Feed, opts Options) (*Dispatcher, error) {
+	if st == nil || client == nil || feed == nil {
+		return nil, errors.New("dispatcher: store, client and feed are required")
+	}
+	if err := checkClient(client); err != nil {
+		return nil, fmt.Errorf("dispatcher: %w", err)
+	}
+	topics := Topics{State: feed.Spec.Kafka.Topics.State, Notice: feed.Spec.Kafka.Topics.Notice}
+	if topics.State == "" {
+		topics.State = config.DefaultStateTopic
+	}
+	if topics.Notice == "" {
+		topics.Notice = config.DefaultNoticeTopic
+	}
+	if topics.State == topics.Notice {
+		return nil, fmt.Errorf("dispatcher: state and notice topic are both %q", topics.State)
+	}
+	opts = withDefaults(opts, feed)
+	prev := make(chan struct{})
+	close(prev)
+	return &Dispatcher{
+		store: st, client: client, topics: topics, opts: opts,
+		log: opts.Log, clock: opts.Clock, watch: watchOf(client),
+		wake: make(chan struct{}, 1), prev: prev,
+		rand: rand.New(rand.NewPCG(uint64(opts.Clock.Now().UnixNano()), 0xd15a)), //nolint:gosec // jitter only
+	}, nil
+}
+
+func withDefaults(o Options, feed *config.Feed) Options {
+	if o.Log.GetSink() == nil {
+		o.Log = logr.Discard()
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.ScanInterval <= 0 {
+		o.ScanInterval = DefaultScanInterval
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = DefaultBatchSize
+	}
+	o.BatchSize = min(o.BatchSize, maxBatchSize)
+	if o.StatsInterval <= 0 {
+		o.StatsInterval = DefaultStatsInterval
+	}
+	if o.StallAfter <= 0 {
+		o.StallAfter = DefaultDeliveryTimeout
+	}
+	pump := feed.Spec.Pump
+	if o.BackoffInitial <= 0 {
+		o.BackoffInitial = DefaultBackoffInitial
+		if pump.BackoffInitial != nil && pump.BackoffInitial.Duration > 0 {
+			o.BackoffInitial = pump.BackoffInitial.Duration
+		}
+	}
+	if o.BackoffMax <= 0 {
+		o.BackoffMax = DefaultBackoffMax
+		if pump.BackoffMax != nil && pump.BackoffMax.Duration > 0 {
+			o.BackoffMax = pump.BackoffMax.Duration
+		}
+	}
+	o.BackoffMax = max(o.BackoffMax, o.BackoffInitial)
+	return o
+}
+
+// Notify wakes Run for a pass. It never blocks; calls made while a pass
+// runs coalesce into one more pass.
+func (d *Dispatcher) Notify() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Status returns a copy of the current status.
+func (d *Dispatcher) Status() Status {
+	d.mu.Lock()
+	s := d.status
+	if s.Pending > 0 && !d.oldest.IsZero() {
+		s.OldestPendingAge = max(d.clock.Since(d.oldest), 0)
+	}
+	d.mu.Unlock()
+	if err := d.watch.last(); err != nil {
+		s.BrokerError = err.Error()
+	}
+	return s
+}
+
+// Idle reports whether no outbox event is PENDING: everything committed is
+// delivered or superseded (the dispatcher's half of `pump --drain`).
+func (d *Dispatcher) Idle(ctx context.Context) (bool, error) {
+	pending, oldest, err := d.store.OutboxStats(ctx)
+	if err != nil {
+		return false, err
+	}
+	d.setStats(pending, oldest)
+	return pending == 0, nil
+}
+
+func (d *Dispatcher) setStats(pending int64, oldest time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.status.Pending, d.oldest = pending, oldest
+	d.statsAt, d.statsKnown = d.clock.Now(), true
+}
+
+// refreshStats re-reads the pending count when it is older than
+// StatsInterval (or force). Failure only leaves the count stale.
+func (d *Dispatcher) refreshStats(ctx context.Context, force bool) {
+	d.mu.Lock()
+	due := force || !d.statsKnown || d.clock.Since(d.statsAt) >= d.opts.StatsInterval
+	d.mu.Unlock()
+	if !due {
+		return
+	}
+	pending, oldest, err := d.store.OutboxStats(ctx)
+	if err != nil {
+		d.log.V(1).Info("outbox stats", "error", err.Error())
+		return
+	}
+	d.setStats(pending, oldest)
+}

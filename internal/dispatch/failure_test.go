@@ -1,0 +1,192 @@
+package dispatch_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/flightfeed/flightfeed/internal/dispatch"
+	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
+	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+// fastRetry makes failures show within a second or two.
+var fastRetry = dispatch.Options{BackoffInitial: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond,
+	StatsInterval: 20 * time.Millisecond, StallAfter: time.Second}
+
+func fastClient() []kgo.Opt {
+	return []kgo.Opt{kgo.RecordDeliveryTimeout(time.Second), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond })}
+}
+
+// The broker stops while the pump keeps committing (it never waits for
+// Kafka); the dispatcher reports the outage and retries; the broker comes
+// back on the same port with its log: everything pending arrives, nothing
+// is lost, versions never decrease, the topic converges to the export.
+func TestBrokerOutageLosesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	port, dir := freePort(t), t.TempDir()
+	start := func() *kfake.Cluster {
+		t.Helper()
+		var c *kfake.Cluster
+		eventually(t, "broker starts on its port", func() bool {
+			var err error
+			c, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port), kfake.DataDir(dir),
+				kfake.SeedTopics(3, stateTopic, noticeTopic))
+			return err == nil
+		})
+		t.Cleanup(c.Close)
+		return c
+	}
+	c := start()
+	brokers := c.ListenAddrs()
+	d := e.dispatcher(e.feed(brokers, stateTopic, noticeTopic, ""), fastRetry, fastClient()...)
+	stop := run(t, d)
+
+	e.snapshot(rec(1, "CA1"), rec(2, "CA2"), rec(3, "CA3"), rec(4, "CA4"))
+	d.Notify()
+	idle(t, d)
+
+	c.Close()
+	for i := range 20 {
+		flid := flight.FLID(1 + i%5)
+		if i == 7 {
+			e.fdel(2)
+		}
+		e.flop(flid, "ESTT", fmt.Sprintf("09SEP2611%d0", i%10))
+		d.Notify()
+	}
+	eventually(t, "the outage is reported", func() bool {
+		st := d.Status()
+		return st.Failing && st.LastErrorReason == dispatch.ReasonBrokerUnavailable && st.Pending > 0
+	})
+	st := d.Status()
+	t.Logf("during the outage: pending %d, oldest %s, reason %s, error %q, broker %q",
+		st.Pending, st.OldestPendingAge, st.LastErrorReason, st.LastError, st.BrokerError)
+	if ok, err := d.Idle(t.Context()); err != nil || ok {
+		t.Fatalf("idle during the outage: %v %v", ok, err)
+	}
+
+	start()
+	idle(t, d)
+	stop()
+	if st := d.Status(); st.Failing || st.Pending != 0 {
+		t.Fatalf("after recovery: %+v", st)
+	}
+	records := dispatchtest.Records(t, brokers, stateTopic)
+	dispatchtest.AssertVersionsRise(t, records)
+	dispatchtest.AssertConverged(t, brokers, stateTopic, e.export())
+	assertAllNotices(t, e, brokers)
+}
+
+// assertAllNotices checks that every committed notice is on the topic
+// (duplicates tolerated).
+func assertAllNotices(t *testing.T, e *env, brokers []string) {
+	t.Helper()
+	on := map[string]bool{}
+	for _, v := range values(dispatchtest.Records(t, brokers, noticeTopic)) {
+		on[v] = true
+	}
+	for _, p := range e.payloads(store.KindNotice) {
+		if !on[p] {
+			t.Errorf("notice lost: %s", p)
+		}
+	}
+}
+
+// A missing topic (auto-creation off, the default) is reported and
+// retried, never expired; once the topic exists everything arrives.
+func TestMissingTopicIsRetriedUntilCreated(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := cluster(t, kfake.SeedTopics(3, noticeTopic))
+	brokers := c.ListenAddrs()
+	d := e.dispatcher(e.feed(brokers, stateTopic, noticeTopic, ""), fastRetry, fastClient()...)
+	run(t, d)
+
+	e.snapshot(rec(1, "CA1"), rec(2, "CA2"))
+	e.fdel(1)
+	d.Notify()
+	eventually(t, "the missing topic is reported", func() bool {
+		st := d.Status()
+		return st.Failing && st.LastErrorReason == dispatch.ReasonTopicMissing
+	})
+	if !strings.Contains(d.Status().LastError, "UNKNOWN_TOPIC_OR_PARTITION") {
+		t.Fatalf("error %q", d.Status().LastError)
+	}
+	// The notices went through; the state events stay pending.
+	eventually(t, "notices delivered", func() bool {
+		return e.count(`SELECT count(*) FROM msg_event WHERE kind = 'KAFKA_MSG' AND status = 'PENDING'`) == 0
+	})
+	if n := e.count(`SELECT count(*) FROM msg_event WHERE kind = 'KAFKA_SCHD' AND status = 'PENDING' AND attempts > 0`); n == 0 {
+		t.Fatal("state events not pending with attempts")
+	}
+
+	if err := c.CreateTopic(stateTopic, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	idle(t, d)
+	dispatchtest.AssertConverged(t, brokers, stateTopic, e.export())
+	if got := keys(dispatchtest.Converge(t, brokers, stateTopic)); !slices.Equal(got, []string{"2"}) {
+		t.Fatalf("keys %v", got)
+	}
+}
+
+// With auto-creation allowed, a missing topic is created by producing.
+func TestAutoTopicCreationWhenAllowed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := cluster(t, kfake.AllowAutoTopicCreation())
+	brokers := c.ListenAddrs()
+	d := e.dispatcher(e.feed(brokers, stateTopic, noticeTopic, "  allowAutoTopicCreation: true"), fastRetry, fastClient()...)
+	e.flop(9, "ESTT", "09SEP260900")
+	deliverAll(t, d)
+	dispatchtest.AssertConverged(t, brokers, stateTopic, e.export())
+}
+
+// Run returns promptly when its context ends, even in the middle of an
+// outage, and Notify never blocks meanwhile.
+func TestRunStopsDuringOutage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := cluster(t, kfake.SeedTopics(3, stateTopic, noticeTopic))
+	brokers := c.ListenAddrs()
+	d := e.dispatcher(e.feed(brokers, stateTopic, noticeTopic, ""), fastRetry, fastClient()...)
+	c.Close()
+	e.flop(1, "ESTT", "09SEP260900")
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- d.Run(ctx) }()
+	for range 1000 {
+		d.Notify()
+	}
+	eventually(t, "the outage is reported", func() bool { return d.Status().Failing })
+	// Records that were never sent time out and count as failed attempts,
+	// with the reason the broker could not be reached.
+	eventually(t, "a failed attempt is recorded", func() bool {
+		return e.count(`SELECT count(*) FROM msg_event WHERE status = 'PENDING' AND attempts > 0
+			AND last_error LIKE '%timed out%connection refused%'`) == 2
+	})
+	if st := d.Status(); st.LastErrorReason != dispatch.ReasonBrokerUnavailable || !strings.Contains(st.LastError, "connection refused") {
+		t.Fatalf("status %+v", st)
+	}
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(deadline):
+		t.Fatal("Run did not return")
+	}
+	if ok, _ := d.Idle(t.Context()); ok {
+		t.Fatal("undelivered events were dropped")
+	}
+}
