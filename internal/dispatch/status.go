@@ -2,6 +2,8 @@ package dispatch
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
 	"syscall"
@@ -65,7 +67,11 @@ var errDatabase = errors.New("outbox database")
 
 // classify names the kind of a delivery error.
 func classify(err error) Reason {
-	var kErr *kerr.Error
+	var (
+		kErr      *kerr.Error
+		certErr   *tls.CertificateVerificationError
+		unknownCA x509.UnknownAuthorityError
+	)
 	switch {
 	case errors.Is(err, errDatabase):
 		return ReasonDatabase
@@ -75,7 +81,7 @@ func classify(err error) Reason {
 		errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
 		return ReasonNotAuthorized
 	case errors.Is(err, kerr.SaslAuthenticationFailed), errors.Is(err, kerr.IllegalSaslState),
-		errors.Is(err, kerr.UnsupportedSaslMechanism):
+		errors.Is(err, kerr.UnsupportedSaslMechanism), errors.As(err, &certErr), errors.As(err, &unknownCA):
 		return ReasonAuthenticationFailed
 	case errors.Is(err, kgo.ErrRecordTimeout), errors.Is(err, errUnacknowledged), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET):

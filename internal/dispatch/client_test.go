@@ -1,0 +1,289 @@
+package dispatch_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/dispatch"
+	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
+	"github.com/flightfeed/flightfeed/internal/flight"
+)
+
+// pki is a throwaway CA with one server and one client certificate.
+type pki struct {
+	caPEM, clientCert, clientKey []byte
+	server                       tls.Certificate
+	pool                         *x509.CertPool
+}
+
+func newPKI(t *testing.T) *pki {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "flightfeed test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := func(serial int64, cn string, usage x509.ExtKeyUsage, dns []string) ([]byte, []byte) {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, DNSNames: dns}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keyDER, err := x509.MarshalECPrivateKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+			pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	}
+	// The server certificate names only kafka.test, not 127.0.0.1: the
+	// handshake succeeds only when serverName is used.
+	serverCert, serverKey := leaf(2, "kafka.test", x509.ExtKeyUsageServerAuth, []string{"kafka.test"})
+	server, err := tls.X509KeyPair(serverCert, serverKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pki{caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), server: server, pool: x509.NewCertPool()}
+	p.pool.AddCert(ca)
+	p.clientCert, p.clientKey = leaf(3, "flightfeed", x509.ExtKeyUsageClientAuth, nil)
+	return p
+}
+
+// serverTLS requires a client certificate signed by the CA (mutual TLS).
+func (p *pki) serverTLS() *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{p.server},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: p.pool}
+}
+
+func indent(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n      ") }
+
+// tlsYAML is the kafka.tls section of a config file.
+func (p *pki) tlsYAML(withCA bool) string {
+	y := "  tls:\n    serverName: kafka.test\n"
+	if withCA {
+		y += "    ca: |\n      " + indent(string(p.caPEM)) + "\n"
+	}
+	return y + "    cert: |\n      " + indent(string(p.clientCert)) + "\n    key: |\n      " + indent(string(p.clientKey)) + "\n"
+}
+
+// NewClient speaks mutual TLS (CA, client certificate, server name from
+// the configuration) and each SASL mechanism to a broker that requires
+// them; events are delivered through it.
+func TestNewClientTLSAndSASL(t *testing.T) {
+	t.Parallel()
+	p := newPKI(t)
+	c := cluster(t, kfake.TLS(p.serverTLS()), kfake.EnableSASL(),
+		kfake.Superuser(dispatch.MechanismPlain, "plain-user", "plain-pass"),
+		kfake.Superuser(dispatch.MechanismScramSHA256, "scram256-user", "scram256-pass"),
+		kfake.Superuser(dispatch.MechanismScramSHA512, "scram512-user", "scram512-pass"),
+		kfake.SeedTopics(3, stateTopic, noticeTopic))
+	brokers := c.ListenAddrs()
+	for i, mech := range []struct{ name, user string }{
+		{dispatch.MechanismPlain, "plain-user"},
+		{dispatch.MechanismScramSHA256, "scram256-user"},
+		{dispatch.MechanismScramSHA512, "scram512-user"},
+	} {
+		t.Run(mech.name, func(t *testing.T) {
+			e := newEnv(t)
+			pass := strings.TrimSuffix(mech.user, "-user") + "-pass"
+			sasl := fmt.Sprintf("  sasl: {mechanism: %s, username: %s, password: %s}\n", mech.name, mech.user, pass)
+			feed := e.feed(brokers, stateTopic, noticeTopic, p.tlsYAML(true)+sasl)
+			d := e.dispatcher(feed, fastRetry, fastClient()...)
+			e.flop(flight.FLID(100+i), "ESTT", "09SEP260900")
+			if n := deliverAll(t, d); n != 2 {
+				t.Fatalf("%d records delivered, want 2", n)
+			}
+		})
+	}
+	var total int
+	for _, r := range dispatchtest.Records(t, brokers, stateTopic,
+		kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: p.pool, ServerName: "kafka.test",
+			Certificates: []tls.Certificate{clientPair(t, p)}}),
+		kgo.SASL(scram.Auth{User: "scram256-user", Pass: "scram256-pass"}.AsSha256Mechanism())) {
+		if r.Key >= "100" && r.Key <= "102" {
+			total++
+		}
+	}
+	if total != 3 {
+		t.Fatalf("%d state records read back, want 3", total)
+	}
+}
+
+func clientPair(t *testing.T, p *pki) tls.Certificate {
+	t.Helper()
+	pair, err := tls.X509KeyPair(p.clientCert, p.clientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pair
+}
+
+// A wrong password and an untrusted broker certificate are reported as
+// authentication failures, and the events stay pending.
+func TestAuthenticationFailuresAreReported(t *testing.T) {
+	t.Parallel()
+	p := newPKI(t)
+	c := cluster(t, kfake.TLS(p.serverTLS()), kfake.EnableSASL(),
+		kfake.Superuser(dispatch.MechanismScramSHA512, "user", "right"), kfake.SeedTopics(3, stateTopic, noticeTopic))
+	// kfake drops the connection on bad credentials, where Kafka answers
+	// SASL_AUTHENTICATION_FAILED (58): answer as Kafka does for the user
+	// "refused".
+	c.ControlKey(int16(kmsg.SASLAuthenticate), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		r, ok := req.(*kmsg.SASLAuthenticateRequest)
+		if !ok || !strings.Contains(string(r.SASLAuthBytes), "n=refused,") {
+			return nil, nil, false
+		}
+		resp := kmsg.NewPtrSASLAuthenticateResponse()
+		resp.Version = r.Version
+		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
+		resp.ErrorMessage = kmsg.StringPtr("Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512")
+		return resp, nil, true
+	})
+	brokers := c.ListenAddrs()
+	for name, extra := range map[string]string{
+		"bad credentials": p.tlsYAML(true) + "  sasl: {mechanism: SCRAM-SHA-512, username: refused, password: wrong}\n",
+		"untrusted CA":    p.tlsYAML(false) + "  sasl: {mechanism: SCRAM-SHA-512, username: user, password: right}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			d := e.dispatcher(e.feed(brokers, stateTopic, noticeTopic, extra), fastRetry, fastClient()...)
+			e.flop(1, "ESTT", "09SEP260900")
+			if _, err := d.DeliverOnce(t.Context()); err == nil {
+				t.Fatal("delivered")
+			}
+			st := d.Status()
+			if !st.Failing || st.LastErrorReason != dispatch.ReasonAuthenticationFailed {
+				t.Fatalf("status %+v", st)
+			}
+			if ok, _ := d.Idle(t.Context()); ok {
+				t.Fatal("events dropped")
+			}
+		})
+	}
+}
+
+// A producer without WRITE on the state topic is refused by the broker:
+// reported as NotAuthorized and retried; notices (allowed) go through; once
+// the ACL is granted, the state arrives.
+func TestAuthorizationFailureIsRetriedUntilGranted(t *testing.T) {
+	t.Parallel()
+	allow := func(topic string, op kmsg.ACLOperation) kfake.ACL {
+		return kfake.ACL{Resource: kmsg.ACLResourceTypeTopic, Name: topic, Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: op, Allow: true}
+	}
+	c := cluster(t, kfake.EnableSASL(), kfake.EnableACLs(),
+		kfake.Superuser(dispatch.MechanismScramSHA256, "admin", "admin"),
+		kfake.User(dispatch.MechanismPlain, "writer", "secret",
+			allow(noticeTopic, kmsg.ACLOperationWrite), allow(noticeTopic, kmsg.ACLOperationDescribe),
+			allow(stateTopic, kmsg.ACLOperationDescribe)),
+		kfake.SeedTopics(3, stateTopic, noticeTopic))
+	brokers := c.ListenAddrs()
+	e := newEnv(t)
+	d := e.dispatcher(e.feed(brokers, stateTopic, noticeTopic, "  sasl: {mechanism: PLAIN, username: writer, password: secret}\n"),
+		fastRetry, fastClient()...)
+	run(t, d)
+	e.snapshot(rec(1, "CA1"))
+	d.Notify()
+	eventually(t, "refusal reported", func() bool {
+		st := d.Status()
+		return st.Failing && st.LastErrorReason == dispatch.ReasonNotAuthorized
+	})
+	if !strings.Contains(d.Status().LastError, "TOPIC_AUTHORIZATION_FAILED") {
+		t.Fatalf("error %q", d.Status().LastError)
+	}
+	eventually(t, "notices delivered", func() bool {
+		return e.count(`SELECT count(*) FROM msg_event WHERE kind = 'KAFKA_MSG' AND status = 'PENDING'`) == 0
+	})
+
+	admin, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.SASL(scram.Auth{User: "admin", Pass: "admin"}.AsSha256Mechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	req := kmsg.NewPtrCreateACLsRequest()
+	cr := kmsg.NewCreateACLsRequestCreation()
+	cr.ResourceType, cr.ResourceName, cr.ResourcePatternType = kmsg.ACLResourceTypeTopic, stateTopic, kmsg.ACLResourcePatternTypeLiteral
+	cr.Principal, cr.Host, cr.Operation, cr.PermissionType = "User:writer", "*", kmsg.ACLOperationWrite, kmsg.ACLPermissionTypeAllow
+	req.Creations = append(req.Creations, cr)
+	resp, err := req.RequestWith(context.Background(), admin)
+	if err != nil || len(resp.Results) != 1 || resp.Results[0].ErrorCode != 0 {
+		t.Fatalf("grant WRITE: %v %+v", err, resp)
+	}
+	idle(t, d)
+	dispatchtest.AssertConverged(t, brokers, stateTopic, e.export(),
+		kgo.SASL(scram.Auth{User: "admin", Pass: "admin"}.AsSha256Mechanism()))
+}
+
+// Configuration errors are named before any connection is made.
+func TestNewClientRejectsBadTLSAndSASL(t *testing.T) {
+	t.Parallel()
+	p := newPKI(t)
+	for name, k := range map[string]func(*config.Feed){
+		"CA without PEM":   func(f *config.Feed) { f.Spec.Kafka.TLS = &v1alpha1.KafkaTLS{}; f.Secrets.Kafka.CA = []byte("junk") },
+		"cert without key": func(f *config.Feed) { f.Spec.Kafka.TLS = &v1alpha1.KafkaTLS{}; f.Secrets.Kafka.Cert = p.clientCert },
+		"mismatched pair": func(f *config.Feed) {
+			f.Spec.Kafka.TLS = &v1alpha1.KafkaTLS{}
+			f.Secrets.Kafka.Cert, f.Secrets.Kafka.Key = p.clientCert, p.clientCert
+		},
+		"unknown mechanism": func(f *config.Feed) { f.Spec.Kafka.SASL = &v1alpha1.KafkaSASL{Mechanism: "GSSAPI"} },
+		"no brokers":        func(f *config.Feed) { f.Spec.Kafka.Brokers = nil },
+	} {
+		f := &config.Feed{Spec: v1alpha1.FlightFeedSpec{Kafka: v1alpha1.KafkaSpec{Brokers: []string{"127.0.0.1:1"}}}}
+		k(f)
+		if cl, err := dispatch.NewClient(f); err == nil {
+			cl.Close()
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	// Topic auto-creation follows the spec; it is off by default.
+	f := &config.Feed{Spec: v1alpha1.FlightFeedSpec{Kafka: v1alpha1.KafkaSpec{Brokers: []string{"127.0.0.1:1"}}}}
+	for _, allow := range []bool{false, true} {
+		f.Spec.Kafka.AllowAutoTopicCreation = allow
+		cl, err := dispatch.NewClient(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := cl.OptValue(kgo.AllowAutoTopicCreation).(bool); got != allow {
+			t.Errorf("allowAutoTopicCreation %v: client says %v", allow, got)
+		}
+		if id, _ := cl.OptValue(kgo.ClientID).(string); id != config.DefaultClientID {
+			t.Errorf("client id %q", id)
+		}
+		cl.Close()
+	}
+}
