@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
-	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
 )
 
 // specManifest is the FlightFeed of SPEC §4 that must be accepted as is.
@@ -31,7 +30,7 @@ spec:
 `
 
 func TestCRDInstallsAndValidates(t *testing.T) {
-	cfg, _ := kubetest.Start(t)
+	cfg := restCfg
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -63,6 +62,7 @@ func TestCRDInstallsAndValidates(t *testing.T) {
 	if err := c.Create(ctx, &ff); err != nil {
 		t.Fatalf("the SPEC §4 manifest was refused: %v", err)
 	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), &ff) })
 	var got v1alpha1.FlightFeed
 	if err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "pek"}, &got); err != nil {
 		t.Fatal(err)
@@ -123,4 +123,40 @@ func crdEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
 		}
 	}
 	return false
+}
+
+// TestFlightFeedDayCRD: the day mirror installs, names a bad day and keeps
+// its identity immutable.
+func TestFlightFeedDayCRD(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(restCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	day := &v1alpha1.FlightFeedDay{}
+	day.Namespace, day.Name = "default", "pek-2026-09-09"
+	day.Spec = v1alpha1.FlightFeedDaySpec{FeedName: "pek", Day: "2026-09-09"}
+	if err := c.Create(ctx, day); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), day) })
+	day.Status = v1alpha1.FlightFeedDayStatus{Version: 3, Flights: 2, LastMessageID: 9}
+	if err := c.Status().Update(ctx, day); err != nil {
+		t.Fatalf("status update: %v", err)
+	}
+	day.Spec.Day = "2026-09-10"
+	err = c.Update(ctx, day)
+	if err == nil || !strings.Contains(err.Error(), "spec is immutable") {
+		t.Fatalf("changing the day: %v", err)
+	}
+	bad := &v1alpha1.FlightFeedDay{}
+	bad.Namespace, bad.Name = "default", "pek-bad"
+	bad.Spec = v1alpha1.FlightFeedDaySpec{FeedName: "pek", Day: "9/9/2026"}
+	if err := c.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "spec.day") {
+		t.Fatalf("bad day: %v", err)
+	}
 }

@@ -489,7 +489,8 @@ type FlightFeedStatus struct {
 	OperationDays []OperationDayStatus `json:"operationDays,omitempty"`
 }
 
-// PumpStatus is a report of the running pump.
+// PumpStatus is a report of the pump. Holder, Epoch and Since are set
+// while a replica leads; the figures only while its pump runs.
 type PumpStatus struct {
 	// Holder is the identity (pod name) holding the Lease and running the
 	// pump; empty while no replica leads.
@@ -524,13 +525,17 @@ type PumpStatus struct {
 	HeadLastError string `json:"headLastError,omitempty"`
 
 	// QueueDepth counts unprocessed VALID mailbox rows.
-	QueueDepth int64 `json:"queueDepth"`
+	// +optional
+	QueueDepth int64 `json:"queueDepth,omitempty"`
 
-	// Lag is the age of the oldest unprocessed mailbox row, in whole seconds.
-	Lag metav1.Duration `json:"lag"`
+	// Lag is the age of the oldest unprocessed mailbox row, in whole
+	// seconds; absent while no pump runs.
+	// +optional
+	Lag *metav1.Duration `json:"lag,omitempty"`
 
 	// Counts are messages by terminal result since the pump started.
-	Counts ResultCounts `json:"counts"`
+	// +optional
+	Counts *ResultCounts `json:"counts,omitempty"`
 
 	// MessagesPerSecond over the last minute, one decimal.
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9])?$`

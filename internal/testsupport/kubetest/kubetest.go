@@ -4,6 +4,8 @@
 package kubetest
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -44,4 +46,27 @@ func RepoRoot(t testing.TB) string {
 		t.Fatal("kubetest: cannot locate the repository")
 	}
 	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+// StartMain runs one control plane for a whole test binary (call it from
+// TestMain; tests then isolate themselves by namespace). The returned stop
+// function tears it down.
+func StartMain() (*rest.Config, func(), error) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		return nil, nil, errors.New("kubetest: KUBEBUILDER_ASSETS is not set; run the suite with `make test` " +
+			"(or export KUBEBUILDER_ASSETS=$(bash hack/envtest-assets.sh))")
+	}
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return nil, nil, errors.New("kubetest: cannot locate the repository")
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(filepath.Dir(file), "..", "..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubetest: start control plane: %w", err)
+	}
+	return cfg, func() { _ = env.Stop() }, nil
 }

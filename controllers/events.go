@@ -1,0 +1,31 @@
+package controllers
+
+// Reasons of the Kubernetes Events recorded on a FlightFeed (events.k8s.io,
+// `kubectl events --for flightfeed/<name>`).
+const (
+	// ReasonLeaderElected (Normal): a replica took the Lease.
+	ReasonLeaderElected = "LeaderElected"
+	// ReasonLeadershipLost (Warning): the holder lost the Lease and stopped.
+	ReasonLeadershipLost = "LeadershipLost"
+	// ReasonSteppedDown (Normal): the holder stopped and released the Lease.
+	ReasonSteppedDown = "SteppedDown"
+	// ReasonPumpFailed (Warning): the pump stopped or could not start.
+	ReasonPumpFailed = "PumpFailed"
+	// ReasonFenced (Warning): another pump took a newer fencing epoch.
+	ReasonFenced = "Fenced"
+	// ReasonConfigInvalid (Warning): the spec or a Secret keeps the feed
+	// from running; the note names the field.
+	ReasonConfigInvalid = "ConfigInvalid"
+	// ReasonHeadBlocked (Warning) and ReasonHeadUnblocked (Normal): the
+	// mailbox head started or stopped failing.
+	ReasonHeadBlocked   = "HeadBlocked"
+	ReasonHeadUnblocked = "HeadUnblocked"
+	// ReasonDeadMessage (Warning): a message became DEAD.
+	ReasonDeadMessage = string(NoticeDead)
+	// ReasonDayMismatch (Warning): SAME_FLID_ACROSS_OPERATION_DAYS.
+	ReasonDayMismatch = string(NoticeDayMismatch)
+)
+
+// maxNoticesPerReport bounds the Events one report records; the rest are
+// summed up in one more.
+const maxNoticesPerReport = 20

@@ -1,0 +1,327 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+)
+
+// LeaseTimings are the timings of the per-feed Lease, with client-go's
+// meaning. A holder that cannot renew for RenewDeadline stops its pump; a
+// candidate takes over a Lease it has seen unchanged for LeaseDuration.
+// RenewDeadline < LeaseDuration is what makes the old holder stop before a
+// new one can start (the fencing epoch covers a holder that was paused).
+type LeaseTimings struct {
+	// LeaseDuration a candidate waits on an unchanged Lease. Default 15s.
+	LeaseDuration time.Duration
+	// RenewDeadline the holder keeps retrying a failed renewal. Default 10s.
+	RenewDeadline time.Duration
+	// RetryPeriod between attempts to acquire or renew. Default 2s.
+	RetryPeriod time.Duration
+}
+
+// Default Lease timings.
+const (
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+)
+
+// jitterFactor spreads the candidates' attempts (as client-go does).
+const jitterFactor = 1.2
+
+// WithDefaults fills unset timings.
+func (t LeaseTimings) WithDefaults() LeaseTimings {
+	if t.LeaseDuration <= 0 {
+		t.LeaseDuration = DefaultLeaseDuration
+	}
+	if t.RenewDeadline <= 0 {
+		t.RenewDeadline = DefaultRenewDeadline
+	}
+	if t.RetryPeriod <= 0 {
+		t.RetryPeriod = DefaultRetryPeriod
+	}
+	return t
+}
+
+// Validate checks the timings keep a holder's step-down ahead of a
+// takeover.
+func (t LeaseTimings) Validate() error {
+	if t.LeaseDuration <= t.RenewDeadline {
+		return fmt.Errorf("lease duration %s must be longer than the renew deadline %s", t.LeaseDuration, t.RenewDeadline)
+	}
+	if float64(t.RenewDeadline) <= jitterFactor*float64(t.RetryPeriod) {
+		return fmt.Errorf("renew deadline %s must be longer than %.1f × the retry period %s", t.RenewDeadline, jitterFactor, t.RetryPeriod)
+	}
+	if t.LeaseDuration < time.Second {
+		return fmt.Errorf("lease duration %s must be at least 1s (the Lease counts whole seconds)", t.LeaseDuration)
+	}
+	return nil
+}
+
+// leasePrefix starts the name of every feed's Lease.
+const leasePrefix = "flightfeed-"
+
+// LeaseName is the name of a feed's Lease (in the feed's namespace):
+// "flightfeed-<feed>", shortened with a hash when that would be too long.
+func LeaseName(feed string) string {
+	return boundedName(leasePrefix, feed, "")
+}
+
+// boundedName joins prefix, name and suffix into a valid object name (at
+// most 253 characters), replacing the end of name by a hash of it when
+// the whole would be longer.
+func boundedName(prefix, name, suffix string) string {
+	const maxLen = 253
+	if len(prefix)+len(name)+len(suffix) <= maxLen {
+		return prefix + name + suffix
+	}
+	sum := sha256.Sum256([]byte(name))
+	hash := hex.EncodeToString(sum[:4])
+	keep := strings.TrimRight(name[:maxLen-len(prefix)-len(suffix)-len(hash)-1], ".-")
+	return prefix + keep + "-" + hash + suffix
+}
+
+// errLeaseLost is returned by hold when this replica no longer leads.
+var errLeaseLost = errors.New("lease lost")
+
+// leaseAction is what a replica does with the Lease it observed.
+type leaseAction int
+
+const (
+	// leaseWait: another replica holds a valid Lease.
+	leaseWait leaseAction = iota
+	// leaseAcquire: the Lease is free or expired; take it.
+	leaseAcquire
+	// leaseRenew: this replica holds it; renew.
+	leaseRenew
+)
+
+// decideLease is the rule, without I/O. Expiry is judged by the local
+// clock from when this replica last saw the Lease change (observedAt), not
+// by the holder's timestamps, so clock skew between nodes cannot shorten
+// a lease.
+func decideLease(holder, me string, duration time.Duration, observedAt, now time.Time) leaseAction {
+	switch {
+	case holder == me:
+		return leaseRenew
+	case holder == "":
+		return leaseAcquire
+	case !now.Before(observedAt.Add(duration)):
+		return leaseAcquire
+	default:
+		return leaseWait
+	}
+}
+
+// leaseElector contends for one feed's Lease. It is not safe for
+// concurrent acquire/hold calls; leading and lastRenew may be read from
+// any goroutine.
+type leaseElector struct {
+	leases   coordinationv1client.LeasesGetter
+	key      types.NamespacedName
+	identity string
+	owner    metav1.OwnerReference
+	timings  LeaseTimings
+	clock    clock.Clock
+
+	observedRV string
+	observedAt time.Time
+
+	mu        sync.Mutex
+	holder    string
+	leading   bool
+	lastRenew time.Time
+}
+
+func newLeaseElector(leases coordinationv1client.LeasesGetter, key types.NamespacedName, identity string,
+	owner metav1.OwnerReference, timings LeaseTimings, clk clock.Clock) *leaseElector {
+	return &leaseElector{leases: leases, key: key, identity: identity, owner: owner, timings: timings, clock: clk}
+}
+
+// acquire tries every RetryPeriod (with jitter) until this replica holds
+// the Lease (true) or ctx ends (false).
+func (e *leaseElector) acquire(ctx context.Context) bool {
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, e.timings.RenewDeadline)
+		ok, _ := e.try(callCtx)
+		cancel()
+		if ok {
+			return true
+		}
+		wait := time.Duration(float64(e.timings.RetryPeriod) * (1 + rand.Float64()*(jitterFactor-1))) //nolint:gosec // jitter only
+		select {
+		case <-ctx.Done():
+			return false
+		case <-e.clock.After(wait):
+		}
+	}
+}
+
+// hold renews the Lease every RetryPeriod. It returns errLeaseLost as soon
+// as another replica is seen holding it or no renewal succeeded for
+// RenewDeadline, and nil when ctx ends first.
+func (e *leaseElector) hold(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-e.clock.After(e.timings.RetryPeriod):
+		}
+		deadline := e.lastRenewAt().Add(e.timings.RenewDeadline)
+		remaining := deadline.Sub(e.clock.Now())
+		if remaining <= 0 {
+			e.setLeading(false)
+			return fmt.Errorf("%w: not renewed since %s (renew deadline %s)", errLeaseLost, e.lastRenewAt().Format(time.RFC3339), e.timings.RenewDeadline)
+		}
+		callCtx, cancel := context.WithTimeout(ctx, remaining)
+		ok, holder := e.try(callCtx)
+		cancel()
+		if ok {
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if holder != "" && holder != e.identity {
+			e.setLeading(false)
+			return fmt.Errorf("%w: held by %s", errLeaseLost, holder)
+		}
+	}
+}
+
+// try makes one attempt to acquire or renew. It reports success and the
+// holder it observed.
+func (e *leaseElector) try(ctx context.Context) (bool, string) {
+	now := e.clock.Now()
+	leases := e.leases.Leases(e.key.Namespace)
+	lease, err := leases.Get(ctx, e.key.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		lease = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: e.key.Name, Namespace: e.key.Namespace,
+				OwnerReferences: []metav1.OwnerReference{e.owner}},
+		}
+		e.stamp(lease, now, true)
+		created, err := leases.Create(ctx, lease, metav1.CreateOptions{})
+		if err != nil {
+			return false, ""
+		}
+		e.renewed(created, now)
+		return true, e.identity
+	}
+	if err != nil {
+		return false, e.currentHolder()
+	}
+	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+	if lease.ResourceVersion != e.observedRV {
+		e.observedRV, e.observedAt = lease.ResourceVersion, now
+	}
+	e.mu.Lock()
+	e.holder = holder
+	e.mu.Unlock()
+	duration := e.timings.LeaseDuration
+	if d := ptr.Deref(lease.Spec.LeaseDurationSeconds, 0); d > 0 {
+		duration = time.Duration(d) * time.Second
+	}
+	action := decideLease(holder, e.identity, duration, e.observedAt, now)
+	if action == leaseWait {
+		return false, holder
+	}
+	e.stamp(lease, now, action == leaseAcquire)
+	updated, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
+	if err != nil {
+		// A conflict means someone else wrote first: look again next time.
+		return false, holder
+	}
+	e.renewed(updated, now)
+	return true, e.identity
+}
+
+// stamp writes this replica into the Lease.
+func (e *leaseElector) stamp(lease *coordinationv1.Lease, now time.Time, acquire bool) {
+	t := metav1.NewMicroTime(now)
+	lease.Spec.HolderIdentity = ptr.To(e.identity)
+	lease.Spec.LeaseDurationSeconds = ptr.To(int32(e.timings.LeaseDuration / time.Second)) //nolint:gosec // seconds of a lease fit
+	lease.Spec.RenewTime = &t
+	if acquire {
+		lease.Spec.AcquireTime = &t
+		lease.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
+	}
+}
+
+func (e *leaseElector) renewed(lease *coordinationv1.Lease, now time.Time) {
+	e.observedRV, e.observedAt = lease.ResourceVersion, now
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.holder, e.leading, e.lastRenew = e.identity, true, now
+}
+
+// release gives the Lease up if this replica still holds it, so a
+// candidate takes over at once instead of after LeaseDuration.
+func (e *leaseElector) release(ctx context.Context) error {
+	e.setLeading(false)
+	leases := e.leases.Leases(e.key.Namespace)
+	for range 3 {
+		lease, err := leases.Get(ctx, e.key.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("release lease %s: %w", e.key, err)
+		}
+		if ptr.Deref(lease.Spec.HolderIdentity, "") != e.identity {
+			return nil
+		}
+		now := metav1.NewMicroTime(e.clock.Now())
+		lease.Spec.HolderIdentity = nil
+		lease.Spec.LeaseDurationSeconds = ptr.To[int32](1)
+		lease.Spec.RenewTime = &now
+		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+		if err == nil || !apierrors.IsConflict(err) {
+			if err != nil {
+				return fmt.Errorf("release lease %s: %w", e.key, err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("release lease %s: conflicts kept happening", e.key)
+}
+
+func (e *leaseElector) setLeading(v bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.leading = v
+}
+
+// isLeading reports whether this replica believes it holds the Lease.
+func (e *leaseElector) isLeading() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.leading
+}
+
+func (e *leaseElector) lastRenewAt() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lastRenew
+}
+
+func (e *leaseElector) currentHolder() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.holder
+}

@@ -1,0 +1,267 @@
+package controllers
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+// Metric label names. Every series carries the FlightFeed's namespace and
+// name; only the replica leading a feed has its pump series.
+const (
+	labelNamespace = "namespace"
+	labelFeed      = "feed"
+)
+
+// labelValue keeps label values from a malformed message bounded: SIS
+// TYPE/STYP codes and tags are a few upper-case letters and digits.
+var labelValue = regexp.MustCompile(`^[A-Z0-9]{2,8}$`)
+
+// Metrics are FlightFeed's Prometheus series, registered on the manager's
+// metrics endpoint.
+type Metrics struct {
+	messages        *prometheus.CounterVec
+	txDuration      *prometheus.HistogramVec
+	batchSize       *prometheus.HistogramVec
+	ignoredTags     *prometheus.CounterVec
+	queueDepth      *prometheus.GaugeVec
+	queueLag        *prometheus.GaugeVec
+	headBlocked     *prometheus.GaugeVec
+	outboxPending   *prometheus.GaugeVec
+	outboxOldest    *prometheus.GaugeVec
+	backfillPending *prometheus.GaugeVec
+	snapshotVersion *prometheus.GaugeVec
+	leader          *prometheus.GaugeVec
+	pumpRunning     *prometheus.GaugeVec
+}
+
+// NewMetrics creates the series and registers them with reg (the
+// controller-runtime registry in the manager, a fresh one in tests).
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	feed := []string{labelNamespace, labelFeed}
+	m := &Metrics{
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flightfeed_messages_total",
+			Help: "Mailbox messages processed, by SIS TYPE, STYP and result (SUCCEEDED, SKIPPED, DEAD, FAILED).",
+		}, append(feed, "type", "styp", "result")),
+		txDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "flightfeed_transaction_duration_seconds",
+			Help:    "Duration of committed pump transactions (one batch of messages).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, feed),
+		batchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "flightfeed_batch_messages",
+			Help:    "Messages applied per committed transaction.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 14),
+		}, feed),
+		ignoredTags: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flightfeed_ignored_tags_total",
+			Help: "SIS tags the module does not map (kept in the raw archive), by tag.",
+		}, append(feed, "tag")),
+		queueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flightfeed_queue_depth",
+			Help: "Unprocessed VALID mailbox rows.",
+		}, feed),
+		queueLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flightfeed_queue_lag_seconds",
+			Help: "Age of the oldest unprocessed mailbox row.",
+		}, feed),
+		headBlocked: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flightfeed_head_blocked_seconds",
+			Help: "How long the mailbox head has kept failing (0 when it is not blocked).",
+		}, feed),
+		outboxPending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flightfeed_outbox_pending",
+			Help: "Kafka events not yet acknowledged by the brokers.",
+		}, feed),
+		outboxOldest: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flightfeed_outbox_oldest_age_seconds",
+			Help: "Age of the oldest pending Kafka event.",
+		}, feed),
+		backfillPending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flightfeed_backfill_pending",
+			Help: "Committed results not yet written back to the mailbox.",
+		}, feed),
+		snapshotVersion: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flightfeed_snapshot_version",
+			Help: "Snapshot generation of each operation day in the ledger.",
+		}, append(feed, "day")),
+		leader: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flightfeed_leader",
+			Help: "1 while this replica holds the feed's Lease.",
+		}, feed),
+		pumpRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flightfeed_pump_running",
+			Help: "1 while this replica runs the feed's pump.",
+		}, feed),
+	}
+	if err := m.register(reg); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register adds the series to reg. Series already registered there (a
+// second manager in the same process) are shared, not duplicated.
+func (m *Metrics) register(reg prometheus.Registerer) error {
+	for _, p := range []any{&m.messages, &m.txDuration, &m.batchSize, &m.ignoredTags, &m.queueDepth, &m.queueLag,
+		&m.headBlocked, &m.outboxPending, &m.outboxOldest, &m.backfillPending, &m.snapshotVersion, &m.leader, &m.pumpRunning} {
+		var err error
+		switch v := p.(type) {
+		case **prometheus.CounterVec:
+			*v, err = registerOrReuse(reg, *v)
+		case **prometheus.GaugeVec:
+			*v, err = registerOrReuse(reg, *v)
+		case **prometheus.HistogramVec:
+			*v, err = registerOrReuse(reg, *v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func registerOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	return c, fmt.Errorf("register metrics: %w", err)
+}
+
+// Observer returns the pump observer of one feed.
+func (m *Metrics) Observer(key types.NamespacedName) *FeedObserver {
+	return &FeedObserver{m: m, ns: key.Namespace, name: key.Name}
+}
+
+// setLeader records whether this replica leads the feed. Losing the lead
+// drops the feed's pump series: only the leader knows them.
+func (m *Metrics) setLeader(key types.NamespacedName, leading bool) {
+	if m == nil {
+		return
+	}
+	if leading {
+		m.leader.WithLabelValues(key.Namespace, key.Name).Set(1)
+		return
+	}
+	m.leader.WithLabelValues(key.Namespace, key.Name).Set(0)
+	m.dropPumpSeries(key)
+}
+
+// forget drops every series of a feed (it was deleted).
+func (m *Metrics) forget(key types.NamespacedName) {
+	if m == nil {
+		return
+	}
+	m.leader.DeleteLabelValues(key.Namespace, key.Name)
+	m.dropPumpSeries(key)
+}
+
+func (m *Metrics) dropPumpSeries(key types.NamespacedName) {
+	match := prometheus.Labels{labelNamespace: key.Namespace, labelFeed: key.Name}
+	for _, c := range []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}{m.messages, m.txDuration, m.batchSize, m.ignoredTags, m.queueDepth, m.queueLag, m.headBlocked,
+		m.outboxPending, m.outboxOldest, m.backfillPending, m.snapshotVersion, m.pumpRunning} {
+		c.DeletePartialMatch(match)
+	}
+}
+
+// report sets the gauges from one status report of the leader.
+func (m *Metrics) report(key types.NamespacedName, running bool, st pump.Status, ledger []store.LedgerDay, now time.Time) {
+	if m == nil {
+		return
+	}
+	ns, name := key.Namespace, key.Name
+	m.pumpRunning.WithLabelValues(ns, name).Set(boolFloat(running))
+	m.queueDepth.WithLabelValues(ns, name).Set(float64(st.QueueDepth))
+	m.queueLag.WithLabelValues(ns, name).Set(st.Lag.Seconds())
+	blocked := 0.0
+	if !st.HeadBlockedSince.IsZero() {
+		blocked = now.Sub(st.HeadBlockedSince).Seconds()
+	}
+	m.headBlocked.WithLabelValues(ns, name).Set(blocked)
+	m.outboxPending.WithLabelValues(ns, name).Set(float64(st.OutboxPending))
+	m.outboxOldest.WithLabelValues(ns, name).Set(st.OutboxOldestAge.Seconds())
+	m.backfillPending.WithLabelValues(ns, name).Set(float64(st.BackfillPending))
+	if ledger != nil {
+		// Days leave the ledger with retention; their series go with them.
+		m.snapshotVersion.DeletePartialMatch(prometheus.Labels{labelNamespace: ns, labelFeed: name})
+		for _, d := range ledger {
+			m.snapshotVersion.WithLabelValues(ns, name, d.Day).Set(float64(d.Version))
+		}
+	}
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// FeedObserver receives one feed's pump observations (it satisfies the
+// pump's Observer interface). The zero value records nothing.
+type FeedObserver struct {
+	m        *Metrics
+	ns, name string
+}
+
+// MessageDone counts one message by type, subtype and result.
+func (o *FeedObserver) MessageDone(msgType, styp, result string) {
+	if o == nil || o.m == nil {
+		return
+	}
+	o.m.messages.WithLabelValues(o.ns, o.name, bounded(msgType), bounded(styp), boundedResult(result)).Inc()
+}
+
+// BatchCommitted records one committed transaction.
+func (o *FeedObserver) BatchCommitted(messages int, took time.Duration) {
+	if o == nil || o.m == nil {
+		return
+	}
+	o.m.txDuration.WithLabelValues(o.ns, o.name).Observe(took.Seconds())
+	o.m.batchSize.WithLabelValues(o.ns, o.name).Observe(float64(messages))
+}
+
+// IgnoredTags counts SIS tags the module does not map.
+func (o *FeedObserver) IgnoredTags(tags map[string]int) {
+	if o == nil || o.m == nil {
+		return
+	}
+	for tag, n := range tags {
+		o.m.ignoredTags.WithLabelValues(o.ns, o.name, bounded(tag)).Add(float64(n))
+	}
+}
+
+func bounded(v string) string {
+	if labelValue.MatchString(v) {
+		return v
+	}
+	if v == "" {
+		return "NONE"
+	}
+	return "OTHER"
+}
+
+func boundedResult(r string) string {
+	switch r {
+	case store.StatusSucceeded, store.StatusSkipped, store.StatusDead, store.StatusFailed:
+		return r
+	}
+	return "OTHER"
+}

@@ -1,0 +1,116 @@
+package controllers_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/controllers"
+)
+
+// TestResolveFeed reads the Secrets a FlightFeed references from the API
+// server and reports what is missing by field.
+func TestResolveFeed(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(restCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	ns := "t-resolve-" + utilrand.String(6)
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	secret := func(name string, data map[string]string) {
+		if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, StringData: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret("mbx", map[string]string{"dsn": "root@tcp(127.0.0.1:3306)/mbx"})
+	secret("db", map[string]string{"dsn": "postgres://postgres@127.0.0.1:5432/ff", "other": "x"})
+	secret("tls", map[string]string{"ca.crt": "CA", "tls.crt": "CERT", "tls.key": "KEY"})
+	secret("tls-half", map[string]string{"tls.crt": "CERT"})
+	secret("sasl", map[string]string{"username": "u", "password": "p"})
+	secret("sasl-nopass", map[string]string{"username": "u"})
+
+	base := func() *v1alpha1.FlightFeed {
+		return &v1alpha1.FlightFeed{
+			ObjectMeta: metav1.ObjectMeta{Name: "pek", Namespace: ns},
+			Spec: v1alpha1.FlightFeedSpec{
+				Airport:  v1alpha1.AirportSpec{IATA: "PEK"},
+				Mailbox:  v1alpha1.MailboxSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: "mbx", Key: "dsn"}},
+				Database: v1alpha1.DatabaseSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: "db", Key: "dsn"}},
+				Kafka: v1alpha1.KafkaSpec{Brokers: []string{"127.0.0.1:9092"},
+					TLS:  &v1alpha1.KafkaTLS{SecretRef: &v1alpha1.SecretRef{Name: "tls"}},
+					SASL: &v1alpha1.KafkaSASL{Mechanism: "PLAIN", SecretRef: v1alpha1.SecretRef{Name: "sasl"}}},
+			},
+		}
+	}
+
+	ff := base()
+	feed, err := controllers.ResolveFeed(ctx, c, ff)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := feed.Secrets
+	if s.MailboxDSN != "root@tcp(127.0.0.1:3306)/mbx" || s.DatabaseDSN != "postgres://postgres@127.0.0.1:5432/ff" ||
+		string(s.Kafka.CA) != "CA" || string(s.Kafka.Cert) != "CERT" || string(s.Kafka.Key) != "KEY" ||
+		s.Kafka.Username != "u" || s.Kafka.Password != "p" {
+		t.Fatalf("secrets %+v", s)
+	}
+	if feed.Spec.Mailbox.BatchSize != 200 || feed.Location.String() != "Asia/Shanghai" || ff.Spec.Mailbox.BatchSize != 0 {
+		t.Fatal("defaults were not applied to the resolved copy only")
+	}
+	if got := controllers.SecretNames(ff); strings.Join(got, ",") != "db,mbx,sasl,tls" {
+		t.Fatalf("secret names %v", got)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		mod    func(*v1alpha1.FlightFeed)
+		reason v1alpha1.ConditionReason
+		want   string
+	}{
+		{"missing secret", func(f *v1alpha1.FlightFeed) { f.Spec.Database.DSNSecretRef.Name = "nope" },
+			v1alpha1.ReasonSecretUnavailable, "spec.database.dsnSecretRef.name: secret " + ns + "/nope not found"},
+		{"missing key", func(f *v1alpha1.FlightFeed) { f.Spec.Mailbox.DSNSecretRef.Key = "password" },
+			v1alpha1.ReasonSecretUnavailable, "spec.mailbox.dsnSecretRef.key: secret " + ns + `/mbx has no (or an empty) key "password"`},
+		{"certificate without key", func(f *v1alpha1.FlightFeed) { f.Spec.Kafka.TLS.SecretRef.Name = "tls-half" },
+			v1alpha1.ReasonSecretUnavailable, "spec.kafka.tls.secretRef: secret " + ns + "/tls-half must hold both tls.crt and tls.key"},
+		{"SASL without password", func(f *v1alpha1.FlightFeed) { f.Spec.Kafka.SASL.SecretRef.Name = "sasl-nopass" },
+			v1alpha1.ReasonSecretUnavailable, "spec.kafka.sasl.secretRef.name: secret " + ns + `/sasl-nopass has no (or an empty) key "password"`},
+		{"unknown time zone", func(f *v1alpha1.FlightFeed) { f.Spec.Airport.TimeZone = "Mars/Olympus_Mons" },
+			v1alpha1.ReasonInvalidSpec, "spec.airport.timeZone"},
+		{"same topics", func(f *v1alpha1.FlightFeed) { f.Spec.Kafka.Topics = v1alpha1.KafkaTopics{State: "T", Notice: "T"} },
+			v1alpha1.ReasonInvalidSpec, "spec.kafka.topics.notice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ff := base()
+			tc.mod(ff)
+			_, err := controllers.ResolveFeed(ctx, c, ff)
+			var ce *controllers.ConfigError
+			if err == nil || !errors.As(err, &ce) || ce.Reason != tc.reason || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %s: %s", err, tc.reason, tc.want)
+			}
+		})
+	}
+
+	// Without TLS material the Secret is optional; a plain feed resolves.
+	ff = base()
+	ff.Spec.Kafka.TLS = &v1alpha1.KafkaTLS{ServerName: "kafka"}
+	ff.Spec.Kafka.SASL = nil
+	if _, err := controllers.ResolveFeed(ctx, c, ff); err != nil {
+		t.Fatal(err)
+	}
+}

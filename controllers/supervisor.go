@@ -1,0 +1,412 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+// feedDesired is the reconciler's latest view of one feed.
+type feedDesired struct {
+	Generation int64
+	UID        types.UID
+	// Feed is the resolved feed, nil when ConfigErr is set.
+	Feed      *config.Feed
+	ConfigErr error
+	// Hash identifies the resolved configuration (spec, credentials, UID):
+	// the runner restarts when it changes.
+	Hash        string
+	Terminating bool
+}
+
+// leaderState is what the leader knows about its runner; the reporter
+// reads it. Guarded by feedSupervisor.mu.
+type leaderState struct {
+	leading     bool
+	since       time.Time
+	epoch       int64
+	phase       runPhase
+	runner      FeedRunner
+	runnerHash  string
+	lastErr     error
+	databaseErr bool
+	// stopping is when the runner was asked to stop and has not yet
+	// returned (zero otherwise); a runner that ignores cancellation makes
+	// the replica unhealthy.
+	stopping time.Time
+	// ledger is the feed's database, opened on leadership for the epoch
+	// and the ledger; ledgerDSN is what it was opened with.
+	ledger    *store.Store
+	ledgerDSN string
+}
+
+// feedSupervisor contends for one feed's Lease and, while it holds it,
+// runs the feed's runner and status reporter.
+type feedSupervisor struct {
+	key     types.NamespacedName
+	deps    *supervisorDeps
+	elector *leaseElector
+	log     logr.Logger
+
+	// changed wakes the runner loop when the resolved configuration
+	// changed; poke asks the reporter for a report now.
+	changed chan struct{}
+	poke    chan struct{}
+
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu      sync.Mutex
+	desired feedDesired
+	st      leaderState
+}
+
+func newFeedSupervisor(deps *supervisorDeps, key types.NamespacedName, d feedDesired) *feedSupervisor {
+	return &feedSupervisor{
+		key:  key,
+		deps: deps,
+		elector: newLeaseElector(deps.leases, types.NamespacedName{Namespace: key.Namespace, Name: LeaseName(key.Name)},
+			deps.identity, ownerRef(key, d.UID), deps.timings, deps.clock),
+		log:     deps.log.WithValues("flightfeed", key.String()),
+		changed: make(chan struct{}, 1),
+		poke:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		desired: d,
+	}
+}
+
+// setDesired records the reconciler's view; a new configuration restarts
+// the runner, anything else is reported at the next report.
+func (s *feedSupervisor) setDesired(d feedDesired) {
+	s.mu.Lock()
+	prev := s.desired
+	s.desired = d
+	s.mu.Unlock()
+	if prev.Hash != d.Hash || errText(prev.ConfigErr, "") != errText(d.ConfigErr, "") {
+		signal(s.changed)
+	}
+	if prev.Generation != d.Generation || prev.Terminating != d.Terminating {
+		signal(s.poke)
+	}
+}
+
+func (s *feedSupervisor) getDesired() feedDesired {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.desired
+}
+
+func (s *feedSupervisor) update(fn func(*leaderState)) {
+	s.mu.Lock()
+	fn(&s.st)
+	s.mu.Unlock()
+	signal(s.poke)
+}
+
+// signal wakes the receiver of ch without blocking.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// run contends for the Lease until ctx ends, leading whenever it holds it.
+func (s *feedSupervisor) run(ctx context.Context) {
+	defer close(s.done)
+	ctx = logf.IntoContext(ctx, s.log)
+	for {
+		if !s.elector.acquire(ctx) {
+			return
+		}
+		s.lead(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// lead runs the leader's duties until the Lease is lost or ctx ends. The
+// Lease is renewed on a context of its own so that, on a graceful stop,
+// it is still held while the runner winds down and the last status is
+// written; only then is it released.
+func (s *feedSupervisor) lead(ctx context.Context) {
+	now := s.deps.clock.Now()
+	s.update(func(st *leaderState) {
+		*st = leaderState{leading: true, since: now, phase: phaseStarting}
+	})
+	s.deps.metrics.setLeader(s.key, true)
+	s.log.Info("leading the feed", "identity", s.deps.identity)
+	s.event(corev1.EventTypeNormal, ReasonLeaderElected, "Lead", "%s holds the Lease and starts the pump", s.deps.identity)
+
+	leadCtx, cancelLead := context.WithCancel(ctx)
+	defer cancelLead()
+	// Not cancelled with ctx on purpose: renewal continues until the
+	// runner has stopped and the last status is written.
+	holdCtx, stopHold := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHold()
+	lost := make(chan error, 1)
+	go func() {
+		err := s.elector.hold(holdCtx)
+		if err != nil {
+			// Lease lost: stop the pump at once.
+			cancelLead()
+		}
+		lost <- err
+	}()
+
+	reporterDone := make(chan struct{})
+	go func() {
+		defer close(reporterDone)
+		s.reportLoop(leadCtx)
+	}()
+
+	s.runLoop(leadCtx)
+	cancelLead()
+	<-reporterDone
+
+	var lostErr error
+	select {
+	case lostErr = <-lost:
+	default:
+	}
+	if lostErr == nil {
+		// A fresh context on purpose: ctx is cancelled, yet the last
+		// status and the release must still reach the API server.
+		final, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.deps.timings.RenewDeadline)
+		s.finalReport(final)
+		stopHold()
+		lostErr = <-lost
+		if lostErr == nil {
+			if err := s.elector.release(final); err != nil {
+				s.log.Error(err, "release lease")
+			}
+			s.event(corev1.EventTypeNormal, ReasonSteppedDown, "Lead", "%s stopped the pump and released the Lease", s.deps.identity)
+		}
+		cancel()
+	} else {
+		stopHold()
+	}
+	if lostErr != nil {
+		s.log.Info("lost the lease; pump stopped", "reason", lostErr.Error())
+		s.event(corev1.EventTypeWarning, ReasonLeadershipLost, "Lead", "%s lost the Lease and stopped the pump: %s", s.deps.identity, lostErr.Error())
+	}
+
+	s.mu.Lock()
+	ledger := s.st.ledger
+	s.st = leaderState{}
+	s.mu.Unlock()
+	if ledger != nil {
+		ledger.Close()
+	}
+	s.deps.metrics.setLeader(s.key, false)
+}
+
+// runLoop keeps a runner running for the current configuration while
+// leadCtx lasts: restarted at once when the configuration changes and
+// with backoff when it fails.
+func (s *feedSupervisor) runLoop(ctx context.Context) {
+	backoff := s.deps.restartBackoff
+	for ctx.Err() == nil {
+		d := s.getDesired()
+		if d.Feed == nil {
+			s.update(func(st *leaderState) { st.phase, st.lastErr, st.databaseErr = phaseWaiting, nil, false })
+			select {
+			case <-ctx.Done():
+			case <-s.changed:
+			}
+			continue
+		}
+		err := s.runOnce(ctx, d)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, errRestart):
+			backoff = s.deps.restartBackoff
+			continue
+		}
+		if err == nil {
+			err = errors.New("the pump returned without being stopped")
+		}
+		fenced := errors.Is(err, store.ErrFenced)
+		s.update(func(st *leaderState) {
+			st.phase, st.lastErr = phaseFailed, err
+			if fenced {
+				st.phase = phaseFenced
+			}
+		})
+		s.log.Error(err, "pump stopped; restarting", "after", backoff)
+		if fenced {
+			s.event(corev1.EventTypeWarning, ReasonFenced, "Pump", "another pump took a newer fencing epoch: %s", err.Error())
+		} else {
+			s.event(corev1.EventTypeWarning, ReasonPumpFailed, "Pump", "pump failed, restarting in %s: %s", backoff, err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.changed:
+			backoff = s.deps.restartBackoff
+		case <-s.deps.clock.After(backoff):
+			backoff = min(2*backoff, s.deps.maxRestartBackoff)
+		}
+	}
+}
+
+// errRestart ends a runner whose configuration changed.
+var errRestart = errors.New("configuration changed")
+
+// runOnce opens the database, takes a fencing epoch, builds the runner and
+// runs it until it returns, the configuration changes or ctx ends.
+func (s *feedSupervisor) runOnce(ctx context.Context, d feedDesired) error {
+	s.update(func(st *leaderState) { st.phase, st.databaseErr = phaseStarting, false })
+	db, err := s.ledgerStore(ctx, d.Feed)
+	if err != nil {
+		s.update(func(st *leaderState) { st.databaseErr = true })
+		return err
+	}
+	epoch, err := db.TakeEpoch(ctx, s.deps.identity)
+	if err != nil {
+		s.update(func(st *leaderState) { st.databaseErr = true })
+		return err
+	}
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	log := s.log.WithValues("epoch", epoch)
+	runCtx = withObserver(logf.IntoContext(runCtx, log), s.deps.metrics.Observer(s.key))
+	runner, err := s.deps.factory(runCtx, d.Feed, s.deps.identity, epoch)
+	if err != nil {
+		return fmt.Errorf("build the pump: %w", err)
+	}
+	s.update(func(st *leaderState) {
+		st.phase, st.runner, st.runnerHash, st.epoch, st.lastErr = phaseRunning, runner, d.Hash, epoch, nil
+	})
+	log.Info("pump started")
+	done := make(chan error, 1)
+	go func() { done <- runner.Run(runCtx) }()
+
+	for {
+		select {
+		case err := <-done:
+			s.update(func(st *leaderState) { st.runner = nil })
+			return err
+		case <-ctx.Done():
+			s.stopRunner(cancelRun, done)
+			return ctx.Err()
+		case <-s.changed:
+			if s.getDesired().Hash == d.Hash {
+				continue
+			}
+			log.Info("configuration changed; restarting the pump")
+			s.stopRunner(cancelRun, done)
+			// The loop reads the new configuration; leave the signal for it.
+			signal(s.changed)
+			return errRestart
+		}
+	}
+}
+
+// stopRunner cancels the runner and waits for it, at most StopTimeout. A
+// runner that does not stop is left behind (its epoch is superseded by the
+// next start, so it cannot commit) and makes the replica unhealthy.
+func (s *feedSupervisor) stopRunner(cancel context.CancelFunc, done <-chan error) {
+	s.update(func(st *leaderState) { st.stopping = s.deps.clock.Now() })
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			s.log.Info("pump stopped with an error", "error", err.Error())
+		}
+		s.update(func(st *leaderState) { st.stopping, st.runner = time.Time{}, nil })
+	case <-s.deps.clock.After(s.deps.stopTimeout):
+		s.log.Error(nil, "pump did not stop after cancellation; leaving it fenced", "waited", s.deps.stopTimeout)
+		s.update(func(st *leaderState) { st.runner = nil })
+	}
+}
+
+// ledgerStore returns the leader's connection to the feed's database,
+// migrated, opening it on first use or when the DSN changed.
+func (s *feedSupervisor) ledgerStore(ctx context.Context, feed *config.Feed) (*store.Store, error) {
+	s.mu.Lock()
+	cur, dsn := s.st.ledger, s.st.ledgerDSN
+	s.mu.Unlock()
+	if cur != nil && dsn == feed.Secrets.DatabaseDSN {
+		return cur, nil
+	}
+	db, err := s.deps.openStore(ctx, feed)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	old := s.st.ledger
+	s.st.ledger, s.st.ledgerDSN = db, feed.Secrets.DatabaseDSN
+	s.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	return db, nil
+}
+
+// openFeedStore migrates the feed's database and connects to it.
+func openFeedStore(ctx context.Context, feed *config.Feed) (*store.Store, error) {
+	if _, err := store.Migrate(ctx, feed.Secrets.DatabaseDSN); err != nil {
+		return nil, fmt.Errorf("migrate the database: %w", err)
+	}
+	db, err := store.Open(ctx, feed.Secrets.DatabaseDSN, store.Options{MaxConns: 2, Location: feed.Location})
+	if err != nil {
+		return nil, fmt.Errorf("open the database: %w", err)
+	}
+	return db, nil
+}
+
+// health is this supervisor's contribution to /healthz and /readyz.
+type health struct {
+	leading      bool
+	lastRenew    time.Time
+	stuckSince   time.Time
+	phase        runPhase
+	lastErr      error
+	phaseChanged time.Time
+}
+
+func (s *feedSupervisor) health() health {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return health{leading: s.st.leading, lastRenew: s.elector.lastRenewAt(), stuckSince: s.st.stopping,
+		phase: s.st.phase, lastErr: s.st.lastErr, phaseChanged: s.st.since}
+}
+
+// clockOrReal returns c, or the real clock when c is nil.
+func clockOrReal(c clock.WithTicker) clock.WithTicker {
+	if c == nil {
+		return clock.RealClock{}
+	}
+	return c
+}
+
+// regarding is the object Events are recorded on.
+func (s *feedSupervisor) regarding() *v1alpha1.FlightFeed {
+	d := s.getDesired()
+	ff := &v1alpha1.FlightFeed{}
+	ff.APIVersion, ff.Kind = v1alpha1.GroupVersion.String(), "FlightFeed"
+	ff.Namespace, ff.Name, ff.UID = s.key.Namespace, s.key.Name, d.UID
+	return ff
+}
+
+func (s *feedSupervisor) event(eventType, reason, action, note string, args ...any) {
+	if s.deps.recorder == nil {
+		return
+	}
+	s.deps.recorder.Eventf(s.regarding(), nil, eventType, reason, action, note, args...)
+}
