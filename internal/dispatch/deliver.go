@@ -46,9 +46,9 @@ func (d *Dispatcher) DeliverOnce(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// pass is DeliverOnce under passMu; full reports a full batch (more events
-// are likely pending).
-func (d *Dispatcher) pass(ctx context.Context) (delivered int, full bool, err error) {
+// pass is DeliverOnce under passMu; worked reports that it found events
+// (more may be pending: Run goes again until a pass finds none).
+func (d *Dispatcher) pass(ctx context.Context) (delivered int, worked bool, err error) {
 	select {
 	case <-d.prev:
 	case <-ctx.Done():
@@ -64,8 +64,8 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, full bool, err er
 		return 0, false, err
 	}
 	if len(events) == 0 {
-		// Nothing is pending: the coalesced read returns at least one row
-		// whenever any row is PENDING.
+		// Nothing is pending: the read returns at least one event whenever
+		// any row is PENDING.
 		d.setStats(0, time.Time{})
 		d.recordSuccess()
 		return 0, false, nil
@@ -116,14 +116,15 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, full bool, err er
 		defer cancel()
 		settled <- d.settle(mctx, events, results)
 	}()
-	return d.await(ctx, settled, produced, len(events) >= d.opts.BatchSize)
+	n, err := d.await(ctx, settled, produced)
+	return n, true, err
 }
 
 // await waits for the pass to settle. Records already sent are never
 // given up (that would break idempotence), so an outage can hold a pass
 // here until the broker answers; meanwhile the pending count is refreshed
 // and, after Options.StallAfter, Status reports the pass as failing.
-func (d *Dispatcher) await(ctx context.Context, settled <-chan outcome, produced int, full bool) (int, bool, error) {
+func (d *Dispatcher) await(ctx context.Context, settled <-chan outcome, produced int) (int, error) {
 	started := d.clock.Now()
 	tick := d.clock.NewTicker(min(d.opts.StatsInterval, d.opts.StallAfter))
 	defer tick.Stop()
@@ -132,9 +133,9 @@ func (d *Dispatcher) await(ctx context.Context, settled <-chan outcome, produced
 		select {
 		case out := <-settled:
 			d.refreshStats(ctx, out.err != nil)
-			return out.delivered, full, out.err
+			return out.delivered, out.err
 		case <-ctx.Done():
-			return 0, false, ctx.Err()
+			return 0, ctx.Err()
 		case <-tick.C():
 			d.refreshStats(ctx, false)
 			age := d.clock.Since(started)

@@ -33,10 +33,10 @@
 // event (UPSERT, DELETE or NOTICE) and operation-day (YYYY-MM-DD, absent
 // while the flight's day is NULL).
 //
-// Ordering: one pass reads at most Options.BatchSize pending events in id
-// order, at most one KAFKA_SCHD event per FLID (its newest version), buffers
-// all their records, flushes, and waits for every acknowledgement before the
-// next pass reads again. Records of one FLID share a partition (same key),
+// Ordering: one pass reads the oldest Options.BatchSize pending events in id
+// order, with at most one KAFKA_SCHD event per FLID (its newest pending
+// version), buffers all their records, flushes, and waits for every
+// acknowledgement before the next pass reads again. Records of one FLID share a partition (same key),
 // so the state topic's versions per FLID never decrease; the older state
 // events of a FLID become SUPERSEDED in the statement that marks the newest
 // one DELIVERED, only after the broker acknowledged it.

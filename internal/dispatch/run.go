@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// Run delivers until ctx ends, then returns nil. It runs a pass at once
-// (events left by an earlier process), then whenever Notify is called, the
-// periodic scan ticks, or the last pass filled its batch. A failed pass —
+// Run delivers until ctx ends, then returns nil. It runs passes at once
+// (events left by an earlier process) until one finds nothing, and again
+// whenever Notify is called or the periodic scan ticks. A failed pass —
 // broker down, topic missing, authorization, database — is retried after a
 // backoff with jitter, forever; it is reported in Status, never returned.
 func (d *Dispatcher) Run(ctx context.Context) error {
@@ -19,7 +19,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	failures := 0
 	for ctx.Err() == nil {
 		d.passMu.Lock()
-		_, full, err := d.pass(ctx)
+		_, worked, err := d.pass(ctx)
 		d.passMu.Unlock()
 		if ctx.Err() != nil {
 			return nil
@@ -36,7 +36,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			log.Info("delivery recovered", "after_failures", failures)
 			failures = 0
 		}
-		if full {
+		if worked {
 			continue
 		}
 		select {

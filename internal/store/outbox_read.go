@@ -34,24 +34,34 @@ type OutboxEvent struct {
 	CreatedAt time.Time
 }
 
-// PendingEvents returns up to limit PENDING events in id (commit) order,
-// coalesced: a KAFKA_SCHD row is left out while a PENDING KAFKA_SCHD row of
-// the same FLID with a higher state_version exists, so each FLID's full
-// state appears at most once, at its newest version (seed 000 §7.3). The
-// rows left out stay PENDING until MarkDelivered supersedes them. KAFKA_MSG
-// notices are never coalesced.
+// PendingEvents returns the next PENDING events to publish, coalesced, in
+// id (commit) order: it takes the oldest limit PENDING rows (the window),
+// keeps their KAFKA_MSG notices as they are, and replaces the KAFKA_SCHD
+// rows of each FLID in the window by that FLID's newest PENDING KAFKA_SCHD
+// row (which may lie beyond the window), so each FLID's full state appears
+// at most once, at its newest version (seed 000 §7.3). The older rows stay
+// PENDING until MarkDelivered supersedes them. At most limit events are
+// returned, and none only when nothing is PENDING.
+//
+// The window is read from the msg_event_pending index in id order and the
+// newest rows from msg_event_pending_flid, so a pass costs the same however
+// long the backlog is.
 func (s *Store) PendingEvents(ctx context.Context, limit int) ([]OutboxEvent, error) {
 	rows, err := s.pool.Query(ctx, `
+		WITH w AS MATERIALIZED (
+			SELECT id, kind, flid FROM msg_event WHERE status = 'PENDING' ORDER BY id LIMIT $1
+		), newest AS (
+			SELECT x.id FROM (SELECT DISTINCT flid FROM w WHERE kind = 'KAFKA_SCHD') f
+			CROSS JOIN LATERAL (
+				SELECT n.id FROM msg_event n
+				WHERE n.status = 'PENDING' AND n.kind = 'KAFKA_SCHD' AND n.flid = f.flid
+				ORDER BY n.state_version DESC LIMIT 1) x
+		)
 		SELECT e.id, e.kind, e.event, e.flid, e.state_version, coalesce(e.operation_day::text, ''),
 			e.message_id, e.payload, e.attempts, e.created_at
 		FROM msg_event e
-		WHERE e.status = 'PENDING'
-		  AND (e.kind <> 'KAFKA_SCHD' OR NOT EXISTS (
-			SELECT 1 FROM msg_event n
-			WHERE n.status = 'PENDING' AND n.kind = 'KAFKA_SCHD'
-			  AND n.flid = e.flid AND n.state_version > e.state_version))
-		ORDER BY e.id
-		LIMIT $1`, limit)
+		WHERE e.id IN (SELECT id FROM w WHERE kind <> 'KAFKA_SCHD' UNION ALL SELECT id FROM newest)
+		ORDER BY e.id`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read pending outbox events: %w", err)
 	}

@@ -160,6 +160,38 @@ func TestOutboxCoalescesAcrossDeleteAndRecreate(t *testing.T) {
 	}
 }
 
+// The window of oldest rows bounds a read; a state row in it brings its
+// FLID's newest state even from beyond the window, so a read is never empty
+// while something is pending and a backlog always moves.
+func TestOutboxWindowReachesTheNewestState(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var v int64
+	for i := range 5 {
+		v = f.setFLOP(1, "09SEP26090"+itoa(int64(i)))
+	}
+	one, err := f.store.PendingEvents(t.Context(), 1)
+	if err != nil || len(one) != 1 || one[0].Kind != store.KindState || one[0].StateVersion != v {
+		t.Fatalf("limit 1: %v %+v, want the newest state at %d", err, one, v)
+	}
+	two, err := f.store.PendingEvents(t.Context(), 2)
+	if err != nil || len(two) != 2 || two[0].Kind != store.KindNotice || two[1].StateVersion != v || two[0].ID > two[1].ID {
+		t.Fatalf("limit 2: %v %+v, want the first notice and the newest state", err, two)
+	}
+	if _, s, err := f.store.MarkDelivered(t.Context(), []int64{two[0].ID, two[1].ID}); err != nil || s != 4 {
+		t.Fatalf("superseded %d %v", s, err)
+	}
+	rest := pendingOf(t, f.store)
+	if len(rest) != 4 {
+		t.Fatalf("%d left, want the other 4 notices", len(rest))
+	}
+	for _, e := range rest {
+		if e.Kind != store.KindNotice {
+			t.Fatalf("left %+v", e)
+		}
+	}
+}
+
 // MarkFailed keeps the row PENDING with one more attempt and its error;
 // OutboxStats counts pending rows and finds the oldest.
 func TestOutboxFailedAndStats(t *testing.T) {
