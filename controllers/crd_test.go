@@ -2,10 +2,14 @@ package controllers_test
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -158,5 +162,54 @@ func TestFlightFeedDayCRD(t *testing.T) {
 	bad.Spec = v1alpha1.FlightFeedDaySpec{FeedName: "pek", Day: "9/9/2026"}
 	if err := c.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "spec.day") {
 		t.Fatalf("bad day: %v", err)
+	}
+}
+
+// TestManifestsAreAccepted renders config/default and config/samples with
+// kustomize (kubectl's) and has the API server validate every object in a
+// server-side dry run: the Deployment, RBAC and the sample FlightFeed with
+// its Secrets are what a cluster would accept.
+func TestManifestsAreAccepted(t *testing.T) {
+	kubectl := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")
+	if _, err := os.Stat(kubectl); err != nil {
+		if kubectl, err = exec.LookPath("kubectl"); err != nil {
+			t.Fatal("kubectl not found (it renders the kustomize trees): install it or link it into $KUBEBUILDER_ASSETS")
+		}
+	}
+	c, err := client.New(restCfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	for _, dir := range []string{"config/default", "config/samples"} {
+		out, err := exec.CommandContext(ctx, kubectl, "kustomize", filepath.Join("..", dir)).Output()
+		if err != nil {
+			t.Fatalf("kubectl kustomize %s: %v", dir, err)
+		}
+		kinds := map[string]int{}
+		for _, doc := range strings.Split(string(out), "\n---\n") {
+			var obj unstructured.Unstructured
+			if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+				t.Fatalf("%s: %v", dir, err)
+			}
+			if len(obj.Object) == 0 {
+				continue
+			}
+			kinds[obj.GetKind()]++
+			switch obj.GetKind() {
+			case "CustomResourceDefinition":
+				continue // installed from the same files by the control plane
+			case "Namespace":
+				// Created for real: the dry runs below need it to exist.
+				if err := c.Create(ctx, &obj); err != nil && !apierrors.IsAlreadyExists(err) {
+					t.Fatalf("%s: namespace %s: %v", dir, obj.GetName(), err)
+				}
+				continue
+			}
+			if err := c.Create(ctx, &obj, client.DryRunAll); err != nil {
+				t.Errorf("%s: the API server refuses %s %s: %v", dir, obj.GetKind(), obj.GetName(), err)
+			}
+		}
+		t.Logf("%s: %v", dir, kinds)
 	}
 }

@@ -34,4 +34,3 @@ func TestMain(m *testing.M) {
 	stop()
 	os.Exit(code)
 }
-

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Checks the Helm chart in charts/flightfeed: its CRDs and RBAC are the
+# generated ones (config/), `helm lint --strict` passes, the templates render
+# for the value sets that matter, values.schema.json refuses bad values, and
+# the manager runs non-root with a read-only root filesystem. Installs the
+# pinned helm into the tool cache when it is missing (no network otherwise).
+#
+#   bash hack/helm-check.sh        (make test runs it)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+HELM_VERSION=v3.21.4
+cache=${FLIGHTFEED_CACHE:-$HOME/.cache/flightfeed}
+helm_dir="$cache/tools/helm-$HELM_VERSION"
+helm="$helm_dir/helm"
+chart=charts/flightfeed
+kube_version=1.37.0
+
+if [ ! -x "$helm" ]; then
+  echo "helm-check: installing helm $HELM_VERSION into $helm_dir (first time only)" >&2
+  mkdir -p "$helm_dir"
+  # Outside the repository's module on purpose: helm is a tool, not a dependency.
+  (cd "$helm_dir" && GOFLAGS= GOBIN="$helm_dir" go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION")
+fi
+
+fail() { echo "helm-check: $*" >&2; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# 1. The chart carries the generated CRDs and RBAC rules, unchanged.
+for f in config/crd/bases/*.yaml; do
+  cmp -s "$f" "$chart/files/crds/$(basename "$f")" ||
+    fail "$chart/files/crds/$(basename "$f") differs from $f: run 'cp config/crd/bases/*.yaml $chart/files/crds/'"
+done
+for f in "$chart"/files/crds/*.yaml; do
+  [ -e "config/crd/bases/$(basename "$f")" ] || fail "$f has no counterpart in config/crd/bases: remove it"
+done
+cmp -s config/rbac/role.yaml "$chart/files/rbac/role.yaml" ||
+  fail "$chart/files/rbac/role.yaml differs from config/rbac/role.yaml: run 'cp config/rbac/role.yaml $chart/files/rbac/'"
+
+# 2. Lint.
+"$helm" lint --strict --kube-version "$kube_version" "$chart" >"$work/lint" 2>&1 || { cat "$work/lint" >&2; fail "helm lint failed"; }
+
+render() { # name, then --set arguments
+  local name=$1; shift
+  "$helm" template ff "$chart" --namespace flightfeed-system --kube-version "$kube_version" "$@" >"$work/$name.yaml" 2>"$work/$name.err" ||
+    { cat "$work/$name.err" >&2; fail "render $name failed"; }
+}
+count() { grep -c "^kind: $2\$" "$work/$1.yaml" || true; }
+has() { grep -qE -- "$2" "$work/$1.yaml" || fail "$1: rendered chart lacks /$2/"; }
+hasnot() { ! grep -qE -- "$2" "$work/$1.yaml" || fail "$1: rendered chart has /$2/"; }
+
+# 3. Default values: everything, CRDs kept, two hardened replicas.
+render default
+for kind in CustomResourceDefinition:2 Deployment:1 ClusterRole:1 ClusterRoleBinding:1 ServiceAccount:1 Service:1 PodDisruptionBudget:1; do
+  [ "$(count default "${kind%%:*}")" = "${kind##*:}" ] || fail "default: want ${kind##*:} ${kind%%:*}, got $(count default "${kind%%:*}")"
+done
+has default 'name: flightfeeds.flightfeed.aero'
+has default 'name: flightfeeddays.flightfeed.aero'
+has default 'helm.sh/resource-policy: keep'
+has default 'replicas: 2'
+has default 'runAsNonRoot: true'
+has default 'readOnlyRootFilesystem: true'
+has default 'allowPrivilegeEscalation: false'
+has default 'path: /healthz'
+has default 'path: /readyz'
+has default 'fieldPath: metadata.name'
+has default -- '- --lease-duration=15s'
+has default -- '- --api-bind-address=:8082'
+has default 'x-kubernetes-list-map-keys'
+has default 'resources:'
+
+# 4. The switches.
+render nocrds --set crds.enabled=false
+[ "$(count nocrds CustomResourceDefinition)" = 0 ] || fail "crds.enabled=false still renders CRDs"
+render nokeep --set crds.keep=false
+[ "$(count nokeep CustomResourceDefinition)" = 2 ] || fail "crds.keep=false lost the CRDs"
+hasnot nokeep 'helm.sh/resource-policy'
+render quiet --set metrics.enabled=false --set api.enabled=false --set replicaCount=1
+[ "$(count quiet Service)" = 0 ] || fail "no metrics and no API still renders a Service"
+[ "$(count quiet PodDisruptionBudget)" = 0 ] || fail "one replica still renders a PodDisruptionBudget"
+has quiet -- '- --metrics-bind-address=0'
+has quiet -- '- --api-bind-address=0'
+render norbac --set rbac.create=false --set serviceAccount.create=false --set serviceAccount.name=existing
+[ "$(count norbac ClusterRole)" = 0 ] || fail "rbac.create=false still renders a ClusterRole"
+has norbac 'serviceAccountName: existing'
+
+# 5. The values schema refuses what would break the operator or its hardening.
+refuse() { # what, --set arguments
+  local what=$1; shift
+  if "$helm" template ff "$chart" --kube-version "$kube_version" "$@" >/dev/null 2>"$work/refused"; then
+    fail "values schema accepted $what"
+  fi
+  grep -q "values don't meet the specifications of the schema" "$work/refused" || { cat "$work/refused" >&2; fail "$what refused for another reason"; }
+}
+refuse "zero replicas" --set replicaCount=0
+refuse "a bad lease duration" --set lease.duration=soon
+refuse "a writable root filesystem" --set securityContext.readOnlyRootFilesystem=false
+refuse "a root pod" --set podSecurityContext.runAsNonRoot=false
+refuse "an unknown value" --set replicas=3
+refuse "a port out of range" --set api.port=70000
+
+# 6. The kustomize tree renders too (kubectl carries kustomize).
+if command -v kubectl >/dev/null 2>&1; then
+  kubectl kustomize config/default >"$work/kustomize.yaml" || fail "kubectl kustomize config/default failed"
+  for kind in CustomResourceDefinition Deployment ClusterRole ClusterRoleBinding ServiceAccount Namespace; do
+    grep -q "^kind: $kind\$" "$work/kustomize.yaml" || fail "config/default lacks a $kind"
+  done
+  kubectl kustomize config/samples >/dev/null || fail "kubectl kustomize config/samples failed"
+fi
+
+echo "helm-check: chart OK (helm $HELM_VERSION)"
