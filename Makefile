@@ -40,7 +40,7 @@ vet: ## go vet.
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## golangci-lint with the repository's configuration.
-	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
 
 .PHONY: verify-generated
 verify-generated: generate manifests ## Fail when generated files are out of date.
