@@ -377,14 +377,14 @@ type health struct {
 	stuckSince   time.Time
 	phase        runPhase
 	lastErr      error
-	phaseChanged time.Time
+	leadingSince time.Time
 }
 
 func (s *feedSupervisor) health() health {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return health{leading: s.st.leading, lastRenew: s.elector.lastRenewAt(), stuckSince: s.st.stopping,
-		phase: s.st.phase, lastErr: s.st.lastErr, phaseChanged: s.st.since}
+		phase: s.st.phase, lastErr: s.st.lastErr, leadingSince: s.st.since}
 }
 
 // clockOrReal returns c, or the real clock when c is nil.

@@ -297,8 +297,8 @@ func (s *Supervisors) ReadinessCheck(*http.Request) error {
 		case phaseFailed, phaseFenced:
 			return fmt.Errorf("pump is not running: %s", errText(h.lastErr, string(h.phase)))
 		case phaseStarting:
-			if now.Sub(h.phaseChanged) > s.deps.startGrace {
-				return fmt.Errorf("pump has been starting since %s", h.phaseChanged.UTC().Format(time.RFC3339))
+			if now.Sub(h.leadingSince) > s.deps.startGrace {
+				return fmt.Errorf("pump has been starting since %s", h.leadingSince.UTC().Format(time.RFC3339))
 			}
 		}
 		return nil
