@@ -137,6 +137,16 @@ func TestMissingTopicIsRetriedUntilCreated(t *testing.T) {
 	if got := keys(dispatchtest.Converge(t, brokers, stateTopic)); !slices.Equal(got, []string{"2"}) {
 		t.Fatalf("keys %v", got)
 	}
+	// The tombstone that waited for the topic was not expired.
+	var tombs int
+	for _, r := range dispatchtest.Records(t, brokers, stateTopic) {
+		if r.Key == "1" && r.Tombstone() && r.Value != nil {
+			tombs++
+		}
+	}
+	if tombs != 1 {
+		t.Fatalf("%d tombstones of flight 1, want 1", tombs)
+	}
 }
 
 // With auto-creation allowed, a missing topic is created by producing.

@@ -95,3 +95,35 @@ func classify(err error) Reason {
 	}
 	return ReasonProduceFailed
 }
+
+func (d *Dispatcher) setInflight(n int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.status.Inflight = n
+}
+
+func (d *Dispatcher) recordDelivered(delivered int, superseded int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.status.Delivered += int64(delivered)
+	d.status.Superseded += superseded
+	if delivered > 0 {
+		d.status.LastDeliveredAt = d.clock.Now()
+	}
+}
+
+func (d *Dispatcher) recordSuccess() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.status.Failing, d.status.FailingSince = false, time.Time{}
+}
+
+func (d *Dispatcher) recordFailure(err error) {
+	now := d.clock.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.status.Failing {
+		d.status.Failing, d.status.FailingSince = true, now
+	}
+	d.status.LastError, d.status.LastErrorAt, d.status.LastErrorReason = err.Error(), now, classify(err)
+}
