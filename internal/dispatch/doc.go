@@ -33,14 +33,24 @@
 // event (UPSERT, DELETE or NOTICE) and operation-day (YYYY-MM-DD, absent
 // while the flight's day is NULL).
 //
-// Ordering: one pass reads the oldest Options.BatchSize pending events in id
-// order, with at most one KAFKA_SCHD event per FLID (its newest pending
-// version), buffers all their records, flushes, and waits for every
-// acknowledgement before the next pass reads again. Records of one FLID share a partition (same key),
-// so the state topic's versions per FLID never decrease; the older state
-// events of a FLID become SUPERSEDED in the statement that marks the newest
-// one DELIVERED, only after the broker acknowledged it.
+// Ordering: a pass reads the oldest Options.BatchSize pending rows in id
+// order, sends their notices and, for each FLID among them, only its newest
+// pending KAFKA_SCHD event; it buffers all records, flushes, and waits for
+// every acknowledgement before the next pass reads again. Records of one
+// FLID share a partition (same key), so the state topic's versions per FLID
+// never decrease; the older state events of a FLID become SUPERSEDED in the
+// statement that marks the newest one DELIVERED, only after the broker
+// acknowledged it. A failed record holds back later records of its FLID in
+// the same pass, and franz-go fails the rest of its partition with it, so
+// nothing newer of a FLID is acknowledged ahead of something older.
 //
+// Failures: a pass whose records failed (unreachable broker after the
+// client's delivery timeout, missing topic, authorization, database) is
+// retried with doubling, jittered backoff forever; the events stay PENDING
+// with attempts and last_error. Records already sent are never abandoned
+// (that would break idempotence): a pass waits for the broker's answer, and
+// after Options.StallAfter Status reports it as failing meanwhile.
+
 // The package owns no decisions about flight state and never writes state
 // tables: it reads pending rows and changes only msg_event status. It must
 // not be on the pump's path: the pump commits without waiting for Kafka.
