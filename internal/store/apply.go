@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 
@@ -37,18 +39,16 @@ func (t *Tx) finish(ctx context.Context, b *pgx.Batch, meta Meta, writes []state
 		return nil, err
 	}
 	assigned := make(map[flight.FLID]int64, len(versions))
-	var events []outboxEvent
 	for i := range writes {
 		w := &writes[i]
 		w.next.StateVersion = versions[i]
 		w.next.LastMessageID = meta.MessageID
 		w.next.UpdatedAt = t.now
 		assigned[w.next.FLID] = versions[i]
-		ev, err := upsertEvents(&w.next, w.changed, meta)
-		if err != nil {
-			return nil, err
-		}
-		events = append(events, ev...)
+	}
+	events, err := eventsFor(writes, meta)
+	if err != nil {
+		return nil, err
 	}
 	if err := queueStateWrites(b, writes, t.store.loc); err != nil {
 		return nil, err
@@ -70,6 +70,36 @@ func (t *Tx) finish(ctx context.Context, b *pgx.Batch, meta Meta, writes []state
 	}
 	queueEvents(b, events)
 	return assigned, nil
+}
+
+// eventsFor renders the events of many changed flights; a large snapshot
+// spreads the JSON work over the cores (order is kept).
+func eventsFor(writes []stateWrite, meta Meta) ([]outboxEvent, error) {
+	out := make([][]outboxEvent, len(writes))
+	errs := make([]error, len(writes))
+	workers := 1
+	if len(writes) >= 256 {
+		workers = min(runtime.GOMAXPROCS(0), 4)
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(writes); i += workers {
+				out[i], errs[i] = upsertEvents(&writes[i].next, writes[i].changed, meta)
+			}
+		}()
+	}
+	wg.Wait()
+	events := make([]outboxEvent, 0, 2*len(writes))
+	for i := range writes {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		events = append(events, out[i]...)
+	}
+	return events, nil
 }
 
 // mergeOne applies cmds to the flight's current state (or a new one) and

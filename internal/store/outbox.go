@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -36,14 +37,33 @@ type outboxEvent struct {
 	payload     string
 }
 
-// notice is the KAFKA_MSG document (SPEC §3.3).
-type notice struct {
-	Changed      []string `json:"CHANGED"`
-	FLID         string   `json:"FLID"`
-	MsgID        int64    `json:"MSG_ID"`
-	StateVersion int64    `json:"STATE_VERSION"`
-	Styp         string   `json:"STYP"`
-	Type         string   `json:"TYPE"`
+// appendNotice renders the KAFKA_MSG document (SPEC §3.3), keys sorted:
+// {"CHANGED":[…],"FLID":"…","MSG_ID":N,"STATE_VERSION":N,"STYP":"…","TYPE":"…"}.
+// CHANGED holds field tags (upper-case ASCII); the strings are quoted with
+// encoding/json so any META value stays valid JSON.
+func appendNotice(buf []byte, changed []string, flid flight.FLID, meta Meta, version int64) []byte {
+	quote := func(b []byte, s string) []byte {
+		q, _ := json.Marshal(s) // a string always marshals
+		return append(b, q...)
+	}
+	buf = append(buf, `{"CHANGED":[`...)
+	for i, c := range changed {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = quote(buf, c)
+	}
+	buf = append(buf, `],"FLID":"`...)
+	buf = strconv.AppendUint(buf, uint64(flid), 10)
+	buf = append(buf, `","MSG_ID":`...)
+	buf = strconv.AppendInt(buf, meta.MessageID, 10)
+	buf = append(buf, `,"STATE_VERSION":`...)
+	buf = strconv.AppendInt(buf, version, 10)
+	buf = append(buf, `,"STYP":`...)
+	buf = quote(buf, meta.Styp)
+	buf = append(buf, `,"TYPE":`...)
+	buf = quote(buf, meta.Type)
+	return append(buf, '}')
 }
 
 // upsertEvents are the two events of a changed flight, computed from the one
@@ -53,11 +73,7 @@ func upsertEvents(next *flight.State, changed []string, meta Meta) ([]outboxEven
 	if err != nil {
 		return nil, fmt.Errorf("state of flight %s: %w", next.FLID, err)
 	}
-	n, err := json.Marshal(notice{Changed: changed, FLID: next.FLID.String(), MsgID: meta.MessageID,
-		StateVersion: next.StateVersion, Styp: meta.Styp, Type: meta.Type})
-	if err != nil {
-		return nil, fmt.Errorf("notice of flight %s: %w", next.FLID, err)
-	}
+	n := appendNotice(nil, changed, next.FLID, meta, next.StateVersion)
 	flid := int64(next.FLID) //nolint:gosec // at most 12 digits
 	day := dayPtr(next.OperationDay)
 	return []outboxEvent{
@@ -73,11 +89,7 @@ func deleteEvents(flid flight.FLID, version int64, day string, meta Meta) ([]out
 	if err != nil {
 		return nil, fmt.Errorf("tombstone of flight %s: %w", flid, err)
 	}
-	n, err := json.Marshal(notice{Changed: []string{flight.KeyDeleted}, FLID: flid.String(), MsgID: meta.MessageID,
-		StateVersion: version, Styp: meta.Styp, Type: meta.Type})
-	if err != nil {
-		return nil, fmt.Errorf("notice of flight %s: %w", flid, err)
-	}
+	n := appendNotice(nil, []string{flight.KeyDeleted}, flid, meta, version)
 	id := int64(flid) //nolint:gosec // at most 12 digits
 	return []outboxEvent{
 		{kind: KindState, event: EventDelete, flid: id, version: version, day: dayPtr(day), messageID: meta.MessageID, payload: string(tomb)},
