@@ -9,21 +9,24 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/pump"
 )
 
 func newPumpCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pump --config F [--drain]",
-		Short: "Run one feed's pump without Kubernetes",
+		Short: "Run one feed's pump and Kafka dispatcher without Kubernetes",
 		Long: `pump reads the feed's mailbox in FIFO order and applies every message to the
 state database (migrating it first), writes results back to the mailbox, sends
-the full-day requests and runs the lifecycle jobs. It runs until SIGINT or
-SIGTERM; a transaction in flight is rolled back, never half-applied.`,
+the full-day requests and runs the lifecycle jobs; beside it the dispatcher
+publishes the outbox to Kafka. It runs until SIGINT or SIGTERM; a transaction in
+flight is rolled back, never half-applied. With --drain it exits 0 once every
+mailbox row is processed and written back and every event is delivered.`,
 		Args: cobra.NoArgs,
 	}
 	load := configFlag(cmd)
-	drain := cmd.Flags().Bool("drain", false, "exit 0 once every mailbox row is processed and written back")
+	drain := cmd.Flags().Bool("drain", false, "exit 0 once every mailbox row is processed and written back and the outbox is delivered")
 	identity := cmd.Flags().String("identity", "", "name of this pump in the database's writer lock (default: host name)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		feed, err := load()
@@ -36,15 +39,15 @@ SIGTERM; a transaction in flight is rolled back, never half-applied.`,
 			id = hostIdentity()
 		}
 		ctx := logr.NewContext(cmd.Context(), log)
-		p, err := pump.New(ctx, pump.Options{Feed: feed, Identity: id, Log: log.WithName("pump")})
+		r, err := feedrun.Start(ctx, feed, feedrun.Options{Identity: id, Log: log})
 		if err != nil {
 			return err
 		}
-		defer p.Close()
+		defer r.Close()
 		if *drain {
-			err = p.Drain(ctx, nil)
+			err = r.Drain(ctx)
 		} else {
-			err = p.Run(ctx)
+			err = r.Run(ctx)
 		}
 		if errors.Is(err, pump.ErrFenced) {
 			return fmt.Errorf("another pump took over this feed's database: %w", err)

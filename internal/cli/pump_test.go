@@ -11,6 +11,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 
+	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
@@ -21,9 +22,9 @@ func TestPumpDrainThenExport(t *testing.T) {
 	doc := fmt.Sprintf(`airport: {iata: PEK, timeZone: Asia/Shanghai}
 mailbox: {dsn: %q, pollInterval: 10ms, batchSize: 200}
 database: {dsn: %q}
-kafka: {brokers: ["127.0.0.1:9092"], topics: {state: KAFKA_SCHD, notice: KAFKA_MSG}}
+kafka: {brokers: [%q], topics: {state: KAFKA_SCHD, notice: KAFKA_MSG}}
 requests: {disabled: true}
-`, mdsn, pdsn)
+`, mdsn, pdsn, kafkatest.New(t, "KAFKA_SCHD", "KAFKA_MSG")[0])
 	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
@@ -16,13 +18,14 @@ import (
 // and writes the day's traffic, the pump drains it.
 func TestSimulateThenPump(t *testing.T) {
 	mdsn, pdsn := mysqltest.New(t), pgtest.New(t) // mailbox tables come from --create-mailbox
+	brokers := kafkatest.New(t, "KAFKA_SCHD", "KAFKA_MSG")
 	cfg := filepath.Join(t.TempDir(), "feed.yaml")
 	doc := fmt.Sprintf(`airport: {iata: PEK, timeZone: Asia/Shanghai}
 mailbox: {dsn: %q, pollInterval: 10ms, batchSize: 200}
 database: {dsn: %q}
-kafka: {brokers: ["127.0.0.1:9092"]}
+kafka: {brokers: [%q]}
 requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 1h, routingId: AODB}
-`, mdsn, pdsn)
+`, mdsn, pdsn, brokers[0])
 	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -53,5 +56,18 @@ requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 1h, routingId: AODB
 	_, export, _ := runCLI("export", "--config", cfg, "--day", day.Day)
 	if n := strings.Count(export, "\n"); n < 5 {
 		t.Fatalf("export of %s has %d flights:\n%s", day.Day, n, export)
+	}
+	// --drain waited for the outbox: the state topic already equals the
+	// export (latest record per FLID, tombstones deleting).
+	_, all, _ := runCLI("export", "--config", cfg)
+	var lines [][]byte
+	for _, l := range strings.Split(strings.TrimSpace(all), "\n") {
+		lines = append(lines, []byte(l))
+	}
+	dispatchtest.AssertConverged(t, brokers, "KAFKA_SCHD", lines)
+	records := dispatchtest.Records(t, brokers, "KAFKA_SCHD")
+	dispatchtest.AssertVersionsRise(t, records)
+	if len(dispatchtest.Records(t, brokers, "KAFKA_MSG")) == 0 {
+		t.Fatal("no change notices published")
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
 )
 
 // buildBinary compiles flightfeed once for the crash test.
@@ -92,12 +94,12 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	cfg := filepath.Join(t.TempDir(), "feed.yaml")
 	doc := fmt.Sprintf(`airport: {iata: PEK}
-mailbox: {dsn: %q, pollInterval: 10ms, batchSize: 100, dnldFullDay: true}
+mailbox: {dsn: %q, pollInterval: 10ms, batchSize: 5, dnldFullDay: true}
 database: {dsn: %q}
-kafka: {brokers: ["127.0.0.1:9092"]}
+kafka: {brokers: [%q]}
 requests: {disabled: true}
 history: {disabled: true}
-`, crashed.feed.Secrets.MailboxDSN, crashed.feed.Secrets.DatabaseDSN)
+`, crashed.feed.Secrets.MailboxDSN, crashed.feed.Secrets.DatabaseDSN, kafkatest.New(t, "KAFKA_SCHD", "KAFKA_MSG")[0])
 	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +121,7 @@ history: {disabled: true}
 			}
 			t.Logf("the run finished after %d kills; restarting for the remaining kills is moot", kills)
 			kills = 20
-		case <-time.After(time.Duration(150+r.IntN(400)) * time.Millisecond):
+		case <-time.After(time.Duration(80+r.IntN(240)) * time.Millisecond):
 			_ = cmd.Process.Signal(syscall.SIGKILL)
 			if err := <-done; err == nil {
 				t.Log("the pump finished just before the kill")
