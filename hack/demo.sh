@@ -69,4 +69,11 @@ $ff export --config "$work/demo.yaml" >"$work/export.jsonl"
 say "current state (export: $(wc -l <"$work/export.jsonl") flights; the first 2)"
 head -n 2 "$work/export.jsonl"
 
+say "Kafka, read back with kcat (an independent librdkafka client)"
+kcat -C -b "127.0.0.1:$port" -t KAFKA_SCHD -o beginning -e -q -f '%k %h\n' >"$work/kafka_schd.txt"
+kcat -C -b "127.0.0.1:$port" -t KAFKA_MSG -o beginning -e -q >"$work/kafka_msg.txt"
+echo "KAFKA_SCHD: $(wc -l <"$work/kafka_schd.txt") records (full state, coalesced per FLID); KAFKA_MSG: $(wc -l <"$work/kafka_msg.txt") change notices"
+head -n 3 "$work/kafka_schd.txt"
+head -n 2 "$work/kafka_msg.txt"
+
 say "done — pump logs in $work/pump1.log and $work/pump2.log"
