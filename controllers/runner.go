@@ -19,6 +19,10 @@ type FeedRunner interface {
 	Status() pump.Status
 }
 
+// A FeedRunner may also implement Close() (feedrun.Runner does): the
+// supervisor calls it once, after Run has returned, to release the runner's
+// connections.
+
 // RunnerFactory builds a runner for a resolved feed; identity is the pod
 // identity, epoch the fencing epoch taken on becoming leader. ctx is the
 // leadership context: it carries the runner's logger (logf.FromContext) and

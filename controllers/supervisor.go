@@ -300,16 +300,17 @@ func (s *feedSupervisor) runOnce(ctx context.Context, d feedDesired) error {
 		select {
 		case err := <-done:
 			s.update(func(st *leaderState) { st.runner = nil })
+			closeRunner(runner)
 			return err
 		case <-ctx.Done():
-			s.stopRunner(cancelRun, done)
+			s.stopRunner(runner, cancelRun, done)
 			return ctx.Err()
 		case <-s.changed:
 			if s.getDesired().Hash == d.Hash {
 				continue
 			}
 			log.Info("configuration changed; restarting the pump")
-			s.stopRunner(cancelRun, done)
+			s.stopRunner(runner, cancelRun, done)
 			// The loop reads the new configuration; leave the signal for it.
 			signal(s.changed)
 			return errRestart
@@ -320,7 +321,7 @@ func (s *feedSupervisor) runOnce(ctx context.Context, d feedDesired) error {
 // stopRunner cancels the runner and waits for it, at most StopTimeout. A
 // runner that does not stop is left behind (its epoch is superseded by the
 // next start, so it cannot commit) and makes the replica unhealthy.
-func (s *feedSupervisor) stopRunner(cancel context.CancelFunc, done <-chan error) {
+func (s *feedSupervisor) stopRunner(runner FeedRunner, cancel context.CancelFunc, done <-chan error) {
 	s.update(func(st *leaderState) { st.stopping = s.deps.clock.Now() })
 	cancel()
 	select {
@@ -329,9 +330,18 @@ func (s *feedSupervisor) stopRunner(cancel context.CancelFunc, done <-chan error
 			s.log.Info("pump stopped with an error", "error", err.Error())
 		}
 		s.update(func(st *leaderState) { st.stopping, st.runner = time.Time{}, nil })
+		closeRunner(runner)
 	case <-s.deps.clock.After(s.deps.stopTimeout):
 		s.log.Error(nil, "pump did not stop after cancellation; leaving it fenced", "waited", s.deps.stopTimeout)
 		s.update(func(st *leaderState) { st.runner = nil })
+	}
+}
+
+// closeRunner releases a runner that has returned from Run, when it has
+// anything to release.
+func closeRunner(r FeedRunner) {
+	if c, ok := r.(interface{ Close() }); ok {
+		c.Close()
 	}
 }
 
