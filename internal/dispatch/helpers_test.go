@@ -18,7 +18,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/dispatch"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
-	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/storetest"
 )
 
 const (
@@ -52,26 +52,8 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	ctx := context.Background()
-	dsn := pgtest.New(t)
-	if _, err := store.Migrate(ctx, dsn); err != nil {
-		t.Fatal(err)
-	}
-	s, err := store.Open(ctx, dsn, store.Options{Location: shanghai})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	epoch, err := s.TakeEpoch(ctx, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close(context.Background()) })
-	return &env{t: t, dsn: dsn, store: s, conn: conn, epoch: epoch}
+	db := storetest.New(t, store.Options{Location: shanghai})
+	return &env{t: t, dsn: db.DSN, store: db.Store, conn: db.Conn, epoch: db.Epoch}
 }
 
 // feed is a configuration as `flightfeed pump --config` reads it; extra is

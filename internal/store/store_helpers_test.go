@@ -13,7 +13,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
 	"github.com/flightfeed/flightfeed/internal/store"
-	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/storetest"
 )
 
 var shanghai = func() *time.Location {
@@ -34,26 +34,8 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	dsn := pgtest.New(t)
-	if _, err := store.Migrate(ctx, dsn); err != nil {
-		t.Fatal(err)
-	}
-	s, err := store.Open(ctx, dsn, store.Options{Location: shanghai})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	epoch, err := s.TakeEpoch(ctx, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close(context.Background()) })
-	return &fixture{t: t, store: s, conn: conn, epoch: epoch}
+	db := storetest.New(t, store.Options{Location: shanghai})
+	return &fixture{t: t, store: db.Store, conn: db.Conn, epoch: db.Epoch}
 }
 
 // inTx runs fn in one fenced transaction and commits it unless fn fails.
