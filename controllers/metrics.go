@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,6 +41,11 @@ type Metrics struct {
 	snapshotVersion *prometheus.GaugeVec
 	leader          *prometheus.GaugeVec
 	pumpRunning     *prometheus.GaugeVec
+
+	// days remembers the ledger days reported per feed, so a day that
+	// left the ledger loses its series without the others blinking.
+	mu   sync.Mutex
+	days map[types.NamespacedName]map[string]bool
 }
 
 // NewMetrics creates the series and registers them with reg (the
@@ -47,6 +53,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	feed := []string{labelNamespace, labelFeed}
 	m := &Metrics{
+		days: map[types.NamespacedName]map[string]bool{},
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flightfeed_messages_total",
 			Help: "Mailbox messages processed, by SIS TYPE, STYP and result (SUCCEEDED, SKIPPED, DEAD, FAILED).",
@@ -172,6 +179,9 @@ func (m *Metrics) forget(key types.NamespacedName) {
 }
 
 func (m *Metrics) dropPumpSeries(key types.NamespacedName) {
+	m.mu.Lock()
+	delete(m.days, key)
+	m.mu.Unlock()
 	match := prometheus.Labels{labelNamespace: key.Namespace, labelFeed: key.Name}
 	for _, c := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
@@ -199,12 +209,26 @@ func (m *Metrics) report(key types.NamespacedName, running bool, st pump.Status,
 	m.outboxOldest.WithLabelValues(ns, name).Set(st.OutboxOldestAge.Seconds())
 	m.backfillPending.WithLabelValues(ns, name).Set(float64(st.BackfillPending))
 	if ledger != nil {
-		// Days leave the ledger with retention; their series go with them.
-		m.snapshotVersion.DeletePartialMatch(prometheus.Labels{labelNamespace: ns, labelFeed: name})
-		for _, d := range ledger {
-			m.snapshotVersion.WithLabelValues(ns, name, d.Day).Set(float64(d.Version))
+		m.reportDays(key, ledger)
+	}
+}
+
+// reportDays sets the version of every ledger day and drops the series of
+// days that left the ledger (retention).
+func (m *Metrics) reportDays(key types.NamespacedName, ledger []store.LedgerDay) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := make(map[string]bool, len(ledger))
+	for _, d := range ledger {
+		now[d.Day] = true
+		m.snapshotVersion.WithLabelValues(key.Namespace, key.Name, d.Day).Set(float64(d.Version))
+	}
+	for day := range m.days[key] {
+		if !now[day] {
+			m.snapshotVersion.DeleteLabelValues(key.Namespace, key.Name, day)
 		}
 	}
+	m.days[key] = now
 }
 
 func boolFloat(b bool) float64 {

@@ -24,7 +24,7 @@ import (
 // Defaults of SupervisorOptions.
 const (
 	DefaultReportInterval    = 5 * time.Second
-	DefaultStopTimeout       = 30 * time.Second
+	DefaultStopTimeout       = 20 * time.Second
 	DefaultRestartBackoff    = time.Second
 	DefaultMaxRestartBackoff = time.Minute
 	// DefaultStartGrace is how long a leader may take to get its pump
@@ -52,7 +52,9 @@ type SupervisorOptions struct {
 	Lease LeaseTimings
 	// ReportInterval between periodic status reports (default 5s).
 	ReportInterval time.Duration
-	// StopTimeout bounds the wait for a cancelled runner (default 30s).
+	// StopTimeout bounds the wait for a cancelled runner (default 20s, so
+	// that stopping, the last report and the release fit in a pod's 30s
+	// termination grace period).
 	StopTimeout time.Duration
 	// RestartBackoff and MaxRestartBackoff pace restarts of a failing
 	// runner (default 1s doubling to 1m).
