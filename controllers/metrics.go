@@ -198,6 +198,16 @@ func (m *Metrics) report(key types.NamespacedName, running bool, st pump.Status,
 	}
 	ns, name := key.Namespace, key.Name
 	m.pumpRunning.WithLabelValues(ns, name).Set(boolFloat(running))
+	if ledger != nil {
+		m.reportDays(key, ledger)
+	}
+	if !running {
+		// No pump, no figures: a queue depth of 0 would be a lie.
+		for _, g := range []*prometheus.GaugeVec{m.queueDepth, m.queueLag, m.headBlocked, m.outboxPending, m.outboxOldest, m.backfillPending} {
+			g.DeleteLabelValues(ns, name)
+		}
+		return
+	}
 	m.queueDepth.WithLabelValues(ns, name).Set(float64(st.QueueDepth))
 	m.queueLag.WithLabelValues(ns, name).Set(st.Lag.Seconds())
 	blocked := 0.0
@@ -208,9 +218,6 @@ func (m *Metrics) report(key types.NamespacedName, running bool, st pump.Status,
 	m.outboxPending.WithLabelValues(ns, name).Set(float64(st.OutboxPending))
 	m.outboxOldest.WithLabelValues(ns, name).Set(st.OutboxOldestAge.Seconds())
 	m.backfillPending.WithLabelValues(ns, name).Set(float64(st.BackfillPending))
-	if ledger != nil {
-		m.reportDays(key, ledger)
-	}
 }
 
 // reportDays sets the version of every ledger day and drops the series of

@@ -178,9 +178,15 @@ func (s *feedSupervisor) lead(ctx context.Context) {
 	<-reporterDone
 
 	var lostErr error
-	select {
-	case lostErr = <-lost:
-	default:
+	if ctx.Err() == nil {
+		// leadCtx ended while ctx lives: only a lost Lease does that. Wait
+		// for the reason rather than mistake it for a graceful stop.
+		lostErr = <-lost
+	} else {
+		select {
+		case lostErr = <-lost:
+		default:
+		}
 	}
 	if lostErr == nil {
 		// A fresh context on purpose: ctx is cancelled, yet the last
