@@ -52,6 +52,6 @@ step "lint"
 make --no-print-directory lint
 
 step "tests"
-go test -count=1 -timeout 20m ./...
+go test -race -count=1 -timeout 20m ./...
 
 step "done"

@@ -3,7 +3,9 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"sync"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -57,9 +59,22 @@ mailbox row is processed and written back and every event is delivered.`,
 	return cmd
 }
 
-// newLogger writes JSON logs to stderr.
+// newLogger writes JSON logs to stderr. The pump and the dispatcher log
+// from their own goroutines, so writes are serialised here: the command's
+// writer need not be safe for concurrent use.
 func newLogger(cmd *cobra.Command) logr.Logger {
-	return zap.New(zap.WriteTo(cmd.ErrOrStderr()), zap.UseDevMode(false))
+	return zap.New(zap.WriteTo(&lockedWriter{w: cmd.ErrOrStderr()}), zap.UseDevMode(false))
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // hostIdentity is the pod name under Kubernetes, else the host name.
