@@ -1,0 +1,26 @@
+package controllers
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/utils/clock"
+)
+
+// TestElector exposes the Lease elector to the envtest tests of package
+// controllers_test, with an injected clock.
+type TestElector struct{ e *leaseElector }
+
+func NewTestElector(leases coordinationv1client.LeasesGetter, key types.NamespacedName, identity string,
+	owner metav1.OwnerReference, timings LeaseTimings, clk clock.Clock) *TestElector {
+	return &TestElector{e: newLeaseElector(leases, key, identity, owner, timings, clk)}
+}
+
+func (t *TestElector) Try(ctx context.Context) (bool, string) { return t.e.try(ctx) }
+func (t *TestElector) Hold(ctx context.Context) error         { return t.e.hold(ctx) }
+func (t *TestElector) Release(ctx context.Context) error      { return t.e.release(ctx) }
+func (t *TestElector) Leading() bool                          { return t.e.isLeading() }
+
+var ErrLeaseLost = errLeaseLost
