@@ -1,0 +1,330 @@
+//go:build needsgoget
+
+// Built only with -tags needsgoget until go.mod lists the modules
+// controller-runtime's manager needs (see the operator report); then
+// delete these lines.
+
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/controllers"
+)
+
+// Defaults of Options.
+const (
+	DefaultMetricsAddr     = ":8080"
+	DefaultProbeAddr       = ":8081"
+	DefaultAPIAddr         = ":8082"
+	DefaultShutdownTimeout = 30 * time.Second
+	// EventSource is the reporting controller of FlightFeed Events.
+	EventSource = "flightfeed-operator"
+)
+
+// Options configure the manager (`flightfeed manager`).
+type Options struct {
+	// Kubeconfig is a kubeconfig file; empty means $KUBECONFIG, then the
+	// in-cluster configuration, then ~/.kube/config.
+	Kubeconfig string
+	// RestConfig, when set, is used instead of Kubeconfig.
+	RestConfig *rest.Config
+
+	// MetricsAddr serves /metrics (Prometheus). "0" disables it. Default :8080.
+	MetricsAddr string
+	// ProbeAddr serves /healthz and /readyz. "0" disables it. Default :8081.
+	ProbeAddr string
+	// APIAddr serves the read API. "0" disables it. Default :8082.
+	APIAddr string
+
+	// Identity names this replica in every feed's Lease and in
+	// pipeline_lock; it must be unique among replicas. Default: $POD_NAME,
+	// then the host name.
+	Identity string
+	// LeaseDuration, RenewDeadline and RetryPeriod time the per-feed
+	// Leases (defaults 15s, 10s, 2s).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// StatusInterval between periodic status reports (default 5s).
+	StatusInterval time.Duration
+	// ShutdownTimeout bounds stopping the pumps and releasing the Leases
+	// on exit (default 30s).
+	ShutdownTimeout time.Duration
+
+	// Factory builds a feed's runner (pump + dispatcher) on the replica
+	// that leads the feed. Required.
+	Factory controllers.RunnerFactory
+
+	// Namespaces limits the operator to FlightFeeds in these namespaces;
+	// empty means every namespace.
+	Namespaces []string
+
+	// Log is the manager's logger (default: controller-runtime's global).
+	Log logr.Logger
+	// Registry receives the FlightFeed metrics (default: the registry the
+	// manager's /metrics endpoint serves).
+	Registry prometheus.Registerer
+}
+
+// DefaultIdentity is $POD_NAME, else the host name.
+func DefaultIdentity() (string, error) {
+	if name := os.Getenv("POD_NAME"); name != "" {
+		return name, nil
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("identity: no POD_NAME and no host name: %w", err)
+	}
+	return host, nil
+}
+
+// Scheme is the API scheme of the manager: the built-in types and the
+// FlightFeed API.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Run runs the operator until ctx ends: the FlightFeed reconciler and the
+// per-feed supervisors on every replica, the metrics and probe endpoints
+// and the read API. On the way out every pump is stopped, its last status
+// written and its Lease released.
+func Run(ctx context.Context, o Options) error {
+	mgr, err := New(o)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// New builds the manager Run starts (tests start it themselves).
+func New(o Options) (manager.Manager, error) {
+	if o.Factory == nil {
+		return nil, errors.New("operator: a RunnerFactory is required")
+	}
+	timings := controllers.LeaseTimings{LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod}.WithDefaults()
+	if err := timings.Validate(); err != nil {
+		return nil, fmt.Errorf("operator: %w", err)
+	}
+	if o.Identity == "" {
+		id, err := DefaultIdentity()
+		if err != nil {
+			return nil, err
+		}
+		o.Identity = id
+	}
+	if o.Log.GetSink() == nil {
+		o.Log = ctrl.Log.WithName("flightfeed")
+	}
+	cfg, err := restConfig(o)
+	if err != nil {
+		return nil, err
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Logger:                 o.Log,
+		Metrics:                metricsserver.Options{BindAddress: orDefault(o.MetricsAddr, DefaultMetricsAddr)},
+		HealthProbeBindAddress: orDefault(o.ProbeAddr, DefaultProbeAddr),
+		// Every replica reconciles every feed; each feed elects its own
+		// pump through its own Lease.
+		LeaderElection:          false,
+		GracefulShutdownTimeout: ptr.To(durationOr(o.ShutdownTimeout, DefaultShutdownTimeout)),
+		Cache:                   cacheOptions(o.Namespaces),
+		Client: client.Options{Cache: &client.CacheOptions{
+			// Secrets and Leases are read one at a time from the API
+			// server: caching every Secret and Lease of the cluster would
+			// cost memory and widen what a compromised process holds. The
+			// cache keeps only Secret metadata (for the watch).
+			DisableFor: []client.Object{&corev1.Secret{}, &coordinationv1.Lease{}},
+		}},
+		Controller: ctrlconfig.Controller{
+			// Tests run several managers in one process.
+			SkipNameValidation: ptr.To(true),
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("operator: new manager: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("operator: kubernetes client: %w", err)
+	}
+	reg := o.Registry
+	if reg == nil {
+		reg = crmetrics.Registry
+	}
+	metrics, err := controllers.NewMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("operator: register metrics: %w", err)
+	}
+	sup, err := controllers.NewSupervisors(controllers.SupervisorOptions{
+		Client:         mgr.GetClient(),
+		APIReader:      mgr.GetAPIReader(),
+		Leases:         kube.CoordinationV1(),
+		Recorder:       mgr.GetEventRecorder(EventSource),
+		Factory:        o.Factory,
+		Identity:       o.Identity,
+		Lease:          timings,
+		ReportInterval: o.StatusInterval,
+		Metrics:        metrics,
+		Log:            o.Log.WithName("supervisor"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("operator: %w", err)
+	}
+	if err := mgr.Add(sup); err != nil {
+		return nil, fmt.Errorf("operator: add supervisors: %w", err)
+	}
+	dir := controllers.NewFeedDirectory()
+	rec := &controllers.FlightFeedReconciler{
+		Client:       mgr.GetClient(),
+		SecretReader: mgr.GetAPIReader(),
+		Leases:       mgr.GetAPIReader(),
+		Supervisors:  sup,
+		Directory:    dir,
+	}
+	if err := rec.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("operator: set up the reconciler: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("leases", sup.LivenessCheck); err != nil {
+		return nil, fmt.Errorf("operator: healthz: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("pumps", sup.ReadinessCheck); err != nil {
+		return nil, fmt.Errorf("operator: readyz: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("informers", cacheSynced(mgr)); err != nil {
+		return nil, fmt.Errorf("operator: readyz: %w", err)
+	}
+	if addr := orDefault(o.APIAddr, DefaultAPIAddr); addr != "0" {
+		api := NewReadAPI(dir, o.Log.WithName("read-api"))
+		if err := mgr.Add(&apiServer{addr: addr, api: api}); err != nil {
+			return nil, fmt.Errorf("operator: add read api: %w", err)
+		}
+	}
+	return mgr, nil
+}
+
+// cacheOptions watches the given namespaces only, or all of them.
+func cacheOptions(namespaces []string) cache.Options {
+	if len(namespaces) == 0 {
+		return cache.Options{}
+	}
+	ns := make(map[string]cache.Config, len(namespaces))
+	for _, n := range namespaces {
+		ns[n] = cache.Config{}
+	}
+	return cache.Options{DefaultNamespaces: ns}
+}
+
+// cacheSynced is ready once the informers have synced.
+func cacheSynced(mgr manager.Manager) func(*http.Request) error {
+	return func(r *http.Request) error {
+		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("informers not synced yet")
+		}
+		return nil
+	}
+}
+
+func restConfig(o Options) (*rest.Config, error) {
+	if o.RestConfig != nil {
+		return o.RestConfig, nil
+	}
+	if o.Kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("operator: kubeconfig %s: %w", o.Kubeconfig, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("operator: find the cluster: %w", err)
+	}
+	return cfg, nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func durationOr(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// apiServer runs the read API as a manager Runnable on every replica.
+type apiServer struct {
+	addr string
+	api  *ReadAPI
+}
+
+// NeedLeaderElection is false: every replica serves reads.
+func (s *apiServer) NeedLeaderElection() bool { return false }
+
+// Start serves until ctx ends.
+func (s *apiServer) Start(ctx context.Context) error {
+	defer s.api.Close()
+	srv := &http.Server{
+		Addr:              s.addr,
+		Handler:           s.api.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		WriteTimeout:      2 * readTimeout,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	errs := make(chan error, 1)
+	go func() { errs <- srv.ListenAndServe() }()
+	select {
+	case err := <-errs:
+		return fmt.Errorf("read api on %s: %w", s.addr, err)
+	case <-ctx.Done():
+	}
+	// A fresh context on purpose: ctx is done, in-flight reads may finish.
+	shutdown, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		return fmt.Errorf("read api: shutdown: %w", err)
+	}
+	return nil
+}

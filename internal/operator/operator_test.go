@@ -1,0 +1,335 @@
+//go:build needsgoget
+
+// Built only with -tags needsgoget until go.mod lists the modules
+// controller-runtime's manager needs (see the operator report); then
+// delete these lines.
+
+package operator_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/controllers"
+	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/operator"
+	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+)
+
+var restCfg *rest.Config
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(logr.Discard())
+	cfg, stop, err := kubetest.StartMain()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	restCfg = cfg
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+// idleRunner is a pump that reports itself running and does nothing: the
+// read API needs no pump, only the feed's database.
+type idleRunner struct{ running atomic.Bool }
+
+func (r *idleRunner) Run(ctx context.Context) error {
+	r.running.Store(true)
+	<-ctx.Done()
+	r.running.Store(false)
+	return nil
+}
+
+func (r *idleRunner) Status() pump.Status {
+	return pump.Status{Running: r.running.Load(), MailboxReachable: true, DatabaseReachable: true, KafkaReachable: true}
+}
+
+func idleFactory(context.Context, *config.Feed, string, int64) (controllers.FeedRunner, error) {
+	return &idleRunner{}, nil
+}
+
+const (
+	day9  = "2026-09-09"
+	day10 = "2026-09-10"
+)
+
+func rec(flid flight.FLID, flno, day string) store.SnapshotRecord {
+	sodt := map[string]string{day9: "09SEP260800", day10: "10SEP260800"}[day]
+	cmds := []flight.Command{{Tag: "FLNO", Op: flight.OpSet, Value: flno}, {Tag: "SODT", Op: flight.OpSet, Value: sodt}}
+	slices.SortFunc(cmds, func(a, b flight.Command) int { return flight.FieldOrder(a.Tag) - flight.FieldOrder(b.Tag) })
+	return store.SnapshotRecord{Cmds: flight.Commands{FLID: flid, Full: true, Cmds: cmds}, Day: day}
+}
+
+// seed writes two days of flights the way the pump does.
+func seed(t *testing.T, dsn string) []flight.State {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := store.Migrate(ctx, dsn); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(ctx, dsn, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	epoch, err := db.TakeEpoch(ctx, "seed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, snap := range []store.Snapshot{
+		{FullDay: true, Day: day9, Records: []store.SnapshotRecord{rec(3, "CA3", day9), rec(1, "CA1", day9), rec(2, "CA2", day9)}},
+		{FullDay: true, Day: day10, Records: []store.SnapshotRecord{rec(4, "CA4", day10)}},
+	} {
+		tx, err := db.Begin(ctx, epoch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.ApplySnapshot(ctx, store.Meta{MessageID: int64(i + 1), Type: "SCHD", Styp: "RESP"}, snap); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	states, err := db.ReadFlights(ctx, store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return states
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return addr
+}
+
+func get(t *testing.T, u string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, []byte(err.Error())
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, body
+}
+
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, desc := cond()
+		if ok {
+			return
+		}
+		last = desc
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
+}
+
+type page struct {
+	Items  []json.RawMessage `json:"items"`
+	Cursor string            `json:"cursor"`
+}
+
+// TestManagerServesReadsMetricsAndProbes runs the manager `flightfeed
+// manager` runs and reads a feed's flights through its read API: one
+// consistent read, canonical JSON, filters and paging.
+func TestManagerServesReadsMetricsAndProbes(t *testing.T) {
+	ctx := t.Context()
+	dsn := pgtest.New(t)
+	states := seed(t, dsn)
+
+	scheme, err := operator.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(restCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := "t-read-" + utilrand.String(6)
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns}, StringData: map[string]string{"dsn": dsn}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "mbx", Namespace: ns}, StringData: map[string]string{"dsn": "root@tcp(127.0.0.1:3306)/unused"}},
+		&v1alpha1.FlightFeed{ObjectMeta: metav1.ObjectMeta{Name: "pek", Namespace: ns}, Spec: v1alpha1.FlightFeedSpec{
+			Airport:  v1alpha1.AirportSpec{IATA: "PEK"},
+			Mailbox:  v1alpha1.MailboxSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: "mbx", Key: "dsn"}},
+			Database: v1alpha1.DatabaseSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: "db", Key: "dsn"}},
+			Kafka:    v1alpha1.KafkaSpec{Brokers: []string{"127.0.0.1:9092"}},
+		}},
+	} {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	apiAddr, probeAddr, metricsAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	mgr, err := operator.New(operator.Options{
+		RestConfig: restCfg, APIAddr: apiAddr, ProbeAddr: probeAddr, MetricsAddr: metricsAddr,
+		Identity: "replica-a", LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond,
+		StatusInterval: 300 * time.Millisecond, Factory: idleFactory, Namespaces: []string{ns},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+
+	base := "http://" + apiAddr + "/api/v1/feeds/" + ns + "/pek/flights"
+	var all page
+	eventually(t, "the read API to serve the feed", func() (bool, string) {
+		code, body := get(t, base)
+		if code != http.StatusOK {
+			return false, fmt.Sprint(code, string(body))
+		}
+		return json.Unmarshal(body, &all) == nil, string(body)
+	})
+	if len(all.Items) != 4 || all.Cursor != "" {
+		t.Fatalf("list: %d items, cursor %q", len(all.Items), all.Cursor)
+	}
+	for i, s := range states {
+		want, err := flight.CanonicalJSON(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(all.Items[i]) != string(want) {
+			t.Fatalf("item %d:\n%s\nwant the canonical document\n%s", i, all.Items[i], want)
+		}
+	}
+
+	list := func(query url.Values) page {
+		t.Helper()
+		code, body := get(t, base+"?"+query.Encode())
+		if code != http.StatusOK {
+			t.Fatalf("%s: %d %s", query.Encode(), code, body)
+		}
+		var p page
+		if err := json.Unmarshal(body, &p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	flids := func(p page) string {
+		var out []string
+		for _, it := range p.Items {
+			var doc struct{ FLID string }
+			if err := json.Unmarshal(it, &doc); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, doc.FLID)
+		}
+		return strings.Join(out, ",")
+	}
+	if got := flids(list(url.Values{"day": {day9}})); got != "1,2,3" {
+		t.Fatalf("day %s: %s", day9, got)
+	}
+	p1 := list(url.Values{"limit": {"3"}})
+	if flids(p1) != "1,2,3" || p1.Cursor == "" {
+		t.Fatalf("page 1: %s cursor %q", flids(p1), p1.Cursor)
+	}
+	p2 := list(url.Values{"limit": {"3"}, "cursor": {p1.Cursor}})
+	if flids(p2) != "4" || p2.Cursor != "" {
+		t.Fatalf("page 2: %s cursor %q", flids(p2), p2.Cursor)
+	}
+	if got := flids(list(url.Values{"updatedSince": {time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}})); got != "" {
+		t.Fatalf("updatedSince in the future: %s", got)
+	}
+	if got := flids(list(url.Values{"updatedSince": {states[0].UpdatedAt.Add(-time.Second).UTC().Format(time.RFC3339Nano)}})); got != "1,2,3,4" {
+		t.Fatalf("updatedSince before every update: %s", got)
+	}
+
+	code, body := get(t, base+"/4")
+	want, _ := flight.CanonicalJSON(states[3])
+	if code != http.StatusOK || string(body) != string(want) {
+		t.Fatalf("flight 4: %d %s", code, body)
+	}
+	for _, tc := range []struct {
+		path string
+		code int
+	}{
+		{base + "/99", http.StatusNotFound},
+		{base + "/abc", http.StatusBadRequest},
+		{base + "?day=9-9-2026", http.StatusBadRequest},
+		{base + "?limit=0", http.StatusBadRequest},
+		{base + "?cursor=zzz", http.StatusBadRequest},
+		{base + "?updatedSince=yesterday", http.StatusBadRequest},
+		{"http://" + apiAddr + "/api/v1/feeds/" + ns + "/nope/flights", http.StatusNotFound},
+	} {
+		if code, body := get(t, tc.path); code != tc.code || !json.Valid(body) {
+			t.Errorf("%s: %d %s, want %d with a JSON error", tc.path, code, body, tc.code)
+		}
+	}
+
+	// The manager's own endpoints.
+	eventually(t, "the leader's metrics on /metrics", func() (bool, string) {
+		code, body := get(t, "http://"+metricsAddr+"/metrics")
+		return code == http.StatusOK && strings.Contains(string(body), `flightfeed_leader{feed="pek",namespace="`+ns+`"} 1`), fmt.Sprint(code)
+	})
+	eventually(t, "the probes", func() (bool, string) {
+		h, _ := get(t, "http://"+probeAddr+"/healthz")
+		r, body := get(t, "http://"+probeAddr+"/readyz")
+		return h == http.StatusOK && r == http.StatusOK, fmt.Sprint(h, r, string(body))
+	})
+}
+
+func TestNewChecksOptions(t *testing.T) {
+	if _, err := operator.New(operator.Options{RestConfig: restCfg}); err == nil {
+		t.Fatal("a manager without a RunnerFactory was built")
+	}
+	_, err := operator.New(operator.Options{RestConfig: restCfg, Factory: idleFactory, Identity: "x",
+		LeaseDuration: 5 * time.Second, RenewDeadline: 10 * time.Second, MetricsAddr: "0", ProbeAddr: "0", APIAddr: "0"})
+	if err == nil || !strings.Contains(err.Error(), "renew deadline") {
+		t.Fatalf("lease shorter than the renew deadline: %v", err)
+	}
+	t.Setenv("POD_NAME", "flightfeed-7d9f-abcde")
+	if id, err := operator.DefaultIdentity(); err != nil || id != "flightfeed-7d9f-abcde" {
+		t.Fatalf("identity %q %v", id, err)
+	}
+}

@@ -1,0 +1,283 @@
+//go:build needsgoget
+
+// Built only with -tags needsgoget until go.mod lists the modules
+// controller-runtime's manager needs (see the operator report); then
+// delete these lines.
+
+package operator
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/flightfeed/flightfeed/controllers"
+	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+// Read API limits.
+const (
+	DefaultPageSize = 500
+	MaxPageSize     = 5000
+	// readTimeout bounds one request's database work.
+	readTimeout = 30 * time.Second
+)
+
+// FlightReader is the part of the store the read API uses.
+type FlightReader interface {
+	ReadFlights(ctx context.Context, f store.Filter) ([]flight.State, error)
+}
+
+// ReadAPI serves a feed's current flight state from its PostgreSQL
+// database, read-only, on every replica:
+//
+//	GET /api/v1/feeds/{namespace}/{name}/flights?day=&updatedSince=&limit=&cursor=
+//	GET /api/v1/feeds/{namespace}/{name}/flights/{flid}
+//
+// Each response is read in one consistent (REPEATABLE READ, READ ONLY)
+// transaction; documents are the canonical JSON of SPEC §3.3, the same
+// bytes as KAFKA_SCHD and `flightfeed export`.
+type ReadAPI struct {
+	dir  *controllers.FeedDirectory
+	open func(context.Context, *config.Feed) (FlightReader, func(), error)
+	log  logr.Logger
+
+	mu     sync.Mutex
+	stores map[types.NamespacedName]*readStore
+}
+
+type readStore struct {
+	dsn    string
+	reader FlightReader
+	close  func()
+}
+
+// NewReadAPI serves the feeds of dir.
+func NewReadAPI(dir *controllers.FeedDirectory, log logr.Logger) *ReadAPI {
+	return &ReadAPI{dir: dir, open: openReadStore, log: log, stores: map[types.NamespacedName]*readStore{}}
+}
+
+// openReadStore connects to a feed's database without migrating it: the
+// leader migrates, readers only read.
+func openReadStore(ctx context.Context, feed *config.Feed) (FlightReader, func(), error) {
+	s, err := store.Open(ctx, feed.Secrets.DatabaseDSN, store.Options{MaxConns: 2, Location: feed.Location})
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, s.Close, nil
+}
+
+// Handler routes the API.
+func (a *ReadAPI) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/feeds/{namespace}/{name}/flights", a.list)
+	mux.HandleFunc("GET /api/v1/feeds/{namespace}/{name}/flights/{flid}", a.one)
+	return mux
+}
+
+// Close closes every database connection.
+func (a *ReadAPI) Close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, s := range a.stores {
+		s.close()
+		delete(a.stores, k)
+	}
+}
+
+// page is the list response.
+type page struct {
+	Items []json.RawMessage `json:"items"`
+	// Cursor continues the listing (pass it as ?cursor=); absent on the
+	// last page.
+	Cursor string `json:"cursor,omitempty"`
+}
+
+func (a *ReadAPI) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var filter store.Filter
+	if day := q.Get("day"); day != "" {
+		if _, err := time.Parse(time.DateOnly, day); err != nil {
+			httpError(w, http.StatusBadRequest, "day %q: must be YYYY-MM-DD", day)
+			return
+		}
+		filter.Day = day
+	}
+	var since time.Time
+	if v := q.Get("updatedSince"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			httpError(w, http.StatusBadRequest, "updatedSince %q: must be an RFC 3339 time", v)
+			return
+		}
+		since = t
+	}
+	limit := DefaultPageSize
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxPageSize {
+			httpError(w, http.StatusBadRequest, "limit %q: must be 1 to %d", v, MaxPageSize)
+			return
+		}
+		limit = n
+	}
+	var after flight.FLID
+	if v := q.Get("cursor"); v != "" {
+		id, err := decodeCursor(v)
+		if err != nil {
+			httpError(w, http.StatusBadRequest, "cursor %q: not a cursor this API returned", v)
+			return
+		}
+		after = id
+	}
+	states, ok := a.read(w, r, filter)
+	if !ok {
+		return
+	}
+	out := page{Items: []json.RawMessage{}}
+	// States come sorted by FLID; the cursor is the last FLID listed.
+	for _, s := range states {
+		if s.FLID <= after || (!since.IsZero() && s.UpdatedAt.Before(since)) {
+			continue
+		}
+		if len(out.Items) == limit {
+			out.Cursor = encodeCursor(after)
+			break
+		}
+		doc, err := flight.CanonicalJSON(s)
+		if err != nil {
+			a.log.Error(err, "render flight", "flid", s.FLID.String())
+			httpError(w, http.StatusInternalServerError, "render flight %s", s.FLID)
+			return
+		}
+		out.Items = append(out.Items, doc)
+		after = s.FLID
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (a *ReadAPI) one(w http.ResponseWriter, r *http.Request) {
+	id, err := flight.ParseFLID(r.PathValue("flid"))
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "flid: %v", err)
+		return
+	}
+	states, ok := a.read(w, r, store.Filter{FLID: &id})
+	if !ok {
+		return
+	}
+	if len(states) == 0 {
+		httpError(w, http.StatusNotFound, "flight %s not found", id)
+		return
+	}
+	doc, err := flight.CanonicalJSON(states[0])
+	if err != nil {
+		a.log.Error(err, "render flight", "flid", id.String())
+		httpError(w, http.StatusInternalServerError, "render flight %s", id)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(doc) //nolint:gosec // canonical JSON served as application/json with nosniff, never HTML
+}
+
+// read finds the feed and reads the flights f selects in one consistent
+// transaction. It writes the error response itself when it fails.
+func (a *ReadAPI) read(w http.ResponseWriter, r *http.Request, f store.Filter) ([]flight.State, bool) {
+	key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+	feed, ok := a.dir.Lookup(key)
+	if !ok {
+		a.forget(key)
+		httpError(w, http.StatusNotFound, "flightfeed %s not found, or it cannot run (see its status)", key)
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
+	defer cancel()
+	reader, err := a.reader(ctx, key, feed)
+	if err != nil {
+		a.log.Info("read api: open database", "flightfeed", key.String(), "error", err.Error())
+		httpError(w, http.StatusServiceUnavailable, "database of %s unavailable", key)
+		return nil, false
+	}
+	states, err := reader.ReadFlights(ctx, f)
+	if err != nil {
+		a.log.Info("read api: read flights", "flightfeed", key.String(), "error", err.Error())
+		httpError(w, http.StatusServiceUnavailable, "reading %s failed", key)
+		return nil, false
+	}
+	return states, true
+}
+
+// reader returns the feed's connection, reopened when its DSN changed.
+func (a *ReadAPI) reader(ctx context.Context, key types.NamespacedName, feed *config.Feed) (FlightReader, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s, ok := a.stores[key]; ok {
+		if s.dsn == feed.Secrets.DatabaseDSN {
+			return s.reader, nil
+		}
+		s.close()
+		delete(a.stores, key)
+	}
+	reader, closeFn, err := a.open(ctx, feed)
+	if err != nil {
+		return nil, err
+	}
+	a.stores[key] = &readStore{dsn: feed.Secrets.DatabaseDSN, reader: reader, close: closeFn}
+	return reader, nil
+}
+
+// forget closes the connection of a feed that is gone.
+func (a *ReadAPI) forget(key types.NamespacedName) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s, ok := a.stores[key]; ok {
+		s.close()
+		delete(a.stores, key)
+	}
+}
+
+// Cursors are opaque to clients; today they carry the last FLID listed.
+func encodeCursor(id flight.FLID) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("flid:" + id.String()))
+}
+
+func decodeCursor(s string) (flight.FLID, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return 0, err
+	}
+	const prefix = "flid:"
+	if len(b) <= len(prefix) || string(b[:len(prefix)]) != prefix {
+		return 0, errors.New("bad cursor")
+	}
+	return flight.ParseFLID(string(b[len(prefix):]))
+}
+
+type apiError struct {
+	Error string `json:"error"`
+}
+
+func httpError(w http.ResponseWriter, code int, format string, args ...any) {
+	writeJSON(w, code, apiError{Error: fmt.Sprintf(format, args...)})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
