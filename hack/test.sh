@@ -45,6 +45,9 @@ echo "Kafka test broker on $FLIGHTFEED_TEST_KAFKA" >&2
 step "generated files"
 make --no-print-directory verify-generated
 
+step "Helm chart and kustomize"
+bash hack/helm-check.sh
+
 step "vet"
 go vet ./...
 

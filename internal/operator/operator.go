@@ -1,9 +1,3 @@
-//go:build needsgoget
-
-// Built only with -tags needsgoget until go.mod lists the modules
-// controller-runtime's manager needs (see the operator report); then
-// delete these lines.
-
 package operator
 
 import (
