@@ -173,7 +173,7 @@ type waiting struct {
 // retry: a conflict at once, anything else with backoff; a batch of more
 // than one message shrinks to one so the failing message is isolated.
 func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, attempted []outcome, err error) batchOutcome {
-	verdict, _ := Classify(err)
+	verdict, reason := Classify(err)
 	if verdict == VerdictFenced {
 		return batchOutcome{err: err}
 	}
@@ -186,6 +186,14 @@ func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, attempted [
 	p.writeTraces(ctx, attempted, store.TraceRolledBack)
 	if verdict == VerdictConflict {
 		return batchOutcome{blocked: true, wait: time.Millisecond}
+	}
+	if verdict == VerdictDead && len(rows) == 1 {
+		// The database itself refuses this one message's data: retrying
+		// cannot help, and the head must not block on it.
+		if derr := p.giveUp(ctx, rows[0], reason, fmt.Sprintf("%s: the database refused the message's data: %v", reason, err)); derr == nil {
+			p.infraAttempts = 0
+			return batchOutcome{}
+		}
 	}
 	p.infraAttempts++
 	now := p.clock.Now()
@@ -200,7 +208,8 @@ func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, attempted [
 		}
 	})
 	if limit := p.feed.Spec.Pump.InfraRetryLimit; limit > 0 && p.infraAttempts > int(limit) {
-		if derr := p.giveUp(ctx, rows[0], err); derr == nil {
+		if derr := p.giveUp(ctx, rows[0], ReasonInfra,
+			fmt.Sprintf("%s: gave up after %d attempts: %v", ReasonInfra, p.infraAttempts, err)); derr == nil {
 			p.infraAttempts = 0
 			return batchOutcome{}
 		}
@@ -208,16 +217,16 @@ func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, attempted [
 	return batchOutcome{blocked: true, wait: p.backoff()}
 }
 
-// giveUp makes the head DEAD(INFRA) after the configured number of
-// infrastructure retries, in a transaction of its own.
-func (p *Pump) giveUp(ctx context.Context, row mailbox.Row, cause error) error {
+// giveUp makes the head DEAD in a transaction of its own: after the
+// configured number of infrastructure retries, or at once when the
+// database deterministically refuses the message's data.
+func (p *Pump) giveUp(ctx context.Context, row mailbox.Row, reason, note string) error {
 	tx, err := p.store.Begin(ctx, p.epoch)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	res := store.Result{MessageID: row.ID, Status: store.StatusDead, Reason: ReasonInfra, ReceivedAt: row.Received,
-		Note: fmt.Sprintf("%s: gave up after %d attempts: %v", ReasonInfra, p.infraAttempts, cause)}
+	res := store.Result{MessageID: row.ID, Status: store.StatusDead, Reason: reason, ReceivedAt: row.Received, Note: note}
 	if err := tx.RecordResult(ctx, res); err != nil {
 		return err
 	}

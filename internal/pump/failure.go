@@ -68,7 +68,7 @@ func Classify(err error) (Verdict, string) {
 		return VerdictDead, string(sisErr.Reason)
 	case errors.Is(err, store.ErrConflict):
 		return VerdictConflict, "CAS_CONFLICT"
-	case errors.Is(err, flight.ErrInvalidCommand):
+	case errors.Is(err, flight.ErrInvalidCommand), errors.Is(err, flight.ErrBadSISTime):
 		return VerdictDead, ReasonDataRejected
 	case errors.As(err, &pgErr) && deterministic(pgErr.Code):
 		// The database refused the data itself; retrying cannot help.

@@ -35,6 +35,7 @@ func TestClassify(t *testing.T) {
 		{"check violation", fmt.Errorf("write: %w", &pgconn.PgError{Code: "23514"}), VerdictDead, ReasonDataRejected},
 		{"day set-once trigger", &pgconn.PgError{Code: "FF001"}, VerdictDead, ReasonDataRejected},
 		{"engine refuses command", fmt.Errorf("merge: %w", flight.ErrInvalidCommand), VerdictDead, ReasonDataRejected},
+		{"typed time unparsable at write", fmt.Errorf("flight 1 SODT: %w", flight.ErrBadSISTime), VerdictDead, ReasonDataRejected},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -378,3 +378,31 @@ func TestHistorySweepMovesFinishedFlights(t *testing.T) {
 		t.Fatal("no tombstone for the swept flight")
 	}
 }
+
+// A message whose data the database itself refuses (a constraint) is DEAD
+// with DATA_REJECTED; its neighbours in the same batch are applied; the
+// head never blocks on it.
+func TestDataTheDatabaseRefusesIsDead(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	if _, err := h.db.Exec(t.Context(), `ALTER TABLE flight_schd ADD CONSTRAINT test_refuse CHECK (flno IS DISTINCT FROM 'REFUSED')`); err != nil {
+		t.Fatal(err)
+	}
+	ids := []int64{
+		h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>")),
+		h.put(h.flop("FLNO", 2, "<FLNO>REFUSED</FLNO>")),
+		h.put(h.flop("ESTT", 3, "<ESTT>09SEP260931</ESTT>")),
+	}
+	p := h.newPump()
+	h.drain(p)
+	h.wantRow(ids[0], store.StatusSucceeded, "")
+	h.wantRow(ids[1], store.StatusDead, pump.ReasonDataRejected)
+	h.wantRow(ids[2], store.StatusSucceeded, "")
+	f := h.flights()
+	if _, ok := f[2]; ok || len(f) != 2 {
+		t.Fatalf("state: %+v", f)
+	}
+	if h.count(`SELECT count(*) FROM msg_event WHERE message_id = $1`, ids[1]) != 0 {
+		t.Fatal("the refused message queued events")
+	}
+}
