@@ -1,0 +1,335 @@
+package controllers_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/controllers"
+	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
+	"github.com/flightfeed/flightfeed/internal/feedrun"
+	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/operator"
+	"github.com/flightfeed/flightfeed/internal/simulate"
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+// realFactory is the runner factory of `flightfeed manager`
+// (internal/cli/manager.go startFeed), repeated here because the CLI's is
+// unexported: the pump and the Kafka dispatcher of feedrun under the epoch
+// the Lease holder took, reporting to the feed's metrics observer.
+func realFactory(ctx context.Context, feed *config.Feed, identity string, epoch int64) (controllers.FeedRunner, error) {
+	r, err := feedrun.Start(ctx, feed, feedrun.Options{Identity: identity, Epoch: epoch,
+		Log: logf.FromContext(ctx), Observer: controllers.ObserverFromContext(ctx)})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// startRealReplica is startReplica with the real pump instead of the
+// test runner.
+func (h *harness) startRealReplica(identity string) *replica {
+	h.t.Helper()
+	r := &replica{identity: identity, registry: prometheus.NewRegistry(), probe: freeAddr(h.t), done: make(chan error, 1)}
+	mgr, err := operator.New(operator.Options{
+		RestConfig:      restCfg,
+		MetricsAddr:     "0",
+		ProbeAddr:       r.probe,
+		APIAddr:         "0",
+		Identity:        identity,
+		LeaseDuration:   testLease,
+		RenewDeadline:   testRenew,
+		RetryPeriod:     testRetry,
+		StatusInterval:  testInterval,
+		ShutdownTimeout: 30 * time.Second,
+		Factory:         realFactory,
+		Registry:        r.registry,
+		Namespaces:      []string{h.ns},
+		Log:             ctrl.Log.WithName(identity),
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() { r.done <- mgr.Start(ctx) }()
+	h.t.Cleanup(func() { r.stop(h.t) })
+	return r
+}
+
+// feedToday creates the SPEC §4 FlightFeed named name with the request
+// horizon narrowed to today (airport-local): the pump asks for one day.
+func (h *harness) feedToday(name string) types.NamespacedName {
+	h.t.Helper()
+	doc := strings.NewReplacer(
+		"name: pek,", "name: "+name+",",
+		"namespace: default", "namespace: "+h.ns,
+		"pek-mailbox", name+"-mailbox",
+		"pek-db", name+"-db",
+		`"127.0.0.1:9092"`, `"`+strings.Join(h.brokers, `", "`)+`"`,
+		"horizon: {from: 0, to: 1}", "horizon: {from: 0, to: 0}",
+	).Replace(specManifest)
+	if !strings.Contains(doc, "horizon: {from: 0, to: 0}") {
+		h.t.Fatal("the SPEC manifest no longer names the horizon this test narrows")
+	}
+	var obj unstructured.Unstructured
+	if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+		h.t.Fatal(err)
+	}
+	h.create(&obj)
+	return types.NamespacedName{Namespace: h.ns, Name: name}
+}
+
+var rqfdDay = regexp.MustCompile(`<STDB>(\d{2}[A-Za-z]{3}\d{2})0000</STDB>`)
+
+// waitRequest waits for the pump's full-day request in COUTMSGS and
+// returns the day it asks for.
+func (h *harness) waitRequest(mbox *sql.DB, loc *time.Location) string {
+	h.t.Helper()
+	var day string
+	eventually(h.t, "the pump's RQFD in COUTMSGS", func() (bool, string) {
+		rows, err := mbox.QueryContext(h.ctx(), `SELECT COUTMSGS_CLOB_MSG FROM COUTMSGS ORDER BY COUTMSGS_ID`)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer func() { _ = rows.Close() }()
+		var bodies []string
+		for rows.Next() {
+			var body string
+			if err := rows.Scan(&body); err != nil {
+				return false, err.Error()
+			}
+			bodies = append(bodies, body)
+		}
+		if err := rows.Err(); err != nil {
+			return false, err.Error()
+		}
+		for _, b := range bodies {
+			if !strings.Contains(b, "<TYPE>RQFD</TYPE>") {
+				continue
+			}
+			m := rqfdDay.FindStringSubmatch(b)
+			if m == nil {
+				return false, "a request without a day start: " + b
+			}
+			d, err := time.ParseInLocation("02Jan06", m[1], loc)
+			if err != nil {
+				return false, err.Error()
+			}
+			day = d.Format(time.DateOnly)
+			return true, ""
+		}
+		return false, fmt.Sprintf("%d outbound rows, no RQFD", len(bodies))
+	})
+	return day
+}
+
+// exportLines is what `flightfeed export` prints: every flight's canonical
+// JSON, sorted by FLID, from one consistent read.
+func (h *harness) exportLines() [][]byte {
+	h.t.Helper()
+	db, err := store.Open(h.ctx(), h.pgDSN, store.Options{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer db.Close()
+	states, err := db.ReadFlights(h.ctx(), store.Filter{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out [][]byte
+	for _, s := range states {
+		doc, err := flight.CanonicalJSON(s)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		out = append(out, doc)
+	}
+	return out
+}
+
+// TestRealPumpMirrorsTheLedger is TestFeedRunsAndMirrorsTheLedger with the
+// real pump and dispatcher (the factory `flightfeed manager` runs): the SPEC
+// §4 FlightFeed and its Secrets are applied against a fresh PostgreSQL, a
+// fresh MariaDB mailbox and a kfake broker; the elected pump asks the
+// mailbox for today's schedule; the AODB's answer (a RESP of that day,
+// inserted into CMINMSGS) becomes the day's snapshot; the status, the
+// FlightFeedDay, `kubectl get` and the KAFKA_SCHD topic all follow.
+func TestRealPumpMirrorsTheLedger(t *testing.T) {
+	h := newHarness(t)
+	rep := h.startRealReplica("replica-a")
+	h.secrets("pek")
+	key := h.feedToday("pek")
+
+	mbox, err := sql.Open("mysql", h.mboxDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = mbox.Close() }()
+	loc, err := time.LoadLocation("Asia/Shanghai")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now().In(loc).Format(time.DateOnly)
+	day := h.waitRequest(mbox, loc)
+	if after := time.Now().In(loc).Format(time.DateOnly); day != before && day != after {
+		t.Fatalf("the pump asked for %s; today in Asia/Shanghai is %s", day, after)
+	}
+
+	// The AODB answers: a RESP whose records are all of the requested day.
+	const flights = 3
+	resp := simulate.Response(simulate.Options{Day: day, Flights: flights, Seed: 1, FirstSeqn: 1, Location: loc})
+	res, err := mbox.ExecContext(h.ctx(), `INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (?, ?)`,
+		time.Now().UTC(), resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	respID, err := res.LastInsertId()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var ledger store.LedgerDay
+	eventually(t, "the RESP to become the day's snapshot in the ledger", func() (bool, string) {
+		ledger = h.ledger()[day]
+		return ledger.Version == 1 && ledger.Flights == flights && ledger.LastMessageID == respID, fmt.Sprintf("%+v", ledger)
+	})
+	var result sql.NullString
+	eventually(t, "the RESP's result written back to the mailbox", func() (bool, string) {
+		err := mbox.QueryRowContext(h.ctx(), `SELECT CMINMSGS_PROC_RESULT FROM CMINMSGS WHERE CMINMSGS_ID = ? AND CMINMSGS_DATE_PROCESSED IS NOT NULL`, respID).Scan(&result)
+		return err == nil && result.String == "SUCCEEDED", fmt.Sprint(result, err)
+	})
+
+	// The FlightFeedDay mirrors the ledger row, owned by its FlightFeed.
+	dayObj := h.waitDay(key, ledger)
+	ff, err := h.getFeed(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dayObj.Spec.Day != day || dayObj.Spec.FeedName != "pek" || !metav1.IsControlledBy(dayObj, ff) {
+		t.Fatalf("day object %+v", dayObj.ObjectMeta)
+	}
+
+	// Ready, with the real pump's figures.
+	ff = h.waitReady(key)
+	eventually(t, "the status to carry the pump's figures and the day", func() (bool, string) {
+		ff, err = h.getFeed(key)
+		if err != nil {
+			return false, err.Error()
+		}
+		s := ff.Status
+		p := s.Pump
+		ok := p != nil && p.Holder == "replica-a" && p.Epoch > 0 && p.Since != nil && p.LastProcessedID == respID &&
+			p.QueueDepth == 0 && p.Lag != nil && p.Counts != nil && p.Counts.Succeeded == 1 &&
+			s.LatestSnapshot != nil && s.LatestSnapshot.Day == day && s.LatestSnapshot.Version == 1 &&
+			slices.ContainsFunc(s.OperationDays, func(d v1alpha1.OperationDayStatus) bool {
+				return d.Day == day && d.Version == 1 && d.Flights == flights && d.LastMessageID == respID
+			}) && s.Outbox != nil && s.Outbox.Pending == 0
+		return ok, fmt.Sprintf("pump %+v days %+v latest %+v outbox %+v", p, s.OperationDays, s.LatestSnapshot, s.Outbox)
+	})
+	for _, ct := range []v1alpha1.ConditionType{v1alpha1.ConditionReady, v1alpha1.ConditionPumpRunning, v1alpha1.ConditionMailboxReachable,
+		v1alpha1.ConditionDatabaseReachable, v1alpha1.ConditionKafkaReachable} {
+		if c := meta.FindStatusCondition(ff.Status.Conditions, string(ct)); c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != ff.Generation {
+			t.Fatalf("%s: %+v", ct, c)
+		}
+	}
+
+	// The Lease holder is the pipeline_lock holder, at the status's epoch.
+	lease, err := h.lease(key)
+	if err != nil || ptr.Deref(lease.Spec.HolderIdentity, "") != "replica-a" {
+		t.Fatalf("lease %+v: %v", lease, err)
+	}
+	lockHolder, lockEpoch := h.pipelineLock()
+	if lockHolder != "replica-a" || lockEpoch != ff.Status.Pump.Epoch {
+		t.Fatalf("pipeline_lock held by %q at epoch %d; status says %s at %d", lockHolder, lockEpoch, ff.Status.Pump.Holder, ff.Status.Pump.Epoch)
+	}
+
+	// kubectl get flightfeeds / flightfeeddays.
+	checkTable(t, h.ns, "flightfeeds", "pek", map[string]string{
+		"Ready": "True", "Leader": "replica-a", "Lag": "0s", "Latest-Day": day, "Version": "1", "Reason": "Running",
+	}, []string{"Name", "Ready", "Leader", "Lag", "Latest-Day", "Version", "Age", "Reason", "Message"}, []string{"Reason", "Message"})
+	checkTable(t, h.ns, "flightfeeddays", controllers.DayName("pek", day), map[string]string{
+		"Day": day, "Version": "1", "Flights": fmt.Sprint(flights), "Last-Message": fmt.Sprint(respID), "Feed": "pek",
+	}, []string{"Name", "Day", "Version", "Flights", "Last-Message", "Committed", "Age", "Feed"}, []string{"Feed"})
+
+	// The real pump reports to the feed's metrics.
+	wantMetric(t, rep, "flightfeed_pump_running", map[string]string{"feed": "pek"}, 1)
+	wantMetric(t, rep, "flightfeed_messages_total", map[string]string{"feed": "pek", "type": "SCHD", "styp": "RESP", "result": "SUCCEEDED"}, 1)
+	wantMetric(t, rep, "flightfeed_snapshot_version", map[string]string{"feed": "pek", "day": day}, 1)
+
+	// KAFKA_SCHD converges to the export: the dispatcher delivered every
+	// flight's latest document.
+	export := h.exportLines()
+	if len(export) != flights {
+		t.Fatalf("export has %d flights, want %d", len(export), flights)
+	}
+	eventually(t, "KAFKA_SCHD to converge to the export", func() (bool, string) {
+		return converged(t, h.brokers, "KAFKA_SCHD", export)
+	})
+	dispatchtest.AssertConverged(t, h.brokers, "KAFKA_SCHD", export)
+}
+
+// pipelineLock reads the writer lock of the feed database.
+func (h *harness) pipelineLock() (holder string, epoch int64) {
+	h.t.Helper()
+	conn, err := pgx.Connect(h.ctx(), h.pgDSN)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer func() { _ = conn.Close(context.WithoutCancel(h.ctx())) }()
+	var hold *string
+	if err := conn.QueryRow(h.ctx(), `SELECT holder, epoch FROM pipeline_lock WHERE name = $1`, store.LockName).Scan(&hold, &epoch); err != nil {
+		h.t.Fatal(err)
+	}
+	return ptr.Deref(hold, ""), epoch
+}
+
+// converged reports whether the latest document per key on topic equals
+// the export (tombstones deleting), and a description otherwise.
+func converged(t *testing.T, brokers []string, topic string, export [][]byte) (bool, string) {
+	t.Helper()
+	want := map[string]string{}
+	for _, line := range export {
+		var doc struct {
+			FLID string `json:"FLID"`
+		}
+		if err := json.Unmarshal(line, &doc); err != nil {
+			t.Fatal(err)
+		}
+		want[doc.FLID] = string(line)
+	}
+	got := dispatchtest.Converge(t, brokers, topic)
+	var differ []string
+	for k, v := range want {
+		if string(got[k]) != v {
+			differ = append(differ, k)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			differ = append(differ, k)
+		}
+	}
+	slices.Sort(differ)
+	return len(differ) == 0, fmt.Sprintf("FLIDs not converged: %v", differ)
+}
