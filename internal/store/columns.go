@@ -63,32 +63,61 @@ var childTables = func() []childTable {
 // then text; nil where the key is absent), its sequence attribute and the
 // remaining keys as JSON. Nothing is dropped: every key lands somewhere.
 func splitItem(it flight.Item, seqAttr string, itemColumns []string, textColumn string) (cols []*string, seq *string, attrs []byte, err error) {
-	rest := make(map[string]string, len(it))
-	for k, v := range it {
-		rest[k] = v
-	}
 	take := func(key string) *string {
-		v, ok := rest[key]
-		if !ok {
-			return nil
+		if v, ok := it[key]; ok {
+			return &v
 		}
-		delete(rest, key)
-		return &v
+		return nil
 	}
+	placed := 0
 	if seqAttr != "" {
-		seq = take(seqAttr)
+		if seq = take(seqAttr); seq != nil {
+			placed++
+		}
 	}
+	cols = make([]*string, 0, len(itemColumns)+1)
 	for _, k := range itemColumns {
-		cols = append(cols, take(k))
+		v := take(k)
+		if v != nil {
+			placed++
+		}
+		cols = append(cols, v)
 	}
 	if textColumn != "" {
-		cols = append(cols, take(flight.TextKey))
+		v := take(flight.TextKey)
+		if v != nil {
+			placed++
+		}
+		cols = append(cols, v)
+	}
+	if placed == len(it) {
+		return cols, seq, emptyAttrs, nil // the common case: every key has a column
+	}
+	rest := make(map[string]string, len(it)-placed)
+	for k, v := range it {
+		if !hasColumn(k, seqAttr, itemColumns, textColumn) {
+			rest[k] = v
+		}
 	}
 	attrs, err = json.Marshal(rest)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("encode item attributes: %w", err)
 	}
 	return cols, seq, attrs, nil
+}
+
+var emptyAttrs = []byte("{}")
+
+func hasColumn(key, seqAttr string, itemColumns []string, textColumn string) bool {
+	if (seqAttr != "" && key == seqAttr) || (textColumn != "" && key == flight.TextKey) {
+		return true
+	}
+	for _, c := range itemColumns {
+		if c == key {
+			return true
+		}
+	}
+	return false
 }
 
 // joinItem is splitItem's inverse.

@@ -76,36 +76,33 @@ func columnList(slots []slot) string {
 var mainSelect = "SELECT flid, operation_day::text, state_version, last_message_id, updated_at, " +
 	columnList(readSlots) + " FROM flight_schd WHERE %s ORDER BY flid"
 
-// mainRowArgs renders a state as one row of main-table values, in column
-// order (bookkeeping columns, then mainSlots).
-func mainRowArgs(s *flight.State, loc *time.Location) ([]any, error) {
-	args := make([]any, 0, len(bookkeepingColumns)+len(mainSlots))
-	var day any
-	if s.OperationDay != "" {
-		day = s.OperationDay
-	}
-	args = append(args, int64(s.FLID), day, s.StateVersion, s.LastMessageID, s.UpdatedAt) //nolint:gosec // FLID is at most 12 digits
-	for _, sl := range mainSlots {
+// mainColumnsOf fills row i of the per-slot column arrays (texts for text
+// and JSON slots, times for typed UTC slots) from a state.
+func mainColumnsOf(st *flight.State, loc *time.Location, i int, texts [][]*string, times [][]*time.Time) error {
+	for j, sl := range mainSlots {
 		switch sl.kind {
 		case slotScalar:
-			args = append(args, optional(s.Scalars, sl.field.Tag))
+			if v, ok := st.Scalars[sl.field.Tag]; ok {
+				texts[j][i] = &v
+			}
 		case slotTypedTime:
-			v, ok := s.Scalars[sl.field.Tag]
+			v, ok := st.Scalars[sl.field.Tag]
 			if !ok || v == "" {
-				args = append(args, nil)
 				continue
 			}
 			t, err := flight.ParseSISTime(v, loc)
 			if err != nil {
-				return nil, fmt.Errorf("flight %s %s: %w", s.FLID, sl.field.Tag, err)
+				return fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
 			}
-			args = append(args, t.UTC())
+			t = t.UTC()
+			times[j][i] = &t
 		case slotAnomalyCol:
-			args = append(args, optional(s.Anomalies[sl.field.Tag], sl.key))
+			if v, ok := st.Anomalies[sl.field.Tag][sl.key]; ok {
+				texts[j][i] = &v
+			}
 		case slotAnomalyRest:
-			a, ok := s.Anomalies[sl.field.Tag]
+			a, ok := st.Anomalies[sl.field.Tag]
 			if !ok || len(a) == 0 {
-				args = append(args, nil)
 				continue
 			}
 			rest := map[string]string{}
@@ -116,23 +113,24 @@ func mainRowArgs(s *flight.State, loc *time.Location) ([]any, error) {
 			}
 			js, err := json.Marshal(rest)
 			if err != nil {
-				return nil, fmt.Errorf("flight %s %s: %w", s.FLID, sl.field.Tag, err)
+				return fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
 			}
-			args = append(args, string(js))
+			v := string(js)
+			texts[j][i] = &v
 		case slotRecord:
-			items, ok := s.Lists[sl.field.Tag]
+			items, ok := st.Lists[sl.field.Tag]
 			if !ok || len(items) == 0 {
-				args = append(args, nil)
 				continue
 			}
 			js, err := json.Marshal(items)
 			if err != nil {
-				return nil, fmt.Errorf("flight %s %s: %w", s.FLID, sl.field.Tag, err)
+				return fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
 			}
-			args = append(args, string(js))
+			v := string(js)
+			texts[j][i] = &v
 		}
 	}
-	return args, nil
+	return nil
 }
 
 func anomalyHasColumn(f flight.FieldSpec, key string) bool {
@@ -145,13 +143,6 @@ func anomalyHasColumn(f flight.FieldSpec, key string) bool {
 		}
 	}
 	return false
-}
-
-func optional[M ~map[string]string](m M, key string) any {
-	if v, ok := m[key]; ok {
-		return v
-	}
-	return nil
 }
 
 // scanMain reads one main row into a fresh state.

@@ -57,9 +57,7 @@ func queueStateWrites(b *pgx.Batch, writes []stateWrite, loc *time.Location) err
 		return err
 	}
 	for _, c := range childTables {
-		cols := c.columns()
-		arrays := make([][]any, len(cols))
-		var rows int
+		cb := newChildColumns(c)
 		for _, f := range c.fields {
 			var stale []int64
 			for _, w := range writes {
@@ -75,19 +73,7 @@ func queueStateWrites(b *pgx.Batch, writes []stateWrite, loc *time.Location) err
 					if err != nil {
 						return fmt.Errorf("flight %s %s[%d]: %w", w.next.FLID, f.Tag, ord+1, err)
 					}
-					row := []any{flid}
-					if c.routeKind {
-						row = append(row, f.RouteKind)
-					}
-					row = append(row, int32(ord+1), seq)
-					for _, v := range vals {
-						row = append(row, v)
-					}
-					row = append(row, string(attrs), w.next.StateVersion)
-					for k, v := range row {
-						arrays[k] = append(arrays[k], v)
-					}
-					rows++
+					cb.add(flid, f.RouteKind, int32(ord+1), seq, vals, string(attrs), w.next.StateVersion)
 				}
 			}
 			if len(stale) > 0 {
@@ -98,45 +84,58 @@ func queueStateWrites(b *pgx.Batch, writes []stateWrite, loc *time.Location) err
 				}
 			}
 		}
-		if rows > 0 {
-			b.Queue(childInsert(c), typedArrays(cols, arrays)...)
+		if len(cb.flids) > 0 {
+			b.Queue(childInsert(c), cb.args()...)
 		}
 	}
 	return nil
 }
 
-// typedArrays turns the collected columns into slices pgx encodes as
-// PostgreSQL arrays.
-func typedArrays(cols []string, arrays [][]any) []any {
-	out := make([]any, len(cols))
-	for i, col := range cols {
-		switch col {
-		case "flid", "record_version":
-			a := make([]int64, len(arrays[i]))
-			for j, v := range arrays[i] {
-				a[j] = v.(int64)
-			}
-			out[i] = a
-		case "ordinal":
-			a := make([]int32, len(arrays[i]))
-			for j, v := range arrays[i] {
-				a[j] = v.(int32)
-			}
-			out[i] = a
-		default:
-			a := make([]*string, len(arrays[i]))
-			for j, v := range arrays[i] {
-				switch s := v.(type) {
-				case string:
-					a[j] = &s
-				case *string:
-					a[j] = s
-				}
-			}
-			out[i] = a
-		}
+// childColumns collects one child table's rows as typed column arrays, in
+// the order of childTable.columns (no boxing per value).
+type childColumns struct {
+	table    childTable
+	flids    []int64
+	kinds    []string
+	ordinals []int32
+	seqs     []*string
+	values   [][]*string // per item column, then the text column
+	attrs    []string
+	versions []int64
+}
+
+func newChildColumns(c childTable) *childColumns {
+	width := len(c.itemColumns)
+	if c.textColumn != "" {
+		width++
 	}
-	return out
+	return &childColumns{table: c, values: make([][]*string, width)}
+}
+
+func (cc *childColumns) add(flid int64, kind string, ordinal int32, seq *string, vals []*string, attrs string, version int64) {
+	cc.flids = append(cc.flids, flid)
+	if cc.table.routeKind {
+		cc.kinds = append(cc.kinds, kind)
+	}
+	cc.ordinals = append(cc.ordinals, ordinal)
+	cc.seqs = append(cc.seqs, seq)
+	for i, v := range vals {
+		cc.values[i] = append(cc.values[i], v)
+	}
+	cc.attrs = append(cc.attrs, attrs)
+	cc.versions = append(cc.versions, version)
+}
+
+func (cc *childColumns) args() []any {
+	args := []any{cc.flids}
+	if cc.table.routeKind {
+		args = append(args, cc.kinds)
+	}
+	args = append(args, cc.ordinals, cc.seqs)
+	for _, v := range cc.values {
+		args = append(args, v)
+	}
+	return append(args, cc.attrs, cc.versions)
 }
 
 // queueDeletes removes flights with all their child rows: children first,
@@ -190,37 +189,33 @@ func queueMainRows(b *pgx.Batch, writes []stateWrite, loc *time.Location) error 
 	if len(writes) == 0 {
 		return nil
 	}
-	width := len(bookkeepingColumns) + len(mainSlots)
-	flids, versions, lastMsgs := make([]int64, len(writes)), make([]int64, len(writes)), make([]int64, len(writes))
-	updated := make([]time.Time, len(writes))
-	texts := make([][]*string, width) // by column; nil for non-text columns
-	times := make([][]*time.Time, width)
-	for c := 1; c < width; c++ {
-		texts[c] = make([]*string, len(writes))
-		times[c] = make([]*time.Time, len(writes))
+	n := len(writes)
+	flids, versions, lastMsgs := make([]int64, n), make([]int64, n), make([]int64, n)
+	days := make([]*string, n)
+	updated := make([]time.Time, n)
+	texts := make([][]*string, len(mainSlots))
+	times := make([][]*time.Time, len(mainSlots))
+	for j, sl := range mainSlots {
+		if sl.kind == slotTypedTime {
+			times[j] = make([]*time.Time, n)
+		} else {
+			texts[j] = make([]*string, n)
+		}
 	}
 	for i := range writes {
-		row, err := mainRowArgs(&writes[i].next, loc)
-		if err != nil {
+		st := &writes[i].next
+		flids[i], versions[i], lastMsgs[i], updated[i] = int64(st.FLID), st.StateVersion, st.LastMessageID, st.UpdatedAt //nolint:gosec // 12 digits
+		days[i] = dayPtr(st.OperationDay)
+		if err := mainColumnsOf(st, loc, i, texts, times); err != nil {
 			return err
 		}
-		flids[i], versions[i], lastMsgs[i], updated[i] = row[0].(int64), row[2].(int64), row[3].(int64), row[4].(time.Time)
-		for c, v := range row {
-			switch v := v.(type) {
-			case string:
-				texts[c][i] = &v
-			case time.Time:
-				times[c][i] = &v
-			}
-		}
 	}
-	args := []any{flids, texts[1], versions, lastMsgs, updated}
+	args := []any{flids, days, versions, lastMsgs, updated}
 	for j, sl := range mainSlots {
-		c := len(bookkeepingColumns) + j
 		if sl.kind == slotTypedTime {
-			args = append(args, times[c])
+			args = append(args, times[j])
 		} else {
-			args = append(args, texts[c])
+			args = append(args, texts[j])
 		}
 	}
 	b.Queue(mainUpsertMany, args...)
