@@ -3,24 +3,12 @@ package store_test
 import (
 	"context"
 	"slices"
-	"sync/atomic"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
-
-// countingTracer counts the statements a store sends.
-type countingTracer struct{ n atomic.Int64 }
-
-func (c *countingTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	c.n.Add(1)
-	return ctx
-}
-
-func (c *countingTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 type outboxRow struct {
 	Status   string
@@ -253,7 +241,7 @@ func TestOutboxCallsAreOneRoundTrip(t *testing.T) {
 		f.setFLOP(flight.FLID(100+i), "09SEP260900")
 		f.setFLOP(flight.FLID(100+i), "09SEP261000")
 	}
-	tr := &countingTracer{}
+	tr := &roundTrips{} // roundtrip_test.go
 	s, err := store.Open(t.Context(), f.conn.Config().ConnString(), store.Options{Tracer: tr})
 	if err != nil {
 		t.Fatal(err)
