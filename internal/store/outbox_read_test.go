@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
