@@ -137,74 +137,26 @@ type IncrementOutcome struct {
 
 // ApplyIncrement merges increment records (FLOP, ADFT) into current state
 // (seed 000 §6.1): absent fields are kept, the operation day is kept (NULL
-// for a flight it creates), each changed flight gets a new state_version and
-// its KAFKA_SCHD and KAFKA_MSG events. Records for one FLID apply in order.
+// for a flight it creates), each changed record gets a new state_version
+// and its KAFKA_SCHD and KAFKA_MSG events. Records for one FLID apply in
+// order. It is a working set of one message, written at once.
 func (t *Tx) ApplyIncrement(ctx context.Context, meta Meta, records []flight.Commands) (IncrementOutcome, error) {
-	var out IncrementOutcome
 	flids := make([]flight.FLID, len(records))
 	for i, r := range records {
-		if r.Full {
-			return out, fmt.Errorf("message %d: flight %s: a full record is not an increment", meta.MessageID, r.FLID)
-		}
 		flids[i] = r.FLID
 	}
-	current, err := t.loadByFLID(ctx, flids)
+	set, err := t.LoadSet(ctx, flids, len(records))
 	if err != nil {
-		return out, fmt.Errorf("message %d: %w", meta.MessageID, err)
+		return IncrementOutcome{}, fmt.Errorf("message %d: %w", meta.MessageID, err)
 	}
-	pending := map[flight.FLID]int{} // FLID → index in writes
-	var writes []stateWrite
-	for _, r := range records {
-		cur, exists := current[r.FLID]
-		if i, ok := pending[r.FLID]; ok {
-			cur, exists = writes[i].next, true
-		}
-		w, changed, err := mergeOne(cur, exists, r)
-		if err != nil {
-			return out, fmt.Errorf("message %d: %w", meta.MessageID, err)
-		}
-		if !changed {
-			out.Unchanged++
-			continue
-		}
-		if i, ok := pending[r.FLID]; ok {
-			w.isNew = writes[i].isNew
-			w.changed = mergeTags(writes[i].changed, w.changed)
-			writes[i] = w
-			continue
-		}
-		if w.isNew {
-			out.Created = append(out.Created, r.FLID)
-		}
-		pending[r.FLID] = len(writes)
-		writes = append(writes, w)
-	}
-	b := &pgx.Batch{}
-	out.Versions, err = t.finish(ctx, b, meta, writes, nil)
+	out, err := set.Increment(meta, records)
 	if err != nil {
-		return out, fmt.Errorf("message %d: %w", meta.MessageID, err)
+		return IncrementOutcome{}, err
 	}
-	if err := t.sendBatch(ctx, b); err != nil {
-		return out, fmt.Errorf("message %d: write: %w", meta.MessageID, err)
+	if err := set.Flush(ctx); err != nil {
+		return IncrementOutcome{}, fmt.Errorf("message %d: %w", meta.MessageID, err)
 	}
 	return out, nil
-}
-
-func mergeTags(a, b []string) []string {
-	seen := map[string]bool{}
-	for _, t := range a {
-		seen[t] = true
-	}
-	for _, t := range b {
-		seen[t] = true
-	}
-	var out []string
-	for _, f := range flight.Fields() {
-		if seen[f.Tag] {
-			out = append(out, f.Tag)
-		}
-	}
-	return out
 }
 
 // DeleteOutcome reports what an FDEL did.
@@ -220,31 +172,16 @@ type DeleteOutcome struct {
 // state_version is queued. A missing FLID is an idempotent success. The
 // day's generation and version are untouched.
 func (t *Tx) DeleteFlights(ctx context.Context, meta Meta, flids []flight.FLID) (DeleteOutcome, error) {
-	var out DeleteOutcome
-	current, err := t.loadByFLID(ctx, flids)
+	set, err := t.LoadSet(ctx, flids, len(flids))
 	if err != nil {
-		return out, fmt.Errorf("message %d: %w", meta.MessageID, err)
+		return DeleteOutcome{}, fmt.Errorf("message %d: %w", meta.MessageID, err)
 	}
-	var victims []flight.State
-	seen := map[flight.FLID]bool{}
-	for _, f := range flids {
-		if seen[f] {
-			continue
-		}
-		seen[f] = true
-		if s, ok := current[f]; ok {
-			victims = append(victims, s)
-		} else {
-			out.Missing = append(out.Missing, f)
-		}
-	}
-	b := &pgx.Batch{}
-	out.Versions, err = t.finish(ctx, b, meta, nil, victims)
+	out, err := set.Delete(meta, flids)
 	if err != nil {
-		return out, fmt.Errorf("message %d: %w", meta.MessageID, err)
+		return DeleteOutcome{}, err
 	}
-	if err := t.sendBatch(ctx, b); err != nil {
-		return out, fmt.Errorf("message %d: delete: %w", meta.MessageID, err)
+	if err := set.Flush(ctx); err != nil {
+		return DeleteOutcome{}, fmt.Errorf("message %d: delete: %w", meta.MessageID, err)
 	}
 	return out, nil
 }

@@ -154,8 +154,14 @@ func TestIncrementCreatesUnknownFlightWithNullDay(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = f.flights()[77]
-	if got.Scalars["ESTT"] != "09SEP261100" || got.Scalars["ACTT"] != "09SEP261105" || len(f.events(f.msgID)) != 2 {
-		t.Fatalf("%+v events %d", got.Scalars, len(f.events(f.msgID)))
+	// Each changed record is its own version, with its state and notice,
+	// in record order (the pump decides messages the same way).
+	ev := f.events(f.msgID)
+	if got.Scalars["ESTT"] != "09SEP261100" || got.Scalars["ACTT"] != "09SEP261105" || len(ev) != 4 {
+		t.Fatalf("%+v events %d", got.Scalars, len(ev))
+	}
+	if ev[0].Version >= ev[2].Version || ev[2].Version != got.StateVersion || strings.Contains(ev[0].Payload, "ACTT") {
+		t.Fatalf("record order not kept: %+v", ev)
 	}
 	// A later full-day snapshot sets the day.
 	f.mustSnapshot(day9, rec(77, "CA77", day9))

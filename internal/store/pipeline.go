@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -27,18 +26,6 @@ func Digest(body []byte) []byte {
 	return sum[:]
 }
 
-// Archive keeps a row's raw bytes before anything else looks at them (SPEC
-// §2.8). Archiving a row twice keeps the first copy.
-func (t *Tx) Archive(ctx context.Context, r ArchivedRow) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO msg_archive (message_id, received_at, byte_size, truncated, digest, body)
-		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (message_id) DO NOTHING`,
-		r.MessageID, r.ReceivedAt, r.Size, r.Truncated, Digest(r.Body), r.Body)
-	if err != nil {
-		return fmt.Errorf("archive message %d: %w", r.MessageID, err)
-	}
-	return nil
-}
-
 // ProcState is what proc_state knows about one mailbox row.
 type ProcState struct {
 	Status   string
@@ -51,44 +38,6 @@ type ProcState struct {
 // Terminal reports a state that is final for the row.
 func (p ProcState) Terminal() bool {
 	return p.Status == StatusSucceeded || p.Status == StatusSkipped || p.Status == StatusDead
-}
-
-// ProcStates returns the known states of ids (absent: never seen).
-func (t *Tx) ProcStates(ctx context.Context, ids []int64) (map[int64]ProcState, error) {
-	rows, err := t.tx.Query(ctx, `SELECT message_id, status, coalesce(reason, ''), coalesce(note, ''), attempts,
-		coalesce(finished_at, 'epoch') FROM proc_state WHERE message_id = ANY($1)`, ids)
-	if err != nil {
-		return nil, fmt.Errorf("read processing states: %w", err)
-	}
-	defer rows.Close()
-	out := make(map[int64]ProcState, len(ids))
-	for rows.Next() {
-		var id int64
-		var p ProcState
-		if err := rows.Scan(&id, &p.Status, &p.Reason, &p.Note, &p.Attempts, &p.Finished); err != nil {
-			return nil, fmt.Errorf("read processing states: %w", err)
-		}
-		out[id] = p
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read processing states: %w", err)
-	}
-	return out, nil
-}
-
-// PriorCopy looks for an earlier processed message with the same upstream
-// identity received after since (SPEC §2.4) and returns its payload digest.
-func (t *Tx) PriorCopy(ctx context.Context, identityKey string, since time.Time, before int64) (digest []byte, found bool, err error) {
-	err = t.tx.QueryRow(ctx, `SELECT payload_digest FROM proc_state
-		WHERE identity_key = $1 AND received_at >= $2 AND message_id <> $3 AND status IN ('SUCCEEDED', 'DEAD')
-		ORDER BY received_at DESC LIMIT 1`, identityKey, since, before).Scan(&digest)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("look up identity %s: %w", identityKey, err)
-	}
-	return digest, true, nil
 }
 
 // Backfill is a committed result waiting to be written to the mailbox.

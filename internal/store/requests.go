@@ -109,34 +109,6 @@ func (s *Store) RequestSent(ctx context.Context, id, outboxID int64, at time.Tim
 	return nil
 }
 
-// UnsentRequests returns live requests not yet in the outbound table (a
-// crash between registering and sending).
-func (s *Store) UnsentRequests(ctx context.Context) ([]Request, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+requestColumns+` FROM req_track WHERE status = 'PENDING' AND sent_at IS NULL ORDER BY id`)
-	if err != nil {
-		return nil, fmt.Errorf("read unsent requests: %w", err)
-	}
-	defer rows.Close()
-	var out []Request
-	for rows.Next() {
-		r, err := scanRequest(rows)
-		if err != nil {
-			return nil, fmt.Errorf("read unsent requests: %w", err)
-		}
-		out = append(out, *r)
-	}
-	return out, rows.Err()
-}
-
-// RequestRange returns the stored range of a request, to rebuild its text.
-func (s *Store) RequestRange(ctx context.Context, id int64) (start, end, routingID string, err error) {
-	err = s.pool.QueryRow(ctx, `SELECT range_start, range_end, routing_id FROM req_track WHERE id = $1`, id).Scan(&start, &end, &routingID)
-	if err != nil {
-		return "", "", "", fmt.Errorf("read request %d: %w", id, err)
-	}
-	return start, end, routingID, nil
-}
-
 // LastSeqn returns the SEQN of the newest request (0 when none), so the
 // 6-digit sequence continues across restarts.
 func (s *Store) LastSeqn(ctx context.Context) (int, error) {
