@@ -1,0 +1,510 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
+	"github.com/flightfeed/flightfeed/internal/simulate"
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+// sample is one look at who may write a feed: the Lease holder, the
+// writer in pipeline_lock, and per manager process its
+// flightfeed_pump_running (-1: no answer) and its sessions on the feed's
+// database.
+type sample struct {
+	at       time.Time
+	lease    string
+	holder   string
+	epoch    int64
+	running  map[string]float64
+	sessions map[string]int
+}
+
+func (s sample) String() string {
+	return fmt.Sprintf("%s Lease=%q pipeline_lock=%q@%d pump_running=%v sessions=%v",
+		s.at.Format("15:04:05.000"), s.lease, s.holder, s.epoch, s.running, s.sessions)
+}
+
+// monitor samples a feed every 100 ms in the background.
+type monitor struct {
+	mu      sync.Mutex
+	samples []sample
+	errs    []string
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func (e *env) watch(key types.NamespacedName, w *feedWorld, managers ...*manager) *monitor {
+	m := &monitor{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			s, err := e.sample(key, w, managers)
+			m.mu.Lock()
+			if err != nil {
+				m.errs = append(m.errs, err.Error())
+			} else {
+				m.samples = append(m.samples, s)
+			}
+			m.mu.Unlock()
+			select {
+			case <-m.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	e.t.Cleanup(func() { m.halt() })
+	return m
+}
+
+func (e *env) sample(key types.NamespacedName, w *feedWorld, managers []*manager) (sample, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s := sample{at: time.Now(), running: map[string]float64{}, sessions: map[string]int{}}
+	var err error
+	if s.lease, err = e.leaseHolder(ctx, key); err != nil {
+		return s, err
+	}
+	if s.holder, s.epoch, err = w.lock(ctx); err != nil {
+		return s, err
+	}
+	for _, m := range managers {
+		var n int
+		if err := w.pool.QueryRow(ctx, `SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1`,
+			m.id).Scan(&n); err != nil {
+			return s, err
+		}
+		s.sessions[m.id] = n
+		s.running[m.id] = m.pumpRunning(key)
+	}
+	return s, nil
+}
+
+// halt stops sampling and returns the samples.
+func (m *monitor) halt() []sample {
+	select {
+	case <-m.stop:
+	default:
+		close(m.stop)
+	}
+	<-m.done
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]sample(nil), m.samples...)
+}
+
+// otherOf is the identity of the two that is not id.
+func otherOf(id string) string {
+	if id == "manager-a" {
+		return "manager-b"
+	}
+	return "manager-a"
+}
+
+func startTwo(e *env, lt leaseTimings) map[string]*manager {
+	return map[string]*manager{"manager-a": e.startManager("manager-a", lt), "manager-b": e.startManager("manager-b", lt)}
+}
+
+// TestTwoManagersOnePumpPerFeed runs two `flightfeed manager` processes on
+// one FlightFeed. Exactly one pump runs — the Lease holder's, which is also
+// the writer in pipeline_lock, while the other replica holds no epoch, runs
+// no pump and has no session on the feed's database. The holder is killed
+// (SIGKILL) in the middle of a stream of mailbox rows; the other replica
+// takes the Lease and a newer epoch within the lease duration + 5 s and
+// finishes the stream. The result — the export, the ledger, the mailbox
+// results and the KAFKA_SCHD topic — equals an uninterrupted run's on
+// separate databases with the same rows.
+func TestTwoManagersOnePumpPerFeed(t *testing.T) {
+	e := newEnv(t)
+	w := newWorld(t, "pek")
+	managers := startTwo(e, fastLease)
+	key := e.apply(w)
+
+	holder, epoch1 := e.waitLeader(key, w)
+	other := otherOf(holder)
+	e.waitReady(key, holder)
+	day := w.waitRequest()
+	mon := e.watch(key, w, managers["manager-a"], managers["manager-b"])
+
+	// A steady stretch longer than a lease: a replica that wrongly took an
+	// unexpired Lease or an epoch would do it here. Checked on the samples
+	// below.
+	time.Sleep(fastLease.duration + 2*fastLease.retry)
+
+	// The stream: rows arrive one every 10 ms; the holder is killed once a
+	// third of them carry their result, while the rest are still arriving.
+	rows := workload(day, w.loc)
+	base := time.Now().UTC().Truncate(time.Second)
+	f := w.startFeeder(rows, base, 0, len(rows), 10*time.Millisecond)
+	eventually(t, "a third of the stream processed", waitLong, func() (bool, string) {
+		n := w.processed()
+		return n >= len(rows)/3, fmt.Sprintf("%d of %d", n, len(rows))
+	})
+	killedAt := time.Now()
+	managers[holder].kill()
+	atKill, insertedAtKill := w.processed(), f.count()
+	if atKill >= len(rows) || insertedAtKill >= len(rows) {
+		t.Fatalf("the stream was over before the kill (%d processed, %d inserted of %d): the test proves too little", atKill, insertedAtKill, len(rows))
+	}
+
+	var epoch2 int64
+	takeover := killedAt.Add(fastLease.duration + 5*time.Second)
+	eventually(t, other+" to take the Lease and a newer epoch", time.Until(takeover), func() (bool, string) {
+		lh, err := e.leaseHolder(t.Context(), key)
+		if err != nil {
+			return false, err.Error()
+		}
+		ph, ep, err := w.lock(t.Context())
+		if err != nil {
+			return false, err.Error()
+		}
+		epoch2 = ep
+		return lh == other && ph == other && ep > epoch1, fmt.Sprintf("Lease %q, pipeline_lock %q@%d", lh, ph, ep)
+	})
+	f.wait(t)
+	w.waitDrained(len(rows))
+	e.waitReady(key, other)
+	samples := mon.halt()
+
+	// The timeline: one writer at a time, the Lease holder.
+	var before, after int
+	holderRan := false
+	for _, s := range samples {
+		n := 0
+		for _, v := range s.running {
+			if v == 1 {
+				n++
+			}
+		}
+		if n > 1 {
+			t.Errorf("two pumps running: %s", s)
+		}
+		switch {
+		case s.at.Before(killedAt):
+			before++
+			if s.lease != holder || s.holder != holder || s.epoch != epoch1 || s.running[other] == 1 || s.sessions[other] != 0 {
+				t.Errorf("while %s lived: %s", holder, s)
+			}
+			holderRan = holderRan || s.running[holder] == 1
+		case s.holder == other:
+			after++
+			if s.lease != other || s.epoch != epoch2 {
+				t.Errorf("after the takeover: %s", s)
+			}
+		case s.holder != holder || s.epoch != epoch1:
+			t.Errorf("between the kill and the takeover: %s", s)
+		}
+	}
+	if before < 20 || after == 0 || !holderRan {
+		t.Fatalf("too few samples to judge: %d before the kill, %d after the takeover, holder's pump seen running %v", before, after, holderRan)
+	}
+
+	// The fenced writes: the holder's under its epoch, then the other's.
+	byWriter := map[string]int{}
+	for _, a := range w.checkAudit() {
+		want := map[string]int64{holder: epoch1, other: epoch2}[a.App]
+		if a.Epoch != want {
+			t.Errorf("a write by %s under epoch %d (want %d): %s", a.App, a.Epoch, want, a)
+		}
+		if a.Table == "proc_state" {
+			byWriter[a.App]++
+		}
+	}
+	if byWriter[holder] == 0 || byWriter[other] == 0 {
+		t.Fatalf("messages processed per replica: %v; the kill did not split the stream", byWriter)
+	}
+
+	crashedExport := w.run("export")
+	dispatchtest.AssertConverged(t, w.brokers, "KAFKA_SCHD", bytes.Split([]byte(crashedExport), []byte("\n")))
+
+	// The uninterrupted run: the same rows on databases of its own, one
+	// `flightfeed pump --drain`.
+	clean := newWorld(t, "clean")
+	clean.put(rows, base, 0, len(rows))
+	clean.run("pump", "--drain")
+
+	if got, want := versionField.ReplaceAllString(crashedExport, ""), versionField.ReplaceAllString(clean.run("export"), ""); got != want {
+		t.Errorf("the export after the takeover differs from an uninterrupted run's:\n--- takeover\n%s\n--- uninterrupted\n%s", got, want)
+	}
+	if got, want := w.run("ledger"), clean.run("ledger"); got != want {
+		t.Errorf("ledger after the takeover:\n%s\nuninterrupted:\n%s", got, want)
+	}
+	if got, want := w.mailboxDump(), clean.mailboxDump(); got != want {
+		t.Errorf("mailbox results after the takeover differ from an uninterrupted run's:\n--- takeover\n%s\n--- uninterrupted\n%s", got, want)
+	}
+	t.Logf("%d rows; %s killed with %d processed and %d inserted; %s took over at epoch %d; messages committed: %v",
+		len(rows), holder, atKill, insertedAtKill, other, epoch2, byWriter)
+}
+
+// freezeIdle freezes m (SIGSTOP) at a moment it has no transaction open on
+// the feed's database, and returns when it froze.
+//
+// Why idle: a pump's transaction locks the pipeline_lock row first; a
+// holder frozen inside one keeps that row lock, and the new holder's
+// TakeEpoch (an UPDATE of the row) waits for it until the frozen process
+// resumes — the takeover this test waits for would not happen while the
+// holder is frozen. (Reported: the store sets no idle-in-transaction
+// timeout.) So the process is frozen, then its sessions are checked; if one
+// is inside a transaction it is resumed and frozen again a moment later.
+func freezeIdle(t *testing.T, m *manager, w *feedWorld) time.Time {
+	t.Helper()
+	for range 50 {
+		m.freeze()
+		at := time.Now()
+		// Anything it sent just before the stop has reached the server by now.
+		time.Sleep(200 * time.Millisecond)
+		if w.openTransactions(m.id) == 0 {
+			return at
+		}
+		m.thaw()
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s never had its transactions closed", m.id)
+	return time.Time{}
+}
+
+// TestFrozenHolderCannotCommit freezes the holder (SIGSTOP) past its lease:
+// the other replica takes the Lease and a newer epoch and processes the rows
+// that arrive meanwhile. Then the frozen process resumes (SIGCONT) while
+// more rows arrive, and the test asserts that it commits nothing.
+//
+// How that is observed rather than assumed: the write audit (installAudit)
+// records, inside every committed transaction that writes the pump's
+// tables, the writing process (PostgreSQL application_name = the manager's
+// identity) and the pipeline_lock row as that transaction saw it. After the
+// resume the audit holds no write by the old holder at all — not under its
+// old epoch (which would show as app ≠ pipeline_lock holder) and not under a
+// new one (it never got the Lease back: the new holder stayed alive). Every
+// row that arrived while it was frozen or after it resumed was committed by
+// the new holder under the new epoch. The old process itself reports that
+// it lost the Lease and its pump stopped (its log and flightfeed_pump_running),
+// and a transaction of the old epoch is refused by the database
+// (store.ErrFenced).
+//
+// Whether the resumed pump first tries a transaction (and is fenced) or is
+// first cancelled by its Lease elector (which sees at once that it has not
+// renewed within the renew deadline) is a race inside the resumed process;
+// the assertions hold either way, and the log line says which it was.
+func TestFrozenHolderCannotCommit(t *testing.T) {
+	e := newEnv(t)
+	w := newWorld(t, "pek")
+	managers := startTwo(e, fastLease)
+	key := e.apply(w)
+
+	holder, epoch1 := e.waitLeader(key, w)
+	other := otherOf(holder)
+	old := managers[holder]
+	day := w.waitRequest()
+	rows := workload(day, w.loc)
+	base := time.Now().UTC().Truncate(time.Second)
+	third := len(rows) / 3
+	w.put(rows, base, 0, third)
+	w.waitDrained(third)
+
+	frozeAt := freezeIdle(t, old, w)
+	w.put(rows, base, third, 2*third)
+	var epoch2 int64
+	eventually(t, other+" to take the Lease and a newer epoch from the frozen holder",
+		time.Until(frozeAt.Add(fastLease.duration+5*time.Second)), func() (bool, string) {
+			lh, err := e.leaseHolder(t.Context(), key)
+			if err != nil {
+				return false, err.Error()
+			}
+			ph, ep, err := w.lock(t.Context())
+			if err != nil {
+				return false, err.Error()
+			}
+			epoch2 = ep
+			return lh == other && ph == other && ep > epoch1, fmt.Sprintf("Lease %q, pipeline_lock %q@%d", lh, ph, ep)
+		})
+	w.waitDrained(2 * third)
+	if d := time.Since(frozeAt); d <= fastLease.duration {
+		time.Sleep(fastLease.duration - d + fastLease.retry) // past its lease for sure
+	}
+
+	// Resume the old holder while rows keep arriving, so that its pump
+	// finds work at the head the moment it wakes.
+	audited := w.audit()
+	mark := audited[len(audited)-1].ID
+	f := w.startFeeder(rows, base, 2*third, len(rows), 20*time.Millisecond)
+	eventually(t, "the first rows of the last third", waitLong, func() (bool, string) {
+		return f.count() >= 3, fmt.Sprint(f.count())
+	})
+	old.thaw()
+	f.wait(t)
+	w.waitDrained(len(rows))
+
+	// The old process noticed and its pump went away.
+	eventually(t, holder+" to stop its pump", waitLong, func() (bool, string) {
+		// pumpRunning is 0 for a series set to 0 or dropped, -1 for no answer.
+		running := old.pumpRunning(key)
+		leader, _ := old.metric("flightfeed_leader", key)
+		logged := strings.Contains(old.logs(), "lost the lease; pump stopped")
+		return running == 0 && leader == 0 && logged, fmt.Sprintf("pump_running %v, leader %v, lease loss logged %v", running, leader, logged)
+	})
+	// It did not come back: the new holder is alive and keeps both.
+	if lh, err := e.leaseHolder(t.Context(), key); err != nil || lh != other {
+		t.Fatalf("Lease held by %q (%v), want %s", lh, err, other)
+	}
+	if ph, ep, err := w.lock(t.Context()); err != nil || ph != other || ep != epoch2 {
+		t.Fatalf("pipeline_lock %q@%d (%v), want %s@%d", ph, ep, err, other, epoch2)
+	}
+	e.waitReady(key, other)
+
+	// The audit: nothing by the old holder after it resumed; every row that
+	// arrived from the freeze on was committed by the new holder.
+	lastWriter := map[int64]auditRow{}
+	for _, a := range w.checkAudit() {
+		if a.App == holder && (a.ID > mark || a.Epoch != epoch1) {
+			t.Errorf("the old holder committed after it was superseded: %s", a)
+		}
+		if a.Table == "proc_state" {
+			lastWriter[a.MessageID] = a
+		}
+	}
+	for id := int64(third + 1); id <= int64(len(rows)); id++ {
+		a, ok := lastWriter[id]
+		if !ok || a.App != other || a.Epoch != epoch2 {
+			t.Errorf("mailbox row %d: committed by %+v, want %s at epoch %d", id, a, other, epoch2)
+		}
+	}
+	for id := int64(1); id <= int64(third); id++ {
+		if a := lastWriter[id]; a.App != holder || a.Epoch != epoch1 {
+			t.Errorf("mailbox row %d: committed by %+v, want %s at epoch %d", id, a, holder, epoch1)
+		}
+	}
+	if res := w.results(); res["FAILED"] != 0 || res[""] != 0 || res["SUCCEEDED"] == 0 {
+		t.Errorf("mailbox results %v", res)
+	}
+
+	// The database refuses the old epoch.
+	st, err := store.Open(t.Context(), w.pgDSN, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if tx, err := st.Begin(t.Context(), epoch1); !errors.Is(err, store.ErrFenced) {
+		if tx != nil {
+			_ = tx.Rollback(t.Context())
+		}
+		t.Fatalf("a transaction of epoch %d (current %d) began: %v", epoch1, epoch2, err)
+	}
+	how := "cancelled by its Lease elector before it tried a transaction"
+	if strings.Contains(old.logs(), "pump fenced") {
+		how = "fenced at its first transaction"
+	}
+	t.Logf("%s frozen for %s; %s took over at epoch %d; after the resume the old pump was %s",
+		holder, time.Since(frozeAt).Round(time.Millisecond), other, epoch2, how)
+}
+
+// TestTwoFeedsCanBeLedByDifferentReplicas: each feed elects its own pump;
+// two FlightFeeds on two managers can be led by different replicas.
+//
+// The method is deterministic: feed one is applied and led by one replica
+// (X). X is then frozen (SIGSTOP) and feed two is applied: its Lease is free
+// and only the other replica (Y) is alive to take it. X is resumed well
+// within its renew deadline (these managers run with a 20 s lease and a 15 s
+// renew deadline), so it keeps feed one: a Lease that was renewed a moment
+// ago is not taken over. Both leases then stay where they are, both pumps
+// run at once on different replicas, and both process their mailboxes.
+func TestTwoFeedsCanBeLedByDifferentReplicas(t *testing.T) {
+	e := newEnv(t)
+	w1, w2 := newWorld(t, "one"), newWorld(t, "two")
+	slow := leaseTimings{duration: 20 * time.Second, renew: 15 * time.Second, retry: time.Second}
+	managers := startTwo(e, slow)
+
+	k1 := e.apply(w1)
+	x, epoch1 := e.waitLeader(k1, w1)
+	y := otherOf(x)
+	w1.waitRequest() // X's pump is up
+
+	managers[x].freeze()
+	frozeAt := time.Now()
+	k2 := e.apply(w2)
+	eventually(t, y+" to take feed two's Lease while "+x+" is frozen", slow.renew-5*time.Second, func() (bool, string) {
+		lh, err := e.leaseHolder(t.Context(), k2)
+		return err == nil && lh == y, fmt.Sprint(lh, err)
+	})
+	managers[x].thaw()
+	if frozen := time.Since(frozeAt); frozen >= slow.renew {
+		t.Fatalf("%s was frozen for %s, not within its renew deadline %s", x, frozen, slow.renew)
+	}
+
+	holder2, epoch2 := e.waitLeader(k2, w2)
+	if holder2 != y {
+		t.Fatalf("feed two led by %s, want %s", holder2, y)
+	}
+	e.waitReady(k1, x)
+	e.waitReady(k2, y)
+
+	// Over several renewals both replicas lead one feed each: the Leases,
+	// the writers and the epochs stay, each replica runs only its own pump.
+	steadyUntil := time.Now().Add(3 * slow.retry)
+	for time.Now().Before(steadyUntil) {
+		for _, c := range []struct {
+			key       types.NamespacedName
+			w         *feedWorld
+			lead, not string
+			epoch     int64
+		}{{k1, w1, x, y, epoch1}, {k2, w2, y, x, epoch2}} {
+			lh, err := e.leaseHolder(t.Context(), c.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ph, ep, err := c.w.lock(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lh != c.lead || ph != c.lead || ep != c.epoch {
+				t.Fatalf("%s: Lease %q, pipeline_lock %q@%d; want %s@%d", c.key.Name, lh, ph, ep, c.lead, c.epoch)
+			}
+			if v := managers[c.not].pumpRunning(c.key); v == 1 {
+				t.Fatalf("%s runs a pump of %s, led by %s", c.not, c.key.Name, c.lead)
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, c := range []struct {
+		key  types.NamespacedName
+		lead string
+	}{{k1, x}, {k2, y}} {
+		eventually(t, c.lead+" to report its pump of "+c.key.Name, waitLong, func() (bool, string) {
+			v, ok := managers[c.lead].metric("flightfeed_pump_running", c.key)
+			return ok && v == 1, fmt.Sprint(v, ok)
+		})
+	}
+
+	// Both pumps work at once: each mailbox's request is answered and
+	// becomes its day's snapshot, written by its own leader.
+	for _, c := range []struct {
+		w    *feedWorld
+		lead string
+	}{{w1, x}, {w2, y}} {
+		day := c.w.waitRequest()
+		resp := simulate.Response(simulate.Options{Day: day, Flights: 5, Seed: 7, FirstSeqn: 1, Location: c.w.loc})
+		c.w.put([]string{resp.Body}, time.Now().UTC(), 0, 1)
+		c.w.waitDrained(1)
+		want := fmt.Sprintf(`{"day":%q,"version":1,"last_message_id":1,"flights":5}`+"\n", day)
+		if got := c.w.run("ledger"); got != want {
+			t.Errorf("%s ledger %q, want %q", c.w.name, got, want)
+		}
+		for _, a := range c.w.checkAudit() {
+			if a.App != c.lead {
+				t.Errorf("%s: a write by %s, led by %s: %s", c.w.name, a.App, c.lead, a)
+			}
+		}
+	}
+}

@@ -1,0 +1,69 @@
+package e2e_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
+)
+
+// The binary and the control plane every test of the package shares; tests
+// keep apart by namespace (each manager watches only its test's namespace)
+// and by databases of their own.
+var (
+	binary     string
+	kubeconfig string
+	restCfg    *rest.Config
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	// The test process's own clients log nothing; the managers' logs are
+	// shown for a failed test (FLIGHTFEED_TEST_LOG=1 streams them).
+	logf.SetLogger(logr.Discard())
+	dir, err := os.MkdirTemp("", "flightfeed-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+
+	// The binary under test, built once from the repository's main.go.
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		fmt.Fprintln(os.Stderr, "e2e: cannot locate the repository")
+		return 1
+	}
+	binary = filepath.Join(dir, "flightfeed")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: build flightfeed: %v\n%s", err, out)
+		return 1
+	}
+
+	cfg, stop, err := kubetest.StartMain()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stop()
+	restCfg = cfg
+	kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := kubetest.WriteKubeconfig(cfg, kubeconfig); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
