@@ -39,13 +39,14 @@ type batchOutcome struct {
 // (UNSUPPORTED retry) ends the batch before it.
 func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row) batchOutcome {
 	start := p.clock.Now()
+	// Decoding is pure: it happens before the writer lock is taken.
+	b := p.decodeBatch(rows)
 	tx, err := p.store.Begin(ctx, p.epoch)
 	if err != nil {
 		return p.infraFailure(ctx, rows, nil, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 
-	b := p.decodeBatch(rows)
 	pre, err := tx.Prefetch(ctx, b.request)
 	if err != nil {
 		return p.infraFailure(ctx, rows, nil, err)

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
 	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/storetest"
 )
 
 const (
@@ -276,5 +278,27 @@ func TestStaleEpochCannotWrite(t *testing.T) {
 	}
 	if _, err := f.store.Begin(ctx, f.epoch); !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("begin with a superseded epoch: %v", err)
+	}
+}
+
+// A transaction left idle (a frozen or cut-off pump) is ended by the
+// server, releasing pipeline_lock so the next leader can take its epoch.
+func TestIdleTransactionReleasesTheWriterLock(t *testing.T) {
+	t.Parallel()
+	db := storetest.New(t, store.Options{IdleInTransactionTimeout: 300 * time.Millisecond})
+	ctx := t.Context()
+	tx, err := db.Store.Begin(ctx, db.Epoch) // holds pipeline_lock FOR UPDATE
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // "frozen" inside the transaction
+	if err := tx.Commit(ctx); err == nil {
+		t.Fatal("a transaction idle past the timeout committed")
+	}
+	// The lock is free: a new leader takes its epoch at once.
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := db.Store.TakeEpoch(lctx, "next-leader"); err != nil {
+		t.Fatalf("next leader could not take the epoch: %v", err)
 	}
 }

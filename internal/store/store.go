@@ -32,6 +32,11 @@ type Options struct {
 	Clock clock.PassiveClock
 	// Tracer observes every statement (tests count round trips with it).
 	Tracer pgx.QueryTracer
+	// IdleInTransactionTimeout ends a session that sits inside a
+	// transaction doing nothing (default 30s): a pump frozen or cut off
+	// mid-transaction must not hold pipeline_lock, or the next leader
+	// could not take its epoch.
+	IdleInTransactionTimeout time.Duration
 }
 
 // Store is the PostgreSQL state database of one feed.
@@ -48,6 +53,22 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("parse database DSN: %w", err)
 	}
 	cfg.MaxConns = opts.MaxConns
+	idle := opts.IdleInTransactionTimeout
+	if idle <= 0 {
+		idle = 30 * time.Second
+	}
+	// A dead client is noticed by the server too (keepalives), so its
+	// transaction and row locks do not outlive it by hours.
+	for k, v := range map[string]string{
+		"idle_in_transaction_session_timeout": fmt.Sprint(idle.Milliseconds()),
+		"tcp_keepalives_idle":                 "30",
+		"tcp_keepalives_interval":             "10",
+		"tcp_keepalives_count":                "3",
+	} {
+		if _, set := cfg.ConnConfig.RuntimeParams[k]; !set {
+			cfg.ConnConfig.RuntimeParams[k] = v
+		}
+	}
 	if opts.Tracer != nil {
 		cfg.ConnConfig.Tracer = opts.Tracer
 	}
