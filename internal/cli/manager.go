@@ -59,5 +59,23 @@ func startFeed(ctx context.Context, feed *config.Feed, identity string, epoch in
 	if err != nil {
 		return nil, err
 	}
-	return r, nil
+	return noticingRunner{r}, nil
+}
+
+// noticingRunner lets the operator turn each DEAD message into its own
+// Kubernetes Event (controllers.NoticeSource).
+type noticingRunner struct{ *feedrun.Runner }
+
+// DrainNotices implements controllers.NoticeSource.
+func (n noticingRunner) DrainNotices() []controllers.Notice {
+	pn := n.Runner.DrainNotices()
+	out := make([]controllers.Notice, len(pn))
+	for i, x := range pn {
+		kind := controllers.NoticeDead
+		if x.DayMismatch {
+			kind = controllers.NoticeDayMismatch
+		}
+		out[i] = controllers.Notice{Kind: kind, MessageID: x.MessageID, Reason: x.Reason, Detail: x.Detail}
+	}
+	return out
 }

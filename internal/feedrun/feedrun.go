@@ -112,6 +112,9 @@ func (r *Runner) Status() pump.Status {
 	return s
 }
 
+// DrainNotices returns the pump's notable outcomes since the last call.
+func (r *Runner) DrainNotices() []pump.Notice { return r.pump.DrainNotices() }
+
 // Close releases the connections (after Run returned).
 func (r *Runner) Close() {
 	r.client.Close()

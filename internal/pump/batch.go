@@ -274,6 +274,9 @@ func (p *Pump) afterCommit(ctx context.Context, done []outcome, start time.Time)
 				s.Counts[o.result.Status]++
 				p.rate.count++
 			}
+			if o.result.Status == store.StatusDead && !o.rewrite {
+				p.notice(o.result.MessageID, o.result.Reason, o.result.Note)
+			}
 		}
 		if elapsed := now.Sub(p.rate.since); elapsed >= 10*time.Second {
 			s.MessagesPerSecond = float64(p.rate.count) / elapsed.Seconds()

@@ -91,8 +91,9 @@ type Pump struct {
 		count int64
 	}
 
-	mu     sync.Mutex
-	status Status
+	mu      sync.Mutex
+	status  Status
+	notices []Notice
 }
 
 // New migrates the database, connects to it and to the mailbox, and takes

@@ -192,9 +192,17 @@ func TestDayMismatchIsDeadProtocol(t *testing.T) {
 	day9 := h.put(h.schd("DNLD", fltr(1, "CA1", "09"), fltr(2, "CA2", "09")))
 	bad := h.put(h.schd("DNLD", fltr(3, "CA3", "10"), fltr(1, "CA1", "10")))
 	next := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"))
-	h.drain(h.newPump())
+	p := h.newPump()
+	h.drain(p)
 	h.wantRow(day9, store.StatusSucceeded, "")
 	h.wantRow(bad, store.StatusDead, snapshot.ReasonDayMismatch)
+	// The operator turns notices into Kubernetes Events.
+	if n := p.DrainNotices(); len(n) != 1 || n[0].MessageID != bad || !n[0].DayMismatch || n[0].Reason != snapshot.ReasonDayMismatch {
+		t.Fatalf("notices %+v", n)
+	}
+	if n := p.DrainNotices(); len(n) != 0 {
+		t.Fatalf("notices drained twice: %+v", n)
+	}
 	h.wantRow(next, store.StatusSucceeded, "")
 	f := h.flights()
 	if _, ok := f[3]; ok || f[1].OperationDay != "2026-09-09" {
