@@ -115,7 +115,9 @@ func buildQueries(spec v1alpha1.MailboxSpec) (queries, error) {
 		depth:   "SELECT COUNT(*), MIN(" + recv + ")" + head,
 		// A join with a derived table keeps one statement per batch linear
 		// in the batch (a CASE per column would be quadratic).
-		backfillPrefix: "UPDATE " + t + " m JOIN (%s) v ON m." + id + " = v.id SET m." + done + " = v.done, m." + result + " = v.result, m." + note + " = v.note",
+		// The IN list lets the server find the rows by primary key instead
+		// of scanning the table against the derived one.
+		backfillPrefix: "UPDATE " + t + " m JOIN (%s) v ON m." + id + " = v.id SET m." + done + " = v.done, m." + result + " = v.result, m." + note + " = v.note WHERE m." + id + " IN (%s)",
 		request:        "INSERT INTO " + ot + " (" + oins + ", " + orout + ", " + obody + ") VALUES (?, ?, ?)",
 		put:            "INSERT INTO " + t + " (" + recv + ", " + status + ", " + body + ") VALUES (?, ?, ?)",
 		unsent:         "SELECT " + oid + ", " + obody + " FROM " + ot + " WHERE " + osent + " IS NULL ORDER BY " + oid,
@@ -222,7 +224,12 @@ func (m *Mailbox) Backfill(ctx context.Context, results []Result) error {
 		}
 		args = append(args, r.ID, r.Processed.UTC(), r.Result, n)
 	}
-	stmt := fmt.Sprintf(m.q.backfillPrefix, strings.Join(selects, " UNION ALL "))
+	marks := make([]string, len(results))
+	for i, r := range results {
+		marks[i] = "?"
+		args = append(args, r.ID)
+	}
+	stmt := fmt.Sprintf(m.q.backfillPrefix, strings.Join(selects, " UNION ALL "), strings.Join(marks, ","))
 	if _, err := m.db.ExecContext(ctx, stmt, args...); err != nil {
 		return fmt.Errorf("backfill %d mailbox rows: %w", len(results), err)
 	}

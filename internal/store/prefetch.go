@@ -42,11 +42,17 @@ type Prefetch struct {
 // a pool of state versions with one pipelined batch.
 func (t *Tx) Prefetch(ctx context.Context, req PrefetchRequest) (*Prefetch, error) {
 	b := &pgx.Batch{}
-	b.Queue(`SELECT message_id, status, coalesce(reason, ''), coalesce(note, ''), attempts, coalesce(finished_at, 'epoch')
-		FROM proc_state WHERE message_id = ANY($1)`, req.MessageIDs)
-	b.Queue(`SELECT DISTINCT ON (identity_key) identity_key, message_id, payload_digest, received_at FROM proc_state
-		WHERE identity_key = ANY($1) AND received_at >= $2 AND status IN ('SUCCEEDED', 'DEAD')
-		ORDER BY identity_key, received_at DESC, message_id DESC`, req.IdentityKeys, req.Since)
+	// Both lookups probe their index once per key (LATERAL), whatever the
+	// planner's statistics say: with a growing, not yet analyzed table a
+	// plain "= ANY($1)" turned into scans that grew with the backlog.
+	b.Queue(`SELECT p.message_id, p.status, coalesce(p.reason, ''), coalesce(p.note, ''), p.attempts, coalesce(p.finished_at, 'epoch')
+		FROM unnest($1::bigint[]) AS k(id)
+		CROSS JOIN LATERAL (SELECT * FROM proc_state WHERE message_id = k.id) p`, req.MessageIDs)
+	b.Queue(`SELECT k.key, p.message_id, p.payload_digest, p.received_at
+		FROM (SELECT DISTINCT key FROM unnest($1::text[]) AS u(key)) AS k
+		CROSS JOIN LATERAL (SELECT message_id, payload_digest, received_at FROM proc_state
+			WHERE identity_key = k.key AND received_at >= $2 AND status IN ('SUCCEEDED', 'DEAD')
+			ORDER BY received_at DESC, message_id DESC LIMIT 1) p`, req.IdentityKeys, req.Since)
 	ids := flidArgs(req.FLIDs)
 	b.Queue(`SELECT nextval('state_version_seq') FROM generate_series(1, $1) ORDER BY 1`, req.Versions)
 	queueLoad(b, "flid = ANY($1)", ids)
