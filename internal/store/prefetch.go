@@ -54,7 +54,7 @@ func (t *Tx) Prefetch(ctx context.Context, req PrefetchRequest) (*Prefetch, erro
 			WHERE identity_key = k.key AND received_at >= $2 AND status IN ('SUCCEEDED', 'DEAD')
 			ORDER BY received_at DESC, message_id DESC LIMIT 1) p`, req.IdentityKeys, req.Since)
 	ids := flidArgs(req.FLIDs)
-	b.Queue(`SELECT nextval('state_version_seq') FROM generate_series(1, $1) ORDER BY 1`, req.Versions)
+	b.Queue(takeVersionsSQL, req.Versions)
 	queueLoad(b, "flid = ANY($1)", ids)
 
 	br := t.tx.SendBatch(ctx, b)
@@ -109,7 +109,7 @@ func (t *Tx) Prefetch(ctx context.Context, req PrefetchRequest) (*Prefetch, erro
 // versions (after a snapshot changed the database under the old one).
 func (t *Tx) LoadSet(ctx context.Context, flids []flight.FLID, versions int) (*WorkingSet, error) {
 	b := &pgx.Batch{}
-	b.Queue(`SELECT nextval('state_version_seq') FROM generate_series(1, $1) ORDER BY 1`, versions)
+	b.Queue(takeVersionsSQL, versions)
 	queueLoad(b, "flid = ANY($1)", flidArgs(flids))
 	br := t.tx.SendBatch(ctx, b)
 	defer func() { _ = br.Close() }()

@@ -164,12 +164,15 @@ func (t *Tx) Rollback(ctx context.Context) error {
 	return nil
 }
 
+// takeVersionsSQL takes $1 values of the state_version sequence, ascending.
+const takeVersionsSQL = `SELECT nextval('state_version_seq') FROM generate_series(1, $1) ORDER BY 1`
+
 // nextVersions takes n values of the state_version sequence, ascending.
 func (t *Tx) nextVersions(ctx context.Context, n int) ([]int64, error) {
 	if n == 0 {
 		return nil, nil
 	}
-	rows, err := t.tx.Query(ctx, `SELECT nextval('state_version_seq') FROM generate_series(1, $1) ORDER BY 1`, n)
+	rows, err := t.tx.Query(ctx, takeVersionsSQL, n)
 	if err != nil {
 		return nil, fmt.Errorf("take %d state versions: %w", n, err)
 	}
