@@ -103,10 +103,16 @@ history: {disabled: true}
 	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Each kill lands after the run has made some progress, a random part
+	// of what is left spread over the remaining kills, plus a random delay:
+	// so the kills hit mid-run at any phase (inside a transaction, between
+	// commit and write-back, during start-up) however fast the machine is.
 	r := rand.New(rand.NewPCG(3, 5))
 	kills, midRun := 0, 0
 	var progress []int
 	for kills < 20 {
+		before := crashed.count(`SELECT count(*) FROM proc_state`)
+		target := before + 1 + r.IntN(max(1, (2000-before)/(21-kills)))
 		cmd := exec.Command(bin, "pump", "--config", cfg, "--drain")
 		cmd.Stderr = nil
 		if err := cmd.Start(); err != nil {
@@ -114,24 +120,37 @@ history: {disabled: true}
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("pump exited: %v", err)
+		finished := false
+		deadline := time.Now().Add(time.Minute)
+	wait:
+		for time.Now().Before(deadline) {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("pump exited: %v", err)
+				}
+				finished = true
+				break wait
+			case <-time.After(5 * time.Millisecond):
 			}
+			if crashed.count(`SELECT count(*) FROM proc_state`) >= target {
+				break
+			}
+		}
+		if finished {
 			t.Logf("the run finished after %d kills; restarting for the remaining kills is moot", kills)
-			kills = 20
-		case <-time.After(time.Duration(80+r.IntN(240)) * time.Millisecond):
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			if err := <-done; err == nil {
-				t.Log("the pump finished just before the kill")
-			}
-			kills++
-			n := crashed.count(`SELECT count(*) FROM proc_state`)
-			progress = append(progress, n)
-			if n > 0 && n < 2000 {
-				midRun++
-			}
+			break
+		}
+		time.Sleep(time.Duration(r.IntN(40)) * time.Millisecond)
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		if err := <-done; err == nil {
+			t.Log("the pump finished just before the kill")
+		}
+		kills++
+		n := crashed.count(`SELECT count(*) FROM proc_state`)
+		progress = append(progress, n)
+		if n > before && n < 2000 {
+			midRun++
 		}
 	}
 	// The last start runs to the end.
