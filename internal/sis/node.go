@@ -43,23 +43,31 @@ func (n *node) addText(s *scanner, t xml.CharData) {
 }
 
 // arena hands out nodes from reusable blocks; pointers stay valid until
-// reset.
+// reset. The first block is small, since most messages (a FLOP, an FDEL)
+// have a few dozen elements; later blocks are large.
 type arena struct {
 	blocks [][]node
 	block  int
 	used   int
 }
 
-const arenaBlock = 256
+const (
+	arenaFirstBlock = 32
+	arenaBlock      = 256
+)
 
 func (a *arena) alloc() *node {
 	if a.block == len(a.blocks) {
-		a.blocks = append(a.blocks, make([]node, arenaBlock))
+		size := arenaBlock
+		if a.block == 0 {
+			size = arenaFirstBlock
+		}
+		a.blocks = append(a.blocks, make([]node, size))
 	}
 	n := &a.blocks[a.block][a.used]
 	*n = node{}
 	a.used++
-	if a.used == arenaBlock {
+	if a.used == len(a.blocks[a.block]) {
 		a.block, a.used = a.block+1, 0
 	}
 	return n
