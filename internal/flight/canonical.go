@@ -83,11 +83,11 @@ func CanonicalJSON(s State) ([]byte, error) {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendJSONString(buf, e.key)
+		buf = AppendJSONString(buf, e.key)
 		buf = append(buf, ':')
 		switch e.kind {
 		case 's':
-			buf = appendJSONString(buf, e.str)
+			buf = AppendJSONString(buf, e.str)
 		case 'n':
 			buf = strconv.AppendInt(buf, e.num, 10)
 		case 'l':
@@ -118,19 +118,19 @@ func appendObject(buf []byte, it Item) []byte {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendJSONString(buf, k)
+		buf = AppendJSONString(buf, k)
 		buf = append(buf, ':')
-		buf = appendJSONString(buf, it[k])
+		buf = AppendJSONString(buf, it[k])
 	}
 	return append(buf, '}')
 }
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString quotes s exactly as encoding/json does with HTML
-// escaping off: ", \ and control characters escaped, U+2028 and U+2029
-// escaped, invalid UTF-8 replaced by U+FFFD.
-func appendJSONString(buf []byte, s string) []byte {
+// AppendJSONString appends s as a JSON string, quoted exactly as
+// encoding/json does with HTML escaping off: ", \ and control characters
+// escaped, U+2028 and U+2029 escaped, invalid UTF-8 replaced by U+FFFD.
+func AppendJSONString(buf []byte, s string) []byte {
 	buf = append(buf, '"')
 	start := 0
 	for i := 0; i < len(s); {

@@ -23,7 +23,9 @@ func Apply(cur State, cmds Commands) (State, []string, error) {
 	if cmds.FLID != cur.FLID {
 		return State{}, nil, fmt.Errorf("%w: commands for FLID %s applied to FLID %s", ErrInvalidCommand, cmds.FLID, cur.FLID)
 	}
-	next := cur.Clone()
+	// Commands replace items whole (CloneItems of the command's), so the
+	// items the message leaves alone are shared with cur, never changed.
+	next := cur.withOwnMaps()
 	var changed []string
 	for _, cmd := range cmds.Expanded() {
 		if cmd.Op == OpUnchanged {

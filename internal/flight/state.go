@@ -31,6 +31,27 @@ func NewState(flid FLID) State {
 	}
 }
 
+// withOwnMaps returns a copy of s with maps of its own whose values (item
+// slices, items) are shared with s. The merge engine never changes an item
+// or an item slice in place — a command replaces them whole — so the next
+// state may share what it does not replace, and only the maps are copied.
+func (s State) withOwnMaps() State {
+	out := s
+	out.Scalars = make(map[string]string, len(s.Scalars))
+	for k, v := range s.Scalars {
+		out.Scalars[k] = v
+	}
+	out.Lists = make(map[string][]Item, len(s.Lists))
+	for k, v := range s.Lists {
+		out.Lists[k] = v
+	}
+	out.Anomalies = make(map[string]Item, len(s.Anomalies))
+	for k, v := range s.Anomalies {
+		out.Anomalies[k] = v
+	}
+	return out
+}
+
 // Clone returns a deep copy that shares no map or slice with s.
 func (s State) Clone() State {
 	out := s
