@@ -131,7 +131,14 @@ func buildQueries(spec v1alpha1.MailboxSpec) (queries, error) {
 // fetched only up to maxBytes and marked Truncated, so an oversize message
 // never has to fit in memory.
 func (m *Mailbox) Head(ctx context.Context, limit int, budget, maxBytes int64) ([]Row, error) {
-	rows, err := m.db.QueryContext(ctx, m.q.headIDs, m.validStatus, limit)
+	return m.HeadSkipping(ctx, limit, budget, maxBytes, nil)
+}
+
+// HeadSkipping is Head without the rows in skip: the rows of a batch that
+// is being applied while the next one is read ahead. They are at the head,
+// so up to limit+len(skip) rows are looked at.
+func (m *Mailbox) HeadSkipping(ctx context.Context, limit int, budget, maxBytes int64, skip map[int64]bool) ([]Row, error) {
+	rows, err := m.db.QueryContext(ctx, m.q.headIDs, m.validStatus, limit+len(skip))
 	if err != nil {
 		return nil, fmt.Errorf("read mailbox head: %w", err)
 	}
@@ -143,6 +150,12 @@ func (m *Mailbox) Head(ctx context.Context, limit int, budget, maxBytes int64) (
 		var size sql.NullInt64
 		if err := rows.Scan(&r.ID, &r.Received, &size); err != nil {
 			return nil, fmt.Errorf("read mailbox head: %w", err)
+		}
+		if skip[r.ID] {
+			continue
+		}
+		if len(head) == limit {
+			break
 		}
 		r.Size = size.Int64
 		fetch := min(r.Size, maxBytes)

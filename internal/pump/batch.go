@@ -27,20 +27,24 @@ type batchOutcome struct {
 	wait    time.Duration
 	// err is fatal for the pump (fenced).
 	err error
+	// whole: every row of the batch was committed.
+	whole bool
 }
 
-// processBatch applies rows in one transaction (issue 5 §5). Rows are
-// decoded first (pure), then everything the batch reads is prefetched in
-// one round trip; increments and deletions are decided in a working set in
-// memory — a message the rules refuse changes nothing but its own result —
-// and snapshots run inside a savepoint of their own. The combined writes,
-// archive rows and results go out in one final round trip. An
+// processBatch applies rows in one transaction (issue 5 §5). Rows were
+// decoded before (pure, read ahead), then everything the batch reads is
+// prefetched in one round trip — flights this pump committed come from its
+// cache, checked by version; increments and deletions are decided in a
+// working set in memory — a message the rules refuse changes nothing but
+// its own result — and snapshots run inside a savepoint of their own. The
+// archive rows, results and combined writes go out in two final round
+// trips (store.Tx.FinishBatch). An
 // infrastructure error rolls back the whole batch; a message that must wait
 // (UNSUPPORTED retry) ends the batch before it.
-func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row) batchOutcome {
+func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBatch) batchOutcome {
 	start := p.clock.Now()
-	// Decoding is pure: it happens before the writer lock is taken.
-	b := p.decodeBatch(rows)
+	// Decoding is pure: it happened before the writer lock is taken.
+	b.request.Cache = p.cache
 	tx, err := p.store.Begin(ctx, p.epoch)
 	if err != nil {
 		return p.infraFailure(ctx, rows, nil, err)
@@ -91,6 +95,7 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row) batchOutcom
 	if err := tx.Commit(ctx); err != nil {
 		return p.infraFailure(ctx, rows, done, err)
 	}
+	p.cache.Keep(run.set)
 	p.afterCommit(ctx, done, start)
 	if waitFor != nil {
 		p.update(func(s *Status) {
@@ -106,7 +111,7 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row) batchOutcom
 	p.update(func(s *Status) {
 		s.HeadBlockedSince, s.HeadLastError, s.DatabaseReachable, s.DatabaseError = time.Time{}, "", true, ""
 	})
-	return batchOutcome{}
+	return batchOutcome{whole: len(done) == len(rows)}
 }
 
 // item is one row with its decoding.
@@ -238,8 +243,8 @@ func (p *Pump) giveUp(ctx context.Context, row mailbox.Row, reason, note string)
 	return nil
 }
 
-// afterCommit does what must follow a commit: write results back, wake the
-// dispatcher, append trace rows, update counters.
+// afterCommit does what must follow a commit: queue the results for write
+// back, wake the dispatcher, append trace rows, update counters.
 func (p *Pump) afterCommit(ctx context.Context, done []outcome, start time.Time) {
 	if len(done) == 0 {
 		return
@@ -261,9 +266,9 @@ func (p *Pump) afterCommit(ctx context.Context, done []outcome, start time.Time)
 	if changed && p.opts.Notify != nil {
 		p.opts.Notify()
 	}
-	if err := p.backfill(ctx, results); err != nil {
-		p.log.Error(err, "backfill after commit (intents kept for retry)")
-	}
+	// Written back by the next head read (readAhead), or when the loop
+	// idles or stops; the intents are committed already.
+	p.pending = append(p.pending, results...)
 	p.writeTraces(ctx, done, "")
 	last := done[len(done)-1].result.MessageID
 	now := p.clock.Now()
@@ -283,5 +288,4 @@ func (p *Pump) afterCommit(ctx context.Context, done []outcome, start time.Time)
 			p.rate.count, p.rate.since = 0, now
 		}
 	})
-	p.setBackfillPending(ctx)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
@@ -33,6 +34,7 @@ func (p *Pump) Drain(ctx context.Context, idle func(context.Context) (bool, erro
 func (p *Pump) run(ctx context.Context, drainIdle func(context.Context) (bool, error)) error {
 	p.update(func(s *Status) { s.Running = true })
 	defer p.update(func(s *Status) { s.Running = false })
+	defer p.settle(ctx)
 	log := p.log.WithValues("epoch", p.epoch)
 	log.Info("pump started")
 
@@ -77,10 +79,20 @@ func (p *Pump) drained(ctx context.Context, idle func(context.Context) (bool, er
 
 // step processes one batch from the head, or runs the due jobs when the
 // head is empty. worked means "go again at once"; otherwise wait.
+//
+// While a batch is applied, the next one is read ahead (see readAhead).
+// The read-ahead is used only when the batch was applied whole; after a
+// partial, blocked or failed batch it is dropped and the head read again,
+// so the FIFO order is the same as reading the head after every commit.
 func (p *Pump) step(ctx context.Context) (worked bool, wait time.Duration, err error) {
 	poll := p.feed.Spec.Mailbox.PollInterval.Duration
-	rows, err := p.mbox.Head(ctx, p.batchSize, p.opts.BodyBudget, p.feed.Spec.Mailbox.MaxMessageBytes)
-	if err != nil {
+	next := p.ahead
+	p.ahead = nil
+	if next == nil {
+		next = p.readAhead(ctx, nil)
+	}
+	<-next.done
+	if err := next.err; err != nil {
 		if ctx.Err() != nil {
 			return false, 0, nil
 		}
@@ -89,7 +101,8 @@ func (p *Pump) step(ctx context.Context) (worked bool, wait time.Duration, err e
 		return false, p.backoff(), nil
 	}
 	p.update(func(s *Status) { s.MailboxReachable, s.MailboxError = true, "" })
-	if len(rows) == 0 {
+	if len(next.rows) == 0 {
+		p.flushBackfill(ctx)
 		p.infraAttempts = 0
 		p.update(func(s *Status) { s.HeadID, s.HeadBlockedSince, s.HeadLastError = 0, time.Time{}, "" })
 		p.retryBackfills(ctx)
@@ -97,7 +110,11 @@ func (p *Pump) step(ctx context.Context) (worked bool, wait time.Duration, err e
 		p.refreshDepth(ctx)
 		return false, poll, nil
 	}
-	out := p.processBatch(ctx, rows)
+	p.ahead = p.readAhead(ctx, next.rows)
+	out := p.processBatch(ctx, next.rows, next.batch)
+	if out.err != nil || out.blocked || !out.whole {
+		p.dropAhead()
+	}
 	if out.err != nil {
 		return false, 0, out.err
 	}
@@ -113,6 +130,92 @@ func (p *Pump) step(ctx context.Context) (worked bool, wait time.Duration, err e
 	}
 	return true, 0, nil
 }
+
+// reading is a head read in progress; rows, batch and err are set when
+// done is closed.
+type reading struct {
+	done  chan struct{}
+	rows  []mailbox.Row
+	batch decodedBatch
+	err   error
+}
+
+// readAhead starts reading the next batch while the rows in applying are
+// applied: it writes back the results committed so far (so their rows
+// leave the head), reads up to batchSize rows of the head without the rows
+// being applied, and decodes them. Decoding is pure and the mailbox is not
+// the database, so this overlaps the transaction of the current batch.
+func (p *Pump) readAhead(ctx context.Context, applying []mailbox.Row) *reading {
+	backfill := p.pending
+	p.pending = nil
+	limit, maxBytes := p.batchSize, p.feed.Spec.Mailbox.MaxMessageBytes
+	var skip map[int64]bool
+	if len(applying) > 0 {
+		skip = make(map[int64]bool, len(applying))
+		for _, r := range applying {
+			skip[r.ID] = true
+		}
+		// The read-ahead is used only if the batch applies whole, which
+		// doubles the batch size (processBatch).
+		limit = min(2*limit, int(p.feed.Spec.Mailbox.BatchSize))
+	}
+	r := &reading{done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		if len(backfill) > 0 {
+			if err := p.backfill(ctx, backfill); err != nil {
+				p.log.Error(err, "backfill after commit (intents kept for retry)")
+			}
+			p.setBackfillPending(ctx)
+		}
+		rows, err := p.mbox.HeadSkipping(ctx, limit, p.opts.BodyBudget, maxBytes, skip)
+		if err != nil || len(rows) == 0 {
+			r.err = err
+			return
+		}
+		r.rows, r.batch = rows, p.decodeBatch(rows)
+	}()
+	return r
+}
+
+// dropAhead waits for the read-ahead and forgets its rows (its write-back
+// is done and stays done).
+func (p *Pump) dropAhead() {
+	if p.ahead != nil {
+		<-p.ahead.done
+		p.ahead = nil
+	}
+}
+
+// flushBackfill writes back the results committed since the last read.
+func (p *Pump) flushBackfill(ctx context.Context) {
+	if len(p.pending) == 0 {
+		return
+	}
+	backfill := p.pending
+	p.pending = nil
+	if err := p.backfill(ctx, backfill); err != nil {
+		p.log.Error(err, "backfill after commit (intents kept for retry)")
+	}
+	p.setBackfillPending(ctx)
+}
+
+// settle ends the loop's work in flight when the pump stops: the
+// read-ahead is awaited and committed results are written back, with a
+// short deadline of their own (a stop request must not strand them; a
+// failure leaves the intents for the next start).
+func (p *Pump) settle(ctx context.Context) {
+	p.dropAhead()
+	if len(p.pending) == 0 {
+		return
+	}
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	p.flushBackfill(bctx)
+}
+
+// settleTimeout bounds the write-back when the pump stops.
+const settleTimeout = 5 * time.Second
 
 func (p *Pump) backoff() time.Duration {
 	spec := p.feed.Spec.Pump

@@ -169,7 +169,7 @@ func (p *Pump) applySnapshotIsolated(ctx context.Context, run *batchRun, meta st
 	} else if err := sp.Commit(ctx); err != nil {
 		return false, trace, err
 	}
-	set, err := run.tx.LoadSet(ctx, run.reload.FLIDs, run.reload.Versions)
+	set, err := run.tx.LoadSet(ctx, run.reload.FLIDs, run.reload.Versions, run.reload.Cache)
 	if err != nil {
 		return false, trace, err
 	}

@@ -78,6 +78,14 @@ type Pump struct {
 	reqs   requester
 	// lastSeqn per sender, for SEQN regression flags (this session only).
 	lastSeqn map[string]int
+	// cache holds the flight states this pump committed (checked by
+	// version before use, so it never needs invalidating).
+	cache *store.StateCache
+	// ahead is the read of the next batch, running while one is applied;
+	// pending are committed results not yet written back (readAhead takes
+	// them). Both belong to the loop goroutine.
+	ahead   *reading
+	pending []store.Backfill
 	// batchSize adapts: back to 1 after a failure, doubling on success.
 	batchSize int
 	// infraAttempts counts consecutive failures at the current head.
@@ -131,6 +139,7 @@ func New(ctx context.Context, opts Options) (*Pump, error) {
 		rand:      rand.New(rand.NewPCG(uint64(opts.Clock.Now().UnixNano()), 0x5eed)), //nolint:gosec // jitter only
 		decode:    sis.Options{MaxBytes: feed.Spec.Mailbox.MaxMessageBytes, Location: feed.Location},
 		lastSeqn:  map[string]int{},
+		cache:     store.NewStateCache(0),
 		batchSize: 1,
 	}
 	if p.epoch == 0 {

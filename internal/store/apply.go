@@ -46,13 +46,24 @@ func (t *Tx) finish(ctx context.Context, b *pgx.Batch, meta Meta, writes []state
 		w.next.UpdatedAt = t.now
 		assigned[w.next.FLID] = versions[i]
 	}
-	events, err := eventsFor(writes, meta)
-	if err != nil {
-		return nil, err
+	// The state rows go out first; the server writes them while the
+	// events are rendered here (one more round trip, not one per flight).
+	if len(writes) > 0 {
+		sb := &pgx.Batch{}
+		if err := queueStateWrites(sb, writes, t.store.loc); err != nil {
+			return nil, err
+		}
+		sent := t.tx.SendBatch(ctx, sb)
+		events, evErr := eventsFor(writes, meta)
+		if err := readBatch(sent, sb.Len()); err != nil {
+			return nil, fmt.Errorf("write flights: %w", err)
+		}
+		if evErr != nil {
+			return nil, evErr
+		}
+		queueEvents(b, events)
 	}
-	if err := queueStateWrites(b, writes, t.store.loc); err != nil {
-		return nil, err
-	}
+	var events []outboxEvent
 	ids := make([]int64, len(deletes))
 	for i, d := range deletes {
 		v := versions[len(writes)+i]
@@ -77,21 +88,9 @@ func (t *Tx) finish(ctx context.Context, b *pgx.Batch, meta Meta, writes []state
 func eventsFor(writes []stateWrite, meta Meta) ([]outboxEvent, error) {
 	out := make([][]outboxEvent, len(writes))
 	errs := make([]error, len(writes))
-	workers := 1
-	if len(writes) >= 256 {
-		workers = min(runtime.GOMAXPROCS(0), 4)
-	}
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < len(writes); i += workers {
-				out[i], errs[i] = upsertEvents(&writes[i].next, writes[i].changed, meta)
-			}
-		}()
-	}
-	wg.Wait()
+	inParallel(len(writes), func(i int) {
+		out[i], errs[i] = upsertEvents(&writes[i].next, writes[i].changed, meta)
+	})
 	events := make([]outboxEvent, 0, 2*len(writes))
 	for i := range writes {
 		if errs[i] != nil {
@@ -100,6 +99,32 @@ func eventsFor(writes []stateWrite, meta Meta) ([]outboxEvent, error) {
 		events = append(events, out[i]...)
 	}
 	return events, nil
+}
+
+// inParallel calls fn(0..n-1), spread over the cores when n is large
+// enough to pay for it. fn must only touch its own index.
+func inParallel(n int, fn func(i int)) {
+	workers := 1
+	if n >= 256 {
+		workers = min(runtime.GOMAXPROCS(0), 4)
+	}
+	if workers == 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // mergeOne applies cmds to the flight's current state (or a new one) and
@@ -145,7 +170,7 @@ func (t *Tx) ApplyIncrement(ctx context.Context, meta Meta, records []flight.Com
 	for i, r := range records {
 		flids[i] = r.FLID
 	}
-	set, err := t.LoadSet(ctx, flids, len(records))
+	set, err := t.LoadSet(ctx, flids, len(records), nil)
 	if err != nil {
 		return IncrementOutcome{}, fmt.Errorf("message %d: %w", meta.MessageID, err)
 	}
@@ -172,7 +197,7 @@ type DeleteOutcome struct {
 // state_version is queued. A missing FLID is an idempotent success. The
 // day's generation and version are untouched.
 func (t *Tx) DeleteFlights(ctx context.Context, meta Meta, flids []flight.FLID) (DeleteOutcome, error) {
-	set, err := t.LoadSet(ctx, flids, len(flids))
+	set, err := t.LoadSet(ctx, flids, len(flids), nil)
 	if err != nil {
 		return DeleteOutcome{}, fmt.Errorf("message %d: %w", meta.MessageID, err)
 	}

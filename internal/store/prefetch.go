@@ -22,6 +22,9 @@ type PrefetchRequest struct {
 	// versions they may need at most.
 	FLIDs    []flight.FLID
 	Versions int
+	// Cache, when set, holds states committed by this writer: flights in
+	// it are checked by version instead of loaded.
+	Cache *StateCache
 }
 
 // PriorCopy is the latest processed message with an identity key.
@@ -53,10 +56,20 @@ func (t *Tx) Prefetch(ctx context.Context, req PrefetchRequest) (*Prefetch, erro
 		CROSS JOIN LATERAL (SELECT message_id, payload_digest, received_at FROM proc_state
 			WHERE identity_key = k.key AND received_at >= $2 AND status IN ('SUCCEEDED', 'DEAD')
 			ORDER BY received_at DESC, message_id DESC LIMIT 1) p`, req.IdentityKeys, req.Since)
-	ids := flidArgs(req.FLIDs)
 	b.Queue(takeVersionsSQL, req.Versions)
-	queueLoad(b, "flid = ANY($1)", ids)
+	load := newSetLoad(req.FLIDs, req.Cache)
+	load.queue(b)
 
+	out, err := t.readPrefetch(ctx, b, load)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// readPrefetch sends the prefetch batch and reads it; flights whose cached
+// version moved are reloaded after it is closed.
+func (t *Tx) readPrefetch(ctx context.Context, b *pgx.Batch, load *setLoad) (*Prefetch, error) {
 	br := t.tx.SendBatch(ctx, b)
 	defer func() { _ = br.Close() }()
 	out := &Prefetch{States: map[int64]ProcState{}, Priors: map[string]PriorCopy{}}
@@ -97,8 +110,14 @@ func (t *Tx) Prefetch(ctx context.Context, req PrefetchRequest) (*Prefetch, erro
 		return nil, fmt.Errorf("prefetch prior copies: %w", err)
 	}
 
-	set, err := t.readSet(br, req.FLIDs)
+	set, stale, err := t.readSet(br, load)
 	if err != nil {
+		return nil, err
+	}
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("prefetch: %w", err)
+	}
+	if err := t.reload(ctx, stale, set.base); err != nil {
 		return nil, err
 	}
 	out.Set = set
@@ -106,65 +125,80 @@ func (t *Tx) Prefetch(ctx context.Context, req PrefetchRequest) (*Prefetch, erro
 }
 
 // LoadSet starts a new working set over flids with up to versions state
-// versions (after a snapshot changed the database under the old one).
-func (t *Tx) LoadSet(ctx context.Context, flids []flight.FLID, versions int) (*WorkingSet, error) {
+// versions (after a snapshot changed the database under the old one);
+// flights in cache (may be nil) are checked by version instead of loaded.
+func (t *Tx) LoadSet(ctx context.Context, flids []flight.FLID, versions int, cache *StateCache) (*WorkingSet, error) {
 	b := &pgx.Batch{}
 	b.Queue(takeVersionsSQL, versions)
-	queueLoad(b, "flid = ANY($1)", flidArgs(flids))
+	load := newSetLoad(flids, cache)
+	load.queue(b)
 	br := t.tx.SendBatch(ctx, b)
 	defer func() { _ = br.Close() }()
-	return t.readSet(br, flids)
-}
-
-func (t *Tx) readSet(br pgx.BatchResults, flids []flight.FLID) (*WorkingSet, error) {
-	rows, err := br.Query()
-	if err != nil {
-		return nil, fmt.Errorf("take state versions: %w", err)
-	}
-	versions, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("take state versions: %w", err)
-	}
-	states, err := readLoad(br)
+	set, stale, err := t.readSet(br, load)
 	if err != nil {
 		return nil, err
 	}
-	w := &WorkingSet{tx: t, base: map[flight.FLID]flight.State{}, cur: map[flight.FLID]*flight.State{},
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("load flights: %w", err)
+	}
+	if err := t.reload(ctx, stale, set.base); err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+func (t *Tx) readSet(br pgx.BatchResults, load *setLoad) (*WorkingSet, []int64, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, nil, fmt.Errorf("take state versions: %w", err)
+	}
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, nil, fmt.Errorf("take state versions: %w", err)
+	}
+	states, stale, err := load.read(br)
+	if err != nil {
+		return nil, nil, err
+	}
+	w := &WorkingSet{tx: t, base: states, cur: map[flight.FLID]*flight.State{},
 		loaded: map[flight.FLID]bool{}, recycled: map[flight.FLID]bool{}, versions: versions}
-	for _, f := range flids {
+	for _, f := range load.flids {
 		w.loaded[f] = true
 	}
-	for _, s := range states {
-		w.base[s.FLID] = s
-	}
-	return w, nil
+	return w, stale, nil
 }
 
-func flidArgs(flids []flight.FLID) []int64 {
-	ids := make([]int64, len(flids))
-	for i, f := range flids {
-		ids[i] = int64(f) //nolint:gosec // at most 12 digits
-	}
-	return ids
-}
-
-// FinishBatch writes, in one round trip, what a batch leaves after its
-// messages were decided: the raw archive of its rows, the working set's
-// state and events, and every message's result with its backfill intent.
+// FinishBatch writes what a batch leaves after its messages were decided:
+// the raw archive of its rows and every message's result with its backfill
+// intent go out first, and the server writes them while the working set's
+// state and events are put together here; those follow as a second batch.
+// Two round trips, whatever the number of messages.
 func (t *Tx) FinishBatch(ctx context.Context, archive []ArchivedRow, set *WorkingSet, results []Result) error {
-	b := &pgx.Batch{}
-	queueArchive(b, archive)
+	first := &pgx.Batch{}
+	queueArchive(first, archive)
+	t.queueResults(first, results)
+	var sent pgx.BatchResults
+	if first.Len() > 0 {
+		sent = t.tx.SendBatch(ctx, first)
+	}
+	second := &pgx.Batch{}
+	var queueErr error
 	if set != nil {
-		if err := set.queue(b); err != nil {
-			return err
+		queueErr = set.queue(second)
+	}
+	if sent != nil {
+		if err := readBatch(sent, first.Len()); err != nil {
+			return fmt.Errorf("finish batch: archive and results: %w", err)
 		}
 	}
-	t.queueResults(b, results)
-	if err := t.sendBatch(ctx, b); err != nil {
-		return fmt.Errorf("finish batch: %w", err)
+	if queueErr != nil {
+		return queueErr
+	}
+	if err := t.sendBatch(ctx, second); err != nil {
+		return fmt.Errorf("finish batch: state and events: %w", err)
 	}
 	if set != nil {
-		set.cur, set.order, set.events = map[flight.FLID]*flight.State{}, nil, nil
+		set.written()
 	}
 	return nil
 }

@@ -124,10 +124,23 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 		return out, err
 	}
 
-	var writes []stateWrite
-	for _, r := range snap.Records {
+	// The merges are pure and independent: a large snapshot spreads them
+	// over the cores, then they are taken in record order.
+	type merged struct {
+		w       stateWrite
+		changed bool
+		err     error
+	}
+	merges := make([]merged, len(snap.Records))
+	inParallel(len(snap.Records), func(i int) {
+		r := snap.Records[i]
 		cur, exists := current[r.Cmds.FLID]
-		w, changed, err := mergeOne(cur, exists, r.Cmds)
+		merges[i].w, merges[i].changed, merges[i].err = mergeOne(cur, exists, r.Cmds)
+	})
+	var writes []stateWrite
+	for i, r := range snap.Records {
+		cur, exists := current[r.Cmds.FLID]
+		w, changed, err := merges[i].w, merges[i].changed, merges[i].err
 		if err != nil {
 			return out, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -76,14 +77,35 @@ func columnList(slots []slot) string {
 var mainSelect = "SELECT flid, operation_day::text, state_version, last_message_id, updated_at, " +
 	columnList(readSlots) + " FROM flight_schd WHERE %s ORDER BY flid"
 
-// mainColumnsOf fills row i of the per-slot column arrays (texts for text
-// and JSON slots, times for typed UTC slots) from a state.
-func mainColumnsOf(st *flight.State, loc *time.Location, i int, texts [][]*string, times [][]*time.Time) error {
-	for j, sl := range mainSlots {
+// appendMainRow appends st's main row as one JSON object keyed by column
+// name, for json_populate_recordset: an absent key is a NULL column.
+// Anomaly attributes are an embedded object (a jsonb column); records are
+// their canonical JSON array as a string (a text column).
+func appendMainRow(buf []byte, st *flight.State, loc *time.Location) ([]byte, error) {
+	buf = append(buf, `{"flid":`...)
+	buf = strconv.AppendInt(buf, int64(st.FLID), 10) //nolint:gosec // at most 12 digits
+	if st.OperationDay != "" {
+		buf = append(buf, `,"operation_day":`...)
+		buf = flight.AppendJSONString(buf, st.OperationDay)
+	}
+	buf = append(buf, `,"state_version":`...)
+	buf = strconv.AppendInt(buf, st.StateVersion, 10)
+	buf = append(buf, `,"last_message_id":`...)
+	buf = strconv.AppendInt(buf, st.LastMessageID, 10)
+	buf = append(buf, `,"updated_at":"`...)
+	buf = st.UpdatedAt.UTC().AppendFormat(buf, time.RFC3339Nano)
+	buf = append(buf, '"')
+	key := func(column string) {
+		buf = append(buf, ',', '"')
+		buf = append(buf, column...)
+		buf = append(buf, '"', ':')
+	}
+	for _, sl := range mainSlots {
 		switch sl.kind {
 		case slotScalar:
 			if v, ok := st.Scalars[sl.field.Tag]; ok {
-				texts[j][i] = &v
+				key(sl.column)
+				buf = flight.AppendJSONString(buf, v)
 			}
 		case slotTypedTime:
 			v, ok := st.Scalars[sl.field.Tag]
@@ -92,13 +114,16 @@ func mainColumnsOf(st *flight.State, loc *time.Location, i int, texts [][]*strin
 			}
 			t, err := flight.ParseSISTime(v, loc)
 			if err != nil {
-				return fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
+				return nil, fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
 			}
-			t = t.UTC()
-			times[j][i] = &t
+			key(sl.column)
+			buf = append(buf, '"')
+			buf = t.UTC().AppendFormat(buf, time.RFC3339Nano)
+			buf = append(buf, '"')
 		case slotAnomalyCol:
 			if v, ok := st.Anomalies[sl.field.Tag][sl.key]; ok {
-				texts[j][i] = &v
+				key(sl.column)
+				buf = flight.AppendJSONString(buf, v)
 			}
 		case slotAnomalyRest:
 			a, ok := st.Anomalies[sl.field.Tag]
@@ -113,10 +138,10 @@ func mainColumnsOf(st *flight.State, loc *time.Location, i int, texts [][]*strin
 			}
 			js, err := json.Marshal(rest)
 			if err != nil {
-				return fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
+				return nil, fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
 			}
-			v := string(js)
-			texts[j][i] = &v
+			key(sl.column)
+			buf = append(buf, js...)
 		case slotRecord:
 			items, ok := st.Lists[sl.field.Tag]
 			if !ok || len(items) == 0 {
@@ -124,13 +149,13 @@ func mainColumnsOf(st *flight.State, loc *time.Location, i int, texts [][]*strin
 			}
 			js, err := json.Marshal(items)
 			if err != nil {
-				return fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
+				return nil, fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
 			}
-			v := string(js)
-			texts[j][i] = &v
+			key(sl.column)
+			buf = flight.AppendJSONString(buf, string(js))
 		}
 	}
-	return nil
+	return append(buf, '}'), nil
 }
 
 func anomalyHasColumn(f flight.FieldSpec, key string) bool {
@@ -256,6 +281,27 @@ func queueLoad(b *pgx.Batch, predicate string, args ...any) {
 		b.Queue(fmt.Sprintf(childSelect(c), childPredicate), args...)
 	}
 }
+
+// queueLoadFLIDs is queueLoad for a list of FLIDs ($1, bigint[]): the
+// children are looked up by the same list, since a child row never exists
+// without its main row.
+func queueLoadFLIDs(b *pgx.Batch, ids []int64) {
+	b.Queue(mainByFLIDs, ids)
+	for _, q := range childByFLIDs {
+		b.Queue(q, ids)
+	}
+}
+
+var (
+	mainByFLIDs  = fmt.Sprintf(mainSelect, "flid = ANY($1)")
+	childByFLIDs = func() []string {
+		out := make([]string, len(childTables))
+		for i, c := range childTables {
+			out[i] = fmt.Sprintf(childSelect(c), "flid = ANY($1)")
+		}
+		return out
+	}()
+)
 
 // readLoad reads the results queueLoad asked for, in order.
 func readLoad(br pgx.BatchResults) ([]flight.State, error) {

@@ -188,11 +188,15 @@ func (t *Tx) sendBatch(ctx context.Context, b *pgx.Batch) error {
 	if b.Len() == 0 {
 		return nil
 	}
-	br := t.tx.SendBatch(ctx, b)
-	for i := range b.Len() {
+	return readBatch(t.tx.SendBatch(ctx, b), b.Len())
+}
+
+// readBatch checks the n results of a sent batch and closes it.
+func readBatch(br pgx.BatchResults, n int) error {
+	for i := range n {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
-			return fmt.Errorf("statement %d of %d: %w", i+1, b.Len(), err)
+			return fmt.Errorf("statement %d of %d: %w", i+1, n, err)
 		}
 	}
 	if err := br.Close(); err != nil {

@@ -164,6 +164,13 @@ func (w *WorkingSet) Flush(ctx context.Context) error {
 	if err := w.tx.sendBatch(ctx, b); err != nil {
 		return fmt.Errorf("write working set: %w", err)
 	}
+	w.written()
+	return nil
+}
+
+// written records that the set's effect is in the transaction: the changed
+// states become the base, and nothing is left to write.
+func (w *WorkingSet) written() {
 	for _, f := range w.order {
 		if s := w.cur[f]; s != nil {
 			w.base[f] = *s
@@ -172,7 +179,6 @@ func (w *WorkingSet) Flush(ctx context.Context) error {
 		}
 	}
 	w.cur, w.order, w.events, w.recycled = map[flight.FLID]*flight.State{}, nil, nil, map[flight.FLID]bool{}
-	return nil
 }
 
 // queue adds the set's statements to b: flights deleted in the set go
