@@ -27,7 +27,13 @@ func Apply(cur State, cmds Commands) (State, []string, error) {
 	// items the message leaves alone are shared with cur, never changed.
 	next := cur.withOwnMaps()
 	var changed []string
-	for _, cmd := range cmds.Expanded() {
+	// An increment's implied commands are all Unchanged: only the ones it
+	// carries can change anything. A full snapshot clears what it omits.
+	todo := cmds.Cmds
+	if cmds.Full {
+		todo = cmds.Expanded()
+	}
+	for _, cmd := range todo {
 		if cmd.Op == OpUnchanged {
 			continue
 		}

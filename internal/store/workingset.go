@@ -22,6 +22,10 @@ type WorkingSet struct {
 	loaded   map[flight.FLID]bool
 	order    []flight.FLID
 	recycled map[flight.FLID]bool // deleted in this set, present in the database
+	// changed holds, per flight changed in the set, the tags its messages
+	// changed (a superset of what differs from base: a field changed and
+	// changed back is rewritten, harmlessly).
+	changed  map[flight.FLID][]string
 	versions []int64
 	events   []outboxEvent
 	tx       *Tx
@@ -64,6 +68,7 @@ func (w *WorkingSet) current(f flight.FLID) (flight.State, bool, error) {
 func (w *WorkingSet) Increment(meta Meta, records []flight.Commands) (IncrementOutcome, error) {
 	out := IncrementOutcome{Versions: map[flight.FLID]int64{}}
 	staged := map[flight.FLID]*flight.State{}
+	stagedChanges := map[flight.FLID][]string{}
 	var events []outboxEvent
 	var order []flight.FLID
 	for _, r := range records {
@@ -93,6 +98,7 @@ func (w *WorkingSet) Increment(meta Meta, records []flight.Commands) (IncrementO
 			order = append(order, r.FLID)
 		}
 		staged[r.FLID] = &next
+		stagedChanges[r.FLID] = append(stagedChanges[r.FLID], wr.changed...)
 		// Every changed record is its own version and notice, as the
 		// message's records apply in order.
 		v, err := w.version()
@@ -109,6 +115,7 @@ func (w *WorkingSet) Increment(meta Meta, records []flight.Commands) (IncrementO
 	}
 	for _, f := range order {
 		w.cur[f] = staged[f]
+		w.changed[f] = append(w.changed[f], stagedChanges[f]...)
 		w.touch(f)
 	}
 	w.events = append(w.events, events...)
@@ -179,6 +186,7 @@ func (w *WorkingSet) written() {
 		}
 	}
 	w.cur, w.order, w.events, w.recycled = map[flight.FLID]*flight.State{}, nil, nil, map[flight.FLID]bool{}
+	w.changed = map[flight.FLID][]string{}
 }
 
 // queue adds the set's statements to b: flights deleted in the set go
@@ -189,7 +197,7 @@ func (w *WorkingSet) queue(b *pgx.Batch) error {
 	var writes []stateWrite
 	for _, f := range w.order {
 		s := w.cur[f]
-		base, inDB := w.base[f]
+		_, inDB := w.base[f]
 		if w.recycled[f] {
 			gone = append(gone, int64(f)) //nolint:gosec // 12 digits
 			inDB = false
@@ -201,7 +209,7 @@ func (w *WorkingSet) queue(b *pgx.Batch) error {
 			writes = append(writes, stateWrite{next: *s, changed: presentTags(*s), isNew: true})
 			continue
 		}
-		writes = append(writes, stateWrite{next: *s, changed: flight.ChangedKeys(base, *s)})
+		writes = append(writes, stateWrite{next: *s, changed: w.changed[f]})
 	}
 	queueDeletes(b, gone)
 	if len(gone) > 0 {
