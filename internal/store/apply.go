@@ -50,7 +50,8 @@ func (t *Tx) finish(ctx context.Context, b *pgx.Batch, meta Meta, writes []state
 	// events are rendered here (one more round trip, not one per flight).
 	if len(writes) > 0 {
 		sb := &pgx.Batch{}
-		if err := queueStateWrites(sb, writes, t.store.loc); err != nil {
+		copies, err := queueStateWritesCopying(sb, writes, t.store.loc, copyChildMin)
+		if err != nil {
 			return nil, err
 		}
 		sent := t.tx.SendBatch(ctx, sb)
@@ -60,6 +61,9 @@ func (t *Tx) finish(ctx context.Context, b *pgx.Batch, meta Meta, writes []state
 		}
 		if evErr != nil {
 			return nil, evErr
+		}
+		if err := t.copyChildren(ctx, copies); err != nil {
+			return nil, fmt.Errorf("write flights: %w", err)
 		}
 		queueEvents(b, events)
 	}

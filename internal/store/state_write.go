@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -53,9 +54,29 @@ func childInsert(c childTable) string {
 // that changed (delete then insert). The number of statements depends on
 // the number of flights, the number of round trips does not.
 func queueStateWrites(b *pgx.Batch, writes []stateWrite, loc *time.Location) error {
-	if err := queueMainRows(b, writes, loc); err != nil {
+	copies, err := queueStateWritesCopying(b, writes, loc, 0)
+	if err != nil {
 		return err
 	}
+	if len(copies) > 0 {
+		return fmt.Errorf("state writes: %d child tables left for COPY", len(copies))
+	}
+	return nil
+}
+
+// copyChildMin is the number of a child table's rows from which a large
+// write (a snapshot) sends them with COPY: pgx encodes the rows while the
+// server inserts them, instead of encoding everything before it starts.
+const copyChildMin = 2000
+
+// queueStateWritesCopying is queueStateWrites that leaves each child
+// table with at least copyMin new rows (copyMin > 0) out of b and returns
+// it for copyChildren, which must run after b (main rows and deletes).
+func queueStateWritesCopying(b *pgx.Batch, writes []stateWrite, loc *time.Location, copyMin int) ([]*childColumns, error) {
+	if err := queueMainRows(b, writes, loc); err != nil {
+		return nil, err
+	}
+	var copies []*childColumns
 	for _, c := range childTables {
 		cb := newChildColumns(c)
 		for _, f := range c.fields {
@@ -71,7 +92,7 @@ func queueStateWrites(b *pgx.Batch, writes []stateWrite, loc *time.Location) err
 				for ord, it := range w.next.Lists[f.Tag] {
 					vals, seq, attrs, err := splitItem(it, f.SeqAttr, c.itemColumns, c.textColumn)
 					if err != nil {
-						return fmt.Errorf("flight %s %s[%d]: %w", w.next.FLID, f.Tag, ord+1, err)
+						return nil, fmt.Errorf("flight %s %s[%d]: %w", w.next.FLID, f.Tag, ord+1, err)
 					}
 					cb.add(flid, f.RouteKind, int32(ord+1), seq, vals, string(attrs), w.next.StateVersion)
 				}
@@ -84,12 +105,57 @@ func queueStateWrites(b *pgx.Batch, writes []stateWrite, loc *time.Location) err
 				}
 			}
 		}
-		if len(cb.flids) > 0 {
+		switch {
+		case copyMin > 0 && len(cb.flids) >= copyMin:
+			copies = append(copies, cb)
+		case len(cb.flids) > 0:
 			b.Queue(childInsert(c), cb.args()...)
+		}
+	}
+	return copies, nil
+}
+
+// copyChildren inserts the rows of each table with COPY (one round trip
+// per table).
+func (t *Tx) copyChildren(ctx context.Context, copies []*childColumns) error {
+	for _, cc := range copies {
+		src := &childCopySource{cc: cc, i: -1}
+		n, err := t.tx.CopyFrom(ctx, pgx.Identifier{cc.table.name}, cc.table.columns(), src)
+		if err != nil {
+			return fmt.Errorf("copy %s: %w", cc.table.name, err)
+		}
+		if n != int64(len(cc.flids)) {
+			return fmt.Errorf("copy %s: %d of %d rows written", cc.table.name, n, len(cc.flids))
 		}
 	}
 	return nil
 }
+
+// childCopySource feeds one table's collected rows to CopyFrom in the
+// order of childTable.columns.
+type childCopySource struct {
+	cc  *childColumns
+	i   int
+	row []any
+}
+
+func (s *childCopySource) Next() bool { s.i++; return s.i < len(s.cc.flids) }
+
+func (s *childCopySource) Values() ([]any, error) {
+	cc, i := s.cc, s.i
+	s.row = append(s.row[:0], cc.flids[i])
+	if cc.table.routeKind {
+		s.row = append(s.row, cc.kinds[i])
+	}
+	s.row = append(s.row, cc.ordinals[i], cc.seqs[i])
+	for _, col := range cc.values {
+		s.row = append(s.row, col[i])
+	}
+	s.row = append(s.row, cc.attrs[i], cc.versions[i])
+	return s.row, nil
+}
+
+func (s *childCopySource) Err() error { return nil }
 
 // childColumns collects one child table's rows as typed column arrays, in
 // the order of childTable.columns (no boxing per value).
