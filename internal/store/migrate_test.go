@@ -238,6 +238,26 @@ func TestCollectionRowsNeedTheirFlight(t *testing.T) {
 	insertFlight(t, conn, 5, nil, 1)
 	exec(t, conn, `INSERT INTO flight_gate (flid, ordinal, source_seq, gate, record_version) VALUES (5, 1, '1', 'A1', 1)`)
 	_ = execFails(t, conn, "23503", `DELETE FROM flight_schd WHERE flid = 5`)
+
+	// The check covers every row of a statement: one row without its
+	// flight fails the whole insert, and a row cannot be moved to one.
+	_ = execFails(t, conn, "23503", `INSERT INTO flight_gate (flid, ordinal, record_version) VALUES (5, 2, 1), (6, 1, 1)`)
+	_ = execFails(t, conn, "23503", `UPDATE flight_gate SET flid = 6 WHERE flid = 5`)
+	_ = execFails(t, conn, "23503", `TRUNCATE flight_schd`)
+	var gates int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM flight_gate`).Scan(&gates); err != nil {
+		t.Fatal(err)
+	}
+	if gates != 1 {
+		t.Fatalf("flight_gate holds %d rows after the refused statements, want 1", gates)
+	}
+
+	// Children first, then the flight: the order the store deletes in.
+	exec(t, conn, `DELETE FROM flight_gate WHERE flid = 5`)
+	exec(t, conn, `DELETE FROM flight_schd WHERE flid = 5`)
+	insertFlight(t, conn, 7, nil, 1)
+	exec(t, conn, `INSERT INTO flight_belt (flid, ordinal, record_version) VALUES (7, 1, 1)`)
+	exec(t, conn, `TRUNCATE flight_belt, flight_schd`)
 }
 
 func TestRosterRowsAreUniqueAndBelongToOneDay(t *testing.T) {
