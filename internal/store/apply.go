@@ -65,7 +65,13 @@ func (t *Tx) finish(ctx context.Context, b *pgx.Batch, meta Meta, writes []state
 		if err := t.copyChildren(ctx, copies); err != nil {
 			return nil, fmt.Errorf("write flights: %w", err)
 		}
-		queueEvents(b, events)
+		if len(events) >= copyEventsMin {
+			if err := t.copyEvents(ctx, events); err != nil {
+				return nil, err
+			}
+		} else {
+			queueEvents(b, events)
+		}
 	}
 	var events []outboxEvent
 	ids := make([]int64, len(deletes))

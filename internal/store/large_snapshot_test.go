@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -73,11 +74,19 @@ func TestLargeSnapshotReadsBackExactly(t *testing.T) {
 			}
 			want[id] = s
 		}
-		f.mustSnapshot(day9, records...)
+		out := f.mustSnapshot(day9, records...)
 		got := f.flights()
 		if len(got) != n {
 			t.Fatalf("generation %d: %d flights, want %d", gen, len(got), n)
 		}
+		wantUpserts := n
+		if gen == 2 {
+			wantUpserts = n / 10
+		}
+		if out.Upserted != wantUpserts {
+			t.Fatalf("generation %d: %d flights upserted, want %d", gen, out.Upserted, wantUpserts)
+		}
+		checkEvents(t, f, f.msgID, got, out.Versions, day9)
 		for id, w := range want {
 			g := got[id]
 			if diff := cmp.Diff(w.Scalars, g.Scalars); diff != "" {
@@ -91,4 +100,75 @@ func TestLargeSnapshotReadsBackExactly(t *testing.T) {
 			}
 		}
 	}
+}
+
+// checkEvents asserts that message msgID wrote exactly one KAFKA_SCHD
+// upsert (the flight's canonical state as read back) and one KAFKA_MSG
+// notice per written flight, in record order, with the flight's day.
+func checkEvents(t *testing.T, f *fixture, msgID int64, states map[flight.FLID]flight.State, versions map[flight.FLID]int64, day string) {
+	t.Helper()
+	events := f.events(msgID)
+	if len(events) != 2*len(versions) {
+		t.Fatalf("message %d: %d events, want %d", msgID, len(events), 2*len(versions))
+	}
+	for i := 0; i < len(events); i += 2 {
+		st, notice := events[i], events[i+1]
+		id := flight.FLID(st.FLID)
+		if st.Kind != store.KindState || st.Event != store.EventUpsert || notice.Kind != store.KindNotice || notice.FLID != st.FLID {
+			t.Fatalf("events %d, %d: %+v then %+v, want a state upsert and its notice", i, i+1, st, notice)
+		}
+		if st.Version != versions[id] || notice.Version != versions[id] {
+			t.Fatalf("flight %s: events carry versions %d/%d, want %d", id, st.Version, notice.Version, versions[id])
+		}
+		doc, err := flight.CanonicalJSON(states[id])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Payload != string(doc) {
+			t.Fatalf("flight %s: KAFKA_SCHD payload differs from the stored state:\n%s\n%s", id, st.Payload, doc)
+		}
+	}
+	var wrongDay int
+	if err := f.conn.QueryRow(context.Background(),
+		`SELECT count(*) FROM msg_event WHERE message_id = $1 AND operation_day IS DISTINCT FROM $2::date`,
+		msgID, nullDay(day)).Scan(&wrongDay); err != nil {
+		t.Fatal(err)
+	}
+	if wrongDay != 0 {
+		t.Fatalf("message %d: %d events without operation day %q", msgID, wrongDay, day)
+	}
+}
+
+func nullDay(day string) *string {
+	if day == "" {
+		return nil
+	}
+	return &day
+}
+
+// A large window (no operation day) of new flights writes their events
+// with a NULL day, through the same bulk path.
+func TestLargeWindowEventsHaveNoDay(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	const n = 1100
+	var records []store.SnapshotRecord
+	for i := range n {
+		r := fullRecord(flight.FLID(800000+i), 1)
+		r.Day = ""
+		records = append(records, r)
+	}
+	var out store.SnapshotOutcome
+	if err := f.inTx(func(tx *store.Tx) error {
+		var err error
+		out, err = tx.ApplySnapshot(t.Context(), f.nextMeta("SCHD", "DNLD"), store.Snapshot{Records: records})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got := f.flights()
+	if len(got) != n || len(out.Versions) != n {
+		t.Fatalf("%d flights, %d versions, want %d", len(got), len(out.Versions), n)
+	}
+	checkEvents(t, f, f.msgID, got, out.Versions, "")
 }

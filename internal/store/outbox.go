@@ -1,11 +1,14 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 )
@@ -123,3 +126,47 @@ func queueEvents(b *pgx.Batch, events []outboxEvent) {
 		AS u(kind, event, flid, state_version, operation_day, message_id, payload)`,
 		kinds, evs, flids, versions, days, msgs, payloads)
 }
+
+// copyEventsMin is the number of events from which they are sent with
+// COPY: a snapshot's thousands of full-state documents stream to the
+// server row by row instead of travelling as one array parameter that the
+// server materialises before inserting.
+const copyEventsMin = 2000
+
+// copyEvents inserts events with COPY, in order (one round trip).
+func (t *Tx) copyEvents(ctx context.Context, events []outboxEvent) error {
+	src := &eventCopySource{events: events, i: -1}
+	n, err := t.tx.CopyFrom(ctx, pgx.Identifier{"msg_event"},
+		[]string{"kind", "event", "flid", "state_version", "operation_day", "message_id", "payload"}, src)
+	if err != nil {
+		return fmt.Errorf("copy events: %w", err)
+	}
+	if n != int64(len(events)) {
+		return fmt.Errorf("copy events: %d of %d rows written", n, len(events))
+	}
+	return nil
+}
+
+type eventCopySource struct {
+	events []outboxEvent
+	i      int
+	row    [7]any
+}
+
+func (s *eventCopySource) Next() bool { s.i++; return s.i < len(s.events) }
+
+func (s *eventCopySource) Values() ([]any, error) {
+	e := &s.events[s.i]
+	day := pgtype.Date{}
+	if e.day != nil {
+		d, err := time.Parse(time.DateOnly, *e.day)
+		if err != nil {
+			return nil, fmt.Errorf("event of flight %d: operation day %q: %w", e.flid, *e.day, err)
+		}
+		day = pgtype.Date{Time: d, Valid: true}
+	}
+	s.row = [7]any{e.kind, e.event, e.flid, e.version, day, e.messageID, e.payload}
+	return s.row[:], nil
+}
+
+func (s *eventCopySource) Err() error { return nil }
