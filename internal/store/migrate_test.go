@@ -244,6 +244,13 @@ func TestCollectionRowsNeedTheirFlight(t *testing.T) {
 	_ = execFails(t, conn, "23503", `INSERT INTO flight_gate (flid, ordinal, record_version) VALUES (5, 2, 1), (6, 1, 1)`)
 	_ = execFails(t, conn, "23503", `UPDATE flight_gate SET flid = 6 WHERE flid = 5`)
 	_ = execFails(t, conn, "23503", `TRUNCATE flight_schd`)
+	// COPY (how a large snapshot writes collection rows) is checked too.
+	_, err := conn.CopyFrom(context.Background(), pgx.Identifier{"flight_gate"}, []string{"flid", "ordinal", "record_version"},
+		pgx.CopyFromRows([][]any{{int64(5), int32(3), int64(1)}, {int64(8), int32(1), int64(1)}}))
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23503" {
+		t.Fatalf("COPY of a row without its flight: want SQLSTATE 23503, got %v", err)
+	}
 	var gates int
 	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM flight_gate`).Scan(&gates); err != nil {
 		t.Fatal(err)
