@@ -3,6 +3,9 @@ package sis
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
 )
 
 // Reason is a machine-readable rejection code, written to the mailbox note
@@ -122,7 +125,10 @@ type Error struct {
 	Err error
 }
 
-// Error renders "sis: REASON at PATH: detail: cause".
+// Error renders "sis: REASON at PATH: detail: cause" on one line: control
+// characters that a detail or a cause may carry (a quoted value, a wrapped
+// parse error) are escaped, because the text ends up in the mailbox's note
+// column and in line-oriented logs.
 func (e *Error) Error() string {
 	msg := "sis: " + string(e.Reason)
 	if e.Path != "" {
@@ -134,8 +140,29 @@ func (e *Error) Error() string {
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
 	}
-	return msg
+	return oneLine(msg)
 }
+
+// oneLine escapes control characters (C0 such as \n \r \t, DEL, C1) and the
+// Unicode line and paragraph separators the way Go quotes them.
+func oneLine(s string) string {
+	if !strings.ContainsFunc(s, breaksLine) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for _, r := range s {
+		if !breaksLine(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRune(r) // '\n', '\x00', '\u2028'
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
+}
+
+func breaksLine(r rune) bool { return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' }
 
 // Unwrap returns the underlying cause.
 func (e *Error) Unwrap() error { return e.Err }

@@ -99,3 +99,53 @@ func TestErrorUnwrapsCauseAndNote(t *testing.T) {
 		t.Fatalf("Note cut inside a rune: %q", long)
 	}
 }
+
+// TestErrorTextIsOneLine: the mailbox note and logs are line-oriented, so no
+// rejection may render a line break or another control character, whatever
+// the input or a wrapped parse error carries.
+func TestErrorTextIsOneLine(t *testing.T) {
+	meta := func(ddtm string) []byte {
+		return []byte("<MSG><META><SNDR>A</SNDR><SEQN>1</SEQN><DDTM>" + ddtm + "</DDTM><TYPE>FLOP</TYPE><STYP>ESTT</STYP></META></MSG>")
+	}
+	tests := map[string]struct {
+		raw    []byte
+		reason Reason
+	}{
+		"META month out of range":  {meta("20261309101500"), ReasonBadTime},
+		"META day out of range":    {meta("20260231101500123"), ReasonBadTime},
+		"SIS time with line break": {dnld(fltr("1", "<NAAT>09SEP26\r\n1015</NAAT>")), ReasonBadTime},
+		"SODT with a tab":          {dnld("<FLTR><FLID>1</FLID><SODT>09SEP26\t1015</SODT></FLTR>"), ReasonBadTime},
+		"FLID with a line break":   {dnld(fltr("1\n2", "")), ReasonBadFLID},
+		"RECS with a line break":   {envelope("SCHD", "DNLD", "<SCHD><RECS>1\n2</RECS></SCHD>"), ReasonBadRecs},
+		"STYP with a line break":   {envelope("SCHD", "WE\nEK", ""), ReasonUnknownStyp},
+		"sequence with a newline":  {dnld(fltr("1", "<GTDT GTNO=\"1&#10;2\"><GATE>A</GATE></GTDT>")), ReasonBadSequence},
+		"syntax error":             {[]byte("<MSG>\n<META>\n</MSX>"), ReasonMalformedXML},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			e := mustReject(t, tt.raw, Options{})
+			if e.Reason != tt.reason {
+				t.Fatalf("got %v, want %s", e, tt.reason)
+			}
+			for _, text := range []string{e.Error(), e.Note(512)} {
+				if strings.ContainsFunc(text, breaksLine) {
+					t.Fatalf("text is not one line: %q", text)
+				}
+			}
+		})
+	}
+}
+
+func TestErrorEscapesControlCharacters(t *testing.T) {
+	e := &Error{Reason: ReasonBadTime, Path: "MSG/META/DDTM", Detail: "a\nb\tc", Err: errors.New("x\r\x00y\u2028z\u0085")}
+	want := `sis: BAD_TIME at MSG/META/DDTM: a\nb\tc: x\r\x00y\u2028z\u0085`
+	if got := e.Error(); got != want {
+		t.Fatalf("Error() = %s, want %s", got, want)
+	}
+	if got := e.Note(512); got != want[len("sis: "):] {
+		t.Fatalf("Note = %s", got)
+	}
+	if !errors.Is(mustReject(t, []byte("<MSG><META><SNDR>A</SNDR><SEQN>1</SEQN><DDTM>20261309101500</DDTM><TYPE>FLOP</TYPE><STYP>ESTT</STYP></META></MSG>"), Options{}), ErrBadMetaTime) {
+		t.Fatal("a bad META time no longer wraps ErrBadMetaTime")
+	}
+}

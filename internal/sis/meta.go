@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -114,13 +115,15 @@ func ParseMetaTime(s string, loc *time.Location) (time.Time, error) {
 	case 13:
 		ms, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return time.Time{}, errors.Join(ErrBadMetaTime, err)
+			return time.Time{}, fmt.Errorf("%w: %w", ErrBadMetaTime, err)
 		}
 		return time.UnixMilli(ms).In(loc), nil
 	case 14, 17:
 		t, err := time.ParseInLocation("20060102150405", s[:14], loc)
 		if err != nil {
-			return time.Time{}, errors.Join(ErrBadMetaTime, err)
+			// Not errors.Join: it puts a line break between the two
+			// messages, and this text ends up in the one-line mailbox note.
+			return time.Time{}, fmt.Errorf("%w: %w", ErrBadMetaTime, err)
 		}
 		if len(s) == 17 {
 			ms := int(s[14]-'0')*100 + int(s[15]-'0')*10 + int(s[16]-'0')
