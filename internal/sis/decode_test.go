@@ -33,6 +33,25 @@ func TestDecodeMeta(t *testing.T) {
 	}
 }
 
+// TestMetaFieldLengthBound: a META field may have MaxMetaFieldChars
+// characters (not bytes) after trimming, and the rejection names the field
+// and its length.
+func TestMetaFieldLengthBound(t *testing.T) {
+	meta := func(sndr string) []byte {
+		return []byte("<MSG><META><SNDR>" + sndr + "</SNDR><SEQN>1</SEQN><DDTM>20260909101500</DDTM><TYPE>FLOP</TYPE><STYP>ESTT</STYP></META>" +
+			"<FLOP><FLID>1</FLID><ESTT/></FLOP></MSG>")
+	}
+	at := strings.Repeat("北", MaxMetaFieldChars)
+	msg := mustDecode(t, meta("  "+at+"  "))
+	if msg.Meta.Sndr != at {
+		t.Fatalf("SNDR = %q", msg.Meta.Sndr)
+	}
+	e := mustReject(t, meta(at+"x"), Options{})
+	if e.Reason != ReasonMetaFieldTooLong || e.Path != "MSG/META/SNDR" || !strings.Contains(e.Detail, "65 characters, more than 64") {
+		t.Fatalf("got %v", e)
+	}
+}
+
 func TestParseMetaTime(t *testing.T) {
 	tests := []struct {
 		in      string
@@ -90,6 +109,17 @@ func TestMetaRejections(t *testing.T) {
 		"text before root": {[]byte("x<MSG/>"), ReasonMalformedXML, ""},
 		"unclosed":         {[]byte("<MSG><META>"), ReasonMalformedXML, "MSG/META"},
 		"MSG never closed": {[]byte("<MSG>"), ReasonMalformedXML, "MSG"},
+		"long SNDR":        {base(strings.Replace(full, "<SNDR>A</SNDR>", "<SNDR>"+strings.Repeat("A", 2750)+"</SNDR>", 1)), ReasonMetaFieldTooLong, "MSG/META/SNDR"},
+		"long TYPE":        {base(strings.Replace(full, "<TYPE>FLOP</TYPE>", "<TYPE>FLOP"+strings.Repeat("P", 61)+"</TYPE>", 1)), ReasonMetaFieldTooLong, "MSG/META/TYPE"},
+		"long STYP":        {base(strings.Replace(full, "<STYP>ESTT</STYP>", "<STYP>"+strings.Repeat("T", 3000)+"</STYP>", 1)), ReasonMetaFieldTooLong, "MSG/META/STYP"},
+		"long SEQN":        {base(strings.Replace(full, "<SEQN>1</SEQN>", "<SEQN>"+strings.Repeat("0", 3000)+"1</SEQN>", 1)), ReasonMetaFieldTooLong, "MSG/META/SEQN"},
+		"long DDTM":        {base(strings.Replace(full, "20260909101500", strings.Repeat("2", 65), 1)), ReasonMetaFieldTooLong, "MSG/META/DDTM"},
+		"long DTTM":        {base(strings.Replace(strings.ReplaceAll(full, "DDTM", "DTTM"), "20260909101500", strings.Repeat("2", 65), 1)), ReasonMetaFieldTooLong, "MSG/META/DTTM"},
+		"long RCVR":        {base(full + "<RCVR>" + strings.Repeat("中", 65) + "</RCVR>"), ReasonMetaFieldTooLong, "MSG/META/RCVR"},
+		"long SORC":        {base(full + "<SORC>" + strings.Repeat("S", 65) + "</SORC>"), ReasonMetaFieldTooLong, "MSG/META/SORC"},
+		"long MGID":        {base(full + "<MGID>" + strings.Repeat("M", 65) + "</MGID>"), ReasonMetaFieldTooLong, "MSG/META/MGID"},
+		"long RMID":        {base(full + "<RMID>" + strings.Repeat("R", 65) + "</RMID>"), ReasonMetaFieldTooLong, "MSG/META/RMID"},
+		"long APOT":        {base(full + "<APOT>" + strings.Repeat("P", 65) + "</APOT>"), ReasonMetaFieldTooLong, "MSG/META/APOT"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -27,6 +27,8 @@ const (
 	// ReasonMissingMeta: META, or one of its required fields (SNDR, SEQN,
 	// DDTM|DTTM, TYPE, STYP), is absent or empty, or META is not first.
 	ReasonMissingMeta Reason = "MISSING_META"
+	// ReasonMetaFieldTooLong: a META field is longer than MaxMetaFieldChars.
+	ReasonMetaFieldTooLong Reason = "META_FIELD_TOO_LONG"
 	// ReasonBadSeqn: META SEQN is not 1 to 6 decimal digits.
 	ReasonBadSeqn Reason = "BAD_SEQN"
 	// ReasonBadTime: a META time (yyyyMMddHHmmss[SSS]) or a SIS time
@@ -72,7 +74,7 @@ const (
 // Reasons lists every reason code, for documentation and exhaustive tests.
 var Reasons = []Reason{
 	ReasonOversize, ReasonMalformedXML, ReasonTooDeep, ReasonBadRoot, ReasonMissingMeta,
-	ReasonBadSeqn, ReasonBadTime, ReasonUnknownType, ReasonUnknownStyp, ReasonUnsupportedType,
+	ReasonMetaFieldTooLong, ReasonBadSeqn, ReasonBadTime, ReasonUnknownType, ReasonUnknownStyp, ReasonUnsupportedType,
 	ReasonMissingBody, ReasonMissingField, ReasonDuplicateField, ReasonBadStructure, ReasonBadFLID,
 	ReasonBadRecs, ReasonRecsOutOfRange, ReasonRecsMismatch, ReasonDuplicateFLID, ReasonSeqZeroMixed,
 	ReasonBadSequence,

@@ -20,6 +20,7 @@ func TestRejectionReasons(t *testing.T) {
 		{ReasonTooDeep, dnld(fltr("1", "<SRVT><A><B><C>x</C></B></A></SRVT>")), Options{MaxDepth: 6}, "MSG/SCHD/FLTR/SRVT/A/B"},
 		{ReasonBadRoot, []byte("<ROOT/>"), Options{}, "ROOT"},
 		{ReasonMissingMeta, []byte("<MSG><META><SNDR>AODB</SNDR><SEQN>1</SEQN><DDTM>20260909101500</DDTM><TYPE>FLOP</TYPE></META></MSG>"), Options{}, "MSG/META/STYP"},
+		{ReasonMetaFieldTooLong, []byte("<MSG><META><SNDR>" + strings.Repeat("A", 2750) + "</SNDR><SEQN>1</SEQN><DDTM>20260909101500</DDTM><TYPE>FLOP</TYPE><STYP>ESTT</STYP></META></MSG>"), Options{}, "MSG/META/SNDR"},
 		{ReasonBadSeqn, []byte("<MSG><META><SNDR>A</SNDR><SEQN>12a</SEQN><DDTM>20260909101500</DDTM><TYPE>FLOP</TYPE><STYP>ESTT</STYP></META></MSG>"), Options{}, "MSG/META/SEQN"},
 		{ReasonBadTime, dnld(fltr("1", "<CNCL>31FEB261000</CNCL>")), Options{}, "MSG/SCHD/FLTR[1]/CNCL"},
 		{ReasonUnknownType, envelope("ZZZZ", "NONE", ""), Options{}, "MSG/META/TYPE"},

@@ -9,9 +9,18 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 const metaPath = "MSG/META"
+
+// MaxMetaFieldChars bounds every META field (trimmed, in characters). No
+// SIS META value is longer than 17 characters (DDTM with milliseconds); 64
+// leaves room for long sender names and message ids (a UUID is 36). The
+// bound matters downstream: the identity key SNDR|TYPE|STYP|SEQN is indexed
+// in PostgreSQL, whose btree entries cannot exceed about 2,700 bytes, and
+// four fields of 64 characters stay near 1 KB even at 4 bytes a character.
+const MaxMetaFieldChars = 64
 
 // meta reads the first child of MSG, which must be META.
 func (d *decoder) meta() (Meta, error) {
@@ -70,6 +79,9 @@ func (d *decoder) decodeMeta(n *node) (Meta, error) {
 		}
 		seen[key] = true
 		*target = strings.TrimSpace(c.text)
+		if n := utf8.RuneCountInString(*target); n > MaxMetaFieldChars {
+			return m, newError(ReasonMetaFieldTooLong, path, "%s is %d characters, more than %d", c.name, n, MaxMetaFieldChars)
+		}
 		if key == "DDTM" {
 			m.TimeTag = c.name
 		}
