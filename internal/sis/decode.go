@@ -34,6 +34,7 @@ func DecodeString(raw string, opts Options) (*Message, error) {
 	if int64(len(raw)) > opts.MaxBytes {
 		return nil, oversize(len(raw), opts.MaxBytes)
 	}
+	raw = strings.TrimPrefix(raw, utf8BOM)
 	d := &decoder{opts: opts, scan: newScanner(raw, opts.MaxDepth)}
 	msg, err := d.decode()
 	if err != nil {
@@ -90,6 +91,12 @@ func (d *decoder) decode() (*Message, error) {
 	return d.msg, nil
 }
 
+// utf8BOM is the byte order mark that Windows tools write before a UTF-8
+// document. XML allows it at the start; DecodeString drops it there, and
+// root accepts it between the XML declaration and the root element too,
+// where some AODB exports put it (encoding/xml would otherwise see text).
+const utf8BOM = "\uFEFF"
+
 // root skips the prolog and returns the root start element.
 func (d *decoder) root() (xml.StartElement, error) {
 	for {
@@ -104,7 +111,7 @@ func (d *decoder) root() (xml.StartElement, error) {
 		case xml.StartElement:
 			return t, nil
 		case xml.CharData:
-			if len(bytes.TrimSpace(t)) > 0 {
+			if len(bytes.Trim(t, " \t\r\n"+utf8BOM)) > 0 {
 				return xml.StartElement{}, newError(ReasonMalformedXML, "", "text before the root element")
 			}
 		}

@@ -330,6 +330,37 @@ func TestDeclaredEncodingIsIgnored(t *testing.T) {
 	}
 }
 
+// TestUTF8BOM: a byte order mark before the document — at the very start,
+// or (as some exports write it) right after the XML declaration — is not
+// text before the root element.
+func TestUTF8BOM(t *testing.T) {
+	const bom = "\xEF\xBB\xBF"
+	body := string(flop("FLNO", "<FLID>1</FLID><FLNO>国航</FLNO>"))
+	decl, rest, _ := strings.Cut(body, "?>")
+	tests := map[string]string{
+		"before the declaration":   bom + body,
+		"without a declaration":    bom + rest,
+		"after the declaration":    decl + "?>" + bom + rest,
+		"both":                     bom + decl + "?>" + bom + rest,
+		"after the declaration, 2": decl + "?>\r\n" + bom + "\n" + rest,
+	}
+	for name, raw := range tests {
+		t.Run(name, func(t *testing.T) {
+			msg := mustDecode(t, []byte(raw))
+			if c := cmdOf(t, msg.Records[0], "FLNO"); c.Value != "国航" {
+				t.Fatalf("FLNO = %q", c.Value)
+			}
+			fromString, err := DecodeString(raw, Options{})
+			if err != nil || !cmp.Equal(msg, fromString) {
+				t.Fatalf("DecodeString: %v", err)
+			}
+		})
+	}
+	if e := mustReject(t, []byte(bom+"x"+rest), Options{}); e.Reason != ReasonMalformedXML {
+		t.Fatalf("text after a BOM: %v", e)
+	}
+}
+
 func TestLocationOption(t *testing.T) {
 	utc := Options{Location: time.UTC}
 	msg, err := Decode(dnld("<FLTR><FLID>1</FLID><SODT>09SEP262330</SODT></FLTR>"), utc)
