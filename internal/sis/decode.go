@@ -34,7 +34,10 @@ func DecodeString(raw string, opts Options) (*Message, error) {
 	if int64(len(raw)) > opts.MaxBytes {
 		return nil, oversize(len(raw), opts.MaxBytes)
 	}
-	raw = strings.TrimPrefix(raw, utf8BOM)
+	raw, err := toUTF8(strings.TrimPrefix(raw, utf8BOM))
+	if err != nil {
+		return nil, err
+	}
 	d := &decoder{opts: opts, scan: newScanner(raw, opts.MaxDepth)}
 	msg, err := d.decode()
 	if err != nil {

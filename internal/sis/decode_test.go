@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/text/encoding"
+	"golang.org/x/text/encoding/simplifiedchinese"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 )
@@ -322,6 +324,75 @@ func TestItemFlatteningKeepsEverything(t *testing.T) {
 	}
 }
 
+// TestDeclaredEncodingOfRawBytes: a body that is not UTF-8 is read in the
+// encoding its XML declaration names; bytes invalid in that encoding, or an
+// encoding the decoder does not read, are BAD_ENCODING; without a
+// declaration (or with UTF-8) invalid UTF-8 stays MALFORMED_XML.
+func TestDeclaredEncodingOfRawBytes(t *testing.T) {
+	body := func(decl, remc string) []byte {
+		raw := string(flop("REMC", "<FLID>1</FLID><REMC>"+remc+"</REMC>"))
+		return []byte(strings.Replace(raw, `encoding="UTF-8"`, decl, 1))
+	}
+	encode := func(enc encoding.Encoding, s string) string {
+		out, err := enc.NewEncoder().String(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	accepted := map[string]struct {
+		raw  []byte
+		want string
+	}{
+		"GBK":                   {body(`encoding="GBK"`, "\xb1\xb1\xbe\xa9\xca\xd7\xb6\xbc"), "北京首都"},
+		"gbk, single quotes":    {body(`encoding='gbk'`, "\xb1\xb1\xbe\xa9\xca\xd7\xb6\xbc"), "北京首都"},
+		"GB2312":                {body(`encoding = "GB2312"`, "\xb1\xb1\xbe\xa9"), "北京"},
+		"GB18030":               {body(`encoding="GB18030"`, encode(simplifiedchinese.GB18030, "北京首都 €😀")), "北京首都 €😀"},
+		"GB18030 keeps U+FFFD":  {body(`encoding="GB18030"`, encode(simplifiedchinese.GB18030, "首都\uFFFD")), "首都\uFFFD"},
+		"ISO-8859-1":            {body(`encoding="ISO-8859-1"`, "Z\xfcrich"), "Zürich"},
+		"Latin-1":               {body(`encoding="latin1"`, "Z\xfcrich"), "Zürich"},
+		"windows-1252":          {body(`encoding="windows-1252"`, "\x93Z\xfcrich\x94 \x80"), "“Zürich” €"},
+		"UTF-8 bytes, GBK decl": {body(`encoding="GBK"`, "北京首都"), "北京首都"},
+		"BOM, then GBK":         {append([]byte("\xEF\xBB\xBF"), body(`encoding="GBK"`, "\xb1\xb1\xbe\xa9\xca\xd7\xb6\xbc")...), "北京首都"},
+	}
+	for name, tt := range accepted {
+		t.Run(name, func(t *testing.T) {
+			msg := mustDecode(t, tt.raw)
+			if c := cmdOf(t, msg.Records[0], "REMC"); c.Value != tt.want {
+				t.Fatalf("REMC = %q, want %q", c.Value, tt.want)
+			}
+		})
+	}
+	rejected := map[string]struct {
+		raw    []byte
+		reason Reason
+		detail string
+	}{
+		"invalid GBK":           {body(`encoding="GBK"`, "\xb1\xb1\xff\xbe\xa9"), ReasonBadEncoding, "nor valid GBK"},
+		"invalid GBK trail":     {body(`encoding="GBK"`, "\xb1\x20"), ReasonBadEncoding, "nor valid GBK"},
+		"truncated GB18030":     {body(`encoding="GB18030"`, "\x81\x30\x81"), ReasonBadEncoding, "nor valid GB18030"},
+		"unsupported encoding":  {body(`encoding="EBCDIC-US"`, "Z\xfcrich"), ReasonBadEncoding, `"EBCDIC-US" is not supported`},
+		"UTF-16":                {[]byte("\xFF\xFE<\x00M\x00S\x00G\x00/\x00>\x00"), ReasonBadEncoding, "UTF-16"},
+		"UTF-8 declared":        {body(`encoding="UTF-8"`, "Z\xfcrich"), ReasonMalformedXML, ""},
+		"no encoding declared":  {body(`standalone="yes"`, "Z\xfcrich"), ReasonMalformedXML, ""},
+		"no declaration at all": {[]byte(strings.SplitN(string(body("", "Z\xfcrich")), "?>", 2)[1]), ReasonMalformedXML, ""},
+	}
+	for name, tt := range rejected {
+		t.Run(name, func(t *testing.T) {
+			e := mustReject(t, tt.raw, Options{})
+			if e.Reason != tt.reason || !strings.Contains(e.Error(), tt.detail) {
+				t.Fatalf("got %v, want %s with %q", e, tt.reason, tt.detail)
+			}
+		})
+	}
+	e := mustReject(t, body(`encoding="GBK"`, "\xb1\xb1\xff"), Options{})
+	if want := "invalid byte sequence at offset"; !strings.Contains(e.Error(), want) {
+		t.Fatalf("detail does not locate the bad bytes: %v", e)
+	}
+}
+
+// TestDeclaredEncodingIsIgnored: bytes that are valid UTF-8 are UTF-8 even
+// when the declaration names another encoding (the mailbox converts).
 func TestDeclaredEncodingIsIgnored(t *testing.T) {
 	raw := strings.Replace(string(flop("FLNO", "<FLID>1</FLID><FLNO>国航</FLNO>")), `encoding="UTF-8"`, `encoding="GBK"`, 1)
 	msg := mustDecode(t, []byte(raw))

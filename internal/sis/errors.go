@@ -20,6 +20,10 @@ const (
 	// ReasonMalformedXML: not well-formed XML (syntax, mismatched or
 	// unclosed tags, invalid UTF-8, content after the root).
 	ReasonMalformedXML Reason = "MALFORMED_XML"
+	// ReasonBadEncoding: the message is not valid UTF-8, and the encoding
+	// its XML declaration names is not supported (or UTF-16) or does not
+	// decode the bytes either.
+	ReasonBadEncoding Reason = "BAD_ENCODING"
 	// ReasonTooDeep: element nesting exceeds Options.MaxDepth.
 	ReasonTooDeep Reason = "TOO_DEEP"
 	// ReasonBadRoot: the root element is not MSG.
@@ -73,7 +77,7 @@ const (
 
 // Reasons lists every reason code, for documentation and exhaustive tests.
 var Reasons = []Reason{
-	ReasonOversize, ReasonMalformedXML, ReasonTooDeep, ReasonBadRoot, ReasonMissingMeta,
+	ReasonOversize, ReasonMalformedXML, ReasonBadEncoding, ReasonTooDeep, ReasonBadRoot, ReasonMissingMeta,
 	ReasonMetaFieldTooLong, ReasonBadSeqn, ReasonBadTime, ReasonUnknownType, ReasonUnknownStyp, ReasonUnsupportedType,
 	ReasonMissingBody, ReasonMissingField, ReasonDuplicateField, ReasonBadStructure, ReasonBadFLID,
 	ReasonBadRecs, ReasonRecsOutOfRange, ReasonRecsMismatch, ReasonDuplicateFLID, ReasonSeqZeroMixed,

@@ -17,6 +17,7 @@ func TestRejectionReasons(t *testing.T) {
 	}{
 		{ReasonOversize, dnld(fltr("1", "")), Options{MaxBytes: 100}, ""},
 		{ReasonMalformedXML, []byte("<MSG><META><SNDR>AODB</META></MSG>"), Options{}, "MSG/META/SNDR"},
+		{ReasonBadEncoding, []byte(`<?xml version="1.0" encoding="GBK"?><MSG>` + "\xff" + `</MSG>`), Options{}, ""},
 		{ReasonTooDeep, dnld(fltr("1", "<SRVT><A><B><C>x</C></B></A></SRVT>")), Options{MaxDepth: 6}, "MSG/SCHD/FLTR/SRVT/A/B"},
 		{ReasonBadRoot, []byte("<ROOT/>"), Options{}, "ROOT"},
 		{ReasonMissingMeta, []byte("<MSG><META><SNDR>AODB</SNDR><SEQN>1</SEQN><DDTM>20260909101500</DDTM><TYPE>FLOP</TYPE></META></MSG>"), Options{}, "MSG/META/STYP"},

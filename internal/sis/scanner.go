@@ -39,9 +39,9 @@ func newScanner(input string, maxDepth int) *scanner {
 func newRangeScanner(input string, lo, hi int, open []string, baseDepth, maxDepth int) *scanner {
 	dec := xml.NewDecoder(strings.NewReader(input[lo:hi]))
 	dec.Strict = true
-	// The mailbox hands over text, so the bytes are UTF-8 whatever the XML
-	// declaration says (encoding="GBK" …); encoding/xml still rejects
-	// invalid UTF-8.
+	// DecodeString has made the input UTF-8 already (toUTF8), so the XML
+	// declaration's encoding (encoding="GBK" …) is not applied a second
+	// time; encoding/xml still rejects invalid UTF-8.
 	dec.CharsetReader = func(_ string, r io.Reader) (io.Reader, error) { return r, nil }
 	return &scanner{
 		input: input, base: lo, baseDepth: baseDepth, dec: dec, maxDepth: maxDepth,
