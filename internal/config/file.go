@@ -141,6 +141,8 @@ func (fs *fileSpec) resolve() (v1alpha1.FlightFeedSpec, Secrets, field.ErrorList
 	}
 	if strings.TrimSpace(fs.Database.DSN) == "" {
 		errs = append(errs, field.Required(field.NewPath("database", "dsn"), `the database DSN, e.g. "postgres://postgres@127.0.0.1:5432/ff?sslmode=disable"`))
+	} else if err := CheckDatabaseDSN(fs.Database.DSN); err != nil {
+		errs = append(errs, field.Invalid(field.NewPath("database", "dsn"), RedactDSN(fs.Database.DSN), err.Error()))
 	}
 	if t := fs.Kafka.TLS; t != nil {
 		spec.Kafka.TLS = &v1alpha1.KafkaTLS{ServerName: t.ServerName}

@@ -5,6 +5,7 @@ import (
 	"net"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -112,13 +113,20 @@ func validateKafka(k *v1alpha1.KafkaSpec, path *field.Path) field.ErrorList {
 		errs = append(errs, field.Required(bp, "at least one seed broker host:port"))
 	}
 	for i, b := range k.Brokers {
+		// The entry is shown redacted: "user:password@host:port" is a
+		// mistake people make, and the message must not repeat it.
+		shown := RedactDSN(b)
+		if strings.Contains(b, "@") {
+			errs = append(errs, field.Invalid(bp.Index(i), shown, "must be host:port without credentials (give them in kafka.sasl)"))
+			continue
+		}
 		host, port, err := net.SplitHostPort(b)
 		if err != nil || host == "" {
-			errs = append(errs, field.Invalid(bp.Index(i), b, "must be host:port"))
+			errs = append(errs, field.Invalid(bp.Index(i), shown, "must be host:port"))
 			continue
 		}
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			errs = append(errs, field.Invalid(bp.Index(i), b, "port must be 1 to 65535"))
+			errs = append(errs, field.Invalid(bp.Index(i), shown, "port must be 1 to 65535"))
 		}
 	}
 	tp := path.Child("topics")
