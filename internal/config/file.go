@@ -107,6 +107,7 @@ func Parse(data []byte) (*Feed, error) {
 		return nil, errs.ToAggregate()
 	}
 	SetDefaults(&spec)
+	restoreWrittenZeros(js, &spec)
 	loc, errs := ValidateSpec(&spec, nil)
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()

@@ -173,3 +173,34 @@ func TestFileCoversEverySpecSection(t *testing.T) {
 		t.Fatalf("a file naming every spec section was refused: %v", err)
 	}
 }
+
+// A number written as 0 is refused like any other out-of-range value (the
+// resource's schema refuses it too); only an absent number takes the
+// default.
+func TestWrittenZeroIsRefusedAbsentIsDefaulted(t *testing.T) {
+	_, err := config.Parse([]byte(strings.Replace(minimal, "batchSize: 200", "batchSize: 0", 1)))
+	if err == nil || err.Error() != "mailbox.batchSize: Invalid value: 0: must be between 1 and 10000" {
+		t.Fatalf("batchSize: 0 gave %v", err)
+	}
+	feed, err := config.Parse([]byte(strings.Replace(minimal, ", batchSize: 200", "", 1)))
+	if err != nil || feed.Spec.Mailbox.BatchSize != config.DefaultBatchSize {
+		t.Fatalf("absent batchSize: %v, %+v", err, feed)
+	}
+	for _, c := range []struct{ section, field, want string }{
+		{"mailbox", "maxMessageBytes", "mailbox.maxMessageBytes: Invalid value: 0: must be between 1024 and 1073741824"},
+		{"database", "maxConns", "database.maxConns: Invalid value: 0: must be between 2 and 64"},
+		{"retention", "traceLogDays", "retention.traceLogDays: Invalid value: 0: must be between 1 and 3650"},
+		{"retention", "archiveDays", "retention.archiveDays: Invalid value: 0: must be between 1 and 3650"},
+		{"retention", "deliveredEventDays", "retention.deliveredEventDays: Invalid value: 0: must be between 1 and 3650"},
+	} {
+		// Into the section's mapping when minimal has one, else a new one.
+		doc := strings.Replace(minimal, c.section+": {", c.section+": {"+c.field+": 0, ", 1)
+		if !strings.Contains(doc, c.field) {
+			doc = minimal + c.section + ": {" + c.field + ": 0}\n"
+		}
+		_, err := config.Parse([]byte(doc))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s.%s: 0 gave %v", c.section, c.field, err)
+		}
+	}
+}
