@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"k8s.io/utils/clock"
+
+	"github.com/flightfeed/flightfeed/internal/config"
 )
 
 // LockName is the pipeline_lock row every write transaction locks first.
@@ -46,11 +48,18 @@ type Store struct {
 	clock clock.PassiveClock
 }
 
-// Open connects to the database; it does not migrate (see Migrate).
+// Open connects to the database; it does not migrate (see Migrate). Its
+// errors quote the DSN redacted and never a credential (see dsnError).
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	// A URI that pgx would split at the wrong '@' is refused before pgx
+	// sees it: it cannot connect, and pgx would name the password's tail
+	// as the host.
+	if err := config.CheckDatabaseDSN(dsn); err != nil {
+		return nil, fmt.Errorf("parse database DSN %s: %w", config.RedactDSN(dsn), err)
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("parse database DSN: %w", err)
+		return nil, dsnError(dsn, "parse database DSN %s: %w", config.RedactDSN(dsn), parseReason(err))
 	}
 	cfg.MaxConns = opts.MaxConns
 	idle := opts.IdleInTransactionTimeout
@@ -77,11 +86,11 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("open database pool: %w", err)
+		return nil, dsnError(dsn, "open database pool: %w", err)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("connect to database %s/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
+		return nil, dsnError(dsn, "connect to database %s/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
 	}
 	s := &Store{pool: pool, loc: opts.Location, clock: opts.Clock}
 	if s.loc == nil {

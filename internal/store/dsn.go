@@ -1,0 +1,44 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/flightfeed/flightfeed/internal/config"
+)
+
+// dsnError builds an error about dsn whose text holds no credential: what
+// is quoted of the DSN is redacted (config.RedactDSN) and whatever the
+// driver said is scrubbed of every split of the password
+// (config.RedactError), since pgx prints hosts and database names parsed
+// out of a DSN that may hold a mislaid password.
+func dsnError(dsn string, format string, args ...any) error {
+	return config.RedactError(fmt.Errorf(format, args...), dsn)
+}
+
+// parseReason drops the connection string that pgx quotes in a parse
+// error (redacted only "best effort", pgconn says): the caller quotes the
+// DSN redacted, so only the reason is kept.
+func parseReason(err error) error {
+	var pe *pgconn.ParseConfigError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	text := pe.Error()
+	if i := strings.LastIndex(text, "`: "); strings.HasPrefix(text, "cannot parse `") && i >= 0 {
+		return &reasonError{reason: text[i+len("`: "):], err: err}
+	}
+	return err
+}
+
+// reasonError shows only the reason of a parse error and unwraps to it.
+type reasonError struct {
+	reason string
+	err    error
+}
+
+func (e *reasonError) Error() string { return e.reason }
+func (e *reasonError) Unwrap() error { return e.err }

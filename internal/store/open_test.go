@@ -1,0 +1,42 @@
+package store_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+// Open's errors name the database without ever showing its password, even
+// when the DSN is malformed so that pgx mistakes part of the password for
+// the host or the database name. No database is needed: each DSN fails.
+func TestOpenErrorsNeverShowThePassword(t *testing.T) {
+	const marker = "Zq9Marker"
+	for _, c := range []struct{ dsn, want string }{
+		// An unescaped '@' in the password: pgx would dial "ss@Zq9Marker@127.0.0.1".
+		{"postgres://postgres:p@ss@" + marker + "@127.0.0.1:1/ff?connect_timeout=2", "parse database DSN postgres://***@127.0.0.1:1/ff"},
+		// An unescaped '/': the password's tail would be the database name.
+		{"postgres://postgres:5432/" + marker + "@127.0.0.1:1/ff?connect_timeout=2", "percent-encode"},
+		{"postgres://postgres:" + marker + "@127.0.0.1:x/ff", "parse database DSN postgres://***@127.0.0.1:x/ff: invalid port"},
+		{"host=127.0.0.1 port=x user=postgres password=" + marker + " dbname=ff", "parse database DSN host=127.0.0.1 port=x user=postgres password=*** dbname=ff: invalid port"},
+		{"postgres://postgres:" + marker + "@127.0.0.1:1/ff?connect_timeout=2", "connect to database 127.0.0.1/ff"},
+		{"host=127.0.0.1 port=1 password='" + marker + "' dbname=ff connect_timeout=2", "connect to database 127.0.0.1/ff"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		s, err := store.Open(ctx, c.dsn, store.Options{})
+		cancel()
+		if err == nil {
+			s.Close()
+			t.Errorf("%s: opened", c.dsn)
+			continue
+		}
+		if strings.Contains(err.Error(), marker[2:]) {
+			t.Errorf("%s: error shows the password: %s", c.dsn, err)
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %q does not say %q", c.dsn, err, c.want)
+		}
+	}
+}
