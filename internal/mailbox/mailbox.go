@@ -60,7 +60,7 @@ type queries struct {
 func Open(ctx context.Context, dsn string, spec v1alpha1.MailboxSpec) (*Mailbox, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("parse mailbox DSN: %w", err)
+		return nil, dsnError(dsn, "parse mailbox DSN %s: %w", redactDSN(dsn), err)
 	}
 	cfg.ParseTime = true
 	if cfg.Loc == nil {
@@ -72,13 +72,13 @@ func Open(ctx context.Context, dsn string, spec v1alpha1.MailboxSpec) (*Mailbox,
 	}
 	db, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {
-		return nil, fmt.Errorf("open mailbox: %w", err)
+		return nil, dsnError(dsn, "open mailbox: %w", err)
 	}
 	db.SetMaxOpenConns(4)
 	db.SetConnMaxIdleTime(time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("connect to mailbox %s/%s: %w", cfg.Addr, cfg.DBName, err)
+		return nil, dsnError(dsn, "connect to mailbox %s/%s: %w", cfg.Addr, cfg.DBName, err)
 	}
 	return &Mailbox{db: db, validStatus: spec.Inbound.ValidStatus, q: q}, nil
 }
