@@ -34,6 +34,8 @@ func TestClassify(t *testing.T) {
 		{"serialization failure", &pgconn.PgError{Code: "40001"}, VerdictInfra, ReasonInfra},
 		{"check violation", fmt.Errorf("write: %w", &pgconn.PgError{Code: "23514"}), VerdictDead, ReasonDataRejected},
 		{"day set-once trigger", &pgconn.PgError{Code: "FF001"}, VerdictDead, ReasonDataRejected},
+		{"index row too large", fmt.Errorf("write: %w", &pgconn.PgError{Code: "54000", Message: "index row size 2760 exceeds btree version 4 maximum 2704"}), VerdictDead, ReasonDataRejected},
+		{"statement too complex", &pgconn.PgError{Code: "54001"}, VerdictDead, ReasonDataRejected},
 		{"engine refuses command", fmt.Errorf("merge: %w", flight.ErrInvalidCommand), VerdictDead, ReasonDataRejected},
 		{"typed time unparsable at write", fmt.Errorf("flight 1 SODT: %w", flight.ErrBadSISTime), VerdictDead, ReasonDataRejected},
 	}
@@ -42,6 +44,39 @@ func TestClassify(t *testing.T) {
 			v, r := Classify(c.err)
 			if v != c.verdict || r != c.reason {
 				t.Fatalf("Classify = (%d, %s), want (%d, %s)", v, r, c.verdict, c.reason)
+			}
+		})
+	}
+}
+
+// Which errors may make a message DEAD when they repeat on a batch of one:
+// server answers about the data, never outages or a broken schema.
+func TestRefusalSignature(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+		sig  string
+		ok   bool
+	}{
+		{"trigger raises", fmt.Errorf("write: %w", &pgconn.PgError{Code: "P0001", Message: "refused"}), "P0001 refused", true},
+		{"function error", &pgconn.PgError{Code: "39000", Message: "bad"}, "39000 bad", true},
+		{"check violation", &pgconn.PgError{Code: "23514", Message: "c"}, "23514 c", true},
+		{"connection refused", errors.New("dial tcp 127.0.0.1:5432: connection refused"), "", false},
+		{"backend terminated", &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}, "", false},
+		{"statement timeout", &pgconn.PgError{Code: "57014"}, "", false},
+		{"deadlock", &pgconn.PgError{Code: "40P01"}, "", false},
+		{"disk full", &pgconn.PgError{Code: "53100"}, "", false},
+		{"lock not available", &pgconn.PgError{Code: "55P03"}, "", false},
+		{"table missing", &pgconn.PgError{Code: "42P01", Message: "relation \"flight_schd\" does not exist"}, "", false},
+		{"permission denied", &pgconn.PgError{Code: "42501"}, "", false},
+		{"read-only transaction", &pgconn.PgError{Code: "25006"}, "", false},
+		{"internal error", &pgconn.PgError{Code: "XX000"}, "", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sig, ok := RefusalSignature(c.err)
+			if sig != c.sig || ok != c.ok {
+				t.Fatalf("RefusalSignature = (%q, %v), want (%q, %v)", sig, ok, c.sig, c.ok)
 			}
 		})
 	}
