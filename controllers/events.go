@@ -24,6 +24,8 @@ const (
 	ReasonDeadMessage = string(NoticeDead)
 	// ReasonDayMismatch (Warning): SAME_FLID_ACROSS_OPERATION_DAYS.
 	ReasonDayMismatch = string(NoticeDayMismatch)
+	// ReasonMailboxIDReused (Warning): the mailbox's ids restarted.
+	ReasonMailboxIDReused = string(NoticeIDReused)
 )
 
 // maxNoticesPerReport bounds the Events one report records; the rest are

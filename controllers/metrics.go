@@ -32,6 +32,7 @@ type Metrics struct {
 	txDuration      *prometheus.HistogramVec
 	batchSize       *prometheus.HistogramVec
 	ignoredTags     *prometheus.CounterVec
+	serviceErrors   *prometheus.CounterVec
 	queueDepth      *prometheus.GaugeVec
 	queueLag        *prometheus.GaugeVec
 	headBlocked     *prometheus.GaugeVec
@@ -72,6 +73,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "flightfeed_ignored_tags_total",
 			Help: "SIS tags the module does not map (kept in the raw archive), by tag.",
 		}, append(feed, "tag")),
+		serviceErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flightfeed_service_errors_total",
+			Help: "Failed reads or writes of the pump against a service it depends on, by service (mailbox).",
+		}, append(feed, "service")),
 		queueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flightfeed_queue_depth",
 			Help: "Unprocessed VALID mailbox rows.",
@@ -118,7 +123,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // register adds the series to reg. Series already registered there (a
 // second manager in the same process) are shared, not duplicated.
 func (m *Metrics) register(reg prometheus.Registerer) error {
-	for _, p := range []any{&m.messages, &m.txDuration, &m.batchSize, &m.ignoredTags, &m.queueDepth, &m.queueLag,
+	for _, p := range []any{&m.messages, &m.txDuration, &m.batchSize, &m.ignoredTags, &m.serviceErrors, &m.queueDepth, &m.queueLag,
 		&m.headBlocked, &m.outboxPending, &m.outboxOldest, &m.backfillPending, &m.snapshotVersion, &m.leader, &m.pumpRunning} {
 		var err error
 		switch v := p.(type) {
@@ -277,6 +282,14 @@ func (o *FeedObserver) IgnoredTags(tags map[string]int) {
 	for tag, n := range tags {
 		o.m.ignoredTags.WithLabelValues(o.ns, o.name, bounded(tag)).Add(float64(n))
 	}
+}
+
+// ServiceError counts one failed read or write against a service.
+func (o *FeedObserver) ServiceError(service string) {
+	if o == nil || o.m == nil {
+		return
+	}
+	o.m.serviceErrors.WithLabelValues(o.ns, o.name, service).Inc()
 }
 
 func bounded(v string) string {

@@ -178,8 +178,11 @@ func (r *reporter) notices(ns []Notice) {
 			return
 		}
 		reason := ReasonDeadMessage
-		if n.Kind == NoticeDayMismatch {
+		switch n.Kind {
+		case NoticeDayMismatch:
 			reason = ReasonDayMismatch
+		case NoticeIDReused:
+			reason = ReasonMailboxIDReused
 		}
 		r.s.event(corev1.EventTypeWarning, reason, "Process", "mailbox row %d: %s: %s", n.MessageID, n.Reason, n.Detail)
 	}

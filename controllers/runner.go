@@ -41,6 +41,9 @@ const (
 	// NoticeDayMismatch: a snapshot was rejected because a FLID belongs to
 	// another operation day (alert SAME_FLID_ACROSS_OPERATION_DAYS).
 	NoticeDayMismatch NoticeKind = "DayMismatch"
+	// NoticeIDReused: a mailbox row reused the id of another, already
+	// processed message; it was processed as new.
+	NoticeIDReused NoticeKind = "MailboxIDReused"
 )
 
 // Notice is one notable outcome of the pump.

@@ -129,6 +129,10 @@ func buildStatus(in reportInput) statusReport {
 	return out
 }
 
+// idReuseShown is how long Degraded says MailboxIDsReused after the last
+// reused id was seen.
+const idReuseShown = time.Hour
+
 // running sets the conditions of a running pump.
 func running(in reportInput, cond func(v1alpha1.ConditionType, metav1.ConditionStatus, v1alpha1.ConditionReason, string)) {
 	p := in.Pump
@@ -159,6 +163,13 @@ func running(in reportInput, cond func(v1alpha1.ConditionType, metav1.ConditionS
 		cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonHeadBlocked,
 			fmt.Sprintf("mailbox row %d has been failing since %s: %s", p.HeadID,
 				p.HeadBlockedSince.UTC().Format(time.RFC3339), p.HeadLastError))
+		return
+	}
+	if !p.IDReusedAt.IsZero() && in.Now.Sub(p.IDReusedAt) < idReuseShown {
+		cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonMailboxIDsReused,
+			fmt.Sprintf("%d mailbox row(s) reused the id of an already processed message (newest: row %d at %s): the mailbox's ids restarted; "+
+				"each was processed as a new message and its predecessor kept in msg_id_reuse", p.IDsReused, p.IDReusedLast,
+				p.IDReusedAt.UTC().Format(time.RFC3339)))
 		return
 	}
 	cond(v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonAsExpected, "the mailbox head is not blocked")

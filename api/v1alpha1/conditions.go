@@ -63,6 +63,10 @@ const (
 
 	// ReasonHeadBlocked (Degraded True): the mailbox head keeps failing.
 	ReasonHeadBlocked ConditionReason = "HeadBlocked"
+	// ReasonMailboxIDsReused (Degraded True): a mailbox row reused the id of
+	// another, already processed message within the last hour (the
+	// mailbox's ids restarted); it was processed as a new message.
+	ReasonMailboxIDsReused ConditionReason = "MailboxIDsReused"
 	// ReasonAsExpected (Degraded False).
 	ReasonAsExpected ConditionReason = "AsExpected"
 )

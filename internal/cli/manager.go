@@ -11,6 +11,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/operator"
+	"github.com/flightfeed/flightfeed/internal/pump"
 )
 
 func newManagerCommand() *cobra.Command {
@@ -72,8 +73,11 @@ func (n noticingRunner) DrainNotices() []controllers.Notice {
 	out := make([]controllers.Notice, len(pn))
 	for i, x := range pn {
 		kind := controllers.NoticeDead
-		if x.DayMismatch {
+		switch {
+		case x.DayMismatch:
 			kind = controllers.NoticeDayMismatch
+		case x.Reason == pump.ReasonIDReused:
+			kind = controllers.NoticeIDReused
 		}
 		out[i] = controllers.Notice{Kind: kind, MessageID: x.MessageID, Reason: x.Reason, Detail: x.Detail}
 	}

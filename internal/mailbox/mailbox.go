@@ -32,11 +32,17 @@ type Row struct {
 	// holds only the first limit bytes and Truncated is set.
 	Body      []byte
 	Truncated bool
+	// Null: the body column is NULL (Body is empty).
+	Null bool
 }
 
 // Result is what the pump writes back to one row.
 type Result struct {
-	ID        int64
+	ID int64
+	// Received is the row's received time: the result lands only on the row
+	// with this id and this received time, never on a later row that
+	// reused the id after the mailbox's ids restarted.
+	Received  time.Time
 	Result    string // SUCCEEDED, SKIPPED, DEAD, FAILED
 	Note      string
 	Processed time.Time
@@ -47,6 +53,9 @@ type Mailbox struct {
 	db          *sql.DB
 	validStatus string
 	q           queries
+	// noteExpr is the SQL expression of a note parameter, converted to the
+	// note column's character set when that is not UTF-8 (see noteExpression).
+	noteExpr string
 }
 
 type queries struct {
@@ -80,7 +89,29 @@ func Open(ctx context.Context, dsn string, spec v1alpha1.MailboxSpec) (*Mailbox,
 		_ = db.Close()
 		return nil, dsnError(dsn, "connect to mailbox %s/%s: %w", cfg.Addr, cfg.DBName, err)
 	}
-	return &Mailbox{db: db, validStatus: spec.Inbound.ValidStatus, q: q}, nil
+	m := &Mailbox{db: db, validStatus: spec.Inbound.ValidStatus, q: q}
+	m.noteExpr = m.noteExpression(ctx, spec.Inbound)
+	return m, nil
+}
+
+// charsetName is a MySQL character set name as information_schema gives it.
+var charsetName = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
+
+// noteExpression returns the placeholder for a note value. A note column
+// in a character set other than UTF-8 (GBK, Latin-1 in older AODB
+// installations) gets the note converted by CONVERT(… USING cs), which
+// replaces a character the set cannot hold with '?': assigning the UTF-8
+// text directly fails in strict mode ("Incorrect string value") and would
+// keep the write-back failing for good. When the column cannot be looked
+// up, the plain placeholder stays.
+func (m *Mailbox) noteExpression(ctx context.Context, in v1alpha1.InboundTableSpec) string {
+	var cs sql.NullString
+	err := m.db.QueryRowContext(ctx, `SELECT CHARACTER_SET_NAME FROM information_schema.COLUMNS
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?`, in.Table, in.NoteColumn).Scan(&cs)
+	if err != nil || !cs.Valid || strings.HasPrefix(cs.String, "utf8") || !charsetName.MatchString(cs.String) {
+		return "?"
+	}
+	return "CONVERT(? USING " + cs.String + ")"
 }
 
 // Close releases the connections.
@@ -107,17 +138,24 @@ func buildQueries(spec v1alpha1.MailboxSpec) (queries, error) {
 		quoted[i] = q
 	}
 	t, id, recv, done, status, body, result, note := quoted[0], quoted[1], quoted[2], quoted[3], quoted[4], quoted[5], quoted[6], quoted[7]
+	utf8Body := "CONVERT(" + body + " USING utf8mb4)"
 	ot, oins, orout, obody, oid, osent := quoted[8], quoted[9], quoted[10], quoted[11], quoted[12], quoted[13]
 	head := " FROM " + t + " WHERE " + done + " IS NULL AND " + status + " = ?"
 	return queries{
-		headIDs: "SELECT " + id + ", " + recv + ", LENGTH(" + body + ")" + head + " ORDER BY " + recv + ", " + id + " LIMIT ?",
-		bodies:  "SELECT " + id + ", CASE WHEN LENGTH(" + body + ") > ? THEN SUBSTRING(CAST(" + body + " AS BINARY), 1, ?) ELSE CAST(" + body + " AS BINARY) END FROM " + t + " WHERE " + id + " IN (%s)",
-		depth:   "SELECT COUNT(*), MIN(" + recv + ")" + head,
+		// Sizes are of the UTF-8 text the pump is given (see bodies).
+		headIDs: "SELECT " + id + ", " + recv + ", LENGTH(" + utf8Body + ")" + head + " ORDER BY " + recv + ", " + id + " LIMIT ?",
+		// The body is converted by the server from the column's character
+		// set to UTF-8 (a no-op for utf8mb4 columns; GBK or Latin-1 columns
+		// of older AODB installations arrive as the same text in UTF-8),
+		// then sent as bytes so nothing on the way re-encodes it.
+		bodies: "SELECT " + id + ", " + body + " IS NULL, CASE WHEN LENGTH(" + utf8Body + ") > ? THEN SUBSTRING(CAST(" + utf8Body +
+			" AS BINARY), 1, ?) ELSE CAST(" + utf8Body + " AS BINARY) END FROM " + t + " WHERE " + id + " IN (%s)",
+		depth: "SELECT COUNT(*), MIN(" + recv + ")" + head,
 		// A join with a derived table keeps one statement per batch linear
 		// in the batch (a CASE per column would be quadratic).
 		// The IN list lets the server find the rows by primary key instead
 		// of scanning the table against the derived one.
-		backfillPrefix: "UPDATE " + t + " m JOIN (%s) v ON m." + id + " = v.id SET m." + done + " = v.done, m." + result + " = v.result, m." + note + " = v.note WHERE m." + id + " IN (%s)",
+		backfillPrefix: "UPDATE " + t + " m JOIN (%s) v ON m." + id + " = v.id AND m." + recv + " = v.recv SET m." + done + " = v.done, m." + result + " = v.result, m." + note + " = v.note WHERE m." + id + " IN (%s)",
 		request:        "INSERT INTO " + ot + " (" + oins + ", " + orout + ", " + obody + ") VALUES (?, ?, ?)",
 		put:            "INSERT INTO " + t + " (" + recv + ", " + status + ", " + body + ") VALUES (?, ?, ?)",
 		unsent:         "SELECT " + oid + ", " + obody + " FROM " + ot + " WHERE " + osent + " IS NULL ORDER BY " + oid,
@@ -194,12 +232,13 @@ func (m *Mailbox) fillBodies(ctx context.Context, head []Row, maxBytes int64) er
 	defer func() { _ = rows.Close() }()
 	for rows.Next() {
 		var id int64
+		var null bool
 		var body []byte
-		if err := rows.Scan(&id, &body); err != nil {
+		if err := rows.Scan(&id, &null, &body); err != nil {
 			return fmt.Errorf("read mailbox bodies: %w", err)
 		}
 		if i, ok := index[id]; ok {
-			head[i].Body = body
+			head[i].Body, head[i].Null = body, null
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -224,18 +263,18 @@ func (m *Mailbox) Backfill(ctx context.Context, results []Result) error {
 		return nil
 	}
 	selects := make([]string, len(results))
-	args := make([]any, 0, 4*len(results))
+	args := make([]any, 0, 6*len(results))
 	for i, r := range results {
 		if i == 0 {
-			selects[i] = "SELECT ? AS id, ? AS done, ? AS result, ? AS note"
+			selects[i] = "SELECT ? AS id, ? AS recv, ? AS done, ? AS result, " + m.noteExpr + " AS note"
 		} else {
-			selects[i] = "SELECT ?, ?, ?, ?"
+			selects[i] = "SELECT ?, ?, ?, ?, " + m.noteExpr
 		}
 		var n any
 		if r.Note != "" {
 			n = FitNote(r.Note)
 		}
-		args = append(args, r.ID, r.Processed.UTC(), r.Result, n)
+		args = append(args, r.ID, r.Received, r.Processed.UTC(), r.Result, n)
 	}
 	marks := make([]string, len(results))
 	for i, r := range results {

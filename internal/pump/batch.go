@@ -57,6 +57,11 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 	}
 	run := &batchRun{tx: tx, set: pre.Set, priors: pre.Priors, seen: map[string][]byte{}, reload: b.request}
 
+	reused := p.reusedIDs(b.items, pre.States)
+	if err := tx.RetireReusedIDs(ctx, reused); err != nil {
+		return p.infraFailure(ctx, rows, nil, err)
+	}
+
 	var done []outcome
 	var archive []store.ArchivedRow
 	var waitFor *waiting
@@ -64,19 +69,19 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 		prior, known := pre.States[it.row.ID]
 		if known && prior.Terminal() {
 			// Processed before (a backfill did not land): only write back.
-			done = append(done, outcome{rewrite: true, result: store.Result{MessageID: it.row.ID, Status: prior.Status,
-				Reason: prior.Reason, Note: prior.Note}})
+			done = append(done, outcome{rewrite: true, result: store.Result{MessageID: it.row.ID, ReceivedAt: it.row.Received,
+				Status: prior.Status, Reason: prior.Reason, Note: prior.Note}})
 			continue
 		}
 		o, w, err := p.processOne(ctx, run, it, prior)
 		if err != nil {
-			return p.infraFailure(ctx, rows[i:], done, err)
+			return p.infraFailure(ctx, rows, done, err)
 		}
 		if w != nil && i > 0 {
 			break // commit what precedes; the waiting message goes alone next time
 		}
 		archive = append(archive, store.ArchivedRow{MessageID: it.row.ID, ReceivedAt: it.row.Received, Size: it.row.Size,
-			Body: it.row.Body, Truncated: it.row.Truncated})
+			Body: it.row.Body, Digest: it.digest, Truncated: it.row.Truncated})
 		done = append(done, o)
 		if w != nil {
 			waitFor = w
@@ -96,6 +101,7 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 		return p.infraFailure(ctx, rows, done, err)
 	}
 	p.cache.Keep(run.set)
+	p.reportReused(reused)
 	p.afterCommit(ctx, done, start)
 	if waitFor != nil {
 		p.update(func(s *Status) {
@@ -106,7 +112,7 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 		})
 		return batchOutcome{blocked: true, wait: waitFor.wait}
 	}
-	p.infraAttempts = 0
+	p.infraAttempts, p.refusal = 0, refusal{}
 	p.batchSize = min(p.batchSize*2, int(p.feed.Spec.Mailbox.BatchSize))
 	p.update(func(s *Status) {
 		s.HeadBlockedSince, s.HeadLastError, s.DatabaseReachable, s.DatabaseError = time.Time{}, "", true, ""
@@ -116,7 +122,9 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 
 // item is one row with its decoding.
 type item struct {
-	row    mailbox.Row
+	row mailbox.Row
+	// digest is store.Digest(row.Body), computed once.
+	digest []byte
 	msg    *sis.Message
 	decErr error
 }
@@ -131,8 +139,8 @@ func (p *Pump) decodeBatch(rows []mailbox.Row) decodedBatch {
 	b := decodedBatch{items: make([]item, len(rows))}
 	since := rows[0].Received
 	for i, row := range rows {
-		it := item{row: row}
-		if !row.Truncated {
+		it := item{row: row, digest: store.Digest(row.Body)}
+		if !row.Truncated && !row.Null {
 			it.msg, it.decErr = sis.Decode(row.Body, p.decode)
 		}
 		b.request.MessageIDs = append(b.request.MessageIDs, row.ID)
@@ -178,6 +186,7 @@ type waiting struct {
 // infraFailure rolls back (the deferred Rollback does) and decides how to
 // retry: a conflict at once, anything else with backoff; a batch of more
 // than one message shrinks to one so the failing message is isolated.
+// rows is the whole batch: its first row stays the head.
 func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, attempted []outcome, err error) batchOutcome {
 	verdict, reason := Classify(err)
 	if verdict == VerdictFenced {
@@ -193,12 +202,24 @@ func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, attempted [
 	if verdict == VerdictConflict {
 		return batchOutcome{blocked: true, wait: time.Millisecond}
 	}
-	if verdict == VerdictDead && len(rows) == 1 {
-		// The database itself refuses this one message's data: retrying
-		// cannot help, and the head must not block on it.
-		if derr := p.giveUp(ctx, rows[0], reason, fmt.Sprintf("%s: the database refused the message's data: %v", reason, err)); derr == nil {
-			p.infraAttempts = 0
-			return batchOutcome{}
+	if len(rows) == 1 {
+		// The database itself refuses this one message's data (a data or
+		// integrity error, a program limit, or the same answer about it
+		// RefusalRepeats times in a row): retrying cannot help, and the
+		// head must not block on it.
+		note := ""
+		switch {
+		case verdict == VerdictDead:
+			note = fmt.Sprintf("%s: the database refused the message's data: %v", reason, err)
+		case p.refusedAgain(head, err):
+			reason = ReasonDataRejected
+			note = fmt.Sprintf("%s: the database refused the message %d times in a row: %v", reason, RefusalRepeats, err)
+		}
+		if note != "" {
+			if derr := p.giveUp(ctx, rows[0], reason, note); derr == nil {
+				p.infraAttempts, p.refusal = 0, refusal{}
+				return batchOutcome{}
+			}
 		}
 	}
 	p.infraAttempts++
@@ -256,7 +277,8 @@ func (p *Pump) afterCommit(ctx context.Context, done []outcome, start time.Time)
 		r := o.result
 		if r.Status != store.StatusFailed {
 			// FAILED is not terminal: the row stays at the head for its retry.
-			results = append(results, store.Backfill{MessageID: r.MessageID, Result: r.Status, Note: r.Note, Processed: p.clock.Now()})
+			results = append(results, store.Backfill{MessageID: r.MessageID, Received: r.ReceivedAt, Result: r.Status, Note: r.Note,
+				Processed: p.clock.Now()})
 		}
 		changed = changed || o.changed
 		if !o.rewrite {
@@ -288,4 +310,26 @@ func (p *Pump) afterCommit(ctx context.Context, done []outcome, start time.Time)
 			p.rate.count, p.rate.since = 0, now
 		}
 	})
+}
+
+// refusal counts the same server error at the same head, batch of one.
+type refusal struct {
+	head  int64
+	sig   string
+	count int
+}
+
+// refusedAgain records err at head and reports whether the server has now
+// answered the same way RefusalRepeats times in a row (RefusalSignature).
+func (p *Pump) refusedAgain(head int64, err error) bool {
+	sig, ok := RefusalSignature(err)
+	if !ok {
+		p.refusal = refusal{}
+		return false
+	}
+	if p.refusal.head != head || p.refusal.sig != sig {
+		p.refusal = refusal{head: head, sig: sig}
+	}
+	p.refusal.count++
+	return p.refusal.count >= RefusalRepeats
 }

@@ -96,13 +96,19 @@ func (p *Pump) step(ctx context.Context) (worked bool, wait time.Duration, err e
 		if ctx.Err() != nil {
 			return false, 0, nil
 		}
-		p.update(func(s *Status) { s.MailboxReachable, s.MailboxError = false, err.Error() })
+		// A failed write-back leaves its rows at the head; reading them
+		// again would only redo the write-back in a tight loop, so a
+		// failed write-back waits like a failed head read.
+		p.mailboxFailed(err, next.writeBackErr)
 		p.infraAttempts++
 		return false, p.backoff(), nil
 	}
-	p.update(func(s *Status) { s.MailboxReachable, s.MailboxError = true, "" })
+	p.mailboxAnswered(next.wroteBack)
 	if len(next.rows) == 0 {
-		p.flushBackfill(ctx)
+		if err := p.flushBackfill(ctx); err != nil {
+			p.infraAttempts++
+			return false, p.backoff(), nil
+		}
 		p.infraAttempts = 0
 		p.update(func(s *Status) { s.HeadID, s.HeadBlockedSince, s.HeadLastError = 0, time.Time{}, "" })
 		p.retryBackfills(ctx)
@@ -137,7 +143,10 @@ type reading struct {
 	done  chan struct{}
 	rows  []mailbox.Row
 	batch decodedBatch
-	err   error
+	// wroteBack: results were written back before the read; writeBackErr:
+	// that write-back failed (err is set, nothing was read).
+	wroteBack, writeBackErr bool
+	err                     error
 }
 
 // readAhead starts reading the next batch while the rows in applying are
@@ -163,10 +172,14 @@ func (p *Pump) readAhead(ctx context.Context, applying []mailbox.Row) *reading {
 	go func() {
 		defer close(r.done)
 		if len(backfill) > 0 {
-			if err := p.backfill(ctx, backfill); err != nil {
-				p.log.Error(err, "backfill after commit (intents kept for retry)")
-			}
+			err := p.backfill(ctx, backfill)
 			p.setBackfillPending(ctx)
+			if err != nil {
+				// The intents stay committed; the rows stay at the head.
+				r.err, r.writeBackErr = err, true
+				return
+			}
+			r.wroteBack = true
 		}
 		rows, err := p.mbox.HeadSkipping(ctx, limit, p.opts.BodyBudget, maxBytes, skip)
 		if err != nil || len(rows) == 0 {
@@ -188,16 +201,21 @@ func (p *Pump) dropAhead() {
 }
 
 // flushBackfill writes back the results committed since the last read.
-func (p *Pump) flushBackfill(ctx context.Context) {
+// A failure is reported (mailboxFailed) and returned; the intents stay.
+func (p *Pump) flushBackfill(ctx context.Context) error {
 	if len(p.pending) == 0 {
-		return
+		return nil
 	}
 	backfill := p.pending
 	p.pending = nil
-	if err := p.backfill(ctx, backfill); err != nil {
-		p.log.Error(err, "backfill after commit (intents kept for retry)")
+	err := p.backfill(ctx, backfill)
+	if err != nil {
+		p.mailboxFailed(err, true)
+	} else {
+		p.mailboxAnswered(true)
 	}
 	p.setBackfillPending(ctx)
+	return err
 }
 
 // settle ends the loop's work in flight when the pump stops: the
@@ -211,7 +229,7 @@ func (p *Pump) settle(ctx context.Context) {
 	}
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
-	p.flushBackfill(bctx)
+	_ = p.flushBackfill(bctx) // reported; the intents wait for the next start
 }
 
 // settleTimeout bounds the write-back when the pump stops.
@@ -269,9 +287,10 @@ func (p *Pump) retryBackfills(ctx context.Context) {
 			return
 		}
 		if err := p.backfill(ctx, pending); err != nil {
-			p.log.Error(err, "backfill retry")
+			p.mailboxFailed(err, true)
 			return
 		}
+		p.mailboxAnswered(true)
 		if len(pending) < 500 {
 			p.setBackfillPending(ctx)
 			return
@@ -292,15 +311,14 @@ func (p *Pump) backfill(ctx context.Context, results []store.Backfill) error {
 	rows := make([]mailboxResult, len(results))
 	ids := make([]int64, len(results))
 	for i, r := range results {
-		rows[i] = mailboxResult{ID: r.MessageID, Result: r.Result, Note: r.Note, Processed: r.Processed}
+		rows[i] = mailboxResult{ID: r.MessageID, Received: r.Received, Result: r.Result, Note: r.Note, Processed: r.Processed}
 		ids[i] = r.MessageID
 	}
 	if err := p.mbox.Backfill(ctx, rows); err != nil {
 		if ferr := p.store.BackfillFailed(ctx, ids, err); ferr != nil {
 			p.log.Error(ferr, "note backfill failure")
 		}
-		p.update(func(s *Status) { s.MailboxReachable, s.MailboxError = false, err.Error() })
-		return fmt.Errorf("backfill: %w", err)
+		return fmt.Errorf("write %d results back (intents kept for retry): %w", len(rows), err)
 	}
 	if err := p.store.BackfillDone(ctx, ids); err != nil {
 		return fmt.Errorf("backfill: %w", err)

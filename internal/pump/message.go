@@ -23,7 +23,10 @@ import (
 func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior store.ProcState) (o outcome, w *waiting, err error) {
 	row, msg := it.row, it.msg
 	log := p.log.WithValues("msg_id", row.ID)
-	res := store.Result{MessageID: row.ID, ReceivedAt: row.Received, PayloadDigest: store.Digest(row.Body)}
+	res := store.Result{MessageID: row.ID, ReceivedAt: row.Received, PayloadDigest: it.digest}
+	if row.Null {
+		return p.finish(res, store.StatusDead, ReasonEmptyBody, "the mailbox row's body column is NULL", nil)
+	}
 	if row.Truncated {
 		return p.finish(res, store.StatusDead, string(sis.ReasonOversize),
 			fmt.Sprintf("message is %d bytes, more than mailbox.maxMessageBytes %d", row.Size, p.feed.Spec.Mailbox.MaxMessageBytes), nil)
@@ -128,7 +131,7 @@ func (p *Pump) finish(res store.Result, status, reason, detail string, trace *st
 
 // apply dispatches a decoded message to its write path.
 func (p *Pump) apply(ctx context.Context, run *batchRun, msg *sis.Message, row mailbox.Row) (changed bool, trace *store.TraceEntry, err error) {
-	meta := p.meta(msg, row.ID)
+	meta := p.meta(msg, row)
 	switch msg.Kind {
 	case sis.KindSnapshot:
 		return p.applySnapshotIsolated(ctx, run, meta, msg, row)

@@ -25,7 +25,13 @@ type Observer interface {
 	BatchCommitted(messages int, took time.Duration)
 	// IgnoredTags counts SIS tags the module does not map.
 	IgnoredTags(tags map[string]int)
+	// ServiceError counts a failed read or write against a service the
+	// pump depends on (ServiceMailbox).
+	ServiceError(service string)
 }
+
+// ServiceMailbox names the mailbox in ServiceError.
+const ServiceMailbox = "mailbox"
 
 // NopObserver ignores every observation.
 type NopObserver struct{}
@@ -38,6 +44,9 @@ func (NopObserver) BatchCommitted(int, time.Duration) {}
 
 // IgnoredTags implements Observer.
 func (NopObserver) IgnoredTags(map[string]int) {}
+
+// ServiceError implements Observer.
+func (NopObserver) ServiceError(string) {}
 
 // Options configure a Pump.
 type Options struct {
@@ -88,11 +97,15 @@ type Pump struct {
 	pending []store.Backfill
 	// batchSize adapts: back to 1 after a failure, doubling on success.
 	batchSize int
-	// infraAttempts counts consecutive failures at the current head.
+	// infraAttempts counts consecutive failures at the current head;
+	// refusal the same server error repeating there.
 	infraAttempts int
-	nextJobs      time.Time
-	lastDepth     time.Time
-	lastJobs      time.Time
+	refusal       refusal
+	// mboxOutage tracks a failing mailbox for its log lines.
+	mboxOutage outage
+	nextJobs   time.Time
+	lastDepth  time.Time
+	lastJobs   time.Time
 	// rate measures messages per second over windows of 10 s or more.
 	rate struct {
 		since time.Time
@@ -202,8 +215,8 @@ func (p *Pump) Drained(ctx context.Context) (bool, error) {
 	return depth == 0 && pending == 0, nil
 }
 
-func (p *Pump) meta(m *sis.Message, id int64) store.Meta {
-	return store.Meta{MessageID: id, Type: m.Meta.Type, Styp: m.Meta.Styp}
+func (p *Pump) meta(m *sis.Message, row mailbox.Row) store.Meta {
+	return store.Meta{MessageID: row.ID, ReceivedAt: row.Received, Type: m.Meta.Type, Styp: m.Meta.Styp}
 }
 
 type mailboxResult = mailbox.Result

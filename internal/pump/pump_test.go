@@ -293,10 +293,12 @@ func TestTerminalRowIsOnlyBackfilledAgain(t *testing.T) {
 func TestBackfillIntentsAreRecoveredAtStart(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	id := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
-	// A committed DEAD result whose backfill never happened.
-	if _, err := h.db.Exec(t.Context(), `INSERT INTO proc_state (message_id, status, reason, note, received_at, finished_at)
-		VALUES ($1, 'DEAD', 'MALFORMED_XML', 'MALFORMED_XML: test', now(), now())`, id); err != nil {
+	body := h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>")
+	id := h.put(body)
+	// A committed DEAD result of this very row (same received time and
+	// payload) whose backfill never happened.
+	if _, err := h.db.Exec(t.Context(), `INSERT INTO proc_state (message_id, status, reason, note, received_at, payload_digest, finished_at)
+		VALUES ($1, 'DEAD', 'MALFORMED_XML', 'MALFORMED_XML: test', $2, $3, now())`, id, h.nextRow, store.Digest([]byte(body))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.db.Exec(t.Context(), `INSERT INTO backfill_todo (message_id, result, note, processed_at) VALUES ($1, 'DEAD', 'MALFORMED_XML: test', now())`, id); err != nil {

@@ -40,6 +40,13 @@ type Status struct {
 	KafkaReachable    bool
 	KafkaError        string
 
+	// IDsReused counts mailbox rows that reused the id of another, already
+	// processed message (processed as new); IDReusedLast and IDReusedAt
+	// name the newest.
+	IDsReused    int64
+	IDReusedLast int64
+	IDReusedAt   time.Time
+
 	// BackfillPending counts committed results not yet written back.
 	BackfillPending int64
 	// OutboxPending and OutboxOldestAge describe undelivered Kafka events.

@@ -17,8 +17,11 @@ import (
 type Meta struct {
 	// MessageID is the mailbox row id (CMINMSGS_ID).
 	MessageID int64
-	Type      string
-	Styp      string
+	// ReceivedAt is the mailbox row's received time (with MessageID, the
+	// message's identity: ids can restart).
+	ReceivedAt time.Time
+	Type       string
+	Styp       string
 }
 
 // Outbox event kinds and events (msg_event.kind / msg_event.event).

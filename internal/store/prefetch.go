@@ -48,7 +48,8 @@ func (t *Tx) Prefetch(ctx context.Context, req PrefetchRequest) (*Prefetch, erro
 	// Both lookups probe their index once per key (LATERAL), whatever the
 	// planner's statistics say: with a growing, not yet analyzed table a
 	// plain "= ANY($1)" turned into scans that grew with the backlog.
-	b.Queue(`SELECT p.message_id, p.status, coalesce(p.reason, ''), coalesce(p.note, ''), p.attempts, coalesce(p.finished_at, 'epoch')
+	b.Queue(`SELECT p.message_id, p.status, coalesce(p.reason, ''), coalesce(p.note, ''), p.attempts, coalesce(p.finished_at, 'epoch'),
+			p.received_at, p.payload_digest
 		FROM unnest($1::bigint[]) AS k(id)
 		CROSS JOIN LATERAL (SELECT * FROM proc_state WHERE message_id = k.id) p`, req.MessageIDs)
 	b.Queue(`SELECT k.key, p.message_id, p.payload_digest, p.received_at
@@ -81,7 +82,7 @@ func (t *Tx) readPrefetch(ctx context.Context, b *pgx.Batch, load *setLoad) (*Pr
 	for rows.Next() {
 		var id int64
 		var p ProcState
-		if err := rows.Scan(&id, &p.Status, &p.Reason, &p.Note, &p.Attempts, &p.Finished); err != nil {
+		if err := rows.Scan(&id, &p.Status, &p.Reason, &p.Note, &p.Attempts, &p.Finished, &p.ReceivedAt, &p.Digest); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("prefetch processing states: %w", err)
 		}
@@ -213,7 +214,13 @@ func queueArchive(b *pgx.Batch, rows []ArchivedRow) {
 	truncated := make([]bool, n)
 	digests, bodies := make([][]byte, n), make([][]byte, n)
 	for i, r := range rows {
-		ids[i], sizes[i], received[i], truncated[i], digests[i], bodies[i] = r.MessageID, r.Size, r.ReceivedAt, r.Truncated, Digest(r.Body), r.Body
+		ids[i], sizes[i], received[i], truncated[i], digests[i], bodies[i] = r.MessageID, r.Size, r.ReceivedAt, r.Truncated, r.Digest, r.Body
+		if digests[i] == nil {
+			digests[i] = Digest(r.Body)
+		}
+		if bodies[i] == nil {
+			bodies[i] = []byte{} // a NULL mailbox body is archived as empty
+		}
 	}
 	b.Queue(`INSERT INTO msg_archive (message_id, received_at, byte_size, truncated, digest, body)
 		SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::bigint[], $4::bool[], $5::bytea[], $6::bytea[])

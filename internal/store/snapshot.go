@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -80,8 +81,9 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 			return out, err
 		}
 		var lastMsg int64
-		err := t.tx.QueryRow(ctx, `SELECT version, last_message_id FROM schd_gen WHERE operation_day = $1 FOR UPDATE`,
-			snap.Day).Scan(&out.OldVersion, &lastMsg)
+		var lastRecv *time.Time
+		err := t.tx.QueryRow(ctx, `SELECT version, last_message_id, last_msg_received_at FROM schd_gen WHERE operation_day = $1 FOR UPDATE`,
+			snap.Day).Scan(&out.OldVersion, &lastMsg, &lastRecv)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 		case err != nil:
@@ -89,7 +91,9 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 		default:
 			genExists = true
 		}
-		if genExists && lastMsg == meta.MessageID {
+		// The same message only when the received time matches too (rows
+		// from before it was recorded have none): mailbox ids can restart.
+		if genExists && lastMsg == meta.MessageID && (lastRecv == nil || lastRecv.Equal(meta.ReceivedAt)) {
 			out.Replay, out.NewVersion = true, out.OldVersion
 			return out, nil
 		}
@@ -181,11 +185,11 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 		}
 		b.Queue(`DELETE FROM schd_gen_flid WHERE operation_day = $1 AND NOT (flid = ANY($2))`, snap.Day, ids)
 		if genExists {
-			b.Queue(`UPDATE schd_gen SET version = version + 1, last_message_id = $2, last_recv_at = $3
-				WHERE operation_day = $1 AND version = $4`, snap.Day, meta.MessageID, t.now, out.OldVersion)
+			b.Queue(`UPDATE schd_gen SET version = version + 1, last_message_id = $2, last_recv_at = $3, last_msg_received_at = $5
+				WHERE operation_day = $1 AND version = $4`, snap.Day, meta.MessageID, t.now, out.OldVersion, meta.ReceivedAt)
 		} else {
-			b.Queue(`INSERT INTO schd_gen (operation_day, version, last_message_id, last_recv_at) VALUES ($1, 1, $2, $3)
-				ON CONFLICT (operation_day) DO NOTHING`, snap.Day, meta.MessageID, t.now)
+			b.Queue(`INSERT INTO schd_gen (operation_day, version, last_message_id, last_recv_at, last_msg_received_at) VALUES ($1, 1, $2, $3, $4)
+				ON CONFLICT (operation_day) DO NOTHING`, snap.Day, meta.MessageID, t.now, meta.ReceivedAt)
 		}
 		casIndex := b.Len() - 1
 		b.Queue(`INSERT INTO schd_gen_flid (operation_day, flid) SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING`, snap.Day, ids)

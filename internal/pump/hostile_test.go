@@ -1,0 +1,382 @@
+package pump_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+
+	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+// After the mailbox's ids restart (here TRUNCATE, which resets
+// AUTO_INCREMENT), a row whose id was processed before is a new message:
+// it is applied, its predecessor's record is kept, and the pump says so.
+func TestReusedMailboxIDsAreNewMessages(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	for i := range 6 {
+		h.put(h.flop("REMC", 7, fmt.Sprintf("<REMC>old-%d</REMC>", i)))
+	}
+	h.drain(h.newPump())
+	if got := h.flights()[7].Scalars["REMC"]; got != "old-5" {
+		t.Fatalf("REMC before the reset = %q", got)
+	}
+	if _, err := h.mbox.Exec(`TRUNCATE TABLE CMINMSGS`); err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for i := range 5 {
+		ids = append(ids, h.put(h.flop("REMC", 7, fmt.Sprintf("<REMC>new-%d</REMC>", i))))
+	}
+	if ids[0] != 1 {
+		t.Fatalf("the mailbox's ids did not restart: first new row is %d", ids[0])
+	}
+	p := h.newPump()
+	h.drain(p)
+
+	for _, id := range ids {
+		h.wantRow(id, store.StatusSucceeded, "")
+	}
+	if got := h.flights()[7].Scalars["REMC"]; got != "new-4" {
+		t.Fatalf("REMC after 5 new messages on reused ids = %q, want new-4", got)
+	}
+	if n := h.count(`SELECT count(*) FROM msg_id_reuse WHERE old_status = 'SUCCEEDED' AND old_body IS NOT NULL`); n != 5 {
+		t.Fatalf("msg_id_reuse holds %d predecessors, want 5", n)
+	}
+	var oldBody string
+	if err := h.db.QueryRow(t.Context(), `SELECT convert_from(old_body, 'UTF8') FROM msg_id_reuse WHERE message_id = 1`).Scan(&oldBody); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(oldBody, "old-0") {
+		t.Fatalf("the predecessor's raw text was not kept: %q", oldBody)
+	}
+	var archived string
+	if err := h.db.QueryRow(t.Context(), `SELECT convert_from(body, 'UTF8') FROM msg_archive WHERE message_id = 1`).Scan(&archived); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(archived, "new-0") {
+		t.Fatalf("the archive holds %q for row 1, want the new message", archived)
+	}
+	st := p.Status()
+	if st.IDsReused != 5 || st.IDReusedLast != ids[4] || st.IDReusedAt.IsZero() {
+		t.Fatalf("status: reused %d, last %d at %s", st.IDsReused, st.IDReusedLast, st.IDReusedAt)
+	}
+	reusedNotices := 0
+	for _, n := range p.DrainNotices() {
+		if n.Reason == pump.ReasonIDReused {
+			reusedNotices++
+		}
+	}
+	if reusedNotices != 5 {
+		t.Fatalf("%d notices of reused ids, want 5", reusedNotices)
+	}
+}
+
+// A full-day snapshot on a reused id is not taken for a replay of the
+// day's last snapshot, which had the same id.
+func TestReusedIDIsNoSnapshotReplay(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "mailbox: {dnldFullDay: true}")
+	first := h.put(h.schd("DNLD", fltr(1, "CA1", "09"), fltr(2, "CA2", "09")))
+	h.drain(h.newPump())
+	if _, err := h.mbox.Exec(`TRUNCATE TABLE CMINMSGS`); err != nil {
+		t.Fatal(err)
+	}
+	second := h.put(h.schd("DNLD", fltr(1, "CA1", "09"), fltr(3, "CA3", "09")))
+	if first != second {
+		t.Fatalf("ids %d and %d: the mailbox's ids did not restart", first, second)
+	}
+	h.drain(h.newPump())
+	h.wantRow(second, store.StatusSucceeded, "")
+	f := h.flights()
+	if _, ok := f[2]; ok || len(f) != 2 {
+		t.Fatalf("state after the second full-day snapshot: %v", keys(f))
+	}
+	if v := h.count(`SELECT version FROM schd_gen WHERE operation_day = '2026-09-09'`); v != 2 {
+		t.Fatalf("day version %d, want 2", v)
+	}
+}
+
+func keys[K comparable, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// A value too large for an index (SQLSTATE 54000, a program limit) is the
+// message's own fault: DEAD at once, never a head blocked for good.
+func TestProgramLimitErrorIsDeadNotAnOutage(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	if _, err := h.db.Exec(t.Context(), `CREATE INDEX test_remc ON flight_schd (remc)`); err != nil {
+		t.Fatal(err)
+	}
+	noise := make([]byte, 3000)
+	_, _ = rand.Read(noise)
+	big := h.put(h.flop("REMC", 1, "<REMC>"+hex.EncodeToString(noise)+"</REMC>"))
+	next := h.put(h.flop("ESTT", 2, "<ESTT>09SEP260930</ESTT>"))
+	h.drain(h.newPump())
+	r := h.wantRow(big, store.StatusDead, pump.ReasonDataRejected)
+	if !strings.Contains(r.Note, "54000") && !strings.Contains(r.Note, "index row") {
+		t.Fatalf("note does not say why: %q", r.Note)
+	}
+	h.wantRow(next, store.StatusSucceeded, "")
+}
+
+// The same server error about one message, again and again on a batch of
+// one (here a trigger that refuses it), makes that message DEAD after
+// RefusalRepeats tries; the messages behind it flow.
+func TestRepeatedRefusalIsDeadNotAnOutage(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	if _, err := h.db.Exec(t.Context(), `
+		CREATE FUNCTION test_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF NEW.remc = 'BOOM' THEN RAISE EXCEPTION 'remark BOOM is refused'; END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER test_refuse BEFORE INSERT OR UPDATE ON flight_schd FOR EACH ROW EXECUTE FUNCTION test_refuse();`); err != nil {
+		t.Fatal(err)
+	}
+	before := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"))
+	boom := h.put(h.flop("REMC", 2, "<REMC>BOOM</REMC>"))
+	after := h.put(h.flop("ESTT", 3, "<ESTT>09SEP260931</ESTT>"))
+	h.drain(h.newPump())
+	h.wantRow(before, store.StatusSucceeded, "")
+	r := h.wantRow(boom, store.StatusDead, pump.ReasonDataRejected)
+	if !strings.Contains(r.Note, "remark BOOM is refused") || !strings.Contains(r.Note, fmt.Sprintf("%d times", pump.RefusalRepeats)) {
+		t.Fatalf("note %q", r.Note)
+	}
+	h.wantRow(after, store.StatusSucceeded, "")
+	if f := h.flights(); len(f) != 2 {
+		t.Fatalf("state: %v", keys(f))
+	}
+}
+
+// A schema problem (a table the pump needs is missing) blocks the head
+// however often it repeats: it is never blamed on the message.
+func TestMissingTableBlocksNeverKills(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	if _, err := h.db.Exec(t.Context(), `ALTER TABLE msg_archive RENAME TO msg_archive_gone`); err != nil {
+		t.Fatal(err)
+	}
+	id := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"))
+	p := h.newPump()
+	h.runFor(p, 1500*time.Millisecond)
+	if r := h.row(id); r.Processed {
+		t.Fatalf("row %d was written back %+v while its table was missing", id, r)
+	}
+	if st := p.Status(); st.HeadID != id || st.HeadBlockedSince.IsZero() {
+		t.Fatalf("head not reported blocked: %+v", st)
+	}
+	if _, err := h.db.Exec(t.Context(), `ALTER TABLE msg_archive_gone RENAME TO msg_archive`); err != nil {
+		t.Fatal(err)
+	}
+	h.drain(p)
+	h.wantRow(id, store.StatusSucceeded, "")
+}
+
+// A mailbox whose write-back fails (here a trigger refusing the UPDATE)
+// is retried with backoff, not in a tight loop of reads and PostgreSQL
+// transactions; once it accepts again, every result lands.
+func TestFailingWriteBackBacksOff(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "pump: {backoffInitial: 100ms, backoffMax: 200ms, unsupportedRetryLimit: 2}")
+	if _, err := h.mbox.Exec(`CREATE TRIGGER test_refuse_writeback BEFORE UPDATE ON CMINMSGS FOR EACH ROW
+		SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'write-back refused'`); err != nil {
+		t.Fatal(err)
+	}
+	ids := []int64{h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>")), h.put(h.flop("ESTT", 2, "<ESTT>09SEP260931</ESTT>"))}
+	p := h.newPump()
+	commits := func() int {
+		return h.count(`SELECT xact_commit::int FROM pg_stat_database WHERE datname = current_database()`)
+	}
+	start := commits()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	time.Sleep(1500 * time.Millisecond)
+	st := p.Status()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// With 100–200 ms between tries, 1.5 s holds about ten; a tight loop
+	// ran thousands (each try a head read and a PostgreSQL transaction).
+	attempts := h.count(`SELECT coalesce(max(attempts), 0) FROM backfill_todo`)
+	if attempts == 0 || attempts > 40 {
+		t.Fatalf("write-back tried %d times in 1.5 s", attempts)
+	}
+	if n := commits() - start; n > 400 {
+		t.Fatalf("%d PostgreSQL transactions in 1.5 s of a failing write-back", n)
+	}
+	if st.MailboxReachable || !strings.Contains(st.MailboxError, "write-back refused") {
+		t.Fatalf("status does not show the failing mailbox: %+v", st)
+	}
+	if _, err := h.mbox.Exec(`DROP TRIGGER test_refuse_writeback`); err != nil {
+		t.Fatal(err)
+	}
+	h.drain(p)
+	for _, id := range ids {
+		h.wantRow(id, store.StatusSucceeded, "")
+	}
+}
+
+// logLines collects log lines for assertions.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) logger() logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.lines = append(l.lines, prefix+" "+args)
+	}, funcr.Options{})
+}
+
+func (l *logLines) matching(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, line := range l.lines {
+		if strings.Contains(line, s) {
+			n++
+		}
+	}
+	return n
+}
+
+type countingObserver struct {
+	pump.NopObserver
+	mu     sync.Mutex
+	errors map[string]int
+}
+
+func (o *countingObserver) ServiceError(service string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.errors[service]++
+}
+
+func (o *countingObserver) count(service string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.errors[service]
+}
+
+// A mailbox outage (the inbound table renamed away) is logged once, not
+// once per attempt, shown in the status and counted; its end is logged.
+func TestMailboxOutageIsLoggedShownAndCounted(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	id := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"))
+	if _, err := h.mbox.Exec(`RENAME TABLE CMINMSGS TO CMINMSGS_AWAY`); err != nil {
+		t.Fatal(err)
+	}
+	var logs logLines
+	obs := &countingObserver{errors: map[string]int{}}
+	p := h.newPump(func(o *pump.Options) { o.Log, o.Observer = logs.logger(), obs })
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for obs.count(pump.ServiceMailbox) < 3 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st := p.Status(); st.MailboxReachable || !strings.Contains(st.MailboxError, "CMINMSGS") {
+		t.Fatalf("status during the outage: reachable %v, error %q", st.MailboxReachable, st.MailboxError)
+	}
+	if n := logs.matching("mailbox unreachable"); n != 1 {
+		t.Fatalf("%d 'mailbox unreachable' lines after %d failures, want 1", n, obs.count(pump.ServiceMailbox))
+	}
+	if _, err := h.mbox.Exec(`RENAME TABLE CMINMSGS_AWAY TO CMINMSGS`); err != nil {
+		t.Fatal(err)
+	}
+	for !h.row(id).Processed && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	reachable := p.Status().MailboxReachable
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	h.wantRow(id, store.StatusSucceeded, "")
+	if logs.matching("mailbox reachable again") != 1 || !reachable {
+		t.Fatalf("the outage's end was not logged (%d) or shown (%v):\n%s", logs.matching("mailbox reachable again"), reachable,
+			strings.Join(logs.lines, "\n"))
+	}
+}
+
+// A NULL body is DEAD with a reason of its own, and archived as empty.
+func TestNullBodyIsDeadAndArchived(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	if _, err := h.mbox.Exec(`ALTER TABLE CMINMSGS MODIFY CMINMSGS_CLOB_MSG LONGTEXT NULL`); err != nil {
+		t.Fatal(err)
+	}
+	h.nextRow = h.nextRow.Add(time.Second)
+	res, err := h.mbox.Exec(`INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (?, NULL)`, h.nextRow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	null, _ := res.LastInsertId()
+	next := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"))
+	h.drain(h.newPump())
+	r := h.wantRow(null, store.StatusDead, pump.ReasonEmptyBody)
+	if strings.Contains(r.Note, "SQLSTATE") || strings.Contains(r.Note, "violates") {
+		t.Fatalf("note is a raw SQL error: %q", r.Note)
+	}
+	if h.count(`SELECT count(*) FROM msg_archive WHERE message_id = $1 AND length(body) = 0 AND byte_size = 0`, null) != 1 {
+		t.Fatal("the NULL body was not archived as empty")
+	}
+	h.wantRow(next, store.StatusSucceeded, "")
+}
+
+// Bodies in a GBK or Latin-1 column are read as the text they hold (the
+// server converts them); a note that the note column's character set
+// cannot hold is still written back.
+func TestNonUTF8MailboxColumns(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		charset, text string
+	}{
+		{"gbk", "北京首都"},
+		{"latin1", "Zürich"},
+		{"utf8mb4", "北京首都 ✈ Zürich"},
+	} {
+		t.Run(c.charset, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			if _, err := h.mbox.Exec(fmt.Sprintf(`ALTER TABLE CMINMSGS MODIFY CMINMSGS_CLOB_MSG LONGTEXT CHARACTER SET %[1]s NOT NULL,
+				MODIFY CMINMSGS_PROC_NOTE VARCHAR(512) CHARACTER SET %[1]s NULL`, c.charset)); err != nil {
+				t.Fatal(err)
+			}
+			ok := h.put(h.flop("REMC", 1, "<REMC>"+c.text+"</REMC>"))
+			// DEAD with a note too long for the note column: it is cut with
+			// "…[cut]", and a Latin-1 column has no "…".
+			bad := h.put(h.flop("NAAT", 2, "<NAAT>"+c.text+strings.Repeat("x", 600)+"</NAAT>"))
+			h.drain(h.newPump())
+			h.wantRow(ok, store.StatusSucceeded, "")
+			if got := h.flights()[1].Scalars["REMC"]; got != c.text {
+				t.Fatalf("REMC = %q, want %q", got, c.text)
+			}
+			if r := h.wantRow(bad, store.StatusDead, "BAD_TIME"); !strings.Contains(r.Note, c.text) || !strings.HasSuffix(r.Note, "[cut]") {
+				t.Fatalf("note %q", r.Note)
+			}
+		})
+	}
+}
