@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,10 +48,20 @@ var ErrClient = errors.New("kafka client must be built by dispatch.NewClient")
 // pass buffers all its records before any is sent). opts are appended and
 // may override the defaults (tests shorten timeouts), but must keep
 // idempotence, acks=all and manual flushing, or New refuses the client.
+//
+// Its errors say what is wrong without naming the client ("tls: ..."): the
+// caller adds that ("kafka client: %w"). They never show a credential.
 func NewClient(feed *config.Feed, opts ...kgo.Opt) (*kgo.Client, error) {
 	k := feed.Spec.Kafka
 	if len(k.Brokers) == 0 {
-		return nil, errors.New("kafka client: no seed brokers")
+		return nil, errors.New("no seed brokers")
+	}
+	// "user:password@host:port" is not an address; the client would dial
+	// it and every connection error would print the password.
+	for _, b := range k.Brokers {
+		if strings.Contains(b, "@") {
+			return nil, fmt.Errorf("seed broker %s: credentials belong in kafka.sasl, not in the address", config.RedactDSN(b))
+		}
 	}
 	id := k.ClientID
 	if id == "" {
@@ -72,20 +83,20 @@ func NewClient(feed *config.Feed, opts ...kgo.Opt) (*kgo.Client, error) {
 	if k.TLS != nil {
 		cfg, err := tlsConfig(k.TLS, feed.Secrets.Kafka)
 		if err != nil {
-			return nil, fmt.Errorf("kafka client: %w", err)
+			return nil, err
 		}
 		base = append(base, kgo.DialTLSConfig(cfg))
 	}
 	if k.SASL != nil {
 		mech, err := saslMechanism(k.SASL.Mechanism, feed.Secrets.Kafka)
 		if err != nil {
-			return nil, fmt.Errorf("kafka client: %w", err)
+			return nil, err
 		}
 		base = append(base, kgo.SASL(mech))
 	}
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
-		return nil, fmt.Errorf("kafka client: %w", err)
+		return nil, err
 	}
 	return cl, nil
 }
@@ -157,7 +168,8 @@ func (w *connWatch) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _ 
 		w.err = nil
 		return
 	}
-	w.err = fmt.Errorf("connect to broker %s: %w", net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port))), err)
+	addr := config.RedactDSN(net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port))))
+	w.err = fmt.Errorf("connect to broker %s: %w", addr, err)
 }
 
 // last returns the last connection error, nil after a later success.

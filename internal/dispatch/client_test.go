@@ -287,3 +287,37 @@ func TestNewClientRejectsBadTLSAndSASL(t *testing.T) {
 		cl.Close()
 	}
 }
+
+// NewClient's errors leave naming the client to the caller, so the message
+// a feed reports says "kafka client:" once; and a broker entry written with
+// credentials is refused without repeating them.
+func TestNewClientErrorsReadOnceAndHideCredentials(t *testing.T) {
+	t.Parallel()
+	const marker = "Zq9Marker"
+	for name, c := range map[string]struct {
+		edit func(*config.Feed)
+		want string
+	}{
+		"CA without PEM": {func(f *config.Feed) { f.Spec.Kafka.TLS = &v1alpha1.KafkaTLS{}; f.Secrets.Kafka.CA = []byte("junk") },
+			"kafka client: tls: the CA holds no PEM certificate"},
+		"unknown mechanism": {func(f *config.Feed) { f.Spec.Kafka.SASL = &v1alpha1.KafkaSASL{Mechanism: "GSSAPI"} },
+			`kafka client: sasl: mechanism "GSSAPI" is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512`},
+		"no brokers": {func(f *config.Feed) { f.Spec.Kafka.Brokers = nil }, "kafka client: no seed brokers"},
+		"credentials in a broker": {func(f *config.Feed) { f.Spec.Kafka.Brokers = []string{"user:" + marker + "@127.0.0.1:1"} },
+			"kafka client: seed broker ***@127.0.0.1:1: credentials belong in kafka.sasl"},
+	} {
+		f := &config.Feed{Spec: v1alpha1.FlightFeedSpec{Kafka: v1alpha1.KafkaSpec{Brokers: []string{"127.0.0.1:1"}}}}
+		c.edit(f)
+		cl, err := dispatch.NewClient(f)
+		if err == nil {
+			cl.Close()
+			t.Errorf("%s: accepted", name)
+			continue
+		}
+		// As feedrun.Start reports it.
+		msg := fmt.Errorf("kafka client: %w", err).Error()
+		if !strings.HasPrefix(msg, c.want) || strings.Count(msg, "kafka client") != 1 || strings.Contains(msg, marker) {
+			t.Errorf("%s: %q, want %q once and no credential", name, msg, c.want)
+		}
+	}
+}
