@@ -117,6 +117,16 @@ type MailboxSpec struct {
 	// +optional
 	MaxMessageBytes int64 `json:"maxMessageBytes,omitempty"`
 
+	// MaxBatchBytes bounds the message bodies in memory at once: the batch
+	// being applied and the batch read ahead together stay within it; a
+	// single larger message is read and applied alone. It bounds the pump's
+	// memory by bytes, not rows (decoded messages take several times their
+	// text). Default 16777216 (16 MiB).
+	// +kubebuilder:validation:Minimum=65536
+	// +kubebuilder:validation:Maximum=1073741824
+	// +optional
+	MaxBatchBytes int64 `json:"maxBatchBytes,omitempty"`
+
 	// DNLDFullDay treats a DNLD whose records all share one operation day as
 	// a full-day snapshot of that day. Default false: a DNLD is the AODB's
 	// scheduled window push and only upserts (SPEC §2.5).

@@ -34,6 +34,7 @@ func SetDefaults(spec *v1alpha1.FlightFeedSpec) {
 	dur(&mb.PollInterval, DefaultPollInterval)
 	num(&mb.BatchSize, DefaultBatchSize)
 	num(&mb.MaxMessageBytes, DefaultMaxMessageBytes)
+	num(&mb.MaxBatchBytes, DefaultMaxBatchBytes)
 	dur(&mb.DedupWindow, DefaultDedupWindow)
 
 	num(&spec.Database.MaxConns, DefaultDatabaseMaxConns)

@@ -44,6 +44,7 @@ const (
 	DefaultPollInterval       = 100 * time.Millisecond
 	DefaultBatchSize          = 200
 	DefaultMaxMessageBytes    = 64 << 20
+	DefaultMaxBatchBytes      = 16 << 20
 	DefaultDedupWindow        = 24 * time.Hour
 	DefaultDatabaseMaxConns   = 4
 	DefaultStateTopic         = "KAFKA_SCHD"

@@ -102,6 +102,7 @@ func validateMailbox(mb *v1alpha1.MailboxSpec, path *field.Path) field.ErrorList
 	}
 	errs = append(errs, between(path.Child("batchSize"), int64(mb.BatchSize), 1, 10000)...)
 	errs = append(errs, between(path.Child("maxMessageBytes"), mb.MaxMessageBytes, 1024, 1<<30)...)
+	errs = append(errs, between(path.Child("maxBatchBytes"), mb.MaxBatchBytes, 64<<10, 1<<30)...)
 	errs = append(errs, positive(path.Child("dedupWindow"), mb.DedupWindow)...)
 	return errs
 }

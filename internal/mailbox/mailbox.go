@@ -164,18 +164,15 @@ func buildQueries(spec v1alpha1.MailboxSpec) (queries, error) {
 }
 
 // Head returns up to limit unprocessed VALID rows in FIFO order
-// (DATE_RECEIVED, ID). Bodies are fetched while their total stays within
-// budget bytes (the first row always); a body larger than maxBytes is
-// fetched only up to maxBytes and marked Truncated, so an oversize message
-// never has to fit in memory.
-func (m *Mailbox) Head(ctx context.Context, limit int, budget, maxBytes int64) ([]Row, error) {
-	return m.HeadSkipping(ctx, limit, budget, maxBytes, nil)
-}
-
-// HeadSkipping is Head without the rows in skip: the rows of a batch that
-// is being applied while the next one is read ahead. They are at the head,
-// so up to limit+len(skip) rows are looked at.
-func (m *Mailbox) HeadSkipping(ctx context.Context, limit int, budget, maxBytes int64, skip map[int64]bool) ([]Row, error) {
+// (DATE_RECEIVED, ID), without the rows in skip: the rows of a batch that
+// is being applied while the next one is read ahead (they are at the head,
+// so up to limit+len(skip) rows are looked at). Bodies are fetched while
+// their total stays within budget bytes; a read that skips nothing always
+// takes its first row, however large, so the head moves on, while a read
+// ahead takes only what fits beside the batch being applied. A body larger
+// than maxBytes is fetched only up to maxBytes and marked Truncated, so an
+// oversize message never has to fit in memory.
+func (m *Mailbox) Head(ctx context.Context, limit int, budget, maxBytes int64, skip map[int64]bool) ([]Row, error) {
 	rows, err := m.db.QueryContext(ctx, m.q.headIDs, m.validStatus, limit+len(skip))
 	if err != nil {
 		return nil, fmt.Errorf("read mailbox head: %w", err)
@@ -197,7 +194,7 @@ func (m *Mailbox) HeadSkipping(ctx context.Context, limit int, budget, maxBytes 
 		}
 		r.Size = size.Int64
 		fetch := min(r.Size, maxBytes)
-		if len(head) > 0 && total+fetch > budget {
+		if (len(head) > 0 || len(skip) > 0) && total+fetch > budget {
 			break
 		}
 		total += fetch

@@ -380,3 +380,51 @@ func TestNonUTF8MailboxColumns(t *testing.T) {
 		})
 	}
 }
+
+type batchObserver struct {
+	pump.NopObserver
+	mu      sync.Mutex
+	batches []int
+}
+
+func (o *batchObserver) BatchCommitted(messages int, _ time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.batches = append(o.batches, messages)
+}
+
+// Bodies in memory at once — the batch being applied and the one read
+// ahead — stay within mailbox.maxBatchBytes; a message larger than that is
+// applied alone. The bound is bytes, not rows.
+func TestBatchesAreBoundedByBytes(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "mailbox: {maxBatchBytes: 65536}")
+	remark := strings.Repeat("r", 10000)
+	var ids []int64
+	for i := range 30 {
+		ids = append(ids, h.put(h.flop("REMC", 1+i%5, "<REMC>"+remark+fmt.Sprint(i)+"</REMC>")))
+	}
+	var records []string
+	for i := range 600 {
+		records = append(records, fltr(100+i, "CA"+fmt.Sprint(i), "09", "<REMC>"+strings.Repeat("L", 100)+"</REMC>"))
+	}
+	large := h.put(h.schd("DNLD", records...)) // about 120 kB
+	obs := &batchObserver{}
+	h.drain(h.newPump(func(o *pump.Options) { o.Observer = obs }))
+	for _, id := range append(ids, large) {
+		h.wantRow(id, store.StatusSucceeded, "")
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	total := 0
+	for _, n := range obs.batches {
+		// 65,536 bytes hold six bodies of about 10,200 bytes.
+		if n > 6 {
+			t.Fatalf("a batch of %d messages of 10 kB each under a 64 KiB budget: %v", n, obs.batches)
+		}
+		total += n
+	}
+	if total != 31 {
+		t.Fatalf("%d messages committed, want 31: %v", total, obs.batches)
+	}
+}

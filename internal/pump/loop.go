@@ -88,6 +88,17 @@ func (p *Pump) step(ctx context.Context) (worked bool, wait time.Duration, err e
 	poll := p.feed.Spec.Mailbox.PollInterval.Duration
 	next := p.ahead
 	p.ahead = nil
+	if next != nil {
+		<-next.done
+		if next.err == nil && len(next.rows) == 0 {
+			// Nothing fitted beside the batch just applied (or the head
+			// held nothing more): read afresh.
+			if next.wroteBack {
+				p.mailboxAnswered(true)
+			}
+			next = nil
+		}
+	}
 	if next == nil {
 		next = p.readAhead(ctx, nil)
 	}
@@ -158,11 +169,15 @@ func (p *Pump) readAhead(ctx context.Context, applying []mailbox.Row) *reading {
 	backfill := p.pending
 	p.pending = nil
 	limit, maxBytes := p.batchSize, p.feed.Spec.Mailbox.MaxMessageBytes
+	// Bodies in memory at once, the batch being applied included, stay
+	// within mailbox.maxBatchBytes (a fresh read always takes one row).
+	budget := p.feed.Spec.Mailbox.MaxBatchBytes
 	var skip map[int64]bool
 	if len(applying) > 0 {
 		skip = make(map[int64]bool, len(applying))
 		for _, r := range applying {
 			skip[r.ID] = true
+			budget -= min(r.Size, maxBytes)
 		}
 		// The read-ahead is used only if the batch applies whole, which
 		// doubles the batch size (processBatch).
@@ -181,7 +196,7 @@ func (p *Pump) readAhead(ctx context.Context, applying []mailbox.Row) *reading {
 			}
 			r.wroteBack = true
 		}
-		rows, err := p.mbox.HeadSkipping(ctx, limit, p.opts.BodyBudget, maxBytes, skip)
+		rows, err := p.mbox.Head(ctx, limit, max(budget, 0), maxBytes, skip)
 		if err != nil || len(rows) == 0 {
 			r.err = err
 			return

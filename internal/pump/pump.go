@@ -65,9 +65,6 @@ type Options struct {
 	Log logr.Logger
 	// Observer receives metrics (default NopObserver).
 	Observer Observer
-	// BodyBudget bounds the bytes of message bodies read per batch
-	// (default 4 × mailbox.maxMessageBytes, at least 64 MiB).
-	BodyBudget int64
 }
 
 // Pump runs one feed.
@@ -129,9 +126,6 @@ func New(ctx context.Context, opts Options) (*Pump, error) {
 	}
 	if opts.Observer == nil {
 		opts.Observer = NopObserver{}
-	}
-	if opts.BodyBudget <= 0 {
-		opts.BodyBudget = max(4*feed.Spec.Mailbox.MaxMessageBytes, 64<<20)
 	}
 	if _, err := store.Migrate(ctx, feed.Secrets.DatabaseDSN); err != nil {
 		return nil, err
