@@ -24,7 +24,8 @@ state database (migrating it first), writes results back to the mailbox, sends
 the full-day requests and runs the lifecycle jobs; beside it the dispatcher
 publishes the outbox to Kafka. It runs until SIGINT or SIGTERM; a transaction in
 flight is rolled back, never half-applied. With --drain it exits 0 once every
-mailbox row is processed and written back and every event is delivered.`,
+mailbox row is processed and written back and every event is delivered; a
+signal before that makes it exit 1 and say what was left.`,
 		Args: cobra.NoArgs,
 	}
 	load := configFlag(cmd)
@@ -47,7 +48,11 @@ mailbox row is processed and written back and every event is delivered.`,
 		}
 		defer r.Close()
 		if *drain {
-			err = r.Drain(ctx)
+			// Drain returns nil both when drained and when a signal
+			// stopped it; only the second leaves ctx cancelled.
+			if err = r.Drain(ctx); err == nil && ctx.Err() != nil {
+				err = interruptedDrain(ctx, feed)
+			}
 		} else {
 			err = r.Run(ctx)
 		}
