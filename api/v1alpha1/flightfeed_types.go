@@ -371,14 +371,19 @@ type RetentionSpec struct {
 	DeliveredEventDays int32 `json:"deliveredEventDays,omitempty"`
 }
 
-// HistorySpec sets when a flight counts as finished (seed 000 §8.1). Each
-// age is measured from the named SIS time; the first rule that holds wins.
+// HistorySpec sets when a flight counts as finished (seed 000 §8.1). Every
+// rule is anchored on the flight's operation day (or, before a full-day
+// snapshot set one, the airport-local day of its SODT): a flight becomes
+// history only when that day is over and the named SIS time, if later, is
+// older than the rule's age. A flight cancelled days ahead for tomorrow
+// stays until tomorrow is over. The first rule that holds wins.
 type HistorySpec struct {
 	// Disabled keeps every flight in current state. Default false.
 	// +optional
 	Disabled bool `json:"disabled,omitempty"`
 
-	// ScheduledAge after SODT. Default 48h.
+	// ScheduledAge after the end of the flight's day (or its SODT, if
+	// later). Default 48h.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:MaxLength=64
@@ -386,7 +391,7 @@ type HistorySpec struct {
 	// +optional
 	ScheduledAge *metav1.Duration `json:"scheduledAge,omitempty"`
 
-	// CancelledAge after CNCL. Default 48h.
+	// CancelledAge after the end of the day, or CNCL if later. Default 48h.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:MaxLength=64
@@ -394,7 +399,8 @@ type HistorySpec struct {
 	// +optional
 	CancelledAge *metav1.Duration `json:"cancelledAge,omitempty"`
 
-	// DepartedAge after NAAT (departure doors closed). Default 48h.
+	// DepartedAge after the end of the day, or NAAT (departure doors
+	// closed) if later. Default 48h.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:MaxLength=64
@@ -402,7 +408,8 @@ type HistorySpec struct {
 	// +optional
 	DepartedAge *metav1.Duration `json:"departedAge,omitempty"`
 
-	// ArrivedAge after NEAT (arrival disembarkation done). Default 48h.
+	// ArrivedAge after the end of the day, or NEAT (arrival disembarkation
+	// done) if later. Default 48h.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:MaxLength=64
@@ -417,6 +424,17 @@ type HistorySpec struct {
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) >= duration('1s'))",message="must be at least 1s"
 	// +optional
 	SweepInterval *metav1.Duration `json:"sweepInterval,omitempty"`
+
+	// PlausibleWindow: a CNCL, NAAT or NEAT farther than this from the end
+	// of the flight's day (a typo such as 01JAN000000) is kept as sent but
+	// drives no history rule, and the message that set it is flagged
+	// IMPLAUSIBLE_TIME. Default 8760h (one year).
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) >= duration('1h'))",message="must be at least 1h"
+	// +optional
+	PlausibleWindow *metav1.Duration `json:"plausibleWindow,omitempty"`
 }
 
 // PumpSpec tunes the failure matrix (seed 000 §9).

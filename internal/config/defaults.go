@@ -71,6 +71,7 @@ func SetDefaults(spec *v1alpha1.FlightFeedSpec) {
 	dur(&h.DepartedAge, DefaultHistoryAge)
 	dur(&h.ArrivedAge, DefaultHistoryAge)
 	dur(&h.SweepInterval, DefaultSweepInterval)
+	dur(&h.PlausibleWindow, DefaultPlausibleWindow)
 
 	p := &spec.Pump
 	if p.UnsupportedRetryLimit == nil {

@@ -63,6 +63,7 @@ const (
 	DefaultDeliveredEventDays = 2
 	DefaultHistoryAge         = 48 * time.Hour
 	DefaultSweepInterval      = 10 * time.Minute
+	DefaultPlausibleWindow    = 365 * 24 * time.Hour
 	DefaultUnsupportedRetries = 3
 	DefaultBackoffInitial     = 500 * time.Millisecond
 	DefaultBackoffMax         = time.Minute

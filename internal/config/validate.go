@@ -59,6 +59,7 @@ func ValidateSpec(spec *v1alpha1.FlightFeedSpec, root *field.Path) (*time.Locati
 	errs = append(errs, positive(hp.Child("departedAge"), h.DepartedAge)...)
 	errs = append(errs, positive(hp.Child("arrivedAge"), h.ArrivedAge)...)
 	errs = append(errs, atLeast(hp.Child("sweepInterval"), h.SweepInterval, time.Second)...)
+	errs = append(errs, atLeast(hp.Child("plausibleWindow"), h.PlausibleWindow, time.Hour)...)
 
 	pp := child("pump")
 	p := &spec.Pump

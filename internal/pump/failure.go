@@ -48,6 +48,10 @@ const (
 	FlagSeqnRegression = "SEQN_REGRESSION"
 	FlagSeqnReuse      = "SEQN_REUSE"
 	FlagDayMismatch    = "DAY_MISMATCH"
+	// FlagImplausibleTime: a CNCL, NAAT or NEAT farther than
+	// history.plausibleWindow from its flight's day (kept, ignored by the
+	// history sweep).
+	FlagImplausibleTime = "IMPLAUSIBLE_TIME"
 )
 
 // Classify maps an error to its verdict and reason code. It is pure: the

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 
+	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
@@ -426,5 +428,67 @@ func TestBatchesAreBoundedByBytes(t *testing.T) {
 	}
 	if total != 31 {
 		t.Fatalf("%d messages committed, want 31: %v", total, obs.batches)
+	}
+}
+
+// History is decided on the flight's day (seed 000 §8.1): a flight leaves
+// current state only when its operation day — here the airport-local day
+// of its SODT — is over and the rule's SIS time, if later, is older than
+// the rule's age. A flight cancelled days ahead for tomorrow stays; a time
+// implausibly far from the flight's day (01JAN000000) is kept, flagged and
+// ignored; a flight with neither day nor SODT is left to NULL-day
+// retention.
+func TestHistoryIsAnchoredOnTheOperationDay(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "history: {scheduledAge: 240h, cancelledAge: 24h, departedAge: 24h, arrivedAge: 24h}")
+	type flightCase struct {
+		flid   int
+		fields []string // TAG=value, one FLOP each
+		reason string   // "" stays current
+	}
+	cases := []flightCase{
+		{1, []string{"SODT=25AUG260800"}, store.HistoryScheduled},
+		{2, []string{"SODT=07SEP260800", "CNCL=06SEP260900"}, store.HistoryCancelled},
+		{3, []string{"SODT=10SEP260800", "CNCL=06SEP260900"}, ""},
+		{4, []string{"SODT=07SEP260800", "NAAT=07SEP260900"}, store.HistoryDeparted},
+		{5, []string{"SODT=08SEP262300", "NAAT=09SEP260300"}, ""},
+		{6, []string{"SODT=07SEP260800", "NEAT=07SEP261000"}, store.HistoryArrived},
+		{7, []string{"SODT=09SEP260800", "NAAT=01JAN000000"}, ""},
+		{8, []string{"NAAT=01SEP260800"}, ""},
+	}
+	ids := map[int]int64{} // the message that set the flight's last field
+	for _, c := range cases {
+		for _, f := range c.fields {
+			tag, value, _ := strings.Cut(f, "=")
+			ids[c.flid] = h.put(h.flop(tag, c.flid, fmt.Sprintf("<%s>%s</%[1]s>", tag, value)))
+		}
+	}
+	h.drain(h.newPump())
+	for _, c := range cases {
+		h.wantRow(ids[c.flid], store.StatusSucceeded, "")
+	}
+	if _, _, flags, _ := h.procState(ids[7]); !slices.Contains(flags, pump.FlagImplausibleTime) {
+		t.Fatalf("the 01JAN000000 NAAT was not flagged: %v", flags)
+	}
+	if _, _, flags, _ := h.procState(ids[5]); len(flags) != 0 {
+		t.Fatalf("a plausible NAAT was flagged: %v", flags)
+	}
+	// Lifecycle jobs run at start and every sweepInterval, on the FIFO.
+	h.drain(h.newPump())
+	current := h.flights()
+	for _, c := range cases {
+		_, stays := current[flight.FLID(c.flid)]
+		var reason string
+		err := h.db.QueryRow(t.Context(), `SELECT reason FROM flight_history WHERE flid = $1`, c.flid).Scan(&reason)
+		switch {
+		case c.reason == "" && (!stays || err == nil):
+			t.Errorf("flight %d (%s) left current state (history %q)", c.flid, c.fields, reason)
+		case c.reason != "" && (stays || reason != c.reason):
+			t.Errorf("flight %d (%s): current %v, history reason %q, want %s", c.flid, c.fields, stays, reason, c.reason)
+		}
+	}
+	// The flights that stay do not churn: no tombstone, no new version.
+	if n := h.count(`SELECT count(*) FROM msg_event WHERE event = 'DELETE' AND flid IN (3, 5, 7, 8)`); n != 0 {
+		t.Fatalf("%d tombstones for flights that stay", n)
 	}
 }

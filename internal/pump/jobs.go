@@ -39,6 +39,7 @@ func (p *Pump) lifecycle(ctx context.Context, now time.Time) error {
 		cut := store.HistoryCutoffs{
 			Scheduled: now.Add(-h.ScheduledAge.Duration), Cancelled: now.Add(-h.CancelledAge.Duration),
 			Departed: now.Add(-h.DepartedAge.Duration), Arrived: now.Add(-h.ArrivedAge.Duration),
+			Zone: spec.Airport.TimeZone, Plausible: h.PlausibleWindow.Duration,
 		}
 		if err := p.sweep(ctx, func(tx *store.Tx) (int, error) { return tx.SweepHistory(ctx, meta, cut, sweepBatch) }); err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,7 +69,7 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 		}
 	}()
 
-	changed, trace, applyErr := p.apply(ctx, run, msg, row)
+	changed, trace, flags, applyErr := p.apply(ctx, run, msg, row)
 	if applyErr != nil {
 		verdict, reason := Classify(applyErr)
 		if verdict != VerdictDead {
@@ -83,6 +84,7 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 		}
 		return p.finish(res, store.StatusDead, reason, applyErr.Error(), trace)
 	}
+	res.Flags = append(res.Flags, flags...)
 	if trace != nil {
 		res.Flags = append(res.Flags, trace.Flags...)
 		trace.Flags = dedup(append(trace.Flags, res.Flags...))
@@ -129,26 +131,63 @@ func (p *Pump) finish(res store.Result, status, reason, detail string, trace *st
 	return outcome{result: res, trace: trace}, nil, nil
 }
 
-// apply dispatches a decoded message to its write path.
-func (p *Pump) apply(ctx context.Context, run *batchRun, msg *sis.Message, row mailbox.Row) (changed bool, trace *store.TraceEntry, err error) {
+// apply dispatches a decoded message to its write path; flags are raised
+// on the message's result.
+func (p *Pump) apply(ctx context.Context, run *batchRun, msg *sis.Message, row mailbox.Row) (changed bool, trace *store.TraceEntry, flags []string, err error) {
 	meta := p.meta(msg, row)
 	switch msg.Kind {
 	case sis.KindSnapshot:
-		return p.applySnapshotIsolated(ctx, run, meta, msg, row)
+		changed, trace, err = p.applySnapshotIsolated(ctx, run, meta, msg, row)
+		return changed, trace, nil, err
 	case sis.KindADFT, sis.KindFLOP:
 		records := make([]flight.Commands, len(msg.Records))
 		for i, r := range msg.Records {
 			records[i] = r.Commands
 		}
 		out, err := run.set.Increment(meta, records)
-		return len(out.Versions) > 0, nil, err
+		if err != nil {
+			return false, nil, nil, err
+		}
+		return len(out.Versions) > 0, nil, p.implausibleTimes(row.ID, records, out.States), nil
 	case sis.KindFDEL:
 		out, err := run.set.Delete(meta, msg.Deletions)
-		return len(out.Versions) > 0, nil, err
+		return len(out.Versions) > 0, nil, nil, err
 	default:
-		return false, nil, &sis.Error{Reason: sis.Reason(ReasonUnsupported), Class: sis.ClassUnsupported,
+		return false, nil, nil, &sis.Error{Reason: sis.Reason(ReasonUnsupported), Class: sis.ClassUnsupported,
 			Detail: fmt.Sprintf("message kind %s has no handler", msg.Kind)}
 	}
+}
+
+// implausibleTimes flags a message that set a CNCL, NAAT or NEAT farther
+// than history.plausibleWindow from its flight's day: the time is kept as
+// sent, but the history sweep ignores it, so a typo such as 01JAN000000
+// cannot remove a live flight.
+func (p *Pump) implausibleTimes(id int64, records []flight.Commands, states map[flight.FLID]*flight.State) []string {
+	window := p.feed.Spec.History.PlausibleWindow.Duration
+	for _, r := range records {
+		if !setsHistoryTime(r) {
+			continue
+		}
+		s, ok := states[r.FLID]
+		if !ok {
+			continue
+		}
+		if tags := flight.ImplausibleTimes(*s, p.feed.Location, window); len(tags) > 0 {
+			p.log.Info("time implausibly far from the flight's day: kept, but drives no history rule",
+				"msg_id", id, "flid", r.FLID.String(), "fields", tags)
+			return []string{FlagImplausibleTime}
+		}
+	}
+	return nil
+}
+
+func setsHistoryTime(r flight.Commands) bool {
+	for _, c := range r.Cmds {
+		if c.Op == flight.OpSet && slices.Contains(flight.HistoryTimeTags[:], c.Tag) {
+			return true
+		}
+	}
+	return false
 }
 
 // applySnapshotIsolated writes what the working set holds so far, applies

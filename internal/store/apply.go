@@ -168,6 +168,8 @@ type IncrementOutcome struct {
 	Created  []flight.FLID
 	// Unchanged counts records that changed nothing (no version, no event).
 	Unchanged int
+	// States are the written flights' new states (working set only).
+	States map[flight.FLID]*flight.State
 }
 
 // ApplyIncrement merges increment records (FLOP, ADFT) into current state

@@ -19,10 +19,21 @@ const (
 	HistoryNullDay   = "NULL_DAY_RETENTION"
 )
 
-// HistoryCutoffs are the instants before which a flight counts as finished
-// (seed 000 §8.1); a zero cutoff disables its rule.
+// HistoryCutoffs decide when a flight counts as finished (seed 000 §8.1:
+// "the window is computed on the operation day SODT belongs to, in the
+// airport's local time zone"). Every rule is anchored on the end of the
+// flight's operation day, or, while it has none, of the airport-local day
+// of its SODT: a rule holds when the later of that day end and its SIS time
+// is before its cutoff (now minus the rule's age). A flight without either
+// anchor is never history by these rules (NULL-day retention covers it). A
+// zero cutoff disables its rule.
 type HistoryCutoffs struct {
 	Scheduled, Cancelled, Departed, Arrived time.Time
+	// Zone is the airport time zone (an IANA name PostgreSQL knows).
+	Zone string
+	// Plausible: a CNCL, NAAT or NEAT farther than this from the day end
+	// drives no rule (0: no check).
+	Plausible time.Duration
 }
 
 // SweepHistory moves up to limit finished flights to flight_history and
@@ -30,16 +41,27 @@ type HistoryCutoffs struct {
 // history write and the delete commit together, so nothing is deleted that
 // history did not take). Each removal queues a tombstone.
 func (t *Tx) SweepHistory(ctx context.Context, meta Meta, c HistoryCutoffs, limit int) (int, error) {
+	plausible := c.Plausible
+	if plausible <= 0 {
+		plausible = 1 << 62 // no check
+	}
 	rows, err := t.tx.Query(ctx, `
-		SELECT flid,
-			CASE WHEN $1::timestamptz IS NOT NULL AND sodt_utc < $1 THEN 'SODT_AGE'
-			     WHEN $2::timestamptz IS NOT NULL AND cncl_utc < $2 THEN 'CNCL_AGE'
-			     WHEN $3::timestamptz IS NOT NULL AND naat_utc < $3 THEN 'NAAT_AGE'
-			     ELSE 'NEAT_AGE' END
-		FROM flight_schd
-		WHERE ($1::timestamptz IS NOT NULL AND sodt_utc < $1) OR ($2::timestamptz IS NOT NULL AND cncl_utc < $2)
-		   OR ($3::timestamptz IS NOT NULL AND naat_utc < $3) OR ($4::timestamptz IS NOT NULL AND neat_utc < $4)
-		ORDER BY flid LIMIT $5`, nullTime(c.Scheduled), nullTime(c.Cancelled), nullTime(c.Departed), nullTime(c.Arrived), limit)
+		WITH f AS (
+			SELECT flid, sodt_utc, cncl_utc, naat_utc, neat_utc,
+				((coalesce(operation_day, (sodt_utc AT TIME ZONE $6)::date) + 1)::timestamp AT TIME ZONE $6) AS day_end
+			FROM flight_schd
+		), r AS (
+			SELECT flid,
+				$1::timestamptz IS NOT NULL AND greatest(day_end, sodt_utc) < $1 AS scheduled,
+				$2::timestamptz IS NOT NULL AND abs(extract(epoch FROM cncl_utc - day_end)) <= $7 AND greatest(day_end, cncl_utc) < $2 AS cancelled,
+				$3::timestamptz IS NOT NULL AND abs(extract(epoch FROM naat_utc - day_end)) <= $7 AND greatest(day_end, naat_utc) < $3 AS departed,
+				$4::timestamptz IS NOT NULL AND abs(extract(epoch FROM neat_utc - day_end)) <= $7 AND greatest(day_end, neat_utc) < $4 AS arrived
+			FROM f WHERE day_end IS NOT NULL
+		)
+		SELECT flid, CASE WHEN scheduled THEN 'SODT_AGE' WHEN cancelled THEN 'CNCL_AGE' WHEN departed THEN 'NAAT_AGE' ELSE 'NEAT_AGE' END
+		FROM r WHERE scheduled OR cancelled OR departed OR arrived
+		ORDER BY flid LIMIT $5`, nullTime(c.Scheduled), nullTime(c.Cancelled), nullTime(c.Departed), nullTime(c.Arrived), limit,
+		c.Zone, plausible.Seconds())
 	if err != nil {
 		return 0, fmt.Errorf("select finished flights: %w", err)
 	}

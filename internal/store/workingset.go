@@ -119,6 +119,7 @@ func (w *WorkingSet) Increment(meta Meta, records []flight.Commands) (IncrementO
 		w.touch(f)
 	}
 	w.events = append(w.events, events...)
+	out.States = staged
 	return out, nil
 }
 
