@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
+	"github.com/go-sql-driver/mysql"
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -66,9 +67,12 @@ signal before that makes it exit 1 and say what was left.`,
 
 // newLogger writes JSON logs to stderr. The pump and the dispatcher log
 // from their own goroutines, so writes are serialised here: the command's
-// writer need not be safe for concurrent use.
+// writer need not be safe for concurrent use. The MySQL driver's own lines
+// go to the same log (see mysqlLogger).
 func newLogger(cmd *cobra.Command) logr.Logger {
-	return zap.New(zap.WriteTo(&lockedWriter{w: cmd.ErrOrStderr()}), zap.UseDevMode(false))
+	log := zap.New(zap.WriteTo(&lockedWriter{w: cmd.ErrOrStderr()}), zap.UseDevMode(false))
+	_ = mysql.SetLogger(mysqlLogger{log: log.WithName("mysql")}) // fails only for nil
+	return log
 }
 
 type lockedWriter struct {
