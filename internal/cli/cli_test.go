@@ -28,8 +28,12 @@ requests: {horizon: {from: 0, to: 1}, interval: 1h, timeout: 5m, routingId: AODB
 }
 
 func runCLI(args ...string) (code int, stdout, stderr string) {
+	return runCLIContext(context.Background(), args...)
+}
+
+func runCLIContext(ctx context.Context, args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
-	code = run(context.Background(), args, &out, &errOut)
+	code = run(ctx, args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 

@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+)
+
+// No command shows a credential of its configuration, whatever is wrong
+// with it: not in the one-line error, not in the log.
+func TestNoCommandShowsACredential(t *testing.T) {
+	const marker = "Zq9Marker"
+	goodDB := pgtest.New(t)
+	goodMailbox := "root@tcp(" + closingServer(t) + ")/mbx"
+	cases := []struct {
+		name, mailbox, database, broker string
+		args                            []string
+		exit                            int
+	}{
+		{"database password with an unescaped @", goodMailbox, "postgres://postgres:p@ss@" + marker + "@127.0.0.1:1/ff?connect_timeout=2", "127.0.0.1:1",
+			[]string{"migrate"}, exitUsage},
+		{"database password with an unescaped /", goodMailbox, "postgres://postgres:5432/" + marker + "@127.0.0.1:1/ff?connect_timeout=2", "127.0.0.1:1",
+			[]string{"export"}, exitUsage},
+		{"database unreachable", goodMailbox, "postgres://postgres:" + marker + "@127.0.0.1:1/ff?connect_timeout=2", "127.0.0.1:1",
+			[]string{"migrate"}, exitFailed},
+		{"database host unknown", goodMailbox, "postgres://postgres:" + marker + "@db.invalid/ff?connect_timeout=2", "127.0.0.1:1",
+			[]string{"ledger"}, exitFailed},
+		{"database keyword form", goodMailbox, "host=127.0.0.1 port=1 user=postgres password='" + marker + "' dbname=ff connect_timeout=2", "127.0.0.1:1",
+			[]string{"migrate"}, exitFailed},
+		{"mailbox DSN without database name", "root:" + marker + "/x@tcp(127.0.0.1:1)", goodDB, "127.0.0.1:1",
+			[]string{"pump", "--drain"}, exitFailed},
+		{"mailbox password with @, server gone", "root:p@ss@" + marker + "@tcp(" + closingServer(t) + ")/mbx", goodDB, "127.0.0.1:1",
+			[]string{"pump", "--drain"}, exitFailed},
+		{"mailbox unreachable", "root:" + marker + "@tcp(127.0.0.1:1)/mbx?timeout=2s", goodDB, "127.0.0.1:1",
+			[]string{"simulate"}, exitFailed},
+		{"broker with credentials", goodMailbox, goodDB, "user:" + marker + "@127.0.0.1:9092",
+			[]string{"pump", "--drain"}, exitUsage},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			args := append(c.args[:1:1], "--config", writeFeed(t, c.mailbox, c.database, c.broker))
+			args = append(args, c.args[1:]...)
+			code, out, errOut := runCLIContext(ctx, args...)
+			if code != c.exit {
+				t.Errorf("exit %d, want %d\n%s", code, c.exit, errOut)
+			}
+			if strings.Contains(out+errOut, marker[2:]) {
+				t.Errorf("output shows the password:\n%s%s", out, errOut)
+			}
+		})
+	}
+}
