@@ -63,6 +63,11 @@ publishes full-state and change events to Kafka. It runs as a Kubernetes
 operator (manager) or, for one feed without Kubernetes, as a pump.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		// Before every command: the Go runtime learns the container's
+		// memory limit, and the MySQL driver logs through our logger.
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			applyContainerMemoryLimit(newLogger(cmd))
+		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
