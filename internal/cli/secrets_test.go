@@ -36,6 +36,10 @@ func TestNoCommandShowsACredential(t *testing.T) {
 			[]string{"pump", "--drain"}, exitFailed},
 		{"mailbox unreachable", "root:" + marker + "@tcp(127.0.0.1:1)/mbx?timeout=2s", goodDB, "127.0.0.1:1",
 			[]string{"simulate"}, exitFailed},
+		{"mailbox DSN without database name, tables created", "root:" + marker + "/x@tcp(127.0.0.1:1)", goodDB, "127.0.0.1:1",
+			[]string{"simulate", "--create-mailbox"}, exitFailed},
+		{"mailbox password with @, tables created", "root:p@ss@" + marker + "@tcp(" + closingServer(t) + ")/mbx", goodDB, "127.0.0.1:1",
+			[]string{"simulate", "--create-mailbox"}, exitFailed},
 		{"broker with credentials", goodMailbox, goodDB, "user:" + marker + "@127.0.0.1:9092",
 			[]string{"pump", "--drain"}, exitUsage},
 	}

@@ -103,20 +103,23 @@ an ADFT ad-hoc flight, an FDEL — and, with --malformed N, N broken messages.`,
 	return cmd
 }
 
-// createTables applies the shipped mailbox DDL (default layout only).
+// createTables applies the shipped mailbox DDL (default layout only). Its
+// errors are scrubbed of the DSN's password like mailbox.Open's: the
+// driver names what it parsed, and a malformed DSN puts the password there.
 func createTables(ctx context.Context, feed *config.Feed) error {
-	cfg, err := mysql.ParseDSN(feed.Secrets.MailboxDSN)
+	dsn := feed.Secrets.MailboxDSN
+	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		return fmt.Errorf("parse mailbox DSN: %w", err)
+		return config.RedactError(fmt.Errorf("parse mailbox DSN %s: %w", config.RedactDSN(dsn), err), dsn)
 	}
 	db, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {
-		return fmt.Errorf("open mailbox: %w", err)
+		return config.RedactError(fmt.Errorf("open mailbox: %w", err), dsn)
 	}
 	defer func() { _ = db.Close() }()
 	for _, stmt := range mailboxddl.DDL() {
 		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("create mailbox tables: %w", err)
+			return config.RedactError(fmt.Errorf("create mailbox tables: %w", err), dsn)
 		}
 	}
 	return nil
