@@ -38,7 +38,7 @@ func DecodeString(raw string, opts Options) (*Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &decoder{opts: opts, scan: newScanner(raw, opts.MaxDepth)}
+	d := &decoder{opts: opts, scan: newScanner(raw, limitsOf(opts))}
 	msg, err := d.decode()
 	if err != nil {
 		if msg != nil {
@@ -59,6 +59,9 @@ type decoder struct {
 	msg  *Message
 	// groups is scratch space for decodeRecord, indexed by field order.
 	groups [][]*node
+	// items and ignored count the message's collection and record items
+	// and its unmapped elements and attributes, against their limits.
+	items, ignored int
 }
 
 func (d *decoder) decode() (*Message, error) {
@@ -169,8 +172,21 @@ func (d *decoder) msgChildren(visit func(xml.StartElement) error) error {
 
 // ignoreElement counts an unmapped element and skips it.
 func (d *decoder) ignoreElement(start xml.StartElement) error {
-	d.msg.ignore(qualified(start.Name))
+	if err := d.ignore(qualified(start.Name), d.scan.path); err != nil {
+		return err
+	}
 	return d.scan.skip()
+}
+
+// ignore counts an unmapped element or attribute ("TAG", "TAG@ATTR") for
+// the ignored-tags metric, within Options.MaxIgnored; where renders its path
+// (only for an error).
+func (d *decoder) ignore(tag string, where func() string) error {
+	if d.ignored++; d.ignored > d.opts.MaxIgnored {
+		return newError(ReasonTooManyIgnored, where(), "more than %d elements and attributes the module does not map", d.opts.MaxIgnored)
+	}
+	d.msg.ignore(tag)
+	return nil
 }
 
 func classify(meta Meta) (Kind, FlopSubtype, error) {

@@ -26,6 +26,27 @@ const (
 	ReasonBadEncoding Reason = "BAD_ENCODING"
 	// ReasonTooDeep: element nesting exceeds Options.MaxDepth.
 	ReasonTooDeep Reason = "TOO_DEEP"
+	// ReasonTooManyElements: the message has more elements than
+	// Options.MaxElements, or one record (or META) more than
+	// Options.MaxRecordElements.
+	ReasonTooManyElements Reason = "TOO_MANY_ELEMENTS"
+	// ReasonTooManyAttributes: an element has more attributes than
+	// Options.MaxElementAttributes, or the message more than
+	// Options.MaxAttributes.
+	ReasonTooManyAttributes Reason = "TOO_MANY_ATTRIBUTES"
+	// ReasonTooManyItems: a field of a record has more collection or record
+	// items than Options.MaxCollectionItems, a record more than
+	// Options.MaxRecordItems, or the message more than Options.MaxItems.
+	ReasonTooManyItems Reason = "TOO_MANY_ITEMS"
+	// ReasonTooManyRecords: the message has more records (FLTR, FLOP, FDEL)
+	// than Options.MaxRecords.
+	ReasonTooManyRecords Reason = "TOO_MANY_RECORDS"
+	// ReasonTooManyIgnored: the message has more unmapped elements and
+	// attributes than Options.MaxIgnored.
+	ReasonTooManyIgnored Reason = "TOO_MANY_IGNORED"
+	// ReasonValueTooLong: a text or attribute value inside a record or META
+	// is longer than Options.MaxValueBytes.
+	ReasonValueTooLong Reason = "VALUE_TOO_LONG"
 	// ReasonBadRoot: the root element is not MSG.
 	ReasonBadRoot Reason = "BAD_ROOT"
 	// ReasonMissingMeta: META, or one of its required fields (SNDR, SEQN,
@@ -77,7 +98,9 @@ const (
 
 // Reasons lists every reason code, for documentation and exhaustive tests.
 var Reasons = []Reason{
-	ReasonOversize, ReasonMalformedXML, ReasonBadEncoding, ReasonTooDeep, ReasonBadRoot, ReasonMissingMeta,
+	ReasonOversize, ReasonMalformedXML, ReasonBadEncoding, ReasonTooDeep, ReasonTooManyElements,
+	ReasonTooManyAttributes, ReasonTooManyItems, ReasonTooManyRecords, ReasonTooManyIgnored,
+	ReasonValueTooLong, ReasonBadRoot, ReasonMissingMeta,
 	ReasonMetaFieldTooLong, ReasonBadSeqn, ReasonBadTime, ReasonUnknownType, ReasonUnknownStyp, ReasonUnsupportedType,
 	ReasonMissingBody, ReasonMissingField, ReasonDuplicateField, ReasonBadStructure, ReasonBadFLID,
 	ReasonBadRecs, ReasonRecsOutOfRange, ReasonRecsMismatch, ReasonDuplicateFLID, ReasonSeqZeroMixed,

@@ -31,8 +31,11 @@ func (d *decoder) flopBody(subtype FlopSubtype) error {
 
 func (d *decoder) flopRecord(t xml.StartElement, subtype FlopSubtype, index int) error {
 	path := fmt.Sprintf("MSG/FLOP[%d]", index)
+	if index > d.opts.MaxRecords {
+		return newError(ReasonTooManyRecords, path, "more than %d <FLOP> records", d.opts.MaxRecords)
+	}
 	d.scan.resetTree()
-	n, err := d.scan.readTree(t)
+	n, err := d.scan.readTree(t, path)
 	if err != nil {
 		return err
 	}

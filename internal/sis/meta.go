@@ -38,7 +38,7 @@ func (d *decoder) meta() (Meta, error) {
 				return Meta{}, newError(ReasonMissingMeta, metaPath, "<META> must be the first element of <MSG>, found <%s>", qualified(t.Name))
 			}
 			d.scan.resetTree()
-			n, err := d.scan.readTree(t)
+			n, err := d.scan.readTree(t, metaPath)
 			if err != nil {
 				return Meta{}, err
 			}

@@ -11,6 +11,7 @@ type node struct {
 	name        string
 	attrs       []xml.Attr
 	text        string
+	more        []byte // text being accumulated from several pieces; see addText
 	first, last *node
 	next        *node
 	nchildren   int
@@ -28,17 +29,42 @@ func (n *node) append(c *node) {
 
 func (n *node) hasChildren() bool { return n.first != nil }
 
-// addText accumulates character data. White space that only indents child
-// elements is not concatenated: while the text so far is blank, more blank
-// text is dropped (it cannot change a scalar, an item value or a trimmed
-// TEXT), which keeps pretty-printed records allocation-free.
-func (n *node) addText(s *scanner, t xml.CharData) {
+// addText accumulates character data and reports whether the text grew.
+// White space that only indents child elements is not concatenated: while
+// the text so far is blank, more blank text is dropped (it cannot change a
+// scalar, an item value or a trimmed TEXT), which keeps pretty-printed
+// records allocation-free. Text that arrives in several pieces (split by
+// comments, CDATA sections) is appended to a buffer, not to the string: a
+// value cut into a million pieces must cost linear, not quadratic, time.
+func (n *node) addText(s *scanner, t xml.CharData) bool {
 	switch {
+	case n.more != nil:
+		n.more = append(n.more, t...)
 	case n.text == "":
 		n.text = s.text(t)
 	case isBlank(n.text) && len(bytes.TrimSpace(t)) == 0:
+		return false
 	default:
-		n.text += string(t)
+		n.more = make([]byte, 0, 2*(len(n.text)+len(t)))
+		n.more = append(append(n.more, n.text...), t...)
+	}
+	return true
+}
+
+// textLongerThan reports whether the text is longer than limit bytes and
+// not blank. Blank text is indentation or an empty value, and costs nothing:
+// it is a substring of the input, not a copy.
+func (n *node) textLongerThan(limit int) bool {
+	if n.more != nil {
+		return len(n.more) > limit // holds non-blank text: see addText
+	}
+	return len(n.text) > limit && !isBlank(n.text)
+}
+
+// endText makes the accumulated text the node's text.
+func (n *node) endText() {
+	if n.more != nil {
+		n.text, n.more = string(n.more), nil
 	}
 }
 

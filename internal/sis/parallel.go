@@ -46,6 +46,47 @@ type chunkResult struct {
 	ok      bool
 }
 
+// tally is what a decoder has counted against the message-wide limits.
+type tally struct {
+	scan           scanCounts
+	items, ignored int
+}
+
+func (d *decoder) tally() tally { return tally{scan: d.scan.seen, items: d.items, ignored: d.ignored} }
+
+// add returns t plus what after counted since from.
+func (t tally) add(after, from tally) tally {
+	t.scan.elements += after.scan.elements - from.scan.elements
+	t.scan.attributes += after.scan.attributes - from.scan.attributes
+	t.items += after.items - from.items
+	t.ignored += after.ignored - from.ignored
+	return t
+}
+
+// within reports whether t is inside the message-wide limits.
+func (t tally) within(o Options) bool {
+	return t.scan.elements <= o.MaxElements && t.scan.attributes <= o.MaxAttributes &&
+		t.items <= o.MaxItems && t.ignored <= o.MaxIgnored
+}
+
+// sharedTally sums what the chunks count, record by record, so that
+// together they stop near a message-wide limit: each chunk on its own only
+// knows the counts up to the prefix, and n chunks running up to a limit
+// each would cost n times the memory the limit allows.
+type sharedTally struct {
+	mu    sync.Mutex
+	total tally
+}
+
+// add adds what a chunk counted from one tally to the next and reports
+// whether the message is still within its limits.
+func (s *sharedTally) add(now, from tally, o Options) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.total = s.total.add(now, from)
+	return s.total.within(o)
+}
+
 // tryParallelSCHD decodes the content of the <SCHD> element whose start tag
 // was just consumed, in chunks of FLTR records on several goroutines, and
 // consumes the </SCHD> end tag. It is only an accelerator: on anything it is
@@ -78,22 +119,27 @@ func (d *decoder) tryParallelSCHD(st *schdState) bool {
 	if !ok {
 		return false
 	}
+	// Each chunk counts from the prefix's end, a lower bound of the counts
+	// at its start: a chunk over a limit is over it in the sequential scan
+	// too. The shared sum, exact once all are done, decides the rest.
 	chunks := splitChunks(starts, pos, pos+end, workers)
 	results := make([]chunkResult, len(chunks))
+	shared := &sharedTally{total: prefix.tally}
 	var wg sync.WaitGroup
 	for i, c := range chunks {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = d.decodeChunk(c)
+			results[i] = d.decodeChunk(c, prefix.tally, shared)
 		}()
 	}
 	wg.Wait()
 	records, ok := mergeChunks(results, len(starts))
-	if !ok || !d.crossRecordChecksPass(records, prefix.msg.Recs, st.seenFLIDs) {
+	total := shared.total
+	if !ok || !total.within(d.opts) || !d.crossRecordChecksPass(records, prefix.msg.Recs, st.seenFLIDs) {
 		return false
 	}
-	remainder := newRangeScanner(input, pos+end, len(input), d.scan.open, 0, d.scan.maxDepth)
+	remainder := newRangeScanner(input, pos+end, len(input), d.scan.open, 0, d.scan.lim, total.scan)
 	if tok, err := remainder.next(); err != nil || !isEnd(tok, "SCHD") {
 		return false
 	}
@@ -116,24 +162,26 @@ func (d *decoder) tryParallelSCHD(st *schdState) bool {
 	}
 	d.msg.Records = append(d.msg.Records, records...)
 	d.scan = remainder
+	d.items, d.ignored = total.items, total.ignored
 	return true
 }
 
 type prefixResult struct {
 	msg      *Message
 	recsPath string
+	tally    tally
 }
 
 // decodeSCHDPrefix decodes what precedes the first FLTR (RECS, unmapped
 // elements) into scratch state.
 func (d *decoder) decodeSCHDPrefix(st *schdState, lo, hi int) (prefixResult, bool) {
-	sub := d.subDecoder(lo, hi)
+	sub := d.subDecoder(lo, hi, d.tally())
 	sub.msg.Recs = d.msg.Recs
 	scratch := &schdState{recsPath: st.recsPath}
 	for {
 		tok, err := sub.scan.next()
 		if errors.Is(err, io.EOF) {
-			return prefixResult{msg: sub.msg, recsPath: scratch.recsPath}, true
+			return prefixResult{msg: sub.msg, recsPath: scratch.recsPath, tally: sub.tally()}, true
 		}
 		if err != nil {
 			return prefixResult{}, false
@@ -158,9 +206,12 @@ func (d *decoder) decodeSCHDPrefix(st *schdState, lo, hi int) (prefixResult, boo
 	}
 }
 
-// decodeChunk decodes a run of FLTR elements; anything else fails the chunk.
-func (d *decoder) decodeChunk(c chunk) chunkResult {
-	sub := d.subDecoder(c.lo, c.hi)
+// decodeChunk decodes a run of FLTR elements, counting from seed and adding
+// its counts to shared after each record; anything else, or a message over
+// a limit, fails the chunk.
+func (d *decoder) decodeChunk(c chunk, seed tally, shared *sharedTally) chunkResult {
+	sub := d.subDecoder(c.lo, c.hi, seed)
+	counted := seed
 	full := d.msg.Kind == KindSnapshot
 	records := make([]Record, 0, c.count)
 	for {
@@ -177,16 +228,22 @@ func (d *decoder) decodeChunk(c chunk) chunkResult {
 				return chunkResult{}
 			}
 			index := c.firstIndex + len(records)
+			path := fmt.Sprintf("MSG/SCHD/FLTR[%d]", index)
 			sub.scan.resetTree()
-			n, err := sub.scan.readTree(t)
+			n, err := sub.scan.readTree(t, path)
 			if err != nil {
 				return chunkResult{}
 			}
-			rec, err := sub.decodeRecord(n, fmt.Sprintf("MSG/SCHD/FLTR[%d]", index), index, recordRules{full: full, requireSODT: full})
+			rec, err := sub.decodeRecord(n, path, index, recordRules{full: full, requireSODT: full})
 			if err != nil {
 				return chunkResult{}
 			}
 			records = append(records, rec)
+			now := sub.tally()
+			if !shared.add(now, counted, d.opts) {
+				return chunkResult{}
+			}
+			counted = now
 		case xml.CharData:
 			if !isBlankBytes(t) {
 				return chunkResult{}
@@ -201,11 +258,14 @@ func (d *decoder) decodeChunk(c chunk) chunkResult {
 	return chunkResult{records: records, ignored: sub.msg.IgnoredTags, ok: true}
 }
 
-func (d *decoder) subDecoder(lo, hi int) *decoder {
+// subDecoder decodes input[lo:hi] inside <SCHD> into scratch state,
+// counting against the message-wide limits from seed.
+func (d *decoder) subDecoder(lo, hi int, seed tally) *decoder {
 	return &decoder{
-		opts: d.opts,
-		scan: newRangeScanner(d.scan.input, lo, hi, schdOpen, len(schdOpen), d.scan.maxDepth),
-		msg:  &Message{Kind: d.msg.Kind, Recs: -1},
+		opts:  d.opts,
+		scan:  newRangeScanner(d.scan.input, lo, hi, schdOpen, len(schdOpen), d.scan.lim, seed.scan),
+		msg:   &Message{Kind: d.msg.Kind, Recs: -1},
+		items: seed.items, ignored: seed.ignored,
 	}
 }
 
@@ -221,12 +281,12 @@ func mergeChunks(results []chunkResult, total int) ([]Record, bool) {
 }
 
 // crossRecordChecksPass replays the checks the sequential path makes across
-// records (count against RECS and MaxRecs, duplicate FLIDs); a failure is
-// left to the sequential path to report.
+// records (count against RECS, MaxRecs and Options.MaxRecords, duplicate
+// FLIDs); a failure is left to the sequential path to report.
 func (d *decoder) crossRecordChecksPass(records []Record, recs int, seen map[flight.FLID]int) bool {
 	before := len(d.msg.Records)
 	total := before + len(records)
-	if total > MaxRecs || (recs >= 0 && total > recs) {
+	if total > MaxRecs || total > d.opts.MaxRecords || (recs >= 0 && total > recs) {
 		return false
 	}
 	if seen == nil {

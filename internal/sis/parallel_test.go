@@ -32,8 +32,16 @@ func countParallelCommits(tb testing.TB) *int {
 // the same message and the same error, byte for byte.
 func assertSameOutcome(t *testing.T, raw []byte, workers int) (*Message, error) {
 	t.Helper()
-	seqMsg, seqErr := Decode(raw, Options{Workers: 1, MaxDepth: 16})
-	parMsg, parErr := Decode(raw, Options{Workers: workers, MaxDepth: 16})
+	return assertSameOutcomeWith(t, raw, Options{MaxDepth: 16}, workers)
+}
+
+// assertSameOutcomeWith is assertSameOutcome with other Options.
+func assertSameOutcomeWith(t *testing.T, raw []byte, opts Options, workers int) (*Message, error) {
+	t.Helper()
+	opts.Workers = 1
+	seqMsg, seqErr := Decode(raw, opts)
+	opts.Workers = workers
+	parMsg, parErr := Decode(raw, opts)
 	if fmt.Sprint(seqErr) != fmt.Sprint(parErr) {
 		t.Fatalf("errors differ:\n sequential: %v\n parallel:   %v", seqErr, parErr)
 	}

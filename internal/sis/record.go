@@ -37,7 +37,7 @@ func (d *decoder) decodeRecord(n *node, path string, index int, rules recordRule
 		groups[i] = groups[i][:0]
 	}
 	var flidNode *node
-	present := 0
+	present, items := 0, 0
 	for c := n.first; c != nil; c = c.next {
 		if c.name == "FLID" {
 			if flidNode != nil {
@@ -48,12 +48,20 @@ func (d *decoder) decodeRecord(n *node, path string, index int, rules recordRule
 		}
 		pos := flight.FieldOrder(c.name)
 		if pos < 0 {
-			d.msg.ignore(c.name)
+			if err := d.ignore(c.name, elemPath{parent: path, tag: c.name}.String); err != nil {
+				return Record{}, err
+			}
 			continue
 		}
 		kind := fieldSpecs[pos].Kind
 		if len(groups[pos]) > 0 && (kind == flight.KindScalar || kind == flight.KindAnomaly) {
 			return Record{}, newError(ReasonDuplicateField, fmt.Sprintf("%s/%s[2]", path, c.name), "%s may occur once per record", c.name)
+		}
+		if kind == flight.KindCollection || kind == flight.KindRecord {
+			items++
+			if err := d.countItem(path, c.name, len(groups[pos])+1, items); err != nil {
+				return Record{}, err
+			}
 		}
 		if len(groups[pos]) == 0 {
 			present++
@@ -88,6 +96,23 @@ func (d *decoder) decodeRecord(n *node, path string, index int, rules recordRule
 	}
 	rec.OperationDay = day
 	return rec, nil
+}
+
+// countItem bounds the items of a collection or record field (n is the
+// item's 1-based index in its field), of one record (inRecord) and of the
+// message: each item becomes a map, the costliest part of a decoded record.
+func (d *decoder) countItem(path, tag string, n, inRecord int) error {
+	d.items++
+	at := elemPath{parent: path, tag: tag, index: n} // rendered only for an error
+	switch {
+	case n > d.opts.MaxCollectionItems:
+		return newError(ReasonTooManyItems, at.String(), "more than %d <%s> items in one record", d.opts.MaxCollectionItems, tag)
+	case inRecord > d.opts.MaxRecordItems:
+		return newError(ReasonTooManyItems, at.String(), "more than %d collection and record items in one record", d.opts.MaxRecordItems)
+	case d.items > d.opts.MaxItems:
+		return newError(ReasonTooManyItems, at.String(), "more than %d collection and record items in the message", d.opts.MaxItems)
+	}
+	return nil
 }
 
 func flidOf(n *node, path string) (flight.FLID, error) {
@@ -146,7 +171,9 @@ func (d *decoder) scalarCommand(spec *flight.FieldSpec, n *node, at elemPath) (f
 		return flight.Command{}, newError(ReasonBadStructure, at.String(), "scalar <%s> holds child elements", spec.Tag)
 	}
 	for _, a := range n.attrs {
-		d.msg.ignore(spec.Tag + "@" + qualified(a.Name))
+		if err := d.ignore(spec.Tag+"@"+qualified(a.Name), func() string { return at.attr(qualified(a.Name)) }); err != nil {
+			return flight.Command{}, err
+		}
 	}
 	if isBlank(n.text) {
 		return flight.Command{Tag: spec.Tag, Op: flight.OpClear}, nil

@@ -88,7 +88,7 @@ func (d *decoder) schdElement(st *schdState) error {
 
 func (d *decoder) recs(t xml.StartElement, st *schdState, path string) error {
 	d.scan.resetTree()
-	n, err := d.scan.readTree(t)
+	n, err := d.scan.readTree(t, path)
 	if err != nil {
 		return err
 	}
@@ -113,6 +113,9 @@ func (d *decoder) recs(t xml.StartElement, st *schdState, path string) error {
 	if recs > MaxRecs {
 		return newError(ReasonRecsOutOfRange, path, "RECS %d is outside 0–%d", recs, MaxRecs)
 	}
+	if recs > d.opts.MaxRecords {
+		return newError(ReasonTooManyRecords, path, "RECS %d is more than the %d records a message may hold", recs, d.opts.MaxRecords)
+	}
 	if len(d.msg.Records) > recs {
 		return newError(ReasonRecsMismatch, path, "RECS %d but %d FLTR records precede it", recs, len(d.msg.Records))
 	}
@@ -131,11 +134,14 @@ func (d *decoder) fltr(t xml.StartElement, st *schdState, parent string) error {
 	if index > MaxRecs {
 		return newError(ReasonRecsOutOfRange, path, "more than %d FLTR records", MaxRecs)
 	}
+	if index > d.opts.MaxRecords {
+		return newError(ReasonTooManyRecords, path, "more than %d FLTR records", d.opts.MaxRecords)
+	}
 	if d.msg.Recs >= 0 && index > d.msg.Recs {
 		return newError(ReasonRecsMismatch, path, "RECS is %d but more FLTR records follow", d.msg.Recs)
 	}
 	d.scan.resetTree()
-	n, err := d.scan.readTree(t)
+	n, err := d.scan.readTree(t, path)
 	if err != nil {
 		return err
 	}
