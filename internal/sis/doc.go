@@ -3,15 +3,35 @@
 // flight.Commands), rejects bad input with a typed *Error that carries a
 // machine-readable Reason, the offending element path and the failure class
 // (Illegal → DEAD, Unsupported → FAILED(UNSUPPORTED)), and encodes the
-// outbound RQFD request.
+// outbound RQFD request. An Error renders on one line (control characters
+// escaped), since its text becomes the mailbox note.
+//
+// Input is UTF-8; a leading byte order mark is dropped. Bytes that are not
+// valid UTF-8 are read in the encoding the XML declaration names (GBK,
+// GB2312, GB18030, ISO-8859-1, windows-1252), or rejected as BAD_ENCODING.
 //
 // Decoding streams encoding/xml tokens and holds one record's element tree
 // at a time; a large SCHD body is cut at <FLTR> boundaries and decoded on up
 // to Options.Workers goroutines, with a sequential fallback that makes the
 // outcome (message or error) identical either way.
 //
+// What a message may cost is bounded, whatever its size in bytes: Options
+// limit the elements and attributes of the message, the attributes of one
+// element (counted in the raw tag, before encoding/xml builds the list), the
+// elements and items of one record, the items of one field and of the
+// message, the records, the unmapped elements and attributes, and the
+// length of a value; every META field is at most MaxMetaFieldChars
+// characters. The limits are checked while tokens stream, so an oversized
+// message is DEAD (TOO_MANY_*, VALUE_TOO_LONG, META_FIELD_TOO_LONG) before a
+// large tree exists. The defaults (options.go) admit a full-day DNLD of
+// 9,999 fully populated flights with a margin and keep the decode of any
+// message they admit near 250 MB at peak; memory otherwise grows with the
+// input, so Options.MaxBytes (the pump's mailbox.maxMessageBytes) is the
+// other half of the bound.
+//
 // It is pure: no database, no network, no logging, no clock, no file access
 // (the default airport zone is a fixed UTC+8 offset, not a tzdata lookup). It
-// imports only internal/flight of the project. It never panics on any input;
-// FuzzDecode keeps it honest.
+// imports only internal/flight of the project (and golang.org/x/text for
+// the declared encodings). It never panics on any input; FuzzDecode keeps it
+// honest.
 package sis
