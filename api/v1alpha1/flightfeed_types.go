@@ -111,7 +111,11 @@ type MailboxSpec struct {
 	BatchSize int32 `json:"batchSize,omitempty"`
 
 	// MaxMessageBytes rejects (DEAD, OVERSIZE) any message larger than this
-	// before parsing it. Default 67108864 (64 MiB).
+	// before parsing it. Default 41943040 (40 MiB): a full-day DNLD of 9,999
+	// fully populated flights is about 31.5 MB, and the decoder's element,
+	// attribute and item limits bound what any admitted message costs in
+	// memory. The mailbox server's max_allowed_packet must exceed it; a
+	// larger row is refused as oversize.
 	// +kubebuilder:validation:Minimum=1024
 	// +kubebuilder:validation:Maximum=1073741824
 	// +optional

@@ -43,7 +43,7 @@ const (
 	DefaultTimeZone           = "Asia/Shanghai"
 	DefaultPollInterval       = 100 * time.Millisecond
 	DefaultBatchSize          = 200
-	DefaultMaxMessageBytes    = 64 << 20
+	DefaultMaxMessageBytes    = 40 << 20
 	DefaultMaxBatchBytes      = 16 << 20
 	DefaultDedupWindow        = 24 * time.Hour
 	DefaultDatabaseMaxConns   = 4

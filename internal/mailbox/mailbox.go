@@ -32,6 +32,9 @@ type Row struct {
 	// holds only the first limit bytes and Truncated is set.
 	Body      []byte
 	Truncated bool
+	// PacketLimited: the fetch limit was the mailbox server's
+	// max_allowed_packet, lower than the caller's maximum.
+	PacketLimited bool
 	// Null: the body column is NULL (Body is empty).
 	Null bool
 }
@@ -56,6 +59,9 @@ type Mailbox struct {
 	// noteExpr is the SQL expression of a note parameter, converted to the
 	// note column's character set when that is not UTF-8 (see noteExpression).
 	noteExpr string
+	// maxFetch is the largest body the server can send in one packet
+	// (max_allowed_packet less a margin; 0 when unknown).
+	maxFetch int64
 }
 
 type queries struct {
@@ -91,6 +97,7 @@ func Open(ctx context.Context, dsn string, spec v1alpha1.MailboxSpec) (*Mailbox,
 	}
 	m := &Mailbox{db: db, validStatus: spec.Inbound.ValidStatus, q: q}
 	m.noteExpr = m.noteExpression(ctx, spec.Inbound)
+	m.maxFetch = m.packetLimit(ctx)
 	return m, nil
 }
 
@@ -112,6 +119,21 @@ func (m *Mailbox) noteExpression(ctx context.Context, in v1alpha1.InboundTableSp
 		return "?"
 	}
 	return "CONVERT(? USING " + cs.String + ")"
+}
+
+// packetMargin is what a row needs beside its body in one packet.
+const packetMargin = 4 << 10
+
+// packetLimit returns the largest body the server will send: a row larger
+// than max_allowed_packet fails the whole read ("packet bigger than
+// max_allowed_packet"), which would block the head for good, so a body
+// beyond it is read only up to it and refused as oversize.
+func (m *Mailbox) packetLimit(ctx context.Context) int64 {
+	var packet int64
+	if err := m.db.QueryRowContext(ctx, `SELECT @@max_allowed_packet`).Scan(&packet); err != nil || packet <= 2*packetMargin {
+		return 0
+	}
+	return packet - packetMargin
 }
 
 // Close releases the connections.
@@ -173,6 +195,10 @@ func buildQueries(spec v1alpha1.MailboxSpec) (queries, error) {
 // than maxBytes is fetched only up to maxBytes and marked Truncated, so an
 // oversize message never has to fit in memory.
 func (m *Mailbox) Head(ctx context.Context, limit int, budget, maxBytes int64, skip map[int64]bool) ([]Row, error) {
+	packetLimited := m.maxFetch > 0 && m.maxFetch < maxBytes
+	if packetLimited {
+		maxBytes = m.maxFetch
+	}
 	rows, err := m.db.QueryContext(ctx, m.q.headIDs, m.validStatus, limit+len(skip))
 	if err != nil {
 		return nil, fmt.Errorf("read mailbox head: %w", err)
@@ -199,6 +225,7 @@ func (m *Mailbox) Head(ctx context.Context, limit int, budget, maxBytes int64, s
 		}
 		total += fetch
 		r.Truncated = r.Size > maxBytes
+		r.PacketLimited = r.Truncated && packetLimited
 		head = append(head, r)
 	}
 	if err := rows.Err(); err != nil {

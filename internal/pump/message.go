@@ -29,8 +29,11 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 		return p.finish(res, store.StatusDead, ReasonEmptyBody, "the mailbox row's body column is NULL", nil)
 	}
 	if row.Truncated {
-		return p.finish(res, store.StatusDead, string(sis.ReasonOversize),
-			fmt.Sprintf("message is %d bytes, more than mailbox.maxMessageBytes %d", row.Size, p.feed.Spec.Mailbox.MaxMessageBytes), nil)
+		limit := fmt.Sprintf("mailbox.maxMessageBytes %d", p.feed.Spec.Mailbox.MaxMessageBytes)
+		if row.PacketLimited {
+			limit = fmt.Sprintf("the %d bytes the mailbox server's max_allowed_packet lets it send", len(row.Body))
+		}
+		return p.finish(res, store.StatusDead, string(sis.ReasonOversize), fmt.Sprintf("message is %d bytes, more than %s", row.Size, limit), nil)
 	}
 	if msg != nil {
 		res.Type, res.Styp, res.IdentityKey = msg.Meta.Type, msg.Meta.Styp, msg.Meta.IdentityKey()
