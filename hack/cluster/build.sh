@@ -53,5 +53,11 @@ build kube-proxy "1 minute" "$k8s" k8s.io/kubernetes/cmd/kube-proxy
 build kube-apiserver "4 minutes (1 when the envtest one was built)" "$k8s" k8s.io/kubernetes/cmd/kube-apiserver
 build kube-controller-manager "3 minutes" "$k8s" k8s.io/kubernetes/cmd/kube-controller-manager
 build kubelet "3 minutes" "$k8s" k8s.io/kubernetes/cmd/kubelet
+build kubectl "2 minutes" "$k8s" k8s.io/kubernetes/cmd/kubectl
+# The sandbox image, from the pause binary.
+if [ ! -s "$bin/pause.tar" ]; then
+  (cd "$repo" && go run ./hack/image -binary "$bin/pause" -path /pause -name registry.k8s.io/pause -tag 3.10 \
+    -user 65535:65535 -out "$bin/pause.tar" >/dev/null)
+fi
 [ "$built" = 0 ] || echo "cluster-build: done in $(( $(date +%s) - start ))s, cached in $bin" >&2
 echo "$bin"

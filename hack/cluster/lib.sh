@@ -16,6 +16,11 @@
 : "${FLIGHTFEED_CLUSTER_DIR:=/var/lib/flightfeed-cluster}"
 root=$FLIGHTFEED_CLUSTER_DIR
 cache=${FLIGHTFEED_CACHE:-$HOME/.cache/flightfeed}
+# The binaries build.sh makes, kubectl among them (the machine's may be older
+# than the server by more than the supported skew): first on PATH.
+_tools=$(cd "$(dirname "${BASH_SOURCE[0]}")/../tools" && pwd)
+kube_bin="$cache/cluster/k8s-$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' "$_tools/kubernetes/go.mod")-etcd-$(awk '$1=="require" && $2=="go.etcd.io/etcd/server/v3" {print $3}' "$_tools/etcd/go.mod")"
+export PATH="$kube_bin:$PATH"
 
 bridge=flightfeed0
 node_ip=10.222.0.1

@@ -37,7 +37,7 @@ fi
 # ---- packages ---------------------------------------------------------------
 missing=()
 for p in containerd:containerd runc:runc /usr/lib/cni/bridge:containernetworking-plugins iptables:iptables \
-         conntrack:conntrack socat:socat openssl:openssl kubectl:kubectl; do
+         conntrack:conntrack socat:socat openssl:openssl curl:curl; do
   what=${p%%:*} pkg=${p#*:}
   if [ "${what:0:1}" = / ]; then [ -e "$what" ] || missing+=("$pkg"); else command -v "$what" >/dev/null 2>&1 || missing+=("$pkg"); fi
 done
@@ -50,6 +50,7 @@ fi
 # ---- binaries -----------------------------------------------------------------
 step "binaries (built once into $cache/cluster; the first build takes about 15 minutes on 2 idle cores)"
 bin=$(bash "$here/build.sh")
+[ "$bin" = "$kube_bin" ] || { clog "build.sh built into $bin, lib.sh expects $kube_bin"; exit 1; }
 
 # ---- the network must be free --------------------------------------------------
 for a in "$node_ip" "${kubernetes_service_ip}"; do
@@ -232,10 +233,7 @@ state = "$run/containerd"
 EOF
 start containerd "$(command -v containerd)" --config "$root/containerd.toml"
 wait_for containerd 30 ctr --address "$sock" version
-(cd "$repo" && go build -o "$run/image" ./hack/image)
-"$run/image" -binary "$bin/pause" -path /pause -name "${sandbox_image%:*}" -tag "${sandbox_image##*:}" \
-  -user 65535:65535 -out "$run/pause.tar" >/dev/null
-ctr_ images import "$run/pause.tar" >/dev/null
+ctr_ images import "$bin/pause.tar" >/dev/null
 
 wait_for kube-apiserver 60 kubectl get --raw /readyz
 
@@ -320,5 +318,5 @@ wait_for "kube-proxy's rules for the kubernetes Service" 60 sh -c "iptables-save
 for d in etcd kube-apiserver containerd kube-controller-manager kube-scheduler kubelet kube-proxy; do
   alive "$d" || { clog "$d exited; its log:"; tail -n 30 "$logs/$d.log" >&2; exit 1; }
 done
-step "up: $(kubectl version -o json | sed -n 's/.*"gitVersion": "\(v[^"]*\)".*/\1/p' | tail -n 1), node $node_name Ready; export KUBECONFIG=$KUBECONFIG"
+step "up: Kubernetes $(kubectl version -o json | sed -n 's/.*"gitVersion": "\(v[^"]*\)".*/\1/p' | tail -n 1), node $node_name Ready; export KUBECONFIG=$KUBECONFIG PATH=$kube_bin:\$PATH"
 echo "$KUBECONFIG"
