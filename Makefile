@@ -1,8 +1,10 @@
 # FlightFeed — build, generate and test.
 #
-#   make demo   run one feed end to end on local services (see README)
+#   make demo   helm install the operator on a local single-node Kubernetes
+#               cluster and run one feed end to end (see README); make demo-down
 #   make test   unit + integration tests against real PostgreSQL, MariaDB,
-#               a kfake Kafka broker and an envtest control plane
+#               a kfake Kafka broker and an envtest control plane, then the
+#               end-to-end test on the local cluster
 
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -15,6 +17,10 @@ CONTROLLER_GEN ?= $(CACHE)/tools/controller-gen-$(CONTROLLER_TOOLS_VERSION)/cont
 GOLANGCI_LINT ?= $(CACHE)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
 
 IMG ?= flightfeed:dev
+# `make image`: the OCI archive of the operator's image (no Docker engine) and
+# the file naming its reference (flightfeed:dev-<content digest>).
+IMAGE_ARCHIVE ?= bin/flightfeed-image.tar
+IMAGE_REF ?= bin/flightfeed-image.ref
 
 .PHONY: all
 all: build
@@ -66,12 +72,37 @@ test-unit: ## Pure packages only (no services needed).
 build: ## Build bin/flightfeed.
 	go build -o bin/flightfeed .
 
+.PHONY: image
+image: ## The operator's OCI image as an OCI archive, without a Docker engine (the Dockerfile's equivalent).
+	@[ -s /etc/ssl/certs/ca-certificates.crt ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ca-certificates >/dev/null; }
+	CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o bin/linux/flightfeed .
+	go run ./hack/image -binary bin/linux/flightfeed -name flightfeed -tag auto \
+		-ca /etc/ssl/certs/ca-certificates.crt -user 65532:65532 -cmd manager -ports 8080,8081,8082 \
+		-labels 'org.opencontainers.image.title=flightfeed' -out $(IMAGE_ARCHIVE) >$(IMAGE_REF)
+	@echo "image $$(cat $(IMAGE_REF)) in $(IMAGE_ARCHIVE)"
+
 .PHONY: demo
-demo: build ## Run one feed end to end on local services.
+demo: build image ## helm install on a local single-node cluster, one feed end to end, a takeover (README).
 	bash hack/demo.sh
 
+.PHONY: demo-down
+demo-down: ## Stop the demo's broker and tear the local cluster down completely.
+	bash hack/demo.sh down
+
+.PHONY: demo-cli
+demo-cli: build ## The quick path: one feed end to end with the CLI only, no Kubernetes.
+	bash hack/demo-cli.sh
+
+.PHONY: cluster-up
+cluster-up: ## Bring up the local single-node cluster (builds it the first time); prints its kubeconfig.
+	bash hack/cluster/up.sh
+
+.PHONY: cluster-down
+cluster-down: ## Tear the local cluster down: every process, mount, namespace, iptables chain.
+	bash hack/cluster/down.sh
+
 .PHONY: docker-build
-docker-build: ## Build the container image (needs a Docker engine; not run in CI).
+docker-build: ## Build the container image for registries (needs a Docker engine; not run in CI).
 	docker build -t $(IMG) .
 
 ##@ Tools
