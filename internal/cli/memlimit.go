@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,10 +19,34 @@ import (
 // charged to the cgroup).
 const memoryLimitShare = 0.85
 
-// cgroupMemoryFiles hold the container's memory limit: cgroup v2, then v1.
-var cgroupMemoryFiles = []string{
+// cgroupRootFiles hold the memory limit of the cgroup mounted at
+// /sys/fs/cgroup: the container's own in a pod (cgroup v2, then v1).
+var cgroupRootFiles = []string{
 	"/sys/fs/cgroup/memory.max",
 	"/sys/fs/cgroup/memory/memory.limit_in_bytes",
+}
+
+// cgroupMemoryFiles lists the files that may hold this process's memory
+// limit: those of its own cgroup as /proc/self/cgroup names it (a process
+// placed in a cgroup below the mount, as a systemd unit or a test puts it,
+// is limited there, not at the root), then the root's.
+func cgroupMemoryFiles(readFile func(string) ([]byte, error)) []string {
+	var files []string
+	if b, err := readFile("/proc/self/cgroup"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			parts := strings.SplitN(line, ":", 3)
+			if len(parts) != 3 || parts[2] == "/" || strings.Contains(parts[2], "..") {
+				continue
+			}
+			switch {
+			case parts[0] == "0" && parts[1] == "":
+				files = append(files, "/sys/fs/cgroup"+parts[2]+"/memory.max")
+			case slices.Contains(strings.Split(parts[1], ","), "memory"):
+				files = append(files, "/sys/fs/cgroup/memory"+parts[2]+"/memory.limit_in_bytes")
+			}
+		}
+	}
+	return append(files, cgroupRootFiles...)
 }
 
 // unlimitedFrom: cgroup v1 says "no limit" with the largest page-aligned
@@ -44,18 +69,19 @@ func parseMemoryLimit(content string) (limit int64, ok bool) {
 	return n, true
 }
 
-// containerMemoryLimit returns the limit of the first cgroup file that can
-// be read (v2 before v1) and the file it came from.
+// containerMemoryLimit returns the lowest limit among the cgroup files
+// that can be read (cgroupMemoryFiles) and the file it came from.
 func containerMemoryLimit(readFile func(string) ([]byte, error)) (limit int64, file string, ok bool) {
-	for _, f := range cgroupMemoryFiles {
+	for _, f := range cgroupMemoryFiles(readFile) {
 		b, err := readFile(f)
 		if err != nil {
 			continue
 		}
-		limit, ok := parseMemoryLimit(string(b))
-		return limit, f, ok
+		if l, lok := parseMemoryLimit(string(b)); lok && (!ok || l < limit) {
+			limit, file, ok = l, f, true
+		}
 	}
-	return 0, "", false
+	return limit, file, ok
 }
 
 // softMemoryLimit is the Go memory limit for a container limit.

@@ -40,7 +40,19 @@ func TestApplyMemoryLimit(t *testing.T) {
 		want  int64 // 0: not set
 	}{
 		{"cgroup v2", "", map[string]string{v2: "1073741824\n"}, 912680550},
-		{"cgroup v2 unlimited", "", map[string]string{v2: "max\n", v1: "1073741824"}, 0},
+		{"cgroup v2 unlimited, v1 root limited", "", map[string]string{v2: "max\n", v1: "1073741824"}, 912680550},
+		{"own v1 cgroup below the root", "", map[string]string{
+			"/proc/self/cgroup": "5:devices:/\n4:memory:/pods/pump\n0::/\n",
+			"/sys/fs/cgroup/memory/pods/pump/memory.limit_in_bytes": "536870912\n",
+			v1: "9223372036854771712\n"}, 456340275},
+		{"own v2 cgroup below the root", "", map[string]string{
+			"/proc/self/cgroup": "0::/system.slice/flightfeed.service\n",
+			"/sys/fs/cgroup/system.slice/flightfeed.service/memory.max": "536870912\n",
+			v2: "max\n"}, 456340275},
+		{"root lower than own", "", map[string]string{
+			"/proc/self/cgroup":                             "4:memory:/a\n",
+			"/sys/fs/cgroup/memory/a/memory.limit_in_bytes": "1073741824\n",
+			v1: "536870912\n"}, 456340275},
 		{"cgroup v1", "", map[string]string{v1: "1073741824\n"}, 912680550},
 		{"cgroup v1 unlimited", "", map[string]string{v1: "9223372036854771712\n"}, 0},
 		{"no cgroup files", "", nil, 0},
