@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make demo`: one feed end to end on this machine's own services — a
+# `make demo-cli`: one feed end to end on this machine's own services — a
 # MariaDB mailbox, a PostgreSQL state database and a kfake Kafka broker —
 # with `flightfeed simulate` playing the AODB. Every run starts from fresh
 # demo databases (flightfeed_demo, flightfeed_demo_mbx).

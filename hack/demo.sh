@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# `make demo`: FlightFeed as its users meet it, on a real single-node
+# Kubernetes cluster built on this machine (hack/cluster/): `helm install` of
+# the chart with the locally built image (2 replicas), the sample FlightFeed
+# and its Secrets, `flightfeed simulate` playing the AODB, what a user looks
+# at with kubectl, then the leader pod deleted and the other replica taking
+# over. The cluster stays up for a look around; `make demo-down` (this script
+# with "down") tears it all down. `make demo-cli` is the quick path without
+# Kubernetes.
+#
+# The pods reach the machine's PostgreSQL and MariaDB at 10.222.0.1 (the
+# cluster's bridge, relayed to 127.0.0.1) and a kfake broker listening there.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=hack/cluster/lib.sh
+source hack/cluster/lib.sh
+
+if [ "${1:-}" = down ]; then
+  exec bash hack/cluster/down.sh
+fi
+
+ff=bin/flightfeed
+work=$cache/demo-cluster
+mkdir -p "$work"
+ns=flightfeed-system
+broker_port=19092
+t0=$(date +%s)
+n=0
+say() { n=$((n + 1)); printf '\n\033[1m== %d/10 %s\033[0m (%ss)\n' "$n" "$*" "$(( $(date +%s) - t0 ))"; }
+show() { printf '\n$ %s\n' "$*"; "$@"; }
+poll() { # what, seconds, command...
+  local what=$1 secs=$2 i; shift 2
+  for ((i = 0; i < secs * 5; i++)); do "$@" >/dev/null 2>&1 && return 0; sleep 0.2; done
+  echo "demo: $what did not happen within ${secs}s" >&2; return 1
+}
+mbx() { mariadb -h 127.0.0.1 -u root flightfeed_demo_mbx "$@"; }
+
+say "local services: PostgreSQL, MariaDB, kcat"
+bash hack/services.sh
+
+say "the cluster: Kubernetes v1.37.2 (the first run builds it from Go modules, about 15 minutes on 2 idle cores; later runs start it in about 20 s)"
+bash hack/cluster/up.sh >/dev/null
+show kubectl get nodes -o wide
+helm=$(bash hack/cluster/helm.sh)
+
+say "the operator's image (make image: an OCI archive, no Docker engine) into the cluster's containerd"
+ref=$(cat bin/flightfeed-image.ref)
+bash hack/cluster/load-image.sh bin/flightfeed-image.tar
+
+say "fresh demo databases; a kfake Kafka broker on $node_ip:$broker_port"
+kubectl delete flightfeeds.flightfeed.aero pek --ignore-not-found --wait=true >/dev/null 2>&1 || true
+mariadb -h 127.0.0.1 -u root -e 'DROP DATABASE IF EXISTS flightfeed_demo_mbx; CREATE DATABASE flightfeed_demo_mbx CHARACTER SET utf8mb4'
+psql -q -h 127.0.0.1 -U postgres -d postgres -c 'DROP DATABASE IF EXISTS flightfeed_demo WITH (FORCE)' -c 'CREATE DATABASE flightfeed_demo'
+# The host's view of the feed, for `flightfeed simulate`, `ledger` and `export`.
+cat >"$work/host.yaml" <<YAML
+airport: {iata: PEK, timeZone: Asia/Shanghai}
+mailbox: {dsn: "root@tcp(127.0.0.1:3306)/flightfeed_demo_mbx", pollInterval: 100ms, batchSize: 200}
+database: {dsn: "postgres://postgres@127.0.0.1:5432/flightfeed_demo?sslmode=disable"}
+kafka: {brokers: ["$node_ip:$broker_port"], topics: {state: KAFKA_SCHD, notice: KAFKA_MSG}}
+requests: {horizon: {from: 0, to: 1}, interval: 1h, timeout: 5m, routingId: AODB}
+YAML
+$ff simulate --config "$work/host.yaml" --create-mailbox --answer-requests=false --traffic=false >/dev/null
+go build -o "$work/kfake" ./hack/cluster/kfake
+if alive demo-kfake; then read -r pid _ <"$pids/demo-kfake.pid"; kill "$pid"; sleep 0.5; fi
+setsid "$work/kfake" -addr "$node_ip" -port "$broker_port" >"$logs/demo-kfake.log" 2>&1 </dev/null &
+echo "$! $work/kfake" >"$pids/demo-kfake.pid"
+poll "the kfake broker" 10 grep -q "kfake listening" "$logs/demo-kfake.log"
+cat "$logs/demo-kfake.log"
+
+say "helm install the chart with the local image ($ref), 2 replicas"
+show "$helm" upgrade --install flightfeed charts/flightfeed --namespace "$ns" --create-namespace \
+  --set image.repository=flightfeed --set image.tag="${ref##*:}" --wait --timeout 5m
+show kubectl -n "$ns" get deployments,pods -o wide
+
+say "the sample FlightFeed and its Secrets (config/samples; DSNs and broker pointed at this machine)"
+sed -e "s|flightfeed:change-me@tcp(mailbox.example:3306)/sis|root@tcp($node_ip:3306)/flightfeed_demo_mbx|" \
+    -e "s|postgres://flightfeed:change-me@postgres.example:5432/flightfeed?sslmode=require|postgres://postgres@$node_ip:5432/flightfeed_demo?sslmode=disable|" \
+    -e "s|\"127.0.0.1:9092\"|\"$node_ip:$broker_port\"|" \
+    config/samples/flightfeed_v1alpha1_flightfeed.yaml >"$work/pek.yaml"
+show kubectl apply -f "$work/pek.yaml"
+rqfds() { [ "$(mbx -N -e "SELECT COUNT(*) FROM COUTMSGS WHERE COUTMSGS_CLOB_MSG LIKE '%<TYPE>RQFD</TYPE>%'")" -ge "$1" ]; }
+poll "the pump's full-day request (RQFD) in COUTMSGS" 120 rqfds 1
+echo "the pump asked the AODB for today's schedule (an RQFD row in COUTMSGS); tomorrow's follows once today's is answered"
+
+say "the AODB (flightfeed simulate): today's traffic with 3 malformed messages, the answers to the full-day requests"
+$ff simulate --config "$work/host.yaml" --flights 30 --malformed 3 >"$work/simulate.out"
+tail -n 3 "$work/simulate.out"
+poll "the pump's request for tomorrow" 120 rqfds 2
+$ff simulate --config "$work/host.yaml" --flights 20 --traffic=false >>"$work/simulate.out"
+echo "the AODB answered the request for tomorrow with a RESP of 20 flights"
+drained() { [ "$(mbx -N -e 'SELECT COUNT(*) FROM CMINMSGS WHERE CMINMSGS_DATE_PROCESSED IS NULL')" = 0 ]; }
+poll "the mailbox drained" 120 drained
+show kubectl wait --for=condition=Ready flightfeeds.flightfeed.aero/pek --timeout=120s
+
+say "what a user looks at"
+sleep 3 # the status and FlightFeedDays follow the pump's commits within a report interval
+show kubectl get flightfeeds
+show kubectl get flightfeeds -o wide
+show kubectl get flightfeeddays
+show kubectl get events --field-selector reason=DeadMessage
+show mbx -e "SELECT CMINMSGS_ID AS id, CMINMSGS_PROC_RESULT AS result, LEFT(CMINMSGS_PROC_NOTE, 90) AS note FROM CMINMSGS WHERE CMINMSGS_PROC_RESULT <> 'SUCCEEDED'"
+svc=$(kubectl -n "$ns" get service flightfeed -o jsonpath='{.spec.clusterIP}')
+flid=$($ff export --config "$work/host.yaml" | head -n 1 | sed -n 's/.*"FLID":"\{0,1\}\([0-9A-Za-z_-]*\).*/\1/p')
+show curl -sS "http://$svc:8082/api/v1/feeds/default/pek/flights?limit=2"
+echo
+[ -z "$flid" ] || { show curl -sS "http://$svc:8082/api/v1/feeds/default/pek/flights/$flid"; echo; }
+show "$ff" ledger --config "$work/host.yaml"
+kcat -C -b "$node_ip:$broker_port" -t KAFKA_SCHD -o beginning -e -q -f '%k %h\n' >"$work/kafka_schd.txt"
+kcat -C -b "$node_ip:$broker_port" -t KAFKA_MSG -o beginning -e -q >"$work/kafka_msg.txt"
+printf '\n$ kcat -C -b %s -t KAFKA_SCHD -o beginning -e -q -f '\''%%k %%h\\n'\''   (and -t KAFKA_MSG)\n' "$node_ip:$broker_port"
+echo "KAFKA_SCHD: $(wc -l <"$work/kafka_schd.txt") records (full state, coalesced per FLID); KAFKA_MSG: $(wc -l <"$work/kafka_msg.txt") change notices"
+head -n 3 "$work/kafka_schd.txt"
+head -n 2 "$work/kafka_msg.txt"
+
+say "takeover: delete the leader pod; the other replica takes the Lease"
+show kubectl get lease flightfeed-pek
+leader=$(kubectl get lease flightfeed-pek -o jsonpath='{.spec.holderIdentity}')
+deleted=$(date +%s.%N)
+show kubectl -n "$ns" delete pod "$leader" --wait=false
+took() { h=$(kubectl get lease flightfeed-pek -o jsonpath='{.spec.holderIdentity}'); [ -n "$h" ] && [ "$h" != "$leader" ]; }
+poll "a takeover" 60 took
+awk -v a="$deleted" -v b="$(date +%s.%N)" 'BEGIN {printf "\nthe other replica took the Lease %.1f s after the delete\n", b - a}'
+show kubectl get lease flightfeed-pek
+# The new leader's status report follows its first commit; give it a moment.
+poll "the new leader in the status" 30 sh -c "[ \"\$(kubectl get flightfeeds.flightfeed.aero pek -o jsonpath='{.status.pump.holder}')\" != '$leader' ]"
+before=$(mbx -N -e 'SELECT COUNT(*) FROM CMINMSGS')
+$ff simulate --config "$work/host.yaml" --flights 30 --seed 2 --answer-requests=false >/dev/null
+poll "the mailbox drained by the new leader" 120 drained
+echo
+echo "the AODB sent $(( $(mbx -N -e 'SELECT COUNT(*) FROM CMINMSGS') - before )) more messages; the new leader processed them:"
+sleep 3
+show mbx -e "SELECT CMINMSGS_PROC_RESULT AS result, COUNT(*) AS messages FROM CMINMSGS GROUP BY 1"
+show kubectl get flightfeeds
+show kubectl -n "$ns" get pods -o wide
+
+say "done in $(( $(date +%s) - t0 ))s. The cluster stays up: export KUBECONFIG=$KUBECONFIG; 'make demo-down' tears it all down"
