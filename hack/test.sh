@@ -8,7 +8,24 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 cache=${FLIGHTFEED_CACHE:-$HOME/.cache/flightfeed}
 mkdir -p "$cache"
 start=$(date +%s)
-step() { echo "== $* ($(( $(date +%s) - start ))s)" >&2; }
+steps=()
+step() {
+  echo "== $* ($(( $(date +%s) - start ))s)" >&2
+  steps+=("$(date +%s) $*")
+}
+# Where the time went: each step's duration, printed when the run ends.
+timings() {
+  local i t name next
+  echo "== where the time went" >&2
+  for ((i = 0; i < ${#steps[@]}; i++)); do
+    t=${steps[$i]%% *} name=${steps[$i]#* }
+    [ "$name" = done ] && continue
+    next=$(date +%s)
+    [ $((i + 1)) -lt ${#steps[@]} ] && next=${steps[$((i + 1))]%% *}
+    printf '   %5ds  %s\n' $((next - t)) "$name" >&2
+  done
+  printf '   %5ds  total\n' $(( $(date +%s) - start )) >&2
+}
 
 step "services"
 bash hack/services.sh
@@ -42,6 +59,14 @@ grep -q "kfake listening" "$work/broker.log" || { echo "Kafka test broker did no
 export FLIGHTFEED_TEST_KAFKA="127.0.0.1:$port"
 echo "Kafka test broker on $FLIGHTFEED_TEST_KAFKA" >&2
 
+# The real-cluster step at the end needs the cluster's binaries (the first
+# run compiles ~10 minutes of CPU) and the operator's image: build them now at
+# the lowest priority, in the CPU time the steps below leave idle.
+prep_log="$work/cluster-prep.log"
+setsid nice -n 19 bash -c 'bash hack/cluster/build.sh >/dev/null && make --no-print-directory image' >"$prep_log" 2>&1 &
+prep_pid=$!
+trap 'rc=$?; kill -- -$prep_pid 2>/dev/null; cleanup; timings; exit $rc' EXIT
+
 step "generated files"
 make --no-print-directory verify-generated
 
@@ -56,5 +81,29 @@ make --no-print-directory lint
 
 step "tests"
 go test -race -count=1 -timeout 20m ./...
+
+step "real cluster: build (first run only), image, up"
+# The end-to-end test of the chart on a real single-node Kubernetes cluster
+# (hack/cluster/): helm install with the local image, takeover, upgrade,
+# uninstall. The cluster is torn down whatever happens, and down.sh fails
+# the run if anything (process, mount, namespace, iptables chain) is left.
+cluster_down() {
+  bash hack/cluster/down.sh || { echo "hack/cluster/down.sh left something behind" >&2; return 1; }
+}
+trap 'rc=$?; kill -- -$prep_pid 2>/dev/null; cluster_down || rc=1; cleanup; timings; exit $rc' EXIT
+wait "$prep_pid" || { cat "$prep_log" >&2; echo "building the cluster or the image failed" >&2; exit 1; }
+cat "$prep_log" >&2
+bash hack/cluster/down.sh >/dev/null 2>&1 || true
+bash hack/cluster/up.sh >/dev/null
+bash hack/cluster/load-image.sh bin/flightfeed-image.tar
+FLIGHTFEED_CLUSTER_HELM=$(bash hack/cluster/helm.sh)
+export FLIGHTFEED_CLUSTER_HELM
+
+step "real cluster: helm install, takeover, upgrade, uninstall"
+go test -tags cluster -count=1 -timeout 15m -v ./hack/cluster/e2e/
+
+step "real cluster: down"
+trap 'rc=$?; cleanup; timings; exit $rc' EXIT
+cluster_down
 
 step "done"
