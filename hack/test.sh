@@ -65,7 +65,7 @@ echo "Kafka test broker on $FLIGHTFEED_TEST_KAFKA" >&2
 prep_log="$work/cluster-prep.log"
 setsid nice -n 19 bash -c 'bash hack/cluster/build.sh >/dev/null && make --no-print-directory image' >"$prep_log" 2>&1 &
 prep_pid=$!
-trap 'rc=$?; kill -- -$prep_pid 2>/dev/null; cleanup; timings; exit $rc' EXIT
+trap 'rc=$?; kill -- -$prep_pid 2>/dev/null || true; cleanup; timings; exit $rc' EXIT
 
 step "generated files"
 make --no-print-directory verify-generated
@@ -90,7 +90,7 @@ step "real cluster: build (first run only), image, up"
 cluster_down() {
   bash hack/cluster/down.sh || { echo "hack/cluster/down.sh left something behind" >&2; return 1; }
 }
-trap 'rc=$?; kill -- -$prep_pid 2>/dev/null; cluster_down || rc=1; cleanup; timings; exit $rc' EXIT
+trap 'rc=$?; kill -- -$prep_pid 2>/dev/null || true; cluster_down || rc=1; cleanup; timings; exit $rc' EXIT
 wait "$prep_pid" || { cat "$prep_log" >&2; echo "building the cluster or the image failed" >&2; exit 1; }
 cat "$prep_log" >&2
 bash hack/cluster/down.sh >/dev/null 2>&1 || true

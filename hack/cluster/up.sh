@@ -81,6 +81,8 @@ ip addr add "$node_ip/${bridge_cidr#*/}" dev "$bridge"
 ip link set "$bridge" up
 fwd_was=$(sysctl -n net.ipv4.ip_forward)
 for ipt in iptables ip6tables; do
+  # (a kernel without IPv6 has no ip6tables tables to guard)
+  [ "$ipt" = iptables ] || $ipt -w -L FORWARD >/dev/null 2>&1 || continue
   $ipt -w -N FLIGHTFEED-FORWARD
   $ipt -w -A FLIGHTFEED-FORWARD -i "$bridge" -o "$bridge" -j RETURN
   $ipt -w -A FLIGHTFEED-FORWARD -i "$bridge" -j DROP
