@@ -23,8 +23,11 @@ func Apply(cur State, cmds Commands) (State, []string, error) {
 	if cmds.FLID != cur.FLID {
 		return State{}, nil, fmt.Errorf("%w: commands for FLID %s applied to FLID %s", ErrInvalidCommand, cmds.FLID, cur.FLID)
 	}
-	// Commands replace items whole (CloneItems of the command's), so the
-	// items the message leaves alone are shared with cur, never changed.
+	// Commands replace items whole, so the items the message leaves alone
+	// are shared with cur, and the items it carries are shared with the
+	// commands: items are never changed in place once built (a decoded
+	// message's are not touched after decoding), so sharing is safe and a
+	// full-day snapshot does not hold every item twice.
 	next := cur.withOwnMaps()
 	var changed []string
 	// An increment's implied commands are all Unchanged: only the ones it
@@ -62,7 +65,7 @@ func applyOne(s *State, kind Kind, cmd Command) bool {
 			delete(s.Anomalies, cmd.Tag)
 			return had
 		}
-		s.Anomalies[cmd.Tag] = cmd.Anomaly.Clone()
+		s.Anomalies[cmd.Tag] = cmd.Anomaly
 		return !had || !maps.Equal(old, cmd.Anomaly)
 	default: // KindCollection, KindRecord
 		old, had := s.Lists[cmd.Tag]
@@ -70,7 +73,7 @@ func applyOne(s *State, kind Kind, cmd Command) bool {
 			delete(s.Lists, cmd.Tag)
 			return had && len(old) > 0
 		}
-		s.Lists[cmd.Tag] = CloneItems(cmd.Items)
+		s.Lists[cmd.Tag] = cmd.Items
 		return !slices.EqualFunc(old, cmd.Items, maps.Equal)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/sis"
@@ -77,6 +78,11 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 		if err != nil {
 			return p.infraFailure(ctx, rows, done, err)
 		}
+		if it.msg != nil && it.msg.Kind == sis.KindSnapshot {
+			// A snapshot is written by now: its decoded records (tens of
+			// megabytes for a full day) need not live until the commit.
+			b.items[i].msg = nil
+		}
 		if w != nil && i > 0 {
 			break // commit what precedes; the waiting message goes alone next time
 		}
@@ -141,7 +147,7 @@ func (p *Pump) decodeBatch(rows []mailbox.Row) decodedBatch {
 	for i, row := range rows {
 		it := item{row: row, digest: store.Digest(row.Body)}
 		if !row.Truncated && !row.Null {
-			it.msg, it.decErr = sis.Decode(row.Body, p.decode)
+			it.msg, it.decErr = sis.DecodeString(bodyText(row.Body), p.decode)
 		}
 		b.request.MessageIDs = append(b.request.MessageIDs, row.ID)
 		if row.Received.Before(since) {
@@ -332,4 +338,15 @@ func (p *Pump) refusedAgain(head int64, err error) bool {
 	}
 	p.refusal.count++
 	return p.refusal.count >= RefusalRepeats
+}
+
+// bodyText views a mailbox body as a string without copying it: a body
+// is never changed after it is read, and a decoded message keeps
+// substrings of it, so a copy would hold a large message twice in memory
+// (31.5 MB more for a full-day DNLD).
+func bodyText(body []byte) string {
+	if len(body) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(body), len(body))
 }
