@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 	"unsafe"
 
@@ -56,7 +57,7 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 	if err != nil {
 		return p.infraFailure(ctx, rows, nil, err)
 	}
-	run := &batchRun{tx: tx, set: pre.Set, priors: pre.Priors, seen: map[string][]byte{}, reload: b.request}
+	run := &batchRun{tx: tx, set: pre.Set, priors: pre.Priors, seen: map[string][]byte{}, seqn: map[string]int{}, reload: b.request}
 
 	reused := p.reusedIDs(b.items, pre.States)
 	if err := tx.RetireReusedIDs(ctx, reused); err != nil {
@@ -107,6 +108,7 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 		return p.infraFailure(ctx, rows, done, err)
 	}
 	p.cache.Keep(run.set)
+	maps.Copy(p.lastSeqn, run.seqn)
 	p.reportReused(reused)
 	p.afterCommit(ctx, done, start)
 	if waitFor != nil {
@@ -179,7 +181,10 @@ type batchRun struct {
 	priors map[string]store.PriorCopy
 	// seen holds payload digests of this batch's processed messages by
 	// identity key, for copies re-sent within one batch.
-	seen   map[string][]byte
+	seen map[string][]byte
+	// seqn holds the last SEQN per sender of this batch's messages, until
+	// the batch commits (see seqnRegressed).
+	seqn   map[string]int
 	reload store.PrefetchRequest
 }
 

@@ -164,6 +164,13 @@ func TestRepeatedRefusalIsDeadNotAnOutage(t *testing.T) {
 	if f := h.flights(); len(f) != 2 {
 		t.Fatalf("state: %v", keys(f))
 	}
+	// The rolled-back tries left no trace on the SEQN order: the retried
+	// message is not "lower than" a SEQN that never committed.
+	for _, id := range []int64{before, after} {
+		if _, _, flags, _ := h.procState(id); len(flags) != 0 {
+			t.Fatalf("row %d flagged %v after a rolled-back batch", id, flags)
+		}
+	}
 }
 
 // A schema problem (a table the pump needs is missing) blocks the head

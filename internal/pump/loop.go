@@ -58,7 +58,7 @@ func (p *Pump) run(ctx context.Context, drainIdle func(context.Context) (bool, e
 		}
 		if drainIdle != nil {
 			done, err := p.drained(ctx, drainIdle)
-			if err != nil {
+			if err != nil && ctx.Err() == nil {
 				log.Error(err, "drain check")
 			} else if done {
 				log.Info("pump drained")

@@ -62,7 +62,7 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 		res.Flags = append(res.Flags, FlagSeqnReuse)
 		log.Info("SEQN reused with another payload", "identity", res.IdentityKey)
 	}
-	if p.seqnRegressed(msg.Meta) {
+	if p.seqnRegressed(run, msg.Meta) {
 		res.Flags = append(res.Flags, FlagSeqnRegression)
 		log.Info("SEQN regression", "sender", msg.Meta.Sndr, "seqn", msg.Meta.SeqnNum)
 	}
@@ -209,7 +209,9 @@ func (p *Pump) applySnapshotIsolated(ctx context.Context, run *batchRun, meta st
 	changed, trace, applyErr := p.applySnapshot(ctx, sp, meta, msg, row)
 	if applyErr != nil {
 		if err := sp.Rollback(ctx); err != nil {
-			return false, trace, err
+			// The cause first: a failed rollback usually follows from it
+			// (a terminated backend), and alone it hides it.
+			return false, trace, fmt.Errorf("%w (and rolling back its savepoint: %w)", applyErr, err)
 		}
 	} else if err := sp.Commit(ctx); err != nil {
 		return false, trace, err
@@ -280,9 +282,16 @@ func (p *Pump) applySnapshot(ctx context.Context, tx *store.Tx, meta store.Meta,
 // seqnRegressed flags a SEQN lower than the sender's previous one in this
 // session, unless it wrapped (999999 → 1). Only a flag: SEQN is not
 // comparable across server restarts (seed 000 §5.6).
-func (p *Pump) seqnRegressed(m sis.Meta) bool {
-	last, seen := p.lastSeqn[m.Sndr]
-	p.lastSeqn[m.Sndr] = m.SeqnNum
+//
+// The batch's own SEQNs are kept apart (run.seqn) and join lastSeqn only
+// when the batch commits: after a rollback the retried messages must not be
+// compared with SEQNs that were never committed.
+func (p *Pump) seqnRegressed(run *batchRun, m sis.Meta) bool {
+	last, seen := run.seqn[m.Sndr]
+	if !seen {
+		last, seen = p.lastSeqn[m.Sndr]
+	}
+	run.seqn[m.Sndr] = m.SeqnNum
 	if !seen || m.SeqnNum >= last {
 		return false
 	}

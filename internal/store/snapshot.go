@@ -55,7 +55,11 @@ func (t *Tx) ApplySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 		if errors.As(err, &rej) {
 			return out, err
 		}
-		return out, fmt.Errorf("apply snapshot %s of message %d: %w", snap.Day, meta.MessageID, err)
+		what := "window snapshot"
+		if snap.Day != "" {
+			what = "snapshot of " + snap.Day
+		}
+		return out, fmt.Errorf("apply %s, message %d: %w", what, meta.MessageID, err)
 	}
 	return out, nil
 }
