@@ -11,6 +11,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
+	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/migrations"
 )
 
@@ -56,14 +57,18 @@ func SchemaVersion(ctx context.Context, dsn string) (current, latest int64, err 
 }
 
 func withProvider(ctx context.Context, dsn string, run func(*goose.Provider) ([]*goose.MigrationResult, error)) ([]MigrationResult, error) {
+	// The same care as Open: no message may quote a credential.
+	if err := config.CheckDatabaseDSN(dsn); err != nil {
+		return nil, fmt.Errorf("parse database DSN %s: %w", config.RedactDSN(dsn), err)
+	}
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("parse database DSN: %w", err)
+		return nil, dsnError(dsn, "parse database DSN %s: %w", config.RedactDSN(dsn), parseReason(err))
 	}
 	db := stdlib.OpenDB(*cfg)
 	defer func() { _ = db.Close() }()
 	if err := db.PingContext(ctx); err != nil {
-		return nil, fmt.Errorf("connect to database %s/%s: %w", cfg.Host, cfg.Database, err)
+		return nil, dsnError(dsn, "connect to database %s/%s: %w", cfg.Host, cfg.Database, err)
 	}
 	provider, err := newProvider(db)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
-// Open's errors name the database without ever showing its password, even
+// Open's and Migrate's errors name the database without ever showing its password, even
 // when the DSN is malformed so that pgx mistakes part of the password for
 // the host or the database name. No database is needed: each DSN fails.
 func TestOpenErrorsNeverShowThePassword(t *testing.T) {
@@ -32,11 +32,22 @@ func TestOpenErrorsNeverShowThePassword(t *testing.T) {
 			t.Errorf("%s: opened", c.dsn)
 			continue
 		}
-		if strings.Contains(err.Error(), marker[2:]) {
-			t.Errorf("%s: error shows the password: %s", c.dsn, err)
-		}
-		if !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: error %q does not say %q", c.dsn, err, c.want)
+		// Migrate connects on its own (the operator migrates before it
+		// opens the store): the same care.
+		ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+		_, merr := store.Migrate(ctx, c.dsn)
+		cancel()
+		for what, err := range map[string]error{"Open": err, "Migrate": merr} {
+			if err == nil {
+				t.Errorf("%s %s: no error", what, c.dsn)
+				continue
+			}
+			if strings.Contains(err.Error(), marker[2:]) {
+				t.Errorf("%s %s: error shows the password: %s", what, c.dsn, err)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s %s: error %q does not say %q", what, c.dsn, err, c.want)
+			}
 		}
 	}
 }
