@@ -47,14 +47,23 @@ type Metrics struct {
 	// left the ledger loses its series without the others blinking.
 	mu   sync.Mutex
 	days map[types.NamespacedName]map[string]bool
+	// ignored remembers the ignored-tag label values per feed, so hostile
+	// messages with many distinct unmapped tags cannot create unbounded
+	// series (beyond maxIgnoredTagSeries a tag counts as OTHER).
+	ignored map[types.NamespacedName]map[string]bool
 }
+
+// maxIgnoredTagSeries bounds the distinct tag labels of
+// flightfeed_ignored_tags_total per feed.
+const maxIgnoredTagSeries = 100
 
 // NewMetrics creates the series and registers them with reg (the
 // controller-runtime registry in the manager, a fresh one in tests).
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	feed := []string{labelNamespace, labelFeed}
 	m := &Metrics{
-		days: map[types.NamespacedName]map[string]bool{},
+		days:    map[types.NamespacedName]map[string]bool{},
+		ignored: map[types.NamespacedName]map[string]bool{},
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flightfeed_messages_total",
 			Help: "Mailbox messages processed, by SIS TYPE, STYP and result (SUCCEEDED, SKIPPED, DEAD, FAILED).",
@@ -280,7 +289,7 @@ func (o *FeedObserver) IgnoredTags(tags map[string]int) {
 		return
 	}
 	for tag, n := range tags {
-		o.m.ignoredTags.WithLabelValues(o.ns, o.name, bounded(tag)).Add(float64(n))
+		o.m.ignoredTags.WithLabelValues(o.ns, o.name, o.m.ignoredLabel(types.NamespacedName{Namespace: o.ns, Name: o.name}, bounded(tag))).Add(float64(n))
 	}
 }
 
@@ -290,6 +299,26 @@ func (o *FeedObserver) ServiceError(service string) {
 		return
 	}
 	o.m.serviceErrors.WithLabelValues(o.ns, o.name, service).Inc()
+}
+
+// ignoredLabel returns tag while the feed has fewer than
+// maxIgnoredTagSeries tag labels (or already has this one), else OTHER.
+func (m *Metrics) ignoredLabel(feed types.NamespacedName, tag string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen := m.ignored[feed]
+	if seen == nil {
+		seen = map[string]bool{}
+		m.ignored[feed] = seen
+	}
+	if seen[tag] || tag == "OTHER" {
+		return tag
+	}
+	if len(seen) >= maxIgnoredTagSeries {
+		return "OTHER"
+	}
+	seen[tag] = true
+	return tag
 }
 
 func bounded(v string) string {
