@@ -520,6 +520,10 @@ type outcome struct {
 	// outboxNotices are the KAFKA_MSG payloads the pump committed, in
 	// commit order.
 	outboxNotices []string
+	// procState is each message's processing record: message id, status,
+	// reason, note and flags (a retried batch must not flag what a clean
+	// run does not).
+	procState []string
 	// state and notice are every record of the two topics, in partition
 	// and offset order, read by a consumer of the test's own.
 	state, notice []dispatchtest.Record
@@ -549,6 +553,15 @@ func (w *world) outcome() outcome {
 			return err
 		}
 		o.outboxNotices, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		rows, err = conn.Query(ctx, `SELECT format('%s %s %s %s %s', message_id, status, coalesce(reason, ''), coalesce(note, ''), flags)
+			FROM proc_state ORDER BY message_id`)
+		if err != nil {
+			return err
+		}
+		o.procState, err = pgx.CollectRows(rows, pgx.RowTo[string])
 		return err
 	})
 	o.state = dispatchtest.Records(w.t, []string{w.broker.addr()}, stateTopic)
@@ -665,6 +678,9 @@ func compareOutcomes(t *testing.T, clean, faulted outcome) {
 	}
 	if diff := cmp.Diff(clean.mailbox, faulted.mailbox); diff != "" {
 		t.Errorf("the mailbox results (CMINMSGS id, processed, result, note) differ from the clean run's (-clean +faulted):\n%s", diff)
+	}
+	if diff := cmp.Diff(clean.procState, faulted.procState); diff != "" {
+		t.Errorf("proc_state (message id, status, reason, note, flags) differs from the clean run's (-clean +faulted):\n%s", diff)
 	}
 	// The notices: the same ones committed (as a multiset: a notice's
 	// place in the outbox among other FLIDs' is not part of the contract),
