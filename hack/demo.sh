@@ -27,7 +27,14 @@ broker_port=19092
 t0=$(date +%s)
 n=0
 say() { n=$((n + 1)); printf '\n\033[1m== %d/10 %s\033[0m (%ss)\n' "$n" "$*" "$(( $(date +%s) - t0 ))"; }
-show() { printf '\n$ %s\n' "$*"; "$@"; }
+show() { # prints the command as one would type it, then runs it
+  local line="" a
+  for a; do
+    case $a in *[[:space:]\'\|\&\;\(\)\<\>\*]*) line+=" \"$a\"" ;; *) line+=" $a" ;; esac
+  done
+  printf '\n$%s\n' "$line"
+  "$@"
+}
 poll() { # what, seconds, command...
   local what=$1 secs=$2 i; shift 2
   for ((i = 0; i < secs * 5; i++)); do "$@" >/dev/null 2>&1 && return 0; sleep 0.2; done
@@ -41,7 +48,7 @@ bash hack/services.sh
 say "the cluster: Kubernetes v1.37.2 (the first run builds it from Go modules, about 15 minutes on 2 idle cores; later runs start it in about 20 s)"
 bash hack/cluster/up.sh >/dev/null
 show kubectl get nodes -o wide
-helm=$(bash hack/cluster/helm.sh)
+PATH="$(dirname "$(bash hack/cluster/helm.sh)"):$PATH"
 
 say "the operator's image (make image: an OCI archive, no Docker engine) into the cluster's containerd"
 ref=$(cat bin/flightfeed-image.ref)
@@ -68,7 +75,7 @@ poll "the kfake broker" 10 grep -q "kfake listening" "$logs/demo-kfake.log"
 cat "$logs/demo-kfake.log"
 
 say "helm install the chart with the local image ($ref), 2 replicas"
-show "$helm" upgrade --install flightfeed charts/flightfeed --namespace "$ns" --create-namespace \
+show helm upgrade --install flightfeed charts/flightfeed --namespace "$ns" --create-namespace \
   --set image.repository=flightfeed --set image.tag="${ref##*:}" --wait --timeout 5m
 show kubectl -n "$ns" get deployments,pods -o wide
 
@@ -97,13 +104,16 @@ sleep 3 # the status and FlightFeedDays follow the pump's commits within a repor
 show kubectl get flightfeeds
 show kubectl get flightfeeds -o wide
 show kubectl get flightfeeddays
-show kubectl get events --field-selector reason=DeadMessage
-show mbx -e "SELECT CMINMSGS_ID AS id, CMINMSGS_PROC_RESULT AS result, LEFT(CMINMSGS_PROC_NOTE, 90) AS note FROM CMINMSGS WHERE CMINMSGS_PROC_RESULT <> 'SUCCEEDED'"
+# (of this run's FlightFeed: Events of an earlier one of the same name linger for an hour)
+uid=$(kubectl get flightfeeds.flightfeed.aero pek -o jsonpath='{.metadata.uid}')
+show kubectl get events --field-selector "reason=DeadMessage,involvedObject.uid=$uid"
+show mariadb -h 127.0.0.1 -u root flightfeed_demo_mbx -e "SELECT CMINMSGS_ID AS id, CMINMSGS_PROC_RESULT AS result, LEFT(CMINMSGS_PROC_NOTE, 90) AS note FROM CMINMSGS WHERE CMINMSGS_PROC_RESULT <> 'SUCCEEDED'"
 svc=$(kubectl -n "$ns" get service flightfeed -o jsonpath='{.spec.clusterIP}')
-flid=$($ff export --config "$work/host.yaml" | head -n 1 | sed -n 's/.*"FLID":"\{0,1\}\([0-9A-Za-z_-]*\).*/\1/p')
-show curl -sS "http://$svc:8082/api/v1/feeds/default/pek/flights?limit=2"
+$ff export --config "$work/host.yaml" >"$work/export.jsonl"
+flid=$(head -n 1 "$work/export.jsonl" | sed -n 's/.*"FLID":"\([0-9A-Za-z_-]*\)".*/\1/p')
+[ -n "$flid" ] || { echo "demo: no flight in the export" >&2; exit 1; }
+show curl -sS "http://$svc:8082/api/v1/feeds/default/pek/flights/$flid"
 echo
-[ -z "$flid" ] || { show curl -sS "http://$svc:8082/api/v1/feeds/default/pek/flights/$flid"; echo; }
 show "$ff" ledger --config "$work/host.yaml"
 kcat -C -b "$node_ip:$broker_port" -t KAFKA_SCHD -o beginning -e -q -f '%k %h\n' >"$work/kafka_schd.txt"
 kcat -C -b "$node_ip:$broker_port" -t KAFKA_MSG -o beginning -e -q >"$work/kafka_msg.txt"
@@ -129,7 +139,7 @@ poll "the mailbox drained by the new leader" 120 drained
 echo
 echo "the AODB sent $(( $(mbx -N -e 'SELECT COUNT(*) FROM CMINMSGS') - before )) more messages; the new leader processed them:"
 sleep 3
-show mbx -e "SELECT CMINMSGS_PROC_RESULT AS result, COUNT(*) AS messages FROM CMINMSGS GROUP BY 1"
+show mariadb -h 127.0.0.1 -u root flightfeed_demo_mbx -e "SELECT CMINMSGS_PROC_RESULT AS result, COUNT(*) AS messages FROM CMINMSGS GROUP BY 1"
 show kubectl get flightfeeds
 show kubectl -n "$ns" get pods -o wide
 
