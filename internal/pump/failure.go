@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/flightfeed/flightfeed/internal/backoff"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/sis"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
@@ -132,15 +133,5 @@ func RefusalSignature(err error) (string, bool) {
 // Backoff is exponential with full jitter, capped: attempt 1 waits up to
 // initial, attempt n up to min(max, initial·2^(n-1)).
 func Backoff(attempt int, initial, maxDelay time.Duration, r *rand.Rand) time.Duration {
-	if attempt < 1 {
-		attempt = 1
-	}
-	d := initial
-	for i := 1; i < attempt && d < maxDelay; i++ {
-		d *= 2
-	}
-	d = min(d, maxDelay)
-	// Full jitter, but never less than half, so retries keep a pace.
-	half := d / 2
-	return half + time.Duration(r.Int64N(int64(half)+1))
+	return backoff.Delay(attempt, initial, maxDelay, r)
 }
