@@ -142,3 +142,63 @@ func joinItem(cols []*string, seqAttr string, seq *string, itemColumns []string,
 	}
 	return it, nil
 }
+
+// slotKind says how one flight_schd column maps to the state.
+type slotKind uint8
+
+const (
+	slotScalar      slotKind = iota + 1 // text column = Scalars[tag]
+	slotTypedTime                       // derived UTC instant, written only
+	slotAnomalyCol                      // text column = Anomalies[tag][key]
+	slotAnomalyRest                     // jsonb: the anomaly's other keys
+	slotRecord                          // text column: canonical JSON array of items
+)
+
+type slot struct {
+	column string
+	kind   slotKind
+	field  flight.FieldSpec
+	key    string // anomaly item key for slotAnomalyCol
+}
+
+// mainSlots is the flight_schd layout after the bookkeeping columns.
+var mainSlots = func() []slot {
+	var out []slot
+	for _, f := range flight.Fields() {
+		switch f.Kind {
+		case flight.KindScalar:
+			out = append(out, slot{column: f.Column, kind: slotScalar, field: f})
+			if f.TypedTimeColumn != "" {
+				out = append(out, slot{column: f.TypedTimeColumn, kind: slotTypedTime, field: f})
+			}
+		case flight.KindAnomaly:
+			for _, k := range f.ItemColumns {
+				out = append(out, slot{column: f.Column + "_" + strings.ToLower(k), kind: slotAnomalyCol, field: f, key: k})
+			}
+			out = append(out, slot{column: f.TextColumn, kind: slotAnomalyCol, field: f, key: flight.TextKey})
+			out = append(out, slot{column: f.Column + "_attrs", kind: slotAnomalyRest, field: f})
+		case flight.KindRecord:
+			out = append(out, slot{column: f.Column, kind: slotRecord, field: f})
+		}
+	}
+	return out
+}()
+
+// readSlots are the mainSlots a read needs (derived columns are not state).
+var readSlots = func() []slot {
+	var out []slot
+	for _, s := range mainSlots {
+		if s.kind != slotTypedTime {
+			out = append(out, s)
+		}
+	}
+	return out
+}()
+
+func columnList(slots []slot) string {
+	cols := make([]string, len(slots))
+	for i, s := range slots {
+		cols[i] = s.column
+	}
+	return strings.Join(cols, ", ")
+}

@@ -173,3 +173,21 @@ func (s *eventCopySource) Values() ([]any, error) {
 }
 
 func (s *eventCopySource) Err() error { return nil }
+
+// eventsFor renders the events of many changed flights; a large snapshot
+// spreads the JSON work over the cores (order is kept).
+func eventsFor(writes []stateWrite, meta Meta) ([]outboxEvent, error) {
+	out := make([][]outboxEvent, len(writes))
+	errs := make([]error, len(writes))
+	inParallel(len(writes), func(i int) {
+		out[i], errs[i] = upsertEvents(&writes[i].next, writes[i].changed, meta)
+	})
+	events := make([]outboxEvent, 0, 2*len(writes))
+	for i := range writes {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		events = append(events, out[i]...)
+	}
+	return events, nil
+}

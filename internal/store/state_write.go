@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -256,4 +258,183 @@ func queueMainRows(b *pgx.Batch, writes []stateWrite, loc *time.Location) error 
 	buf = append(buf, ']')
 	b.Queue(mainUpsertMany, string(buf))
 	return nil
+}
+
+// mergeOne applies cmds to the flight's current state (or a new one) and
+// returns the write, or false when nothing changed on an existing flight.
+func mergeOne(cur flight.State, exists bool, cmds flight.Commands) (stateWrite, bool, error) {
+	if !exists {
+		cur = flight.NewState(cmds.FLID)
+	}
+	next, changed, err := flight.Apply(cur, cmds)
+	if err != nil {
+		return stateWrite{}, false, fmt.Errorf("merge flight %s: %w", cmds.FLID, err)
+	}
+	if exists && len(changed) == 0 {
+		return stateWrite{}, false, nil
+	}
+	if !exists {
+		changed = presentTags(next)
+	}
+	return stateWrite{next: next, changed: changed, isNew: !exists}, true, nil
+}
+
+// presentTags lists the fields a state holds, in canonical order.
+func presentTags(s flight.State) []string {
+	return flight.ChangedKeys(flight.NewState(s.FLID), s)
+}
+
+// finish assigns versions and bookkeeping to the changed flights, and
+// queues their writes and events.
+func (t *Tx) finish(ctx context.Context, b *pgx.Batch, meta Meta, writes []stateWrite, deletes []flight.State) (map[flight.FLID]int64, error) {
+	versions, err := t.nextVersions(ctx, len(writes)+len(deletes))
+	if err != nil {
+		return nil, err
+	}
+	assigned := make(map[flight.FLID]int64, len(versions))
+	for i := range writes {
+		w := &writes[i]
+		w.next.StateVersion = versions[i]
+		w.next.LastMessageID = meta.MessageID
+		w.next.UpdatedAt = t.now
+		assigned[w.next.FLID] = versions[i]
+	}
+	// The state rows go out first; the server writes them while the
+	// events are rendered here (one more round trip, not one per flight).
+	if len(writes) > 0 {
+		sb := &pgx.Batch{}
+		copies, err := queueStateWritesCopying(sb, writes, t.store.loc, copyChildMin)
+		if err != nil {
+			return nil, err
+		}
+		sent := t.tx.SendBatch(ctx, sb)
+		events, evErr := eventsFor(writes, meta)
+		if err := readBatch(sent, sb.Len()); err != nil {
+			return nil, fmt.Errorf("write flights: %w", err)
+		}
+		if evErr != nil {
+			return nil, evErr
+		}
+		if err := t.copyChildren(ctx, copies); err != nil {
+			return nil, fmt.Errorf("write flights: %w", err)
+		}
+		if len(events) >= copyEventsMin {
+			if err := t.copyEvents(ctx, events); err != nil {
+				return nil, err
+			}
+		} else {
+			queueEvents(b, events)
+		}
+	}
+	var events []outboxEvent
+	ids := make([]int64, len(deletes))
+	for i, d := range deletes {
+		v := versions[len(writes)+i]
+		assigned[d.FLID] = v
+		ids[i] = int64(d.FLID) //nolint:gosec // at most 12 digits
+		ev, err := deleteEvents(d.FLID, v, d.OperationDay, meta)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, ev...)
+	}
+	queueDeletes(b, ids)
+	if len(ids) > 0 {
+		b.Queue(`DELETE FROM schd_gen_flid WHERE flid = ANY($1)`, ids)
+	}
+	queueEvents(b, events)
+	return assigned, nil
+}
+
+// appendMainRow appends st's main row as one JSON object keyed by column
+// name, for json_populate_recordset: an absent key is a NULL column.
+// Anomaly attributes are an embedded object (a jsonb column); records are
+// their canonical JSON array as a string (a text column).
+func appendMainRow(buf []byte, st *flight.State, loc *time.Location) ([]byte, error) {
+	buf = append(buf, `{"flid":`...)
+	buf = strconv.AppendInt(buf, int64(st.FLID), 10) //nolint:gosec // at most 12 digits
+	if st.OperationDay != "" {
+		buf = append(buf, `,"operation_day":`...)
+		buf = flight.AppendJSONString(buf, st.OperationDay)
+	}
+	buf = append(buf, `,"state_version":`...)
+	buf = strconv.AppendInt(buf, st.StateVersion, 10)
+	buf = append(buf, `,"last_message_id":`...)
+	buf = strconv.AppendInt(buf, st.LastMessageID, 10)
+	buf = append(buf, `,"updated_at":"`...)
+	buf = st.UpdatedAt.UTC().AppendFormat(buf, time.RFC3339Nano)
+	buf = append(buf, '"')
+	key := func(column string) {
+		buf = append(buf, ',', '"')
+		buf = append(buf, column...)
+		buf = append(buf, '"', ':')
+	}
+	for _, sl := range mainSlots {
+		switch sl.kind {
+		case slotScalar:
+			if v, ok := st.Scalars[sl.field.Tag]; ok {
+				key(sl.column)
+				buf = flight.AppendJSONString(buf, v)
+			}
+		case slotTypedTime:
+			v, ok := st.Scalars[sl.field.Tag]
+			if !ok || v == "" {
+				continue
+			}
+			t, err := flight.ParseSISTime(v, loc)
+			if err != nil {
+				return nil, fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
+			}
+			key(sl.column)
+			buf = append(buf, '"')
+			buf = t.UTC().AppendFormat(buf, time.RFC3339Nano)
+			buf = append(buf, '"')
+		case slotAnomalyCol:
+			if v, ok := st.Anomalies[sl.field.Tag][sl.key]; ok {
+				key(sl.column)
+				buf = flight.AppendJSONString(buf, v)
+			}
+		case slotAnomalyRest:
+			a, ok := st.Anomalies[sl.field.Tag]
+			if !ok || len(a) == 0 {
+				continue
+			}
+			rest := map[string]string{}
+			for k, v := range a {
+				if !anomalyHasColumn(sl.field, k) {
+					rest[k] = v
+				}
+			}
+			js, err := json.Marshal(rest)
+			if err != nil {
+				return nil, fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
+			}
+			key(sl.column)
+			buf = append(buf, js...)
+		case slotRecord:
+			items, ok := st.Lists[sl.field.Tag]
+			if !ok || len(items) == 0 {
+				continue
+			}
+			js, err := json.Marshal(items)
+			if err != nil {
+				return nil, fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
+			}
+			key(sl.column)
+			buf = flight.AppendJSONString(buf, string(js))
+		}
+	}
+	return append(buf, '}'), nil
+}
+
+func anomalyHasColumn(f flight.FieldSpec, key string) bool {
+	if key == flight.TextKey {
+		return true
+	}
+	for _, c := range f.ItemColumns {
+		if c == key {
+			return true
+		}
+	}
+	return false
 }

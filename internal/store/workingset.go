@@ -222,3 +222,65 @@ func (w *WorkingSet) queue(b *pgx.Batch) error {
 	queueEvents(b, w.events)
 	return nil
 }
+
+// IncrementOutcome reports what a FLOP or ADFT did.
+type IncrementOutcome struct {
+	// Versions maps each written flight to its new state_version.
+	Versions map[flight.FLID]int64
+	Created  []flight.FLID
+	// Unchanged counts records that changed nothing (no version, no event).
+	Unchanged int
+	// States are the written flights' new states (working set only).
+	States map[flight.FLID]*flight.State
+}
+
+// DeleteOutcome reports what an FDEL did.
+type DeleteOutcome struct {
+	// Versions maps each deleted flight to its tombstone's state_version.
+	Versions map[flight.FLID]int64
+	// Missing lists FLIDs that did not exist (idempotent success).
+	Missing []flight.FLID
+}
+
+// ApplyIncrement merges increment records (FLOP, ADFT) into current state
+// (seed 000 §6.1): absent fields are kept, the operation day is kept (NULL
+// for a flight it creates), each changed record gets a new state_version
+// and its KAFKA_SCHD and KAFKA_MSG events. Records for one FLID apply in
+// order. It is a working set of one message, written at once.
+func (t *Tx) ApplyIncrement(ctx context.Context, meta Meta, records []flight.Commands) (IncrementOutcome, error) {
+	flids := make([]flight.FLID, len(records))
+	for i, r := range records {
+		flids[i] = r.FLID
+	}
+	set, err := t.LoadSet(ctx, flids, len(records), nil)
+	if err != nil {
+		return IncrementOutcome{}, fmt.Errorf("message %d: %w", meta.MessageID, err)
+	}
+	out, err := set.Increment(meta, records)
+	if err != nil {
+		return IncrementOutcome{}, err
+	}
+	if err := set.Flush(ctx); err != nil {
+		return IncrementOutcome{}, fmt.Errorf("message %d: %w", meta.MessageID, err)
+	}
+	return out, nil
+}
+
+// DeleteFlights ends flight instances (FDEL, seed 000 §6.2): main row and all
+// child rows go, the FLID leaves its day's roster, a tombstone with a fresh
+// state_version is queued. A missing FLID is an idempotent success. The
+// day's generation and version are untouched.
+func (t *Tx) DeleteFlights(ctx context.Context, meta Meta, flids []flight.FLID) (DeleteOutcome, error) {
+	set, err := t.LoadSet(ctx, flids, len(flids), nil)
+	if err != nil {
+		return DeleteOutcome{}, fmt.Errorf("message %d: %w", meta.MessageID, err)
+	}
+	out, err := set.Delete(meta, flids)
+	if err != nil {
+		return DeleteOutcome{}, err
+	}
+	if err := set.Flush(ctx); err != nil {
+		return DeleteOutcome{}, fmt.Errorf("message %d: delete: %w", meta.MessageID, err)
+	}
+	return out, nil
+}

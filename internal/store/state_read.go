@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -13,162 +12,9 @@ import (
 	"github.com/flightfeed/flightfeed/internal/flight"
 )
 
-// slotKind says how one flight_schd column maps to the state.
-type slotKind uint8
-
-const (
-	slotScalar      slotKind = iota + 1 // text column = Scalars[tag]
-	slotTypedTime                       // derived UTC instant, written only
-	slotAnomalyCol                      // text column = Anomalies[tag][key]
-	slotAnomalyRest                     // jsonb: the anomaly's other keys
-	slotRecord                          // text column: canonical JSON array of items
-)
-
-type slot struct {
-	column string
-	kind   slotKind
-	field  flight.FieldSpec
-	key    string // anomaly item key for slotAnomalyCol
-}
-
-// mainSlots is the flight_schd layout after the bookkeeping columns.
-var mainSlots = func() []slot {
-	var out []slot
-	for _, f := range flight.Fields() {
-		switch f.Kind {
-		case flight.KindScalar:
-			out = append(out, slot{column: f.Column, kind: slotScalar, field: f})
-			if f.TypedTimeColumn != "" {
-				out = append(out, slot{column: f.TypedTimeColumn, kind: slotTypedTime, field: f})
-			}
-		case flight.KindAnomaly:
-			for _, k := range f.ItemColumns {
-				out = append(out, slot{column: f.Column + "_" + strings.ToLower(k), kind: slotAnomalyCol, field: f, key: k})
-			}
-			out = append(out, slot{column: f.TextColumn, kind: slotAnomalyCol, field: f, key: flight.TextKey})
-			out = append(out, slot{column: f.Column + "_attrs", kind: slotAnomalyRest, field: f})
-		case flight.KindRecord:
-			out = append(out, slot{column: f.Column, kind: slotRecord, field: f})
-		}
-	}
-	return out
-}()
-
-// readSlots are the mainSlots a read needs (derived columns are not state).
-var readSlots = func() []slot {
-	var out []slot
-	for _, s := range mainSlots {
-		if s.kind != slotTypedTime {
-			out = append(out, s)
-		}
-	}
-	return out
-}()
-
-func columnList(slots []slot) string {
-	cols := make([]string, len(slots))
-	for i, s := range slots {
-		cols[i] = s.column
-	}
-	return strings.Join(cols, ", ")
-}
-
 // mainSelect reads main rows; %s is the WHERE clause.
 var mainSelect = "SELECT flid, operation_day::text, state_version, last_message_id, updated_at, " +
 	columnList(readSlots) + " FROM flight_schd WHERE %s ORDER BY flid"
-
-// appendMainRow appends st's main row as one JSON object keyed by column
-// name, for json_populate_recordset: an absent key is a NULL column.
-// Anomaly attributes are an embedded object (a jsonb column); records are
-// their canonical JSON array as a string (a text column).
-func appendMainRow(buf []byte, st *flight.State, loc *time.Location) ([]byte, error) {
-	buf = append(buf, `{"flid":`...)
-	buf = strconv.AppendInt(buf, int64(st.FLID), 10) //nolint:gosec // at most 12 digits
-	if st.OperationDay != "" {
-		buf = append(buf, `,"operation_day":`...)
-		buf = flight.AppendJSONString(buf, st.OperationDay)
-	}
-	buf = append(buf, `,"state_version":`...)
-	buf = strconv.AppendInt(buf, st.StateVersion, 10)
-	buf = append(buf, `,"last_message_id":`...)
-	buf = strconv.AppendInt(buf, st.LastMessageID, 10)
-	buf = append(buf, `,"updated_at":"`...)
-	buf = st.UpdatedAt.UTC().AppendFormat(buf, time.RFC3339Nano)
-	buf = append(buf, '"')
-	key := func(column string) {
-		buf = append(buf, ',', '"')
-		buf = append(buf, column...)
-		buf = append(buf, '"', ':')
-	}
-	for _, sl := range mainSlots {
-		switch sl.kind {
-		case slotScalar:
-			if v, ok := st.Scalars[sl.field.Tag]; ok {
-				key(sl.column)
-				buf = flight.AppendJSONString(buf, v)
-			}
-		case slotTypedTime:
-			v, ok := st.Scalars[sl.field.Tag]
-			if !ok || v == "" {
-				continue
-			}
-			t, err := flight.ParseSISTime(v, loc)
-			if err != nil {
-				return nil, fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
-			}
-			key(sl.column)
-			buf = append(buf, '"')
-			buf = t.UTC().AppendFormat(buf, time.RFC3339Nano)
-			buf = append(buf, '"')
-		case slotAnomalyCol:
-			if v, ok := st.Anomalies[sl.field.Tag][sl.key]; ok {
-				key(sl.column)
-				buf = flight.AppendJSONString(buf, v)
-			}
-		case slotAnomalyRest:
-			a, ok := st.Anomalies[sl.field.Tag]
-			if !ok || len(a) == 0 {
-				continue
-			}
-			rest := map[string]string{}
-			for k, v := range a {
-				if !anomalyHasColumn(sl.field, k) {
-					rest[k] = v
-				}
-			}
-			js, err := json.Marshal(rest)
-			if err != nil {
-				return nil, fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
-			}
-			key(sl.column)
-			buf = append(buf, js...)
-		case slotRecord:
-			items, ok := st.Lists[sl.field.Tag]
-			if !ok || len(items) == 0 {
-				continue
-			}
-			js, err := json.Marshal(items)
-			if err != nil {
-				return nil, fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
-			}
-			key(sl.column)
-			buf = flight.AppendJSONString(buf, string(js))
-		}
-	}
-	return append(buf, '}'), nil
-}
-
-func anomalyHasColumn(f flight.FieldSpec, key string) bool {
-	if key == flight.TextKey {
-		return true
-	}
-	for _, c := range f.ItemColumns {
-		if c == key {
-			return true
-		}
-	}
-	return false
-}
 
 // scanMain reads one main row into a fresh state.
 func scanMain(rows pgx.Rows) (flight.State, error) {
@@ -383,4 +229,24 @@ func readChildren(br pgx.BatchResults, c childTable, states []flight.State, inde
 // querier is what loads and writes need: a transaction or a connection.
 type querier interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// loadByFLID reads the current states of flids (one round trip).
+func (t *Tx) loadByFLID(ctx context.Context, flids []flight.FLID) (map[flight.FLID]flight.State, error) {
+	out := make(map[flight.FLID]flight.State, len(flids))
+	if len(flids) == 0 {
+		return out, nil
+	}
+	ids := make([]int64, len(flids))
+	for i, f := range flids {
+		ids[i] = int64(f) //nolint:gosec // at most 12 digits
+	}
+	states, err := loadStates(ctx, t.tx, "flid = ANY($1)", ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range states {
+		out[s.FLID] = s
+	}
+	return out, nil
 }

@@ -1,0 +1,213 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// FinishBatch writes what a batch leaves after its messages were decided:
+// the raw archive of its rows and every message's result with its backfill
+// intent go out first, and the server writes them while the working set's
+// state and events are put together here; those follow as a second batch.
+// Two round trips, whatever the number of messages.
+func (t *Tx) FinishBatch(ctx context.Context, archive []ArchivedRow, set *WorkingSet, results []Result) error {
+	first := &pgx.Batch{}
+	queueArchive(first, archive)
+	t.queueResults(first, results)
+	var sent pgx.BatchResults
+	if first.Len() > 0 {
+		sent = t.tx.SendBatch(ctx, first)
+	}
+	second := &pgx.Batch{}
+	var queueErr error
+	if set != nil {
+		queueErr = set.queue(second)
+	}
+	if sent != nil {
+		if err := readBatch(sent, first.Len()); err != nil {
+			return fmt.Errorf("finish batch: archive and results: %w", err)
+		}
+	}
+	if queueErr != nil {
+		return queueErr
+	}
+	if err := t.sendBatch(ctx, second); err != nil {
+		return fmt.Errorf("finish batch: state and events: %w", err)
+	}
+	if set != nil {
+		set.written()
+	}
+	return nil
+}
+
+func queueArchive(b *pgx.Batch, rows []ArchivedRow) {
+	if len(rows) == 0 {
+		return
+	}
+	n := len(rows)
+	ids, sizes := make([]int64, n), make([]int64, n)
+	received := make([]time.Time, n)
+	truncated := make([]bool, n)
+	digests, bodies := make([][]byte, n), make([][]byte, n)
+	for i, r := range rows {
+		ids[i], sizes[i], received[i], truncated[i], digests[i], bodies[i] = r.MessageID, r.Size, r.ReceivedAt, r.Truncated, r.Digest, r.Body
+		if digests[i] == nil {
+			digests[i] = Digest(r.Body)
+		}
+		if bodies[i] == nil {
+			bodies[i] = []byte{} // a NULL mailbox body is archived as empty
+		}
+	}
+	b.Queue(`INSERT INTO msg_archive (message_id, received_at, byte_size, truncated, digest, body)
+		SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::bigint[], $4::bool[], $5::bytea[], $6::bytea[])
+		ON CONFLICT (message_id) DO NOTHING`, ids, received, sizes, truncated, digests, bodies)
+}
+
+// ArchivedRow is one mailbox row for the evidence layer.
+type ArchivedRow struct {
+	MessageID  int64
+	ReceivedAt time.Time
+	Size       int64
+	Body       []byte
+	// Digest is Digest(Body), computed once by the caller.
+	Digest    []byte
+	Truncated bool
+}
+
+// Digest is the payload digest used for the archive and re-send detection.
+func Digest(body []byte) []byte {
+	sum := sha256.Sum256(body)
+	return sum[:]
+}
+
+// Processing statuses (proc_state.status, mailbox result column).
+const (
+	StatusSucceeded = "SUCCEEDED"
+	StatusSkipped   = "SKIPPED"
+	StatusDead      = "DEAD"
+	StatusFailed    = "FAILED"
+)
+
+// Result is a message's processing outcome.
+type Result struct {
+	MessageID     int64
+	IdentityKey   string
+	PayloadDigest []byte
+	Type, Styp    string
+	Status        string
+	// Reason is the machine-readable code for anything not SUCCEEDED.
+	Reason string
+	// Note is the short human text written back to the mailbox.
+	Note       string
+	Flags      []string
+	ReceivedAt time.Time
+}
+
+func (r Result) terminal() bool {
+	return r.Status == StatusSucceeded || r.Status == StatusSkipped || r.Status == StatusDead
+}
+
+// RecordResult writes the message's processing state and, for a terminal
+// result, the backfill intent, inside the message's transaction (SPEC §2.2):
+// a crash after commit leaves the intent to be retried, never lost. It is
+// the one-message form of what FinishBatch writes for a batch.
+func (t *Tx) RecordResult(ctx context.Context, r Result) error {
+	b := &pgx.Batch{}
+	t.queueResults(b, []Result{r})
+	if err := t.sendBatch(ctx, b); err != nil {
+		return fmt.Errorf("record result of message %d: %w", r.MessageID, err)
+	}
+	return nil
+}
+
+// queueResults records many results at once (see RecordResult).
+func (t *Tx) queueResults(b *pgx.Batch, results []Result) {
+	if len(results) == 0 {
+		return
+	}
+	n := len(results)
+	ids, attempts := make([]int64, n), make([]int32, n)
+	keys, types, styps, statuses, reasons, notes := make([]*string, n), make([]*string, n), make([]*string, n), make([]string, n), make([]*string, n), make([]*string, n)
+	digests := make([][]byte, n)
+	flags := make([]string, n)
+	received := make([]time.Time, n)
+	finished := make([]*time.Time, n)
+	var bf []int64
+	var bfResults, bfNotes []string
+	for i, r := range results {
+		ids[i], statuses[i], digests[i], received[i], attempts[i] = r.MessageID, r.Status, r.PayloadDigest, r.ReceivedAt, 1
+		keys[i], types[i], styps[i] = nonEmpty(cleanText(r.IdentityKey)), nonEmpty(cleanText(r.Type)), nonEmpty(cleanText(r.Styp))
+		reasons[i], notes[i] = nonEmpty(r.Reason), nonEmpty(cleanText(r.Note))
+		flags[i] = pgTextArray(r.Flags)
+		if r.terminal() {
+			finished[i] = &t.now
+			bf = append(bf, r.MessageID)
+			bfResults = append(bfResults, r.Status)
+			bfNotes = append(bfNotes, cleanText(r.Note))
+		}
+	}
+	b.Queue(`INSERT INTO proc_state (message_id, identity_key, payload_digest, msg_type, msg_styp, status, reason, note,
+			flags, attempts, received_at, first_seen_at, updated_at, finished_at)
+		SELECT id, key, digest, typ, styp, status, reason, note, flags::text[], 1, received, $12, $12, finished
+		FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+			$9::text[], $10::timestamptz[], $11::timestamptz[])
+			AS u(id, key, digest, typ, styp, status, reason, note, flags, received, finished)
+		ON CONFLICT (message_id) DO UPDATE SET
+			identity_key = EXCLUDED.identity_key, payload_digest = EXCLUDED.payload_digest,
+			msg_type = EXCLUDED.msg_type, msg_styp = EXCLUDED.msg_styp, status = EXCLUDED.status,
+			reason = EXCLUDED.reason, note = EXCLUDED.note, flags = EXCLUDED.flags,
+			attempts = proc_state.attempts + 1, updated_at = EXCLUDED.updated_at, finished_at = EXCLUDED.finished_at`,
+		ids, keys, digests, types, styps, statuses, reasons, notes, flags, received, finished, t.now)
+	if len(bf) > 0 {
+		b.Queue(`INSERT INTO backfill_todo (message_id, result, note, processed_at)
+			SELECT id, result, NULLIF(note, ''), $4 FROM unnest($1::bigint[], $2::text[], $3::text[]) AS u(id, result, note)
+			ON CONFLICT (message_id) DO UPDATE SET result = EXCLUDED.result, note = EXCLUDED.note, processed_at = EXCLUDED.processed_at`,
+			bf, bfResults, bfNotes, t.now)
+	}
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// pgTextArray renders flags as a PostgreSQL array literal, so a list of
+// lists can travel as one text[] parameter.
+func pgTextArray(items []string) string {
+	out := "{"
+	for i, it := range items {
+		if i > 0 {
+			out += ","
+		}
+		out += `"` + escapeArrayItem(it) + `"`
+	}
+	return out + "}"
+}
+
+func escapeArrayItem(s string) string {
+	r := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' || s[i] == '\\' {
+			r = append(r, '\\')
+		}
+		r = append(r, s[i])
+	}
+	return string(r)
+}
+
+// cleanText makes arbitrary bytes storable as PostgreSQL text: valid UTF-8,
+// no NUL.
+func cleanText(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
+		return s
+	}
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
+}
