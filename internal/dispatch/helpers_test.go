@@ -121,9 +121,9 @@ func rec(flid flight.FLID, flno string, extra ...flight.Command) store.SnapshotR
 
 // snapshot applies a full-day snapshot of day9 (diff-deleting flights of
 // the previous one that it lacks).
-func (e *env) snapshot(records ...store.SnapshotRecord) store.SnapshotOutcome {
+func (e *env) snapshot(records ...store.SnapshotRecord) store.SnapshotEffect {
 	e.t.Helper()
-	var out store.SnapshotOutcome
+	var out store.SnapshotEffect
 	err := e.inTx(func(tx *store.Tx) error {
 		var err error
 		out, err = tx.ApplySnapshot(context.Background(), e.nextMeta("SCHD", "RESP"),
@@ -148,7 +148,7 @@ func (e *env) flop(flid flight.FLID, tag, value string) int64 {
 }
 
 func (e *env) tryFlop(flid flight.FLID, tag, value string) (int64, error) {
-	var out store.IncrementOutcome
+	var out store.IncrementEffect
 	err := e.inTx(func(tx *store.Tx) error {
 		var err error
 		out, err = tx.ApplyIncrement(context.Background(), e.nextMeta("FLOP", tag),
@@ -169,7 +169,7 @@ func (e *env) fdel(flids ...flight.FLID) map[flight.FLID]int64 {
 }
 
 func (e *env) tryFdel(flids ...flight.FLID) (map[flight.FLID]int64, error) {
-	var out store.DeleteOutcome
+	var out store.DeleteEffect
 	err := e.inTx(func(tx *store.Tx) error {
 		var err error
 		out, err = tx.DeleteFlights(context.Background(), e.nextMeta("FLOP", "FDEL"), flids)

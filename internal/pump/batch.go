@@ -131,7 +131,7 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 // item is one row with its decoding.
 type item struct {
 	row mailbox.Row
-	// digest is store.Digest(row.Body), computed once.
+	// digest is store.PayloadDigest(row.Body), computed once.
 	digest []byte
 	msg    *sis.Message
 	decErr error
@@ -147,7 +147,7 @@ func (p *Pump) decodeBatch(rows []mailbox.Row) decodedBatch {
 	b := decodedBatch{items: make([]item, len(rows))}
 	since := rows[0].Received
 	for i, row := range rows {
-		it := item{row: row, digest: store.Digest(row.Body)}
+		it := item{row: row, digest: store.PayloadDigest(row.Body)}
 		if !row.Truncated && !row.Null {
 			it.msg, it.decErr = sis.DecodeString(bodyText(row.Body), p.decode)
 		}

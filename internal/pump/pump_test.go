@@ -298,7 +298,7 @@ func TestBackfillIntentsAreRecoveredAtStart(t *testing.T) {
 	// A committed DEAD result of this very row (same received time and
 	// payload) whose backfill never happened.
 	if _, err := h.db.Exec(t.Context(), `INSERT INTO proc_state (message_id, status, reason, note, received_at, payload_digest, finished_at)
-		VALUES ($1, 'DEAD', 'MALFORMED_XML', 'MALFORMED_XML: test', $2, $3, now())`, id, h.nextRow, store.Digest([]byte(body))); err != nil {
+		VALUES ($1, 'DEAD', 'MALFORMED_XML', 'MALFORMED_XML: test', $2, $3, now())`, id, h.nextRow, store.PayloadDigest([]byte(body))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.db.Exec(t.Context(), `INSERT INTO backfill_todo (message_id, result, note, processed_at) VALUES ($1, 'DEAD', 'MALFORMED_XML: test', now())`, id); err != nil {

@@ -58,7 +58,7 @@ func queueArchive(b *pgx.Batch, rows []ArchivedRow) {
 	for i, r := range rows {
 		ids[i], sizes[i], received[i], truncated[i], digests[i], bodies[i] = r.MessageID, r.Size, r.ReceivedAt, r.Truncated, r.Digest, r.Body
 		if digests[i] == nil {
-			digests[i] = Digest(r.Body)
+			digests[i] = PayloadDigest(r.Body)
 		}
 		if bodies[i] == nil {
 			bodies[i] = []byte{} // a NULL mailbox body is archived as empty
@@ -75,13 +75,13 @@ type ArchivedRow struct {
 	ReceivedAt time.Time
 	Size       int64
 	Body       []byte
-	// Digest is Digest(Body), computed once by the caller.
+	// Digest is PayloadDigest(Body), computed once by the caller.
 	Digest    []byte
 	Truncated bool
 }
 
-// Digest is the payload digest used for the archive and re-send detection.
-func Digest(body []byte) []byte {
+// PayloadDigest is the payload digest used for the archive and re-send detection.
+func PayloadDigest(body []byte) []byte {
 	sum := sha256.Sum256(body)
 	return sum[:]
 }

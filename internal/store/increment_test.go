@@ -14,9 +14,9 @@ import (
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
-func (f *fixture) increment(styp string, records ...flight.Commands) (store.IncrementOutcome, error) {
+func (f *fixture) increment(styp string, records ...flight.Commands) (store.IncrementEffect, error) {
 	f.t.Helper()
-	var out store.IncrementOutcome
+	var out store.IncrementEffect
 	err := f.inTx(func(tx *store.Tx) error {
 		var err error
 		out, err = tx.ApplyIncrement(context.Background(), f.nextMeta("FLOP", styp), records)
@@ -25,9 +25,9 @@ func (f *fixture) increment(styp string, records ...flight.Commands) (store.Incr
 	return out, err
 }
 
-func (f *fixture) fdel(flids ...flight.FLID) (store.DeleteOutcome, error) {
+func (f *fixture) fdel(flids ...flight.FLID) (store.DeleteEffect, error) {
 	f.t.Helper()
-	var out store.DeleteOutcome
+	var out store.DeleteEffect
 	err := f.inTx(func(tx *store.Tx) error {
 		var err error
 		out, err = tx.DeleteFlights(context.Background(), f.nextMeta("FLOP", "FDEL"), flids)

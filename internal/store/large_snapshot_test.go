@@ -158,7 +158,7 @@ func TestLargeWindowEventsHaveNoDay(t *testing.T) {
 		r.Day = ""
 		records = append(records, r)
 	}
-	var out store.SnapshotOutcome
+	var out store.SnapshotEffect
 	if err := f.inTx(func(tx *store.Tx) error {
 		var err error
 		out, err = tx.ApplySnapshot(t.Context(), f.nextMeta("SCHD", "DNLD"), store.Snapshot{Records: records})

@@ -65,7 +65,7 @@ func (t *Tx) SweepHistory(ctx context.Context, meta Meta, c HistoryCutoffs, limi
 	if err != nil {
 		return 0, fmt.Errorf("select finished flights: %w", err)
 	}
-	return t.archive(ctx, meta, rows)
+	return t.moveToHistory(ctx, meta, rows)
 }
 
 // SweepNullDay moves flights that no full-day snapshot ever included and
@@ -77,10 +77,10 @@ func (t *Tx) SweepNullDay(ctx context.Context, meta Meta, before time.Time, limi
 	if err != nil {
 		return 0, fmt.Errorf("select never-scheduled flights: %w", err)
 	}
-	return t.archive(ctx, meta, rows)
+	return t.moveToHistory(ctx, meta, rows)
 }
 
-func (t *Tx) archive(ctx context.Context, meta Meta, rows pgx.Rows) (int, error) {
+func (t *Tx) moveToHistory(ctx context.Context, meta Meta, rows pgx.Rows) (int, error) {
 	reasons := map[flight.FLID]string{}
 	var flids []flight.FLID
 	for rows.Next() {
@@ -121,7 +121,7 @@ func (t *Tx) archive(ctx context.Context, meta Meta, rows pgx.Rows) (int, error)
 			int64(f), dayPtr(s.OperationDay), s.StateVersion, string(doc), reasons[f], t.now) //nolint:gosec // 12 digits
 		victims = append(victims, s)
 	}
-	if _, err := t.finish(ctx, b, meta, nil, victims); err != nil {
+	if _, err := t.writeFlights(ctx, b, meta, nil, victims); err != nil {
 		return 0, err
 	}
 	if err := t.sendBatch(ctx, b); err != nil {

@@ -35,8 +35,8 @@ type PriorCopy struct {
 	ReceivedAt time.Time
 }
 
-// Prefetch is everything a batch reads, fetched in one round trip.
-type Prefetch struct {
+// Prefetched is everything a batch reads, fetched in one round trip.
+type Prefetched struct {
 	States map[int64]ProcState
 	Priors map[string]PriorCopy
 	Set    *WorkingSet
@@ -44,7 +44,7 @@ type Prefetch struct {
 
 // Prefetch reads processing states, prior copies, the touched flights and
 // a pool of state versions with one pipelined batch.
-func (t *Tx) Prefetch(ctx context.Context, req PrefetchRequest) (*Prefetch, error) {
+func (t *Tx) Prefetch(ctx context.Context, req PrefetchRequest) (*Prefetched, error) {
 	b := &pgx.Batch{}
 	// Both lookups probe their index once per key (LATERAL), whatever the
 	// planner's statistics say: with a growing, not yet analyzed table a
@@ -71,10 +71,10 @@ func (t *Tx) Prefetch(ctx context.Context, req PrefetchRequest) (*Prefetch, erro
 
 // readPrefetch sends the prefetch batch and reads it; flights whose cached
 // version moved are reloaded after it is closed.
-func (t *Tx) readPrefetch(ctx context.Context, b *pgx.Batch, load *setLoad) (*Prefetch, error) {
+func (t *Tx) readPrefetch(ctx context.Context, b *pgx.Batch, load *setLoad) (*Prefetched, error) {
 	br := t.tx.SendBatch(ctx, b)
 	defer func() { _ = br.Close() }()
-	out := &Prefetch{States: map[int64]ProcState{}, Priors: map[string]PriorCopy{}}
+	out := &Prefetched{States: map[int64]ProcState{}, Priors: map[string]PriorCopy{}}
 
 	rows, err := br.Query()
 	if err != nil {

@@ -30,8 +30,8 @@ type SnapshotRecord struct {
 	Day  string
 }
 
-// SnapshotOutcome reports what a snapshot did, for the trace log.
-type SnapshotOutcome struct {
+// SnapshotEffect reports what a snapshot did, for the trace log.
+type SnapshotEffect struct {
 	// Replay: the message is the day's last committed snapshot; nothing
 	// was written (seed 000 §5.1 step 2).
 	Replay                 bool
@@ -48,7 +48,7 @@ type SnapshotOutcome struct {
 // on the day's version, events. A decided refusal is a *snapshot.Rejection
 // and leaves nothing written; the caller rolls back to its savepoint and
 // records the terminal state.
-func (t *Tx) ApplySnapshot(ctx context.Context, meta Meta, snap Snapshot) (SnapshotOutcome, error) {
+func (t *Tx) ApplySnapshot(ctx context.Context, meta Meta, snap Snapshot) (SnapshotEffect, error) {
 	out, err := t.applySnapshot(ctx, meta, snap)
 	if err != nil {
 		var rej *snapshot.Rejection
@@ -64,8 +64,8 @@ func (t *Tx) ApplySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 	return out, nil
 }
 
-func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (SnapshotOutcome, error) {
-	var out SnapshotOutcome
+func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (SnapshotEffect, error) {
+	var out SnapshotEffect
 	records := make([]snapshot.Record, len(snap.Records))
 	flids := make([]flight.FLID, len(snap.Records))
 	for i, r := range snap.Records {
@@ -176,12 +176,12 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 	out.Deleted = victimIDs
 
 	b := &pgx.Batch{}
-	out.Versions, err = t.finish(ctx, b, meta, writes, victims)
+	out.Versions, err = t.writeFlights(ctx, b, meta, writes, victims)
 	if err != nil {
 		return out, err
 	}
 	if snap.FullDay {
-		// Roster replace: the diff-deleted left it in finish; the rest of
+		// Roster replace: the diff-deleted left it in writeFlights; the rest of
 		// O − N (already gone) leaves here; N − O joins.
 		ids := make([]int64, len(flids))
 		for i, f := range flids {

@@ -284,9 +284,9 @@ func presentTags(s flight.State) []string {
 	return flight.ChangedKeys(flight.NewState(s.FLID), s)
 }
 
-// finish assigns versions and bookkeeping to the changed flights, and
+// writeFlights assigns versions and bookkeeping to the changed flights, and
 // queues their writes and events.
-func (t *Tx) finish(ctx context.Context, b *pgx.Batch, meta Meta, writes []stateWrite, deletes []flight.State) (map[flight.FLID]int64, error) {
+func (t *Tx) writeFlights(ctx context.Context, b *pgx.Batch, meta Meta, writes []stateWrite, deletes []flight.State) (map[flight.FLID]int64, error) {
 	versions, err := t.nextVersions(ctx, len(writes)+len(deletes))
 	if err != nil {
 		return nil, err

@@ -67,14 +67,14 @@ func rec(flid flight.FLID, flno, day string, extra ...flight.Command) store.Snap
 	return store.SnapshotRecord{Cmds: flight.Commands{FLID: flid, Full: true, Cmds: cmds}, Day: day}
 }
 
-func (f *fixture) snapshot(day string, records ...store.SnapshotRecord) (store.SnapshotOutcome, error) {
+func (f *fixture) snapshot(day string, records ...store.SnapshotRecord) (store.SnapshotEffect, error) {
 	f.t.Helper()
 	return f.snapshotAs(f.nextMeta("SCHD", "RESP"), day, records...)
 }
 
-func (f *fixture) snapshotAs(meta store.Meta, day string, records ...store.SnapshotRecord) (store.SnapshotOutcome, error) {
+func (f *fixture) snapshotAs(meta store.Meta, day string, records ...store.SnapshotRecord) (store.SnapshotEffect, error) {
 	f.t.Helper()
-	var out store.SnapshotOutcome
+	var out store.SnapshotEffect
 	err := f.inTx(func(tx *store.Tx) error {
 		var err error
 		out, err = tx.ApplySnapshot(context.Background(), meta, store.Snapshot{FullDay: true, Day: day, Records: records})
@@ -83,7 +83,7 @@ func (f *fixture) snapshotAs(meta store.Meta, day string, records ...store.Snaps
 	return out, err
 }
 
-func (f *fixture) mustSnapshot(day string, records ...store.SnapshotRecord) store.SnapshotOutcome {
+func (f *fixture) mustSnapshot(day string, records ...store.SnapshotRecord) store.SnapshotEffect {
 	f.t.Helper()
 	out, err := f.snapshot(day, records...)
 	if err != nil {

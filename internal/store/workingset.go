@@ -65,26 +65,26 @@ func (w *WorkingSet) current(f flight.FLID) (flight.State, bool, error) {
 
 // Increment merges increment records (FLOP, ADFT) as Tx.ApplyIncrement does,
 // in memory. On error nothing of the message is kept.
-func (w *WorkingSet) Increment(meta Meta, records []flight.Commands) (IncrementOutcome, error) {
-	out := IncrementOutcome{Versions: map[flight.FLID]int64{}}
+func (w *WorkingSet) Increment(meta Meta, records []flight.Commands) (IncrementEffect, error) {
+	out := IncrementEffect{Versions: map[flight.FLID]int64{}}
 	staged := map[flight.FLID]*flight.State{}
 	stagedChanges := map[flight.FLID][]string{}
 	var events []outboxEvent
 	var order []flight.FLID
 	for _, r := range records {
 		if r.Full {
-			return IncrementOutcome{}, fmt.Errorf("message %d: flight %s: a full record is not an increment", meta.MessageID, r.FLID)
+			return IncrementEffect{}, fmt.Errorf("message %d: flight %s: a full record is not an increment", meta.MessageID, r.FLID)
 		}
 		cur, exists, err := w.current(r.FLID)
 		if err != nil {
-			return IncrementOutcome{}, err
+			return IncrementEffect{}, err
 		}
 		if s, ok := staged[r.FLID]; ok {
 			cur, exists = *s, true
 		}
 		wr, changed, err := mergeOne(cur, exists, r)
 		if err != nil {
-			return IncrementOutcome{}, fmt.Errorf("message %d: %w", meta.MessageID, err)
+			return IncrementEffect{}, fmt.Errorf("message %d: %w", meta.MessageID, err)
 		}
 		if !changed {
 			out.Unchanged++
@@ -103,12 +103,12 @@ func (w *WorkingSet) Increment(meta Meta, records []flight.Commands) (IncrementO
 		// message's records apply in order.
 		v, err := w.version()
 		if err != nil {
-			return IncrementOutcome{}, err
+			return IncrementEffect{}, err
 		}
 		next.StateVersion, next.LastMessageID, next.UpdatedAt = v, meta.MessageID, w.tx.now
 		ev, err := upsertEvents(&next, wr.changed, meta)
 		if err != nil {
-			return IncrementOutcome{}, err
+			return IncrementEffect{}, err
 		}
 		events = append(events, ev...)
 		out.Versions[r.FLID] = v
@@ -124,8 +124,8 @@ func (w *WorkingSet) Increment(meta Meta, records []flight.Commands) (IncrementO
 }
 
 // Delete ends flight instances (FDEL) as Tx.DeleteFlights does, in memory.
-func (w *WorkingSet) Delete(meta Meta, flids []flight.FLID) (DeleteOutcome, error) {
-	out := DeleteOutcome{Versions: map[flight.FLID]int64{}}
+func (w *WorkingSet) Delete(meta Meta, flids []flight.FLID) (DeleteEffect, error) {
+	out := DeleteEffect{Versions: map[flight.FLID]int64{}}
 	seen := map[flight.FLID]bool{}
 	for _, f := range flids {
 		if seen[f] {
@@ -134,7 +134,7 @@ func (w *WorkingSet) Delete(meta Meta, flids []flight.FLID) (DeleteOutcome, erro
 		seen[f] = true
 		cur, exists, err := w.current(f)
 		if err != nil {
-			return DeleteOutcome{}, err
+			return DeleteEffect{}, err
 		}
 		if !exists {
 			out.Missing = append(out.Missing, f)
@@ -142,11 +142,11 @@ func (w *WorkingSet) Delete(meta Meta, flids []flight.FLID) (DeleteOutcome, erro
 		}
 		v, err := w.version()
 		if err != nil {
-			return DeleteOutcome{}, err
+			return DeleteEffect{}, err
 		}
 		ev, err := deleteEvents(f, v, cur.OperationDay, meta)
 		if err != nil {
-			return DeleteOutcome{}, err
+			return DeleteEffect{}, err
 		}
 		w.events = append(w.events, ev...)
 		w.cur[f] = nil
@@ -223,8 +223,8 @@ func (w *WorkingSet) queue(b *pgx.Batch) error {
 	return nil
 }
 
-// IncrementOutcome reports what a FLOP or ADFT did.
-type IncrementOutcome struct {
+// IncrementEffect reports what a FLOP or ADFT did.
+type IncrementEffect struct {
 	// Versions maps each written flight to its new state_version.
 	Versions map[flight.FLID]int64
 	Created  []flight.FLID
@@ -234,8 +234,8 @@ type IncrementOutcome struct {
 	States map[flight.FLID]*flight.State
 }
 
-// DeleteOutcome reports what an FDEL did.
-type DeleteOutcome struct {
+// DeleteEffect reports what an FDEL did.
+type DeleteEffect struct {
 	// Versions maps each deleted flight to its tombstone's state_version.
 	Versions map[flight.FLID]int64
 	// Missing lists FLIDs that did not exist (idempotent success).
@@ -247,21 +247,21 @@ type DeleteOutcome struct {
 // for a flight it creates), each changed record gets a new state_version
 // and its KAFKA_SCHD and KAFKA_MSG events. Records for one FLID apply in
 // order. It is a working set of one message, written at once.
-func (t *Tx) ApplyIncrement(ctx context.Context, meta Meta, records []flight.Commands) (IncrementOutcome, error) {
+func (t *Tx) ApplyIncrement(ctx context.Context, meta Meta, records []flight.Commands) (IncrementEffect, error) {
 	flids := make([]flight.FLID, len(records))
 	for i, r := range records {
 		flids[i] = r.FLID
 	}
 	set, err := t.LoadSet(ctx, flids, len(records), nil)
 	if err != nil {
-		return IncrementOutcome{}, fmt.Errorf("message %d: %w", meta.MessageID, err)
+		return IncrementEffect{}, fmt.Errorf("message %d: %w", meta.MessageID, err)
 	}
 	out, err := set.Increment(meta, records)
 	if err != nil {
-		return IncrementOutcome{}, err
+		return IncrementEffect{}, err
 	}
 	if err := set.Flush(ctx); err != nil {
-		return IncrementOutcome{}, fmt.Errorf("message %d: %w", meta.MessageID, err)
+		return IncrementEffect{}, fmt.Errorf("message %d: %w", meta.MessageID, err)
 	}
 	return out, nil
 }
@@ -270,17 +270,17 @@ func (t *Tx) ApplyIncrement(ctx context.Context, meta Meta, records []flight.Com
 // child rows go, the FLID leaves its day's roster, a tombstone with a fresh
 // state_version is queued. A missing FLID is an idempotent success. The
 // day's generation and version are untouched.
-func (t *Tx) DeleteFlights(ctx context.Context, meta Meta, flids []flight.FLID) (DeleteOutcome, error) {
+func (t *Tx) DeleteFlights(ctx context.Context, meta Meta, flids []flight.FLID) (DeleteEffect, error) {
 	set, err := t.LoadSet(ctx, flids, len(flids), nil)
 	if err != nil {
-		return DeleteOutcome{}, fmt.Errorf("message %d: %w", meta.MessageID, err)
+		return DeleteEffect{}, fmt.Errorf("message %d: %w", meta.MessageID, err)
 	}
 	out, err := set.Delete(meta, flids)
 	if err != nil {
-		return DeleteOutcome{}, err
+		return DeleteEffect{}, err
 	}
 	if err := set.Flush(ctx); err != nil {
-		return DeleteOutcome{}, fmt.Errorf("message %d: delete: %w", meta.MessageID, err)
+		return DeleteEffect{}, fmt.Errorf("message %d: delete: %w", meta.MessageID, err)
 	}
 	return out, nil
 }
