@@ -64,13 +64,6 @@ func (c *StateCache) Keep(w *WorkingSet) {
 	}
 }
 
-// Forget empties the cache.
-func (c *StateCache) Forget() {
-	if c != nil {
-		clear(c.states)
-	}
-}
-
 func (c *StateCache) lookup(f flight.FLID) (flight.State, bool) {
 	if c == nil {
 		return flight.State{}, false
