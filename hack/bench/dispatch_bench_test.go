@@ -13,6 +13,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/storetest"
 )
 
 // BenchmarkDispatchBacklog drains an outbox backlog into an in-process
@@ -87,7 +88,7 @@ func BenchmarkDispatchLatency(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		_, err = tx.ApplyIncrement(ctx, store.Meta{MessageID: int64(i + 1), Type: "FLOP", Styp: "ESTT"},
+		_, err = storetest.ApplyIncrement(ctx, tx, store.Meta{MessageID: int64(i + 1), Type: "FLOP", Styp: "ESTT"},
 			[]flight.Commands{{FLID: flight.FLID(1 + i%50), Cmds: []flight.Command{{Tag: "ESTT", Op: flight.OpSet, Value: "09SEP26" + strconv.Itoa(1000+i%1000)}}}})
 		if err != nil {
 			b.Fatal(err)

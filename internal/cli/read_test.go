@@ -8,6 +8,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/storetest"
 )
 
 func TestExportAndLedger(t *testing.T) {
@@ -46,7 +47,7 @@ func TestExportAndLedger(t *testing.T) {
 		store.Snapshot{FullDay: true, Day: "2026-09-09", Records: []store.SnapshotRecord{record(20, "MU2"), record(3, "CA1")}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.ApplyIncrement(ctx, store.Meta{MessageID: 43, Type: "FLOP", Styp: "ESTT"},
+	if _, err := storetest.ApplyIncrement(ctx, tx, store.Meta{MessageID: 43, Type: "FLOP", Styp: "ESTT"},
 		[]flight.Commands{{FLID: 100, Cmds: []flight.Command{{Tag: "ESTT", Op: flight.OpSet, Value: "09SEP261000"}}}}); err != nil {
 		t.Fatal(err)
 	}

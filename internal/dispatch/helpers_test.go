@@ -151,7 +151,7 @@ func (e *env) tryFlop(flid flight.FLID, tag, value string) (int64, error) {
 	var out store.IncrementEffect
 	err := e.inTx(func(tx *store.Tx) error {
 		var err error
-		out, err = tx.ApplyIncrement(context.Background(), e.nextMeta("FLOP", tag),
+		out, err = storetest.ApplyIncrement(context.Background(), tx, e.nextMeta("FLOP", tag),
 			[]flight.Commands{{FLID: flid, Cmds: []flight.Command{{Tag: tag, Op: flight.OpSet, Value: value}}}})
 		return err
 	})
@@ -172,7 +172,7 @@ func (e *env) tryFdel(flids ...flight.FLID) (map[flight.FLID]int64, error) {
 	var out store.DeleteEffect
 	err := e.inTx(func(tx *store.Tx) error {
 		var err error
-		out, err = tx.DeleteFlights(context.Background(), e.nextMeta("FLOP", "FDEL"), flids)
+		out, err = storetest.DeleteFlights(context.Background(), tx, e.nextMeta("FLOP", "FDEL"), flids)
 		return err
 	})
 	return out.Versions, err

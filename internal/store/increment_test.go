@@ -12,6 +12,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/storetest"
 )
 
 func (f *fixture) increment(styp string, records ...flight.Commands) (store.IncrementEffect, error) {
@@ -19,7 +20,7 @@ func (f *fixture) increment(styp string, records ...flight.Commands) (store.Incr
 	var out store.IncrementEffect
 	err := f.inTx(func(tx *store.Tx) error {
 		var err error
-		out, err = tx.ApplyIncrement(context.Background(), f.nextMeta("FLOP", styp), records)
+		out, err = storetest.ApplyIncrement(context.Background(), tx, f.nextMeta("FLOP", styp), records)
 		return err
 	})
 	return out, err
@@ -30,7 +31,7 @@ func (f *fixture) fdel(flids ...flight.FLID) (store.DeleteEffect, error) {
 	var out store.DeleteEffect
 	err := f.inTx(func(tx *store.Tx) error {
 		var err error
-		out, err = tx.DeleteFlights(context.Background(), f.nextMeta("FLOP", "FDEL"), flids)
+		out, err = storetest.DeleteFlights(context.Background(), tx, f.nextMeta("FLOP", "FDEL"), flids)
 		return err
 	})
 	return out, err

@@ -11,6 +11,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/storetest"
 )
 
 // roundTrips counts client→server round trips: each Query/Exec is one, and
@@ -83,7 +84,7 @@ func TestRoundTripsDoNotGrowWithFlights(t *testing.T) {
 			return err
 		})
 		step(func(tx *store.Tx) error {
-			_, err := tx.ApplyIncrement(ctx, store.Meta{MessageID: 2}, flops)
+			_, err := storetest.ApplyIncrement(ctx, tx, store.Meta{MessageID: 2}, flops)
 			return err
 		})
 		// The next snapshot drops half the day: diff-delete of n/2 flights.
@@ -92,7 +93,7 @@ func TestRoundTripsDoNotGrowWithFlights(t *testing.T) {
 			return err
 		})
 		step(func(tx *store.Tx) error {
-			_, err := tx.DeleteFlights(ctx, store.Meta{MessageID: 4}, flids[:n/4])
+			_, err := storetest.DeleteFlights(ctx, tx, store.Meta{MessageID: 4}, flids[:n/4])
 			return err
 		})
 		before := rt.n.Load()

@@ -12,6 +12,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/storetest"
 )
 
 // sqlLog records the text of every statement sent.
@@ -168,7 +169,7 @@ func TestStateCacheTrustsOnlyTheStoredVersion(t *testing.T) {
 	// Another writer moves flight 2: the cached copy is stale and reloaded.
 	elsewhere(func(tx *store.Tx) error {
 		msg++
-		_, err := tx.ApplyIncrement(ctx, store.Meta{MessageID: msg, Type: "FLOP", Styp: "FLNO"},
+		_, err := storetest.ApplyIncrement(ctx, tx, store.Meta{MessageID: msg, Type: "FLOP", Styp: "FLNO"},
 			[]flight.Commands{{FLID: 2, Cmds: []flight.Command{set("FLNO", "CA2-B")}}})
 		return err
 	})
@@ -185,7 +186,7 @@ func TestStateCacheTrustsOnlyTheStoredVersion(t *testing.T) {
 	// state comes back.
 	elsewhere(func(tx *store.Tx) error {
 		msg++
-		_, err := tx.DeleteFlights(ctx, store.Meta{MessageID: msg, Type: "FLOP", Styp: "FDEL"}, []flight.FLID{1})
+		_, err := storetest.DeleteFlights(ctx, tx, store.Meta{MessageID: msg, Type: "FLOP", Styp: "FDEL"}, []flight.FLID{1})
 		return err
 	})
 	if created := batch(map[flight.FLID][]flight.Command{1: {set("FLNO", "CA1-NEW")}}); !slices.Equal(created, []flight.FLID{1}) {

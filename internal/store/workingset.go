@@ -63,8 +63,11 @@ func (w *WorkingSet) current(f flight.FLID) (flight.State, bool, error) {
 	return s, ok, nil
 }
 
-// Increment merges increment records (FLOP, ADFT) as Tx.ApplyIncrement does,
-// in memory. On error nothing of the message is kept.
+// Increment merges increment records (FLOP, ADFT) into the set, in memory
+// (seed 000 §6.1): absent fields are kept, the operation day is kept (NULL
+// for a flight it creates), each changed record gets a new state_version
+// and its KAFKA_SCHD and KAFKA_MSG events. Records for one FLID apply in
+// order. On error nothing of the message is kept.
 func (w *WorkingSet) Increment(meta Meta, records []flight.Commands) (IncrementEffect, error) {
 	out := IncrementEffect{Versions: map[flight.FLID]int64{}}
 	staged := map[flight.FLID]*flight.State{}
@@ -123,7 +126,11 @@ func (w *WorkingSet) Increment(meta Meta, records []flight.Commands) (IncrementE
 	return out, nil
 }
 
-// Delete ends flight instances (FDEL) as Tx.DeleteFlights does, in memory.
+// Delete ends flight instances (FDEL, seed 000 §6.2) in the set, in
+// memory: once written, the main row and all child rows are gone, the FLID
+// has left its day's roster and a tombstone with a fresh state_version is
+// queued. A missing FLID is an idempotent success. The day's generation and
+// version are untouched.
 func (w *WorkingSet) Delete(meta Meta, flids []flight.FLID) (DeleteEffect, error) {
 	out := DeleteEffect{Versions: map[flight.FLID]int64{}}
 	seen := map[flight.FLID]bool{}
@@ -230,7 +237,7 @@ type IncrementEffect struct {
 	Created  []flight.FLID
 	// Unchanged counts records that changed nothing (no version, no event).
 	Unchanged int
-	// States are the written flights' new states (working set only).
+	// States are the changed flights' new states.
 	States map[flight.FLID]*flight.State
 }
 
@@ -240,47 +247,4 @@ type DeleteEffect struct {
 	Versions map[flight.FLID]int64
 	// Missing lists FLIDs that did not exist (idempotent success).
 	Missing []flight.FLID
-}
-
-// ApplyIncrement merges increment records (FLOP, ADFT) into current state
-// (seed 000 §6.1): absent fields are kept, the operation day is kept (NULL
-// for a flight it creates), each changed record gets a new state_version
-// and its KAFKA_SCHD and KAFKA_MSG events. Records for one FLID apply in
-// order. It is a working set of one message, written at once.
-func (t *Tx) ApplyIncrement(ctx context.Context, meta Meta, records []flight.Commands) (IncrementEffect, error) {
-	flids := make([]flight.FLID, len(records))
-	for i, r := range records {
-		flids[i] = r.FLID
-	}
-	set, err := t.LoadSet(ctx, flids, len(records), nil)
-	if err != nil {
-		return IncrementEffect{}, fmt.Errorf("message %d: %w", meta.MessageID, err)
-	}
-	out, err := set.Increment(meta, records)
-	if err != nil {
-		return IncrementEffect{}, err
-	}
-	if err := set.Flush(ctx); err != nil {
-		return IncrementEffect{}, fmt.Errorf("message %d: %w", meta.MessageID, err)
-	}
-	return out, nil
-}
-
-// DeleteFlights ends flight instances (FDEL, seed 000 §6.2): main row and all
-// child rows go, the FLID leaves its day's roster, a tombstone with a fresh
-// state_version is queued. A missing FLID is an idempotent success. The
-// day's generation and version are untouched.
-func (t *Tx) DeleteFlights(ctx context.Context, meta Meta, flids []flight.FLID) (DeleteEffect, error) {
-	set, err := t.LoadSet(ctx, flids, len(flids), nil)
-	if err != nil {
-		return DeleteEffect{}, fmt.Errorf("message %d: %w", meta.MessageID, err)
-	}
-	out, err := set.Delete(meta, flids)
-	if err != nil {
-		return DeleteEffect{}, err
-	}
-	if err := set.Flush(ctx); err != nil {
-		return DeleteEffect{}, fmt.Errorf("message %d: delete: %w", meta.MessageID, err)
-	}
-	return out, nil
 }

@@ -1,6 +1,8 @@
 // Package storetest gives a test a fresh, migrated state database: the
 // store holding the current fencing epoch, and a plain connection for
 // assertions. Everything is closed and dropped when the test ends.
+// ApplyIncrement and DeleteFlights change flights in a transaction the
+// way the pump does, for tests and benchmarks that run without one.
 package storetest
 
 import (
