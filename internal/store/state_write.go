@@ -206,8 +206,10 @@ func (cc *childColumns) args() []any {
 	return append(args, cc.attrs, cc.versions)
 }
 
-// queueDeletes removes flights with all their child rows: children first,
-// explicitly, since the schema has no cascade by design.
+// queueDeletes removes flights with all their child rows (children first,
+// explicitly, since the schema has no cascade by design) and takes them off
+// their day's roster. It is the one place a flight leaves schd_gen_flid by
+// FLID; a full-day snapshot's roster replace removes by day.
 func queueDeletes(b *pgx.Batch, flids []int64) {
 	if len(flids) == 0 {
 		return
@@ -216,6 +218,7 @@ func queueDeletes(b *pgx.Batch, flids []int64) {
 		b.Queue("DELETE FROM "+c.name+" WHERE flid = ANY($1)", flids)
 	}
 	b.Queue("DELETE FROM flight_schd WHERE flid = ANY($1)", flids)
+	b.Queue(`DELETE FROM schd_gen_flid WHERE flid = ANY($1)`, flids)
 }
 
 // mainUpsertMany writes many whole main rows with one statement from one
@@ -339,9 +342,6 @@ func (t *Tx) writeFlights(ctx context.Context, b *pgx.Batch, meta Meta, writes [
 		events = append(events, ev...)
 	}
 	queueDeletes(b, ids)
-	if len(ids) > 0 {
-		b.Queue(`DELETE FROM schd_gen_flid WHERE flid = ANY($1)`, ids)
-	}
 	queueEvents(b, events)
 	return assigned, nil
 }

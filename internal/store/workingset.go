@@ -220,9 +220,6 @@ func (w *WorkingSet) queue(b *pgx.Batch) error {
 		writes = append(writes, stateWrite{next: *s, changed: w.changed[f]})
 	}
 	queueDeletes(b, gone)
-	if len(gone) > 0 {
-		b.Queue(`DELETE FROM schd_gen_flid WHERE flid = ANY($1)`, gone)
-	}
 	if err := queueStateWrites(b, writes, w.tx.store.loc); err != nil {
 		return err
 	}
