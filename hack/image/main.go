@@ -221,7 +221,7 @@ func build(o options) (string, error) {
 		"manifests": []descriptor{{
 			MediaType: mediaManifest, Digest: digest(manifest), Size: int64(len(manifest)),
 			Annotations: map[string]string{
-				"io.containerd.image.name":         ref,
+				"io.containerd.image.name":          ref,
 				"org.opencontainers.image.ref.name": tag,
 			},
 			Platform: &platform{Architecture: runtime.GOARCH, OS: "linux"},
