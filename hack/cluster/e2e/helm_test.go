@@ -538,7 +538,7 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 		"--set", "image.repository=flightfeed", "--set", "image.tag="+tag, "--wait", "--timeout", "3m")
 	t.Cleanup(func() {
 		// Best effort: the cluster is torn down after the test anyway.
-		_ = exec.Command(s.helm, "uninstall", s.release, "--namespace", s.ns, "--kubeconfig", s.kubeconfig).Run() //nolint:noctx // test cleanup, after the test's context ended
+		_ = exec.Command(s.helm, "uninstall", s.release, "--namespace", s.ns, "--kubeconfig", s.kubeconfig).Run()
 	})
 	first := s.waitPods(2, nil)
 	for _, p := range first {
