@@ -1,5 +1,36 @@
-// Package store is FlightFeed's PostgreSQL adapter: it applies the embedded
-// migrations and (in later parts) runs the fenced write transactions, bulk
-// I/O and consistent reads. It owns no decisions: the rules live in the
-// pure packages and arrive here as data to write.
+// Package store is FlightFeed's PostgreSQL adapter for one feed's state
+// database: it applies the embedded migrations, runs the pump's fenced write
+// transactions and serves consistent reads (export, the read API, status)
+// and the dispatcher's side of the outbox. It owns no decisions: the rules
+// live in the pure packages (flight, snapshot) and arrive here as data to
+// write.
+//
+// Every write runs in a Tx that Store.Begin opens by locking pipeline_lock
+// and checking the caller's fencing epoch; a pump that was taken over gets
+// ErrFenced. A batch of messages is read by Tx.Prefetch and written by
+// Tx.FinishBatch, each a fixed number of round trips whatever the batch's
+// size.
+//
+// Files by job:
+//
+//	store.go        Open, TakeEpoch, Begin (fenced), Tx, savepoints, batch plumbing
+//	migrate.go      Migrate, MigrateDownTo, SchemaVersion (goose, advisory lock)
+//	dsn.go          errors that quote a DSN redacted
+//	prefetch.go     Tx.Prefetch: processing states, prior copies, the batch's flights
+//	setload.go      Tx.LoadSet: a working set's flights, cached ones checked by version
+//	state_cache.go  StateCache: states a writer committed, reused while current
+//	workingset.go   WorkingSet: increments (FLOP, ADFT) and deletions (FDEL) in memory
+//	batch.go        the batch write: FinishBatch, RecordResult, archive and results
+//	snapshot.go     Tx.ApplySnapshot: full-day and window snapshots, the roster, CAS
+//	lifecycle.go    history sweeps, ledger pruning, retention
+//	requests.go     outbound full-day requests (req_track)
+//	reuse.go        Tx.RetireReusedIDs: a mailbox id that came back as another message
+//	backfill.go     backfill intents: results waiting for the mailbox
+//	tracelog.go     the snapshot trace log, outside the message's transaction
+//	state_write.go  flight rows written: main rows, child rows, deletions with the roster
+//	state_read.go   flight rows read back into flight.State
+//	columns.go      the storage layout, derived from flight's field table
+//	outbox.go       msg_event rows rendered and queued with the state they carry
+//	outbox_read.go  the dispatcher's side of msg_event
+//	read.go         consistent reads: ReadFlights, Ledger
 package store

@@ -31,8 +31,8 @@ func Migrate(ctx context.Context, dsn string) ([]MigrationResult, error) {
 }
 
 // MigrateDownTo rolls migrations back until version is the newest applied
-// (0 removes the whole schema). Used by tests and by operators undoing a
-// release; the pump never calls it.
+// (0 removes the whole schema). Only the migration tests call it: no
+// command does, and the pump never does.
 func MigrateDownTo(ctx context.Context, dsn string, version int64) ([]MigrationResult, error) {
 	return withProvider(ctx, dsn, func(p *goose.Provider) ([]*goose.MigrationResult, error) {
 		return p.DownTo(ctx, version)

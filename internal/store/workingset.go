@@ -14,7 +14,8 @@ import (
 // messages costs a constant number of round trips. Each message is decided
 // before anything is written: a message the engine refuses changes nothing
 // in the set, so per-message atomicity holds without a savepoint each.
-// The flights a run touches must be loaded up front (Tx.Prefetch).
+// The flights a run touches must be loaded up front (Tx.Prefetch, or
+// Tx.LoadSet when a snapshot changed the database under the set).
 type WorkingSet struct {
 	// base is the database state at load; cur the state now (nil: deleted).
 	base     map[flight.FLID]flight.State
