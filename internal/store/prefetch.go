@@ -112,14 +112,8 @@ func (t *Tx) readPrefetch(ctx context.Context, b *pgx.Batch, load *setLoad) (*Pr
 		return nil, fmt.Errorf("prefetch prior copies: %w", err)
 	}
 
-	set, stale, err := t.readSet(br, load)
+	set, err := t.readSetAndClose(ctx, br, load, "prefetch")
 	if err != nil {
-		return nil, err
-	}
-	if err := br.Close(); err != nil {
-		return nil, fmt.Errorf("prefetch: %w", err)
-	}
-	if err := t.reload(ctx, stale, set.base); err != nil {
 		return nil, err
 	}
 	out.Set = set

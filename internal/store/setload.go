@@ -19,12 +19,20 @@ func (t *Tx) LoadSet(ctx context.Context, flids []flight.FLID, versions int, cac
 	load.queue(b)
 	br := t.tx.SendBatch(ctx, b)
 	defer func() { _ = br.Close() }()
+	return t.readSetAndClose(ctx, br, load, "load flights")
+}
+
+// readSetAndClose reads a working set from what is left of br (versions,
+// then the set load), closes br and reloads the cached flights whose
+// version moved: the end of both LoadSet and Prefetch. what names the read
+// in a close error.
+func (t *Tx) readSetAndClose(ctx context.Context, br pgx.BatchResults, load *setLoad, what string) (*WorkingSet, error) {
 	set, stale, err := t.readSet(br, load)
 	if err != nil {
 		return nil, err
 	}
 	if err := br.Close(); err != nil {
-		return nil, fmt.Errorf("load flights: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if err := t.reload(ctx, stale, set.base); err != nil {
 		return nil, err
