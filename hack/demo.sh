@@ -45,7 +45,7 @@ mbx() { mariadb -h 127.0.0.1 -u root flightfeed_demo_mbx "$@"; }
 say "local services: PostgreSQL, MariaDB, kcat"
 bash hack/services.sh
 
-say "the cluster: Kubernetes v1.37.2 (the first run builds it from Go modules, about 15 minutes on 2 idle cores; later runs start it in about 20 s)"
+say "the cluster: Kubernetes v1.37.2 (the first run builds it from Go modules, about 12 minutes on 2 idle cores; later runs start it in about 15 s)"
 bash hack/cluster/up.sh >/dev/null
 show kubectl get nodes -o wide
 PATH="$(dirname "$(bash hack/cluster/helm.sh)"):$PATH"

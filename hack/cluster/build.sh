@@ -34,7 +34,7 @@ build() { # name, expected minutes on a cold cache, module dir, package, extra e
   local name=$1 minutes=$2 dir=$3 pkg=$4; shift 4
   [ -x "$bin/$name" ] && return 0
   built=1
-  echo "cluster-build: $name ($pkg), about $minutes on an idle 2-core machine with a cold cache ($(( $(date +%s) - start ))s so far)" >&2
+  echo "cluster-build: $name ($pkg), about $minutes on 2 idle cores with a cold Go cache ($(( $(date +%s) - start ))s so far)" >&2
   local tmp="$bin/.$name.tmp.$$"
   # The same flags as hack/envtest-assets.sh (-trimpath, default cgo), so the
   # compiled packages are shared with the envtest kube-apiserver's.
@@ -48,12 +48,12 @@ if [ -x "$cache/envtest/k8s-${kube_version}-etcd-${etcd_version}/etcd" ] && [ ! 
 fi
 build etcd "1 minute" "$repo/hack/tools/etcd" go.etcd.io/etcd/server/v3
 build pause "a few seconds" "$repo" ./hack/cluster/pause CGO_ENABLED=0
-build kube-scheduler "4 minutes (the shared client and API packages)" "$k8s" k8s.io/kubernetes/cmd/kube-scheduler
+build kube-scheduler "5 minutes (most of it the packages all of them share)" "$k8s" k8s.io/kubernetes/cmd/kube-scheduler
 build kube-proxy "1 minute" "$k8s" k8s.io/kubernetes/cmd/kube-proxy
-build kube-apiserver "4 minutes (1 when the envtest one was built)" "$k8s" k8s.io/kubernetes/cmd/kube-apiserver
-build kube-controller-manager "3 minutes" "$k8s" k8s.io/kubernetes/cmd/kube-controller-manager
-build kubelet "3 minutes" "$k8s" k8s.io/kubernetes/cmd/kubelet
-build kubectl "2 minutes" "$k8s" k8s.io/kubernetes/cmd/kubectl
+build kube-apiserver "2 minutes (less when the envtest one was built)" "$k8s" k8s.io/kubernetes/cmd/kube-apiserver
+build kube-controller-manager "1 minute" "$k8s" k8s.io/kubernetes/cmd/kube-controller-manager
+build kubelet "1 minute" "$k8s" k8s.io/kubernetes/cmd/kubelet
+build kubectl "1 minute" "$k8s" k8s.io/kubernetes/cmd/kubectl
 # The sandbox image, from the pause binary.
 if [ ! -s "$bin/pause.tar" ]; then
   (cd "$repo" && go run ./hack/image -binary "$bin/pause" -path /pause -name registry.k8s.io/pause -tag 3.10 \

@@ -48,7 +48,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # ---- binaries -----------------------------------------------------------------
-step "binaries (built once into $cache/cluster; the first build takes about 15 minutes on 2 idle cores)"
+step "binaries (built once into $cache/cluster; the first build takes about 12 minutes on 2 idle cores, 20 on a busy machine)"
 bin=$(bash "$here/build.sh")
 [ "$bin" = "$kube_bin" ] || { clog "build.sh built into $bin, lib.sh expects $kube_bin"; exit 1; }
 
