@@ -168,6 +168,12 @@ for ipt in iptables ip6tables; do
   command -v "$ipt-save" >/dev/null 2>&1 || continue
   while read -r c; do left+=("$ipt chain $c"); done < <("$ipt-save" 2>/dev/null | sed -n 's/^:\([^ ]*\) .*/\1/p' | grep -E "$chain_pattern")
 done
+if [ -s "$root/iptables.saved" ]; then
+  # Any rule now that was not there before up.sh.
+  while read -r r; do left+=("iptables rule: $r"); done < <(
+    { iptables-save 2>/dev/null; ip6tables-save 2>/dev/null; } | grep -E '^-A' | sort -u |
+      comm -23 - <(grep -E '^-A' "$root/iptables.saved" | sort -u))
+fi
 if [ -e "$root/netns.saved" ]; then
   while read -r n; do grep -qx -- "$n" "$root/netns.saved" || left+=("netns $n"); done < <(ls /var/run/netns 2>/dev/null)
 fi

@@ -609,10 +609,10 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 		n := w.processed()
 		return n >= len(rows)/3, fmt.Sprintf("%d of %d", n, len(rows))
 	})
-	other := ""
+	standby := ""
 	for _, p := range first {
 		if p.Name != holder {
-			other = p.Name
+			standby = p.Name
 		}
 	}
 	deletedAt := time.Now()
@@ -623,19 +623,26 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 	if atDelete >= len(rows) || insertedAtDelete >= len(rows) {
 		t.Fatalf("the day was over before the delete (%d processed, %d inserted of %d)", atDelete, insertedAtDelete, len(rows))
 	}
+	// The other replica takes over: the standby, or the Deployment's
+	// replacement for the deleted pod when it asks first.
 	leaseDuration := 15 * time.Second // the chart's lease.duration
 	var epoch2 int64
-	eventually(t, other+" to take the Lease and a newer epoch", time.Until(deletedAt.Add(leaseDuration+10*time.Second)), func() (bool, string) {
+	var next string
+	eventually(t, "another replica to take the Lease and a newer epoch", time.Until(deletedAt.Add(leaseDuration+10*time.Second)), func() (bool, string) {
 		lh := s.leaseHolder(key)
 		ph, ep, err := w.lock(t.Context())
 		if err != nil {
 			return false, err.Error()
 		}
-		epoch2 = ep
-		return lh == other && ph == other && ep > epoch1, fmt.Sprintf("Lease %q, pipeline_lock %q@%d", lh, ph, ep)
+		next, epoch2 = lh, ep
+		return lh != "" && lh != holder && ph == lh && ep > epoch1, fmt.Sprintf("Lease %q, pipeline_lock %q@%d", lh, ph, ep)
 	})
-	t.Logf("%s deleted with %d of %d rows processed; %s took over after %.1fs (epoch %d → %d)",
-		holder, atDelete, len(rows), other, time.Since(deletedAt).Seconds(), epoch1, epoch2)
+	who := "the standby"
+	if next != standby {
+		who = "the Deployment's replacement"
+	}
+	t.Logf("%s deleted with %d of %d rows processed; %s %s took over after %.1fs (epoch %d → %d)",
+		holder, atDelete, len(rows), who, next, time.Since(deletedAt).Seconds(), epoch1, epoch2)
 	if err := <-fed; err != nil {
 		t.Fatal(err)
 	}
