@@ -152,6 +152,13 @@ if [ -s "$root/sysctls.saved" ]; then
   done <"$root/sysctls.saved"
 fi
 
+# Folders outside $root that were not there before up, if they hold no regular file.
+if [ -s "$root/dirs.absent" ]; then
+  while read -r d; do
+    [ -d "$d" ] && [ -z "$(find "$d" -type f -print -quit 2>/dev/null)" ] && rm -rf --one-file-system "$d"
+  done <"$root/dirs.absent"
+fi
+
 # 10. The folder, and a last look for anything left behind.
 left=()
 for p in /proc/[0-9]*; do

@@ -59,6 +59,12 @@ sysctls=(
   kernel.keys.root_maxbytes
 )
 
+# Folders outside $root that the components insist on (containerd's shim
+# sockets and runc state, the kubelet's device-plugin socket folder, libcni's
+# result cache): removed by down.sh when up.sh found them absent and they hold
+# no regular file (stale sockets of the stopped daemons do not count).
+outside_dirs=(/run/containerd /var/lib/kubelet /var/lib/cni)
+
 # Chains the cluster's components create (kube-proxy, kubelet, CNI, ours).
 chain_pattern='^(KUBE-|CNI-|FLIGHTFEED-)'
 

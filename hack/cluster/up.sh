@@ -73,6 +73,7 @@ for s in "${sysctls[@]}"; do
 done
 { iptables-save 2>/dev/null; ip6tables-save 2>/dev/null; } | grep -E '^(\*|:|-A)' | sed 's/ \[[0-9]*:[0-9]*\]$//' >"$root/iptables.saved" || true
 ls /var/run/netns 2>/dev/null >"$root/netns.saved" || true
+for d in "${outside_dirs[@]}"; do [ -e "$d" ] || echo "$d"; done >"$root/dirs.absent"
 
 # ---- network: the bridge and the FORWARD guard ------------------------------------
 step "bridge $bridge ($node_ip) and the FORWARD guard"
