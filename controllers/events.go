@@ -1,5 +1,7 @@
 package controllers
 
+import "github.com/flightfeed/flightfeed/internal/pump"
+
 // Reasons of the Kubernetes Events recorded on a FlightFeed (events.k8s.io,
 // `kubectl events --for flightfeed/<name>`).
 const (
@@ -21,11 +23,11 @@ const (
 	ReasonHeadBlocked   = "HeadBlocked"
 	ReasonHeadUnblocked = "HeadUnblocked"
 	// ReasonDeadMessage (Warning): a message became DEAD.
-	ReasonDeadMessage = string(NoticeDead)
+	ReasonDeadMessage = string(pump.NoticeDead)
 	// ReasonDayMismatch (Warning): SAME_FLID_ACROSS_OPERATION_DAYS.
-	ReasonDayMismatch = string(NoticeDayMismatch)
+	ReasonDayMismatch = string(pump.NoticeDayMismatch)
 	// ReasonMailboxIDReused (Warning): the mailbox's ids restarted.
-	ReasonMailboxIDReused = string(NoticeIDReused)
+	ReasonMailboxIDReused = string(pump.NoticeIDReused)
 )
 
 // maxNoticesPerReport bounds the Events one report records; the rest are

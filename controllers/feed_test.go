@@ -24,6 +24,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/controllers"
+	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -602,7 +603,7 @@ func TestPumpTroubleIsReported(t *testing.T) {
 	r1 := h.runnerOf("replica-a", 0)
 
 	blocked := time.Now().Add(-time.Minute)
-	r1.setStatus(func(s *pump.Status) {
+	r1.setStatus(func(s *feedrun.Status) {
 		s.HeadID, s.HeadBlockedSince, s.HeadLastError = 42, blocked, "connection refused"
 	})
 	ff := h.waitCondition(key, v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonHeadBlocked)
@@ -611,12 +612,12 @@ func TestPumpTroubleIsReported(t *testing.T) {
 	}
 	h.waitEvent(key, controllers.ReasonHeadBlocked, "mailbox row 42")
 	wantMetricFunc(t, rep, "flightfeed_head_blocked_seconds", map[string]string{"feed": "pek"}, "≥ 60", func(v float64) bool { return v >= 60 })
-	r1.setStatus(func(s *pump.Status) { s.HeadBlockedSince, s.HeadLastError = time.Time{}, "" })
+	r1.setStatus(func(s *feedrun.Status) { s.HeadBlockedSince, s.HeadLastError = time.Time{}, "" })
 	h.waitCondition(key, v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonAsExpected)
 	h.waitEvent(key, controllers.ReasonHeadUnblocked, "mailbox row 42")
 
-	r1.addNotice(controllers.Notice{Kind: controllers.NoticeDead, MessageID: 7, Reason: "PARSE", Detail: "broken closing tag"})
-	r1.addNotice(controllers.Notice{Kind: controllers.NoticeDayMismatch, MessageID: 8, Reason: "PROTOCOL", Detail: "SAME_FLID_ACROSS_OPERATION_DAYS FLID 1"})
+	r1.addNotice(pump.Notice{Kind: pump.NoticeDead, MessageID: 7, Reason: "PARSE", Detail: "broken closing tag"})
+	r1.addNotice(pump.Notice{Kind: pump.NoticeDayMismatch, MessageID: 8, Reason: "PROTOCOL", Detail: "SAME_FLID_ACROSS_OPERATION_DAYS FLID 1"})
 	h.waitEvent(key, controllers.ReasonDeadMessage, "mailbox row 7: PARSE: broken closing tag")
 	h.waitEvent(key, controllers.ReasonDayMismatch, "SAME_FLID_ACROSS_OPERATION_DAYS")
 

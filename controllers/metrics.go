@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
@@ -206,7 +206,7 @@ func (m *Metrics) dropPumpSeries(key types.NamespacedName) {
 }
 
 // report sets the gauges from one status report of the leader.
-func (m *Metrics) report(key types.NamespacedName, running bool, st pump.Status, ledger []store.LedgerDay, now time.Time) {
+func (m *Metrics) report(key types.NamespacedName, running bool, st feedrun.Status, ledger []store.LedgerDay, now time.Time) {
 	if m == nil {
 		return
 	}

@@ -19,32 +19,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/controllers"
-	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
-	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/operator"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
-
-// realFactory is the runner factory of `flightfeed manager`
-// (internal/cli/manager.go startFeed), repeated here because the CLI's is
-// unexported: the pump and the Kafka dispatcher of feedrun under the epoch
-// the Lease holder took, reporting to the feed's metrics observer.
-func realFactory(ctx context.Context, feed *config.Feed, identity string, epoch int64) (controllers.FeedRunner, error) {
-	r, err := feedrun.Start(ctx, feed, feedrun.Options{Identity: identity, Epoch: epoch,
-		Log: logf.FromContext(ctx), Observer: controllers.ObserverFromContext(ctx)})
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
-}
 
 // startRealReplica is startReplica with the real pump instead of the
 // test runner.
@@ -62,7 +46,7 @@ func (h *harness) startRealReplica(identity string) *replica {
 		RetryPeriod:     testRetry,
 		StatusInterval:  testInterval,
 		ShutdownTimeout: 30 * time.Second,
-		Factory:         realFactory,
+		Factory:         controllers.StartFeed,
 		Registry:        r.registry,
 		Namespaces:      []string{h.ns},
 		Log:             ctrl.Log.WithName(identity),

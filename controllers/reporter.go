@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
@@ -20,7 +21,7 @@ type reporter struct {
 	// What the last report saw, to notice changes between reports.
 	sig        pumpSignature
 	prevRunner FeedRunner
-	prevPump   pump.Status
+	prevPump   feedrun.Status
 	configErr  string
 }
 
@@ -153,7 +154,7 @@ func (r *reporter) events(in reportInput) {
 	samePump := runner == r.prevRunner
 	prev := r.prevPump
 	if !samePump {
-		prev = pump.Status{}
+		prev = feedrun.Status{}
 	}
 	switch {
 	case !p.HeadBlockedSince.IsZero() && (prev.HeadBlockedSince.IsZero() || prev.HeadID != p.HeadID):
@@ -171,18 +172,15 @@ func (r *reporter) events(in reportInput) {
 	r.prevRunner, r.prevPump = runner, p
 }
 
-func (r *reporter) notices(ns []Notice) {
+func (r *reporter) notices(ns []pump.Notice) {
 	for i, n := range ns {
 		if i == maxNoticesPerReport {
 			r.s.event(corev1.EventTypeWarning, ReasonDeadMessage, "Process", "%d more notable message(s) not listed as events", len(ns)-i)
 			return
 		}
-		reason := ReasonDeadMessage
-		switch n.Kind {
-		case NoticeDayMismatch:
-			reason = ReasonDayMismatch
-		case NoticeIDReused:
-			reason = ReasonMailboxIDReused
+		reason := string(n.Kind)
+		if reason == "" {
+			reason = ReasonDeadMessage
 		}
 		r.s.event(corev1.EventTypeWarning, reason, "Process", "mailbox row %d: %s: %s", n.MessageID, n.Reason, n.Detail)
 	}
@@ -198,5 +196,5 @@ func (s *feedSupervisor) finalReport(ctx context.Context) {
 	if _, err := s.deps.status.update(ctx, s.key, d.UID, func(st *v1alpha1.FlightFeedStatus) { applyReport(st, rep, in.Now) }); err != nil && !errors.Is(err, errStale) {
 		s.log.Error(err, "write the last status")
 	}
-	s.deps.metrics.report(s.key, false, pump.Status{}, nil, in.Now)
+	s.deps.metrics.report(s.key, false, feedrun.Status{}, nil, in.Now)
 }

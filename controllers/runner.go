@@ -3,8 +3,12 @@ package controllers
 import (
 	"context"
 
+	"github.com/go-logr/logr"
+
 	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 // FeedRunner is one feed's pump + dispatcher, started when this replica
@@ -16,67 +20,52 @@ type FeedRunner interface {
 	Run(ctx context.Context) error
 	// Status is a point-in-time report; it must be cheap and safe to call
 	// from another goroutine while Run runs.
-	Status() pump.Status
+	Status() feedrun.Status
 }
 
 // A FeedRunner may also implement Close() (feedrun.Runner does): the
 // supervisor calls it once, after Run has returned, to release the runner's
 // connections.
 
-// RunnerFactory builds a runner for a resolved feed; identity is the pod
-// identity, epoch the fencing epoch taken on becoming leader. ctx is the
-// leadership context: it carries the runner's logger (logf.FromContext) and
-// metrics observer (ObserverFromContext) and is cancelled when leadership
-// ends. The factory must not start work that outlives Run.
-type RunnerFactory func(ctx context.Context, feed *config.Feed, identity string, epoch int64) (FeedRunner, error)
-
-// NoticeKind classifies a notable outcome the operator reports as a
-// Kubernetes Event on the FlightFeed.
-type NoticeKind string
-
-// Notice kinds.
-const (
-	// NoticeDead: a message became DEAD.
-	NoticeDead NoticeKind = "DeadMessage"
-	// NoticeDayMismatch: a snapshot was rejected because a FLID belongs to
-	// another operation day (alert SAME_FLID_ACROSS_OPERATION_DAYS).
-	NoticeDayMismatch NoticeKind = "DayMismatch"
-	// NoticeIDReused: a mailbox row reused the id of another, already
-	// processed message; it was processed as new.
-	NoticeIDReused NoticeKind = "MailboxIDReused"
-)
-
-// Notice is one notable outcome of the pump.
-type Notice struct {
-	Kind NoticeKind
-	// MessageID is the mailbox row id.
-	MessageID int64
-	// Reason is the reason code (e.g. PROTOCOL, OVERSIZE); Detail a short
-	// human message.
-	Reason, Detail string
+// RunParams is what a runner is built from when this replica becomes the
+// feed's leader.
+type RunParams struct {
+	Feed *config.Feed
+	// Identity is the pod identity; Epoch the fencing epoch it took.
+	Identity string
+	Epoch    int64
+	// Store is the feed's database, migrated and opened once per
+	// leadership by the supervisor (feedrun.Open), which also reads the
+	// ledger from it and closes it: the runner shares it, never closes it.
+	Store *store.Store
+	// Observer receives the pump's metrics; Log is the runner's logger.
+	Observer pump.Observer
+	Log      logr.Logger
 }
 
+// RunnerFactory builds a runner; ctx is the leadership context, cancelled
+// when leadership ends. The factory must not start work that outlives Run.
+type RunnerFactory func(ctx context.Context, p RunParams) (FeedRunner, error)
+
 // NoticeSource is implemented by a FeedRunner that reports individual
-// notable messages. Without it the status reporter still emits one Event
-// per report that saw the DEAD count rise, without message ids.
+// notable messages (feedrun.Runner does). Without it the status reporter
+// still emits one Event per report that saw the DEAD count rise, without
+// message ids.
 type NoticeSource interface {
 	// DrainNotices returns the notices since the last call, oldest first.
 	// The runner keeps a bounded buffer; it may drop the oldest.
-	DrainNotices() []Notice
+	DrainNotices() []pump.Notice
 }
 
-type observerKey struct{}
-
-// ObserverFromContext returns the metrics observer of the feed the runner is
-// built for (pass it as pump.Options.Observer). It never returns nil: a
-// context without one yields an observer that records nothing.
-func ObserverFromContext(ctx context.Context) *FeedObserver {
-	if o, ok := ctx.Value(observerKey{}).(*FeedObserver); ok {
-		return o
+// StartFeed is the operator's runner factory: the same pump and Kafka
+// dispatcher as `flightfeed pump` (feedrun), under the epoch the Lease
+// holder took, on the supervisor's store, reporting to the feed's metrics
+// observer. Its notices become Kubernetes Events (NoticeSource).
+func StartFeed(ctx context.Context, p RunParams) (FeedRunner, error) {
+	r, err := feedrun.Start(ctx, p.Feed, feedrun.Options{Store: p.Store, Identity: p.Identity, Epoch: p.Epoch,
+		Log: p.Log, Observer: p.Observer})
+	if err != nil {
+		return nil, err
 	}
-	return &FeedObserver{}
-}
-
-func withObserver(ctx context.Context, o *FeedObserver) context.Context {
-	return context.WithValue(ctx, observerKey{}, o)
+	return r, nil
 }

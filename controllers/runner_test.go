@@ -14,6 +14,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/controllers"
 	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
@@ -28,7 +29,7 @@ type testRunner struct {
 	feed     *config.Feed
 	identity string
 	epoch    int64
-	observer *controllers.FeedObserver
+	observer pump.Observer
 
 	db    *store.Store
 	mbox  *sql.DB
@@ -42,8 +43,8 @@ type testRunner struct {
 	done    chan struct{}
 
 	mu      sync.Mutex
-	status  pump.Status
-	notices []controllers.Notice
+	status  feedrun.Status
+	notices []pump.Notice
 	// failWith makes Run fail at its next tick.
 	failWith error
 	closed   int
@@ -64,7 +65,8 @@ type runnerRegistry struct {
 	failBuild error
 }
 
-func (reg *runnerRegistry) factory(ctx context.Context, feed *config.Feed, identity string, epoch int64) (controllers.FeedRunner, error) {
+func (reg *runnerRegistry) factory(ctx context.Context, p controllers.RunParams) (controllers.FeedRunner, error) {
+	feed, identity, epoch := p.Feed, p.Identity, p.Epoch
 	reg.mu.Lock()
 	failBuild := reg.failBuild
 	reg.mu.Unlock()
@@ -87,10 +89,10 @@ func (reg *runnerRegistry) factory(ctx context.Context, feed *config.Feed, ident
 		return nil, err
 	}
 	r := &testRunner{
-		feed: feed, identity: identity, epoch: epoch, observer: controllers.ObserverFromContext(ctx),
+		feed: feed, identity: identity, epoch: epoch, observer: p.Observer,
 		db: db, mbox: mbox, kafka: kafka,
 		applies: make(chan applyRequest), done: make(chan struct{}),
-		status: pump.Status{Holder: identity, Epoch: epoch, Counts: map[string]int64{}},
+		status: feedrun.Status{Status: pump.Status{Holder: identity, Epoch: epoch, Counts: map[string]int64{}}},
 	}
 	reg.mu.Lock()
 	reg.runners = append(reg.runners, r)
@@ -117,8 +119,8 @@ func (r *testRunner) Run(ctx context.Context) error {
 	r.ctx = ctx
 	r.ctxMu.Unlock()
 	defer close(r.done)
-	defer r.update(func(s *pump.Status) { s.Running = false })
-	r.update(func(s *pump.Status) { s.Running, s.Since = true, time.Now() })
+	defer r.update(func(s *feedrun.Status) { s.Running = false })
+	r.update(func(s *feedrun.Status) { s.Running, s.Since = true, time.Now() })
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -139,7 +141,7 @@ func (r *testRunner) Run(ctx context.Context) error {
 }
 
 // Status implements controllers.FeedRunner.
-func (r *testRunner) Status() pump.Status {
+func (r *testRunner) Status() feedrun.Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.status
@@ -151,7 +153,7 @@ func (r *testRunner) Status() pump.Status {
 }
 
 // DrainNotices implements controllers.NoticeSource.
-func (r *testRunner) DrainNotices() []controllers.Notice {
+func (r *testRunner) DrainNotices() []pump.Notice {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := r.notices
@@ -159,7 +161,7 @@ func (r *testRunner) DrainNotices() []controllers.Notice {
 	return out
 }
 
-func (r *testRunner) update(fn func(*pump.Status)) {
+func (r *testRunner) update(fn func(*feedrun.Status)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	fn(&r.status)
@@ -188,7 +190,7 @@ func (r *testRunner) tick(ctx context.Context) error {
 	}
 	kafkaErr := r.kafka.Ping(ctx)
 	ledger, ledgerErr := r.db.Ledger(ctx)
-	r.update(func(s *pump.Status) {
+	r.update(func(s *feedrun.Status) {
 		s.MailboxReachable, s.MailboxError = mboxErr == nil, errString(mboxErr)
 		s.KafkaReachable, s.KafkaError = kafkaErr == nil, errString(kafkaErr)
 		s.DatabaseReachable, s.DatabaseError = ledgerErr == nil, errString(ledgerErr)
@@ -276,15 +278,15 @@ func (r *testRunner) applySnapshot(t *testing.T, meta store.Meta, snap store.Sna
 	}
 	r.observer.MessageDone(meta.Type, meta.Styp, store.StatusSucceeded)
 	r.observer.BatchCommitted(1, time.Since(start))
-	r.update(func(s *pump.Status) {
+	r.update(func(s *feedrun.Status) {
 		s.Counts[store.StatusSucceeded]++
 		s.LastProcessedID = max(s.LastProcessedID, meta.MessageID)
 	})
 }
 
-func (r *testRunner) setStatus(fn func(*pump.Status)) { r.update(fn) }
+func (r *testRunner) setStatus(fn func(*feedrun.Status)) { r.update(fn) }
 
-func (r *testRunner) addNotice(n controllers.Notice) {
+func (r *testRunner) addNotice(n pump.Notice) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.notices = append(r.notices, n)

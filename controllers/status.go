@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
-	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
@@ -52,7 +52,7 @@ type reportInput struct {
 	Epoch       int64
 	Since       time.Time
 	// Pump is the runner's report (meaningful in phaseRunning).
-	Pump pump.Status
+	Pump feedrun.Status
 	// Ledger is the snapshot ledger; LedgerKnown is false when it could not
 	// be read (the listed days are then left as they are).
 	Ledger      []store.LedgerDay

@@ -12,16 +12,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 var t0 = time.Date(2026, 9, 9, 8, 0, 0, 0, time.UTC)
 
-func healthyPump() pump.Status {
-	return pump.Status{Running: true, Holder: "a", Epoch: 7, Since: t0, LastProcessedID: 99, QueueDepth: 3,
+func healthyPump() feedrun.Status {
+	return feedrun.Status{Status: pump.Status{Running: true, Holder: "a", Epoch: 7, Since: t0, LastProcessedID: 99, QueueDepth: 3,
 		Lag: 1500 * time.Millisecond, Counts: map[string]int64{"SUCCEEDED": 10, "DEAD": 1}, MessagesPerSecond: 12.345,
-		MailboxReachable: true, DatabaseReachable: true, KafkaReachable: true, OutboxPending: 4, OutboxOldestAge: 2500 * time.Millisecond}
+		MailboxReachable: true, DatabaseReachable: true},
+		KafkaReachable: true, OutboxPending: 4, OutboxOldestAge: 2500 * time.Millisecond}
 }
 
 func runningInput(mod func(*reportInput)) reportInput {
@@ -79,7 +81,7 @@ func TestBuildStatusConditions(t *testing.T) {
 			map[v1alpha1.ConditionType]wantCond{v1alpha1.ConditionReady: {metav1.ConditionFalse, v1alpha1.ReasonStarting, "changed configuration"}}},
 		{"runner built, loop not running yet", runningInput(func(in *reportInput) { in.Pump.Running = false }),
 			notRunning(v1alpha1.ReasonStarting, "a is starting the pump")},
-		{"starting", runningInput(func(in *reportInput) { in.Phase, in.Pump = phaseStarting, pump.Status{} }),
+		{"starting", runningInput(func(in *reportInput) { in.Phase, in.Pump = phaseStarting, feedrun.Status{} }),
 			notRunning(v1alpha1.ReasonStarting, "")},
 		{"secret missing", runningInput(func(in *reportInput) {
 			in.ConfigErr = &ConfigError{Reason: v1alpha1.ReasonSecretUnavailable, Err: errors.New("spec.database.dsnSecretRef.name: secret ns/db not found")}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
@@ -290,8 +291,8 @@ func (s *feedSupervisor) runOnce(ctx context.Context, d feedDesired) error {
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
 	log := s.log.WithValues("epoch", epoch)
-	runCtx = withObserver(logf.IntoContext(runCtx, log), s.deps.metrics.Observer(s.key))
-	runner, err := s.deps.factory(runCtx, d.Feed, s.deps.identity, epoch)
+	runner, err := s.deps.factory(logf.IntoContext(runCtx, log), RunParams{Feed: d.Feed, Identity: s.deps.identity, Epoch: epoch,
+		Store: db, Observer: s.deps.metrics.Observer(s.key), Log: log})
 	if err != nil {
 		return fmt.Errorf("build the pump: %w", err)
 	}
@@ -374,16 +375,10 @@ func (s *feedSupervisor) ledgerStore(ctx context.Context, feed *config.Feed) (*s
 	return db, nil
 }
 
-// openFeedStore migrates the feed's database and connects to it.
+// openFeedStore migrates the feed's database and connects to it, once per
+// leadership (or DSN change): the runner shares this store.
 func openFeedStore(ctx context.Context, feed *config.Feed) (*store.Store, error) {
-	if _, err := store.Migrate(ctx, feed.Secrets.DatabaseDSN); err != nil {
-		return nil, fmt.Errorf("migrate the database: %w", err)
-	}
-	db, err := store.Open(ctx, feed.Secrets.DatabaseDSN, store.Options{MaxConns: 2, Location: feed.Location})
-	if err != nil {
-		return nil, fmt.Errorf("open the database: %w", err)
-	}
-	return db, nil
+	return feedrun.Open(ctx, feed)
 }
 
 // health is this supervisor's contribution to /healthz and /readyz.

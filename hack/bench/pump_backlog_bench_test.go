@@ -16,6 +16,7 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 
 	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
@@ -39,7 +40,11 @@ func BenchmarkPumpBacklog(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		feed, mbox := backlogFeed(b)
 		fillBacklog(b, mbox, messages, flights)
-		p, err := pump.New(context.Background(), pump.Options{Feed: feed, Identity: "bench"})
+		st, err := feedrun.Open(context.Background(), feed)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := pump.New(context.Background(), pump.Options{Feed: feed, Store: st, Identity: "bench"})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -48,10 +53,11 @@ func BenchmarkPumpBacklog(b *testing.B) {
 			b.Fatal(err)
 		}
 		total += time.Since(start)
-		st := p.Status()
+		status := p.Status()
 		p.Close()
-		if st.Counts["SUCCEEDED"] != int64(messages) {
-			b.Fatalf("drained %v, want %d SUCCEEDED", st.Counts, messages)
+		st.Close()
+		if status.Counts["SUCCEEDED"] != int64(messages) {
+			b.Fatalf("drained %v, want %d SUCCEEDED", status.Counts, messages)
 		}
 	}
 	rate := float64(messages*b.N) / total.Seconds()

@@ -1,17 +1,13 @@
 package cli
 
 import (
-	"context"
 	"time"
 
 	"github.com/spf13/cobra"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/flightfeed/flightfeed/controllers"
-	"github.com/flightfeed/flightfeed/internal/config"
-	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/operator"
-	"github.com/flightfeed/flightfeed/internal/pump"
 )
 
 func newManagerCommand() *cobra.Command {
@@ -46,40 +42,8 @@ objects. Every replica serves metrics, probes and the read API.`,
 			Kubeconfig: *kubeconfig, MetricsAddr: *metricsAddr, ProbeAddr: *probeAddr, APIAddr: *apiAddr,
 			Identity: id, LeaseDuration: *leaseDuration, RenewDeadline: *renewDeadline, RetryPeriod: *retryPeriod,
 			StatusInterval: *statusInterval, Namespaces: *namespaces, Log: log,
-			Factory: startFeed,
+			Factory: controllers.StartFeed,
 		})
 	}
 	return cmd
-}
-
-// startFeed is the operator's runner factory: the same pump and dispatcher
-// as `flightfeed pump`, under the epoch the Lease holder took.
-func startFeed(ctx context.Context, feed *config.Feed, identity string, epoch int64) (controllers.FeedRunner, error) {
-	r, err := feedrun.Start(ctx, feed, feedrun.Options{Identity: identity, Epoch: epoch,
-		Log: logf.FromContext(ctx), Observer: controllers.ObserverFromContext(ctx)})
-	if err != nil {
-		return nil, err
-	}
-	return noticingRunner{r}, nil
-}
-
-// noticingRunner lets the operator turn each DEAD message into its own
-// Kubernetes Event (controllers.NoticeSource).
-type noticingRunner struct{ *feedrun.Runner }
-
-// DrainNotices implements controllers.NoticeSource.
-func (n noticingRunner) DrainNotices() []controllers.Notice {
-	pn := n.Runner.DrainNotices()
-	out := make([]controllers.Notice, len(pn))
-	for i, x := range pn {
-		kind := controllers.NoticeDead
-		switch {
-		case x.DayMismatch:
-			kind = controllers.NoticeDayMismatch
-		case x.Reason == pump.ReasonIDReused:
-			kind = controllers.NoticeIDReused
-		}
-		out[i] = controllers.Notice{Kind: kind, MessageID: x.MessageID, Reason: x.Reason, Detail: x.Detail}
-	}
-	return out
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -16,10 +17,16 @@ import (
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/dispatch"
 	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 // Options configure a feed run.
 type Options struct {
+	// Store is the feed's database, opened by Open. When set, the caller
+	// owns it (the operator's supervisor shares it with the status
+	// reporter and closes it); when nil, Start opens one and Close closes
+	// it.
+	Store *store.Store
 	// Identity names this process in the writer lock and logs.
 	Identity string
 	// Epoch is the fencing epoch taken on becoming leader (0: take one).
@@ -31,42 +38,76 @@ type Options struct {
 	KafkaOpts []kgo.Opt
 }
 
+// Open migrates the feed's database and connects to it: the one place a
+// feed's store is opened, so a leadership runs the migrations once and
+// the pump, the dispatcher and the status reporter share one pool.
+func Open(ctx context.Context, feed *config.Feed) (*store.Store, error) {
+	if _, err := store.Migrate(ctx, feed.Secrets.DatabaseDSN); err != nil {
+		return nil, fmt.Errorf("migrate the database: %w", err)
+	}
+	st, err := store.Open(ctx, feed.Secrets.DatabaseDSN, store.Options{
+		MaxConns: feed.Spec.Database.MaxConns, Location: feed.Location})
+	if err != nil {
+		return nil, fmt.Errorf("open the database: %w", err)
+	}
+	return st, nil
+}
+
 // Runner is one running feed.
 type Runner struct {
 	pump   *pump.Pump
 	disp   *dispatch.Dispatcher
 	client *kgo.Client
+	// owned is the store Start opened itself (nil when it was given).
+	owned *store.Store
 }
 
-// Start connects a feed: it migrates and opens the database, opens the
-// mailbox, builds the producer and the dispatcher. Nothing runs until Run.
+// Start connects a feed: it opens the database when none is given (Open),
+// the mailbox, the producer and the dispatcher. Nothing runs until Run.
 func Start(ctx context.Context, feed *config.Feed, opts Options) (*Runner, error) {
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}
 	r := &Runner{}
-	// The pump wakes the dispatcher after commits; the dispatcher needs
-	// the pump's store, so the hook is bound once both exist (before Run).
+	st := opts.Store
+	if st == nil {
+		var err error
+		if st, err = Open(ctx, feed); err != nil {
+			return nil, err
+		}
+		r.owned = st
+	}
+	// The pump wakes the dispatcher after commits; the hook is bound once
+	// both exist (before Run).
 	var wake func()
-	p, err := pump.New(ctx, pump.Options{Feed: feed, Identity: opts.Identity, Epoch: opts.Epoch,
+	p, err := pump.New(ctx, pump.Options{Feed: feed, Store: st, Identity: opts.Identity, Epoch: opts.Epoch,
 		Log: opts.Log.WithName("pump"), Observer: opts.Observer, Notify: func() { wake() }})
 	if err != nil {
+		r.closeStore()
 		return nil, err
 	}
 	client, err := dispatch.NewClient(feed, opts.KafkaOpts...)
 	if err != nil {
 		p.Close()
+		r.closeStore()
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
-	d, err := dispatch.New(p.Store(), client, feed, dispatch.Options{Log: opts.Log.WithName("dispatch")})
+	d, err := dispatch.New(st, client, feed, dispatch.Options{Log: opts.Log.WithName("dispatch")})
 	if err != nil {
 		client.Close()
 		p.Close()
+		r.closeStore()
 		return nil, err
 	}
 	wake = d.Notify
 	r.pump, r.disp, r.client = p, d, client
 	return r, nil
+}
+
+func (r *Runner) closeStore() {
+	if r.owned != nil {
+		r.owned.Close()
+	}
 }
 
 // Run pumps and publishes until ctx ends (nil) or the pump is fenced
@@ -99,13 +140,23 @@ func (r *Runner) run(ctx context.Context, pumpRun func(context.Context) error) e
 	return err
 }
 
-// Status is the pump's status with the dispatcher's outbox figures.
-func (r *Runner) Status() pump.Status {
-	s := r.pump.Status()
+// Status is a feed's point-in-time report: the pump's, with the
+// dispatcher's outbox and Kafka figures, which belong to the dispatcher.
+type Status struct {
+	pump.Status
+	// OutboxPending and OutboxOldestAge describe undelivered Kafka events.
+	OutboxPending   int64
+	OutboxOldestAge time.Duration
+	// KafkaReachable is false while the brokers fail, with the last error.
+	KafkaReachable bool
+	KafkaError     string
+}
+
+// Status reports the pump and the dispatcher.
+func (r *Runner) Status() Status {
 	d := r.disp.Status()
-	s.OutboxPending, s.OutboxOldestAge = d.Pending, d.OldestPendingAge
-	s.KafkaReachable = !d.Failing && d.BrokerError == ""
-	s.KafkaError = d.BrokerError
+	s := Status{Status: r.pump.Status(), OutboxPending: d.Pending, OutboxOldestAge: d.OldestPendingAge,
+		KafkaReachable: !d.Failing && d.BrokerError == "", KafkaError: d.BrokerError}
 	if d.Failing && d.LastError != "" {
 		s.KafkaError = d.LastError
 	}
@@ -115,8 +166,10 @@ func (r *Runner) Status() pump.Status {
 // DrainNotices returns the pump's notable outcomes since the last call.
 func (r *Runner) DrainNotices() []pump.Notice { return r.pump.DrainNotices() }
 
-// Close releases the connections (after Run returned).
+// Close releases the connections (after Run returned); a store given in
+// Options stays open.
 func (r *Runner) Close() {
 	r.client.Close()
 	r.pump.Close()
+	r.closeStore()
 }

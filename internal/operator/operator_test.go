@@ -25,7 +25,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/controllers"
-	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/operator"
 	"github.com/flightfeed/flightfeed/internal/pump"
@@ -60,11 +60,11 @@ func (r *idleRunner) Run(ctx context.Context) error {
 	return nil
 }
 
-func (r *idleRunner) Status() pump.Status {
-	return pump.Status{Running: r.running.Load(), MailboxReachable: true, DatabaseReachable: true, KafkaReachable: true}
+func (r *idleRunner) Status() feedrun.Status {
+	return feedrun.Status{Status: pump.Status{Running: r.running.Load(), MailboxReachable: true, DatabaseReachable: true}, KafkaReachable: true}
 }
 
-func idleFactory(context.Context, *config.Feed, string, int64) (controllers.FeedRunner, error) {
+func idleFactory(context.Context, controllers.RunParams) (controllers.FeedRunner, error) {
 	return &idleRunner{}, nil
 }
 

@@ -308,8 +308,11 @@ func (p *Pump) afterCommit(ctx context.Context, done []outcome, start time.Time)
 	p.update(func(s *Status) {
 		s.LastProcessedID = max(s.LastProcessedID, last)
 		for _, o := range done {
-			if o.result.Status != store.StatusFailed && !o.rewrite {
-				s.Counts[o.result.Status]++
+			if o.rewrite {
+				continue
+			}
+			s.Counts[o.result.Status]++
+			if o.result.Status != store.StatusFailed {
 				p.rate.count++
 			}
 			if o.result.Status == store.StatusDead && !o.rewrite {

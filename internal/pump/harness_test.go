@@ -120,7 +120,15 @@ func (h *harness) put(body string) int64 {
 
 func (h *harness) newPump(opts ...func(*pump.Options)) *pump.Pump {
 	h.t.Helper()
-	o := pump.Options{Feed: h.feed, Identity: "test-pump", Clock: h.clock}
+	// Each pump has a store of its own, on the pump's clock, as feedrun
+	// opens one per run.
+	st, err := store.Open(context.Background(), h.feed.Secrets.DatabaseDSN, store.Options{
+		MaxConns: h.feed.Spec.Database.MaxConns, Location: h.feed.Location, Clock: h.clock})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(st.Close)
+	o := pump.Options{Feed: h.feed, Store: st, Identity: "test-pump", Clock: h.clock}
 	for _, f := range opts {
 		f(&o)
 	}

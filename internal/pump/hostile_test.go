@@ -74,7 +74,7 @@ func TestReusedMailboxIDsAreNewMessages(t *testing.T) {
 	}
 	reusedNotices := 0
 	for _, n := range p.DrainNotices() {
-		if n.Reason == pump.ReasonIDReused {
+		if n.Kind == pump.NoticeIDReused && n.Reason == pump.ReasonIDReused {
 			reusedNotices++
 		}
 	}

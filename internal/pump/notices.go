@@ -5,14 +5,30 @@ import "github.com/flightfeed/flightfeed/internal/snapshot"
 // maxNotices bounds the notices kept between two drains; older ones drop.
 const maxNotices = 256
 
-// Notice is one notable outcome, for the operator's Kubernetes Events:
-// a message that became DEAD (DayMismatch when a snapshot was refused
-// because a FLID belongs to another operation day).
+// NoticeKind classifies a notable outcome; the operator records each as a
+// Kubernetes Event whose reason is the kind.
+type NoticeKind string
+
+// Notice kinds.
+const (
+	// NoticeDead: a message became DEAD.
+	NoticeDead NoticeKind = "DeadMessage"
+	// NoticeDayMismatch: a snapshot was refused because a FLID belongs to
+	// another operation day (alert SAME_FLID_ACROSS_OPERATION_DAYS).
+	NoticeDayMismatch NoticeKind = "DayMismatch"
+	// NoticeIDReused: a mailbox row reused the id of another, already
+	// processed message; it was processed as new.
+	NoticeIDReused NoticeKind = "MailboxIDReused"
+)
+
+// Notice is one notable outcome of the pump.
 type Notice struct {
-	MessageID   int64
-	Reason      string
-	Detail      string
-	DayMismatch bool
+	Kind NoticeKind
+	// MessageID is the mailbox row id.
+	MessageID int64
+	// Reason is the reason code (e.g. PROTOCOL, OVERSIZE); Detail a short
+	// human message.
+	Reason, Detail string
 }
 
 // DrainNotices returns the notices since the last call, oldest first.
@@ -26,9 +42,18 @@ func (p *Pump) DrainNotices() []Notice {
 
 // notice records a DEAD result (call with p.mu held).
 func (p *Pump) notice(id int64, reason, detail string) {
+	kind := NoticeDead
+	if reason == snapshot.ReasonDayMismatch {
+		kind = NoticeDayMismatch
+	}
+	p.addNotice(Notice{Kind: kind, MessageID: id, Reason: reason, Detail: detail})
+}
+
+// addNotice keeps n, dropping the oldest beyond maxNotices (call with p.mu
+// held).
+func (p *Pump) addNotice(n Notice) {
 	if len(p.notices) == maxNotices {
 		p.notices = p.notices[1:]
 	}
-	p.notices = append(p.notices, Notice{MessageID: id, Reason: reason, Detail: detail,
-		DayMismatch: reason == snapshot.ReasonDayMismatch})
+	p.notices = append(p.notices, n)
 }

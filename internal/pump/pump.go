@@ -2,6 +2,7 @@ package pump
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -51,6 +52,10 @@ func (NopObserver) ServiceError(string) {}
 // Options configure a Pump.
 type Options struct {
 	Feed *config.Feed
+	// Store is the feed's database, migrated and opened by the caller
+	// (feedrun), which shares it with the dispatcher and the status
+	// reporter and closes it; the pump never closes it.
+	Store *store.Store
 	// Identity names this pump in pipeline_lock and logs.
 	Identity string
 	// Epoch is the fencing epoch taken when this replica became leader;
@@ -114,10 +119,13 @@ type Pump struct {
 	notices []Notice
 }
 
-// New migrates the database, connects to it and to the mailbox, and takes
-// a fencing epoch when none was given.
+// New connects to the mailbox and takes a fencing epoch in the given
+// store when none was given.
 func New(ctx context.Context, opts Options) (*Pump, error) {
 	feed := opts.Feed
+	if opts.Store == nil {
+		return nil, errors.New("pump: no store")
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -127,17 +135,9 @@ func New(ctx context.Context, opts Options) (*Pump, error) {
 	if opts.Observer == nil {
 		opts.Observer = NopObserver{}
 	}
-	if _, err := store.Migrate(ctx, feed.Secrets.DatabaseDSN); err != nil {
-		return nil, err
-	}
-	st, err := store.Open(ctx, feed.Secrets.DatabaseDSN, store.Options{
-		MaxConns: feed.Spec.Database.MaxConns, Location: feed.Location, Clock: opts.Clock})
-	if err != nil {
-		return nil, err
-	}
+	st := opts.Store
 	mbox, err := mailbox.Open(ctx, feed.Secrets.MailboxDSN, feed.Spec.Mailbox)
 	if err != nil {
-		st.Close()
 		return nil, err
 	}
 	p := &Pump{
@@ -168,13 +168,9 @@ func New(ctx context.Context, opts Options) (*Pump, error) {
 	return p, nil
 }
 
-// Store is the feed's database, shared with the dispatcher.
-func (p *Pump) Store() *store.Store { return p.store }
-
-// Close releases the connections.
+// Close releases the mailbox connections (the store is the caller's).
 func (p *Pump) Close() {
 	_ = p.mbox.Close()
-	p.store.Close()
 }
 
 // Status returns a copy of the current status.

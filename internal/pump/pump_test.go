@@ -119,6 +119,10 @@ func TestUnsupportedRetriesThenDead(t *testing.T) {
 		t.Fatalf("unsupported: %s after %d attempts, want DEAD after 3 (limit 2)", status, attempts)
 	}
 	h.wantRow(next, store.StatusSucceeded, "")
+	// status.pump.counts: the two attempts that ended FAILED, then one DEAD.
+	if c := p.Status().Counts; c[store.StatusFailed] != 2 || c[store.StatusDead] != 1 || c[store.StatusSucceeded] != 1 {
+		t.Fatalf("counts %v, want FAILED 2, DEAD 1, SUCCEEDED 1", c)
+	}
 }
 
 func TestUnsupportedBlocksTheHeadWhileRetrying(t *testing.T) {
@@ -197,7 +201,7 @@ func TestDayMismatchIsDeadProtocol(t *testing.T) {
 	h.wantRow(day9, store.StatusSucceeded, "")
 	h.wantRow(bad, store.StatusDead, snapshot.ReasonDayMismatch)
 	// The operator turns notices into Kubernetes Events.
-	if n := p.DrainNotices(); len(n) != 1 || n[0].MessageID != bad || !n[0].DayMismatch || n[0].Reason != snapshot.ReasonDayMismatch {
+	if n := p.DrainNotices(); len(n) != 1 || n[0].MessageID != bad || n[0].Kind != pump.NoticeDayMismatch || n[0].Reason != snapshot.ReasonDayMismatch {
 		t.Fatalf("notices %+v", n)
 	}
 	if n := p.DrainNotices(); len(n) != 0 {

@@ -47,9 +47,9 @@ func (p *Pump) reportReused(reused []store.ReusedID) {
 		s.IDsReused += int64(len(reused))
 		s.IDReusedLast, s.IDReusedAt = reused[len(reused)-1].MessageID, now
 		for _, r := range reused {
-			p.notice(r.MessageID, ReasonIDReused, fmt.Sprintf(
+			p.addNotice(Notice{Kind: NoticeIDReused, MessageID: r.MessageID, Reason: ReasonIDReused, Detail: fmt.Sprintf(
 				"mailbox id %d was processed before as another message; the row received %s is processed as new (predecessor kept in msg_id_reuse)",
-				r.MessageID, r.Received.UTC().Format(time.RFC3339Nano)))
+				r.MessageID, r.Received.UTC().Format(time.RFC3339Nano))})
 		}
 	})
 }

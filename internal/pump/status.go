@@ -26,19 +26,20 @@ type Status struct {
 	QueueDepth int64
 	Lag        time.Duration
 
-	// Counts are messages by terminal result since the pump started
-	// (SUCCEEDED, SKIPPED, DEAD, FAILED).
+	// Counts are results since the pump started: SUCCEEDED, SKIPPED and
+	// DEAD once per message, FAILED once per attempt that ended FAILED
+	// (an UNSUPPORTED message retried, or made DEAD after the retries).
 	Counts map[string]int64
-	// MessagesPerSecond over the last minute.
+	// MessagesPerSecond is the rate of terminal results over the last
+	// completed window of at least 10 s (0 until the first window ends).
 	MessagesPerSecond float64
 
-	// Reachability of the three services, with the last error when not.
+	// Reachability of the mailbox and the database, with the last error
+	// when not (Kafka is the dispatcher's: feedrun.Status).
 	MailboxReachable  bool
 	MailboxError      string
 	DatabaseReachable bool
 	DatabaseError     string
-	KafkaReachable    bool
-	KafkaError        string
 
 	// IDsReused counts mailbox rows that reused the id of another, already
 	// processed message (processed as new); IDReusedLast and IDReusedAt
@@ -49,7 +50,4 @@ type Status struct {
 
 	// BackfillPending counts committed results not yet written back.
 	BackfillPending int64
-	// OutboxPending and OutboxOldestAge describe undelivered Kafka events.
-	OutboxPending   int64
-	OutboxOldestAge time.Duration
 }
