@@ -97,7 +97,8 @@ bash hack/cluster/down.sh >/dev/null 2>&1 || true
 bash hack/cluster/up.sh >/dev/null
 bash hack/cluster/load-image.sh bin/flightfeed-image.tar
 FLIGHTFEED_CLUSTER_HELM=$(bash hack/cluster/helm.sh)
-export FLIGHTFEED_CLUSTER_HELM
+FLIGHTFEED_CLUSTER_KUBECONFIG=$(bash hack/cluster/env.sh)
+export FLIGHTFEED_CLUSTER_HELM FLIGHTFEED_CLUSTER_KUBECONFIG
 
 step "real cluster: helm install, takeover, upgrade, uninstall"
 go test -tags cluster -count=1 -timeout 15m -v ./hack/cluster/e2e/
