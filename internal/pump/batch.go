@@ -356,5 +356,5 @@ func bodyText(body []byte) string {
 	if len(body) == 0 {
 		return ""
 	}
-	return unsafe.String(unsafe.SliceData(body), len(body))
+	return unsafe.String(unsafe.SliceData(body), len(body)) //nolint:gosec // read-only view, see above
 }
