@@ -2,7 +2,6 @@ package pump
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"time"
@@ -240,8 +239,7 @@ func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, attempted [
 			s.HeadBlockedSince = now
 		}
 		s.HeadID, s.HeadLastError = head, err.Error()
-		var dbErr interface{ SQLState() string }
-		if !errors.As(err, &dbErr) {
+		if !store.IsServerAnswer(err) {
 			s.DatabaseReachable, s.DatabaseError = p.store.Ping(ctx) == nil, err.Error()
 		}
 	})

@@ -5,8 +5,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/flightfeed/flightfeed/internal/backoff"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/sis"
@@ -60,7 +58,6 @@ const (
 func Classify(err error) (Verdict, string) {
 	var rej *snapshot.Rejection
 	var sisErr *sis.Error
-	var pgErr *pgconn.PgError
 	switch {
 	case err == nil:
 		return 0, ""
@@ -77,27 +74,12 @@ func Classify(err error) (Verdict, string) {
 		return VerdictConflict, "CAS_CONFLICT"
 	case errors.Is(err, flight.ErrInvalidCommand), errors.Is(err, flight.ErrBadSISTime):
 		return VerdictDead, ReasonDataRejected
-	case errors.As(err, &pgErr) && deterministic(pgErr.Code):
+	case store.RefusesData(err):
 		// The database refused the data itself; retrying cannot help.
 		return VerdictDead, ReasonDataRejected
 	default:
 		return VerdictInfra, ReasonInfra
 	}
-}
-
-// deterministic SQLSTATE classes: data exceptions (22), integrity
-// violations (23), program limits (54: an index row or a statement too
-// large for the server, e.g. "index row size exceeds btree maximum") and
-// FlightFeed's own guards (FF). The same data fails the same way every time.
-func deterministic(code string) bool {
-	if len(code) < 2 {
-		return false
-	}
-	switch code[:2] {
-	case "22", "23", "54", "FF":
-		return true
-	}
-	return false
 }
 
 // RefusalRepeats is how many times in a row the same server error on a
@@ -106,29 +88,11 @@ func deterministic(code string) bool {
 // not waiting out an outage.
 const RefusalRepeats = 3
 
-// RefusalSignature returns what identifies an error for the repeat rule,
-// and false for errors that must never make a message DEAD however often
-// they repeat: anything that is not an answer of the server (a dropped
-// connection, a timeout) and server errors that say the server, the schema
-// or the session is unwell rather than the message — connection (08),
-// transaction rollback (40), insufficient resources (53), object not in
-// prerequisite state (55, locks), operator intervention (57), system
-// errors (58), undefined or forbidden objects (42), authorization (28),
-// catalog and schema names (3D, 3F), invalid transaction states (25),
-// unsupported features (0A), configuration (F0), foreign data (HV),
-// snapshot failures (72) and internal errors (XX). A missing table must
-// block the head, not make every message DEAD one by one.
-func RefusalSignature(err error) (string, bool) {
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || len(pgErr.Code) < 2 {
-		return "", false
-	}
-	switch pgErr.Code[:2] {
-	case "08", "40", "53", "55", "57", "58", "42", "28", "3D", "3F", "25", "0A", "F0", "HV", "72", "XX":
-		return "", false
-	}
-	return pgErr.Code + " " + pgErr.Message, true
-}
+// RefusalSignature returns what identifies an error for the repeat rule
+// (store.AnswerSignature), and false for errors that must never make a
+// message DEAD however often they repeat: outages and answers that say
+// the server, the schema or the session is unwell.
+func RefusalSignature(err error) (string, bool) { return store.AnswerSignature(err) }
 
 // Backoff is exponential with full jitter, capped: attempt 1 waits up to
 // initial, attempt n up to min(max, initial·2^(n-1)).
