@@ -630,7 +630,7 @@ type OperationDayStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=ff;ffeed,categories=flightfeed
+// +kubebuilder:resource:shortName=ff;ffeed,categories=aodb
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.pump.holder`
 // +kubebuilder:printcolumn:name="Lag",type=string,JSONPath=`.status.pump.lag`

@@ -53,7 +53,7 @@ type FlightFeedDayStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=ffday,categories=flightfeed
+// +kubebuilder:resource:shortName=ffday,categories=aodb
 // +kubebuilder:printcolumn:name="Day",type=string,JSONPath=`.spec.day`
 // +kubebuilder:printcolumn:name="Version",type=integer,JSONPath=`.status.version`
 // +kubebuilder:printcolumn:name="Flights",type=integer,JSONPath=`.status.flights`
