@@ -40,7 +40,8 @@ const maxBufferedRecords = 4 * maxBatchSize
 // ErrClient means the client was not built by NewClient.
 var ErrClient = errors.New("kafka client must be built by dispatch.NewClient")
 
-// NewClient builds the feed's idempotent producer: seed brokers, client id,
+// NewClient builds the feed's idempotent producer from a feed defaulted by
+// package config (it sets no defaults of its own): seed brokers, client id,
 // TLS and SASL from the feed's configuration, acks from all in-sync
 // replicas, keys partitioned with murmur2 exactly like the Java client (so
 // consumers in any language agree on a FLID's partition), topics created
@@ -63,13 +64,12 @@ func NewClient(feed *config.Feed, opts ...kgo.Opt) (*kgo.Client, error) {
 			return nil, fmt.Errorf("seed broker %s: credentials belong in kafka.sasl, not in the address", config.RedactDSN(b))
 		}
 	}
-	id := k.ClientID
-	if id == "" {
-		id = config.DefaultClientID
+	if k.ClientID == "" {
+		return nil, errors.New("no client id (the feed was not defaulted by package config)")
 	}
 	base := []kgo.Opt{
 		kgo.SeedBrokers(k.Brokers...),
-		kgo.ClientID(id),
+		kgo.ClientID(k.ClientID),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 		kgo.ManualFlushing(),

@@ -262,8 +262,9 @@ func TestNewClientRejectsBadTLSAndSASL(t *testing.T) {
 		},
 		"unknown mechanism": func(f *config.Feed) { f.Spec.Kafka.SASL = &v1alpha1.KafkaSASL{Mechanism: "GSSAPI"} },
 		"no brokers":        func(f *config.Feed) { f.Spec.Kafka.Brokers = nil },
+		"not defaulted":     func(f *config.Feed) { f.Spec.Kafka.ClientID = "" },
 	} {
-		f := &config.Feed{Spec: v1alpha1.FlightFeedSpec{Kafka: v1alpha1.KafkaSpec{Brokers: []string{"127.0.0.1:1"}}}}
+		f := bareFeed()
 		k(f)
 		if cl, err := dispatch.NewClient(f); err == nil {
 			cl.Close()
@@ -271,7 +272,7 @@ func TestNewClientRejectsBadTLSAndSASL(t *testing.T) {
 		}
 	}
 	// Topic auto-creation follows the spec; it is off by default.
-	f := &config.Feed{Spec: v1alpha1.FlightFeedSpec{Kafka: v1alpha1.KafkaSpec{Brokers: []string{"127.0.0.1:1"}}}}
+	f := bareFeed()
 	for _, allow := range []bool{false, true} {
 		f.Spec.Kafka.AllowAutoTopicCreation = allow
 		cl, err := dispatch.NewClient(f)
@@ -306,7 +307,7 @@ func TestNewClientErrorsReadOnceAndHideCredentials(t *testing.T) {
 		"credentials in a broker": {func(f *config.Feed) { f.Spec.Kafka.Brokers = []string{"user:" + marker + "@127.0.0.1:1"} },
 			"kafka client: seed broker ***@127.0.0.1:1: credentials belong in kafka.sasl"},
 	} {
-		f := &config.Feed{Spec: v1alpha1.FlightFeedSpec{Kafka: v1alpha1.KafkaSpec{Brokers: []string{"127.0.0.1:1"}}}}
+		f := bareFeed()
 		c.edit(f)
 		cl, err := dispatch.NewClient(f)
 		if err == nil {
@@ -320,4 +321,12 @@ func TestNewClientErrorsReadOnceAndHideCredentials(t *testing.T) {
 			t.Errorf("%s: %q, want %q once and no credential", name, msg, c.want)
 		}
 	}
+}
+
+// bareFeed is a defaulted feed (as package config hands it over) with one
+// unreachable seed broker and nothing else set.
+func bareFeed() *config.Feed {
+	f := &config.Feed{Spec: v1alpha1.FlightFeedSpec{Kafka: v1alpha1.KafkaSpec{Brokers: []string{"127.0.0.1:1"}}}}
+	config.SetDefaults(&f.Spec)
+	return f
 }

@@ -18,12 +18,10 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultScanInterval   = 5 * time.Second
-	DefaultBatchSize      = 1000
-	DefaultStatsInterval  = time.Second
-	DefaultBackoffInitial = 500 * time.Millisecond
-	DefaultBackoffMax     = time.Minute
-	maxBatchSize          = 10000
+	DefaultScanInterval  = 5 * time.Second
+	DefaultBatchSize     = 1000
+	DefaultStatsInterval = time.Second
+	maxBatchSize         = 10000
 )
 
 // Options configure a Dispatcher; the zero value is usable.
@@ -41,7 +39,7 @@ type Options struct {
 	BatchSize int
 	// BackoffInitial and BackoffMax bound the retry delay after a failed
 	// pass; it doubles with jitter (default: the feed's pump.backoffInitial
-	// and pump.backoffMax, else 500ms and 1m).
+	// and pump.backoffMax).
 	BackoffInitial, BackoffMax time.Duration
 	// StatsInterval is how often Status's pending count is refreshed while
 	// events flow (default DefaultStatsInterval).
@@ -79,7 +77,10 @@ type Dispatcher struct {
 }
 
 // New returns a dispatcher for the feed's topics. client must come from
-// NewClient (it is checked); the dispatcher does not close it.
+// NewClient (it is checked); the dispatcher does not close it. feed must be
+// defaulted by package config (Parse, Load or the operator's resolution
+// did so): the dispatcher reads the topics and backoff from it and sets no
+// defaults of its own.
 func New(st *store.Store, client *kgo.Client, feed *config.Feed, opts Options) (*Dispatcher, error) {
 	if st == nil || client == nil || feed == nil {
 		return nil, errors.New("dispatcher: store, client and feed are required")
@@ -88,16 +89,16 @@ func New(st *store.Store, client *kgo.Client, feed *config.Feed, opts Options) (
 		return nil, fmt.Errorf("dispatcher: %w", err)
 	}
 	topics := Topics{State: feed.Spec.Kafka.Topics.State, Notice: feed.Spec.Kafka.Topics.Notice}
-	if topics.State == "" {
-		topics.State = config.DefaultStateTopic
-	}
-	if topics.Notice == "" {
-		topics.Notice = config.DefaultNoticeTopic
+	if topics.State == "" || topics.Notice == "" {
+		return nil, errors.New("dispatcher: the feed's topics are unset (the feed was not defaulted by package config)")
 	}
 	if topics.State == topics.Notice {
 		return nil, fmt.Errorf("dispatcher: state and notice topic are both %q", topics.State)
 	}
-	opts = withDefaults(opts, feed)
+	opts, err := withDefaults(opts, feed)
+	if err != nil {
+		return nil, err
+	}
 	prev := make(chan struct{})
 	close(prev)
 	return &Dispatcher{
@@ -108,7 +109,7 @@ func New(st *store.Store, client *kgo.Client, feed *config.Feed, opts Options) (
 	}, nil
 }
 
-func withDefaults(o Options, feed *config.Feed) Options {
+func withDefaults(o Options, feed *config.Feed) (Options, error) {
 	if o.Log.GetSink() == nil {
 		o.Log = logr.Discard()
 	}
@@ -129,20 +130,17 @@ func withDefaults(o Options, feed *config.Feed) Options {
 		o.StallAfter = DefaultDeliveryTimeout
 	}
 	pump := feed.Spec.Pump
-	if o.BackoffInitial <= 0 {
-		o.BackoffInitial = DefaultBackoffInitial
-		if pump.BackoffInitial != nil && pump.BackoffInitial.Duration > 0 {
-			o.BackoffInitial = pump.BackoffInitial.Duration
-		}
+	if o.BackoffInitial <= 0 && pump.BackoffInitial != nil {
+		o.BackoffInitial = pump.BackoffInitial.Duration
 	}
-	if o.BackoffMax <= 0 {
-		o.BackoffMax = DefaultBackoffMax
-		if pump.BackoffMax != nil && pump.BackoffMax.Duration > 0 {
-			o.BackoffMax = pump.BackoffMax.Duration
-		}
+	if o.BackoffMax <= 0 && pump.BackoffMax != nil {
+		o.BackoffMax = pump.BackoffMax.Duration
+	}
+	if o.BackoffInitial <= 0 || o.BackoffMax <= 0 {
+		return o, errors.New("dispatcher: no backoff (set Options or the feed's pump.backoffInitial and pump.backoffMax; package config defaults them)")
 	}
 	o.BackoffMax = max(o.BackoffMax, o.BackoffInitial)
-	return o
+	return o, nil
 }
 
 // Notify wakes Run for a pass. It never blocks; calls made while a pass

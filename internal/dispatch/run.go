@@ -3,6 +3,8 @@ package dispatch
 import (
 	"context"
 	"time"
+
+	"github.com/flightfeed/flightfeed/internal/backoff"
 )
 
 // Run delivers until ctx ends, then returns nil. It runs passes at once
@@ -26,7 +28,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		}
 		if err != nil {
 			failures++
-			wait := backoff(failures, d.opts.BackoffInitial, d.opts.BackoffMax, d.rand.Float64())
+			wait := backoff.Delay(failures, d.opts.BackoffInitial, d.opts.BackoffMax, d.rand)
 			log.Error(err, "delivery failed; retrying", "attempt", failures, "backoff", wait.String(),
 				"reason", string(classify(err)))
 			d.sleep(ctx, wait)

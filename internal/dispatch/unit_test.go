@@ -9,31 +9,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
-
-func TestBackoffDoublesWithJitterUpToTheLimit(t *testing.T) {
-	t.Parallel()
-	const ms = time.Millisecond
-	for _, c := range []struct {
-		attempt  int
-		jitter   float64
-		min, max time.Duration
-	}{
-		{1, 0, 250 * ms, 250 * ms},
-		{1, 0.999, 250 * ms, 500 * ms},
-		{2, 0, 500 * ms, 500 * ms},
-		{3, 0.5, 1500 * ms, 1500 * ms},
-		{7, 0, 16 * time.Second, 16 * time.Second},
-		{8, 0.999, 30 * time.Second, 60 * time.Second},
-		{1000, 0, 30 * time.Second, 30 * time.Second},
-	} {
-		got := backoff(c.attempt, 500*ms, time.Minute, c.jitter)
-		if got < c.min || got > c.max {
-			t.Errorf("backoff(%d, jitter %.3f) = %s, want %s..%s", c.attempt, c.jitter, got, c.min, c.max)
-		}
-	}
-}
 
 func TestRecordOfEachEventKind(t *testing.T) {
 	t.Parallel()
@@ -82,6 +60,34 @@ func TestClassify(t *testing.T) {
 	} {
 		if got := classify(err); got != want {
 			t.Errorf("classify(%v) = %s, want %s", err, got, want)
+		}
+	}
+}
+
+// The backoff comes from Options, else from the feed as package config
+// defaulted it; the dispatcher has no defaults of its own to fall back on.
+func TestBackoffFromOptionsOrTheDefaultedFeed(t *testing.T) {
+	t.Parallel()
+	feed := &config.Feed{}
+	if _, err := withDefaults(Options{}, feed); err == nil {
+		t.Fatal("a feed config did not default was accepted")
+	}
+	config.SetDefaults(&feed.Spec)
+	for _, c := range []struct {
+		name              string
+		opts              Options
+		initial, maxDelay time.Duration
+	}{
+		{"the feed's", Options{}, config.DefaultBackoffInitial, config.DefaultBackoffMax},
+		{"the options'", Options{BackoffInitial: time.Second, BackoffMax: time.Hour}, time.Second, time.Hour},
+		{"max raised to initial", Options{BackoffInitial: 2 * time.Minute}, 2 * time.Minute, 2 * time.Minute},
+	} {
+		o, err := withDefaults(c.opts, feed)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if o.BackoffInitial != c.initial || o.BackoffMax != c.maxDelay {
+			t.Errorf("%s: backoff %s..%s, want %s..%s", c.name, o.BackoffInitial, o.BackoffMax, c.initial, c.maxDelay)
 		}
 	}
 }
