@@ -1,15 +1,27 @@
 // Package controllers is the FlightFeed operator's control loop. On every
 // replica the FlightFeedReconciler validates each FlightFeed, resolves its
-// Secrets into a config.Feed and hands it to the feed's supervisor. Each
-// supervisor contends for its feed's own coordination.k8s.io Lease; the
-// holder takes a fencing epoch in the feed's database, runs the feed's
-// runner (pump + dispatcher, built by a RunnerFactory) and is the only
-// writer of the feed's status, FlightFeedDays, Events and pump metrics.
-// Losing the Lease cancels the runner at once; the epoch keeps a paused
-// ex-holder from committing.
+// Secrets into a config.Feed (ResolveFeed), hands it to the feed's
+// supervisor and to the read API's directory, and holds a finalizer until
+// no replica runs the feed any more. Each supervisor contends for its
+// feed's own coordination.k8s.io Lease; the holder opens the feed's
+// database, takes a fencing epoch, runs the feed's runner (built by a
+// RunnerFactory; the real one is feedrun's pump + dispatcher) and restarts
+// it with backoff (package backoff) when it fails, and is the only writer
+// of the feed's status, FlightFeedDays, Events and feed metrics. Losing the
+// Lease cancels the runner at once; the epoch keeps a paused ex-holder from
+// committing. The reconciler never writes status.
 //
-// The package imports the pump's Status type, never the other way round,
-// and holds no pump logic: the runner is behind the FeedRunner seam.
+// The Lease elector (lease.go) is our own rather than client-go's
+// leaderelection: its clock is injectable, so the takeover, renewal and
+// 403 tests run on a fake clock (client-go's elector always uses the real
+// clock), and it keeps the Lease while the runner winds down and the last
+// status is written, releasing it only then, for a clean hand-off. It
+// logs every failed attempt with its error, so a refused Lease (RBAC 403)
+// never loops silently.
+//
+// It imports feedrun and pump for the runner's status and notices (and
+// feedrun to build the real runner), never the other way round, and holds
+// no pump logic: the runner is behind the FeedRunner seam.
 package controllers
 
 // RBAC of the manager, least privilege (config/rbac/role.yaml is generated

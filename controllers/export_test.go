@@ -18,9 +18,12 @@ func NewTestElector(leases coordinationv1client.LeasesGetter, key types.Namespac
 	return &TestElector{e: newLeaseElector(leases, key, identity, owner, timings, clk)}
 }
 
-func (t *TestElector) Try(ctx context.Context) (bool, string) { return t.e.try(ctx) }
-func (t *TestElector) Hold(ctx context.Context) error         { return t.e.hold(ctx) }
-func (t *TestElector) Release(ctx context.Context) error      { return t.e.release(ctx) }
-func (t *TestElector) Leading() bool                          { return t.e.isLeading() }
+func (t *TestElector) Try(ctx context.Context) (bool, string) {
+	ok, holder, _ := t.e.try(ctx)
+	return ok, holder
+}
+func (t *TestElector) Hold(ctx context.Context) error    { return t.e.hold(ctx) }
+func (t *TestElector) Release(ctx context.Context) error { return t.e.release(ctx) }
+func (t *TestElector) Leading() bool                     { return t.e.isLeading() }
 
 var ErrLeaseLost = errLeaseLost

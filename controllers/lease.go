@@ -18,6 +18,7 @@ import (
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // LeaseTimings are the timings of the per-feed Lease, with client-go's
@@ -161,10 +162,13 @@ func newLeaseElector(leases coordinationv1client.LeasesGetter, key types.Namespa
 func (e *leaseElector) acquire(ctx context.Context) bool {
 	for {
 		callCtx, cancel := context.WithTimeout(ctx, e.timings.RenewDeadline)
-		ok, _ := e.try(callCtx)
+		ok, _, err := e.try(callCtx)
 		cancel()
 		if ok {
 			return true
+		}
+		if ctx.Err() == nil {
+			e.logFailure(ctx, "acquire", err)
 		}
 		wait := time.Duration(float64(e.timings.RetryPeriod) * (1 + rand.Float64()*(jitterFactor-1))) //nolint:gosec // jitter only
 		select {
@@ -192,7 +196,7 @@ func (e *leaseElector) hold(ctx context.Context) error {
 			return fmt.Errorf("%w: not renewed since %s (renew deadline %s)", errLeaseLost, e.lastRenewAt().Format(time.RFC3339), e.timings.RenewDeadline)
 		}
 		callCtx, cancel := context.WithTimeout(ctx, remaining)
-		ok, holder := e.try(callCtx)
+		ok, holder, err := e.try(callCtx)
 		cancel()
 		if ok {
 			continue
@@ -200,6 +204,7 @@ func (e *leaseElector) hold(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		e.logFailure(ctx, "renew", err)
 		if holder != "" && holder != e.identity {
 			e.setLeading(false)
 			return fmt.Errorf("%w: held by %s", errLeaseLost, holder)
@@ -207,9 +212,27 @@ func (e *leaseElector) hold(ctx context.Context) error {
 	}
 }
 
-// try makes one attempt to acquire or renew. It reports success and the
-// holder it observed.
-func (e *leaseElector) try(ctx context.Context) (bool, string) {
+// logFailure logs a failed attempt with its error, so that an attempt the
+// API server refuses (RBAC 403, a webhook, a timeout) never loops silently.
+// Losing a race to another replica (a conflict, or a Lease created first)
+// is ordinary contention and logged at V(1); a Lease validly held by
+// another replica (err nil) is not a failure and not logged.
+func (e *leaseElector) logFailure(ctx context.Context, attempt string, err error) {
+	if err == nil {
+		return
+	}
+	log := logf.FromContext(ctx).WithValues("lease", e.key.String(), "identity", e.identity)
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		log.V(1).Info("lease "+attempt+" lost a race; trying again", "error", err.Error())
+		return
+	}
+	log.Error(err, "lease "+attempt+" failed; trying again", "retryPeriod", e.timings.RetryPeriod)
+}
+
+// try makes one attempt to acquire or renew. It reports success, the
+// holder it observed and, when the API server refused a call, its error
+// (nil when it only found the Lease validly held by another replica).
+func (e *leaseElector) try(ctx context.Context) (bool, string, error) {
 	now := e.clock.Now()
 	leases := e.leases.Leases(e.key.Namespace)
 	if e.mine != nil && e.isLeading() {
@@ -219,8 +242,10 @@ func (e *leaseElector) try(ctx context.Context) (bool, string) {
 		e.stamp(lease, now, false)
 		if updated, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err == nil {
 			e.renewed(updated, now)
-			return true, e.identity
+			return true, e.identity, nil
 		}
+		// Whatever the error, the read below either succeeds (and decides
+		// afresh) or fails with the error worth reporting.
 		e.mine = nil
 	}
 	lease, err := leases.Get(ctx, e.key.Name, metav1.GetOptions{})
@@ -232,13 +257,13 @@ func (e *leaseElector) try(ctx context.Context) (bool, string) {
 		e.stamp(lease, now, true)
 		created, err := leases.Create(ctx, lease, metav1.CreateOptions{})
 		if err != nil {
-			return false, ""
+			return false, "", fmt.Errorf("create lease %s: %w", e.key, err)
 		}
 		e.renewed(created, now)
-		return true, e.identity
+		return true, e.identity, nil
 	}
 	if err != nil {
-		return false, e.currentHolder()
+		return false, e.currentHolder(), fmt.Errorf("get lease %s: %w", e.key, err)
 	}
 	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
 	if lease.ResourceVersion != e.observedRV {
@@ -253,16 +278,16 @@ func (e *leaseElector) try(ctx context.Context) (bool, string) {
 	}
 	action := decideLease(holder, e.identity, duration, e.observedAt, now)
 	if action == leaseWait {
-		return false, holder
+		return false, holder, nil
 	}
 	e.stamp(lease, now, action == leaseAcquire)
 	updated, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
 	if err != nil {
 		// A conflict means someone else wrote first: look again next time.
-		return false, holder
+		return false, holder, fmt.Errorf("update lease %s: %w", e.key, err)
 	}
 	e.renewed(updated, now)
-	return true, e.identity
+	return true, e.identity, nil
 }
 
 // stamp writes this replica into the Lease.

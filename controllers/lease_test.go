@@ -1,11 +1,22 @@
 package controllers
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 func TestDecideLease(t *testing.T) {
@@ -75,4 +86,110 @@ func TestNamesStayValid(t *testing.T) {
 	if LeaseName(long) == LeaseName(long[:len(long)-1]+"c") {
 		t.Fatal("two long names share a lease")
 	}
+}
+
+// forbiddenLeases answers every call as an API server whose RBAC does not
+// let this replica touch Leases.
+type forbiddenLeases struct {
+	coordinationv1client.LeaseInterface
+}
+
+func (forbiddenLeases) Leases(string) coordinationv1client.LeaseInterface { return forbiddenLeases{} }
+
+func forbidden(name string) error {
+	return apierrors.NewForbidden(coordinationv1.Resource("leases"), name, errors.New("RBAC: access denied"))
+}
+
+func (forbiddenLeases) Get(_ context.Context, name string, _ metav1.GetOptions) (*coordinationv1.Lease, error) {
+	return nil, forbidden(name)
+}
+
+func (forbiddenLeases) Update(_ context.Context, l *coordinationv1.Lease, _ metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+	return nil, forbidden(l.Name)
+}
+
+// logLines is a logger whose every line arrives on a channel.
+func logLines() (logr.Logger, <-chan string) {
+	lines := make(chan string, 100)
+	return funcr.New(func(prefix, args string) {
+		select {
+		case lines <- prefix + " " + args:
+		default:
+		}
+	}, funcr.Options{}), lines
+}
+
+func nextLine(t *testing.T, lines <-chan string) string {
+	t.Helper()
+	select {
+	case l := <-lines:
+		return l
+	case <-time.After(10 * time.Second):
+		t.Fatal("no log line")
+		return ""
+	}
+}
+
+// A Lease the API server refuses (RBAC 403) is logged with its error at
+// every try, whether acquiring or renewing, instead of looping silently.
+func TestForbiddenLeaseIsLogged(t *testing.T) {
+	t.Parallel()
+	key := types.NamespacedName{Namespace: "ns", Name: LeaseName("pek")}
+	timings := LeaseTimings{}.WithDefaults()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 9, 9, 8, 0, 0, 0, time.UTC))
+	e := newLeaseElector(forbiddenLeases{}, key, "replica-a", metav1.OwnerReference{}, timings, clk)
+	log, lines := logLines()
+	wantForbidden := func(line, attempt string) {
+		t.Helper()
+		for _, want := range []string{"lease " + attempt + " failed", `"lease"="ns/flightfeed-pek"`, `"identity"="replica-a"`,
+			"forbidden", "RBAC: access denied"} {
+			if !strings.Contains(line, want) {
+				t.Fatalf("log line %q lacks %q", line, want)
+			}
+		}
+	}
+
+	ctx, cancel := context.WithCancel(logf.IntoContext(t.Context(), log))
+	acquired := make(chan bool, 1)
+	go func() { acquired <- e.acquire(ctx) }()
+	wantForbidden(nextLine(t, lines), "acquire")
+	// And again at the next try.
+	for !clk.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	clk.Step(2 * timings.RetryPeriod)
+	wantForbidden(nextLine(t, lines), "acquire")
+	cancel()
+	if <-acquired {
+		t.Fatal("acquired a forbidden Lease")
+	}
+
+	// A holder whose renewals are refused logs each one, then gives up
+	// after the renew deadline. (A clock of its own: acquire left a timer
+	// on the first.)
+	clk = clocktesting.NewFakeClock(clk.Now())
+	e = newLeaseElector(forbiddenLeases{}, key, "replica-a", metav1.OwnerReference{}, timings, clk)
+	e.renewed(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}, clk.Now())
+	held := make(chan error, 1)
+	go func() { held <- e.hold(logf.IntoContext(t.Context(), log)) }()
+	renewals := 0
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if !clk.HasWaiters() {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		clk.Step(timings.RetryPeriod)
+		select {
+		case err := <-held:
+			if !errors.Is(err, errLeaseLost) || renewals < 2 {
+				t.Fatalf("hold ended with %v after %d logged renewals", err, renewals)
+			}
+			return
+		case l := <-lines:
+			wantForbidden(l, "renew")
+			renewals++
+		}
+	}
+	t.Fatalf("hold still running after %d logged renewals", renewals)
 }

@@ -14,6 +14,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/backoff"
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -223,9 +224,9 @@ func (s *feedSupervisor) lead(ctx context.Context) {
 
 // runLoop keeps a runner running for the current configuration while
 // leadCtx lasts: restarted at once when the configuration changes and
-// with backoff when it fails.
+// with backoff (package backoff) when it fails.
 func (s *feedSupervisor) runLoop(ctx context.Context) {
-	backoff := s.deps.restartBackoff
+	failures := 0
 	for ctx.Err() == nil {
 		d := s.getDesired()
 		if d.Feed == nil {
@@ -241,7 +242,7 @@ func (s *feedSupervisor) runLoop(ctx context.Context) {
 		case ctx.Err() != nil:
 			return
 		case errors.Is(err, errRestart):
-			backoff = s.deps.restartBackoff
+			failures = 0
 			continue
 		}
 		if err == nil {
@@ -254,19 +255,20 @@ func (s *feedSupervisor) runLoop(ctx context.Context) {
 				st.phase = phaseFenced
 			}
 		})
-		s.log.Error(err, "pump stopped; restarting", "after", backoff)
+		failures++
+		wait := backoff.Delay(failures, s.deps.restartBackoff, s.deps.maxRestartBackoff, backoff.Shared)
+		s.log.Error(err, "pump stopped; restarting", "after", wait)
 		if fenced {
 			s.event(corev1.EventTypeWarning, ReasonFenced, "Pump", "another pump took a newer fencing epoch: %s", err.Error())
 		} else {
-			s.event(corev1.EventTypeWarning, ReasonPumpFailed, "Pump", "pump failed, restarting in %s: %s", backoff, err.Error())
+			s.event(corev1.EventTypeWarning, ReasonPumpFailed, "Pump", "pump failed, restarting in %s: %s", wait, err.Error())
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.changed:
-			backoff = s.deps.restartBackoff
-		case <-s.deps.clock.After(backoff):
-			backoff = min(2*backoff, s.deps.maxRestartBackoff)
+			failures = 0
+		case <-s.deps.clock.After(wait):
 		}
 	}
 }

@@ -57,7 +57,9 @@ type SupervisorOptions struct {
 	// termination grace period).
 	StopTimeout time.Duration
 	// RestartBackoff and MaxRestartBackoff pace restarts of a failing
-	// runner (default 1s doubling to 1m).
+	// runner: doubling, with jitter in the upper half, from RestartBackoff
+	// to MaxRestartBackoff (default 1s to 1m; package backoff). A maximum
+	// below RestartBackoff is raised to it.
 	RestartBackoff, MaxRestartBackoff time.Duration
 	// StartGrace is how long a leader may take to get its pump running
 	// before /readyz fails (default 1m).
@@ -130,6 +132,7 @@ func NewSupervisors(o SupervisorOptions) (*Supervisors, error) {
 	def(&o.StopTimeout, DefaultStopTimeout)
 	def(&o.RestartBackoff, DefaultRestartBackoff)
 	def(&o.MaxRestartBackoff, DefaultMaxRestartBackoff)
+	o.MaxRestartBackoff = max(o.MaxRestartBackoff, o.RestartBackoff)
 	def(&o.StartGrace, DefaultStartGrace)
 	if o.OpenStore == nil {
 		o.OpenStore = openFeedStore

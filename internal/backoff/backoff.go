@@ -1,6 +1,9 @@
 package backoff
 
-import "time"
+import (
+	"math/rand/v2"
+	"time"
+)
 
 // Rand is the source of jitter; *math/rand/v2.Rand satisfies it.
 type Rand interface {
@@ -32,3 +35,11 @@ func Delay(attempt int, initial, limit time.Duration, r Rand) time.Duration {
 	half := c / 2
 	return half + time.Duration(r.Int64N(int64(c-half)+1))
 }
+
+// Shared draws from math/rand/v2's global source, which is safe for
+// concurrent use: for callers that keep no source of their own.
+var Shared Rand = shared{}
+
+type shared struct{}
+
+func (shared) Int64N(n int64) int64 { return rand.Int64N(n) } //nolint:gosec // jitter only

@@ -69,3 +69,12 @@ func TestDelayWithARealSource(t *testing.T) {
 		}
 	}
 }
+
+func TestShared(t *testing.T) {
+	t.Parallel()
+	for range 100 {
+		if d := Delay(3, time.Second, time.Minute, Shared); d < 2*time.Second || d > 4*time.Second {
+			t.Fatalf("%s outside [2s, 4s]", d)
+		}
+	}
+}
