@@ -1,8 +1,9 @@
 // Package v1alpha1 contains the FlightFeed API: the FlightFeed custom
 // resource (one mailbox + database + topics, pumped by one elected replica)
 // with its status and condition vocabulary, and FlightFeedDay, the read-only
-// mirror of one operation day of a feed's snapshot ledger. It holds types only: defaulting and semantic validation
-// live in internal/config so the resource and the --config file share them.
+// mirror of one operation day of a feed's snapshot ledger. It holds types
+// and their schema markers only: defaulting and semantic validation live in
+// internal/config so the resource and the --config file share them.
 //
 // +kubebuilder:object:generate=true
 // +groupName=flightfeed.aero

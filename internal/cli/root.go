@@ -64,7 +64,8 @@ operator (manager) or, for one feed without Kubernetes, as a pump.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		// Before every command: the Go runtime learns the container's
-		// memory limit, and the MySQL driver logs through our logger.
+		// memory limit. (The MySQL driver's log is routed by the commands
+		// that open a mailbox; see mysqlLogger.)
 		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
 			applyContainerMemoryLimit(newLogger(cmd))
 		},

@@ -1,6 +1,10 @@
 // Package mailbox is the adapter to the shared SIS mailbox in MySQL/MariaDB
-// (SPEC §3.2): it reads the FIFO head of the inbound table, writes
-// processing results back (one statement per batch) and inserts outbound
-// requests. Every table and column name comes from configuration and is
-// validated and quoted, never interpolated unchecked. It makes no decisions.
+// (SPEC §3.2): it reads the FIFO head of the inbound table (bodies bounded
+// by a byte budget) and its depth, writes processing results back (one
+// statement per batch) and inserts outbound requests. Put and TakeOutbound
+// play the AODB's side for `flightfeed simulate`, the demo and tests; in
+// production FlightFeed never writes inbound rows or marks requests sent.
+// Every table and column name comes from configuration and is validated
+// and quoted, never interpolated unchecked. It makes no decisions: what a
+// row's result is belongs to the pump.
 package mailbox

@@ -107,8 +107,8 @@ func TestBlankTextIsNotAValue(t *testing.T) {
 	}
 }
 
-// TestHostileMessagesAreDeadEarly: the shapes issue 20 measured (hundreds of
-// megabytes each before) are DEAD under the default limits, and cheaply.
+// TestHostileMessagesAreDeadEarly: hostile shapes that once cost hundreds of
+// megabytes each to decode are DEAD under the default limits, and cheaply.
 func TestHostileMessagesAreDeadEarly(t *testing.T) {
 	repeat := func(n int, f func(b *strings.Builder, i int)) string {
 		var b strings.Builder

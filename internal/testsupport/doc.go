@@ -1,9 +1,12 @@
 // Package testsupport groups the helpers that give each test its own real
-// services: a fresh PostgreSQL database (pgtest), a fresh MariaDB mailbox
-// (mysqltest), an in-process kfake Kafka broker on loopback TCP (kafkatest)
-// and an envtest control plane (kubetest). `make test` starts the servers
-// these helpers connect to; when one is missing a test fails with the
-// command that fixes it, it never skips.
+// services: a fresh PostgreSQL database (pgtest), the same migrated for the
+// store with a fencing epoch taken (storetest), a fresh MariaDB mailbox
+// (mysqltest), a kfake Kafka broker on loopback TCP, in-process or the
+// shared one `make test` runs (kafkatest), and an envtest control plane
+// (kubetest). This package itself only names test databases. `make test`
+// starts the servers these helpers connect to; when one is missing a test
+// fails with the command that fixes it, it never skips. Production code
+// must not import any of them.
 package testsupport
 
 import (
