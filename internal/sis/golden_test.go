@@ -32,8 +32,8 @@ func compareGolden(t *testing.T, path string, got []byte) {
 }
 
 // freshState applies a snapshot record's commands to an empty flight, enough
-// to show the canonical document a full snapshot produces. (The merge engine
-// proper is a later issue.)
+// to show the canonical document a full snapshot produces. (A minimal
+// stand-in written before flight.Apply, the real merge engine, existed.)
 func freshState(rec Record) flight.State {
 	s := flight.NewState(rec.FLID)
 	s.OperationDay = rec.OperationDay
