@@ -11,10 +11,10 @@ type Rand interface {
 	Int64N(n int64) int64
 }
 
-// Ceiling is the longest wait before retry number attempt (1 for the first
+// ceiling is the longest wait before retry number attempt (1 for the first
 // retry): min(limit, initial·2^(attempt-1)). An attempt below 1 counts as 1
 // and a negative duration as 0.
-func Ceiling(attempt int, initial, limit time.Duration) time.Duration {
+func ceiling(attempt int, initial, limit time.Duration) time.Duration {
 	d := max(initial, 0)
 	for i := 1; i < attempt && 0 < d && d < limit; i++ {
 		if d > limit/2 {
@@ -27,11 +27,11 @@ func Ceiling(attempt int, initial, limit time.Duration) time.Duration {
 	return max(min(d, limit), 0)
 }
 
-// Delay is the wait before retry number attempt: Ceiling(attempt, initial,
+// Delay is the wait before retry number attempt: ceiling(attempt, initial,
 // limit) = c, of which the upper half is jitter drawn from r, so the result
 // lies in [c/2, c].
 func Delay(attempt int, initial, limit time.Duration, r Rand) time.Duration {
-	c := Ceiling(attempt, initial, limit)
+	c := ceiling(attempt, initial, limit)
 	half := c / 2
 	return half + time.Duration(r.Int64N(int64(c-half)+1))
 }

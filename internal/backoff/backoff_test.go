@@ -41,8 +41,8 @@ func TestDelay(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if got := Ceiling(tc.attempt, tc.initial, tc.limit); got != tc.ceiling {
-				t.Errorf("Ceiling = %s, want %s", got, tc.ceiling)
+			if got := ceiling(tc.attempt, tc.initial, tc.limit); got != tc.ceiling {
+				t.Errorf("ceiling = %s, want %s", got, tc.ceiling)
 			}
 			if got := Delay(tc.attempt, tc.initial, tc.limit, fixed(false)); got != tc.lo {
 				t.Errorf("Delay, lowest jitter = %s, want %s", got, tc.lo)
@@ -61,7 +61,7 @@ func TestDelayWithARealSource(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	for attempt := 1; attempt <= 10; attempt++ {
-		c := Ceiling(attempt, 100*time.Millisecond, 10*time.Second)
+		c := ceiling(attempt, 100*time.Millisecond, 10*time.Second)
 		for range 100 {
 			if d := Delay(attempt, 100*time.Millisecond, 10*time.Second, r); d < c/2 || d > c {
 				t.Fatalf("attempt %d: %s outside [%s, %s]", attempt, d, c/2, c)
