@@ -10,12 +10,12 @@ import (
 func newReplayCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replay --config F --id N --policy P",
-		Short: "Replay an archived DEAD message under an explicit policy (force-state or as-new)",
+		Short: "Replay an archived DEAD message under an explicit policy (as-new or skip-conflicts)",
 		Args:  cobra.NoArgs,
 	}
 	load := configFlag(cmd)
 	cmd.Flags().Int64("id", 0, "mailbox row id of the DEAD message")
-	cmd.Flags().String("policy", "", "force-state or as-new")
+	cmd.Flags().String("policy", "", "as-new or skip-conflicts")
 	cmd.RunE = func(*cobra.Command, []string) error {
 		if _, err := load(); err != nil {
 			return err

@@ -32,7 +32,7 @@ type batchOutcome struct {
 	whole bool
 }
 
-// processBatch applies rows in one transaction (issue 5 §5). Rows were
+// processBatch applies rows in one transaction. Rows were
 // decoded before (pure, read ahead), then everything the batch reads is
 // prefetched in one round trip — flights this pump committed come from its
 // cache, checked by version; increments and deletions are decided in a

@@ -94,8 +94,8 @@ const RefusalRepeats = 3
 // the server, the schema or the session is unwell.
 func RefusalSignature(err error) (string, bool) { return store.AnswerSignature(err) }
 
-// Backoff is exponential with full jitter, capped: attempt 1 waits up to
-// initial, attempt n up to min(max, initial·2^(n-1)).
+// Backoff is the pump's exponential backoff (package backoff): attempt n
+// waits between half and all of min(max, initial·2^(n-1)).
 func Backoff(attempt int, initial, maxDelay time.Duration, r *rand.Rand) time.Duration {
 	return backoff.Delay(attempt, initial, maxDelay, r)
 }

@@ -41,7 +41,7 @@ func (h *harness) flopFor(spec flight.FieldSpec, flid int) string {
 	}
 }
 
-// One operation day end to end through the mailbox (issue 5 acceptance):
+// One operation day end to end through the mailbox:
 // a request answered by RESP, three snapshots, a FLOP of every kind, FDEL,
 // ADFT, a re-sent duplicate, a SEQN wrap and five malformed rows. The final
 // export, ledger, outbox and mailbox results are golden files.
