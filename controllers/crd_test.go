@@ -11,9 +11,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -34,21 +32,7 @@ spec:
 `
 
 func TestCRDInstallsAndValidates(t *testing.T) {
-	cfg := restCfg
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := apiClient(t)
 	ctx := context.Background()
 
 	var crd apiextensionsv1.CustomResourceDefinition
@@ -132,14 +116,7 @@ func crdEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
 // TestFlightFeedDayCRD: the day mirror installs, names a bad day and keeps
 // its identity immutable.
 func TestFlightFeedDayCRD(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(restCfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := apiClient(t)
 	ctx := t.Context()
 	day := &v1alpha1.FlightFeedDay{}
 	day.Namespace, day.Name = "default", "pek-2026-09-09"
@@ -153,7 +130,7 @@ func TestFlightFeedDayCRD(t *testing.T) {
 		t.Fatalf("status update: %v", err)
 	}
 	day.Spec.Day = "2026-09-10"
-	err = c.Update(ctx, day)
+	err := c.Update(ctx, day)
 	if err == nil || !strings.Contains(err.Error(), "spec is immutable") {
 		t.Fatalf("changing the day: %v", err)
 	}
