@@ -28,6 +28,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 )
 
 const (
@@ -78,7 +79,7 @@ func (h *harness) ledger() map[string]store.LedgerDay {
 func (h *harness) waitDay(key types.NamespacedName, want store.LedgerDay) *v1alpha1.FlightFeedDay {
 	h.t.Helper()
 	var day v1alpha1.FlightFeedDay
-	eventually(h.t, "FlightFeedDay "+want.Day+" to mirror the ledger", func() (bool, string) {
+	await.Eventually(h.t, "FlightFeedDay "+want.Day+" to mirror the ledger", waitLong, func() (bool, string) {
 		err := h.c.Get(h.ctx(), types.NamespacedName{Namespace: key.Namespace, Name: controllers.DayName(key.Name, want.Day)}, &day)
 		if err != nil {
 			return false, err.Error()
@@ -159,7 +160,7 @@ func TestFeedRunsAndMirrorsTheLedger(t *testing.T) {
 	h.waitDay(key, ledger[day10])
 
 	// The status carries the ledger and the pump's figures.
-	eventually(t, "the status to list both days", func() (bool, string) {
+	await.Eventually(t, "the status to list both days", waitLong, func() (bool, string) {
 		ff, err := h.getFeed(key)
 		if err != nil {
 			return false, err.Error()
@@ -202,7 +203,7 @@ func TestFeedRunsAndMirrorsTheLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the FlightFeedDay of 9/9 to go with the ledger", func() (bool, string) {
+	await.Eventually(t, "the FlightFeedDay of 9/9 to go with the ledger", waitLong, func() (bool, string) {
 		var days v1alpha1.FlightFeedDayList
 		if err := h.c.List(h.ctx(), &days, client.InNamespace(h.ns), client.MatchingLabels{v1alpha1.LabelFeed: "pek"}); err != nil {
 			return false, err.Error()
@@ -238,7 +239,7 @@ func checkTable(t *testing.T, ns, resource, name string, want map[string]string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, fmt.Sprintf("kubectl get %s to print %v", resource, want), func() (bool, string) {
+	await.Eventually(t, fmt.Sprintf("kubectl get %s to print %v", resource, want), waitLong, func() (bool, string) {
 		raw, err := rc.Get().Namespace(ns).Resource(resource).
 			SetHeader("Accept", "application/json;as=Table;g=meta.k8s.io;v=v1").DoRaw(t.Context())
 		if err != nil {
@@ -288,7 +289,7 @@ func wantMetric(t *testing.T, r *replica, name string, labels map[string]string,
 // ok accepts.
 func wantMetricFunc(t *testing.T, r *replica, name string, labels map[string]string, desc string, ok func(float64) bool) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("%s%v %s", name, labels, desc), func() (bool, string) {
+	await.Eventually(t, fmt.Sprintf("%s%v %s", name, labels, desc), waitLong, func() (bool, string) {
 		families, err := r.registry.Gather()
 		if err != nil {
 			return false, err.Error()
@@ -317,7 +318,7 @@ func wantMetricFunc(t *testing.T, r *replica, name string, labels map[string]str
 // wantNoMetric waits until the replica has no series name with labels.
 func wantNoMetric(t *testing.T, r *replica, name string, labels map[string]string) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("no %s%v", name, labels), func() (bool, string) {
+	await.Eventually(t, fmt.Sprintf("no %s%v", name, labels), waitLong, func() (bool, string) {
 		families, err := r.registry.Gather()
 		if err != nil {
 			return false, err.Error()
@@ -393,7 +394,7 @@ func TestFailoverFencesTheOldEpoch(t *testing.T) {
 		t.Fatal("the stopped replica's pump still runs")
 	}
 	r2 := h.runnerOf(other, r1.epoch)
-	eventually(t, other+" to report", func() (bool, string) {
+	await.Eventually(t, other+" to report", waitLong, func() (bool, string) {
 		ff, err := h.getFeed(key)
 		if err != nil {
 			return false, err.Error()
@@ -430,7 +431,7 @@ func TestFailoverFencesTheOldEpoch(t *testing.T) {
 	if err := h.c.Update(h.ctx(), lease); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the holder's pump to be cancelled", func() (bool, string) {
+	await.Eventually(t, "the holder's pump to be cancelled", waitLong, func() (bool, string) {
 		ctx := r2.runContext()
 		return ctx != nil && ctx.Err() != nil && r2.stopped(), describe(r2)
 	})
@@ -456,7 +457,7 @@ func TestFailoverFencesTheOldEpoch(t *testing.T) {
 	if err := h.c.Delete(h.ctx(), ff); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the FlightFeed to be gone", func() (bool, string) {
+	await.Eventually(t, "the FlightFeed to be gone", waitLong, func() (bool, string) {
 		_, err := h.getFeed(key)
 		return err != nil && client.IgnoreNotFound(err) == nil, fmt.Sprint(err)
 	})
@@ -518,7 +519,7 @@ func TestSpecChangeRestartsAndDeletionStops(t *testing.T) {
 	if err := h.c.Delete(h.ctx(), ff); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the FlightFeed to be gone", func() (bool, string) {
+	await.Eventually(t, "the FlightFeed to be gone", waitLong, func() (bool, string) {
 		_, err := h.getFeed(key)
 		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprint(err)
 	})
@@ -581,7 +582,7 @@ func TestConfigErrorsAreReported(t *testing.T) {
 	if c := meta.FindStatusCondition(ff.Status.Conditions, string(v1alpha1.ConditionReady)); !strings.Contains(c.Message, "spec.airport.timeZone") {
 		t.Fatalf("message %q does not name spec.airport.timeZone", c.Message)
 	}
-	eventually(t, "the pump to stop on the invalid spec", func() (bool, string) {
+	await.Eventually(t, "the pump to stop on the invalid spec", waitLong, func() (bool, string) {
 		for _, r := range h.runners.all() {
 			if !r.stopped() {
 				return false, describe(r)
@@ -629,7 +630,7 @@ func TestPumpTroubleIsReported(t *testing.T) {
 		t.Fatalf("Ready %+v", c)
 	}
 	h.waitEvent(key, controllers.ReasonPumpFailed, errInjected.Error())
-	eventually(t, "/readyz to report the failed pump", func() (bool, string) {
+	await.Eventually(t, "/readyz to report the failed pump", waitLong, func() (bool, string) {
 		code, body := httpGet(t, "http://"+rep.probe+"/readyz?verbose=1")
 		return code == http.StatusInternalServerError, fmt.Sprint(code, body)
 	})
@@ -642,7 +643,7 @@ func TestPumpTroubleIsReported(t *testing.T) {
 	if ff.Status.Pump.Epoch != r2.epoch {
 		t.Fatalf("status epoch %d, runner %d", ff.Status.Pump.Epoch, r2.epoch)
 	}
-	eventually(t, "/readyz to recover", func() (bool, string) {
+	await.Eventually(t, "/readyz to recover", waitLong, func() (bool, string) {
 		code, body := httpGet(t, "http://"+rep.probe+"/readyz?verbose=1")
 		return code == http.StatusOK, fmt.Sprint(code, body)
 	})

@@ -3,7 +3,6 @@ package controllers_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -25,7 +24,10 @@ import (
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/controllers"
 	"github.com/flightfeed/flightfeed/internal/operator"
+	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/loopback"
 	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
@@ -55,16 +57,8 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	scheme, err := operator.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(restCfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
 	h := &harness{
-		t: t, c: c,
+		t: t, c: kubetest.Client(t, restCfg),
 		ns:      "t-" + strings.ToLower(strings.NewReplacer("_", "-", "/", "-").Replace(t.Name())),
 		pgDSN:   pgtest.New(t),
 		mboxDSN: mysqltest.NewMailbox(t),
@@ -130,7 +124,7 @@ type replica struct {
 // with the test runner factory and short Lease timings.
 func (h *harness) startReplica(identity string) *replica {
 	h.t.Helper()
-	r := &replica{identity: identity, registry: prometheus.NewRegistry(), probe: freeAddr(h.t), done: make(chan error, 1)}
+	r := &replica{identity: identity, registry: prometheus.NewRegistry(), probe: loopback.FreeAddr(h.t), done: make(chan error, 1)}
 	mgr, err := operator.New(operator.Options{
 		RestConfig:      restCfg,
 		MetricsAddr:     "0",
@@ -174,34 +168,6 @@ func (r *replica) stop(t *testing.T) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
-
-// eventually polls cond until it holds or the deadline passes; the last
-// description cond gave is the failure message.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(waitLong)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, desc := cond()
-		if ok {
-			return
-		}
-		last = desc
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
-}
-
 // getFeed reads the FlightFeed from the API server.
 func (h *harness) getFeed(key types.NamespacedName) (*v1alpha1.FlightFeed, error) {
 	var ff v1alpha1.FlightFeed
@@ -214,7 +180,7 @@ func (h *harness) getFeed(key types.NamespacedName) (*v1alpha1.FlightFeed, error
 func (h *harness) waitCondition(key types.NamespacedName, ct v1alpha1.ConditionType, status metav1.ConditionStatus, reason v1alpha1.ConditionReason) *v1alpha1.FlightFeed {
 	h.t.Helper()
 	var ff *v1alpha1.FlightFeed
-	eventually(h.t, fmt.Sprintf("%s %s=%s (%s)", key, ct, status, reason), func() (bool, string) {
+	await.Eventually(h.t, fmt.Sprintf("%s %s=%s (%s)", key, ct, status, reason), waitLong, func() (bool, string) {
 		var err error
 		if ff, err = h.getFeed(key); err != nil {
 			return false, err.Error()
@@ -241,7 +207,7 @@ func (h *harness) waitReady(key types.NamespacedName) *v1alpha1.FlightFeed {
 func (h *harness) waitEvent(key types.NamespacedName, reason, substr string) eventsv1.Event {
 	h.t.Helper()
 	var found eventsv1.Event
-	eventually(h.t, fmt.Sprintf("event %s %q on %s", reason, substr, key), func() (bool, string) {
+	await.Eventually(h.t, fmt.Sprintf("event %s %q on %s", reason, substr, key), waitLong, func() (bool, string) {
 		var list eventsv1.EventList
 		if err := h.c.List(h.ctx(), &list, client.InNamespace(key.Namespace)); err != nil {
 			return false, err.Error()
@@ -275,7 +241,7 @@ func (h *harness) lease(key types.NamespacedName) (*coordinationv1.Lease, error)
 func (h *harness) runnerOf(identity string, after int64) *testRunner {
 	h.t.Helper()
 	var found *testRunner
-	eventually(h.t, fmt.Sprintf("a runner of %s with an epoch above %d", identity, after), func() (bool, string) {
+	await.Eventually(h.t, fmt.Sprintf("a runner of %s with an epoch above %d", identity, after), waitLong, func() (bool, string) {
 		var seen []string
 		for _, r := range h.runners.all() {
 			seen = append(seen, describe(r))

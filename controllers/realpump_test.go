@@ -28,13 +28,15 @@ import (
 	"github.com/flightfeed/flightfeed/internal/operator"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/await"
+	"github.com/flightfeed/flightfeed/internal/testsupport/loopback"
 )
 
 // startRealReplica is startReplica with the real pump instead of the
 // test runner.
 func (h *harness) startRealReplica(identity string) *replica {
 	h.t.Helper()
-	r := &replica{identity: identity, registry: prometheus.NewRegistry(), probe: freeAddr(h.t), done: make(chan error, 1)}
+	r := &replica{identity: identity, registry: prometheus.NewRegistry(), probe: loopback.FreeAddr(h.t), done: make(chan error, 1)}
 	mgr, err := operator.New(operator.Options{
 		RestConfig:      restCfg,
 		MetricsAddr:     "0",
@@ -91,7 +93,7 @@ var rqfdDay = regexp.MustCompile(`<STDB>(\d{2}[A-Za-z]{3}\d{2})0000</STDB>`)
 func (h *harness) waitRequest(mbox *sql.DB, loc *time.Location) string {
 	h.t.Helper()
 	var day string
-	eventually(h.t, "the pump's RQFD in COUTMSGS", func() (bool, string) {
+	await.Eventually(h.t, "the pump's RQFD in COUTMSGS", waitLong, func() (bool, string) {
 		rows, err := mbox.QueryContext(h.ctx(), `SELECT COUTMSGS_CLOB_MSG FROM COUTMSGS ORDER BY COUTMSGS_ID`)
 		if err != nil {
 			return false, err.Error()
@@ -194,12 +196,12 @@ func TestRealPumpMirrorsTheLedger(t *testing.T) {
 	}
 
 	var ledger store.LedgerDay
-	eventually(t, "the RESP to become the day's snapshot in the ledger", func() (bool, string) {
+	await.Eventually(t, "the RESP to become the day's snapshot in the ledger", waitLong, func() (bool, string) {
 		ledger = h.ledger()[day]
 		return ledger.Version == 1 && ledger.Flights == flights && ledger.LastMessageID == respID, fmt.Sprintf("%+v", ledger)
 	})
 	var result sql.NullString
-	eventually(t, "the RESP's result written back to the mailbox", func() (bool, string) {
+	await.Eventually(t, "the RESP's result written back to the mailbox", waitLong, func() (bool, string) {
 		err := mbox.QueryRowContext(h.ctx(), `SELECT CMINMSGS_PROC_RESULT FROM CMINMSGS WHERE CMINMSGS_ID = ? AND CMINMSGS_DATE_PROCESSED IS NOT NULL`, respID).Scan(&result)
 		return err == nil && result.String == "SUCCEEDED", fmt.Sprint(result, err)
 	})
@@ -216,7 +218,7 @@ func TestRealPumpMirrorsTheLedger(t *testing.T) {
 
 	// Ready, with the real pump's figures.
 	ff = h.waitReady(key)
-	eventually(t, "the status to carry the pump's figures and the day", func() (bool, string) {
+	await.Eventually(t, "the status to carry the pump's figures and the day", waitLong, func() (bool, string) {
 		ff, err = h.getFeed(key)
 		if err != nil {
 			return false, err.Error()
@@ -267,7 +269,7 @@ func TestRealPumpMirrorsTheLedger(t *testing.T) {
 	if len(export) != flights {
 		t.Fatalf("export has %d flights, want %d", len(export), flights)
 	}
-	eventually(t, "KAFKA_SCHD to converge to the export", func() (bool, string) {
+	await.Eventually(t, "KAFKA_SCHD to converge to the export", waitLong, func() (bool, string) {
 		return converged(t, h.brokers, "KAFKA_SCHD", export)
 	})
 	dispatchtest.AssertConverged(t, h.brokers, "KAFKA_SCHD", export)

@@ -15,6 +15,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/loopback"
 )
 
 // fastRetry makes failures show within a second or two.
@@ -32,7 +33,7 @@ func fastClient() []kgo.Opt {
 func TestBrokerOutageLosesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	port, dir := freePort(t), t.TempDir()
+	port, dir := loopback.FreePort(t), t.TempDir()
 	start := func() *kfake.Cluster {
 		t.Helper()
 		var c *kfake.Cluster

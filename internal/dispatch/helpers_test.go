@@ -3,7 +3,6 @@ package dispatch_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/dispatch"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/storetest"
 )
 
@@ -218,16 +218,10 @@ func (e *env) payloads(kind string) []string {
 	return out
 }
 
-// eventually polls cond until it holds or the deadline passes.
+// eventually polls cond every 20 ms until it holds or the deadline passes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	end := time.Now().Add(deadline)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("not within %s: %s", deadline, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	await.EventuallyEvery(t, what, deadline, 20*time.Millisecond, func() (bool, string) { return cond(), "" })
 }
 
 // idle waits until no outbox event is pending.
@@ -284,17 +278,6 @@ func run(t *testing.T, d *dispatch.Dispatcher) (stop func()) {
 	}
 	t.Cleanup(stop)
 	return stop
-}
-
-// freePort returns a loopback TCP port nobody listens on now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // cluster starts a kfake broker and closes it when the test ends (closing

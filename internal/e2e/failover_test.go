@@ -15,6 +15,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 )
 
 // sample is one look at who may write a feed: the Lease holder, the
@@ -149,7 +150,7 @@ func TestTwoManagersOnePumpPerFeed(t *testing.T) {
 	rows := workload(day, w.loc)
 	base := time.Now().UTC().Truncate(time.Second)
 	f := w.startFeeder(rows, base, 0, len(rows), 10*time.Millisecond)
-	eventually(t, "a third of the stream processed", waitLong, func() (bool, string) {
+	await.Eventually(t, "a third of the stream processed", waitLong, func() (bool, string) {
 		n := w.processed()
 		return n >= len(rows)/3, fmt.Sprintf("%d of %d", n, len(rows))
 	})
@@ -162,7 +163,7 @@ func TestTwoManagersOnePumpPerFeed(t *testing.T) {
 
 	var epoch2 int64
 	takeover := killedAt.Add(fastLease.duration + 5*time.Second)
-	eventually(t, other+" to take the Lease and a newer epoch", time.Until(takeover), func() (bool, string) {
+	await.Eventually(t, other+" to take the Lease and a newer epoch", time.Until(takeover), func() (bool, string) {
 		lh, err := e.leaseHolder(t.Context(), key)
 		if err != nil {
 			return false, err.Error()
@@ -317,7 +318,7 @@ func TestFrozenHolderCannotCommit(t *testing.T) {
 	frozeAt := freezeIdle(t, old, w)
 	w.put(rows, base, third, 2*third)
 	var epoch2 int64
-	eventually(t, other+" to take the Lease and a newer epoch from the frozen holder",
+	await.Eventually(t, other+" to take the Lease and a newer epoch from the frozen holder",
 		time.Until(frozeAt.Add(fastLease.duration+5*time.Second)), func() (bool, string) {
 			lh, err := e.leaseHolder(t.Context(), key)
 			if err != nil {
@@ -340,7 +341,7 @@ func TestFrozenHolderCannotCommit(t *testing.T) {
 	audited := w.audit()
 	mark := audited[len(audited)-1].ID
 	f := w.startFeeder(rows, base, 2*third, len(rows), 20*time.Millisecond)
-	eventually(t, "the first rows of the last third", waitLong, func() (bool, string) {
+	await.Eventually(t, "the first rows of the last third", waitLong, func() (bool, string) {
 		return f.count() >= 3, fmt.Sprint(f.count())
 	})
 	old.thaw()
@@ -348,7 +349,7 @@ func TestFrozenHolderCannotCommit(t *testing.T) {
 	w.waitDrained(len(rows))
 
 	// The old process noticed and its pump went away.
-	eventually(t, holder+" to stop its pump", waitLong, func() (bool, string) {
+	await.Eventually(t, holder+" to stop its pump", waitLong, func() (bool, string) {
 		// pumpRunning is 0 for a series set to 0 or dropped, -1 for no answer.
 		running := old.pumpRunning(key)
 		leader, _ := old.metric("flightfeed_leader", key)
@@ -434,7 +435,7 @@ func TestTwoFeedsCanBeLedByDifferentReplicas(t *testing.T) {
 	managers[x].freeze()
 	frozeAt := time.Now()
 	k2 := e.apply(w2)
-	eventually(t, y+" to take feed two's Lease while "+x+" is frozen", slow.renew-5*time.Second, func() (bool, string) {
+	await.Eventually(t, y+" to take feed two's Lease while "+x+" is frozen", slow.renew-5*time.Second, func() (bool, string) {
 		lh, err := e.leaseHolder(t.Context(), k2)
 		return err == nil && lh == y, fmt.Sprint(lh, err)
 	})
@@ -481,7 +482,7 @@ func TestTwoFeedsCanBeLedByDifferentReplicas(t *testing.T) {
 		key  types.NamespacedName
 		lead string
 	}{{k1, x}, {k2, y}} {
-		eventually(t, c.lead+" to report its pump of "+c.key.Name, waitLong, func() (bool, string) {
+		await.Eventually(t, c.lead+" to report its pump of "+c.key.Name, waitLong, func() (bool, string) {
 			v, ok := managers[c.lead].metric("flightfeed_pump_running", c.key)
 			return ok && v == 1, fmt.Sprint(v, ok)
 		})

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -35,10 +34,12 @@ import (
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/controllers"
-	"github.com/flightfeed/flightfeed/internal/operator"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/loopback"
 	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
@@ -90,14 +91,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	scheme, err := operator.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(restCfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := kubetest.Client(t, restCfg)
 	ns := "e2e-" + strings.ToLower(regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(strings.TrimPrefix(t.Name(), "Test"), "-"))
 	if len(ns) > 50 {
 		ns = strings.TrimRight(ns[:50], "-")
@@ -312,7 +306,7 @@ var rqfdDay = regexp.MustCompile(`<STDB>(\d{2}[A-Za-z]{3}\d{2})0000</STDB>`)
 func (w *feedWorld) waitRequest() string {
 	w.t.Helper()
 	var day string
-	eventually(w.t, w.name+": the pump's RQFD in COUTMSGS", waitLong, func() (bool, string) {
+	await.Eventually(w.t, w.name+": the pump's RQFD in COUTMSGS", waitLong, func() (bool, string) {
 		var body string
 		err := w.mbox.QueryRowContext(w.t.Context(),
 			`SELECT COUTMSGS_CLOB_MSG FROM COUTMSGS WHERE COUTMSGS_CLOB_MSG LIKE '%<TYPE>RQFD</TYPE>%' ORDER BY COUTMSGS_ID LIMIT 1`).Scan(&body)
@@ -337,7 +331,7 @@ func (w *feedWorld) waitRequest() string {
 // outbox event is delivered.
 func (w *feedWorld) waitDrained(n int) {
 	w.t.Helper()
-	eventually(w.t, fmt.Sprintf("%s: all %d mailbox rows processed and the outbox delivered", w.name, n), waitLong, func() (bool, string) {
+	await.Eventually(w.t, fmt.Sprintf("%s: all %d mailbox rows processed and the outbox delivered", w.name, n), waitLong, func() (bool, string) {
 		p := w.processed()
 		pending := w.pgCount(`SELECT COUNT(*) FROM msg_event WHERE status = 'PENDING'`)
 		return p == n && pending == 0, fmt.Sprintf("%d of %d rows processed, %d events pending", p, n, pending)
@@ -531,7 +525,7 @@ type manager struct {
 // pg_stat_activity tell the replicas apart.
 func (e *env) startManager(identity string, lt leaseTimings) *manager {
 	e.t.Helper()
-	m := &manager{t: e.t, id: identity, metrics: freeAddr(e.t), probe: freeAddr(e.t), out: &logBuffer{}, done: make(chan struct{})}
+	m := &manager{t: e.t, id: identity, metrics: loopback.FreeAddr(e.t), probe: loopback.FreeAddr(e.t), out: &logBuffer{}, done: make(chan struct{})}
 	m.cmd = exec.Command(binary, "manager",
 		"--kubeconfig", kubeconfig,
 		"--identity", identity,
@@ -558,7 +552,7 @@ func (e *env) startManager(identity string, lt leaseTimings) *manager {
 		close(m.done)
 	}()
 	e.t.Cleanup(m.shutdown)
-	eventually(e.t, identity+" to be ready", waitLong, func() (bool, string) {
+	await.Eventually(e.t, identity+" to be ready", waitLong, func() (bool, string) {
 		select {
 		case <-m.done:
 			e.t.Fatalf("manager %s exited: %s\n%s", identity, m.cmd.ProcessState, tail(m.out.String(), 40))
@@ -589,7 +583,7 @@ func (m *manager) freeze() {
 	m.frozen = true
 	m.mu.Unlock()
 	m.signal(syscall.SIGSTOP)
-	eventually(m.t, m.id+" to be stopped", waitLong, func() (bool, string) {
+	await.Eventually(m.t, m.id+" to be stopped", waitLong, func() (bool, string) {
 		states, err := threadStates(m.cmd.Process.Pid)
 		if err != nil {
 			return false, err.Error()
@@ -770,7 +764,7 @@ func (e *env) waitLeader(key types.NamespacedName, w *feedWorld) (string, int64)
 	e.t.Helper()
 	var holder string
 	var epoch int64
-	eventually(e.t, key.Name+": a Lease holder that holds pipeline_lock", waitLong, func() (bool, string) {
+	await.Eventually(e.t, key.Name+": a Lease holder that holds pipeline_lock", waitLong, func() (bool, string) {
 		lh, err := e.leaseHolder(e.t.Context(), key)
 		if err != nil {
 			return false, err.Error()
@@ -789,7 +783,7 @@ func (e *env) waitLeader(key types.NamespacedName, w *feedWorld) (string, int64)
 func (e *env) waitReady(key types.NamespacedName, holder string) *v1alpha1.FlightFeed {
 	e.t.Helper()
 	var ff v1alpha1.FlightFeed
-	eventually(e.t, fmt.Sprintf("%s Ready with %s's pump", key.Name, holder), waitLong, func() (bool, string) {
+	await.Eventually(e.t, fmt.Sprintf("%s Ready with %s's pump", key.Name, holder), waitLong, func() (bool, string) {
 		if err := e.c.Get(e.t.Context(), key, &ff); err != nil {
 			return false, err.Error()
 		}
@@ -824,25 +818,6 @@ func workload(day string, loc *time.Location) []string {
 
 // ---- helpers --------------------------------------------------------------------
 
-// eventually polls cond every 50 ms until it holds or within passes; the
-// last description cond gave is the failure message.
-func eventually(t *testing.T, what string, within time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	last := ""
-	for {
-		ok, desc := cond()
-		if ok {
-			return
-		}
-		last = desc
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s; last seen: %s", within, what, last)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 var httpClient = &http.Client{Timeout: time.Second}
 
 // httpGet returns the status and body of url, 0 and the error when the
@@ -858,17 +833,6 @@ func httpGet(url string) (int, string) {
 		return 0, err.Error()
 	}
 	return resp.StatusCode, string(body)
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
 }
 
 // versionField strips what differs between two runs of the same input:

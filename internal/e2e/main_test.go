@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -8,9 +9,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
 )
@@ -29,9 +28,12 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	// The test process's own clients log nothing; the managers' logs are
-	// shown for a failed test (FLIGHTFEED_TEST_LOG=1 streams them).
-	logf.SetLogger(logr.Discard())
+	// Every test here is slow: in -short mode they all skip, so neither the
+	// binary nor the control plane is needed.
+	flag.Parse()
+	if testing.Short() {
+		return m.Run()
+	}
 	dir, err := os.MkdirTemp("", "flightfeed-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -53,17 +55,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 
-	cfg, stop, err := kubetest.StartMain()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer stop()
-	restCfg = cfg
-	kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := kubetest.WriteKubeconfig(cfg, kubeconfig); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	// The managers' logs are shown for a failed test; FLIGHTFEED_TEST_LOG=1
+	// streams them, and the test process's own clients' logs with them.
+	return kubetest.Main(m, func(cfg *rest.Config) error {
+		restCfg = cfg
+		kubeconfig = filepath.Join(dir, "kubeconfig")
+		return kubetest.WriteKubeconfig(cfg, kubeconfig)
+	})
 }

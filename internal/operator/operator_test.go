@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -15,12 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
@@ -30,23 +27,19 @@ import (
 	"github.com/flightfeed/flightfeed/internal/operator"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/loopback"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
 var restCfg *rest.Config
 
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(logr.Discard())
-	cfg, stop, err := kubetest.StartMain()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	restCfg = cfg
-	code := m.Run()
-	stop()
-	os.Exit(code)
+	os.Exit(kubetest.Main(m, func(cfg *rest.Config) error {
+		restCfg = cfg
+		return nil
+	}))
 }
 
 // idleRunner is a pump that reports itself running and does nothing: the
@@ -118,17 +111,6 @@ func seed(t *testing.T, dsn string) []flight.State {
 	return states
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
-
 func get(t *testing.T, u string) (int, []byte) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
@@ -144,20 +126,8 @@ func get(t *testing.T, u string) (int, []byte) {
 	return resp.StatusCode, body
 }
 
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, desc := cond()
-		if ok {
-			return
-		}
-		last = desc
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
-}
+// waitLong bounds every wait of the package.
+const waitLong = 60 * time.Second
 
 type page struct {
 	Items  []json.RawMessage `json:"items"`
@@ -172,14 +142,7 @@ func TestManagerServesReadsMetricsAndProbes(t *testing.T) {
 	dsn := pgtest.New(t)
 	states := seed(t, dsn)
 
-	scheme, err := operator.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(restCfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := kubetest.Client(t, restCfg)
 	ns := "t-read-" + utilrand.String(6)
 	for _, obj := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
@@ -197,7 +160,7 @@ func TestManagerServesReadsMetricsAndProbes(t *testing.T) {
 		}
 	}
 
-	apiAddr, probeAddr, metricsAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	apiAddr, probeAddr, metricsAddr := loopback.FreeAddr(t), loopback.FreeAddr(t), loopback.FreeAddr(t)
 	mgr, err := operator.New(operator.Options{
 		RestConfig: restCfg, APIAddr: apiAddr, ProbeAddr: probeAddr, MetricsAddr: metricsAddr,
 		Identity: "replica-a", LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond,
@@ -218,7 +181,7 @@ func TestManagerServesReadsMetricsAndProbes(t *testing.T) {
 
 	base := "http://" + apiAddr + "/api/v1/feeds/" + ns + "/pek/flights"
 	var all page
-	eventually(t, "the read API to serve the feed", func() (bool, string) {
+	await.Eventually(t, "the read API to serve the feed", waitLong, func() (bool, string) {
 		code, body := get(t, base)
 		if code != http.StatusOK {
 			return false, fmt.Sprint(code, string(body))
@@ -302,11 +265,11 @@ func TestManagerServesReadsMetricsAndProbes(t *testing.T) {
 	}
 
 	// The manager's own endpoints.
-	eventually(t, "the leader's metrics on /metrics", func() (bool, string) {
+	await.Eventually(t, "the leader's metrics on /metrics", waitLong, func() (bool, string) {
 		code, body := get(t, "http://"+metricsAddr+"/metrics")
 		return code == http.StatusOK && strings.Contains(string(body), `flightfeed_leader{feed="pek",namespace="`+ns+`"} 1`), fmt.Sprint(code)
 	})
-	eventually(t, "the probes", func() (bool, string) {
+	await.Eventually(t, "the probes", waitLong, func() (bool, string) {
 		h, _ := get(t, "http://"+probeAddr+"/healthz")
 		r, body := get(t, "http://"+probeAddr+"/readyz")
 		return h == http.StatusOK && r == http.StatusOK, fmt.Sprint(h, r, string(body))

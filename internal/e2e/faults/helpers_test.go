@@ -30,6 +30,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
 	"github.com/flightfeed/flightfeed/internal/simulate"
+	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
@@ -157,7 +158,7 @@ func (b *broker) start() {
 		b.t.Fatal("broker already running")
 	}
 	// The port was free a moment ago; a bind refused meanwhile is retried.
-	eventually(b.t, "the kfake broker to listen on "+b.addr(), 10*time.Second, func() (bool, string) {
+	await.EventuallyEvery(b.t, "the kfake broker to listen on "+b.addr(), 10*time.Second, poll, func() (bool, string) {
 		c, err := kfake.NewCluster(kfake.Ports(b.port), kfake.DataDir(b.dir), kfake.SeedTopics(3, stateTopic, noticeTopic))
 		if err != nil {
 			return false, err.Error()
@@ -486,7 +487,7 @@ func (p *pumpProc) finish() {
 func (p *pumpProc) waitProcessed(n, total int) int {
 	p.t.Helper()
 	var got int
-	eventually(p.t, fmt.Sprintf("%s: %d of %d mailbox rows processed", p.w.name, n, total), waitLong, func() (bool, string) {
+	await.EventuallyEvery(p.t, fmt.Sprintf("%s: %d of %d mailbox rows processed", p.w.name, n, total), waitLong, poll, func() (bool, string) {
 		got = p.w.processed()
 		if p.exited() {
 			p.t.Fatalf("%s: the pump exited (%v) with %d of %d rows processed, before the fault at %d: the test proves nothing\n%s",
@@ -732,22 +733,8 @@ func distinct(sorted []string) []string { return slices.Compact(slices.Clone(sor
 
 // ---- helpers ----------------------------------------------------------------------
 
-// eventually polls cond every 20 ms until it holds or within passes; the
-// last description cond gave is the failure message.
-func eventually(t *testing.T, what string, within time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, desc := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s; last seen: %s", within, what, desc)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+// poll is how often the waits of the package look.
+const poll = 20 * time.Millisecond
 
 // freePort finds a free loopback port below Linux's ephemeral range
 // (32768 and up by default), so that while the broker is down no outgoing

@@ -1,5 +1,7 @@
 // Package kubetest starts a real kube-apiserver and etcd (controller-runtime
-// envtest) with FlightFeed's CRDs installed. The binaries are built from Go
+// envtest) with FlightFeed's CRDs installed, one per test (Start) or one per
+// test binary (Main, from TestMain), and gives tests a client of it that
+// knows the operator's types (Client). The binaries are built from Go
 // modules by hack/envtest-assets.sh; KUBEBUILDER_ASSETS points at them.
 package kubetest
 
@@ -11,8 +13,14 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/flightfeed/flightfeed/internal/operator"
 )
 
 // Start runs a control plane for the test and stops it when t ends.
@@ -69,4 +77,43 @@ func StartMain() (*rest.Config, func(), error) {
 		return nil, nil, fmt.Errorf("kubetest: start control plane: %w", err)
 	}
 	return cfg, func() { _ = env.Stop() }, nil
+}
+
+// Main is a test binary's TestMain body for a package whose tests share
+// one control plane: it sets controller-runtime's logger (silent, or to
+// stderr when FLIGHTFEED_TEST_LOG is set), starts the control plane, hands
+// its config to setup, runs the tests and stops it. It returns the exit
+// code: `func TestMain(m *testing.M) { os.Exit(kubetest.Main(m, ...)) }`.
+func Main(m *testing.M, setup func(cfg *rest.Config) error) int {
+	log := logr.Discard()
+	if os.Getenv("FLIGHTFEED_TEST_LOG") != "" {
+		log = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{Verbosity: 1})
+	}
+	logf.SetLogger(log)
+	cfg, stop, err := StartMain()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stop()
+	if err := setup(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// Client is a client of the control plane at cfg that knows the
+// operator's types (operator.Scheme: the built-in kinds and FlightFeed).
+func Client(t testing.TB, cfg *rest.Config) client.Client {
+	t.Helper()
+	scheme, err := operator.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

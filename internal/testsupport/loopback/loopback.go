@@ -1,0 +1,33 @@
+// Package loopback finds free loopback TCP addresses for the servers a
+// test starts (probes, metrics, the read API, a broker). The port is free
+// when returned; as with any such helper another process may take it
+// before the test listens on it.
+package loopback
+
+import (
+	"net"
+	"testing"
+)
+
+// FreeAddr returns a 127.0.0.1:port address nobody listens on now.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return addr
+}
+
+// FreePort returns a loopback TCP port nobody listens on now.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port
+}
