@@ -5,6 +5,8 @@
 #   make test   unit + integration tests against real PostgreSQL, MariaDB,
 #               a kfake Kafka broker and an envtest control plane, then the
 #               end-to-end test on the local cluster
+#   make test-short  the same Go tests with -short: the end-to-end, crash,
+#               failover and fault tests skip (no vet, lint or cluster)
 
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -57,6 +59,10 @@ verify-generated: generate manifests ## Fail when generated files are out of dat
 .PHONY: test
 test: ## Everything: services, envtest assets, Kafka test broker, vet, lint, tests.
 	bash hack/test.sh
+
+.PHONY: test-short
+test-short: ## The fast lane: go test -short, no process kills or multi-second timers (about 75 s warm on 2 cores).
+	bash hack/test-env.sh go test -short -count=1 ./...
 
 .PHONY: helm-check
 helm-check: ## helm lint + template, accepted by a real API server (helm pinned, cached).

@@ -369,6 +369,9 @@ func httpGet(t *testing.T, url string) (int, string) {
 // the other takes over with a newer epoch, and the old epoch can no longer
 // commit. When the Lease is taken from the holder, its pump is cancelled.
 func TestFailoverFencesTheOldEpoch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("failover on 2 s Leases")
+	}
 	h := newHarness(t)
 	replicas := map[string]*replica{"replica-a": h.startReplica("replica-a"), "replica-b": h.startReplica("replica-b")}
 	h.secrets("pek")

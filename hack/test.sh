@@ -27,37 +27,24 @@ timings() {
   printf '   %5ds  total\n' $(( $(date +%s) - start )) >&2
 }
 
+# shellcheck source=hack/test-env.sh
+source hack/test-env.sh
+
 step "services"
-bash hack/services.sh
+test_env_services
 
 step "envtest control plane"
-KUBEBUILDER_ASSETS=$(bash hack/envtest-assets.sh)
-export KUBEBUILDER_ASSETS
+test_env_envtest
 
 step "Kafka test broker"
 work=$(mktemp -d)
 broker_pid=
 cleanup() {
-  if [ -n "$broker_pid" ]; then kill "$broker_pid" 2>/dev/null || true; wait "$broker_pid" 2>/dev/null || true; fi
+  test_env_kafka_stop
   rm -rf "$work"
 }
 trap cleanup EXIT
-go build -o "$work/kfake-broker" ./hack/kfake-broker
-port=
-for p in $(seq 19092 19192); do
-  if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then port=$p; break; fi
-done
-[ -n "$port" ] || { echo "no free port for the Kafka test broker" >&2; exit 1; }
-"$work/kfake-broker" -port "$port" >"$work/broker.log" 2>&1 &
-broker_pid=$!
-for _ in $(seq 1 100); do
-  grep -q "kfake listening" "$work/broker.log" 2>/dev/null && break
-  kill -0 "$broker_pid" 2>/dev/null || { cat "$work/broker.log" >&2; exit 1; }
-  sleep 0.1
-done
-grep -q "kfake listening" "$work/broker.log" || { echo "Kafka test broker did not start" >&2; cat "$work/broker.log" >&2; exit 1; }
-export FLIGHTFEED_TEST_KAFKA="127.0.0.1:$port"
-echo "Kafka test broker on $FLIGHTFEED_TEST_KAFKA" >&2
+test_env_kafka "$work"
 
 # The real-cluster step at the end needs the cluster's binaries (the first
 # run compiles ~10 minutes of CPU) and the operator's image: build them now at

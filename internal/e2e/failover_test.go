@@ -129,6 +129,9 @@ func startTwo(e *env, lt leaseTimings) map[string]*manager {
 // results and the KAFKA_SCHD topic — equals an uninterrupted run's on
 // separate databases with the same rows.
 func TestTwoManagersOnePumpPerFeed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end: kills a manager and waits out its Lease")
+	}
 	e := newEnv(t)
 	w := newWorld(t, "pek")
 	managers := startTwo(e, fastLease)
@@ -300,6 +303,9 @@ func freezeIdle(t *testing.T, m *manager, w *feedWorld) time.Time {
 // renewed within the renew deadline) is a race inside the resumed process;
 // the assertions hold either way, and the log line says which it was.
 func TestFrozenHolderCannotCommit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end: freezes a manager past its Lease")
+	}
 	e := newEnv(t)
 	w := newWorld(t, "pek")
 	managers := startTwo(e, fastLease)
@@ -422,6 +428,9 @@ func TestFrozenHolderCannotCommit(t *testing.T) {
 // ago is not taken over. Both leases then stay where they are, both pumps
 // run at once on different replicas, and both process their mailboxes.
 func TestTwoFeedsCanBeLedByDifferentReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end: freezes a manager, two managers with 20 s Leases")
+	}
 	e := newEnv(t)
 	w1, w2 := newWorld(t, "one"), newWorld(t, "two")
 	slow := leaseTimings{duration: 20 * time.Second, renew: 15 * time.Second, retry: time.Second}

@@ -79,6 +79,9 @@ var versionField = regexp.MustCompile(`"STATE_VERSION":\d+,?|"UPDATED_AT":"[^"]*
 // transaction still consumes sequence values — so they are compared only
 // for rising, not for equality.)
 func TestCrashRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills the pump process 20 times in a 2,000-message run")
+	}
 	t.Parallel()
 	bin := buildBinary(t)
 

@@ -119,6 +119,9 @@ func TestRequestsAndTheirAnswers(t *testing.T) {
 }
 
 func TestUnansweredRequestTimesOutAndIsResentOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a 1 s request timeout twice (3.5 s)")
+	}
 	t.Parallel()
 	h := newHarness(t, "requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 1s, routingId: AODB}")
 	p := h.newPump()
