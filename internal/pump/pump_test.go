@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -36,8 +38,9 @@ func TestMessagesFlowThroughInFIFOOrder(t *testing.T) {
 	if got[1].OperationDay != "" {
 		t.Fatal("a DNLD window set the operation day")
 	}
-	if h.count(`SELECT count(*) FROM msg_archive`) != 4 || h.count(`SELECT count(*) FROM backfill_todo`) != 0 {
-		t.Fatal("archive or backfill intents wrong")
+	type intents struct{ Archived, BackfillTodo int }
+	if diff := cmp.Diff(intents{Archived: 4}, intents{h.count(`SELECT count(*) FROM msg_archive`), h.count(`SELECT count(*) FROM backfill_todo`)}); diff != "" {
+		t.Fatalf("archive or backfill intents (-want +got):\n%s", diff)
 	}
 	st := p.Status()
 	if st.LastProcessedID != del || st.Counts[store.StatusSucceeded] != 4 || st.QueueDepth != 0 {
@@ -138,8 +141,12 @@ func TestUnsupportedBlocksTheHeadWhileRetrying(t *testing.T) {
 	if status, reason, _, _ := h.procState(ref); status != store.StatusFailed || reason != "UNSUPPORTED_TYPE" {
 		t.Fatalf("proc_state %s %s", status, reason)
 	}
-	if h.row(next).Processed || len(h.flights()) != 0 {
-		t.Fatal("the message behind a waiting head was processed")
+	type behind struct {
+		NextProcessed bool
+		Flights       int
+	}
+	if diff := cmp.Diff(behind{}, behind{h.row(next).Processed, len(h.flights())}); diff != "" {
+		t.Fatalf("the message behind a waiting head was processed (-want +got):\n%s", diff)
 	}
 	if st := p.Status(); st.HeadID != ref || st.HeadBlockedSince.IsZero() || !strings.Contains(st.HeadLastError, "UNSUPPORTED_TYPE") {
 		t.Fatalf("blocked head not visible: %+v", st)
@@ -159,8 +166,12 @@ func TestInfrastructureFailureBlocksThenRecovers(t *testing.T) {
 	}
 	p := h.newPump()
 	h.runFor(p, 300*time.Millisecond)
-	if h.row(first).Processed || len(h.flights()) != 0 || h.count(`SELECT count(*) FROM proc_state`) != 0 {
-		t.Fatal("a failed transaction left something behind")
+	type leftovers struct {
+		FirstProcessed      bool
+		Flights, ProcStates int
+	}
+	if diff := cmp.Diff(leftovers{}, leftovers{h.row(first).Processed, len(h.flights()), h.count(`SELECT count(*) FROM proc_state`)}); diff != "" {
+		t.Fatalf("a failed transaction left something behind (-want +got):\n%s", diff)
 	}
 	st := p.Status()
 	if st.HeadID != first || st.HeadBlockedSince.IsZero() || !strings.Contains(st.HeadLastError, "msg_archive") {
@@ -285,8 +296,13 @@ func TestTerminalRowIsOnlyBackfilledAgain(t *testing.T) {
 	}
 	h.drain(h.newPump())
 	h.wantRow(id, store.StatusSucceeded, "")
-	if _, _, _, attempts := h.procState(id); attempts != 1 || h.flights()[9].StateVersion != version {
-		t.Fatalf("the row was applied twice (attempts %d)", attempts)
+	type applied struct {
+		Attempts     int
+		StateVersion int64
+	}
+	_, _, _, attempts := h.procState(id)
+	if diff := cmp.Diff(applied{1, version}, applied{attempts, h.flights()[9].StateVersion}); diff != "" {
+		t.Fatalf("the row was applied twice (-want +got):\n%s", diff)
 	}
 	if h.count(`SELECT count(*) FROM msg_event WHERE message_id = $1`, id) != 2 {
 		t.Fatal("events duplicated")
@@ -310,8 +326,9 @@ func TestBackfillIntentsAreRecoveredAtStart(t *testing.T) {
 	}
 	h.drain(h.newPump())
 	h.wantRow(id, store.StatusDead, "MALFORMED_XML")
-	if len(h.flights()) != 0 || h.count(`SELECT count(*) FROM backfill_todo`) != 0 {
-		t.Fatal("a committed DEAD result was re-applied or its intent kept")
+	type leftovers struct{ Flights, BackfillTodo int }
+	if diff := cmp.Diff(leftovers{}, leftovers{len(h.flights()), h.count(`SELECT count(*) FROM backfill_todo`)}); diff != "" {
+		t.Fatalf("a committed DEAD result was re-applied or its intent kept (-want +got):\n%s", diff)
 	}
 }
 

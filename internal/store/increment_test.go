@@ -186,8 +186,13 @@ func TestFDEL(t *testing.T) {
 	if !slices.Equal(out.Missing, fl(99)) || out.Versions[1] <= v {
 		t.Fatalf("%+v", out)
 	}
-	if _, ok := f.flights()[1]; ok || f.count(`SELECT count(*) FROM flight_route_point WHERE flid = 1`) != 0 {
-		t.Fatal("flight 1 left")
+	type left struct {
+		Flight      bool
+		RoutePoints int
+	}
+	_, ok := f.flights()[1]
+	if diff := cmp.Diff(left{}, left{ok, f.count(`SELECT count(*) FROM flight_route_point WHERE flid = 1`)}); diff != "" {
+		t.Fatalf("flight 1 left (-want +got):\n%s", diff)
 	}
 	if !slices.Equal(f.roster(day9), fl(2)) || f.version(day9) != genBefore {
 		t.Fatalf("roster %v version %d", f.roster(day9), f.version(day9))

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -40,8 +42,13 @@ func TestSeed000IdentityTable(t *testing.T) {
 	before := f.count(`SELECT count(*) FROM msg_event`)
 	_, err := f.snapshot(day10, rec(other, "CA100", day10), rec(old, "CA100", day10))
 	wantRejection(t, err, snapshot.ReasonDayMismatch)
-	if got := f.flights(); got[old].OperationDay != day9 || f.version(day10) != 1 || f.count(`SELECT count(*) FROM msg_event`) != before {
-		t.Fatalf("the refused snapshot changed something")
+	type seen struct {
+		OldDay     string
+		Day10Gen   int64
+		EventCount int
+	}
+	if diff := cmp.Diff(seen{day9, 1, before}, seen{f.flights()[old].OperationDay, f.version(day10), f.count(`SELECT count(*) FROM msg_event`)}); diff != "" {
+		t.Fatalf("the refused snapshot changed something (-want +got):\n%s", diff)
 	}
 
 	// A new 9/9 snapshot without the old instance deletes it, and only it.
@@ -98,8 +105,13 @@ func TestSeed001LedgerExample(t *testing.T) {
 	// 3. M3: 9/10 {C}: C belongs to 9/9 → DEAD(PROTOCOL), nothing written.
 	_, err := f.snapshot(day10, rec(c, "CA3", day10))
 	wantRejection(t, err, snapshot.ReasonDayMismatch)
-	if f.version(day10) != 0 || f.flights()[c].OperationDay != day9 || len(f.roster(day10)) != 0 {
-		t.Fatal("step 3 changed state")
+	type step3 struct {
+		Day10Gen    int64
+		CDay        string
+		Day10Roster int
+	}
+	if diff := cmp.Diff(step3{0, day9, 0}, step3{f.version(day10), f.flights()[c].OperationDay, len(f.roster(day10))}); diff != "" {
+		t.Fatalf("step 3 changed state (-want +got):\n%s", diff)
 	}
 
 	// 4. M4: 9/9 {A}: C is still 9/9's, so it is diff-deleted.
@@ -145,8 +157,9 @@ func TestSeed001DNLDExample(t *testing.T) {
 	if got[mu201].OperationDay != day9 || got[mu201].Scalars["FLNO"] != "MU201" {
 		t.Fatalf("MU201 %+v", got[mu201])
 	}
-	if f.count(`SELECT count(*) FROM flight_gate WHERE flid = $1`, cz300) != 0 || f.count(`SELECT count(*) FROM flight_schd WHERE flid = $1`, cz300) != 0 {
-		t.Fatal("CZ300 rows left")
+	type rows struct{ Gates, Schd int }
+	if diff := cmp.Diff(rows{}, rows{f.count(`SELECT count(*) FROM flight_gate WHERE flid = $1`, cz300), f.count(`SELECT count(*) FROM flight_schd WHERE flid = $1`, cz300)}); diff != "" {
+		t.Fatalf("CZ300 rows left (-want +got):\n%s", diff)
 	}
 	ev := f.events(f.msgID)
 	if !slices.Equal(flidsOf(ev, store.KindState, store.EventUpsert), fl(ca100, mu201)) ||
@@ -217,8 +230,12 @@ func TestWindowSnapshotOnlyUpserts(t *testing.T) {
 	if got[3].OperationDay != "" {
 		t.Fatalf("a window set flight 3's day to %q", got[3].OperationDay)
 	}
-	if f.version(day9) != 1 || f.count(`SELECT count(*) FROM schd_gen`) != 1 {
-		t.Fatal("a window advanced a generation")
+	type gens struct {
+		Day9Gen     int64
+		Generations int
+	}
+	if diff := cmp.Diff(gens{1, 1}, gens{f.version(day9), f.count(`SELECT count(*) FROM schd_gen`)}); diff != "" {
+		t.Fatalf("a window advanced a generation (-want +got):\n%s", diff)
 	}
 	// The owner check holds for windows too.
 	wantRejection(t, window(rec(1, "CA1", day10)), snapshot.ReasonDayMismatch)
