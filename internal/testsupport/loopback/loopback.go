@@ -5,6 +5,7 @@
 package loopback
 
 import (
+	"context"
 	"net"
 	"testing"
 )
@@ -12,7 +13,7 @@ import (
 // FreeAddr returns a 127.0.0.1:port address nobody listens on now.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := listen()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,10 +25,15 @@ func FreeAddr(t testing.TB) string {
 // FreePort returns a loopback TCP port nobody listens on now.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := listen()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+func listen() (net.Listener, error) {
+	var lc net.ListenConfig
+	return lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 }
