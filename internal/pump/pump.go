@@ -49,6 +49,22 @@ func (NopObserver) IgnoredTags(map[string]int) {}
 // ServiceError implements Observer.
 func (NopObserver) ServiceError(string) {}
 
+// Inbox is what the pump needs of the shared mailbox; *mailbox.Mailbox is
+// the real one. A small port, so the loop's reading, write-back and
+// backoff can be tested against an inbox in memory.
+type Inbox interface {
+	// Head reads up to limit unprocessed rows in FIFO order without the
+	// rows in skip, their bodies within budget bytes (mailbox.Mailbox.Head).
+	Head(ctx context.Context, limit int, budget, maxBytes int64, skip map[int64]bool) ([]mailbox.Row, error)
+	// Backfill writes results back to their rows.
+	Backfill(ctx context.Context, results []mailbox.Result) error
+	// Depth counts unprocessed rows and returns the oldest one's receipt.
+	Depth(ctx context.Context) (int64, time.Time, error)
+	// SendRequest inserts an outbound request and returns its row id.
+	SendRequest(ctx context.Context, routingID string, body []byte, now time.Time) (int64, error)
+	Close() error
+}
+
 // Options configure a Pump.
 type Options struct {
 	Feed *config.Feed
@@ -56,6 +72,9 @@ type Options struct {
 	// (feedrun), which shares it with the dispatcher and the status
 	// reporter and closes it; the pump never closes it.
 	Store *store.Store
+	// Inbox is the mailbox; when nil, New opens the feed's (mailbox.Open).
+	// The pump owns it from then on: Close closes it.
+	Inbox Inbox
 	// Identity names this pump in pipeline_lock and logs.
 	Identity string
 	// Epoch is the fencing epoch taken when this replica became leader;
@@ -77,7 +96,7 @@ type Pump struct {
 	opts  Options
 	feed  *config.Feed
 	store *store.Store
-	mbox  *mailbox.Mailbox
+	mbox  Inbox
 	epoch int64
 	log   logr.Logger
 	clock clock.WithTicker
@@ -136,9 +155,13 @@ func New(ctx context.Context, opts Options) (*Pump, error) {
 		opts.Observer = NopObserver{}
 	}
 	st := opts.Store
-	mbox, err := mailbox.Open(ctx, feed.Secrets.MailboxDSN, feed.Spec.Mailbox)
-	if err != nil {
-		return nil, err
+	mbox := opts.Inbox
+	if mbox == nil {
+		m, err := mailbox.Open(ctx, feed.Secrets.MailboxDSN, feed.Spec.Mailbox)
+		if err != nil {
+			return nil, err
+		}
+		mbox = m
 	}
 	p := &Pump{
 		opts: opts, feed: feed, store: st, mbox: mbox, epoch: opts.Epoch,
@@ -150,6 +173,7 @@ func New(ctx context.Context, opts Options) (*Pump, error) {
 		batchSize: 1,
 	}
 	if p.epoch == 0 {
+		var err error
 		if p.epoch, err = st.TakeEpoch(ctx, opts.Identity); err != nil {
 			p.Close()
 			return nil, err
