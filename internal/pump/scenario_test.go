@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 )
 
 var update = flag.Bool("update", false, "rewrite the scenario golden files")
@@ -168,28 +169,7 @@ func (h *harness) outboxDump() string {
 	return b.String()
 }
 
-func (h *harness) mailboxDump() string {
-	h.t.Helper()
-	rows, err := h.mbox.Query(`SELECT CMINMSGS_ID, CMINMSGS_DATE_PROCESSED IS NOT NULL, coalesce(CMINMSGS_PROC_RESULT, ''), coalesce(CMINMSGS_PROC_NOTE, '') FROM CMINMSGS ORDER BY CMINMSGS_ID`)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer func() { _ = rows.Close() }()
-	var b strings.Builder
-	for rows.Next() {
-		var id int64
-		var processed bool
-		var result, note string
-		if err := rows.Scan(&id, &processed, &result, &note); err != nil {
-			h.t.Fatal(err)
-		}
-		fmt.Fprintf(&b, "%d processed=%v %s %s\n", id, processed, result, note)
-	}
-	if err := rows.Err(); err != nil {
-		h.t.Fatal(err)
-	}
-	return b.String()
-}
+func (h *harness) mailboxDump() string { return mysqltest.Results(h.t, h.mbox) }
 
 func (h *harness) requestsDump() string {
 	h.t.Helper()

@@ -326,29 +326,7 @@ func (w *world) waitRequest(loc *time.Location) string {
 	return day
 }
 
-func (w *world) mailboxDump() string {
-	w.t.Helper()
-	rows, err := w.mbox.QueryContext(w.t.Context(), `SELECT CMINMSGS_ID, CMINMSGS_DATE_PROCESSED IS NOT NULL,
-		coalesce(CMINMSGS_PROC_RESULT, ''), coalesce(CMINMSGS_PROC_NOTE, '') FROM CMINMSGS ORDER BY CMINMSGS_ID`)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	defer func() { _ = rows.Close() }()
-	var b strings.Builder
-	for rows.Next() {
-		var id int64
-		var processed bool
-		var result, note string
-		if err := rows.Scan(&id, &processed, &result, &note); err != nil {
-			w.t.Fatal(err)
-		}
-		fmt.Fprintf(&b, "%d processed=%v %s %s\n", id, processed, result, note)
-	}
-	if err := rows.Err(); err != nil {
-		w.t.Fatal(err)
-	}
-	return b.String()
-}
+func (w *world) mailboxDump() string { return mysqltest.Results(w.t, w.mbox) }
 
 // sessions counts the database sessions of a pod (its application_name is
 // its identity, the pod name).

@@ -6,7 +6,9 @@ package mysqltest
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,4 +89,31 @@ func NewMailbox(t testing.TB) string {
 		}
 	}
 	return dsn
+}
+
+// Results lists every inbound mailbox row of the default layout with what
+// the pump wrote back, one line per row in id order ("ID processed=BOOL
+// RESULT NOTE"), for comparing two runs and for failure messages.
+func Results(t testing.TB, db *sql.DB) string {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), `SELECT CMINMSGS_ID, CMINMSGS_DATE_PROCESSED IS NOT NULL,
+		coalesce(CMINMSGS_PROC_RESULT, ''), coalesce(CMINMSGS_PROC_NOTE, '') FROM CMINMSGS ORDER BY CMINMSGS_ID`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rows.Close() }()
+	var b strings.Builder
+	for rows.Next() {
+		var id int64
+		var processed bool
+		var result, note string
+		if err := rows.Scan(&id, &processed, &result, &note); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%d processed=%v %s %s\n", id, processed, result, note)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
