@@ -169,9 +169,11 @@ func buildQueries(spec v1alpha1.MailboxSpec) (queries, error) {
 		// The body is converted by the server from the column's character
 		// set to UTF-8 (a no-op for utf8mb4 columns; GBK or Latin-1 columns
 		// of older AODB installations arrive as the same text in UTF-8),
-		// then sent as bytes so nothing on the way re-encodes it.
-		bodies: "SELECT " + id + ", " + body + " IS NULL, CASE WHEN LENGTH(" + utf8Body + ") > ? THEN SUBSTRING(CAST(" + utf8Body +
-			" AS BINARY), 1, ?) ELSE CAST(" + utf8Body + " AS BINARY) END FROM " + t + " WHERE " + id + " IN (%s)",
+		// then sent as bytes so nothing on the way re-encodes it; SUBSTRING
+		// cuts it at the fetch limit (a shorter body comes whole), so the
+		// conversion runs once per row.
+		bodies: "SELECT " + id + ", " + body + " IS NULL, SUBSTRING(CAST(" + utf8Body + " AS BINARY), 1, ?) FROM " + t +
+			" WHERE " + id + " IN (%s)",
 		depth: "SELECT COUNT(*), MIN(" + recv + ")" + head,
 		// A join with a derived table keeps one statement per batch linear
 		// in the batch (a CASE per column would be quadratic).
@@ -241,7 +243,7 @@ func (m *Mailbox) Head(ctx context.Context, limit int, budget, maxBytes int64, s
 }
 
 func (m *Mailbox) fillBodies(ctx context.Context, head []Row, maxBytes int64) error {
-	args := []any{maxBytes, maxBytes}
+	args := []any{maxBytes}
 	marks := make([]string, len(head))
 	index := make(map[int64]int, len(head))
 	for i, r := range head {

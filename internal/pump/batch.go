@@ -313,7 +313,7 @@ func (p *Pump) afterCommit(ctx context.Context, done []outcome, start time.Time)
 			if o.result.Status != store.StatusFailed {
 				p.rate.count++
 			}
-			if o.result.Status == store.StatusDead && !o.rewrite {
+			if o.result.Status == store.StatusDead {
 				p.notice(o.result.MessageID, o.result.Reason, o.result.Note)
 			}
 		}
