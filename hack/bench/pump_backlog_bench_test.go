@@ -44,7 +44,7 @@ func BenchmarkPumpBacklog(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p, err := pump.New(context.Background(), pump.Options{Feed: feed, Store: st, Identity: "bench"})
+		p, err := pump.New(context.Background(), pump.Options{Feed: feed, Store: pump.Postgres(st), Identity: "bench"})
 		if err != nil {
 			b.Fatal(err)
 		}

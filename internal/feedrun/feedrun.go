@@ -80,7 +80,7 @@ func Start(ctx context.Context, feed *config.Feed, opts Options) (*Runner, error
 	// The pump wakes the dispatcher after commits; the hook is bound once
 	// both exist (before Run).
 	var wake func()
-	p, err := pump.New(ctx, pump.Options{Feed: feed, Store: st, Identity: opts.Identity, Epoch: opts.Epoch,
+	p, err := pump.New(ctx, pump.Options{Feed: feed, Store: pump.Postgres(st), Identity: opts.Identity, Epoch: opts.Epoch,
 		Log: opts.Log.WithName("pump"), Observer: opts.Observer, Notify: func() { wake() }})
 	if err != nil {
 		r.closeStore()

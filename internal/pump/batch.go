@@ -175,7 +175,7 @@ func (p *Pump) decodeBatch(rows []mailbox.Row) decodedBatch {
 
 // batchRun is the state of one batch while its messages are decided.
 type batchRun struct {
-	tx     *store.Tx
+	tx     Tx
 	set    *store.WorkingSet
 	priors map[string]store.PriorCopy
 	// seen holds payload digests of this batch's processed messages by

@@ -42,44 +42,15 @@ type harness struct {
 	store   *store.Store
 	clock   shiftedClock
 	nextRow time.Time
-	seqn    int
+	sisMessages
 }
 
 // newHarness gives a fresh mailbox and database and a feed config; extra
-// YAML lines override the defaults (requests off, fast backoff).
+// YAML lines override the defaults (testFeed).
 func newHarness(t *testing.T, extra ...string) *harness {
 	t.Helper()
 	mdsn, pdsn := mysqltest.NewMailbox(t), pgtest.New(t)
-	// A "mailbox: {...}" override adds to the mailbox section.
-	mailboxExtra := ""
-	var rest []string
-	for _, e := range extra {
-		if inner, ok := strings.CutPrefix(e, "mailbox: {"); ok {
-			mailboxExtra += ", " + strings.TrimSuffix(inner, "}")
-			continue
-		}
-		rest = append(rest, e)
-	}
-	doc := fmt.Sprintf(`airport: {iata: PEK, timeZone: Asia/Shanghai}
-mailbox: {dsn: %q, pollInterval: 10ms, batchSize: 50%s}
-database: {dsn: %q}
-kafka: {brokers: ["127.0.0.1:9092"]}
-`, mdsn, mailboxExtra, pdsn)
-	overrides := strings.Join(rest, "\n")
-	if !strings.Contains(overrides, "requests:") {
-		doc += "requests: {disabled: true}\n"
-	}
-	if !strings.Contains(overrides, "pump:") {
-		doc += "pump: {backoffInitial: 5ms, backoffMax: 50ms, unsupportedRetryLimit: 2}\n"
-	}
-	if !strings.Contains(overrides, "history:") {
-		doc += "history: {disabled: true}\n"
-	}
-	doc += overrides + "\n"
-	feed, err := config.Parse([]byte(doc))
-	if err != nil {
-		t.Fatalf("config: %v\n%s", err, doc)
-	}
+	feed := testFeed(t, mdsn, pdsn, extra...)
 	mbox, err := sql.Open("mysql", mdsn)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +99,7 @@ func (h *harness) newPump(opts ...func(*pump.Options)) *pump.Pump {
 		h.t.Fatal(err)
 	}
 	h.t.Cleanup(st.Close)
-	o := pump.Options{Feed: h.feed, Store: st, Identity: "test-pump", Clock: h.clock}
+	o := pump.Options{Feed: h.feed, Store: pump.Postgres(st), Identity: "test-pump", Clock: h.clock}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -243,13 +214,53 @@ func (h *harness) export() string {
 	return b.String()
 }
 
+// testFeed is the feed config of these tests, on the given mailbox and
+// database DSNs: requests and history off, fast backoff, unless extra YAML
+// lines override them; a "mailbox: {...}" line adds to the mailbox section.
+func testFeed(t *testing.T, mailboxDSN, databaseDSN string, extra ...string) *config.Feed {
+	t.Helper()
+	mailboxExtra := ""
+	var rest []string
+	for _, e := range extra {
+		if inner, ok := strings.CutPrefix(e, "mailbox: {"); ok {
+			mailboxExtra += ", " + strings.TrimSuffix(inner, "}")
+			continue
+		}
+		rest = append(rest, e)
+	}
+	doc := fmt.Sprintf(`airport: {iata: PEK, timeZone: Asia/Shanghai}
+mailbox: {dsn: %q, pollInterval: 10ms, batchSize: 50%s}
+database: {dsn: %q}
+kafka: {brokers: ["127.0.0.1:9092"]}
+`, mailboxDSN, mailboxExtra, databaseDSN)
+	overrides := strings.Join(rest, "\n")
+	if !strings.Contains(overrides, "requests:") {
+		doc += "requests: {disabled: true}\n"
+	}
+	if !strings.Contains(overrides, "pump:") {
+		doc += "pump: {backoffInitial: 5ms, backoffMax: 50ms, unsupportedRetryLimit: 2}\n"
+	}
+	if !strings.Contains(overrides, "history:") {
+		doc += "history: {disabled: true}\n"
+	}
+	doc += overrides + "\n"
+	feed, err := config.Parse([]byte(doc))
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, doc)
+	}
+	return feed
+}
+
 // ---- SIS message builders -------------------------------------------------
 
-// meta renders a META with the harness's next SEQN (from 101).
-func (h *harness) meta(typ, styp string) string {
-	h.seqn++
+// sisMessages builds the SIS messages of these tests, numbered from SEQN 101.
+type sisMessages struct{ seqn int }
+
+// meta renders a META with the next SEQN.
+func (m *sisMessages) meta(typ, styp string) string {
+	m.seqn++
 	return fmt.Sprintf(`<META><SNDR>AODB</SNDR><RCVR>RMS</RCVR><SEQN>%d</SEQN><DDTM>20260909100000</DDTM><TYPE>%s</TYPE><STYP>%s</STYP></META>`,
-		h.seqn+100, typ, styp)
+		m.seqn+100, typ, styp)
 }
 
 // fltr is one FLTR record on day 9 (SODT 09SEP26hhmm) or 10 ("10").
@@ -257,10 +268,10 @@ func fltr(flid int, flno, dd string, extra ...string) string {
 	return fmt.Sprintf(`<FLTR><FLID>%d</FLID><FLNO>%s</FLNO><SODT>%sSEP260800</SODT>%s</FLTR>`, flid, flno, dd, strings.Join(extra, ""))
 }
 
-func (h *harness) schd(styp string, records ...string) string {
-	return fmt.Sprintf(`<MSG>%s<SCHD><RECS>%d</RECS>%s</SCHD></MSG>`, h.meta("SCHD", styp), len(records), strings.Join(records, ""))
+func (m *sisMessages) schd(styp string, records ...string) string {
+	return fmt.Sprintf(`<MSG>%s<SCHD><RECS>%d</RECS>%s</SCHD></MSG>`, m.meta("SCHD", styp), len(records), strings.Join(records, ""))
 }
 
-func (h *harness) flop(styp string, flid int, inner string) string {
-	return fmt.Sprintf(`<MSG>%s<FLOP><FLID>%d</FLID>%s</FLOP></MSG>`, h.meta("FLOP", styp), flid, inner)
+func (m *sisMessages) flop(styp string, flid int, inner string) string {
+	return fmt.Sprintf(`<MSG>%s<FLOP><FLID>%d</FLID>%s</FLOP></MSG>`, m.meta("FLOP", styp), flid, inner)
 }

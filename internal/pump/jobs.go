@@ -41,20 +41,20 @@ func (p *Pump) lifecycle(ctx context.Context, now time.Time) error {
 			Departed: now.Add(-h.DepartedAge.Duration), Arrived: now.Add(-h.ArrivedAge.Duration),
 			Zone: spec.Airport.TimeZone, Plausible: h.PlausibleWindow.Duration,
 		}
-		if err := p.sweep(ctx, func(tx *store.Tx) (int, error) { return tx.SweepHistory(ctx, meta, cut, sweepBatch) }); err != nil {
+		if err := p.sweep(ctx, func(tx Tx) (int, error) { return tx.SweepHistory(ctx, meta, cut, sweepBatch) }); err != nil {
 			return err
 		}
 	}
 	if days := spec.Retention.NullDayDays; days != nil {
 		before := now.AddDate(0, 0, -int(*days))
 		meta.Styp = "NULL_DAY_RETENTION"
-		if err := p.sweep(ctx, func(tx *store.Tx) (int, error) { return tx.SweepNullDay(ctx, meta, before, sweepBatch) }); err != nil {
+		if err := p.sweep(ctx, func(tx Tx) (int, error) { return tx.SweepNullDay(ctx, meta, before, sweepBatch) }); err != nil {
 			return err
 		}
 	}
 	if days := *spec.Retention.LedgerDays; days > 0 {
 		cutoff := now.In(p.feed.Location).AddDate(0, 0, -int(days)).Format(time.DateOnly)
-		if err := p.inTx(ctx, func(tx *store.Tx) error {
+		if err := p.inTx(ctx, func(tx Tx) error {
 			pruned, err := tx.PruneLedger(ctx, cutoff)
 			if len(pruned) > 0 {
 				p.log.Info("ledger retention", "days", pruned)
@@ -72,10 +72,10 @@ func (p *Pump) lifecycle(ctx context.Context, now time.Time) error {
 
 // sweep repeats one history job in fenced transactions until it finds
 // fewer than a batch.
-func (p *Pump) sweep(ctx context.Context, job func(*store.Tx) (int, error)) error {
+func (p *Pump) sweep(ctx context.Context, job func(Tx) (int, error)) error {
 	for {
 		var n int
-		if err := p.inTx(ctx, func(tx *store.Tx) error {
+		if err := p.inTx(ctx, func(tx Tx) error {
 			var err error
 			n, err = job(tx)
 			return err
@@ -94,7 +94,7 @@ func (p *Pump) sweep(ctx context.Context, job func(*store.Tx) (int, error)) erro
 	}
 }
 
-func (p *Pump) inTx(ctx context.Context, fn func(*store.Tx) error) error {
+func (p *Pump) inTx(ctx context.Context, fn func(Tx) error) error {
 	tx, err := p.store.Begin(ctx, p.epoch)
 	if err != nil {
 		return err

@@ -198,7 +198,7 @@ func setsHistoryTime(r flight.Commands) bool {
 // reloads the working set, whose flights the snapshot may have changed.
 func (p *Pump) applySnapshotIsolated(ctx context.Context, run *batchRun, meta store.Meta, msg *sis.Message, row mailbox.Row) (bool, *store.TraceEntry, error) {
 	if run.set.Dirty() {
-		if err := run.set.Flush(ctx); err != nil {
+		if err := run.tx.WriteSet(ctx, run.set); err != nil {
 			return false, nil, err
 		}
 	}
@@ -224,7 +224,7 @@ func (p *Pump) applySnapshotIsolated(ctx context.Context, run *batchRun, meta st
 	return changed, trace, applyErr
 }
 
-func (p *Pump) applySnapshot(ctx context.Context, tx *store.Tx, meta store.Meta, msg *sis.Message, row mailbox.Row) (bool, *store.TraceEntry, error) {
+func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta store.Meta, msg *sis.Message, row mailbox.Row) (bool, *store.TraceEntry, error) {
 	start := p.clock.Now()
 	trace := &store.TraceEntry{MessageID: row.ID, ReceivedAt: row.Received, Recs: len(msg.Records)}
 	if msg.Recs >= 0 {

@@ -49,29 +49,13 @@ func (NopObserver) IgnoredTags(map[string]int) {}
 // ServiceError implements Observer.
 func (NopObserver) ServiceError(string) {}
 
-// Inbox is what the pump needs of the shared mailbox; *mailbox.Mailbox is
-// the real one. A small port, so the loop's reading, write-back and
-// backoff can be tested against an inbox in memory.
-type Inbox interface {
-	// Head reads up to limit unprocessed rows in FIFO order without the
-	// rows in skip, their bodies within budget bytes (mailbox.Mailbox.Head).
-	Head(ctx context.Context, limit int, budget, maxBytes int64, skip map[int64]bool) ([]mailbox.Row, error)
-	// Backfill writes results back to their rows.
-	Backfill(ctx context.Context, results []mailbox.Result) error
-	// Depth counts unprocessed rows and returns the oldest one's receipt.
-	Depth(ctx context.Context) (int64, time.Time, error)
-	// SendRequest inserts an outbound request and returns its row id.
-	SendRequest(ctx context.Context, routingID string, body []byte, now time.Time) (int64, error)
-	Close() error
-}
-
 // Options configure a Pump.
 type Options struct {
 	Feed *config.Feed
-	// Store is the feed's database, migrated and opened by the caller
-	// (feedrun), which shares it with the dispatcher and the status
-	// reporter and closes it; the pump never closes it.
-	Store *store.Store
+	// Store is the feed's database (Postgres of the store feedrun
+	// migrated and opened, and shares with the dispatcher and the status
+	// reporter); the pump never closes it.
+	Store Store
 	// Inbox is the mailbox; when nil, New opens the feed's (mailbox.Open).
 	// The pump owns it from then on: Close closes it.
 	Inbox Inbox
@@ -95,7 +79,7 @@ type Options struct {
 type Pump struct {
 	opts  Options
 	feed  *config.Feed
-	store *store.Store
+	store Store
 	mbox  Inbox
 	epoch int64
 	log   logr.Logger

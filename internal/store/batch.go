@@ -27,7 +27,7 @@ func (t *Tx) FinishBatch(ctx context.Context, archive []ArchivedRow, set *Workin
 	second := &pgx.Batch{}
 	var queueErr error
 	if set != nil {
-		queueErr = set.queue(second)
+		queueErr = set.queue(second, t.store.loc)
 	}
 	if sent != nil {
 		if err := readBatch(sent, first.Len()); err != nil {

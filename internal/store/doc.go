@@ -19,7 +19,7 @@
 //	prefetch.go     Tx.Prefetch: processing states, prior copies, the batch's flights
 //	setload.go      Tx.LoadSet: a working set's flights, cached ones checked by version
 //	state_cache.go  StateCache: states a writer committed, reused while current
-//	workingset.go   WorkingSet: increments (FLOP, ADFT) and deletions (FDEL) in memory
+//	workingset.go   WorkingSet: increments (FLOP, ADFT) and deletions (FDEL) in memory; Tx.WriteSet
 //	batch.go        the batch write: FinishBatch, RecordResult, archive and results
 //	snapshot.go     Tx.ApplySnapshot: full-day and window snapshots, the roster, CAS
 //	lifecycle.go    history sweeps, ledger pruning, retention

@@ -53,12 +53,7 @@ func (t *Tx) readSet(br pgx.BatchResults, load *setLoad) (*WorkingSet, []int64, 
 	if err != nil {
 		return nil, nil, err
 	}
-	w := &WorkingSet{tx: t, base: states, cur: map[flight.FLID]*flight.State{}, changed: map[flight.FLID][]string{},
-		loaded: map[flight.FLID]bool{}, recycled: map[flight.FLID]bool{}, versions: versions}
-	for _, f := range load.flids {
-		w.loaded[f] = true
-	}
-	return w, stale, nil
+	return NewWorkingSet(load.flids, states, versions, t.now), stale, nil
 }
 
 // setLoad is how a working set gets its flights: cached ones are checked

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -15,7 +16,8 @@ import (
 // before anything is written: a message the engine refuses changes nothing
 // in the set, so per-message atomicity holds without a savepoint each.
 // The flights a run touches must be loaded up front (Tx.Prefetch, or
-// Tx.LoadSet when a snapshot changed the database under the set).
+// Tx.LoadSet when a snapshot changed the database under the set). A set
+// is data: it does no I/O; Tx.WriteSet and Tx.FinishBatch write it.
 type WorkingSet struct {
 	// base is the database state at load; cur the state now (nil: deleted).
 	base     map[flight.FLID]flight.State
@@ -29,7 +31,25 @@ type WorkingSet struct {
 	changed  map[flight.FLID][]string
 	versions []int64
 	events   []outboxEvent
-	tx       *Tx
+	// now stamps the states the set changes (the transaction's time).
+	now time.Time
+}
+
+// NewWorkingSet starts a set over flids whose current states are states
+// (a FLID without a state does not exist), with versions as its pool of
+// state versions, ascending, and now as the transaction's time. Tx.Prefetch
+// and Tx.LoadSet read these from the database; a store in memory gives
+// its own.
+func NewWorkingSet(flids []flight.FLID, states map[flight.FLID]flight.State, versions []int64, now time.Time) *WorkingSet {
+	w := &WorkingSet{base: states, cur: map[flight.FLID]*flight.State{}, changed: map[flight.FLID][]string{},
+		loaded: make(map[flight.FLID]bool, len(flids)), recycled: map[flight.FLID]bool{}, versions: versions, now: now}
+	if w.base == nil {
+		w.base = map[flight.FLID]flight.State{}
+	}
+	for _, f := range flids {
+		w.loaded[f] = true
+	}
+	return w
 }
 
 func (w *WorkingSet) touch(f flight.FLID) {
@@ -109,7 +129,7 @@ func (w *WorkingSet) Increment(meta Meta, records []flight.Commands) (IncrementE
 		if err != nil {
 			return IncrementEffect{}, err
 		}
-		next.StateVersion, next.LastMessageID, next.UpdatedAt = v, meta.MessageID, w.tx.now
+		next.StateVersion, next.LastMessageID, next.UpdatedAt = v, meta.MessageID, w.now
 		ev, err := upsertEvents(&next, wr.changed, meta)
 		if err != nil {
 			return IncrementEffect{}, err
@@ -170,14 +190,14 @@ func (w *WorkingSet) Delete(meta Meta, flids []flight.FLID) (DeleteEffect, error
 // Dirty reports whether the set holds anything to write.
 func (w *WorkingSet) Dirty() bool { return len(w.order) > 0 || len(w.events) > 0 }
 
-// Flush writes the set's effect to the transaction in one round trip and
-// empties it.
-func (w *WorkingSet) Flush(ctx context.Context) error {
+// WriteSet writes the set's effect to the transaction in one round trip
+// and empties the set.
+func (t *Tx) WriteSet(ctx context.Context, w *WorkingSet) error {
 	b := &pgx.Batch{}
-	if err := w.queue(b); err != nil {
+	if err := w.queue(b, t.store.loc); err != nil {
 		return err
 	}
-	if err := w.tx.sendBatch(ctx, b); err != nil {
+	if err := t.sendBatch(ctx, b); err != nil {
 		return fmt.Errorf("write working set: %w", err)
 	}
 	w.written()
@@ -201,7 +221,7 @@ func (w *WorkingSet) written() {
 // queue adds the set's statements to b: flights deleted in the set go
 // first (children, main row, roster), then every surviving changed flight
 // is written whole against its database state, then the events.
-func (w *WorkingSet) queue(b *pgx.Batch) error {
+func (w *WorkingSet) queue(b *pgx.Batch, loc *time.Location) error {
 	var gone []int64
 	var writes []stateWrite
 	for _, f := range w.order {
@@ -221,7 +241,7 @@ func (w *WorkingSet) queue(b *pgx.Batch) error {
 		writes = append(writes, stateWrite{next: *s, changed: w.changed[f]})
 	}
 	queueDeletes(b, gone)
-	if err := queueStateWrites(b, writes, w.tx.store.loc); err != nil {
+	if err := queueStateWrites(b, writes, loc); err != nil {
 		return err
 	}
 	queueEvents(b, w.events)

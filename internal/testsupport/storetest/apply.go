@@ -24,7 +24,7 @@ func ApplyIncrement(ctx context.Context, tx *store.Tx, meta store.Meta, records 
 	if err != nil {
 		return store.IncrementEffect{}, err
 	}
-	if err := set.Flush(ctx); err != nil {
+	if err := tx.WriteSet(ctx, set); err != nil {
 		return store.IncrementEffect{}, fmt.Errorf("message %d: %w", meta.MessageID, err)
 	}
 	return out, nil
@@ -41,7 +41,7 @@ func DeleteFlights(ctx context.Context, tx *store.Tx, meta store.Meta, flids []f
 	if err != nil {
 		return store.DeleteEffect{}, err
 	}
-	if err := set.Flush(ctx); err != nil {
+	if err := tx.WriteSet(ctx, set); err != nil {
 		return store.DeleteEffect{}, fmt.Errorf("message %d: delete: %w", meta.MessageID, err)
 	}
 	return out, nil
