@@ -1,10 +1,8 @@
 package pump_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,87 +11,6 @@ import (
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pump"
 )
-
-// memInbox is a mailbox in memory (pump.Inbox): its head rule is the
-// mailbox's (FIFO, skip, bodies within the budget, a fresh read takes its
-// first row whatever its size), and it records every read.
-type memInbox struct {
-	mu       sync.Mutex
-	rows     []mailbox.Row
-	results  map[int64]mailbox.Result
-	reads    []headRead
-	failBack int // write-backs still to refuse
-}
-
-type headRead struct {
-	budget  int64
-	skipped int64 // body bytes of the batch being applied (skip)
-	read    int64 // body bytes returned
-	rows    int
-}
-
-func (m *memInbox) Head(_ context.Context, limit int, budget, maxBytes int64, skip map[int64]bool) ([]mailbox.Row, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	rec := headRead{budget: budget}
-	var out []mailbox.Row
-	var total int64
-	for _, r := range m.rows {
-		if _, done := m.results[r.ID]; done {
-			continue
-		}
-		if skip[r.ID] {
-			rec.skipped += min(r.Size, maxBytes)
-			continue
-		}
-		if len(out) == limit {
-			break
-		}
-		fetch := min(r.Size, maxBytes)
-		if (len(out) > 0 || len(skip) > 0) && total+fetch > budget {
-			break
-		}
-		total += fetch
-		out = append(out, r)
-	}
-	rec.read, rec.rows = total, len(out)
-	m.reads = append(m.reads, rec)
-	return out, nil
-}
-
-func (m *memInbox) Backfill(_ context.Context, results []mailbox.Result) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.failBack > 0 {
-		m.failBack--
-		return fmt.Errorf("write-back refused")
-	}
-	for _, r := range results {
-		m.results[r.ID] = r
-	}
-	return nil
-}
-
-func (m *memInbox) Depth(context.Context) (int64, time.Time, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var n int64
-	var oldest time.Time
-	for _, r := range m.rows {
-		if _, done := m.results[r.ID]; !done {
-			if n == 0 {
-				oldest = r.Received
-			}
-			n++
-		}
-	}
-	return n, oldest, nil
-}
-
-func (m *memInbox) SendRequest(context.Context, string, []byte, time.Time) (int64, error) {
-	return 0, nil
-}
-func (m *memInbox) Close() error { return nil }
 
 // Bodies in memory at once stay within mailbox.maxBatchBytes: every read
 // ahead is given what the batch being applied leaves of the budget, and

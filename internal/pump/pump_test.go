@@ -52,7 +52,7 @@ func TestMessagesFlowThroughInFIFOOrder(t *testing.T) {
 // mailbox note, nothing else changed, the next message is processed.
 func TestDeadMessagesReleaseTheHead(t *testing.T) {
 	t.Parallel()
-	var m harness // builds bodies; each case numbers its own SEQNs
+	var m sisMessages // each case numbers its own SEQNs
 	cases := []struct {
 		name, body, reason string
 	}{

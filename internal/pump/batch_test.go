@@ -1,0 +1,353 @@
+package pump_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+// memPump is a pump of the test feed (extra YAML lines override it) on a
+// mailbox and a database in memory.
+func memPump(t *testing.T, st *memStore, in *memInbox, extra ...string) *pump.Pump {
+	t.Helper()
+	feed := testFeed(t, "mem:mem@tcp(127.0.0.1:1)/mailbox", "postgres://mem@127.0.0.1:1/feed", extra...)
+	p, err := pump.New(t.Context(), pump.Options{Feed: feed, Store: st, Inbox: in, Identity: "mem-pump",
+		Clock: shiftedClock{offset: time.Until(testNow)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// memRows are mailbox rows 1..n with these bodies, a second apart.
+func memRows(bodies ...string) []mailbox.Row {
+	rows := make([]mailbox.Row, len(bodies))
+	for i, b := range bodies {
+		rows[i] = mailbox.Row{ID: int64(i + 1), Received: testNow.Add(-time.Hour + time.Duration(i)*time.Second),
+			Size: int64(len(b)), Body: []byte(b)}
+	}
+	return rows
+}
+
+// describe says what a batch came to, as the loop reads it.
+func describe(o pump.BatchOutcome) string {
+	switch {
+	case errors.Is(o.Fatal, store.ErrFenced):
+		return "stopped: fenced"
+	case o.Fatal != nil:
+		return "stopped: " + o.Fatal.Error()
+	case o.Blocked && o.Wait == time.Millisecond:
+		return "blocked, retry at once"
+	case o.Blocked && o.Wait > 0:
+		return "blocked, backoff"
+	case o.Blocked:
+		return "blocked"
+	case o.Whole:
+		return "whole"
+	default:
+		return "read the head again"
+	}
+}
+
+// Each case applies batches of mailbox rows 1..n, as the loop would after
+// reading them at the head, to a pump whose database and mailbox are in
+// memory, and compares the transcript: what each batch came to, what it
+// committed (in order), the results it queued for write-back, the trace
+// rows it wrote, and the size of the next batch read.
+func TestBatchOutcomes(t *testing.T) {
+	t.Parallel()
+	var m sisMessages
+	ok := func(flid int) string { return m.flop("ESTT", flid, "<ESTT>09SEP260930</ESTT>") }
+	unsupported := `<MSG>` + m.meta("ARPT", "DNLD") + `<ARPT><RECS>1</RECS></ARPT></MSG>`
+	malformed := `<MSG><META><SNDR>AODB</SNDR>`
+	snapshot := m.schd("DNLD", fltr(5, "X", "09"))
+	outage := errors.New("read tcp 127.0.0.1:5432: connection reset by peer")
+	refused := &pgconn.PgError{Code: "23514", Message: "new row violates check constraint"}
+	trigger := &pgconn.PgError{Code: "P0001", Message: "flight row refused"}
+	otherTrigger := &pgconn.PgError{Code: "P0001", Message: "flight row refused again, otherwise"}
+	missing := &pgconn.PgError{Code: "42P01", Message: `relation "proc_state" does not exist`}
+	three := []string{ok(1), ok(2), ok(3)}
+	repeat := func(ids []int64, n int) [][]int64 { return slices.Repeat([][]int64{ids}, n) }
+
+	type testCase struct {
+		name    string
+		extra   []string
+		bodies  []string
+		prep    func(*memStore, []mailbox.Row)
+		faults  []*fault
+		batches [][]int64
+		want    []string
+	}
+	cases := []testCase{{
+		name:    "a whole batch commits its results in order",
+		bodies:  three,
+		batches: [][]int64{{1, 2, 3}},
+		want:    []string{"[1 2 3]: whole; committed [1 SUCCEEDED 2 SUCCEEDED 3 SUCCEEDED]; write back [1 2 3]; next batch 2"},
+	}, {
+		name:    "a DEAD message keeps its place in the batch",
+		bodies:  []string{ok(1), malformed, ok(3)},
+		batches: [][]int64{{1, 2, 3}},
+		want:    []string{"[1 2 3]: whole; committed [1 SUCCEEDED 2 DEAD MALFORMED_XML 3 SUCCEEDED]; write back [1 2 3]; next batch 2"},
+	}, {
+		name:    "a message that must wait ends the batch before it, then waits alone",
+		bodies:  []string{ok(1), unsupported, ok(3)},
+		batches: [][]int64{{1, 2, 3}, {2, 3}},
+		want: []string{
+			"[1 2 3]: read the head again; committed [1 SUCCEEDED]; write back [1]; next batch 2",
+			"[2 3]: blocked, backoff; committed [2 FAILED UNSUPPORTED_TYPE]; next batch 2",
+		},
+	}, {
+		name:    "infrastructure errors block the head without killing it, the batch shrunk to one",
+		bodies:  three,
+		faults:  []*fault{{call: "finish", err: outage}},
+		batches: append([][]int64{{1, 2, 3}}, repeat([]int64{1}, 5)...),
+		want: append([]string{"[1 2 3]: blocked, backoff; next batch 1"},
+			slices.Repeat([]string{"[1]: blocked, backoff; next batch 1"}, 5)...),
+	}, {
+		name:    "infrastructure errors give up on the head after pump.infraRetryLimit",
+		extra:   []string{"pump: {backoffInitial: 5ms, backoffMax: 50ms, infraRetryLimit: 2}"},
+		bodies:  three,
+		faults:  []*fault{{call: "finish", id: 1, err: outage}},
+		batches: [][]int64{{1}, {1}, {1}, {2, 3}},
+		want: []string{
+			"[1]: blocked, backoff; next batch 1",
+			"[1]: blocked, backoff; next batch 1",
+			"[1]: read the head again; committed [1 DEAD INFRA]; write back [1]; next batch 1",
+			"[2 3]: whole; committed [2 SUCCEEDED 3 SUCCEEDED]; write back [2 3]; next batch 2",
+		},
+	}, {
+		name:    "refused data is not DEAD in a batch of more than one; alone at i > 0 it is, and the rest go on",
+		bodies:  three,
+		faults:  []*fault{{call: "finish", id: 2, err: refused}},
+		batches: [][]int64{{1, 2, 3}, {1}, {2}, {3}},
+		want: []string{
+			"[1 2 3]: blocked, backoff; next batch 1",
+			"[1]: whole; committed [1 SUCCEEDED]; write back [1]; next batch 2",
+			"[2]: read the head again; committed [2 DEAD DATA_REJECTED]; write back [2]; next batch 1",
+			"[3]: whole; committed [3 SUCCEEDED]; write back [3]; next batch 2",
+		},
+	}, {
+		name:    "the same answer RefusalRepeats times on a batch of one is DEAD",
+		bodies:  three[:2],
+		faults:  []*fault{{call: "finish", id: 1, err: trigger}},
+		batches: [][]int64{{1, 2}, {1}, {1}, {1}, {2}},
+		want: []string{
+			"[1 2]: blocked, backoff; next batch 1",
+			"[1]: blocked, backoff; next batch 1",
+			"[1]: blocked, backoff; next batch 1",
+			"[1]: read the head again; committed [1 DEAD DATA_REJECTED]; write back [1]; next batch 1",
+			"[2]: whole; committed [2 SUCCEEDED]; write back [2]; next batch 2",
+		},
+	}, {
+		name:    "another answer starts the count again",
+		bodies:  three[:1],
+		faults:  []*fault{{call: "finish", err: trigger, times: 2}, {call: "finish", err: otherTrigger, times: 2}},
+		batches: repeat([]int64{1}, 5),
+		want: append(slices.Repeat([]string{"[1]: blocked, backoff; next batch 1"}, 4),
+			"[1]: whole; committed [1 SUCCEEDED]; write back [1]; next batch 2"),
+	}, {
+		name:    "an answer about the server or the schema never counts as a refusal",
+		bodies:  three[:1],
+		faults:  []*fault{{call: "finish", err: missing}},
+		batches: repeat([]int64{1}, 2*pump.RefusalRepeats),
+		want:    slices.Repeat([]string{"[1]: blocked, backoff; next batch 1"}, 2*pump.RefusalRepeats),
+	}, {
+		name:    "a lost snapshot compare-and-set retries at once, never DEAD",
+		bodies:  []string{snapshot},
+		faults:  []*fault{{call: "snapshot", err: fmt.Errorf("apply: %w", store.ErrConflict), times: 2 * pump.RefusalRepeats}},
+		batches: repeat([]int64{1}, 2*pump.RefusalRepeats+1),
+		want: append(slices.Repeat([]string{"[1]: blocked, retry at once; next batch 1"}, 2*pump.RefusalRepeats),
+			"[1]: whole; committed [1 SUCCEEDED]; write back [1]; traces [1 COMMITTED]; next batch 2"),
+	}, {
+		name:    "a rolled-back batch's snapshot leaves a trace row that says so",
+		bodies:  []string{ok(1), snapshot},
+		faults:  []*fault{{call: "commit", err: outage, times: 1}},
+		batches: [][]int64{{1, 2}, {1}},
+		want: []string{
+			"[1 2]: blocked, backoff; traces [2 ROLLED_BACK]; next batch 1",
+			"[1]: whole; committed [1 SUCCEEDED]; write back [1]; next batch 2",
+		},
+	}, {
+		name:    "a pump another one took over stops, committing nothing",
+		bodies:  three,
+		prep:    func(s *memStore, _ []mailbox.Row) { s.epoch++ },
+		batches: [][]int64{{1, 2, 3}},
+		want:    []string{"[1 2 3]: stopped: fenced; next batch 1"},
+	}, {
+		name:   "a row processed before is only written back again",
+		bodies: three[:2],
+		prep: func(s *memStore, rows []mailbox.Row) {
+			s.states[1] = store.ProcState{Status: store.StatusDead, Reason: "X", Note: "X: before", Attempts: 1,
+				ReceivedAt: rows[0].Received, Digest: store.PayloadDigest(rows[0].Body)}
+		},
+		batches: [][]int64{{1, 2}},
+		want:    []string{"[1 2]: whole; committed [2 SUCCEEDED]; write back [1 2]; next batch 2"},
+	}, {
+		name:   "a row whose id was processed as another message is new",
+		bodies: three[:1],
+		prep: func(s *memStore, rows []mailbox.Row) {
+			s.states[1] = store.ProcState{Status: store.StatusDead, Reason: "X", Note: "X: before", Attempts: 1,
+				ReceivedAt: rows[0].Received.Add(-24 * time.Hour), Digest: store.PayloadDigest(rows[0].Body)}
+		},
+		batches: [][]int64{{1}},
+		want:    []string{"[1]: whole; committed [1 SUCCEEDED]; write back [1]; next batch 2"},
+	}}
+	// Every step of the batch's transaction that fails rolls the whole
+	// batch back (infraFailure).
+	for _, call := range []string{"begin", "prefetch", "finish", "commit"} {
+		cases = append(cases, testCase{
+			name:    "a failing " + call + " rolls the whole batch back",
+			bodies:  three,
+			faults:  []*fault{{call: call, err: outage, times: 1}},
+			batches: [][]int64{{1, 2, 3}, {1}},
+			want: []string{
+				"[1 2 3]: blocked, backoff; next batch 1",
+				"[1]: whole; committed [1 SUCCEEDED]; write back [1]; next batch 2",
+			},
+		})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			st := newMemStore(c.faults...)
+			rows := memRows(c.bodies...)
+			p := memPump(t, st, &memInbox{}, c.extra...)
+			if c.prep != nil {
+				c.prep(st, rows)
+			}
+			var got []string
+			var commits, traces, pending int
+			for _, ids := range c.batches {
+				var batch []mailbox.Row
+				for _, id := range ids {
+					batch = append(batch, rows[id-1])
+				}
+				line := fmt.Sprintf("%v: %s", ids, describe(p.ApplyBatch(context.Background(), batch)))
+				st.mu.Lock()
+				if news := slices.Concat(st.commits[commits:]...); len(news) > 0 {
+					line += fmt.Sprintf("; committed %v", news)
+				}
+				var traced []string
+				for _, e := range st.traces[traces:] {
+					traced = append(traced, fmt.Sprintf("%d %s", e.MessageID, e.Result))
+				}
+				commits, traces = len(st.commits), len(st.traces)
+				st.mu.Unlock()
+				var back []int64
+				for _, b := range p.Pending()[pending:] {
+					back = append(back, b.MessageID)
+				}
+				pending = len(p.Pending())
+				if len(back) > 0 {
+					line += fmt.Sprintf("; write back %v", back)
+				}
+				if len(traced) > 0 {
+					line += fmt.Sprintf("; traces %v", traced)
+				}
+				got = append(got, line+fmt.Sprintf("; next batch %d", p.BatchSize()))
+			}
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Fatalf("transcript (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The read-ahead overlaps the next head read with the batch being
+// applied, and is dropped unless that batch applied whole: whatever stops
+// a batch (a message that must wait, an infrastructure error, a refusal),
+// every row is committed and written back in FIFO order, as if the head
+// were read after every commit.
+func TestReadAheadKeepsTheFIFOOrder(t *testing.T) {
+	t.Parallel()
+	var m sisMessages
+	bodies := make([]string, 12)
+	for i := range bodies {
+		bodies[i] = m.flop("ESTT", 1+i%4, fmt.Sprintf("<ESTT>09SEP2609%02d</ESTT>", i))
+	}
+	unsupported := `<MSG>` + m.meta("ARPT", "DNLD") + `<ARPT><RECS>1</RECS></ARPT></MSG>`
+	outage := errors.New("read tcp 127.0.0.1:5432: connection reset by peer")
+	trigger := &pgconn.PgError{Code: "P0001", Message: "flight row refused"}
+	succeeded := func(ids ...int) []string {
+		var out []string
+		for _, id := range ids {
+			out = append(out, fmt.Sprintf("%d SUCCEEDED", id))
+		}
+		return out
+	}
+	cases := []struct {
+		name   string
+		bodies []string
+		faults []*fault
+		// want: every committed result, in commit order.
+		want []string
+	}{{
+		name:   "batches applied whole",
+		bodies: bodies,
+		want:   succeeded(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12),
+	}, {
+		name:   "a message that must wait in a batch read ahead",
+		bodies: slices.Concat(bodies[:6], []string{unsupported}, bodies[7:]),
+		want: slices.Concat(succeeded(1, 2, 3, 4, 5, 6),
+			[]string{"7 FAILED UNSUPPORTED_TYPE", "7 FAILED UNSUPPORTED_TYPE", "7 DEAD UNSUPPORTED_TYPE"},
+			succeeded(8, 9, 10, 11, 12)),
+	}, {
+		name:   "an infrastructure error in a batch read ahead",
+		bodies: bodies,
+		faults: []*fault{{call: "finish", id: 7, err: outage, times: 3}},
+		want:   succeeded(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12),
+	}, {
+		name:   "a refusal in a batch read ahead",
+		bodies: bodies,
+		faults: []*fault{{call: "finish", id: 7, err: trigger}},
+		want:   slices.Concat(succeeded(1, 2, 3, 4, 5, 6), []string{"7 DEAD DATA_REJECTED"}, succeeded(8, 9, 10, 11, 12)),
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			st := newMemStore(c.faults...)
+			in := &memInbox{rows: memRows(c.bodies...), results: map[int64]mailbox.Result{}}
+			p := memPump(t, st, in)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			if err := p.Drain(ctx, nil); err != nil || ctx.Err() != nil {
+				t.Fatalf("drain: %v (%v); status %+v", err, ctx.Err(), p.Status())
+			}
+			if diff := cmp.Diff(c.want, st.committed()); diff != "" {
+				t.Errorf("committed results (-want +got):\n%s", diff)
+			}
+			in.mu.Lock()
+			defer in.mu.Unlock()
+			var want, back []int64
+			for _, r := range in.rows {
+				want = append(want, r.ID)
+			}
+			for _, b := range in.backs {
+				back = append(back, b...)
+			}
+			if diff := cmp.Diff(want, back); diff != "" {
+				t.Errorf("rows written back (-want +got):\n%s", diff)
+			}
+			ahead := 0
+			for _, r := range in.reads {
+				if r.skipped > 0 && r.rows > 0 {
+					ahead++
+				}
+			}
+			if ahead == 0 {
+				t.Error("nothing was read ahead: the test proves nothing")
+			}
+		})
+	}
+}

@@ -1,0 +1,31 @@
+package pump
+
+import (
+	"context"
+	"time"
+
+	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+// BatchOutcome is processBatch's outcome, for the table tests of package
+// pump_test.
+type BatchOutcome struct {
+	Blocked bool
+	Wait    time.Duration
+	Fatal   error
+	Whole   bool
+}
+
+// ApplyBatch decodes rows and applies them as one batch, as the loop does
+// with a head it read.
+func (p *Pump) ApplyBatch(ctx context.Context, rows []mailbox.Row) BatchOutcome {
+	o := p.processBatch(ctx, rows, p.decodeBatch(rows))
+	return BatchOutcome{Blocked: o.blocked, Wait: o.wait, Fatal: o.err, Whole: o.whole}
+}
+
+// BatchSize is the size of the next batch the loop reads.
+func (p *Pump) BatchSize() int { return p.batchSize }
+
+// Pending are the committed results waiting for the next write-back.
+func (p *Pump) Pending() []store.Backfill { return p.pending }
