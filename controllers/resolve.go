@@ -83,7 +83,7 @@ func ResolveFeed(ctx context.Context, secrets client.Reader, ff *v1alpha1.Flight
 			return nil, err
 		}
 	}
-	return &config.Feed{Spec: spec, Location: loc, Secrets: out}, nil
+	return &config.Feed{Namespace: ff.Namespace, Name: ff.Name, Spec: spec, Location: loc, Secrets: out}, nil
 }
 
 // SecretNames lists the Secrets a FlightFeed references, sorted, without

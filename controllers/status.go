@@ -147,7 +147,13 @@ func running(in reportInput, cond func(v1alpha1.ConditionType, metav1.ConditionS
 	}
 	reach(v1alpha1.ConditionMailboxReachable, "mailbox", p.MailboxReachable, p.MailboxError)
 	reach(v1alpha1.ConditionDatabaseReachable, "database", p.DatabaseReachable, p.DatabaseError)
-	reach(v1alpha1.ConditionKafkaReachable, "Kafka", p.KafkaReachable, p.KafkaError)
+	if p.KafkaReachable && p.KafkaTransactionsOff {
+		cond(v1alpha1.ConditionKafkaReachable, metav1.ConditionTrue, v1alpha1.ReasonTransactionsOff,
+			"Kafka answers; kafka.transactions is false: the producer is not fenced at the broker, "+
+				"so a paused former leader can still publish older versions of a flight after its successor")
+	} else {
+		reach(v1alpha1.ConditionKafkaReachable, "Kafka", p.KafkaReachable, p.KafkaError)
+	}
 	cond(v1alpha1.ConditionPumpRunning, metav1.ConditionTrue, v1alpha1.ReasonRunning,
 		fmt.Sprintf("%s runs the pump (epoch %d)", in.Identity, in.Epoch))
 	switch {

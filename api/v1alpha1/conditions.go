@@ -58,6 +58,10 @@ const (
 	// ReasonReachable and ReasonUnreachable (the three *Reachable).
 	ReasonReachable   ConditionReason = "Reachable"
 	ReasonUnreachable ConditionReason = "Unreachable"
+	// ReasonTransactionsOff (KafkaReachable True): Kafka answers, but
+	// kafka.transactions is false, so a deposed leader's producer is not
+	// fenced at the broker and can still publish older versions.
+	ReasonTransactionsOff ConditionReason = "TransactionsOff"
 	// ReasonNotRunning (*Reachable Unknown): no pump runs to check.
 	ReasonNotRunning ConditionReason = "NotRunning"
 

@@ -245,6 +245,24 @@ type KafkaSpec struct {
 	// Default false: a missing topic is reported, not created.
 	// +optional
 	AllowAutoTopicCreation bool `json:"allowAutoTopicCreation,omitempty"`
+
+	// Transactions publishes each dispatcher pass as one Kafka transaction
+	// of a producer whose transactional.id belongs to the feed: the leader
+	// that takes over fences the previous one at the broker, so a deposed
+	// leader can never publish an older state of a flight. Consumers must
+	// read with isolation.level=read_committed. Default true. false falls
+	// back to the plain idempotent producer for brokers that refuse
+	// transactions; then a paused ex-leader can still publish older
+	// versions after its successor (the KafkaReachable condition says so).
+	// +optional
+	Transactions *bool `json:"transactions,omitempty"`
+
+	// TransactionalIDPrefix starts the producer's transactional.id,
+	// "<prefix>.<namespace>.<name>" for a FlightFeed (grant the producer
+	// WRITE on transactional ids with this prefix). Default flightfeed.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._-]{1,100}$`
+	// +optional
+	TransactionalIDPrefix string `json:"transactionalIdPrefix,omitempty"`
 }
 
 // KafkaTopics names the two topics.

@@ -20,7 +20,9 @@ import (
 // kfake broker over loopback TCP: a full-day snapshot of 2,000 realistic
 // flights (FLIGHTFEED_BENCH_FLIGHTS overrides) and then 9 window snapshots
 // that change every flight again, 40,000 events in all. Coalescing sends
-// 2,000 state records and 20,000 notices.
+// 2,000 state records and 20,000 notices. Each pass is one Kafka
+// transaction; FLIGHTFEED_BENCH_TRANSACTIONS=false measures the plain
+// idempotent producer instead.
 //
 //	go test -bench DispatchBacklog -run '^$' -benchtime 1x ./hack/bench/
 func BenchmarkDispatchBacklog(b *testing.B) {
@@ -43,7 +45,7 @@ func BenchmarkDispatchBacklog(b *testing.B) {
 			b.Fatal(err)
 		}
 		bytes += payloadBytes(b, s)
-		d := benchDispatcher(b, s)
+		d := benchDispatcher(b, s, epoch)
 		start := time.Now()
 		for {
 			k, err := d.DeliverOnce(context.Background())
@@ -74,7 +76,7 @@ func BenchmarkDispatchBacklog(b *testing.B) {
 func BenchmarkDispatchLatency(b *testing.B) {
 	s, epoch := benchStore(b)
 	defer s.Close()
-	d := benchDispatcher(b, s)
+	d := benchDispatcher(b, s, epoch)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = d.Run(ctx); close(done) }()
@@ -109,17 +111,21 @@ func BenchmarkDispatchLatency(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }
 
-func benchDispatcher(b *testing.B, s *store.Store) *dispatch.Dispatcher {
+func benchDispatcher(b *testing.B, s *store.Store, epoch int64) *dispatch.Dispatcher {
 	brokers := kafkatest.New(b, config.DefaultStateTopic, config.DefaultNoticeTopic)
-	feed := &config.Feed{}
+	feed := &config.Feed{Namespace: "bench", Name: b.Name()}
 	feed.Spec.Kafka.Brokers = brokers
+	if os.Getenv("FLIGHTFEED_BENCH_TRANSACTIONS") == "false" {
+		off := false
+		feed.Spec.Kafka.Transactions = &off
+	}
 	config.SetDefaults(&feed.Spec)
 	cl, err := dispatch.NewClient(feed)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(cl.Close)
-	d, err := dispatch.New(s, cl, feed, dispatch.Options{})
+	d, err := dispatch.New(s, cl, feed, dispatch.Options{Epoch: epoch})
 	if err != nil {
 		b.Fatal(err)
 	}

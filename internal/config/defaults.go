@@ -43,6 +43,11 @@ func SetDefaults(spec *v1alpha1.FlightFeedSpec) {
 	str(&k.Topics.State, DefaultStateTopic)
 	str(&k.Topics.Notice, DefaultNoticeTopic)
 	str(&k.ClientID, DefaultClientID)
+	if k.Transactions == nil {
+		on := true
+		k.Transactions = &on
+	}
+	str(&k.TransactionalIDPrefix, DefaultTransactionalIDPrefix)
 
 	r := &spec.Requests
 	if r.Horizon == nil {

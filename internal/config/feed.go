@@ -10,6 +10,9 @@ import (
 // applied, the airport's time zone, and the credentials that the spec only
 // references.
 type Feed struct {
+	// Namespace and Name identify the FlightFeed resource; both are empty
+	// for a --config file.
+	Namespace, Name string
 	// Spec with defaults applied; read durations and limits from here.
 	Spec v1alpha1.FlightFeedSpec
 	// Location is the airport time zone (Spec.Airport.TimeZone).
@@ -40,31 +43,32 @@ type KafkaSecrets struct {
 // Defaults of the optional spec fields; the API documentation of each field
 // repeats its default.
 const (
-	DefaultTimeZone           = "Asia/Shanghai"
-	DefaultPollInterval       = 100 * time.Millisecond
-	DefaultBatchSize          = 200
-	DefaultMaxMessageBytes    = 40 << 20
-	DefaultMaxBatchBytes      = 16 << 20
-	DefaultDedupWindow        = 24 * time.Hour
-	DefaultDatabaseMaxConns   = 4
-	DefaultStateTopic         = "KAFKA_SCHD"
-	DefaultNoticeTopic        = "KAFKA_MSG"
-	DefaultClientID           = "flightfeed"
-	DefaultHorizonFrom        = -1
-	DefaultHorizonTo          = 1
-	DefaultRequestInterval    = time.Hour
-	DefaultRequestTimeout     = 5 * time.Minute
-	DefaultRoutingID          = "AODB"
-	DefaultRequestSender      = "RMS"
-	DefaultRequestReceiver    = "AODB"
-	DefaultLedgerDays         = 7
-	DefaultTraceLogDays       = 90
-	DefaultArchiveDays        = 90
-	DefaultDeliveredEventDays = 2
-	DefaultHistoryAge         = 48 * time.Hour
-	DefaultSweepInterval      = 10 * time.Minute
-	DefaultPlausibleWindow    = 365 * 24 * time.Hour
-	DefaultUnsupportedRetries = 3
-	DefaultBackoffInitial     = 500 * time.Millisecond
-	DefaultBackoffMax         = time.Minute
+	DefaultTimeZone              = "Asia/Shanghai"
+	DefaultPollInterval          = 100 * time.Millisecond
+	DefaultBatchSize             = 200
+	DefaultMaxMessageBytes       = 40 << 20
+	DefaultMaxBatchBytes         = 16 << 20
+	DefaultDedupWindow           = 24 * time.Hour
+	DefaultDatabaseMaxConns      = 4
+	DefaultStateTopic            = "KAFKA_SCHD"
+	DefaultNoticeTopic           = "KAFKA_MSG"
+	DefaultClientID              = "flightfeed"
+	DefaultTransactionalIDPrefix = "flightfeed"
+	DefaultHorizonFrom           = -1
+	DefaultHorizonTo             = 1
+	DefaultRequestInterval       = time.Hour
+	DefaultRequestTimeout        = 5 * time.Minute
+	DefaultRoutingID             = "AODB"
+	DefaultRequestSender         = "RMS"
+	DefaultRequestReceiver       = "AODB"
+	DefaultLedgerDays            = 7
+	DefaultTraceLogDays          = 90
+	DefaultArchiveDays           = 90
+	DefaultDeliveredEventDays    = 2
+	DefaultHistoryAge            = 48 * time.Hour
+	DefaultSweepInterval         = 10 * time.Minute
+	DefaultPlausibleWindow       = 365 * 24 * time.Hour
+	DefaultUnsupportedRetries    = 3
+	DefaultBackoffInitial        = 500 * time.Millisecond
+	DefaultBackoffMax            = time.Minute
 )

@@ -18,6 +18,7 @@ var (
 	iataPattern       = regexp.MustCompile(`^[A-Z]{3}$`)
 	identifierPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`)
 	topicPattern      = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
+	txnPrefixPattern  = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
 )
 
 // ValidateSpec checks a defaulted spec and returns every problem, each
@@ -143,6 +144,10 @@ func validateKafka(k *v1alpha1.KafkaSpec, path *field.Path) field.ErrorList {
 	}
 	if len(k.ClientID) > 128 {
 		errs = append(errs, field.TooLong(path.Child("clientId"), k.ClientID, 128))
+	}
+	if !txnPrefixPattern.MatchString(k.TransactionalIDPrefix) {
+		errs = append(errs, field.Invalid(path.Child("transactionalIdPrefix"), k.TransactionalIDPrefix,
+			"must be [A-Za-z0-9._-], 1 to 100 characters"))
 	}
 	if k.SASL != nil {
 		switch k.SASL.Mechanism {

@@ -37,6 +37,12 @@ const DefaultDeliveryTimeout = 30 * time.Second
 // beyond it fails at once.
 const maxBufferedRecords = 4 * maxBatchSize
 
+// DefaultTransactionTimeout is how long the broker keeps a pass's
+// transaction open before aborting it. A pass that outlives it (the broker
+// unreachable in the middle of a pass) finds its producer fenced, stops,
+// and its feed is restarted with a new producer.
+const DefaultTransactionTimeout = time.Minute
+
 // ErrClient means the client was not built by NewClient.
 var ErrClient = errors.New("kafka client must be built by dispatch.NewClient")
 
@@ -46,9 +52,13 @@ var ErrClient = errors.New("kafka client must be built by dispatch.NewClient")
 // replicas, keys partitioned with murmur2 exactly like the Java client (so
 // consumers in any language agree on a FLID's partition), topics created
 // only when kafka.allowAutoTopicCreation is set, and manual flushing (a
-// pass buffers all its records before any is sent). opts are appended and
-// may override the defaults (tests shorten timeouts), but must keep
-// idempotence, acks=all and manual flushing, or New refuses the client.
+// pass buffers all its records before any is sent). With kafka.transactions
+// (the default) the producer is transactional, its transactional.id the
+// feed's (config.Feed.TransactionalID). opts are appended and may override
+// the defaults (tests shorten timeouts), but must keep idempotence,
+// acks=all, manual flushing and the transactional id, or New refuses the
+// client. Building the client contacts no broker: Run initialises the
+// producer.
 //
 // Its errors say what is wrong without naming the client ("tls: ..."): the
 // caller adds that ("kafka client: %w"). They never show a credential.
@@ -79,6 +89,13 @@ func NewClient(feed *config.Feed, opts ...kgo.Opt) (*kgo.Client, error) {
 	}
 	if k.AllowAutoTopicCreation {
 		base = append(base, kgo.AllowAutoTopicCreation())
+	}
+	if feed.TransactionsOn() {
+		id, err := feed.TransactionalID()
+		if err != nil {
+			return nil, err
+		}
+		base = append(base, kgo.TransactionalID(id), kgo.TransactionTimeout(DefaultTransactionTimeout))
 	}
 	if k.TLS != nil {
 		cfg, err := tlsConfig(k.TLS, feed.Secrets.Kafka)
@@ -139,8 +156,22 @@ func saslMechanism(name string, sec config.KafkaSecrets) (sasl.Mechanism, error)
 	}
 }
 
-// checkClient refuses a client whose settings would break delivery.
-func checkClient(cl *kgo.Client) error {
+// checkClient refuses a client whose settings would break delivery: the
+// transactional id must be the feed's when transactions are on, and absent
+// when they are off.
+func checkClient(cl *kgo.Client, feed *config.Feed) error {
+	id, _ := cl.OptValue(kgo.TransactionalID).(string)
+	if feed.TransactionsOn() {
+		want, err := feed.TransactionalID()
+		if err != nil {
+			return err
+		}
+		if id != want {
+			return fmt.Errorf("%w: transactional id %q, want the feed's %q", ErrClient, id, want)
+		}
+	} else if id != "" {
+		return fmt.Errorf("%w: transactional id %q with kafka.transactions false", ErrClient, id)
+	}
 	if manual, _ := cl.OptValue(kgo.ManualFlushing).(bool); !manual {
 		return fmt.Errorf("%w: manual flushing is off", ErrClient)
 	}

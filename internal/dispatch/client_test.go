@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"strings"
@@ -210,7 +211,7 @@ func TestAuthorizationFailureIsRetriedUntilGranted(t *testing.T) {
 		kfake.Superuser(dispatch.MechanismScramSHA256, "admin", "admin"),
 		kfake.User(dispatch.MechanismPlain, "writer", "secret",
 			allow(noticeTopic, kmsg.ACLOperationWrite), allow(noticeTopic, kmsg.ACLOperationDescribe),
-			allow(stateTopic, kmsg.ACLOperationDescribe)),
+			allow(stateTopic, kmsg.ACLOperationDescribe), allowTxnIDs("flightfeed.")),
 		kfake.SeedTopics(3, stateTopic, noticeTopic))
 	brokers := c.ListenAddrs()
 	e := newEnv(t)
@@ -247,6 +248,49 @@ func TestAuthorizationFailureIsRetriedUntilGranted(t *testing.T) {
 	idle(t, d)
 	dispatchtest.AssertConverged(t, brokers, stateTopic, e.export(),
 		kgo.SASL(scram.Auth{User: "admin", Pass: "admin"}.AsSha256Mechanism()))
+}
+
+// allowTxnIDs grants WRITE on the transactional ids starting with prefix,
+// what a transactional producer needs besides its topics.
+func allowTxnIDs(prefix string) kfake.ACL {
+	return kfake.ACL{Resource: kmsg.ACLResourceTypeTransactionalId, Name: prefix, Pattern: kmsg.ACLResourcePatternTypePrefixed,
+		Operation: kmsg.ACLOperationWrite, Allow: true}
+}
+
+// A producer without WRITE on its transactional id can never initialise:
+// the dispatcher stops for good with NotAuthorized (a new producer is
+// needed once the ACL is granted: the feed's runner is restarted), Run
+// returns ErrProducerFailed, and nothing is marked.
+func TestTransactionalIDRefusedStopsTheDispatcher(t *testing.T) {
+	t.Parallel()
+	allow := func(topic string, op kmsg.ACLOperation) kfake.ACL {
+		return kfake.ACL{Resource: kmsg.ACLResourceTypeTopic, Name: topic, Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: op, Allow: true}
+	}
+	c := cluster(t, kfake.EnableSASL(), kfake.EnableACLs(),
+		kfake.Superuser(dispatch.MechanismScramSHA256, "admin", "admin"),
+		kfake.User(dispatch.MechanismPlain, "writer", "secret",
+			allow(noticeTopic, kmsg.ACLOperationWrite), allow(noticeTopic, kmsg.ACLOperationDescribe),
+			allow(stateTopic, kmsg.ACLOperationWrite), allow(stateTopic, kmsg.ACLOperationDescribe)),
+		kfake.SeedTopics(3, stateTopic, noticeTopic))
+	e := newEnv(t)
+	d := e.dispatcher(e.feed(c.ListenAddrs(), stateTopic, noticeTopic, "  sasl: {mechanism: PLAIN, username: writer, password: secret}\n"),
+		fastRetry, fastClient()...)
+	e.snapshot(rec(1, "CA1"))
+	ctx, cancel := context.WithTimeout(t.Context(), deadline)
+	defer cancel()
+	err := d.Run(ctx)
+	if !errors.Is(err, dispatch.ErrProducerFailed) || !strings.Contains(err.Error(), "TRANSACTIONAL_ID_AUTHORIZATION_FAILED") {
+		t.Fatalf("Run returned %v, want ErrProducerFailed for TRANSACTIONAL_ID_AUTHORIZATION_FAILED", err)
+	}
+	if st := d.Status(); !st.Stopped || st.LastErrorReason != dispatch.ReasonNotAuthorized {
+		t.Fatalf("status %+v, want stopped, NotAuthorized", st)
+	}
+	if n, err := d.DeliverOnce(t.Context()); n != 0 || !errors.Is(err, dispatch.ErrProducerFailed) {
+		t.Fatalf("a stopped dispatcher delivered %d (%v)", n, err)
+	}
+	if n := e.count(`SELECT count(*) FROM msg_event WHERE status <> 'PENDING' OR attempts > 0`); n != 0 {
+		t.Fatalf("%d events marked by a dispatcher that never produced", n)
+	}
 }
 
 // Configuration errors are named before any connection is made.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -23,6 +24,38 @@ var errHeldBack = errors.New("held back behind a failed record of the same fligh
 // errUnacknowledged reports a pass whose records the broker has not
 // answered for longer than Options.StallAfter.
 var errUnacknowledged = errors.New("records sent but not acknowledged")
+
+// ErrFenced means a newer leader of the feed took over: its producer
+// fenced this one at the broker (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH),
+// or its fencing epoch superseded this dispatcher's in the database. The
+// dispatcher stops for good; it wraps store.ErrFenced, so a runner treats
+// it like a fenced pump.
+var ErrFenced = fmt.Errorf("dispatcher fenced by a newer leader of the feed: %w", store.ErrFenced)
+
+// ErrProducerFailed means the broker refused the transactional producer
+// for good (for instance TRANSACTIONAL_ID_AUTHORIZATION_FAILED): the client
+// cannot recover, so the dispatcher stops and its feed must be restarted
+// with a new producer.
+var ErrProducerFailed = errors.New("kafka producer failed for good")
+
+// kafkaFenced reports a broker's answer that a newer producer of the
+// transactional id took over.
+func kafkaFenced(err error) bool {
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch)
+}
+
+// producerGone reports an error after which the transactional client can
+// never produce again: fenced, or refused with a non-retriable error.
+func (d *Dispatcher) producerGone(err error) error {
+	if kafkaFenced(err) || errors.Is(err, store.ErrFenced) {
+		return fmt.Errorf("%w: %w", ErrFenced, err)
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) && !ke.Retriable {
+		return fmt.Errorf("%w: %w", ErrProducerFailed, err)
+	}
+	return nil
+}
 
 // outcome is what one pass did.
 type outcome struct {
@@ -54,6 +87,22 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, worked bool, err 
 	case <-ctx.Done():
 		return 0, false, ctx.Err()
 	}
+	if err := d.stoppedErr(); err != nil {
+		return 0, false, err
+	}
+	if d.txnOpen {
+		// The previous pass could not end its transaction: abort it
+		// before a new one begins.
+		if err := d.client.EndTransaction(ctx, kgo.TryAbort); err != nil {
+			if gone := d.producerGone(err); gone != nil {
+				return 0, false, d.stop(gone)
+			}
+			err = fmt.Errorf("abort the previous pass's transaction: %w", err)
+			d.recordFailure(err)
+			return 0, false, err
+		}
+		d.txnOpen = false
+	}
 	events, err := d.store.PendingEvents(ctx, d.opts.BatchSize)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -69,6 +118,21 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, worked bool, err 
 		d.setStats(0, time.Time{})
 		d.recordSuccess()
 		return 0, false, nil
+	}
+
+	if d.beforeProduce != nil {
+		d.beforeProduce(ctx, events)
+	}
+	if d.txn {
+		if err := d.client.BeginTransaction(); err != nil {
+			err = fmt.Errorf("begin a transaction: %w", err)
+			if gone := d.producerGone(err); gone != nil {
+				return 0, false, d.stop(gone)
+			}
+			d.recordFailure(err)
+			return 0, false, err
+		}
+		d.txnOpen = true
 	}
 
 	results := make([]error, len(events))
@@ -114,6 +178,11 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, worked bool, err 
 		// recorded even when ctx ended meanwhile, or it is sent again.
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
 		defer cancel()
+		if d.txn && !d.endTransaction(mctx, results) {
+			d.setInflight(0)
+			settled <- outcome{err: d.stoppedErr()}
+			return
+		}
 		settled <- d.settle(mctx, events, results)
 	}()
 	n, err := d.await(ctx, settled, produced)
@@ -155,6 +224,54 @@ func (d *Dispatcher) await(ctx context.Context, settled <-chan outcome, produced
 	}
 }
 
+// endTransaction ends the pass's transaction by committing what the
+// broker acknowledged. A record that failed was never appended (records
+// already sent are never abandoned), and a failed record holds back the
+// later records of its FLID, so committing the others keeps every FLID's
+// versions in order, exactly as without transactions. A failed commit is
+// aborted as franz-go documents it, and its acknowledged records count as
+// failed attempts. It returns false when the producer was fenced or failed
+// for good: the dispatcher has stopped, and nothing is marked.
+func (d *Dispatcher) endTransaction(ctx context.Context, results []error) bool {
+	for _, err := range results {
+		if kafkaFenced(err) {
+			// The broker already aborted this transaction for the
+			// producer that fenced this one; nothing to end.
+			d.stop(fmt.Errorf("%w: %w", ErrFenced, err))
+			return false
+		}
+	}
+	err := d.client.EndTransaction(ctx, kgo.TryCommit)
+	if err == nil {
+		d.txnOpen = false
+		if d.afterCommit != nil {
+			d.afterCommit(ctx)
+		}
+		return true
+	}
+	if gone := d.producerGone(err); gone != nil {
+		d.stop(gone)
+		return false
+	}
+	err = fmt.Errorf("commit the pass's transaction: %w", err)
+	for i := range results {
+		if results[i] == nil {
+			results[i] = err
+		}
+	}
+	if err := d.client.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		if gone := d.producerGone(err); gone != nil {
+			d.stop(gone)
+			return false
+		}
+		// txnOpen stays set: the next pass aborts again first.
+		d.log.Error(err, "abort the pass's transaction")
+		return true
+	}
+	d.txnOpen = false
+	return true
+}
+
 // settle records the broker's answers: acknowledged events DELIVERED (and
 // their older state events SUPERSEDED) in one statement, failed ones one
 // attempt more with their error in another. Records held back or cancelled
@@ -187,8 +304,12 @@ func (d *Dispatcher) settle(ctx context.Context, events []store.OutboxEvent, res
 	}
 	out := outcome{delivered: len(acked)}
 	if len(acked) > 0 {
-		_, superseded, err := d.store.MarkDelivered(ctx, acked)
-		if err != nil {
+		_, superseded, err := d.store.MarkDelivered(ctx, d.opts.Epoch, acked)
+		switch {
+		case errors.Is(err, store.ErrFenced):
+			// A newer leader owns the outbox: it sends these events again.
+			out.delivered, out.err = 0, d.stop(fmt.Errorf("%w: %w", ErrFenced, err))
+		case err != nil:
 			// The records are in Kafka; the rows stay PENDING and are sent
 			// again (a duplicate at the same version, never a loss).
 			out.err = fmt.Errorf("%w: %w", errDatabase, err)
@@ -196,18 +317,25 @@ func (d *Dispatcher) settle(ctx context.Context, events []store.OutboxEvent, res
 		}
 		out.superseded = superseded
 	}
-	if len(failedIDs) > 0 {
-		if err := d.store.MarkFailed(ctx, failedIDs, failedErrs); err != nil {
+	if len(failedIDs) > 0 && d.stoppedErr() == nil {
+		if err := d.store.MarkFailed(ctx, d.opts.Epoch, failedIDs, failedErrs); errors.Is(err, store.ErrFenced) {
+			d.stop(fmt.Errorf("%w: %w", ErrFenced, err))
+		} else if err != nil {
 			d.log.Error(err, "failed deliveries not recorded", "records", len(failedIDs))
 		}
 		out.err = first
+	}
+	if stopped := d.stoppedErr(); stopped != nil {
+		out.err = stopped
 	}
 	d.setInflight(0)
 	if out.delivered > 0 || out.superseded > 0 {
 		d.recordDelivered(out.delivered, out.superseded)
 	}
 	if out.err != nil {
-		d.recordFailure(out.err)
+		if d.stoppedErr() == nil {
+			d.recordFailure(out.err)
+		}
 	} else {
 		d.recordSuccess()
 	}

@@ -2,16 +2,19 @@ package dispatch_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/dispatch"
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
 	"github.com/flightfeed/flightfeed/internal/flight"
@@ -238,34 +241,61 @@ func TestIdleTracksPendingEvents(t *testing.T) {
 	}
 }
 
-// A client that is not NewClient's (no manual flushing, no idempotence) is
-// refused: the ordering guarantees depend on it.
+// A client that is not NewClient's (no manual flushing, no idempotence, a
+// transactional id that is not the feed's, or one the feed does not want)
+// is refused: the ordering and fencing guarantees depend on it. So is a
+// dispatcher without a fencing epoch.
 func TestNewRefusesForeignClient(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	brokers := kafkatest.New(t, stateTopic, noticeTopic)
 	feed := e.feed(brokers, stateTopic, noticeTopic, "")
-	for name, opts := range map[string][]kgo.Opt{
-		"auto flushing":  {kgo.SeedBrokers(brokers...)},
-		"no idempotence": {kgo.SeedBrokers(brokers...), kgo.ManualFlushing(), kgo.DisableIdempotentWrite(), kgo.RequiredAcks(kgo.LeaderAck())},
+	plain := e.feed(brokers, stateTopic, noticeTopic, "  transactions: false\n")
+	txnID, err := feed.TransactionalID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := dispatch.Options{Epoch: e.epoch}
+	for name, c := range map[string]struct {
+		feed *config.Feed
+		opts []kgo.Opt
+	}{
+		"auto flushing":        {feed, []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.TransactionalID(txnID)}},
+		"no transactional id":  {feed, []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ManualFlushing()}},
+		"another feed's id":    {feed, []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ManualFlushing(), kgo.TransactionalID(txnID + "x")}},
+		"id without txns":      {plain, []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ManualFlushing(), kgo.TransactionalID(txnID)}},
+		"no idempotence":       {plain, []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ManualFlushing(), kgo.DisableIdempotentWrite(), kgo.RequiredAcks(kgo.LeaderAck())}},
+		"plain, auto flushing": {plain, []kgo.Opt{kgo.SeedBrokers(brokers...)}},
 	} {
-		cl, err := kgo.NewClient(opts...)
+		cl, err := kgo.NewClient(c.opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = dispatch.New(e.store, cl, feed, dispatch.Options{})
+		_, err = dispatch.New(e.store, cl, c.feed, opts)
 		cl.Close()
-		if err == nil {
-			t.Errorf("%s: accepted", name)
+		if !errors.Is(err, dispatch.ErrClient) {
+			t.Errorf("%s: %v, want ErrClient", name, err)
 		}
 	}
 	// Overriding acks through NewClient's opts is refused too.
-	cl, err := dispatch.NewClient(feed, kgo.DisableIdempotentWrite(), kgo.RequiredAcks(kgo.LeaderAck()))
+	cl, err := dispatch.NewClient(plain, kgo.DisableIdempotentWrite(), kgo.RequiredAcks(kgo.LeaderAck()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	if _, err := dispatch.New(e.store, cl, feed, dispatch.Options{}); err == nil {
-		t.Error("leader acks accepted")
+	if _, err := dispatch.New(e.store, cl, plain, opts); !errors.Is(err, dispatch.ErrClient) {
+		t.Errorf("leader acks: %v, want ErrClient", err)
+	}
+	// The feed's own client is accepted, but not without an epoch.
+	own, err := dispatch.NewClient(feed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	if _, err := dispatch.New(e.store, own, feed, opts); err != nil {
+		t.Errorf("the feed's client refused: %v", err)
+	}
+	if _, err := dispatch.New(e.store, own, feed, dispatch.Options{}); err == nil || !strings.Contains(err.Error(), "epoch") {
+		t.Errorf("no epoch: %v", err)
 	}
 }

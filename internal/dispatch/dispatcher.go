@@ -24,8 +24,12 @@ const (
 	maxBatchSize         = 10000
 )
 
-// Options configure a Dispatcher; the zero value is usable.
+// Options configure a Dispatcher; Epoch is required, the rest has defaults.
 type Options struct {
+	// Epoch is the fencing epoch this replica took in pipeline_lock when it
+	// became the feed's leader (the pump's). Every statement that marks
+	// events checks it, so a deposed dispatcher changes nothing.
+	Epoch int64
 	// Log receives structured logs (default discard). Keys: flid, msg_id.
 	Log logr.Logger
 	// Clock drives the periodic scan, backoff and ages (default real).
@@ -60,6 +64,18 @@ type Dispatcher struct {
 	clock  clock.WithTicker
 	watch  *connWatch
 	wake   chan struct{}
+	// txn: each pass is one Kafka transaction (kafka.transactions).
+	txn bool
+	// beforeProduce, when set (tests), runs after a pass read its events
+	// and before it produces them.
+	beforeProduce func(ctx context.Context, events []store.OutboxEvent)
+	// afterCommit, when set (tests), runs after a pass's transaction
+	// committed and before its events are marked.
+	afterCommit func(ctx context.Context)
+	// txnOpen: a pass began a transaction that is not ended yet (only
+	// touched by the pass under passMu, or its settling goroutine, which
+	// the next pass waits for).
+	txnOpen bool
 
 	// passMu serialises passes (Run, DeliverOnce). prev is closed when the
 	// previous pass has settled: a pass abandoned because its context
@@ -69,7 +85,10 @@ type Dispatcher struct {
 	prev   chan struct{}
 	rand   *rand.Rand
 
-	mu         sync.Mutex
+	mu sync.Mutex
+	// stopped is the error that stopped the dispatcher for good (fenced,
+	// or a producer the broker refused for good); nil while it delivers.
+	stopped    error
 	status     Status
 	oldest     time.Time
 	statsAt    time.Time
@@ -85,7 +104,10 @@ func New(st *store.Store, client *kgo.Client, feed *config.Feed, opts Options) (
 	if st == nil || client == nil || feed == nil {
 		return nil, errors.New("dispatcher: store, client and feed are required")
 	}
-	if err := checkClient(client); err != nil {
+	if opts.Epoch <= 0 {
+		return nil, errors.New("dispatcher: no fencing epoch (take one with store.TakeEpoch when becoming leader)")
+	}
+	if err := checkClient(client, feed); err != nil {
 		return nil, fmt.Errorf("dispatcher: %w", err)
 	}
 	topics := Topics{State: feed.Spec.Kafka.Topics.State, Notice: feed.Spec.Kafka.Topics.Notice}
@@ -104,7 +126,7 @@ func New(st *store.Store, client *kgo.Client, feed *config.Feed, opts Options) (
 	return &Dispatcher{
 		store: st, client: client, topics: topics, opts: opts,
 		log: opts.Log, clock: opts.Clock, watch: watchOf(client),
-		wake: make(chan struct{}, 1), prev: prev,
+		wake: make(chan struct{}, 1), prev: prev, txn: feed.TransactionsOn(),
 		rand: rand.New(rand.NewPCG(uint64(opts.Clock.Now().UnixNano()), 0xd15a)), //nolint:gosec // jitter only
 	}, nil
 }
@@ -156,6 +178,7 @@ func (d *Dispatcher) Notify() {
 func (d *Dispatcher) Status() Status {
 	d.mu.Lock()
 	s := d.status
+	s.Transactional = d.txn
 	if s.Pending > 0 && !d.oldest.IsZero() {
 		s.OldestPendingAge = max(d.clock.Since(d.oldest), 0)
 	}
@@ -199,4 +222,31 @@ func (d *Dispatcher) refreshStats(ctx context.Context, force bool) {
 		return
 	}
 	d.setStats(pending, oldest)
+}
+
+// stop stops the dispatcher for good with err (the first error wins) and
+// reports it; it returns the stopping error.
+func (d *Dispatcher) stop(err error) error {
+	d.mu.Lock()
+	first := d.stopped == nil
+	if first {
+		d.stopped = err
+	}
+	stopped := d.stopped
+	d.mu.Unlock()
+	if first {
+		d.recordFailure(err)
+		d.mu.Lock()
+		d.status.Stopped = true
+		d.mu.Unlock()
+		d.log.Error(err, "dispatcher stopped for good", "reason", string(classify(err)))
+	}
+	return stopped
+}
+
+// stoppedErr is the error that stopped the dispatcher, nil while it runs.
+func (d *Dispatcher) stoppedErr() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stopped
 }

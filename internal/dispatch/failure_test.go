@@ -166,41 +166,66 @@ func TestAutoTopicCreationWhenAllowed(t *testing.T) {
 }
 
 // Run returns promptly when its context ends, even in the middle of an
-// outage, and Notify never blocks meanwhile.
+// outage, and Notify never blocks meanwhile. The idempotent producer (with
+// kafka.transactions false) times out the records it never sent and counts
+// failed attempts; the transactional one cannot even initialise, which is
+// reported the same way, and it has sent nothing.
 func TestRunStopsDuringOutage(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	c := cluster(t, kfake.SeedTopics(3, stateTopic, noticeTopic))
-	brokers := c.ListenAddrs()
-	d := e.dispatcher(e.feed(brokers, stateTopic, noticeTopic, ""), fastRetry, fastClient()...)
-	c.Close()
-	e.flop(1, "ESTT", "09SEP260900")
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- d.Run(ctx) }()
-	for range 1000 {
-		d.Notify()
-	}
-	eventually(t, "the outage is reported", func() bool { return d.Status().Failing })
-	// Records that were never sent time out and count as failed attempts,
-	// with the reason the broker could not be reached.
-	eventually(t, "a failed attempt is recorded", func() bool {
-		return e.count(`SELECT count(*) FROM msg_event WHERE status = 'PENDING' AND attempts > 0
-			AND last_error LIKE '%timed out%connection refused%'`) == 2
-	})
-	if st := d.Status(); st.LastErrorReason != dispatch.ReasonBrokerUnavailable || !strings.Contains(st.LastError, "connection refused") {
-		t.Fatalf("status %+v", st)
-	}
-	cancel()
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-	case <-time.After(deadline):
-		t.Fatal("Run did not return")
-	}
-	if ok, _ := d.Idle(t.Context()); ok {
-		t.Fatal("undelivered events were dropped")
+	for name, c := range map[string]struct {
+		extra    string
+		attempts int64
+	}{
+		"idempotent":    {extra: "  transactions: false\n", attempts: 2},
+		"transactional": {attempts: 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			cl := cluster(t, kfake.SeedTopics(3, stateTopic, noticeTopic))
+			brokers := cl.ListenAddrs()
+			d := e.dispatcher(e.feed(brokers, stateTopic, noticeTopic, c.extra), fastRetry, fastClient()...)
+			cl.Close()
+			e.flop(1, "ESTT", "09SEP260900")
+			ctx, cancel := context.WithCancel(context.Background())
+			errc := make(chan error, 1)
+			go func() { errc <- d.Run(ctx) }()
+			for range 1000 {
+				d.Notify()
+			}
+			eventually(t, "the outage is reported", func() bool {
+				st := d.Status()
+				return st.Failing && st.LastErrorReason == dispatch.ReasonBrokerUnavailable && strings.Contains(st.BrokerError, "connection refused")
+			})
+			if c.attempts > 0 {
+				// Records that were never sent time out and count as
+				// failed attempts, with the reason the broker could not
+				// be reached.
+				eventually(t, "a failed attempt is recorded", func() bool {
+					return e.count(`SELECT count(*) FROM msg_event WHERE status = 'PENDING' AND attempts > 0
+						AND last_error LIKE '%timed out%connection refused%'`) == c.attempts
+				})
+				if st := d.Status(); !strings.Contains(st.LastError, "connection refused") {
+					t.Fatalf("status %+v", st)
+				}
+			}
+			cancel()
+			select {
+			case err := <-errc:
+				if err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+			case <-time.After(deadline):
+				t.Fatal("Run did not return")
+			}
+			if ok, _ := d.Idle(t.Context()); ok {
+				t.Fatal("undelivered events were dropped")
+			}
+			if c.attempts == 0 {
+				if n := e.count(`SELECT count(*) FROM msg_event WHERE attempts > 0`); n != 0 {
+					t.Fatalf("%d attempts counted without a producer", n)
+				}
+			}
+		})
 	}
 }

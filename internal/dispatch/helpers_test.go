@@ -83,6 +83,9 @@ func (e *env) dispatcher(feed *config.Feed, opts dispatch.Options, kopts ...kgo.
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(cl.Close)
+	if opts.Epoch == 0 {
+		opts.Epoch = e.epoch
+	}
 	d, err := dispatch.New(e.store, cl, feed, opts)
 	if err != nil {
 		e.t.Fatal(err)

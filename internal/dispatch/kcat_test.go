@@ -88,10 +88,11 @@ func kcat(t *testing.T, stdin []byte, args ...string) []byte {
 	return stdout.Bytes()
 }
 
-// kcatRead consumes a whole topic with kcat.
+// kcatRead consumes a whole topic with kcat, as consumers must read it:
+// read_committed, so records of aborted transactions are never seen.
 func kcatRead(t *testing.T, broker, topic string) []kcatMessage {
 	t.Helper()
-	out := kcat(t, nil, "-C", "-b", broker, "-t", topic, "-o", "beginning", "-e", "-q", "-J")
+	out := kcat(t, nil, "-C", "-b", broker, "-X", "isolation.level=read_committed", "-t", topic, "-o", "beginning", "-e", "-q", "-J")
 	var msgs []kcatMessage
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 64<<20)

@@ -2,20 +2,33 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/go-logr/logr"
 
 	"github.com/flightfeed/flightfeed/internal/backoff"
 )
 
-// Run delivers until ctx ends, then returns nil. It runs passes at once
-// (events left by an earlier process) until one finds nothing, and again
-// whenever Notify is called or the periodic scan ticks. A failed pass —
-// broker down, topic missing, authorization, database — is retried after a
-// backoff with jitter, forever; it is reported in Status, never returned.
+// Run delivers until ctx ends, then returns nil. With transactions it
+// first initialises the feed's transactional producer, which fences the
+// producer of any earlier leader at the broker (its open transaction is
+// aborted). It runs passes at once (events left by an earlier process)
+// until one finds nothing, and again whenever Notify is called or the
+// periodic scan ticks. A failed pass — broker down, topic missing,
+// authorization, database — is retried after a backoff with jitter,
+// forever; it is reported in Status, never returned. Only a dispatcher
+// stopped for good returns its error: fenced by a newer leader (ErrFenced)
+// or a producer the broker refused for good (ErrProducerFailed).
 func (d *Dispatcher) Run(ctx context.Context) error {
-	log := d.log.WithValues("state_topic", d.topics.State, "notice_topic", d.topics.Notice)
-	log.Info("dispatcher started")
+	log := d.log.WithValues("state_topic", d.topics.State, "notice_topic", d.topics.Notice, "epoch", d.opts.Epoch)
+	log.Info("dispatcher started", "transactions", d.txn)
 	defer log.Info("dispatcher stopped")
+	if d.txn {
+		if err := d.initProducer(ctx, log); err != nil {
+			return err
+		}
+	}
 	scan := d.clock.NewTicker(d.opts.ScanInterval)
 	defer scan.Stop()
 	failures := 0
@@ -25,6 +38,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		d.passMu.Unlock()
 		if ctx.Err() != nil {
 			return nil
+		}
+		if stopped := d.stoppedErr(); stopped != nil {
+			return stopped
 		}
 		if err != nil {
 			failures++
@@ -48,6 +64,34 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// initProducer initialises the transactional producer (InitProducerID),
+// retrying while the broker is unreachable; a refusal for good stops the
+// dispatcher. It returns nil when ctx ends.
+func (d *Dispatcher) initProducer(ctx context.Context, log logr.Logger) error {
+	for failures := 1; ; failures++ {
+		// One attempt waits at most StallAfter, so an unreachable broker
+		// is reported like a stalled pass.
+		actx, cancel := context.WithTimeout(ctx, d.opts.StallAfter)
+		id, epoch, err := d.client.ProducerID(actx)
+		cancel()
+		if err == nil {
+			log.Info("transactional producer initialised", "producer_id", id, "producer_epoch", epoch)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		err = fmt.Errorf("initialise the transactional producer: %w", err)
+		if gone := d.producerGone(err); gone != nil {
+			return d.stop(gone)
+		}
+		d.recordFailure(err)
+		wait := backoff.Delay(failures, d.opts.BackoffInitial, d.opts.BackoffMax, d.rand)
+		log.Error(err, "retrying", "attempt", failures, "backoff", wait.String(), "reason", string(classify(err)))
+		d.sleep(ctx, wait)
+	}
 }
 
 // sleep waits d or until ctx ends. Notify does not cut a backoff short: a

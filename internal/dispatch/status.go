@@ -32,6 +32,9 @@ const (
 	ReasonDatabase Reason = "DatabaseError"
 	// ReasonProduceFailed: any other produce error.
 	ReasonProduceFailed Reason = "ProduceFailed"
+	// ReasonFenced: a newer leader of the feed fenced this dispatcher, at
+	// the broker or in the database; it stopped for good.
+	ReasonFenced Reason = "Fenced"
 )
 
 // Status is a point-in-time report of the dispatcher for the status
@@ -60,6 +63,13 @@ type Status struct {
 	// BrokerError is the latest failed broker connection, empty once a
 	// connection succeeds again; it is current even while a pass waits.
 	BrokerError string
+	// Stopped is true once the dispatcher stopped for good (fenced, or a
+	// producer the broker refused for good); LastError says why and Run
+	// returned it.
+	Stopped bool
+	// Transactional is true when each pass is one Kafka transaction
+	// (kafka.transactions), false for the plain idempotent producer.
+	Transactional bool
 }
 
 // errDatabase marks failures of the outbox statements.
@@ -73,6 +83,8 @@ func classify(err error) Reason {
 		unknownCA x509.UnknownAuthorityError
 	)
 	switch {
+	case errors.Is(err, ErrFenced):
+		return ReasonFenced
 	case errors.Is(err, errDatabase):
 		return ReasonDatabase
 	case errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.UnknownTopicID):

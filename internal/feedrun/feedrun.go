@@ -77,10 +77,20 @@ func Start(ctx context.Context, feed *config.Feed, opts Options) (*Runner, error
 		}
 		r.owned = st
 	}
+	// The pump and the dispatcher share the leader's fencing epoch: both
+	// write under it, so a deposed leader can neither commit nor mark.
+	epoch := opts.Epoch
+	if epoch == 0 {
+		var err error
+		if epoch, err = st.TakeEpoch(ctx, opts.Identity); err != nil {
+			r.closeStore()
+			return nil, err
+		}
+	}
 	// The pump wakes the dispatcher after commits; the hook is bound once
 	// both exist (before Run).
 	var wake func()
-	p, err := pump.New(ctx, pump.Options{Feed: feed, Store: pump.Postgres(st), Identity: opts.Identity, Epoch: opts.Epoch,
+	p, err := pump.New(ctx, pump.Options{Feed: feed, Store: pump.Postgres(st), Identity: opts.Identity, Epoch: epoch,
 		Log: opts.Log.WithName("pump"), Observer: opts.Observer, Notify: func() { wake() }})
 	if err != nil {
 		r.closeStore()
@@ -92,7 +102,7 @@ func Start(ctx context.Context, feed *config.Feed, opts Options) (*Runner, error
 		r.closeStore()
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
-	d, err := dispatch.New(st, client, feed, dispatch.Options{Log: opts.Log.WithName("dispatch")})
+	d, err := dispatch.New(st, client, feed, dispatch.Options{Epoch: epoch, Log: opts.Log.WithName("dispatch")})
 	if err != nil {
 		client.Close()
 		p.Close()
@@ -110,8 +120,10 @@ func (r *Runner) closeStore() {
 	}
 }
 
-// Run pumps and publishes until ctx ends (nil) or the pump is fenced
-// (pump.ErrFenced).
+// Run pumps and publishes until ctx ends (nil), the pump is fenced
+// (pump.ErrFenced) or the dispatcher stopped for good (dispatch.ErrFenced,
+// which is a store.ErrFenced too, or dispatch.ErrProducerFailed): a feed
+// whose Kafka producer is fenced stops as a whole, like a fenced pump.
 func (r *Runner) Run(ctx context.Context) error {
 	return r.run(ctx, func(ctx context.Context) error { return r.pump.Run(ctx) })
 }
@@ -126,14 +138,21 @@ func (r *Runner) run(ctx context.Context, pumpRun func(context.Context) error) e
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
+	var dispErr error
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_ = r.disp.Run(ctx) // returns nil when ctx ends; never on Kafka errors
+		// nil when ctx ends; an error only when it stopped for good.
+		if dispErr = r.disp.Run(ctx); dispErr != nil {
+			cancel()
+		}
 	}()
 	err := pumpRun(ctx)
 	cancel()
 	wg.Wait()
+	if dispErr != nil && (err == nil || errors.Is(err, context.Canceled)) {
+		return fmt.Errorf("kafka dispatcher stopped: %w", dispErr)
+	}
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
@@ -150,13 +169,16 @@ type Status struct {
 	// KafkaReachable is false while the brokers fail, with the last error.
 	KafkaReachable bool
 	KafkaError     string
+	// KafkaTransactionsOff is true when kafka.transactions is false: the
+	// plain idempotent producer, which a deposed leader can still use.
+	KafkaTransactionsOff bool
 }
 
 // Status reports the pump and the dispatcher.
 func (r *Runner) Status() Status {
 	d := r.disp.Status()
 	s := Status{Status: r.pump.Status(), OutboxPending: d.Pending, OutboxOldestAge: d.OldestPendingAge,
-		KafkaReachable: !d.Failing && d.BrokerError == "", KafkaError: d.BrokerError}
+		KafkaReachable: !d.Failing && d.BrokerError == "", KafkaError: d.BrokerError, KafkaTransactionsOff: !d.Transactional}
 	if d.Failing && d.LastError != "" {
 		s.KafkaError = d.LastError
 	}

@@ -11,10 +11,12 @@ import (
 )
 
 // The dispatcher's side of the outbox (msg_event). These statements run
-// outside the pump's fenced write transactions: they read pending rows and
-// move rows from PENDING to DELIVERED or SUPERSEDED, and they never touch
-// state tables. Each is one statement (one round trip), whatever the number
-// of rows.
+// outside the pump's write transactions: they read pending rows and move
+// rows from PENDING to DELIVERED or SUPERSEDED, and they never touch state
+// tables. Each is one statement (one round trip), whatever the number of
+// rows; the ones that change rows check the caller's fencing epoch in that
+// same statement (they take no lock on pipeline_lock, so they never wait
+// for a pump's transaction).
 
 // OutboxEvent is one undelivered msg_event row.
 type OutboxEvent struct {
@@ -81,23 +83,32 @@ func (s *Store) PendingEvents(ctx context.Context, limit int) ([]OutboxEvent, er
 	return events, nil
 }
 
-// MarkDelivered records that the broker acknowledged the records of the
-// events ids: they become DELIVERED, and in the same statement every
-// PENDING KAFKA_SCHD row of the same FLID with a lower state_version becomes
-// SUPERSEDED — the acknowledged record carries a newer full state (or the
-// tombstone), so the older ones must never be sent. Rows that are no longer
-// PENDING are left alone, so a repeated call changes nothing.
-func (s *Store) MarkDelivered(ctx context.Context, ids []int64) (delivered, superseded int64, err error) {
+// MarkDelivered records that the broker acknowledged (and, with
+// transactions, committed) the records of the events ids: they become
+// DELIVERED, and in the same statement every PENDING KAFKA_SCHD row of the
+// same FLID with a lower state_version becomes SUPERSEDED — the
+// acknowledged record carries a newer full state (or the tombstone), so
+// the older ones must never be sent. Rows that are no longer PENDING are
+// left alone, so a repeated call changes nothing.
+//
+// The statement is fenced like the pump's transactions: it changes rows
+// only while epoch is the current one in pipeline_lock, read in the same
+// statement, and returns ErrFenced otherwise, so a deposed dispatcher can
+// neither mark nor supersede anything.
+func (s *Store) MarkDelivered(ctx context.Context, epoch int64, ids []int64) (delivered, superseded int64, err error) {
 	if len(ids) == 0 {
 		return 0, 0, nil
 	}
 	// The outer UPDATE sees the rows as they were before the CTE's update
 	// (one snapshot), so it must not select the delivered rows themselves:
-	// "id <> ALL($1)" keeps the two sets disjoint.
+	// "id <> ALL($1)" keeps the two sets disjoint. It needs no fence of its
+	// own: it only follows rows that d changed.
+	var current int64
 	err = s.pool.QueryRow(ctx, `
 		WITH d AS (
 			UPDATE msg_event SET status = 'DELIVERED', done_at = now()
 			WHERE id = ANY($1) AND status = 'PENDING'
+			  AND EXISTS (SELECT 1 FROM pipeline_lock WHERE name = $2 AND epoch = $3)
 			RETURNING kind, flid, state_version
 		), newest AS (
 			SELECT flid, max(state_version) AS v FROM d WHERE kind = 'KAFKA_SCHD' GROUP BY flid
@@ -108,29 +119,44 @@ func (s *Store) MarkDelivered(ctx context.Context, ids []int64) (delivered, supe
 			  AND e.state_version < newest.v AND e.id <> ALL($1)
 			RETURNING e.id
 		)
-		SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM s)`, ids).Scan(&delivered, &superseded)
+		SELECT (SELECT epoch FROM pipeline_lock WHERE name = $2), (SELECT count(*) FROM d), (SELECT count(*) FROM s)`,
+		ids, LockName, epoch).Scan(&current, &delivered, &superseded)
 	if err != nil {
 		return 0, 0, fmt.Errorf("mark %d outbox events delivered: %w", len(ids), err)
+	}
+	if current != epoch {
+		return 0, 0, fmt.Errorf("mark %d outbox events delivered: %w (mine %d, current %d)", len(ids), ErrFenced, epoch, current)
 	}
 	return delivered, superseded, nil
 }
 
 // MarkFailed counts one more failed attempt for each event and keeps its
 // error (errs[i] belongs to ids[i]). The rows stay PENDING: a failed event
-// is retried until delivered, never expired (seed 000 §7.3).
-func (s *Store) MarkFailed(ctx context.Context, ids []int64, errs []string) error {
+// is retried until delivered, never expired (seed 000 §7.3). Fenced like
+// MarkDelivered: ErrFenced, and nothing changed, once epoch is superseded.
+func (s *Store) MarkFailed(ctx context.Context, epoch int64, ids []int64, errs []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	if len(errs) != len(ids) {
 		return fmt.Errorf("mark outbox events failed: %d ids but %d errors", len(ids), len(errs))
 	}
-	_, err := s.pool.Exec(ctx, `
-		UPDATE msg_event e SET attempts = e.attempts + 1, last_error = left(u.err, 1000)
-		FROM unnest($1::bigint[], $2::text[]) AS u(id, err)
-		WHERE e.id = u.id AND e.status = 'PENDING'`, ids, errs)
+	var current int64
+	err := s.pool.QueryRow(ctx, `
+		WITH f AS (
+			UPDATE msg_event e SET attempts = e.attempts + 1, last_error = left(u.err, 1000)
+			FROM unnest($1::bigint[], $2::text[]) AS u(id, err)
+			WHERE e.id = u.id AND e.status = 'PENDING'
+			  AND EXISTS (SELECT 1 FROM pipeline_lock WHERE name = $3 AND epoch = $4)
+			RETURNING e.id
+		)
+		SELECT (SELECT epoch FROM pipeline_lock WHERE name = $3), (SELECT count(*) FROM f)`,
+		ids, errs, LockName, epoch).Scan(&current, new(int64))
 	if err != nil {
 		return fmt.Errorf("mark %d outbox events failed: %w", len(ids), err)
+	}
+	if current != epoch {
+		return fmt.Errorf("mark %d outbox events failed: %w (mine %d, current %d)", len(ids), ErrFenced, epoch, current)
 	}
 	return nil
 }

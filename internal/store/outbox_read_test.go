@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
@@ -99,7 +100,7 @@ func TestOutboxCoalescesAndSupersedes(t *testing.T) {
 	// An event committed after the read is newer than what is delivered:
 	// it must stay PENDING.
 	v1b := f.setFLOP(1, "09SEP260930")
-	delivered, superseded, err := f.store.MarkDelivered(t.Context(), []int64{state[0].ID, state[1].ID})
+	delivered, superseded, err := f.store.MarkDelivered(t.Context(), f.epoch, []int64{state[0].ID, state[1].ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func TestOutboxCoalescesAndSupersedes(t *testing.T) {
 		t.Fatalf("%d notices pending, want 7", n)
 	}
 	// Repeating changes nothing.
-	if d, s, err := f.store.MarkDelivered(t.Context(), []int64{state[0].ID}); err != nil || d != 0 || s != 0 {
+	if d, s, err := f.store.MarkDelivered(t.Context(), f.epoch, []int64{state[0].ID}); err != nil || d != 0 || s != 0 {
 		t.Fatalf("repeat: %d %d %v", d, s, err)
 	}
 	if n := f.count(`SELECT count(*) FROM msg_event WHERE status <> 'PENDING' AND done_at IS NULL`); n != 0 {
@@ -142,7 +143,7 @@ func TestOutboxCoalescesAcrossDeleteAndRecreate(t *testing.T) {
 	if len(state) != 1 || state[0].StateVersion != v || state[0].Event != store.EventUpsert || state[0].OperationDay != "" {
 		t.Fatalf("%+v, want one upsert at %d with no day", state, v)
 	}
-	if _, s, err := f.store.MarkDelivered(t.Context(), []int64{state[0].ID}); err != nil || s != 2 {
+	if _, s, err := f.store.MarkDelivered(t.Context(), f.epoch, []int64{state[0].ID}); err != nil || s != 2 {
 		t.Fatalf("superseded %d (%v), want the first upsert and the tombstone", s, err)
 	}
 }
@@ -165,7 +166,7 @@ func TestOutboxWindowReachesTheNewestState(t *testing.T) {
 	if err != nil || len(two) != 2 || two[0].Kind != store.KindNotice || two[1].StateVersion != v || two[0].ID > two[1].ID {
 		t.Fatalf("limit 2: %v %+v, want the first notice and the newest state", err, two)
 	}
-	if _, s, err := f.store.MarkDelivered(t.Context(), []int64{two[0].ID, two[1].ID}); err != nil || s != 4 {
+	if _, s, err := f.store.MarkDelivered(t.Context(), f.epoch, []int64{two[0].ID, two[1].ID}); err != nil || s != 4 {
 		t.Fatalf("superseded %d %v", s, err)
 	}
 	rest := pendingOf(t, f.store)
@@ -196,7 +197,7 @@ func TestOutboxFailedAndStats(t *testing.T) {
 	}
 	ids := []int64{ev[0].ID, ev[1].ID}
 	for range 2 {
-		if err := f.store.MarkFailed(t.Context(), ids, []string{"UNKNOWN_TOPIC_OR_PARTITION", "broker down"}); err != nil {
+		if err := f.store.MarkFailed(t.Context(), f.epoch, ids, []string{"UNKNOWN_TOPIC_OR_PARTITION", "broker down"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -206,7 +207,7 @@ func TestOutboxFailedAndStats(t *testing.T) {
 	if r := f.outboxRow(ev[1].ID); r.Attempts != 2 || *r.LastErr != "broker down" {
 		t.Fatalf("%+v", r)
 	}
-	if err := f.store.MarkFailed(t.Context(), ids, nil); err == nil {
+	if err := f.store.MarkFailed(t.Context(), f.epoch, ids, nil); err == nil {
 		t.Fatal("mismatched errors accepted")
 	}
 	if again := pendingOf(t, f.store); len(again) != 4 || again[0].Attempts != 2 {
@@ -224,7 +225,7 @@ func TestOutboxFailedAndStats(t *testing.T) {
 	for i, e := range ev {
 		all[i] = e.ID
 	}
-	if _, _, err := f.store.MarkDelivered(t.Context(), all); err != nil {
+	if _, _, err := f.store.MarkDelivered(t.Context(), f.epoch, all); err != nil {
 		t.Fatal(err)
 	}
 	if pending, oldest, err = f.store.OutboxStats(t.Context()); err != nil || pending != 0 || !oldest.IsZero() {
@@ -257,10 +258,10 @@ func TestOutboxCallsAreOneRoundTrip(t *testing.T) {
 	for i, e := range ev {
 		ids[i], errs[i] = e.ID, "x"
 	}
-	if err := s.MarkFailed(t.Context(), ids, errs); err != nil {
+	if err := s.MarkFailed(t.Context(), f.epoch, ids, errs); err != nil {
 		t.Fatal(err)
 	}
-	if _, superseded, err := s.MarkDelivered(t.Context(), ids); err != nil || superseded != 20 {
+	if _, superseded, err := s.MarkDelivered(t.Context(), f.epoch, ids); err != nil || superseded != 20 {
 		t.Fatalf("superseded %d %v", superseded, err)
 	}
 	if _, _, err := s.OutboxStats(t.Context()); err != nil {
@@ -268,5 +269,46 @@ func TestOutboxCallsAreOneRoundTrip(t *testing.T) {
 	}
 	if n := tr.n.Load(); n != 4 {
 		t.Fatalf("%d statements for 4 calls over 60 rows", n)
+	}
+}
+
+// A dispatcher whose epoch was superseded can neither mark nor supersede:
+// MarkDelivered and MarkFailed return ErrFenced and change no row, checked
+// against pipeline_lock in the same statement; the new epoch marks.
+func TestOutboxMarksAreFenced(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.setFLOP(1, "09SEP260900")
+	f.setFLOP(1, "09SEP260910")
+	ev := pendingOf(t, f.store)
+	if len(ev) != 3 {
+		t.Fatalf("%d events, want the newest state and two notices", len(ev))
+	}
+	ids := make([]int64, len(ev))
+	for i, e := range ev {
+		ids[i] = e.ID
+	}
+	before := f.count(`SELECT count(*) FROM msg_event WHERE status = 'PENDING'`)
+	newer, err := f.store.TakeEpoch(t.Context(), "next-leader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, s, err := f.store.MarkDelivered(t.Context(), f.epoch, ids)
+	if !errors.Is(err, store.ErrFenced) || d != 0 || s != 0 {
+		t.Fatalf("MarkDelivered by the old epoch: %d delivered, %d superseded, %v; want ErrFenced", d, s, err)
+	}
+	if err := f.store.MarkFailed(t.Context(), f.epoch, ids, []string{"a", "b", "c"}); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("MarkFailed by the old epoch: %v; want ErrFenced", err)
+	}
+	for _, id := range ids {
+		if r := f.outboxRow(id); r.Status != "PENDING" || r.Attempts != 0 {
+			t.Fatalf("row %d changed by a fenced call: %+v", id, r)
+		}
+	}
+	if after := f.count(`SELECT count(*) FROM msg_event WHERE status = 'PENDING'`); after != before {
+		t.Fatalf("%d pending rows after fenced calls, %d before", after, before)
+	}
+	if d, s, err := f.store.MarkDelivered(t.Context(), newer, ids); err != nil || d != 3 || s != 1 {
+		t.Fatalf("MarkDelivered by the current epoch: %d delivered, %d superseded, %v; want 3 and 1", d, s, err)
 	}
 }

@@ -1,8 +1,10 @@
 // Package dispatchtest reads the Kafka topics the dispatcher writes, for
-// tests: every record of a topic from its start, the latest value per key
-// with tombstones deleting (the convergence check against `flightfeed
-// export`), and the per-FLID version order. It uses its own consumer and
-// never the dispatcher's producer.
+// tests, as a consumer must read them: with isolation.level=read_committed,
+// so records of aborted or still open transactions are never seen. It
+// gives every committed record of a topic from its start, the latest value
+// per key with tombstones deleting (the convergence check against
+// `flightfeed export`), and the per-FLID version order. It uses its own
+// consumer and never the dispatcher's producer.
 package dispatchtest
 
 import (
@@ -57,9 +59,9 @@ func (r Record) StateVersion() int64 {
 	return *doc.V
 }
 
-// Records reads every record of topic, from the start of each partition to
-// its end as of the call, sorted by partition and offset. opts are added to
-// the consumer (TLS, SASL).
+// Records reads every committed record of topic (read_committed), from the
+// start of each partition to its last stable offset as of the call, sorted
+// by partition and offset. opts are added to the consumer (TLS, SASL).
 func Records(t testing.TB, brokers []string, topic string, opts ...kgo.Opt) []Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), ReadTimeout)
@@ -90,8 +92,12 @@ func read(ctx context.Context, brokers []string, topic string, opts []kgo.Opt) (
 	if len(partitions) == 0 {
 		return nil, nil
 	}
+	// Control records (transaction markers) are kept only to see that
+	// the reader reached the end: the last offset below the stable end is
+	// a committed record or a marker, never an aborted record.
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: partitions})}, opts...)...)
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: partitions}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords()}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -118,13 +124,16 @@ func read(ctx context.Context, brokers []string, topic string, opts []kgo.Opt) (
 			if r.Offset >= ends[r.Partition] {
 				return
 			}
+			next[r.Partition] = r.Offset + 1
+			if r.Attrs.IsControl() {
+				return
+			}
 			h := make(map[string]string, len(r.Headers))
 			for _, kv := range r.Headers {
 				h[kv.Key] = string(kv.Value)
 			}
 			out = append(out, Record{Partition: r.Partition, Offset: r.Offset, Key: string(r.Key),
 				Value: bytes.Clone(r.Value), Headers: h})
-			next[r.Partition] = r.Offset + 1
 		})
 	}
 	slices.SortFunc(out, func(a, b Record) int {
@@ -136,7 +145,9 @@ func read(ctx context.Context, brokers []string, topic string, opts []kgo.Opt) (
 	return out, nil
 }
 
-// endOffsets returns the high watermark of every partition of topic.
+// endOffsets returns the last stable offset of every partition of topic
+// (ListOffsets with read_committed): the end a read_committed consumer
+// reaches without waiting for open transactions.
 func endOffsets(ctx context.Context, cl *kgo.Client, topic string) (map[int32]int64, error) {
 	meta := kmsg.NewPtrMetadataRequest()
 	mt := kmsg.NewMetadataRequestTopic()
@@ -153,6 +164,7 @@ func endOffsets(ctx context.Context, cl *kgo.Client, topic string) (map[int32]in
 		return nil, fmt.Errorf("metadata of %s: %w", topic, err)
 	}
 	lreq := kmsg.NewPtrListOffsetsRequest()
+	lreq.IsolationLevel = 1 // read_committed
 	lt := kmsg.NewListOffsetsRequestTopic()
 	lt.Topic = topic
 	for _, p := range mresp.Topics[0].Partitions {
