@@ -115,9 +115,9 @@ flid=$(head -n 1 "$work/export.jsonl" | sed -n 's/.*"FLID":"\([0-9A-Za-z_-]*\)".
 show curl -sS "http://$svc:8082/api/v1/feeds/default/pek/flights/$flid"
 echo
 show "$ff" ledger --config "$work/host.yaml"
-kcat -C -b "$node_ip:$broker_port" -t KAFKA_SCHD -o beginning -e -q -f '%k %h\n' >"$work/kafka_schd.txt"
-kcat -C -b "$node_ip:$broker_port" -t KAFKA_MSG -o beginning -e -q >"$work/kafka_msg.txt"
-printf '\n$ kcat -C -b %s -t KAFKA_SCHD -o beginning -e -q -f '\''%%k %%h\\n'\''   (and -t KAFKA_MSG)\n' "$node_ip:$broker_port"
+kcat -C -X isolation.level=read_committed -b "$node_ip:$broker_port" -t KAFKA_SCHD -o beginning -e -q -f '%k %h\n' >"$work/kafka_schd.txt"
+kcat -C -X isolation.level=read_committed -b "$node_ip:$broker_port" -t KAFKA_MSG -o beginning -e -q >"$work/kafka_msg.txt"
+printf '\n$ kcat -C -X isolation.level=read_committed -b %s -t KAFKA_SCHD -o beginning -e -q -f '\''%%k %%h\\n'\''   (and -t KAFKA_MSG)\n' "$node_ip:$broker_port"
 echo "KAFKA_SCHD: $(wc -l <"$work/kafka_schd.txt") records (full state, coalesced per FLID); KAFKA_MSG: $(wc -l <"$work/kafka_msg.txt") change notices"
 head -n 3 "$work/kafka_schd.txt"
 head -n 2 "$work/kafka_msg.txt"

@@ -7,13 +7,26 @@
 // its record; everything else is retried with backoff (package backoff),
 // forever (seed 000 §7.3, SPEC §3.3).
 //
+// Fencing: the producer is transactional (kafka.transactions, the default),
+// its transactional.id the feed's, initialised when Run starts, so the next
+// leader's producer fences it at the broker. Each pass is one transaction
+// and its events are marked only after the commit, by statements that check
+// the leader's fencing epoch (Options.Epoch) in pipeline_lock. A fencing
+// answer from the broker or a fenced mark stops the dispatcher for good
+// (ErrFenced): a deposed leader never publishes or marks again. Consumers
+// read with isolation.level=read_committed. With kafka.transactions false
+// the producer is the plain idempotent one and only the marks are fenced.
+//
 // Entry points, used by package feedrun: NewClient builds the *kgo.Client
 // from the feed (New refuses a client built otherwise, because delivery
-// relies on its manual flushing); New returns the Dispatcher; Run delivers
-// until its context ends and never returns because Kafka or the database
-// failed; Notify wakes it after a commit; Status and Idle report pending
-// events for the status reporter and `pump --drain`. Both constructors take
-// the feed as package config defaulted it and set no defaults of their own.
+// relies on its manual flushing and fencing on its transactional id); New
+// returns the Dispatcher; Run delivers until its context ends, and returns
+// an error only when the dispatcher stopped for good (fenced, or a
+// producer the broker refused for good), never because Kafka or the
+// database failed for a while; Notify wakes it after a commit; Status and
+// Idle report pending events for the status reporter and `pump --drain`.
+// Both constructors take the feed as package config defaulted it and set
+// no defaults of their own.
 //
 // Records carry the payload exactly as committed and the headers
 // state-version, event (UPSERT, DELETE or NOTICE) and operation-day (absent

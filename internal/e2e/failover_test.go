@@ -127,7 +127,8 @@ func startTwo(e *env, lt leaseTimings) map[string]*manager {
 // takes the Lease and a newer epoch within the lease duration + 5 s and
 // finishes the stream. The result — the export, the ledger, the mailbox
 // results and the KAFKA_SCHD topic — equals an uninterrupted run's on
-// separate databases with the same rows.
+// separate databases with the same rows; both topics, read read_committed,
+// never go back in a FLID's versions (see assertTopics).
 func TestTwoManagersOnePumpPerFeed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end: kills a manager and waits out its Lease")
@@ -232,7 +233,7 @@ func TestTwoManagersOnePumpPerFeed(t *testing.T) {
 	}
 
 	crashedExport := w.run("export")
-	dispatchtest.AssertConverged(t, w.brokers, "KAFKA_SCHD", bytes.Split([]byte(crashedExport), []byte("\n")))
+	w.assertTopics(crashedExport)
 
 	// The uninterrupted run: the same rows on databases of its own, one
 	// `flightfeed pump --drain`.
@@ -397,6 +398,10 @@ func TestFrozenHolderCannotCommit(t *testing.T) {
 		t.Errorf("mailbox results %v", res)
 	}
 
+	// Both topics, read as consumers must (read_committed): per FLID the
+	// versions never go back, and they converge to the export.
+	w.assertTopics(w.run("export"))
+
 	// The database refuses the old epoch.
 	st, err := store.Open(t.Context(), w.pgDSN, store.Options{})
 	if err != nil {
@@ -517,4 +522,36 @@ func TestTwoFeedsCanBeLedByDifferentReplicas(t *testing.T) {
 			}
 		}
 	}
+}
+
+// assertTopics reads both topics with a read_committed consumer
+// (dispatchtest) and checks what a takeover must never break: per FLID the
+// STATE_VERSION on KAFKA_SCHD never decreases in partition order and the
+// last record per FLID is the export; KAFKA_MSG holds every committed
+// notice and, per FLID, never an older one after a newer except a re-send
+// of one already there (a crash between the Kafka commit and the mark).
+func (w *feedWorld) assertTopics(export string) {
+	w.t.Helper()
+	state := dispatchtest.Records(w.t, w.brokers, "KAFKA_SCHD")
+	dispatchtest.AssertVersionsRise(w.t, state)
+	dispatchtest.AssertConverged(w.t, w.brokers, "KAFKA_SCHD", bytes.Split([]byte(export), []byte("\n")))
+	rows, err := w.pool.Query(w.t.Context(), `SELECT flid::text, state_version FROM msg_event WHERE kind = 'KAFKA_MSG'`)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	want := map[string][]int64{}
+	for rows.Next() {
+		var flid string
+		var v int64
+		if err := rows.Scan(&flid, &v); err != nil {
+			w.t.Fatal(err)
+		}
+		want[flid] = append(want[flid], v)
+	}
+	if err := rows.Err(); err != nil {
+		w.t.Fatal(err)
+	}
+	notices := dispatchtest.Records(w.t, w.brokers, "KAFKA_MSG")
+	dispatchtest.AssertNotices(w.t, notices, want)
+	w.t.Logf("%s: %d state records, %d notices read read_committed", w.name, len(state), len(notices))
 }

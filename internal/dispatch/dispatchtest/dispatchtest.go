@@ -262,3 +262,40 @@ func AssertVersionsRise(t testing.TB, records []Record) {
 		last[r.Key] = r
 	}
 }
+
+// AssertNotices checks the notice topic against the notices committed to
+// the outbox (want: per key, every STATE_VERSION of a KAFKA_MSG event):
+// each appears, nothing else does, and per key a record whose version is
+// lower than one already seen repeats a version seen before — a re-send
+// after a crash between commit and mark — never an older notice that was
+// not yet delivered (a deposed leader's).
+func AssertNotices(t testing.TB, records []Record, want map[string][]int64) {
+	t.Helper()
+	seen := map[string]map[int64]bool{}
+	top := map[string]int64{}
+	for _, r := range records {
+		v := r.StateVersion()
+		if seen[r.Key] == nil {
+			seen[r.Key] = map[int64]bool{}
+		}
+		if m, ok := top[r.Key]; ok && v < m && !seen[r.Key][v] {
+			t.Errorf("dispatchtest: key %s: notice version %d at %d/%d after %d, and not a re-send", r.Key, v, r.Partition, r.Offset, m)
+		}
+		seen[r.Key][v] = true
+		top[r.Key] = max(top[r.Key], v)
+	}
+	got := map[string][]int64{}
+	for k, vs := range seen {
+		for v := range vs {
+			got[k] = append(got[k], v)
+		}
+		slices.Sort(got[k])
+	}
+	norm := map[string][]int64{}
+	for k, vs := range want {
+		norm[k] = slices.Compact(slices.Sorted(slices.Values(vs)))
+	}
+	if diff := cmp.Diff(norm, got); diff != "" {
+		t.Errorf("dispatchtest: notice versions per key differ from the committed ones (-committed +topic):\n%s", diff)
+	}
+}
