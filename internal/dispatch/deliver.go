@@ -95,7 +95,8 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, worked bool, err 
 		// before a new one begins.
 		if err := d.client.EndTransaction(ctx, kgo.TryAbort); err != nil {
 			if gone := d.producerGone(err); gone != nil {
-				return 0, false, d.stop(gone)
+				d.stop(gone)
+				return 0, false, d.stoppedErr()
 			}
 			err = fmt.Errorf("abort the previous pass's transaction: %w", err)
 			d.recordFailure(err)
@@ -127,7 +128,8 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, worked bool, err 
 		if err := d.client.BeginTransaction(); err != nil {
 			err = fmt.Errorf("begin a transaction: %w", err)
 			if gone := d.producerGone(err); gone != nil {
-				return 0, false, d.stop(gone)
+				d.stop(gone)
+				return 0, false, d.stoppedErr()
 			}
 			d.recordFailure(err)
 			return 0, false, err
@@ -308,7 +310,8 @@ func (d *Dispatcher) settle(ctx context.Context, events []store.OutboxEvent, res
 		switch {
 		case errors.Is(err, store.ErrFenced):
 			// A newer leader owns the outbox: it sends these events again.
-			out.delivered, out.err = 0, d.stop(fmt.Errorf("%w: %w", ErrFenced, err))
+			d.stop(fmt.Errorf("%w: %w", ErrFenced, err))
+			out.delivered = 0
 		case err != nil:
 			// The records are in Kafka; the rows stay PENDING and are sent
 			// again (a duplicate at the same version, never a loss).

@@ -225,14 +225,13 @@ func (d *Dispatcher) refreshStats(ctx context.Context, force bool) {
 }
 
 // stop stops the dispatcher for good with err (the first error wins) and
-// reports it; it returns the stopping error.
-func (d *Dispatcher) stop(err error) error {
+// reports it; stoppedErr returns the error that won.
+func (d *Dispatcher) stop(err error) {
 	d.mu.Lock()
 	first := d.stopped == nil
 	if first {
 		d.stopped = err
 	}
-	stopped := d.stopped
 	d.mu.Unlock()
 	if first {
 		d.recordFailure(err)
@@ -241,7 +240,6 @@ func (d *Dispatcher) stop(err error) error {
 		d.mu.Unlock()
 		d.log.Error(err, "dispatcher stopped for good", "reason", string(classify(err)))
 	}
-	return stopped
 }
 
 // stoppedErr is the error that stopped the dispatcher, nil while it runs.

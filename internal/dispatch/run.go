@@ -85,7 +85,8 @@ func (d *Dispatcher) initProducer(ctx context.Context, log logr.Logger) error {
 		}
 		err = fmt.Errorf("initialise the transactional producer: %w", err)
 		if gone := d.producerGone(err); gone != nil {
-			return d.stop(gone)
+			d.stop(gone)
+			return d.stoppedErr()
 		}
 		d.recordFailure(err)
 		wait := backoff.Delay(failures, d.opts.BackoffInitial, d.opts.BackoffMax, d.rand)
