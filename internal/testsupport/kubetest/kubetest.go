@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
@@ -30,10 +31,7 @@ func Start(t testing.TB) (*rest.Config, *envtest.Environment) {
 		t.Fatal("kubetest: KUBEBUILDER_ASSETS is not set; run the suite with `make test` " +
 			"(or export KUBEBUILDER_ASSETS=$(bash hack/envtest-assets.sh))")
 	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(t), "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
+	env := environment(RepoRoot(t))
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("kubetest: start control plane: %v", err)
@@ -44,6 +42,19 @@ func Start(t testing.TB) (*rest.Config, *envtest.Environment) {
 		}
 	})
 	return cfg, env
+}
+
+// environment is the control plane with the project's CRDs. envtest waits
+// 20 s for kube-apiserver by default; on two busy cores (several test
+// binaries starting their control planes at once) it can need longer, so
+// the wait is 2 minutes: a slow start is not a failure of the code under test.
+func environment(repoRoot string) *envtest.Environment {
+	return &envtest.Environment{
+		CRDDirectoryPaths:        []string{filepath.Join(repoRoot, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing:    true,
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+	}
 }
 
 // RepoRoot is the repository's top folder, found from this source file.
@@ -68,10 +79,7 @@ func StartMain() (*rest.Config, func(), error) {
 	if !ok {
 		return nil, nil, errors.New("kubetest: cannot locate the repository")
 	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(filepath.Dir(file), "..", "..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
+	env := environment(filepath.Join(filepath.Dir(file), "..", "..", ".."))
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, nil, fmt.Errorf("kubetest: start control plane: %w", err)
