@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/dispatch"
 	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -71,6 +72,19 @@ func TestBuildStatusConditions(t *testing.T) {
 				v1alpha1.ConditionPumpRunning:    {metav1.ConditionTrue, v1alpha1.ReasonRunning, ""},
 				v1alpha1.ConditionKafkaReachable: {metav1.ConditionFalse, v1alpha1.ReasonUnreachable, "dial tcp: refused"},
 			}},
+		{"Kafka transactions off", runningInput(func(in *reportInput) { in.Pump.KafkaTransactionsOff = true }),
+			map[v1alpha1.ConditionType]wantCond{
+				v1alpha1.ConditionReady:          {metav1.ConditionTrue, v1alpha1.ReasonRunning, ""},
+				v1alpha1.ConditionKafkaReachable: {metav1.ConditionTrue, v1alpha1.ReasonTransactionsOff, "older versions"},
+			}},
+		{"Kafka transactions off and Kafka down", runningInput(func(in *reportInput) {
+			in.Pump.KafkaTransactionsOff, in.Pump.KafkaReachable, in.Pump.KafkaError = true, false, "dial tcp: refused"
+		}), map[v1alpha1.ConditionType]wantCond{
+			v1alpha1.ConditionKafkaReachable: {metav1.ConditionFalse, v1alpha1.ReasonUnreachable, "dial tcp: refused"},
+		}},
+		{"Kafka producer fenced", runningInput(func(in *reportInput) {
+			in.Phase, in.LastErr = phaseFenced, fmt.Errorf("kafka dispatcher stopped: %w", fmt.Errorf("%w: PRODUCER_FENCED", dispatch.ErrFenced))
+		}), notRunning(v1alpha1.ReasonFenced, "PRODUCER_FENCED")},
 		{"head blocked", runningInput(func(in *reportInput) {
 			in.Pump.HeadID, in.Pump.HeadBlockedSince, in.Pump.HeadLastError = 42, t0.Add(-time.Minute), "deadlock detected"
 		}), map[v1alpha1.ConditionType]wantCond{

@@ -49,6 +49,8 @@ func TestMinimalFileIsAcceptedWithDefaults(t *testing.T) {
 		{"request timeout", s.Requests.Timeout.Duration, 5 * time.Minute},
 		{"state topic", s.Kafka.Topics.State, "KAFKA_SCHD"},
 		{"auto topic creation", s.Kafka.AllowAutoTopicCreation, false},
+		{"transactions on", feed.TransactionsOn(), true},
+		{"transactional id prefix", s.Kafka.TransactionalIDPrefix, "flightfeed"},
 		{"ledger days", *s.Retention.LedgerDays, int32(7)},
 		{"trace log days", s.Retention.TraceLogDays, int32(90)},
 		{"null-day retention off", s.Retention.NullDayDays == nil, true},
@@ -116,6 +118,12 @@ func TestBadFilesNameTheField(t *testing.T) {
 		{"sasl mechanism", func(s string) string {
 			return strings.Replace(s, `topics: {state`, `sasl: {mechanism: GSSAPI, username: u, password: p}, topics: {state`, 1)
 		}, []string{"kafka.sasl.mechanism", "GSSAPI"}},
+		{"bad transactional id prefix", func(s string) string {
+			return strings.Replace(s, `topics: {state`, `transactionalIdPrefix: "ff/pek", topics: {state`, 1)
+		}, []string{"kafka.transactionalIdPrefix", "ff/pek"}},
+		{"transactions not a bool", func(s string) string {
+			return strings.Replace(s, `topics: {state`, `transactions: maybe, topics: {state`, 1)
+		}, []string{"kafka.transactions"}},
 		{"backoff max below initial", func(s string) string { return s + "pump: {backoffInitial: 2s, backoffMax: 1s}\n" },
 			[]string{"pump.backoffMax"}},
 		{"not yaml", func(string) string { return "airport: [" }, []string{"YAML"}},
@@ -204,5 +212,48 @@ func TestWrittenZeroIsRefusedAbsentIsDefaulted(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s.%s: 0 gave %v", c.section, c.field, err)
 		}
+	}
+}
+
+// The producer's transactional.id belongs to the feed: "<prefix>.<namespace>.<name>"
+// for a FlightFeed, the state database for a config file (the same for every
+// process of one feed, different for two feeds); transactions can be
+// switched off in the file.
+func TestTransactionalIDOfTheFeed(t *testing.T) {
+	feed, err := config.Parse([]byte(minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := config.Parse([]byte(strings.Replace(minimal, "5432/ff?", "5432/ff2?", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	custom, err := config.Parse([]byte(strings.Replace(minimal, `topics: {state`, `transactionalIdPrefix: aodb-prod, topics: {state`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resource := *feed
+	resource.Namespace, resource.Name = "airports", "pek"
+	for _, c := range []struct {
+		name string
+		feed *config.Feed
+		want string
+	}{
+		{"config file", feed, "flightfeed.127.0.0.1:5432/ff"},
+		{"another feed's file", other, "flightfeed.127.0.0.1:5432/ff2"},
+		{"custom prefix", custom, "aodb-prod.127.0.0.1:5432/ff"},
+		{"resource", &resource, "flightfeed.airports.pek"},
+	} {
+		got, err := c.feed.TransactionalID()
+		if err != nil || got != c.want {
+			t.Errorf("%s: %q (%v), want %q", c.name, got, err, c.want)
+		}
+	}
+	off, err := config.Parse([]byte(strings.Replace(minimal, `topics: {state`, `transactions: false, topics: {state`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off.TransactionsOn() {
+		t.Error("kafka.transactions: false left transactions on")
 	}
 }
