@@ -126,13 +126,15 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, worked bool, err 
 	}
 	if d.txn {
 		if err := d.client.BeginTransaction(); err != nil {
+			// The previous transaction is ended (txnOpen), so franz-go
+			// refuses to begin only when the producer failed for good.
 			err = fmt.Errorf("begin a transaction: %w", err)
-			if gone := d.producerGone(err); gone != nil {
-				d.stop(gone)
-				return 0, false, d.stoppedErr()
+			gone := d.producerGone(err)
+			if gone == nil {
+				gone = fmt.Errorf("%w: %w", ErrProducerFailed, err)
 			}
-			d.recordFailure(err)
-			return 0, false, err
+			d.stop(gone)
+			return 0, false, d.stoppedErr()
 		}
 		d.txnOpen = true
 	}
