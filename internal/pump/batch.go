@@ -178,7 +178,7 @@ type batchRun struct {
 	tx     Tx
 	set    *store.WorkingSet
 	priors map[string]store.PriorCopy
-	// seen holds payload digests of this batch's processed messages by
+	// seen holds content digests of this batch's processed messages by
 	// identity key, for copies re-sent within one batch.
 	seen map[string][]byte
 	// seqn holds the last SEQN per sender of this batch's messages, until

@@ -37,6 +37,7 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 	}
 	if msg != nil {
 		res.Type, res.Styp, res.IdentityKey = msg.Meta.Type, msg.Meta.Styp, msg.Meta.IdentityKey()
+		res.ContentDigest = msg.ContentDigest
 		if len(msg.IgnoredTags) > 0 {
 			p.obs.IgnoredTags(msg.IgnoredTags)
 		}
@@ -46,15 +47,17 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 	}
 	log = log.WithValues("type", msg.Meta.Type, "styp", msg.Meta.Styp)
 
-	// Re-sent copies (SPEC §2.4): same identity, same payload → SKIPPED;
-	// same identity, other payload → processed and flagged.
+	// Re-sent copies (SPEC §2.4): same identity, same content → SKIPPED;
+	// same identity, other content → processed and flagged. Content is the
+	// message without its send time (sis.ResendFields): the AODB re-stamps
+	// a copy it sends again.
 	digest, found := run.seen[res.IdentityKey]
 	if !found {
 		if pc, ok := run.priors[res.IdentityKey]; ok && !pc.ReceivedAt.Before(row.Received.Add(-p.feed.Spec.Mailbox.DedupWindow.Duration)) {
 			digest, found = pc.Digest, true
 		}
 	}
-	if found && bytes.Equal(digest, res.PayloadDigest) {
+	if found && bytes.Equal(digest, res.ContentDigest) {
 		return p.finish(res, store.StatusSkipped, ReasonDuplicate,
 			"re-sent copy of an already processed message "+res.IdentityKey, nil)
 	}
@@ -68,7 +71,7 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 	}
 	defer func() {
 		if err == nil && (o.result.Status == store.StatusSucceeded || o.result.Status == store.StatusDead) {
-			run.seen[res.IdentityKey] = res.PayloadDigest
+			run.seen[res.IdentityKey] = res.ContentDigest
 		}
 	}()
 

@@ -62,6 +62,8 @@ type decoder struct {
 	// items and ignored count the message's collection and record items
 	// and its unmapped elements and attributes, against their limits.
 	items, ignored int
+	// metaStart and metaEnd delimit <META>…</META> in the input.
+	metaStart, metaEnd int
 }
 
 func (d *decoder) decode() (*Message, error) {
@@ -94,6 +96,7 @@ func (d *decoder) decode() (*Message, error) {
 	if err := d.trailer(); err != nil {
 		return d.msg, err
 	}
+	d.msg.ContentDigest = contentDigest(d.scan.input, d.metaStart, d.metaEnd)
 	return d.msg, nil
 }
 

@@ -89,6 +89,10 @@ type Message struct {
 	// IgnoredTags counts elements and attributes the module does not map
 	// ("TAG" or "TAG@ATTR"), for the ignored-tags metric. Nil when none.
 	IgnoredTags map[string]int `json:"ignored_tags,omitempty"`
+	// ContentDigest fingerprints the message without what a re-send may
+	// change (ResendFields): two copies with the same identity and the same
+	// ContentDigest are one message sent twice. Set on success only.
+	ContentDigest []byte `json:"-"`
 }
 
 // IsFullSnapshot reports whether records are full snapshots (DNLD/RESP).

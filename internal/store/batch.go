@@ -80,7 +80,9 @@ type ArchivedRow struct {
 	Truncated bool
 }
 
-// PayloadDigest is the payload digest used for the archive and re-send detection.
+// PayloadDigest is the digest of a mailbox row's raw text: the archive's
+// and the row's identity (with its id and received time). Re-sent copies
+// are compared by Result.ContentDigest instead.
 func PayloadDigest(body []byte) []byte {
 	sum := sha256.Sum256(body)
 	return sum[:]
@@ -96,9 +98,13 @@ const (
 
 // Result is a message's processing outcome.
 type Result struct {
-	MessageID     int64
-	IdentityKey   string
+	MessageID   int64
+	IdentityKey string
+	// PayloadDigest is PayloadDigest(raw text); ContentDigest the decoded
+	// message's digest without its send time (sis.Message.ContentDigest),
+	// which re-sent copies are compared by. Nil when it did not decode.
 	PayloadDigest []byte
+	ContentDigest []byte
 	Type, Styp    string
 	Status        string
 	// Reason is the machine-readable code for anything not SUCCEEDED.
@@ -134,14 +140,14 @@ func (t *Tx) queueResults(b *pgx.Batch, results []Result) {
 	n := len(results)
 	ids, attempts := make([]int64, n), make([]int32, n)
 	keys, types, styps, statuses, reasons, notes := make([]*string, n), make([]*string, n), make([]*string, n), make([]string, n), make([]*string, n), make([]*string, n)
-	digests := make([][]byte, n)
+	digests, contents := make([][]byte, n), make([][]byte, n)
 	flags := make([]string, n)
 	received := make([]time.Time, n)
 	finished := make([]*time.Time, n)
 	var bf []int64
 	var bfResults, bfNotes []string
 	for i, r := range results {
-		ids[i], statuses[i], digests[i], received[i], attempts[i] = r.MessageID, r.Status, r.PayloadDigest, r.ReceivedAt, 1
+		ids[i], statuses[i], digests[i], contents[i], received[i], attempts[i] = r.MessageID, r.Status, r.PayloadDigest, r.ContentDigest, r.ReceivedAt, 1
 		keys[i], types[i], styps[i] = nonEmpty(cleanText(r.IdentityKey)), nonEmpty(cleanText(r.Type)), nonEmpty(cleanText(r.Styp))
 		reasons[i], notes[i] = nonEmpty(r.Reason), nonEmpty(cleanText(r.Note))
 		flags[i] = pgTextArray(r.Flags)
@@ -152,18 +158,18 @@ func (t *Tx) queueResults(b *pgx.Batch, results []Result) {
 			bfNotes = append(bfNotes, cleanText(r.Note))
 		}
 	}
-	b.Queue(`INSERT INTO proc_state (message_id, identity_key, payload_digest, msg_type, msg_styp, status, reason, note,
+	b.Queue(`INSERT INTO proc_state (message_id, identity_key, payload_digest, content_digest, msg_type, msg_styp, status, reason, note,
 			flags, attempts, received_at, first_seen_at, updated_at, finished_at)
-		SELECT id, key, digest, typ, styp, status, reason, note, flags::text[], 1, received, $12, $12, finished
+		SELECT id, key, digest, content, typ, styp, status, reason, note, flags::text[], 1, received, $12, $12, finished
 		FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-			$9::text[], $10::timestamptz[], $11::timestamptz[])
-			AS u(id, key, digest, typ, styp, status, reason, note, flags, received, finished)
+			$9::text[], $10::timestamptz[], $11::timestamptz[], $13::bytea[])
+			AS u(id, key, digest, typ, styp, status, reason, note, flags, received, finished, content)
 		ON CONFLICT (message_id) DO UPDATE SET
-			identity_key = EXCLUDED.identity_key, payload_digest = EXCLUDED.payload_digest,
+			identity_key = EXCLUDED.identity_key, payload_digest = EXCLUDED.payload_digest, content_digest = EXCLUDED.content_digest,
 			msg_type = EXCLUDED.msg_type, msg_styp = EXCLUDED.msg_styp, status = EXCLUDED.status,
 			reason = EXCLUDED.reason, note = EXCLUDED.note, flags = EXCLUDED.flags,
 			attempts = proc_state.attempts + 1, updated_at = EXCLUDED.updated_at, finished_at = EXCLUDED.finished_at`,
-		ids, keys, digests, types, styps, statuses, reasons, notes, flags, received, finished, t.now)
+		ids, keys, digests, types, styps, statuses, reasons, notes, flags, received, finished, t.now, contents)
 	if len(bf) > 0 {
 		b.Queue(`INSERT INTO backfill_todo (message_id, result, note, processed_at)
 			SELECT id, result, NULLIF(note, ''), $4 FROM unnest($1::bigint[], $2::text[], $3::text[]) AS u(id, result, note)

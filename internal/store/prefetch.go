@@ -30,7 +30,8 @@ type PrefetchRequest struct {
 
 // PriorCopy is the latest processed message with an identity key.
 type PriorCopy struct {
-	MessageID  int64
+	MessageID int64
+	// Digest is its content digest (Result.ContentDigest).
 	Digest     []byte
 	ReceivedAt time.Time
 }
@@ -53,9 +54,9 @@ func (t *Tx) Prefetch(ctx context.Context, req PrefetchRequest) (*Prefetched, er
 			p.received_at, p.payload_digest
 		FROM unnest($1::bigint[]) AS k(id)
 		CROSS JOIN LATERAL (SELECT * FROM proc_state WHERE message_id = k.id) p`, req.MessageIDs)
-	b.Queue(`SELECT k.key, p.message_id, p.payload_digest, p.received_at
+	b.Queue(`SELECT k.key, p.message_id, p.content_digest, p.received_at
 		FROM (SELECT DISTINCT key FROM unnest($1::text[]) AS u(key)) AS k
-		CROSS JOIN LATERAL (SELECT message_id, payload_digest, received_at FROM proc_state
+		CROSS JOIN LATERAL (SELECT message_id, content_digest, received_at FROM proc_state
 			WHERE identity_key = k.key AND received_at >= $2 AND status IN ('SUCCEEDED', 'DEAD')
 			ORDER BY received_at DESC, message_id DESC LIMIT 1) p`, req.IdentityKeys, req.Since)
 	b.Queue(takeVersionsSQL, req.Versions)
