@@ -245,17 +245,17 @@ func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta store.Meta
 	}
 	reqs := snapshot.Requests{}
 	if pending != nil {
-		reqs.PendingDay = pending.Day
+		reqs.PendingDay, reqs.PendingSender = pending.Day, pending.Receiver
 	}
 	var lookupErr error
-	reqs.RequestedBefore = func(day string) bool {
-		ok, err := tx.RequestedBefore(ctx, requestKind, day)
+	reqs.RequestedBefore = func(day, sender string) bool {
+		ok, err := tx.RequestedBefore(ctx, requestKind, day, sender)
 		if err != nil {
 			lookupErr = err
 		}
 		return ok
 	}
-	cov, err := snapshot.Attribute(snapshot.Inbound{Styp: msg.Meta.Styp, Days: days, DNLDFullDay: p.feed.Spec.Mailbox.DNLDFullDay}, reqs)
+	cov, err := snapshot.Attribute(snapshot.Inbound{Styp: msg.Meta.Styp, Sender: msg.Meta.Sndr, Days: days, DNLDFullDay: p.feed.Spec.Mailbox.DNLDFullDay}, reqs)
 	if lookupErr != nil {
 		return false, nil, lookupErr
 	}

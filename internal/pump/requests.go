@@ -99,7 +99,7 @@ func (r *requester) open(ctx context.Context, day string) (*store.Request, error
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	seqn := r.p.seqn.Next()
-	req, err := tx.OpenRequest(ctx, requestKind, day, flight.FormatSISTime(start, r.p.feed.Location),
+	req, err := tx.OpenRequest(ctx, requestKind, day, r.p.feed.Spec.Requests.Receiver, flight.FormatSISTime(start, r.p.feed.Location),
 		flight.FormatSISTime(end, r.p.feed.Location), r.p.feed.Spec.Requests.RoutingID, int(seqn))
 	if err != nil {
 		return nil, err

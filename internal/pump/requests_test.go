@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
@@ -132,5 +133,71 @@ func TestUnansweredRequestTimesOutAndIsResentOnce(t *testing.T) {
 	}
 	if n := len(h.outbound()); n != 2 {
 		t.Fatalf("%d outbound requests, want 2", n)
+	}
+}
+
+// A RESP completes the newest PENDING request of its operation day, sender
+// and request type (seed 000 §7.1): the request asked the AODB, so a RESP
+// from another sender with the requested day's records answers nothing —
+// it is a window, flagged UNSOLICITED, the request stays PENDING and no
+// day is set — and the AODB's own RESP then completes it.
+func TestRESPFromAnotherSenderIsUnsolicited(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 5m, routingId: AODB}")
+	p := h.newPump()
+	h.drain(p) // the request for 9/9 goes to the AODB
+	other := h.put(strings.Replace(h.schd("RESP", fltr(1, "CA1", "09"), fltr(2, "CA2", "09")), "<SNDR>AODB</SNDR>", "<SNDR>FIDS</SNDR>", 1))
+	h.drain(p)
+	h.wantRow(other, store.StatusSucceeded, "")
+	if _, _, flags, _ := h.procState(other); !slices.Contains(flags, snapshot.FlagUnsolicited) {
+		t.Fatalf("a RESP from another sender: flags %v, want %s", flags, snapshot.FlagUnsolicited)
+	}
+	if reqs := h.requests(); !slices.Equal(reqs["2026-09-09"], []string{store.RequestPending}) {
+		t.Fatalf("a RESP from another sender answered the request: %v", reqs)
+	}
+	if f := h.flights(); len(f) != 2 || f[1].OperationDay != "" {
+		t.Fatalf("a RESP from another sender was a full-day snapshot: %+v", f)
+	}
+	if n := h.count(`SELECT count(*) FROM schd_gen`); n != 0 {
+		t.Fatalf("a RESP from another sender started a generation (%d ledger rows)", n)
+	}
+	answer := h.put(h.schd("RESP", fltr(1, "CA1", "09")))
+	h.drain(p)
+	h.wantRow(answer, store.StatusSucceeded, "")
+	if reqs := h.requests(); !slices.Equal(reqs["2026-09-09"], []string{store.RequestCompleted}) {
+		t.Fatalf("the AODB's RESP did not complete the request: %v", reqs)
+	}
+	if f := h.flights(); f[1].OperationDay != "2026-09-09" {
+		t.Fatalf("the AODB's RESP was not the full-day snapshot: %+v", f[1])
+	}
+}
+
+// What the README says of windows and mixed days (seed 000 §2, §5.2, §5.6):
+// a DNLD window push is the normal case and raises no flag; a RESP over
+// several days is DEAD(MIXED_OPERATION_DAYS), a failed validation whose
+// trace row is ROLLED_BACK without DAY_MISMATCH, the flag of an ownership
+// mismatch only.
+func TestDNLDWindowIsUnflaggedAndMixedDaysIsNoDayMismatch(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 5m, routingId: AODB}")
+	p := h.newPump()
+	h.drain(p)
+	window := h.put(h.schd("DNLD", fltr(1, "CA1", "09"), fltr(2, "CA2", "10")))
+	mixed := h.put(h.schd("RESP", fltr(3, "CA3", "09"), fltr(4, "CA4", "10")))
+	h.drain(p)
+	h.wantRow(window, store.StatusSucceeded, "")
+	if _, _, flags, _ := h.procState(window); len(flags) != 0 {
+		t.Fatalf("a DNLD window was flagged %v", flags)
+	}
+	if n := h.count(`SELECT count(*) FROM schd_snap_log WHERE msg_id = $1 AND result = 'COMMITTED' AND flags = '{}'`, window); n != 1 {
+		t.Fatalf("trace rows of the DNLD window without flags: %d, want 1", n)
+	}
+	h.wantRow(mixed, store.StatusDead, snapshot.ReasonMixedDays)
+	var flags []string
+	if err := h.db.QueryRow(t.Context(), `SELECT flags FROM schd_snap_log WHERE msg_id = $1 AND result = 'ROLLED_BACK'`, mixed).Scan(&flags); err != nil {
+		t.Fatalf("trace row of the RESP over two days: %v", err)
+	}
+	if slices.Contains(flags, pump.FlagDayMismatch) {
+		t.Fatalf("a RESP over two days was flagged %v", flags)
 	}
 }

@@ -12,6 +12,8 @@ const (
 type Inbound struct {
 	// Styp is DNLD or RESP.
 	Styp string
+	// Sender is the message's META/SNDR.
+	Sender string
 	// Days are the records' operation days, in record order.
 	Days []string
 	// DNLDFullDay is the feed's mailbox.dnldFullDay setting.
@@ -22,9 +24,13 @@ type Inbound struct {
 type Requests struct {
 	// PendingDay is the day of the live full-day request ("" when none).
 	PendingDay string
+	// PendingSender is whom the live request asked (its receiver), the one
+	// sender whose RESP answers it; "" matches any sender (a request
+	// recorded before the receiver was kept).
+	PendingSender string
 	// RequestedBefore reports whether a full-day request for day was ever
-	// sent.
-	RequestedBefore func(day string) bool
+	// sent to sender.
+	RequestedBefore func(day, sender string) bool
 }
 
 // Coverage is the decision: how the snapshot is applied.
@@ -41,10 +47,15 @@ type Coverage struct {
 // Attribute decides the coverage of a snapshot (SPEC §2.5). A RESP whose
 // records span several days is rejected; a RESP of one day D (or an empty
 // RESP while a request is live, D = its day) is the full-day snapshot of D
-// when a request for D is live or was sent before, and completes the live
-// request only when that request is for D; anything else is a window,
-// flagged UNSOLICITED. A DNLD is a window unless DNLDFullDay holds and all
-// its records share one day; it completes only a live request for that day.
+// when a request for D to its sender is live or was sent before, and
+// completes the live request only when that request is for D and asked
+// this sender (seed 000 §7.1: a RESP completes the newest PENDING request
+// of its operation day, sender and request type); anything else — a RESP
+// from another sender included — is a window, flagged UNSOLICITED. A DNLD
+// is a window unless DNLDFullDay holds and all its records share one day;
+// it completes only a live request for that day ("DNLD 仅在运营日匹配时完成
+// 请求"), whoever sent it. A DNLD window is the AODB's scheduled push, the
+// normal case: it raises no flag.
 func Attribute(in Inbound, req Requests) (Coverage, error) {
 	day, single := oneDay(in.Days)
 	var c Coverage
@@ -57,12 +68,14 @@ func Attribute(in Inbound, req Requests) (Coverage, error) {
 			return Coverage{}, &Rejection{Reason: ReasonMixedDays,
 				Detail: fmt.Sprintf("RESP records span several operation days (%s)", span(in.Days))}
 		}
-		if len(in.Days) == 0 {
+		asked := req.PendingDay != "" && (req.PendingSender == "" || req.PendingSender == in.Sender)
+		if len(in.Days) == 0 && asked {
 			day = req.PendingDay
 		}
-		if day != "" && (req.PendingDay == day || (req.RequestedBefore != nil && req.RequestedBefore(day))) {
+		answers := asked && req.PendingDay == day
+		if day != "" && (answers || (req.RequestedBefore != nil && req.RequestedBefore(day, in.Sender))) {
 			c.FullDay, c.Day = true, day
-			c.CompletesPending = req.PendingDay == day
+			c.CompletesPending = answers
 			return c, nil
 		}
 		c.Flags = append(c.Flags, FlagUnsolicited)

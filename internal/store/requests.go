@@ -19,9 +19,12 @@ const (
 
 // Request is one outbound full-day request.
 type Request struct {
-	ID          int64
-	Kind        string
-	Day         string
+	ID   int64
+	Kind string
+	Day  string
+	// Receiver is whom the request asked (its META/RCVR); "" for requests
+	// recorded before it was kept.
+	Receiver    string
 	Seqn        int
 	Status      string
 	RequestedAt time.Time
@@ -29,11 +32,11 @@ type Request struct {
 	SentAt time.Time
 }
 
-const requestColumns = `id, kind, operation_day::text, seqn, status, requested_at, coalesce(sent_at, 'epoch')`
+const requestColumns = `id, kind, operation_day::text, coalesce(receiver, ''), seqn, status, requested_at, coalesce(sent_at, 'epoch')`
 
 func scanRequest(row pgx.Row) (*Request, error) {
 	var r Request
-	if err := row.Scan(&r.ID, &r.Kind, &r.Day, &r.Seqn, &r.Status, &r.RequestedAt, &r.SentAt); err != nil {
+	if err := row.Scan(&r.ID, &r.Kind, &r.Day, &r.Receiver, &r.Seqn, &r.Status, &r.RequestedAt, &r.SentAt); err != nil {
 		return nil, err
 	}
 	if r.SentAt.Unix() == 0 {
@@ -54,11 +57,13 @@ func (t *Tx) PendingRequest(ctx context.Context, kind string) (*Request, error) 
 	return r, nil
 }
 
-// RequestedBefore reports whether a request of kind for day was ever sent.
-func (t *Tx) RequestedBefore(ctx context.Context, kind, day string) (bool, error) {
+// RequestedBefore reports whether a request of kind for day was ever sent
+// to receiver (or recorded without a receiver).
+func (t *Tx) RequestedBefore(ctx context.Context, kind, day, receiver string) (bool, error) {
 	var ok bool
-	err := t.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM req_track WHERE kind = $1 AND operation_day = $2::date AND sent_at IS NOT NULL)`,
-		kind, day).Scan(&ok)
+	err := t.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM req_track WHERE kind = $1 AND operation_day = $2::date
+			AND sent_at IS NOT NULL AND (receiver IS NULL OR receiver = $3))`,
+		kind, day, receiver).Scan(&ok)
 	if err != nil {
 		return false, fmt.Errorf("look up %s requests for %s: %w", kind, day, err)
 	}
@@ -75,16 +80,17 @@ func (t *Tx) CompleteRequest(ctx context.Context, id, msgID int64) error {
 	return nil
 }
 
-// OpenRequest registers a new live request of kind for day, expiring the
-// previous live one (one live request per kind, seed 000 §7.1).
-func (t *Tx) OpenRequest(ctx context.Context, kind, day, start, end, routingID string, seqn int) (*Request, error) {
+// OpenRequest registers a new live request of kind for day to receiver,
+// expiring the previous live one (one live request per kind, seed 000 §7.1).
+func (t *Tx) OpenRequest(ctx context.Context, kind, day, receiver, start, end, routingID string, seqn int) (*Request, error) {
 	if _, err := t.tx.Exec(ctx, `UPDATE req_track SET status = 'EXPIRED', updated_at = $2 WHERE kind = $1 AND status = 'PENDING'`,
 		kind, t.now); err != nil {
 		return nil, fmt.Errorf("expire %s requests: %w", kind, err)
 	}
-	r, err := scanRequest(t.tx.QueryRow(ctx, `INSERT INTO req_track (kind, operation_day, range_start, range_end, routing_id, seqn, status, requested_at, updated_at)
-		VALUES ($1, $2::date, $3, $4, $5, $6, 'PENDING', $7, $7) RETURNING `+requestColumns,
-		kind, day, start, end, routingID, seqn, t.now))
+	r, err := scanRequest(t.tx.QueryRow(ctx, `INSERT INTO req_track (kind, operation_day, receiver, range_start, range_end, routing_id, seqn,
+			status, requested_at, updated_at)
+		VALUES ($1, $2::date, $8, $3, $4, $5, $6, 'PENDING', $7, $7) RETURNING `+requestColumns,
+		kind, day, start, end, routingID, seqn, t.now, receiver))
 	if err != nil {
 		return nil, fmt.Errorf("open %s request for %s: %w", kind, day, err)
 	}
