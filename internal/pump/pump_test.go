@@ -437,3 +437,43 @@ func TestDataTheDatabaseRefusesIsDead(t *testing.T) {
 		t.Fatal("the refused message queued events")
 	}
 }
+
+// Seed 000 §5.5 through the pump: a full-day snapshot whose diff-delete
+// would remove a flight that belongs to another day (the ledger and the
+// flight's row disagree: data pollution) is DEAD(LEDGER_INCONSISTENT),
+// changes nothing, leaves a ROLLED_BACK trace row, and the head moves on.
+func TestLedgerInconsistentIsDeadAndChangesNothing(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "mailbox: {dnldFullDay: true}")
+	h.put(h.schd("DNLD", fltr(1, "CA1", "09"), fltr(2, "CA2", "09")))
+	p := h.newPump()
+	h.drain(p)
+	for _, sql := range []string{
+		`ALTER TABLE flight_schd DISABLE TRIGGER flight_schd_guard`,
+		`UPDATE flight_schd SET operation_day = '2026-09-10' WHERE flid = 2`,
+		`ALTER TABLE flight_schd ENABLE TRIGGER flight_schd_guard`,
+	} {
+		if _, err := h.db.Exec(t.Context(), sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	events := h.count(`SELECT count(*) FROM msg_event`)
+	bad := h.put(h.schd("DNLD", fltr(1, "CA1-NEW", "09")))
+	next := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"))
+	h.drain(p)
+
+	h.wantRow(bad, store.StatusDead, snapshot.ReasonLedgerInconsistent)
+	h.wantRow(next, store.StatusSucceeded, "")
+	f := h.flights()
+	if _, ok := f[2]; !ok || f[1].Scalars["FLNO"] != "CA1" || f[1].Scalars["ESTT"] != "09SEP260930" {
+		t.Fatalf("flights after the refused snapshot: %+v", f)
+	}
+	type ledger struct{ Version, Roster, Events int }
+	if diff := cmp.Diff(ledger{1, 2, events + 2}, ledger{h.count(`SELECT version FROM schd_gen WHERE operation_day = '2026-09-09'`),
+		h.count(`SELECT count(*) FROM schd_gen_flid WHERE operation_day = '2026-09-09'`), h.count(`SELECT count(*) FROM msg_event`)}); diff != "" {
+		t.Fatalf("the refused snapshot changed the ledger or queued events (-want +got):\n%s", diff)
+	}
+	if n := h.count(`SELECT count(*) FROM schd_snap_log WHERE msg_id = $1 AND result = 'ROLLED_BACK'`, bad); n != 1 {
+		t.Fatalf("trace rows of the refused snapshot: %d, want 1", n)
+	}
+}
