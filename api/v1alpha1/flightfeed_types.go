@@ -137,8 +137,22 @@ type MailboxSpec struct {
 	// +optional
 	DNLDFullDay bool `json:"dnldFullDay,omitempty"`
 
+	// RecsDropPercent raises the RECS_DROP alert (seed 000 §5.6) on a
+	// committed full-day snapshot whose roster is smaller than the day's
+	// previous roster by more than this percentage of it. Default 20: a
+	// day's plan keeps its cancelled flights (CNCL is a field), so between
+	// two snapshots of a day it loses only what FDELs and identity changes
+	// remove, a few percent; a fifth gone points at a partial or filtered
+	// export (a terminal or an airline missing) long before the roster is
+	// empty.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	RecsDropPercent int32 `json:"recsDropPercent,omitempty"`
+
 	// DedupWindow is how long a re-sent copy (same SNDR|TYPE|STYP|SEQN and
-	// payload) is recognised and SKIPPED. Default 24h.
+	// content; the META send time may differ) is recognised and SKIPPED.
+	// Default 24h.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:MaxLength=64

@@ -36,6 +36,7 @@ func SetDefaults(spec *v1alpha1.FlightFeedSpec) {
 	num(&mb.MaxMessageBytes, DefaultMaxMessageBytes)
 	num(&mb.MaxBatchBytes, DefaultMaxBatchBytes)
 	dur(&mb.DedupWindow, DefaultDedupWindow)
+	num(&mb.RecsDropPercent, DefaultRecsDropPercent)
 
 	num(&spec.Database.MaxConns, DefaultDatabaseMaxConns)
 

@@ -49,6 +49,7 @@ const (
 	DefaultMaxMessageBytes       = 40 << 20
 	DefaultMaxBatchBytes         = 16 << 20
 	DefaultDedupWindow           = 24 * time.Hour
+	DefaultRecsDropPercent       = 20
 	DefaultDatabaseMaxConns      = 4
 	DefaultStateTopic            = "KAFKA_SCHD"
 	DefaultNoticeTopic           = "KAFKA_MSG"

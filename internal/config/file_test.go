@@ -44,6 +44,7 @@ func TestMinimalFileIsAcceptedWithDefaults(t *testing.T) {
 		{"plausible window", s.History.PlausibleWindow.Duration, 365 * 24 * time.Hour},
 		{"dedup window", s.Mailbox.DedupWindow.Duration, 24 * time.Hour},
 		{"dnld full day", s.Mailbox.DNLDFullDay, false},
+		{"RECS_DROP share", s.Mailbox.RecsDropPercent, int32(20)},
 		{"horizon", *s.Requests.Horizon, v1alpha1.HorizonSpec{From: 0, To: 1}},
 		{"request interval", s.Requests.Interval.Duration, time.Hour},
 		{"request timeout", s.Requests.Timeout.Duration, 5 * time.Minute},
@@ -198,6 +199,7 @@ func TestWrittenZeroIsRefusedAbsentIsDefaulted(t *testing.T) {
 	}
 	for _, c := range []struct{ section, field, want string }{
 		{"mailbox", "maxMessageBytes", "mailbox.maxMessageBytes: Invalid value: 0: must be between 1024 and 1073741824"},
+		{"mailbox", "recsDropPercent", "mailbox.recsDropPercent: Invalid value: 0: must be between 1 and 100"},
 		{"database", "maxConns", "database.maxConns: Invalid value: 0: must be between 2 and 64"},
 		{"retention", "traceLogDays", "retention.traceLogDays: Invalid value: 0: must be between 1 and 3650"},
 		{"retention", "archiveDays", "retention.archiveDays: Invalid value: 0: must be between 1 and 3650"},

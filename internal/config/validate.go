@@ -106,6 +106,7 @@ func validateMailbox(mb *v1alpha1.MailboxSpec, path *field.Path) field.ErrorList
 	errs = append(errs, between(path.Child("maxMessageBytes"), mb.MaxMessageBytes, 1024, 1<<30)...)
 	errs = append(errs, between(path.Child("maxBatchBytes"), mb.MaxBatchBytes, 64<<10, 1<<30)...)
 	errs = append(errs, positive(path.Child("dedupWindow"), mb.DedupWindow)...)
+	errs = append(errs, between(path.Child("recsDropPercent"), int64(mb.RecsDropPercent), 1, 100)...)
 	return errs
 }
 

@@ -18,6 +18,7 @@ var zeroMeansUnset = []struct {
 	{"mailbox", "batchSize", func(s *v1alpha1.FlightFeedSpec) { s.Mailbox.BatchSize = 0 }},
 	{"mailbox", "maxMessageBytes", func(s *v1alpha1.FlightFeedSpec) { s.Mailbox.MaxMessageBytes = 0 }},
 	{"mailbox", "maxBatchBytes", func(s *v1alpha1.FlightFeedSpec) { s.Mailbox.MaxBatchBytes = 0 }},
+	{"mailbox", "recsDropPercent", func(s *v1alpha1.FlightFeedSpec) { s.Mailbox.RecsDropPercent = 0 }},
 	{"database", "maxConns", func(s *v1alpha1.FlightFeedSpec) { s.Database.MaxConns = 0 }},
 	{"retention", "traceLogDays", func(s *v1alpha1.FlightFeedSpec) { s.Retention.TraceLogDays = 0 }},
 	{"retention", "archiveDays", func(s *v1alpha1.FlightFeedSpec) { s.Retention.ArchiveDays = 0 }},

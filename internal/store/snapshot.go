@@ -21,6 +21,9 @@ type Snapshot struct {
 	FullDay bool
 	Day     string
 	Records []SnapshotRecord
+	// SentAt is the message's META send time; a full-day snapshot records
+	// it as the day's last (zero: unknown).
+	SentAt time.Time
 }
 
 // SnapshotRecord is one FLTR record: full-snapshot commands and the
@@ -39,7 +42,13 @@ type SnapshotEffect struct {
 	Upserted, Unchanged    int
 	Deleted                []flight.FLID
 	OldDigest, NewDigest   string
-	Versions               map[flight.FLID]int64
+	// OldRoster and NewRoster are the sizes of the day's roster before and
+	// after a full-day snapshot (RECS_DROP); PrevSentAt the send time of
+	// the day's previous committed snapshot, zero when unknown
+	// (OUT_OF_ORDER).
+	OldRoster, NewRoster int
+	PrevSentAt           time.Time
+	Versions             map[flight.FLID]int64
 }
 
 // ApplySnapshot applies a snapshot in the caller's transaction, exactly as
@@ -85,15 +94,18 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 			return out, err
 		}
 		var lastMsg int64
-		var lastRecv *time.Time
-		err := t.tx.QueryRow(ctx, `SELECT version, last_message_id, last_msg_received_at FROM schd_gen WHERE operation_day = $1 FOR UPDATE`,
-			snap.Day).Scan(&out.OldVersion, &lastMsg, &lastRecv)
+		var lastRecv, lastSent *time.Time
+		err := t.tx.QueryRow(ctx, `SELECT version, last_message_id, last_msg_received_at, last_sent_at FROM schd_gen WHERE operation_day = $1 FOR UPDATE`,
+			snap.Day).Scan(&out.OldVersion, &lastMsg, &lastRecv, &lastSent)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 		case err != nil:
 			return out, fmt.Errorf("read ledger: %w", err)
 		default:
 			genExists = true
+			if lastSent != nil {
+				out.PrevSentAt = *lastSent
+			}
 		}
 		// The same message only when the received time matches too (rows
 		// from before it was recorded have none): mailbox ids can restart.
@@ -113,6 +125,7 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 			roster = append(roster, flight.FLID(id)) //nolint:gosec // checked column
 		}
 		out.OldDigest, out.NewDigest = snapshot.Digest(roster), snapshot.Digest(flids)
+		out.OldRoster, out.NewRoster = len(roster), len(flids)
 	}
 
 	candidates := snapshot.DiffDelete(roster, flids)
@@ -188,12 +201,15 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 			ids[i] = int64(f) //nolint:gosec // at most 12 digits
 		}
 		b.Queue(`DELETE FROM schd_gen_flid WHERE operation_day = $1 AND NOT (flid = ANY($2))`, snap.Day, ids)
+		sent := nullTime(snap.SentAt)
 		if genExists {
-			b.Queue(`UPDATE schd_gen SET version = version + 1, last_message_id = $2, last_recv_at = $3, last_msg_received_at = $5
-				WHERE operation_day = $1 AND version = $4`, snap.Day, meta.MessageID, t.now, out.OldVersion, meta.ReceivedAt)
+			b.Queue(`UPDATE schd_gen SET version = version + 1, last_message_id = $2, last_recv_at = $3, last_msg_received_at = $5,
+					last_sent_at = $6
+				WHERE operation_day = $1 AND version = $4`, snap.Day, meta.MessageID, t.now, out.OldVersion, meta.ReceivedAt, sent)
 		} else {
-			b.Queue(`INSERT INTO schd_gen (operation_day, version, last_message_id, last_recv_at, last_msg_received_at) VALUES ($1, 1, $2, $3, $4)
-				ON CONFLICT (operation_day) DO NOTHING`, snap.Day, meta.MessageID, t.now, meta.ReceivedAt)
+			b.Queue(`INSERT INTO schd_gen (operation_day, version, last_message_id, last_recv_at, last_msg_received_at, last_sent_at)
+				VALUES ($1, 1, $2, $3, $4, $5)
+				ON CONFLICT (operation_day) DO NOTHING`, snap.Day, meta.MessageID, t.now, meta.ReceivedAt, sent)
 		}
 		casIndex := b.Len() - 1
 		b.Queue(`INSERT INTO schd_gen_flid (operation_day, flid) SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING`, snap.Day, ids)
