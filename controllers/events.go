@@ -28,6 +28,9 @@ const (
 	ReasonDayMismatch = string(pump.NoticeDayMismatch)
 	// ReasonMailboxIDReused (Warning): the mailbox's ids restarted.
 	ReasonMailboxIDReused = string(pump.NoticeIDReused)
+	// ReasonSnapshotFlag (Warning): a snapshot's trace row carries a flag
+	// (the Event's note names it).
+	ReasonSnapshotFlag = string(pump.NoticeSnapshotFlag)
 )
 
 // maxNoticesPerReport bounds the Events one report records; the rest are

@@ -33,6 +33,8 @@ type Metrics struct {
 	batchSize       *prometheus.HistogramVec
 	ignoredTags     *prometheus.CounterVec
 	serviceErrors   *prometheus.CounterVec
+	snapshotFlags   *prometheus.CounterVec
+	traceLogErrors  *prometheus.CounterVec
 	queueDepth      *prometheus.GaugeVec
 	queueLag        *prometheus.GaugeVec
 	headBlocked     *prometheus.GaugeVec
@@ -86,6 +88,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "flightfeed_service_errors_total",
 			Help: "Failed reads or writes of the pump against a service it depends on, by service (mailbox).",
 		}, append(feed, "service")),
+		snapshotFlags: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flightfeed_snapshot_flags_total",
+			Help: "Flags of snapshot trace rows (alerts, seed 000 §5.6): EMPTY, RECS_DROP, OUT_OF_ORDER, SEQN_REGRESSION, DAY_MISMATCH, UNSOLICITED, or a refused snapshot's reason.",
+		}, append(feed, "flag")),
+		traceLogErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flightfeed_trace_log_errors_total",
+			Help: "Snapshot trace rows (schd_snap_log) that could not be written; nothing else changes.",
+		}, feed),
 		queueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flightfeed_queue_depth",
 			Help: "Unprocessed VALID mailbox rows.",
@@ -132,7 +142,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // register adds the series to reg. Series already registered there (a
 // second manager in the same process) are shared, not duplicated.
 func (m *Metrics) register(reg prometheus.Registerer) error {
-	for _, p := range []any{&m.messages, &m.txDuration, &m.batchSize, &m.ignoredTags, &m.serviceErrors, &m.queueDepth, &m.queueLag,
+	for _, p := range []any{&m.messages, &m.txDuration, &m.batchSize, &m.ignoredTags, &m.serviceErrors, &m.snapshotFlags, &m.traceLogErrors, &m.queueDepth, &m.queueLag,
 		&m.headBlocked, &m.outboxPending, &m.outboxOldest, &m.backfillPending, &m.snapshotVersion, &m.leader, &m.pumpRunning} {
 		var err error
 		switch v := p.(type) {
@@ -199,7 +209,7 @@ func (m *Metrics) dropPumpSeries(key types.NamespacedName) {
 	match := prometheus.Labels{labelNamespace: key.Namespace, labelFeed: key.Name}
 	for _, c := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{m.messages, m.txDuration, m.batchSize, m.ignoredTags, m.queueDepth, m.queueLag, m.headBlocked,
+	}{m.messages, m.txDuration, m.batchSize, m.ignoredTags, m.snapshotFlags, m.traceLogErrors, m.queueDepth, m.queueLag, m.headBlocked,
 		m.outboxPending, m.outboxOldest, m.backfillPending, m.snapshotVersion, m.pumpRunning} {
 		c.DeletePartialMatch(match)
 	}
@@ -300,6 +310,28 @@ func (o *FeedObserver) ServiceError(service string) {
 	}
 	o.m.serviceErrors.WithLabelValues(o.ns, o.name, service).Inc()
 }
+
+// SnapshotFlag counts one flag of a snapshot's trace row.
+func (o *FeedObserver) SnapshotFlag(flag string) {
+	if o == nil || o.m == nil {
+		return
+	}
+	if !flagValue.MatchString(flag) {
+		flag = "OTHER"
+	}
+	o.m.snapshotFlags.WithLabelValues(o.ns, o.name, flag).Inc()
+}
+
+// TraceLogFailed counts a trace row that could not be written.
+func (o *FeedObserver) TraceLogFailed() {
+	if o == nil || o.m == nil {
+		return
+	}
+	o.m.traceLogErrors.WithLabelValues(o.ns, o.name).Inc()
+}
+
+// flagValue bounds flag labels: the pump's flags and reason codes.
+var flagValue = regexp.MustCompile(`^[A-Z][A-Z0-9_]{1,39}$`)
 
 // ignoredLabel returns tag while the feed has fewer than
 // maxIgnoredTagSeries tag labels (or already has this one), else OTHER.

@@ -361,7 +361,7 @@ func (t *memTx) RecordResult(_ context.Context, r store.Result) error {
 	return nil
 }
 
-func (t *memTx) OpenRequest(context.Context, string, string, string, string, string, int) (*store.Request, error) {
+func (t *memTx) OpenRequest(context.Context, string, string, string, string, string, string, int) (*store.Request, error) {
 	return nil, errNotInMemory
 }
 
@@ -386,7 +386,7 @@ func (sp memSavepoint) PendingRequest(context.Context, string) (*store.Request, 
 	return nil, nil
 }
 
-func (sp memSavepoint) RequestedBefore(context.Context, string, string) (bool, error) {
+func (sp memSavepoint) RequestedBefore(context.Context, string, string, string) (bool, error) {
 	return false, nil
 }
 

@@ -43,7 +43,16 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 		}
 	}
 	if it.decErr != nil {
-		return p.rejected(res, prior, it.decErr)
+		o, w, err := p.rejected(res, prior, it.decErr)
+		if msg != nil && msg.Kind == sis.KindSnapshot && o.result.Status == store.StatusDead {
+			// A snapshot the decoder refused (RECS mismatch, duplicate FLID,
+			// sequence 0 mixed, over capacity, …) is a processing attempt
+			// too: one trace row, ROLLED_BACK, flagged with its reason
+			// (seed 000 §5.6).
+			o.trace = &store.TraceEntry{MessageID: row.ID, ReceivedAt: row.Received, Recs: max(msg.Recs, 0),
+				Result: store.TraceRolledBack, Flags: []string{o.result.Reason}, Detail: o.result.Note}
+		}
+		return o, w, err
 	}
 	log = log.WithValues("type", msg.Meta.Type, "styp", msg.Meta.Styp)
 
@@ -83,10 +92,15 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 		}
 		log.Info("message refused", "reason", reason, "error", applyErr.Error())
 		if trace != nil {
+			// Refused whole: the trace row says why — DAY_MISMATCH for the
+			// seed's ownership mismatch (000 §5.3), the reason code for any
+			// other refusal — with the message's own flags.
 			trace.Result, trace.Detail = store.TraceRolledBack, applyErr.Error()
+			flag := reason
 			if reason == snapshot.ReasonDayMismatch {
-				trace.Flags = append(trace.Flags, FlagDayMismatch)
+				flag = FlagDayMismatch
 			}
+			trace.Flags = dedup(append(append(trace.Flags, flag), res.Flags...))
 		}
 		return p.finish(res, store.StatusDead, reason, applyErr.Error(), trace)
 	}
@@ -263,7 +277,7 @@ func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta store.Meta
 	if err != nil {
 		return false, trace, err
 	}
-	out, err := tx.ApplySnapshot(ctx, meta, store.Snapshot{FullDay: cov.FullDay, Day: cov.Day, Records: records})
+	out, err := tx.ApplySnapshot(ctx, meta, store.Snapshot{FullDay: cov.FullDay, Day: cov.Day, Records: records, SentAt: msg.Meta.ParsedTime})
 	trace.OldVersion, trace.NewVersion, trace.DeletedCount = out.OldVersion, out.NewVersion, len(out.Deleted)
 	trace.OldDigest, trace.NewDigest = out.OldDigest, out.NewDigest
 	trace.Duration = p.clock.Since(start)
@@ -273,6 +287,14 @@ func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta store.Meta
 	trace.Result = store.TraceCommitted
 	if out.Replay {
 		trace.Result = store.TraceReplaySkipped
+	} else if cov.FullDay {
+		// Alerts only: the snapshot is committed all the same (seed 000 §5.6).
+		if snapshot.RecsDropped(out.OldRoster, out.NewRoster, int(p.feed.Spec.Mailbox.RecsDropPercent)) {
+			trace.Flags = append(trace.Flags, snapshot.FlagRecsDrop)
+		}
+		if snapshot.OutOfOrder(out.PrevSentAt, msg.Meta.ParsedTime) {
+			trace.Flags = append(trace.Flags, snapshot.FlagOutOfOrder)
+		}
 	}
 	if cov.CompletesPending && pending != nil {
 		if err := tx.CompleteRequest(ctx, pending.ID, row.ID); err != nil {
@@ -303,8 +325,11 @@ func (p *Pump) seqnRegressed(run *batchRun, m sis.Meta) bool {
 }
 
 // writeTraces appends the trace rows of the snapshots in done, outside any
-// message transaction; a failure is logged, never propagated (seed 000 §5.6).
-// A non-empty override replaces every row's result (a rolled-back batch).
+// message transaction, one per processing attempt; a failure is logged and
+// counted (Observer.TraceLogFailed), never propagated (seed 000 §5.6). Every
+// flag of a row is an alert: counted (Observer.SnapshotFlag) and a notice
+// (NoticeSnapshotFlag, a warning Event). A non-empty override replaces every
+// row's result (a rolled-back batch).
 func (p *Pump) writeTraces(ctx context.Context, done []outcome, override string) {
 	for _, o := range done {
 		if o.trace == nil {
@@ -321,9 +346,31 @@ func (p *Pump) writeTraces(ctx context.Context, done []outcome, override string)
 			e.Duration = time.Millisecond
 		}
 		if err := p.store.AppendTraceLog(context.WithoutCancel(ctx), e); err != nil {
+			p.obs.TraceLogFailed()
 			p.log.Error(err, "trace log (ignored)", "msg_id", e.MessageID)
 		}
+		p.alert(e)
 	}
+}
+
+// alert counts and notices every flag of a trace row.
+func (p *Pump) alert(e store.TraceEntry) {
+	if len(e.Flags) == 0 {
+		return
+	}
+	detail := "snapshot " + e.Result
+	if e.Day != "" {
+		detail += " for " + e.Day
+	}
+	if e.Detail != "" {
+		detail += ": " + e.Detail
+	}
+	p.update(func(*Status) {
+		for _, f := range e.Flags {
+			p.obs.SnapshotFlag(f)
+			p.addNotice(Notice{Kind: NoticeSnapshotFlag, MessageID: e.MessageID, Reason: f, Detail: detail})
+		}
+	})
 }
 
 func dedup(flags []string) []string {

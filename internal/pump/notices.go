@@ -19,6 +19,10 @@ const (
 	// NoticeIDReused: a mailbox row reused the id of another, already
 	// processed message; it was processed as new.
 	NoticeIDReused NoticeKind = "MailboxIDReused"
+	// NoticeSnapshotFlag: a snapshot's trace row carries a flag (seed 000
+	// §5.6: EMPTY, RECS_DROP, OUT_OF_ORDER, SEQN_REGRESSION, DAY_MISMATCH,
+	// UNSOLICITED, or a refused snapshot's reason); one notice per flag.
+	NoticeSnapshotFlag NoticeKind = "SnapshotFlag"
 )
 
 // Notice is one notable outcome of the pump.

@@ -105,14 +105,14 @@ type BatchTx interface {
 // SnapshotTx applies a snapshot and settles the request it answers.
 type SnapshotTx interface {
 	PendingRequest(ctx context.Context, kind string) (*store.Request, error)
-	RequestedBefore(ctx context.Context, kind, day string) (bool, error)
+	RequestedBefore(ctx context.Context, kind, day, receiver string) (bool, error)
 	ApplySnapshot(ctx context.Context, meta store.Meta, snap store.Snapshot) (store.SnapshotEffect, error)
 	CompleteRequest(ctx context.Context, id, msgID int64) error
 }
 
 // RequestTx opens and times out the pump's full-day requests.
 type RequestTx interface {
-	OpenRequest(ctx context.Context, kind, day, start, end, routingID string, seqn int) (*store.Request, error)
+	OpenRequest(ctx context.Context, kind, day, receiver, start, end, routingID string, seqn int) (*store.Request, error)
 	TimeOutRequest(ctx context.Context, id int64) error
 }
 

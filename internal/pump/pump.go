@@ -29,6 +29,11 @@ type Observer interface {
 	// ServiceError counts a failed read or write against a service the
 	// pump depends on (ServiceMailbox).
 	ServiceError(service string)
+	// SnapshotFlag counts one flag of a snapshot's trace row (an alert).
+	SnapshotFlag(flag string)
+	// TraceLogFailed counts a trace row that could not be written (seed
+	// 000 §5.6: an error metric, nothing else changes).
+	TraceLogFailed()
 }
 
 // ServiceMailbox names the mailbox in ServiceError.
@@ -48,6 +53,12 @@ func (NopObserver) IgnoredTags(map[string]int) {}
 
 // ServiceError implements Observer.
 func (NopObserver) ServiceError(string) {}
+
+// SnapshotFlag implements Observer.
+func (NopObserver) SnapshotFlag(string) {}
+
+// TraceLogFailed implements Observer.
+func (NopObserver) TraceLogFailed() {}
 
 // Options configure a Pump.
 type Options struct {

@@ -211,9 +211,21 @@ func TestDayMismatchIsDeadProtocol(t *testing.T) {
 	h.drain(p)
 	h.wantRow(day9, store.StatusSucceeded, "")
 	h.wantRow(bad, store.StatusDead, snapshot.ReasonDayMismatch)
-	// The operator turns notices into Kubernetes Events.
-	if n := p.DrainNotices(); len(n) != 1 || n[0].MessageID != bad || n[0].Kind != pump.NoticeDayMismatch || n[0].Reason != snapshot.ReasonDayMismatch {
+	// The operator turns notices into Kubernetes Events: the refusal, and
+	// the trace row's DAY_MISMATCH alert.
+	var refusals, alerts []pump.Notice
+	for _, n := range p.DrainNotices() {
+		if n.Kind == pump.NoticeSnapshotFlag {
+			alerts = append(alerts, n)
+		} else {
+			refusals = append(refusals, n)
+		}
+	}
+	if n := refusals; len(n) != 1 || n[0].MessageID != bad || n[0].Kind != pump.NoticeDayMismatch || n[0].Reason != snapshot.ReasonDayMismatch {
 		t.Fatalf("notices %+v", n)
+	}
+	if n := alerts; len(n) != 1 || n[0].MessageID != bad || n[0].Reason != pump.FlagDayMismatch {
+		t.Fatalf("alert notices %+v", n)
 	}
 	if n := p.DrainNotices(); len(n) != 0 {
 		t.Fatalf("notices drained twice: %+v", n)
