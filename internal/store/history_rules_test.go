@@ -156,7 +156,7 @@ func (f *fixture) historyReasons() map[flight.FLID]string {
 		if err := rows.Scan(&id, &reason); err != nil {
 			f.t.Fatal(err)
 		}
-		out[flight.FLID(id)] = reason //nolint:gosec // test ids
+		out[flight.FLID(id)] = reason
 	}
 	if err := rows.Err(); err != nil {
 		f.t.Fatal(err)
