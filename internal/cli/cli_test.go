@@ -42,7 +42,7 @@ func TestHelpListsEveryCommandOfTheContract(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("--help exit %d", code)
 	}
-	for _, cmd := range []string{"manager", "pump", "migrate", "export", "ledger", "simulate", "replay"} {
+	for _, cmd := range []string{"manager", "pump", "migrate", "export", "ledger", "simulate", "dead", "replay"} {
 		if !strings.Contains(out, "\n  "+cmd+" ") {
 			t.Errorf("--help does not list %q:\n%s", cmd, out)
 		}

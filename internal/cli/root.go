@@ -78,6 +78,7 @@ operator (manager) or, for one feed without Kubernetes, as a pump.`,
 		newExportCommand(),
 		newLedgerCommand(),
 		newSimulateCommand(),
+		newDeadCommand(),
 		newReplayCommand(),
 	)
 	return root

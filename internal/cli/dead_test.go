@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+)
+
+// deadWorld is a feed whose pump processed one good and three bad
+// messages (rows 2, 3, 4 are DEAD).
+func deadWorld(t *testing.T) (mailboxDSN, databaseDSN, broker, cfg string) {
+	t.Helper()
+	mailboxDSN, databaseDSN, broker = mysqltest.NewMailbox(t), pgtest.New(t), kafkatest.New(t, "KAFKA_SCHD", "KAFKA_MSG")[0]
+	cfg = writeFeed(t, mailboxDSN, databaseDSN, broker)
+	mbox, err := sql.Open("mysql", mailboxDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = mbox.Close() }()
+	meta := func(seqn int, typ, styp string) string {
+		return fmt.Sprintf(`<META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DDTM>20260909101500</DDTM><TYPE>%s</TYPE><STYP>%s</STYP></META>`, seqn, typ, styp)
+	}
+	for i, body := range []string{
+		`<MSG>` + meta(1, "FLOP", "ESTT") + `<FLOP><FLID>7</FLID><ESTT>09SEP260930</ESTT></FLOP></MSG>`,
+		`not xml`,
+		`<MSG>` + meta(2, "SCHD", "DNLD") + `<SCHD><RECS>2</RECS><FLTR><FLID>1</FLID><SODT>09SEP260800</SODT></FLTR></SCHD></MSG>`,
+		`<MSG>` + meta(3, "FLOP", "ESTT") + `<FLOP><FLID>12AB</FLID></FLOP></MSG>`,
+	} {
+		if _, err := mbox.ExecContext(t.Context(), `INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (?, ?)`,
+			fmt.Sprintf("2026-09-09 10:00:%02d", i), body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, _, errOut := runCLI("pump", "--config", cfg, "--drain"); code != 0 {
+		t.Fatalf("pump --drain: exit %d: %s", code, errOut)
+	}
+	return mailboxDSN, databaseDSN, broker, cfg
+}
+
+// `flightfeed dead` lists DEAD and FAILED messages newest first, as a table
+// or JSON lines, narrowed by --reason and --since.
+func TestDeadListsDeadMessagesNewestFirst(t *testing.T) {
+	_, _, _, cfg := deadWorld(t)
+	code, out, errOut := runCLI("dead", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("dead: exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "ID") {
+		t.Fatalf("dead table:\n%s", out)
+	}
+	for i, want := range []struct{ id, typ, reason string }{{"4", "FLOP/ESTT", "BAD_FLID"}, {"3", "SCHD/DNLD", "RECS_MISMATCH"}, {"2", "-", "MALFORMED_XML"}} {
+		f := strings.Fields(lines[i+1])
+		if len(f) < 7 || f[0] != want.id || f[3] != want.typ || f[4] != "DEAD" || f[5] != want.reason {
+			t.Errorf("row %d = %q, want id %s, %s, DEAD, %s", i+1, lines[i+1], want.id, want.typ, want.reason)
+		}
+	}
+
+	code, out, errOut = runCLI("dead", "--config", cfg, "--reason", "RECS_MISMATCH", "-o", "json")
+	if code != 0 {
+		t.Fatalf("dead -o json: exit %d: %s", code, errOut)
+	}
+	var doc struct {
+		ID                       int64
+		Type, Styp, Status, Note string
+		Reason                   string
+		ReceivedAt               string `json:"received_at"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || strings.Count(out, "\n") != 1 {
+		t.Fatalf("dead -o json: %v\n%s", err, out)
+	}
+	if doc.ID != 3 || doc.Type != "SCHD" || doc.Styp != "DNLD" || doc.Status != "DEAD" || doc.Reason != "RECS_MISMATCH" ||
+		!strings.HasPrefix(doc.Note, "RECS_MISMATCH at MSG/SCHD/RECS") || doc.ReceivedAt == "" {
+		t.Fatalf("dead -o json: %+v", doc)
+	}
+
+	if code, out, _ = runCLI("dead", "--config", cfg, "--since", "1h"); code != 0 || strings.Count(out, "\n") != 1 {
+		t.Fatalf("dead --since 1h (the rows are from September): exit %d\n%s", code, out)
+	}
+	if code, out, _ = runCLI("dead", "--config", cfg, "--since", "2026-09-01T00:00:00Z"); code != 0 || strings.Count(out, "\n") != 4 {
+		t.Fatalf("dead --since 2026-09-01: exit %d\n%s", code, out)
+	}
+	for _, bad := range [][]string{{"--since", "yesterday"}, {"-o", "yaml"}, {"--feed", "pek"}} {
+		if code, _, errOut := runCLI(append([]string{"dead", "--config", cfg}, bad...)...); code != exitUsage {
+			t.Errorf("dead %v: exit %d (%s), want %d", bad, code, errOut, exitUsage)
+		}
+	}
+}
+
+// Without a config file: --kubeconfig and --feed NAMESPACE/NAME resolve the
+// FlightFeed and its Secrets as the manager does.
+func TestDeadResolvesTheFeedInTheCluster(t *testing.T) {
+	mailboxDSN, databaseDSN, broker, _ := deadWorld(t)
+	cfg, _ := kubetest.Start(t)
+	c := kubetest.Client(t, cfg)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := kubetest.WriteKubeconfig(cfg, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	for name, dsn := range map[string]string{"pek-mailbox": mailboxDSN, "pek-db": databaseDSN} {
+		if err := c.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+			StringData: map[string]string{"dsn": dsn}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ff := &v1alpha1.FlightFeed{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pek"}, Spec: v1alpha1.FlightFeedSpec{
+		Airport:  v1alpha1.AirportSpec{IATA: "PEK", TimeZone: "Asia/Shanghai"},
+		Mailbox:  v1alpha1.MailboxSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: "pek-mailbox", Key: "dsn"}},
+		Database: v1alpha1.DatabaseSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: "pek-db", Key: "dsn"}},
+		Kafka:    v1alpha1.KafkaSpec{Brokers: []string{broker}},
+	}}
+	if err := c.Create(t.Context(), ff); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI("dead", "--kubeconfig", kubeconfig, "--feed", "default/pek", "-o", "json")
+	if code != 0 || strings.Count(out, "\n") != 3 || !strings.Contains(out, `"reason":"BAD_FLID"`) {
+		t.Fatalf("dead --feed default/pek: exit %d: %s\n%s", code, errOut, out)
+	}
+	if code, _, errOut := runCLI("dead", "--kubeconfig", kubeconfig, "--feed", "default/nope"); code != exitFailed || !strings.Contains(errOut, "not found") {
+		t.Fatalf("dead --feed default/nope: exit %d: %s", code, errOut)
+	}
+}
