@@ -1,0 +1,108 @@
+package feedrun_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/dispatch"
+	"github.com/flightfeed/flightfeed/internal/feedrun"
+	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/await"
+	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+)
+
+// A feed whose Kafka producer is fenced at the broker — another producer
+// of the feed's transactional id initialised, as a new leader's does —
+// stops as a whole, like a fenced pump: Run returns dispatch.ErrFenced,
+// which is a store.ErrFenced too, and the events it could not publish stay
+// pending for the new leader.
+func TestFencedProducerStopsTheFeed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a feed against all three services")
+	}
+	mdsn, pdsn := mysqltest.NewMailbox(t), pgtest.New(t)
+	brokers := kafkatest.New(t, config.DefaultStateTopic, config.DefaultNoticeTopic)
+	feed, err := config.Parse(fmt.Appendf(nil, `airport: {iata: PEK}
+mailbox: {dsn: %q, pollInterval: 20ms}
+database: {dsn: %q}
+kafka: {brokers: [%q]}
+requests: {disabled: true}
+history: {disabled: true}
+`, mdsn, pdsn, brokers[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mbox, err := sql.Open("mysql", mdsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mbox.Close() })
+	flop := func(seqn int, estt string) {
+		t.Helper()
+		body := fmt.Sprintf(`<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DDTM>20260909100000</DDTM><TYPE>FLOP</TYPE><STYP>ESTT</STYP></META><FLOP><FLID>4711</FLID><ESTT>%s</ESTT></FLOP></MSG>`, seqn, estt)
+		if _, err := mbox.Exec(`INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (?, ?)`, time.Now().UTC(), body); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	r, err := feedrun.Start(t.Context(), feed, feedrun.Options{Identity: "leader-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+
+	st, err := store.Open(t.Context(), pdsn, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	flop(1, "09SEP260900")
+	await.Eventually(t, "the first FLOP published", time.Minute, func() (bool, string) {
+		pending, _, err := st.OutboxStats(t.Context())
+		s := r.Status()
+		return err == nil && pending == 0 && s.LastProcessedID == 1, fmt.Sprintf("pending %d (%v), last processed %d", pending, err, s.LastProcessedID)
+	})
+
+	// Another producer of the feed's transactional id takes over at the
+	// broker.
+	id, err := feed.TransactionalID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	if _, _, err := next.ProducerID(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	flop(2, "09SEP261000")
+	select {
+	case err := <-done:
+		if !errors.Is(err, dispatch.ErrFenced) || !errors.Is(err, store.ErrFenced) {
+			t.Fatalf("Run returned %v, want dispatch.ErrFenced", err)
+		}
+		t.Logf("the feed stopped: %v", err)
+	case <-ctx.Done():
+		t.Fatal("the feed ran on with a fenced producer")
+	}
+	if pending, _, err := st.OutboxStats(t.Context()); err != nil || pending == 0 {
+		t.Fatalf("pending %d (%v): the second FLOP's events must stay for the next leader", pending, err)
+	}
+}
