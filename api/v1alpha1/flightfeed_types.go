@@ -26,18 +26,22 @@ type FlightFeedSpec struct {
 
 	// Requests controls the full-day schedule requests (RQFD) the pump sends.
 	// +optional
+	// +kubebuilder:default={}
 	Requests RequestsSpec `json:"requests,omitempty"`
 
 	// Retention bounds the ledger, trace log, archive and NULL-day flights.
 	// +optional
+	// +kubebuilder:default={}
 	Retention RetentionSpec `json:"retention,omitempty"`
 
 	// History controls when finished flights move to the history store.
 	// +optional
+	// +kubebuilder:default={}
 	History HistorySpec `json:"history,omitempty"`
 
 	// Pump tunes retries and backoff of the message pump.
 	// +optional
+	// +kubebuilder:default={}
 	Pump PumpSpec `json:"pump,omitempty"`
 }
 
@@ -52,6 +56,7 @@ type AirportSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
+	// +kubebuilder:default="Asia/Shanghai"
 	TimeZone string `json:"timeZone,omitempty"`
 }
 
@@ -88,10 +93,12 @@ type MailboxSpec struct {
 
 	// Inbound names the inbound table and its columns.
 	// +optional
+	// +kubebuilder:default={}
 	Inbound InboundTableSpec `json:"inbound,omitempty"`
 
 	// Outbound names the outbound table and its columns.
 	// +optional
+	// +kubebuilder:default={}
 	Outbound OutboundTableSpec `json:"outbound,omitempty"`
 
 	// PollInterval is how long the pump waits when the mailbox head is
@@ -101,6 +108,7 @@ type MailboxSpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) >= duration('1ms') && duration(self) <= duration('1m'))",message="must be between 1ms and 1m"
 	// +optional
+	// +kubebuilder:default="100ms"
 	PollInterval *metav1.Duration `json:"pollInterval,omitempty"`
 
 	// BatchSize is the most mailbox rows read and applied in one database
@@ -108,6 +116,7 @@ type MailboxSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=10000
 	// +optional
+	// +kubebuilder:default=200
 	BatchSize int32 `json:"batchSize,omitempty"`
 
 	// MaxMessageBytes rejects (DEAD, OVERSIZE) any message larger than this
@@ -119,6 +128,7 @@ type MailboxSpec struct {
 	// +kubebuilder:validation:Minimum=1024
 	// +kubebuilder:validation:Maximum=1073741824
 	// +optional
+	// +kubebuilder:default=41943040
 	MaxMessageBytes int64 `json:"maxMessageBytes,omitempty"`
 
 	// MaxBatchBytes bounds the message bodies in memory at once: the batch
@@ -129,6 +139,7 @@ type MailboxSpec struct {
 	// +kubebuilder:validation:Minimum=65536
 	// +kubebuilder:validation:Maximum=1073741824
 	// +optional
+	// +kubebuilder:default=16777216
 	MaxBatchBytes int64 `json:"maxBatchBytes,omitempty"`
 
 	// DNLDFullDay treats a DNLD whose records all share one operation day as
@@ -158,62 +169,92 @@ type MailboxSpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) > duration('0s'))",message="must be a positive duration"
 	// +optional
+	// +kubebuilder:default="24h"
 	DedupWindow *metav1.Duration `json:"dedupWindow,omitempty"`
 }
 
 // InboundTableSpec names the inbound mailbox table (default CMINMSGS) and
 // its columns. Every name must be a plain SQL identifier.
 type InboundTableSpec struct {
+	// Table is the inbound table the AODB writes messages into.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
 	// +optional
+	// +kubebuilder:default="CMINMSGS"
 	Table string `json:"table,omitempty"`
+	// IDColumn is the auto-increment primary key; its value is the message id everywhere.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
 	// +optional
+	// +kubebuilder:default="CMINMSGS_ID"
 	IDColumn string `json:"idColumn,omitempty"`
+	// DateReceivedColumn is when the AODB wrote the row; FIFO order is (date received, id).
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
 	// +optional
+	// +kubebuilder:default="CMINMSGS_DATE_RECEIVED"
 	DateReceivedColumn string `json:"dateReceivedColumn,omitempty"`
+	// DateProcessedColumn is set when the result is written back (NULL = not consumed).
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
 	// +optional
+	// +kubebuilder:default="CMINMSGS_DATE_PROCESSED"
 	DateProcessedColumn string `json:"dateProcessedColumn,omitempty"`
+	// StatusColumn holds the row status; only rows whose status is ValidStatus are read.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
 	// +optional
+	// +kubebuilder:default="CMINMSGS_STATUS"
 	StatusColumn string `json:"statusColumn,omitempty"`
+	// BodyColumn holds the SIS message text.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
 	// +optional
+	// +kubebuilder:default="CMINMSGS_CLOB_MSG"
 	BodyColumn string `json:"bodyColumn,omitempty"`
+	// ResultColumn receives the processing result (SUCCEEDED, SKIPPED, DEAD, FAILED).
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
 	// +optional
+	// +kubebuilder:default="CMINMSGS_PROC_RESULT"
 	ResultColumn string `json:"resultColumn,omitempty"`
+	// NoteColumn receives the reason code and a short message for any result but SUCCEEDED.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
 	// +optional
+	// +kubebuilder:default="CMINMSGS_PROC_NOTE"
 	NoteColumn string `json:"noteColumn,omitempty"`
 	// ValidStatus is the status value of rows to read. Default VALID.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=32
 	// +optional
+	// +kubebuilder:default="VALID"
 	ValidStatus string `json:"validStatus,omitempty"`
 }
 
 // OutboundTableSpec names the outbound mailbox table (default COUTMSGS).
 type OutboundTableSpec struct {
+	// Table is the outbound table the pump writes full-day requests (RQFD) into.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
 	// +optional
+	// +kubebuilder:default="COUTMSGS"
 	Table string `json:"table,omitempty"`
+	// IDColumn is the auto-increment primary key.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
 	// +optional
+	// +kubebuilder:default="COUTMSGS_ID"
 	IDColumn string `json:"idColumn,omitempty"`
+	// DateInsertedColumn is when the pump wrote the request.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
 	// +optional
+	// +kubebuilder:default="COUTMSGS_DATE_INSERTED"
 	DateInsertedColumn string `json:"dateInsertedColumn,omitempty"`
+	// DateSentColumn is left NULL by the pump; the AODB side fills it.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
 	// +optional
+	// +kubebuilder:default="COUTMSGS_DATE_SENT"
 	DateSentColumn string `json:"dateSentColumn,omitempty"`
+	// RoutingIDColumn receives requests.routingId.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
 	// +optional
+	// +kubebuilder:default="ROUTINGID"
 	RoutingIDColumn string `json:"routingIdColumn,omitempty"`
+	// BodyColumn holds the request's SIS text.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`
 	// +optional
+	// +kubebuilder:default="COUTMSGS_CLOB_MSG"
 	BodyColumn string `json:"bodyColumn,omitempty"`
 }
 
@@ -227,6 +268,7 @@ type DatabaseSpec struct {
 	// +kubebuilder:validation:Minimum=2
 	// +kubebuilder:validation:Maximum=64
 	// +optional
+	// +kubebuilder:default=4
 	MaxConns int32 `json:"maxConns,omitempty"`
 }
 
@@ -240,11 +282,13 @@ type KafkaSpec struct {
 
 	// Topics receiving full state and change notices.
 	// +optional
+	// +kubebuilder:default={}
 	Topics KafkaTopics `json:"topics,omitempty"`
 
 	// ClientID sent to the brokers. Default flightfeed.
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
+	// +kubebuilder:default="flightfeed"
 	ClientID string `json:"clientId,omitempty"`
 
 	// TLS to the brokers; off when absent.
@@ -286,10 +330,12 @@ type KafkaTopics struct {
 	// State receives each flight's full state, key = FLID. Default KAFKA_SCHD.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._-]{1,249}$`
 	// +optional
+	// +kubebuilder:default="KAFKA_SCHD"
 	State string `json:"state,omitempty"`
 	// Notice receives change notices. Default KAFKA_MSG.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._-]{1,249}$`
 	// +optional
+	// +kubebuilder:default="KAFKA_MSG"
 	Notice string `json:"notice,omitempty"`
 }
 
@@ -320,6 +366,7 @@ type RequestsSpec struct {
 	// Horizon is the range of operation days requested, relative to today
 	// (airport-local). Default from -1 to 1.
 	// +optional
+	// +kubebuilder:default={"from":-1,"to":1}
 	Horizon *HorizonSpec `json:"horizon,omitempty"`
 
 	// Interval between request rounds. Default 1h.
@@ -328,6 +375,7 @@ type RequestsSpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) >= duration('1s'))",message="must be at least 1s"
 	// +optional
+	// +kubebuilder:default="1h"
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// Timeout after which an unanswered request is resent. Default 5m.
@@ -336,24 +384,28 @@ type RequestsSpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) >= duration('1s'))",message="must be at least 1s"
 	// +optional
+	// +kubebuilder:default="5m"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
 	// RoutingID written to COUTMSGS.ROUTINGID. Default AODB.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
+	// +kubebuilder:default="AODB"
 	RoutingID string `json:"routingId,omitempty"`
 
 	// Sender is the META SNDR of outbound requests. Default RMS.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=32
 	// +optional
+	// +kubebuilder:default="RMS"
 	Sender string `json:"sender,omitempty"`
 
 	// Receiver is the META RCVR of outbound requests. Default AODB.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=32
 	// +optional
+	// +kubebuilder:default="AODB"
 	Receiver string `json:"receiver,omitempty"`
 
 	// Disabled stops the pump from sending requests (the AODB's window
@@ -364,9 +416,11 @@ type RequestsSpec struct {
 
 // HorizonSpec is a range of days relative to today, both ends included.
 type HorizonSpec struct {
+	// From is the first day requested, in days relative to today (-1 = yesterday).
 	// +kubebuilder:validation:Minimum=-30
 	// +kubebuilder:validation:Maximum=30
 	From int32 `json:"from"`
+	// To is the last day requested, in days relative to today; not before From.
 	// +kubebuilder:validation:Minimum=-30
 	// +kubebuilder:validation:Maximum=30
 	To int32 `json:"to"`
@@ -379,18 +433,21 @@ type RetentionSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=3650
 	// +optional
+	// +kubebuilder:default=7
 	LedgerDays *int32 `json:"ledgerDays,omitempty"`
 
 	// TraceLogDays keeps schd_snap_log rows this long. Default 90.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=3650
 	// +optional
+	// +kubebuilder:default=90
 	TraceLogDays int32 `json:"traceLogDays,omitempty"`
 
 	// ArchiveDays keeps the raw text of mailbox rows this long. Default 90.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=3650
 	// +optional
+	// +kubebuilder:default=90
 	ArchiveDays int32 `json:"archiveDays,omitempty"`
 
 	// NullDayDays removes flights that no full-day snapshot ever included
@@ -404,6 +461,7 @@ type RetentionSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=3650
 	// +optional
+	// +kubebuilder:default=2
 	DeliveredEventDays int32 `json:"deliveredEventDays,omitempty"`
 }
 
@@ -425,6 +483,7 @@ type HistorySpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) > duration('0s'))",message="must be a positive duration"
 	// +optional
+	// +kubebuilder:default="48h"
 	ScheduledAge *metav1.Duration `json:"scheduledAge,omitempty"`
 
 	// CancelledAge after the end of the day, or CNCL if later. Default 48h.
@@ -433,6 +492,7 @@ type HistorySpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) > duration('0s'))",message="must be a positive duration"
 	// +optional
+	// +kubebuilder:default="48h"
 	CancelledAge *metav1.Duration `json:"cancelledAge,omitempty"`
 
 	// DepartedAge after the end of the day, or NAAT (departure doors
@@ -442,6 +502,7 @@ type HistorySpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) > duration('0s'))",message="must be a positive duration"
 	// +optional
+	// +kubebuilder:default="48h"
 	DepartedAge *metav1.Duration `json:"departedAge,omitempty"`
 
 	// ArrivedAge after the end of the day, or NEAT (arrival disembarkation
@@ -451,6 +512,7 @@ type HistorySpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) > duration('0s'))",message="must be a positive duration"
 	// +optional
+	// +kubebuilder:default="48h"
 	ArrivedAge *metav1.Duration `json:"arrivedAge,omitempty"`
 
 	// SweepInterval between history sweeps. Default 10m.
@@ -459,6 +521,7 @@ type HistorySpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) >= duration('1s'))",message="must be at least 1s"
 	// +optional
+	// +kubebuilder:default="10m"
 	SweepInterval *metav1.Duration `json:"sweepInterval,omitempty"`
 
 	// PlausibleWindow: a CNCL, NAAT or NEAT farther than this from the end
@@ -470,6 +533,7 @@ type HistorySpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) >= duration('1h'))",message="must be at least 1h"
 	// +optional
+	// +kubebuilder:default="8760h"
 	PlausibleWindow *metav1.Duration `json:"plausibleWindow,omitempty"`
 }
 
@@ -482,6 +546,7 @@ type PumpSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000
 	// +optional
+	// +kubebuilder:default=3
 	UnsupportedRetryLimit *int32 `json:"unsupportedRetryLimit,omitempty"`
 
 	// InfraRetryLimit is how often an infrastructure failure is retried
@@ -498,6 +563,7 @@ type PumpSpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) > duration('0s'))",message="must be a positive duration"
 	// +optional
+	// +kubebuilder:default="500ms"
 	BackoffInitial *metav1.Duration `json:"backoffInitial,omitempty"`
 
 	// BackoffMax caps the retry delay. Default 1m.
@@ -506,6 +572,7 @@ type PumpSpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) > duration('0s'))",message="must be a positive duration"
 	// +optional
+	// +kubebuilder:default="1m"
 	BackoffMax *metav1.Duration `json:"backoffMax,omitempty"`
 }
 
@@ -609,10 +676,14 @@ type PumpStatus struct {
 
 // ResultCounts counts messages by terminal result.
 type ResultCounts struct {
+	// Succeeded counts messages applied (SUCCEEDED).
 	Succeeded int64 `json:"succeeded"`
-	Skipped   int64 `json:"skipped"`
-	Dead      int64 `json:"dead"`
-	Failed    int64 `json:"failed"`
+	// Skipped counts re-sent copies recognised inside mailbox.dedupWindow (SKIPPED).
+	Skipped int64 `json:"skipped"`
+	// Dead counts messages refused for good (DEAD).
+	Dead int64 `json:"dead"`
+	// Failed counts failed attempts that are retried (FAILED).
+	Failed int64 `json:"failed"`
 }
 
 // OutboxStatus describes the Kafka outbox.
