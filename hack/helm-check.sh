@@ -67,6 +67,7 @@ has default 'path: /readyz'
 has default 'fieldPath: metadata.name'
 has default -- '- --lease-duration=15s'
 has default -- '- --api-bind-address=:8082'
+has default -- '- --zap-log-level=info'
 has default 'x-kubernetes-list-map-keys'
 has default 'resources:'
 
@@ -99,6 +100,7 @@ refuse "a writable root filesystem" --set securityContext.readOnlyRootFilesystem
 refuse "a root pod" --set podSecurityContext.runAsNonRoot=false
 refuse "an unknown value" --set replicas=3
 refuse "a port out of range" --set api.port=70000
+refuse "an unknown log level" --set logLevel=loud
 
 # 6. The kustomize tree renders too (kubectl carries kustomize).
 if command -v kubectl >/dev/null 2>&1; then

@@ -31,6 +31,7 @@ objects. Every replica serves metrics, probes and the read API.`,
 	retryPeriod := f.Duration("retry-period", 2*time.Second, "how often Lease acquisition and renewal are tried")
 	statusInterval := f.Duration("status-interval", 5*time.Second, "period of the status reports")
 	namespaces := f.StringSlice("namespaces", nil, "watch only these namespaces (default: all)")
+	logFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		log := newLogger(cmd)
 		logf.SetLogger(log)

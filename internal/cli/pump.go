@@ -3,14 +3,10 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"sync"
 
 	"github.com/go-logr/logr"
-	"github.com/go-sql-driver/mysql"
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/pump"
@@ -32,6 +28,7 @@ signal before that makes it exit 1 and say what was left.`,
 	load := configFlag(cmd)
 	drain := cmd.Flags().Bool("drain", false, "exit 0 once every mailbox row is processed and written back and the outbox is delivered")
 	identity := cmd.Flags().String("identity", "", "name of this pump in the database's writer lock (default: host name)")
+	logFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		feed, err := load()
 		if err != nil {
@@ -63,27 +60,6 @@ signal before that makes it exit 1 and say what was left.`,
 		return err
 	}
 	return cmd
-}
-
-// newLogger writes JSON logs to stderr. The pump and the dispatcher log
-// from their own goroutines, so writes are serialised here: the command's
-// writer need not be safe for concurrent use. The MySQL driver's own lines
-// go to the same log (see mysqlLogger).
-func newLogger(cmd *cobra.Command) logr.Logger {
-	log := zap.New(zap.WriteTo(&lockedWriter{w: cmd.ErrOrStderr()}), zap.UseDevMode(false))
-	_ = mysql.SetLogger(mysqlLogger{log: log.WithName("mysql")}) // fails only for nil
-	return log
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // hostIdentity is the pod name under Kubernetes, else the host name.

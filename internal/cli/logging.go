@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"flag"
+	"io"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"github.com/go-sql-driver/mysql"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+)
+
+// logFlags gives cmd controller-runtime's zap flags (--zap-log-level,
+// --zap-devel, --zap-encoder, --zap-stacktrace-level, --zap-time-encoding),
+// so an operator can switch on the V-levels the code logs at
+// (--zap-log-level=2 shows each delivered event). Values are checked when
+// the command line is parsed; a bad one is a usage error.
+func logFlags(cmd *cobra.Command) {
+	cmd.Flags().AddGoFlagSet(zapFlagSet(&zap.Options{}))
+}
+
+func zapFlagSet(opts *zap.Options) *flag.FlagSet {
+	fs := flag.NewFlagSet("zap", flag.ContinueOnError)
+	opts.BindFlags(fs)
+	return fs
+}
+
+// newLogger writes logs to stderr: JSON at info level unless the command's
+// zap flags say otherwise. The pump and the dispatcher log from their own
+// goroutines, so writes are serialised here: the command's writer need not
+// be safe for concurrent use. The MySQL driver's own lines go to the same
+// log (see mysqlLogger).
+func newLogger(cmd *cobra.Command) logr.Logger {
+	log := zap.New(zap.UseFlagOptions(commandLogOptions(cmd.Flags())), zap.WriteTo(&lockedWriter{w: cmd.ErrOrStderr()}))
+	_ = mysql.SetLogger(mysqlLogger{log: log.WithName("mysql")}) // fails only for nil
+	return log
+}
+
+// commandLogOptions reads the zap flags the command line set. The flags'
+// values were checked at parse time, so setting them again cannot fail;
+// a command without the flags gets the defaults (JSON, info).
+func commandLogOptions(flags *pflag.FlagSet) *zap.Options {
+	opts := &zap.Options{}
+	fs := zapFlagSet(opts)
+	fs.VisitAll(func(f *flag.Flag) {
+		if pf := flags.Lookup(f.Name); pf != nil && pf.Changed {
+			_ = fs.Set(f.Name, pf.Value.String())
+		}
+	})
+	return opts
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
