@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -31,11 +32,30 @@ func (e usageError) Unwrap() error { return e.err }
 func Execute() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	return run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	return runAs(ctx, displayName(os.Args[0]), os.Args[1:], os.Stdout, os.Stderr)
+}
+
+// PluginName is the name under which kubectl finds flightfeed as a plugin:
+// with a kubectl-flightfeed binary (or symlink) on the PATH, kubectl runs
+// `kubectl-flightfeed status ...` for `kubectl flightfeed status ...`.
+const PluginName = "kubectl-flightfeed"
+
+// displayName is the command's name in help and usage: `kubectl
+// flightfeed` when run as the plugin, else flightfeed.
+func displayName(argv0 string) string {
+	if strings.TrimSuffix(filepath.Base(argv0), ".exe") == PluginName {
+		return "kubectl flightfeed"
+	}
+	return "flightfeed"
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runAs(ctx, "flightfeed", args, stdout, stderr)
+}
+
+func runAs(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
 	root := NewRootCommand()
+	root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: name}
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -80,6 +100,7 @@ operator (manager) or, for one feed without Kubernetes, as a pump.`,
 		newSimulateCommand(),
 		newDeadCommand(),
 		newReplayCommand(),
+		newStatusCommand(),
 	)
 	return root
 }

@@ -1,0 +1,478 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/duration"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/controllers"
+)
+
+func newStatusCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status [--kubeconfig K] [--feed NS/NAME] [-o json]",
+		Short: "Show a FlightFeed's health from the Kubernetes API server alone",
+		Long: `status reads one FlightFeed (or every FlightFeed) from the API server and prints
+its leader and the age of its Lease, its conditions, the pump (head, lag, queue,
+rate, what blocks the head), the outbox, Kafka, the newest DEAD messages (from
+the feed's Events) and the per-day snapshot ledger (its FlightFeedDays). It
+needs no DSN: only read access to FlightFeeds, FlightFeedDays, Leases and Events.
+Installed as kubectl-flightfeed on the PATH it is also "kubectl flightfeed status".`,
+		Args: cobra.NoArgs,
+	}
+	f := cmd.Flags()
+	kubeconfig := f.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)")
+	kubeContext := f.String("context", "", "kubeconfig context (default: the current one)")
+	namespace := f.StringP("namespace", "n", "", "namespace of --feed NAME (default: the context's)")
+	feedArg := f.String("feed", "", "the FlightFeed, NS/NAME or NAME (default: every FlightFeed)")
+	output := f.StringP("output", "o", "text", "output format: text or json")
+	deadN := f.Int("dead", 10, "how many of the newest DEAD messages to list")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *output != "text" && *output != "json" {
+			return usageError{fmt.Errorf("-o %q: must be text or json", *output)}
+		}
+		if *deadN < 0 {
+			return usageError{fmt.Errorf("--dead %d: must not be negative", *deadN)}
+		}
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = *kubeconfig
+		kc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: *kubeContext})
+		cfg, err := kc.ClientConfig()
+		if err != nil {
+			return usageError{fmt.Errorf("kubeconfig: %w", err)}
+		}
+		ns := *namespace
+		if ns == "" {
+			if ns, _, err = kc.Namespace(); err != nil {
+				return usageError{fmt.Errorf("kubeconfig: %w", err)}
+			}
+		}
+		c, err := statusClient(cfg)
+		if err != nil {
+			return err
+		}
+		var keys []types.NamespacedName
+		if *feedArg != "" {
+			key, err := parseFeedKey(*feedArg, ns)
+			if err != nil {
+				return usageError{err}
+			}
+			keys = append(keys, key)
+		} else if keys, err = listFeeds(cmd.Context(), c); err != nil {
+			return err
+		}
+		now := time.Now()
+		reports := make([]statusReport, 0, len(keys))
+		for _, key := range keys {
+			in, err := gatherStatus(cmd.Context(), c, key)
+			if err != nil {
+				return err
+			}
+			reports = append(reports, buildStatusReport(in, *deadN, now))
+		}
+		if *output == "json" {
+			return writeStatusJSON(cmd.OutOrStdout(), reports, *feedArg != "")
+		}
+		if len(reports) == 0 {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), "No FlightFeeds found.")
+			return err
+		}
+		return writeStatusText(cmd.OutOrStdout(), reports, now)
+	}
+	return cmd
+}
+
+// parseFeedKey reads NS/NAME or NAME (in namespace ns).
+func parseFeedKey(arg, ns string) (types.NamespacedName, error) {
+	parts := strings.Split(arg, "/")
+	switch {
+	case len(parts) == 1 && parts[0] != "":
+		return types.NamespacedName{Namespace: ns, Name: parts[0]}, nil
+	case len(parts) == 2 && parts[0] != "" && parts[1] != "":
+		return types.NamespacedName{Namespace: parts[0], Name: parts[1]}, nil
+	}
+	return types.NamespacedName{}, fmt.Errorf("--feed %q: must be NAMESPACE/NAME or NAME", arg)
+}
+
+// statusClient reads the kinds status needs, uncached: one command, one
+// look.
+func statusClient(cfg *rest.Config) (client.Client, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, fmt.Errorf("build the client's scheme: %w", err)
+		}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("connect to the API server %s: %w", cfg.Host, err)
+	}
+	return c, nil
+}
+
+func listFeeds(ctx context.Context, c client.Reader) ([]types.NamespacedName, error) {
+	var list v1alpha1.FlightFeedList
+	if err := c.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("list FlightFeeds: %w", err)
+	}
+	keys := make([]types.NamespacedName, 0, len(list.Items))
+	for _, ff := range list.Items {
+		keys = append(keys, types.NamespacedName{Namespace: ff.Namespace, Name: ff.Name})
+	}
+	slices.SortFunc(keys, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	return keys, nil
+}
+
+// statusInput is everything the API server knows about one feed.
+type statusInput struct {
+	Feed   v1alpha1.FlightFeed
+	Lease  *coordinationv1.Lease // nil: no replica ever led
+	Days   []v1alpha1.FlightFeedDay
+	Events []corev1.Event
+}
+
+// gatherStatus reads the feed, its Lease, its FlightFeedDays and its
+// Events.
+func gatherStatus(ctx context.Context, c client.Reader, key types.NamespacedName) (statusInput, error) {
+	var in statusInput
+	if err := c.Get(ctx, key, &in.Feed); err != nil {
+		if apierrors.IsNotFound(err) {
+			return in, usageError{fmt.Errorf("FlightFeed %s not found", key)}
+		}
+		return in, fmt.Errorf("read FlightFeed %s: %w", key, err)
+	}
+	var lease coordinationv1.Lease
+	switch err := c.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: controllers.LeaseName(key.Name)}, &lease); {
+	case err == nil:
+		in.Lease = &lease
+	case !apierrors.IsNotFound(err):
+		return in, fmt.Errorf("read the Lease of %s: %w", key, err)
+	}
+	var days v1alpha1.FlightFeedDayList
+	if err := c.List(ctx, &days, client.InNamespace(key.Namespace), client.MatchingLabels{v1alpha1.LabelFeed: key.Name}); err != nil {
+		return in, fmt.Errorf("list the FlightFeedDays of %s: %w", key, err)
+	}
+	for _, d := range days.Items {
+		if metav1.IsControlledBy(&d, &in.Feed) {
+			in.Days = append(in.Days, d)
+		}
+	}
+	var events corev1.EventList
+	sel := fields.SelectorFromSet(fields.Set{"involvedObject.kind": "FlightFeed", "involvedObject.name": key.Name})
+	if err := c.List(ctx, &events, client.InNamespace(key.Namespace), client.MatchingFieldsSelector{Selector: sel}); err != nil {
+		return in, fmt.Errorf("list the Events of %s: %w", key, err)
+	}
+	for _, e := range events.Items {
+		if e.InvolvedObject.UID == in.Feed.UID {
+			in.Events = append(in.Events, e)
+		}
+	}
+	return in, nil
+}
+
+// statusReport is what status prints for one feed (-o json prints it as
+// is). The ledger's entries are the objects `flightfeed ledger` prints,
+// plus when the day's snapshot committed.
+type statusReport struct {
+	Feed               string                   `json:"feed"`
+	Generation         int64                    `json:"generation"`
+	ObservedGeneration int64                    `json:"observedGeneration"`
+	Conditions         []metav1.Condition       `json:"conditions"`
+	Leader             leaderReport             `json:"leader"`
+	Pump               *v1alpha1.PumpStatus     `json:"pump,omitempty"`
+	Outbox             *v1alpha1.OutboxStatus   `json:"outbox,omitempty"`
+	Backfill           *v1alpha1.BackfillStatus `json:"backfill,omitempty"`
+	Kafka              kafkaReport              `json:"kafka"`
+	Dead               []deadReport             `json:"dead"`
+	Ledger             []ledgerReport           `json:"ledger"`
+	Latest             *v1alpha1.LatestSnapshot `json:"latestSnapshot,omitempty"`
+}
+
+// leaderReport is the feed's Lease as the API server holds it.
+type leaderReport struct {
+	// Holder of the Lease; empty when nobody holds it.
+	Holder string `json:"holder,omitempty"`
+	// Epoch is the fencing epoch the status reports for the holder.
+	Epoch int64 `json:"epoch,omitempty"`
+	// Acquired and Renewed are the Lease's times; LeaseAge is now−Renewed.
+	Acquired *metav1.MicroTime `json:"acquired,omitempty"`
+	Renewed  *metav1.MicroTime `json:"renewed,omitempty"`
+	LeaseAge *metav1.Duration  `json:"leaseAge,omitempty"`
+	// Duration is how long the Lease is valid without renewal; Expired
+	// says it was not renewed within it.
+	Duration    *metav1.Duration `json:"duration,omitempty"`
+	Expired     bool             `json:"expired"`
+	Transitions int32            `json:"transitions"`
+}
+
+type kafkaReport struct {
+	Brokers     []string `json:"brokers"`
+	StateTopic  string   `json:"stateTopic"`
+	NoticeTopic string   `json:"noticeTopic"`
+	// Reachable is the KafkaReachable condition's status, Reason and
+	// Message its reason and message.
+	Reachable metav1.ConditionStatus `json:"reachable"`
+	Reason    string                 `json:"reason,omitempty"`
+	Message   string                 `json:"message,omitempty"`
+}
+
+// deadReport is one Event of a DEAD message (or a refused day mismatch).
+type deadReport struct {
+	Time    metav1.Time `json:"time"`
+	Reason  string      `json:"reason"`
+	Message string      `json:"message"`
+	Count   int32       `json:"count"`
+}
+
+type ledgerReport struct {
+	Day           string       `json:"day"`
+	Version       int64        `json:"version"`
+	LastMessageID int64        `json:"last_message_id"`
+	Flights       int64        `json:"flights"`
+	CommittedAt   *metav1.Time `json:"committed_at,omitempty"`
+}
+
+// deadReasons are the Event reasons of messages the pump refused for good.
+var deadReasons = []string{controllers.ReasonDeadMessage, controllers.ReasonDayMismatch}
+
+// buildStatusReport decides what to show; no I/O.
+func buildStatusReport(in statusInput, deadN int, now time.Time) statusReport {
+	ff := &in.Feed
+	st := ff.Status
+	r := statusReport{
+		Feed: ff.Namespace + "/" + ff.Name, Generation: ff.Generation, ObservedGeneration: st.ObservedGeneration,
+		Conditions: st.Conditions, Pump: st.Pump, Outbox: st.Outbox, Backfill: st.Backfill, Latest: st.LatestSnapshot,
+		Dead: []deadReport{}, Ledger: []ledgerReport{},
+	}
+	if r.Conditions == nil {
+		r.Conditions = []metav1.Condition{}
+	}
+	if l := in.Lease; l != nil {
+		s := l.Spec
+		if s.HolderIdentity != nil {
+			r.Leader.Holder = *s.HolderIdentity
+		}
+		r.Leader.Acquired, r.Leader.Renewed = s.AcquireTime, s.RenewTime
+		if s.LeaseTransitions != nil {
+			r.Leader.Transitions = *s.LeaseTransitions
+		}
+		if s.LeaseDurationSeconds != nil {
+			r.Leader.Duration = &metav1.Duration{Duration: time.Duration(*s.LeaseDurationSeconds) * time.Second}
+		}
+		if s.RenewTime != nil {
+			age := now.Sub(s.RenewTime.Time).Truncate(time.Second)
+			r.Leader.LeaseAge = &metav1.Duration{Duration: max(age, 0)}
+			r.Leader.Expired = r.Leader.Duration != nil && age > r.Leader.Duration.Duration
+		}
+	}
+	if p := st.Pump; p != nil && p.Holder == r.Leader.Holder {
+		r.Leader.Epoch = p.Epoch
+	}
+	r.Kafka = kafkaReport{Brokers: ff.Spec.Kafka.Brokers, StateTopic: ff.Spec.Kafka.Topics.State, NoticeTopic: ff.Spec.Kafka.Topics.Notice,
+		Reachable: metav1.ConditionUnknown}
+	if c := meta.FindStatusCondition(st.Conditions, string(v1alpha1.ConditionKafkaReachable)); c != nil {
+		r.Kafka.Reachable, r.Kafka.Reason, r.Kafka.Message = c.Status, c.Reason, c.Message
+	}
+	for _, e := range in.Events {
+		if slices.Contains(deadReasons, e.Reason) {
+			r.Dead = append(r.Dead, deadReport{Time: eventTime(e), Reason: e.Reason, Message: e.Message, Count: max(e.Count, 1)})
+		}
+	}
+	// Newest first, the newest N.
+	slices.SortStableFunc(r.Dead, func(a, b deadReport) int { return b.Time.Compare(a.Time.Time) })
+	r.Dead = r.Dead[:min(len(r.Dead), deadN)]
+	for _, d := range in.Days {
+		r.Ledger = append(r.Ledger, ledgerReport{Day: d.Spec.Day, Version: d.Status.Version, LastMessageID: d.Status.LastMessageID,
+			Flights: d.Status.Flights, CommittedAt: d.Status.LastCommitAt})
+	}
+	slices.SortFunc(r.Ledger, func(a, b ledgerReport) int { return cmp.Compare(a.Day, b.Day) })
+	return r
+}
+
+// eventTime is when an Event (or the last of its series) happened,
+// whichever API wrote it.
+func eventTime(e corev1.Event) metav1.Time {
+	switch {
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return metav1.Time{Time: e.Series.LastObservedTime.Time}
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp
+	case !e.EventTime.IsZero():
+		return metav1.Time{Time: e.EventTime.Time}
+	}
+	return e.CreationTimestamp
+}
+
+// writeStatusJSON prints one report as an object when a feed was named,
+// else a list of them.
+func writeStatusJSON(w io.Writer, reports []statusReport, one bool) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	var err error
+	if one && len(reports) == 1 {
+		err = enc.Encode(reports[0])
+	} else {
+		err = enc.Encode(reports)
+	}
+	if err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return nil
+}
+
+// writeStatusText prints the reports for a terminal, one block per feed.
+func writeStatusText(w io.Writer, reports []statusReport, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for i, r := range reports {
+		if i > 0 {
+			fmt.Fprintln(tw)
+		}
+		writeOneStatus(tw, r, now)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return nil
+}
+
+func writeOneStatus(w io.Writer, r statusReport, now time.Time) {
+	ago := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return duration.HumanDuration(now.Sub(t)) + " ago"
+	}
+	ready := "Unknown"
+	if c := findCondition(r.Conditions, v1alpha1.ConditionReady); c != nil {
+		ready = string(c.Status) + " (" + c.Reason + ")"
+	}
+	fmt.Fprintf(w, "FlightFeed %s\tReady %s\n", r.Feed, ready)
+	if r.ObservedGeneration != r.Generation {
+		fmt.Fprintf(w, "  the status describes generation %d; the spec is at %d\n", r.ObservedGeneration, r.Generation)
+	}
+
+	l := r.Leader
+	switch {
+	case l.Holder == "":
+		fmt.Fprintln(w, "Leader:\tnone")
+	default:
+		state := "renewed " + ago(l.Renewed.Time)
+		if l.Expired {
+			state = "EXPIRED, last renewed " + ago(l.Renewed.Time)
+		}
+		fmt.Fprintf(w, "Leader:\t%s, epoch %d, lease %s (valid %s), leading since %s, %d transitions\n",
+			l.Holder, l.Epoch, state, durationText(l.Duration), ago(microTime(l.Acquired)), l.Transitions)
+	}
+
+	if p := r.Pump; p != nil && (p.Holder != "" || p.Counts != nil) {
+		head := "empty"
+		if p.HeadID != 0 {
+			head = fmt.Sprintf("row %d", p.HeadID)
+		}
+		fmt.Fprintf(w, "Pump:\thead %s, lag %s, queue %d, %s msg/s, last processed row %d\n",
+			head, durationText(p.Lag), p.QueueDepth, orDash(p.MessagesPerSecond), p.LastProcessedID)
+		if p.HeadBlockedSince != nil {
+			fmt.Fprintf(w, "\tBLOCKED since %s: %s\n", ago(p.HeadBlockedSince.Time), p.HeadLastError)
+		}
+		if c := p.Counts; c != nil {
+			fmt.Fprintf(w, "\tsucceeded %d, skipped %d, dead %d, failed %d (since the pump started)\n", c.Succeeded, c.Skipped, c.Dead, c.Failed)
+		}
+	} else {
+		fmt.Fprintln(w, "Pump:\tnot running")
+	}
+	if o := r.Outbox; o != nil {
+		fmt.Fprintf(w, "Outbox:\t%d pending, oldest %s\n", o.Pending, duration.HumanDuration(o.OldestAge.Duration))
+	}
+	if b := r.Backfill; b != nil {
+		fmt.Fprintf(w, "Backfill:\t%d results not yet written to the mailbox\n", b.Pending)
+	}
+	k := r.Kafka
+	fmt.Fprintf(w, "Kafka:\t%s → %s, %s; reachable %s", strings.Join(k.Brokers, ","), k.StateTopic, k.NoticeTopic, k.Reachable)
+	if k.Reason != "" {
+		fmt.Fprintf(w, " (%s)", k.Reason)
+	}
+	if k.Reachable != metav1.ConditionTrue && k.Message != "" {
+		fmt.Fprintf(w, ": %s", oneLine(k.Message))
+	}
+	fmt.Fprintln(w)
+
+	fmt.Fprintln(w, "Conditions:")
+	fmt.Fprintln(w, "  TYPE\tSTATUS\tREASON\tSINCE\tMESSAGE")
+	for _, c := range r.Conditions {
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, ago(c.LastTransitionTime.Time), oneLine(c.Message))
+	}
+
+	if len(r.Dead) == 0 {
+		fmt.Fprintln(w, "DEAD messages:\tnone in the feed's Events")
+	} else {
+		fmt.Fprintf(w, "DEAD messages (newest %d, from the feed's Events):\n", len(r.Dead))
+		fmt.Fprintln(w, "  WHEN\tREASON\tCOUNT\tMESSAGE")
+		for _, d := range r.Dead {
+			fmt.Fprintf(w, "  %s\t%s\t%d\t%s\n", ago(d.Time.Time), d.Reason, d.Count, oneLine(d.Message))
+		}
+	}
+
+	if len(r.Ledger) == 0 {
+		fmt.Fprintln(w, "Ledger:\tno operation day yet")
+		return
+	}
+	fmt.Fprintln(w, "Ledger:")
+	fmt.Fprintln(w, "  DAY\tVERSION\tLAST-MESSAGE\tFLIGHTS\tCOMMITTED")
+	for _, d := range r.Ledger {
+		committed := "-"
+		if d.CommittedAt != nil {
+			committed = d.CommittedAt.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "  %s\t%d\t%d\t%d\t%s\n", d.Day, d.Version, d.LastMessageID, d.Flights, committed)
+	}
+}
+
+func findCondition(cs []metav1.Condition, t v1alpha1.ConditionType) *metav1.Condition {
+	return meta.FindStatusCondition(cs, string(t))
+}
+
+func durationText(d *metav1.Duration) string {
+	if d == nil {
+		return "-"
+	}
+	return d.Duration.String()
+}
+
+func microTime(t *metav1.MicroTime) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.Time
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// oneLine keeps a table row on one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
