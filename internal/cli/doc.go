@@ -1,8 +1,10 @@
 // Package cli holds the cobra commands of the flightfeed binary (SPEC §5):
-// manager, pump (and pump --drain), migrate, export, ledger, simulate, dead
-// and replay (declared, not yet built). Each command parses its flags, loads
-// configuration (package config, or a FlightFeed resolved in the cluster:
-// feedSource) and calls into the packages that do the work. It owns only process concerns: exit codes (2 for a bad command line
+// manager, pump (and pump --drain), migrate, export, ledger, simulate, dead,
+// status (also the kubectl plugin kubectl-flightfeed) and replay (declared,
+// not yet built). Each command parses its flags, loads configuration
+// (package config, or a FlightFeed resolved in the cluster: feedSource) and
+// calls into the packages that do the work. It owns only process concerns:
+// exit codes (2 for a bad command line
 // or config, 1 otherwise, one line on stderr), signals, logging setup, the
 // Go memory limit from the container's cgroup and, after an interrupted
 // drain, saying what was left. No flight, mailbox or snapshot rule lives
