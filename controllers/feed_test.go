@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -615,9 +616,12 @@ func TestPumpTroubleIsReported(t *testing.T) {
 		t.Fatalf("pump %+v", ff.Status.Pump)
 	}
 	h.waitEvent(key, controllers.ReasonHeadBlocked, "mailbox row 42")
-	wantMetricFunc(t, rep, "flightfeed_head_blocked_seconds", map[string]string{"feed": "pek"}, "≥ 60", func(v float64) bool { return v >= 60 })
+	since := float64(blocked.UnixMilli()) / 1000
+	wantMetricFunc(t, rep, "flightfeed_head_blocked_since_timestamp_seconds", map[string]string{"feed_namespace": h.ns, "feed": "pek"},
+		fmt.Sprint(since), func(v float64) bool { return math.Abs(v-since) < 0.01 })
 	r1.setStatus(func(s *feedrun.Status) { s.HeadBlockedSince, s.HeadLastError = time.Time{}, "" })
 	h.waitCondition(key, v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonAsExpected)
+	wantNoMetric(t, rep, "flightfeed_head_blocked_since_timestamp_seconds", map[string]string{"feed": "pek"})
 	h.waitEvent(key, controllers.ReasonHeadUnblocked, "mailbox row 42")
 
 	r1.addNotice(pump.Notice{Kind: pump.NoticeDead, MessageID: 7, Reason: "PARSE", Detail: "broken closing tag"})

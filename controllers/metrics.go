@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"runtime"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -15,9 +17,12 @@ import (
 )
 
 // Metric label names. Every series carries the FlightFeed's namespace and
-// name; only the replica leading a feed has its pump series.
+// name; only the replica leading a feed has its pump series. The namespace
+// label is feed_namespace, not namespace: a scrape's target labels
+// (namespace of the manager's pod) would otherwise rename it to
+// exported_namespace.
 const (
-	labelNamespace = "namespace"
+	labelNamespace = "feed_namespace"
 	labelFeed      = "feed"
 )
 
@@ -28,18 +33,22 @@ var labelValue = regexp.MustCompile(`^[A-Z0-9]{2,8}$`)
 // Metrics are FlightFeed's Prometheus series, registered on the manager's
 // metrics endpoint.
 type Metrics struct {
-	messages        *prometheus.CounterVec
-	txDuration      *prometheus.HistogramVec
-	batchSize       *prometheus.HistogramVec
-	ignoredTags     *prometheus.CounterVec
-	serviceErrors   *prometheus.CounterVec
-	snapshotFlags   *prometheus.CounterVec
-	traceLogErrors  *prometheus.CounterVec
-	queueDepth      *prometheus.GaugeVec
-	queueLag        *prometheus.GaugeVec
-	headBlocked     *prometheus.GaugeVec
-	outboxPending   *prometheus.GaugeVec
-	outboxOldest    *prometheus.GaugeVec
+	messages       *prometheus.CounterVec
+	txDuration     *prometheus.HistogramVec
+	batchSize      *prometheus.HistogramVec
+	ignoredTags    *prometheus.CounterVec
+	serviceErrors  *prometheus.CounterVec
+	snapshotFlags  *prometheus.CounterVec
+	traceLogErrors *prometheus.CounterVec
+	queueDepth     *prometheus.GaugeVec
+	queueLag       *prometheus.GaugeVec
+	headBlocked    *prometheus.GaugeVec
+	outboxPending  *prometheus.GaugeVec
+	outboxOldest   *prometheus.GaugeVec
+	buildInfo      *prometheus.GaugeVec
+
+	// reg is where the feeds' connection statistics are registered.
+	reg             prometheus.Registerer
 	backfillPending *prometheus.GaugeVec
 	snapshotVersion *prometheus.GaugeVec
 	leader          *prometheus.GaugeVec
@@ -64,6 +73,7 @@ const maxIgnoredTagSeries = 100
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	feed := []string{labelNamespace, labelFeed}
 	m := &Metrics{
+		reg:     reg,
 		days:    map[types.NamespacedName]map[string]bool{},
 		ignored: map[types.NamespacedName]map[string]bool{},
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -105,16 +115,16 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Age of the oldest unprocessed mailbox row.",
 		}, feed),
 		headBlocked: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "flightfeed_head_blocked_seconds",
-			Help: "How long the mailbox head has kept failing (0 when it is not blocked).",
+			Name: "flightfeed_head_blocked_since_timestamp_seconds",
+			Help: "Since when the mailbox head has kept failing, in Unix seconds (no series while it is not blocked).",
 		}, feed),
 		outboxPending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flightfeed_outbox_pending",
 			Help: "Kafka events not yet acknowledged by the brokers.",
 		}, feed),
 		outboxOldest: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "flightfeed_outbox_oldest_age_seconds",
-			Help: "Age of the oldest pending Kafka event.",
+			Name: "flightfeed_outbox_oldest_pending_timestamp_seconds",
+			Help: "When the oldest pending Kafka event was committed, in Unix seconds (no series while none is pending).",
 		}, feed),
 		backfillPending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flightfeed_backfill_pending",
@@ -132,7 +142,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "flightfeed_pump_running",
 			Help: "1 while this replica runs the feed's pump.",
 		}, feed),
+		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flightfeed_build_info",
+			Help: "Always 1; the labels name the running binary's version, VCS revision and Go version.",
+		}, []string{"version", "revision", "goversion"}),
 	}
+	m.buildInfo.WithLabelValues(buildVersion()).Set(1)
 	if err := m.register(reg); err != nil {
 		return nil, err
 	}
@@ -143,7 +158,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // second manager in the same process) are shared, not duplicated.
 func (m *Metrics) register(reg prometheus.Registerer) error {
 	for _, p := range []any{&m.messages, &m.txDuration, &m.batchSize, &m.ignoredTags, &m.serviceErrors, &m.snapshotFlags, &m.traceLogErrors, &m.queueDepth, &m.queueLag,
-		&m.headBlocked, &m.outboxPending, &m.outboxOldest, &m.backfillPending, &m.snapshotVersion, &m.leader, &m.pumpRunning} {
+		&m.headBlocked, &m.outboxPending, &m.outboxOldest, &m.backfillPending, &m.snapshotVersion, &m.leader, &m.pumpRunning, &m.buildInfo} {
 		var err error
 		switch v := p.(type) {
 		case **prometheus.CounterVec:
@@ -234,13 +249,19 @@ func (m *Metrics) report(key types.NamespacedName, running bool, st feedrun.Stat
 	}
 	m.queueDepth.WithLabelValues(ns, name).Set(float64(st.QueueDepth))
 	m.queueLag.WithLabelValues(ns, name).Set(st.Lag.Seconds())
-	blocked := 0.0
-	if !st.HeadBlockedSince.IsZero() {
-		blocked = now.Sub(st.HeadBlockedSince).Seconds()
+	// Moments are exported as timestamps (Prometheus' convention: the
+	// age is time() minus them, and stays right between reports).
+	if st.HeadBlockedSince.IsZero() {
+		m.headBlocked.DeleteLabelValues(ns, name)
+	} else {
+		m.headBlocked.WithLabelValues(ns, name).Set(unixSeconds(st.HeadBlockedSince))
 	}
-	m.headBlocked.WithLabelValues(ns, name).Set(blocked)
 	m.outboxPending.WithLabelValues(ns, name).Set(float64(st.OutboxPending))
-	m.outboxOldest.WithLabelValues(ns, name).Set(st.OutboxOldestAge.Seconds())
+	if st.OutboxPending == 0 {
+		m.outboxOldest.DeleteLabelValues(ns, name)
+	} else {
+		m.outboxOldest.WithLabelValues(ns, name).Set(unixSeconds(now.Add(-st.OutboxOldestAge)))
+	}
 	m.backfillPending.WithLabelValues(ns, name).Set(float64(st.BackfillPending))
 }
 
@@ -260,6 +281,36 @@ func (m *Metrics) reportDays(key types.NamespacedName, ledger []store.LedgerDay)
 		}
 	}
 	m.days[key] = now
+}
+
+func unixSeconds(t time.Time) float64 { return float64(t.UnixMilli()) / 1000 }
+
+// buildVersion is the binary's module version, VCS revision and Go
+// version, as the Go toolchain recorded them.
+func buildVersion() (version, revision, goVersion string) {
+	version, revision, goVersion = "unknown", "unknown", runtime.Version()
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return
+	}
+	if v := bi.Main.Version; v != "" {
+		version = v
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && s.Value != "" {
+			revision = s.Value
+		}
+	}
+	return
+}
+
+// FeedRegisterer is where one feed's connection statistics are
+// registered: the manager's registry, each series labelled with the feed.
+func (m *Metrics) FeedRegisterer(key types.NamespacedName) prometheus.Registerer {
+	if m == nil || m.reg == nil {
+		return nil
+	}
+	return prometheus.WrapRegistererWith(prometheus.Labels{labelNamespace: key.Namespace, labelFeed: key.Name}, m.reg)
 }
 
 func boolFloat(b bool) float64 {

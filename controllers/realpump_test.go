@@ -262,6 +262,14 @@ func TestRealPumpMirrorsTheLedger(t *testing.T) {
 	wantMetric(t, rep, "flightfeed_pump_running", map[string]string{"feed": "pek"}, 1)
 	wantMetric(t, rep, "flightfeed_messages_total", map[string]string{"feed": "pek", "type": "SCHD", "styp": "RESP", "result": "SUCCEEDED"}, 1)
 	wantMetric(t, rep, "flightfeed_snapshot_version", map[string]string{"feed": "pek", "day": day}, 1)
+	// The three connections' statistics, labelled with the feed: the
+	// PostgreSQL pool, the mailbox's database/sql pool, the Kafka client.
+	feedLabels := map[string]string{"feed_namespace": h.ns, "feed": "pek"}
+	wantMetric(t, rep, "flightfeed_database_pool_max_conns", feedLabels, 4)
+	wantMetricFunc(t, rep, "flightfeed_database_pool_acquires_total", feedLabels, "> 0", func(v float64) bool { return v > 0 })
+	wantMetricFunc(t, rep, "go_sql_open_connections", map[string]string{"feed_namespace": h.ns, "feed": "pek", "db_name": "mailbox"}, "> 0", func(v float64) bool { return v > 0 })
+	wantMetricFunc(t, rep, "flightfeed_kafka_produce_records_total", feedLabels, ">= 3", func(v float64) bool { return v >= flights })
+	wantMetric(t, rep, "flightfeed_build_info", map[string]string{}, 1)
 
 	// KAFKA_SCHD converges to the export: the dispatcher delivered every
 	// flight's latest document.

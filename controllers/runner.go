@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/feedrun"
@@ -41,6 +42,9 @@ type RunParams struct {
 	// Observer receives the pump's metrics; Log is the runner's logger.
 	Observer pump.Observer
 	Log      logr.Logger
+	// Registerer receives the statistics of the feed's connections
+	// (labelled with the feed); nil: none.
+	Registerer prometheus.Registerer
 }
 
 // RunnerFactory builds a runner; ctx is the leadership context, cancelled
@@ -63,7 +67,7 @@ type NoticeSource interface {
 // observer. Its notices become Kubernetes Events (NoticeSource).
 func StartFeed(ctx context.Context, p RunParams) (FeedRunner, error) {
 	r, err := feedrun.Start(ctx, p.Feed, feedrun.Options{Store: p.Store, Identity: p.Identity, Epoch: p.Epoch,
-		Log: p.Log, Observer: p.Observer})
+		Log: p.Log, Observer: p.Observer, Registerer: p.Registerer})
 	if err != nil {
 		return nil, err
 	}

@@ -294,7 +294,7 @@ func (s *feedSupervisor) runOnce(ctx context.Context, d feedDesired) error {
 	defer cancelRun()
 	log := s.log.WithValues("epoch", epoch)
 	runner, err := s.deps.factory(logf.IntoContext(runCtx, log), RunParams{Feed: d.Feed, Identity: s.deps.identity, Epoch: epoch,
-		Store: db, Observer: s.deps.metrics.Observer(s.key), Log: log})
+		Store: db, Observer: s.deps.metrics.Observer(s.key), Registerer: s.deps.metrics.FeedRegisterer(s.key), Log: log})
 	if err != nil {
 		return fmt.Errorf("build the pump: %w", err)
 	}

@@ -638,7 +638,7 @@ func (m *manager) metric(name string, key types.NamespacedName) (value float64, 
 	for sc.Scan() {
 		line := sc.Text()
 		if !strings.HasPrefix(line, name+"{") || !strings.Contains(line, `feed="`+key.Name+`"`) ||
-			!strings.Contains(line, `namespace="`+key.Namespace+`"`) {
+			!strings.Contains(line, `feed_namespace="`+key.Namespace+`"`) {
 			continue
 		}
 		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)

@@ -8,14 +8,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/dispatch"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
@@ -36,6 +39,10 @@ type Options struct {
 	Observer pump.Observer
 	// KafkaOpts tune the producer (tests shorten timeouts).
 	KafkaOpts []kgo.Opt
+	// Registerer receives the statistics of the feed's connections (Kafka
+	// client, PostgreSQL pool, MySQL mailbox pool) while the runner lives;
+	// nil: none. The operator passes one that labels them with the feed.
+	Registerer prometheus.Registerer
 }
 
 // Open migrates the feed's database and connects to it: the one place a
@@ -60,6 +67,8 @@ type Runner struct {
 	client *kgo.Client
 	// owned is the store Start opened itself (nil when it was given).
 	owned *store.Store
+	// metrics are the connections' statistics (nil without a Registerer).
+	metrics *clientMetrics
 }
 
 // Start connects a feed: it opens the database when none is given (Open),
@@ -90,13 +99,31 @@ func Start(ctx context.Context, feed *config.Feed, opts Options) (*Runner, error
 	// The pump wakes the dispatcher after commits; the hook is bound once
 	// both exist (before Run).
 	var wake func()
-	p, err := pump.New(ctx, pump.Options{Feed: feed, Store: pump.Postgres(st), Identity: opts.Identity, Epoch: epoch,
-		Log: opts.Log.WithName("pump"), Observer: opts.Observer, Notify: func() { wake() }})
+	popts := pump.Options{Feed: feed, Store: pump.Postgres(st), Identity: opts.Identity, Epoch: epoch,
+		Log: opts.Log.WithName("pump"), Observer: opts.Observer, Notify: func() { wake() }}
+	kafkaOpts := opts.KafkaOpts
+	var mbox *mailbox.Mailbox
+	if opts.Registerer != nil {
+		// The mailbox is opened here, not by the pump, for its pool's
+		// statistics; the pump closes it.
+		var err error
+		if mbox, err = mailbox.Open(ctx, feed.Secrets.MailboxDSN, feed.Spec.Mailbox); err != nil {
+			r.closeStore()
+			return nil, err
+		}
+		popts.Inbox = mbox
+		r.metrics = newClientMetrics(opts.Registerer)
+		kafkaOpts = append(slices.Clip(kafkaOpts), kgo.WithHooks(r.metrics.kafka()))
+	}
+	p, err := pump.New(ctx, popts)
 	if err != nil {
+		if mbox != nil {
+			_ = mbox.Close()
+		}
 		r.closeStore()
 		return nil, err
 	}
-	client, err := dispatch.NewClient(feed, opts.KafkaOpts...)
+	client, err := dispatch.NewClient(feed, kafkaOpts...)
 	if err != nil {
 		p.Close()
 		r.closeStore()
@@ -111,6 +138,12 @@ func Start(ctx context.Context, feed *config.Feed, opts Options) (*Runner, error
 	}
 	wake = d.Notify
 	r.pump, r.disp, r.client = p, d, client
+	if r.metrics != nil {
+		if err := r.metrics.register(st, mbox); err != nil {
+			// Metrics never stop a feed; the series are missing and the log says why.
+			opts.Log.Error(err, "register the connections' metrics")
+		}
+	}
 	return r, nil
 }
 
@@ -191,6 +224,9 @@ func (r *Runner) DrainNotices() []pump.Notice { return r.pump.DrainNotices() }
 // Close releases the connections (after Run returned); a store given in
 // Options stays open.
 func (r *Runner) Close() {
+	if r.metrics != nil {
+		r.metrics.unregister()
+	}
 	r.client.Close()
 	r.pump.Close()
 	r.closeStore()

@@ -267,7 +267,7 @@ func TestManagerServesReadsMetricsAndProbes(t *testing.T) {
 	// The manager's own endpoints.
 	await.Eventually(t, "the leader's metrics on /metrics", waitLong, func() (bool, string) {
 		code, body := get(t, "http://"+metricsAddr+"/metrics")
-		return code == http.StatusOK && strings.Contains(string(body), `flightfeed_leader{feed="pek",namespace="`+ns+`"} 1`), fmt.Sprint(code)
+		return code == http.StatusOK && strings.Contains(string(body), `flightfeed_leader{feed="pek",feed_namespace="`+ns+`"} 1`), fmt.Sprint(code)
 	})
 	await.Eventually(t, "the probes", waitLong, func() (bool, string) {
 		h, _ := get(t, "http://"+probeAddr+"/healthz")

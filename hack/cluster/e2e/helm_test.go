@@ -416,7 +416,7 @@ func pumpRunning(p corev1.Pod, key types.NamespacedName) float64 {
 	for sc.Scan() {
 		line := sc.Text()
 		if strings.HasPrefix(line, "flightfeed_pump_running{") && strings.Contains(line, `feed="`+key.Name+`"`) &&
-			strings.Contains(line, `namespace="`+key.Namespace+`"`) {
+			strings.Contains(line, `feed_namespace="`+key.Namespace+`"`) {
 			v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
 			return v
 		}
