@@ -374,13 +374,12 @@ func writeOneStatus(w io.Writer, r statusReport, now time.Time) {
 	}
 
 	l := r.Leader
-	switch {
-	case l.Holder == "":
+	if l.Holder == "" {
 		fmt.Fprintln(w, "Leader:\tnone")
-	default:
-		state := "renewed " + ago(l.Renewed.Time)
+	} else {
+		state := "renewed " + ago(microTime(l.Renewed))
 		if l.Expired {
-			state = "EXPIRED, last renewed " + ago(l.Renewed.Time)
+			state = "EXPIRED, last renewed " + ago(microTime(l.Renewed))
 		}
 		fmt.Fprintf(w, "Leader:\t%s, epoch %d, lease %s (valid %s), leading since %s, %d transitions\n",
 			l.Holder, l.Epoch, state, durationText(l.Duration), ago(microTime(l.Acquired)), l.Transitions)
