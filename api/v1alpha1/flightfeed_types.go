@@ -159,6 +159,7 @@ type MailboxSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
 	// +optional
+	// +kubebuilder:default=20
 	RecsDropPercent int32 `json:"recsDropPercent,omitempty"`
 
 	// DedupWindow is how long a re-sent copy (same SNDR|TYPE|STYP|SEQN and
@@ -313,6 +314,7 @@ type KafkaSpec struct {
 	// transactions; then a paused ex-leader can still publish older
 	// versions after its successor (the KafkaReachable condition says so).
 	// +optional
+	// +kubebuilder:default=true
 	Transactions *bool `json:"transactions,omitempty"`
 
 	// TransactionalIDPrefix starts the producer's transactional.id,
@@ -320,6 +322,7 @@ type KafkaSpec struct {
 	// WRITE on transactional ids with this prefix). Default flightfeed.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._-]{1,100}$`
 	// +optional
+	// +kubebuilder:default="flightfeed"
 	TransactionalIDPrefix string `json:"transactionalIdPrefix,omitempty"`
 }
 
