@@ -254,6 +254,9 @@ type ledgerReport struct {
 	CommittedAt   *metav1.Time `json:"committed_at,omitempty"`
 }
 
+// maxStatusText cuts a message in the table (-o json keeps it whole).
+const maxStatusText = 200
+
 // deadReasons are the Event reasons of messages the pump refused for good.
 var deadReasons = []string{controllers.ReasonDeadMessage, controllers.ReasonDayMismatch}
 
@@ -413,14 +416,14 @@ func writeOneStatus(w io.Writer, r statusReport, now time.Time) {
 		fmt.Fprintf(w, " (%s)", k.Reason)
 	}
 	if k.Reachable != metav1.ConditionTrue && k.Message != "" {
-		fmt.Fprintf(w, ": %s", oneLine(k.Message))
+		fmt.Fprintf(w, ": %s", oneLine(k.Message, maxStatusText))
 	}
 	fmt.Fprintln(w)
 
 	fmt.Fprintln(w, "Conditions:")
 	fmt.Fprintln(w, "  TYPE\tSTATUS\tREASON\tSINCE\tMESSAGE")
 	for _, c := range r.Conditions {
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, ago(c.LastTransitionTime.Time), oneLine(c.Message))
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, ago(c.LastTransitionTime.Time), oneLine(c.Message, maxStatusText))
 	}
 
 	if len(r.Dead) == 0 {
@@ -429,7 +432,7 @@ func writeOneStatus(w io.Writer, r statusReport, now time.Time) {
 		fmt.Fprintf(w, "DEAD messages (newest %d, from the feed's Events):\n", len(r.Dead))
 		fmt.Fprintln(w, "  WHEN\tREASON\tCOUNT\tMESSAGE")
 		for _, d := range r.Dead {
-			fmt.Fprintf(w, "  %s\t%s\t%d\t%s\n", ago(d.Time.Time), d.Reason, d.Count, oneLine(d.Message))
+			fmt.Fprintf(w, "  %s\t%s\t%d\t%s\n", ago(d.Time.Time), d.Reason, d.Count, oneLine(d.Message, maxStatusText))
 		}
 	}
 
@@ -472,6 +475,3 @@ func orDash(s string) string {
 	}
 	return s
 }
-
-// oneLine keeps a table row on one line.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
