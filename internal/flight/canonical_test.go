@@ -4,32 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
-	"os"
-	"path/filepath"
+	"github.com/flightfeed/flightfeed/internal/testsupport/golden"
 	"testing"
 	"time"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
-
-func goldenCompare(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden (run with -update to create): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs from golden:\n got: %s\nwant: %s", name, got, want)
-	}
-}
 
 func sampleState() State {
 	s := NewState(121112312)
@@ -58,7 +36,7 @@ func TestCanonicalJSONGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	goldenCompare(t, "canonical_state.json", got)
+	golden.Equal(t, "canonical_state.json", got)
 	if !json.Valid(got) {
 		t.Fatal("not valid JSON")
 	}
@@ -113,7 +91,7 @@ func TestTombstoneJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	goldenCompare(t, "tombstone.json", got)
+	golden.Equal(t, "tombstone.json", got)
 }
 
 func TestStateCloneIsDeep(t *testing.T) {

@@ -1,19 +1,15 @@
 package pump_test
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/testsupport/golden"
 	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 )
-
-var update = flag.Bool("update", false, "rewrite the scenario golden files")
 
 // flopFor renders a FLOP of subtype tag for flid that sets the field.
 func (h *harness) flopFor(spec flight.FieldSpec, flid int) string {
@@ -42,14 +38,30 @@ func (h *harness) flopFor(spec flight.FieldSpec, flid int) string {
 	}
 }
 
-// One operation day end to end through the mailbox:
-// a request answered by RESP, three snapshots, a FLOP of every kind, FDEL,
-// ADFT, a re-sent duplicate, a SEQN wrap and five malformed rows. The final
-// export, ledger, outbox and mailbox results are golden files.
+// One operation day end to end through the mailbox: a request answered
+// by RESP, three snapshots, a FLOP of every kind, FDEL, ADFT, a re-sent
+// duplicate, a SEQN wrap and five malformed rows (playOperationDay). What
+// it leaves is compared with golden files, one concern per subtest.
 func TestScenarioOneOperationDay(t *testing.T) {
 	h := newHarness(t, "requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 1h, routingId: AODB}")
+	h.playOperationDay()
+	for _, c := range []struct{ concern, golden, got string }{
+		{"flights as exported", "scenario.export.jsonl", normalize(h.export())},
+		{"ledger: rosters and versions", "scenario.ledger.jsonl", h.ledger()},
+		{"outbox: the events of every change", "scenario.outbox.jsonl", normalize(h.outboxDump())},
+		{"mailbox: results written back", "scenario.mailbox.txt", h.mailboxDump()},
+		{"requests and the answers that completed them", "scenario.requests.txt", normalize(h.requestsDump())},
+		{"processing states: reasons, flags, attempts", "scenario.proc_state.txt", h.procDump()},
+	} {
+		t.Run(c.concern, func(t *testing.T) { golden.Equal(t, c.golden, []byte(c.got)) })
+	}
+}
+
+// playOperationDay puts the operation day's messages into the mailbox and
+// drains them with one pump, which sends the 9/9 request first.
+func (h *harness) playOperationDay() {
 	p := h.newPump()
-	h.drain(p) // sends the 9/9 request first
+	h.drain(p)
 
 	h.put(h.schd("RESP", fltr(1, "CA1", "09"), fltr(2, "CA2", "09"), fltr(3, "CA3", "09")))
 	for _, spec := range flight.Fields() {
@@ -76,13 +88,6 @@ func TestScenarioOneOperationDay(t *testing.T) {
 	// Third: the same roster again.
 	h.put(h.schd("RESP", fltr(1, "CA1", "09"), fltr(4, "CA4-B", "09")))
 	h.drain(p)
-
-	golden(t, "scenario.export.jsonl", normalize(h.export()))
-	golden(t, "scenario.ledger.jsonl", h.ledger())
-	golden(t, "scenario.outbox.jsonl", normalize(h.outboxDump()))
-	golden(t, "scenario.mailbox.txt", h.mailboxDump())
-	golden(t, "scenario.requests.txt", normalize(h.requestsDump()))
-	golden(t, "scenario.proc_state.txt", h.procDump())
 }
 
 func (h *harness) procDump() string {
@@ -112,27 +117,6 @@ func (h *harness) procDump() string {
 var volatile = regexp.MustCompile(`"UPDATED_AT":"[^"]*"|<DDTM>\d+</DDTM>`)
 
 func normalize(s string) string { return volatile.ReplaceAllString(s, "<time>") }
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o750); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file (run with -update after checking):\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 func (h *harness) ledger() string {
 	h.t.Helper()

@@ -3,33 +3,14 @@ package sis
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/testsupport/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
-
-func compareGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden (run go test -update to create): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs from the decoder output; run go test ./internal/sis -run %s -update and review the diff", path, t.Name())
-	}
-}
 
 // freshState applies a snapshot record's commands to an empty flight, enough
 // to show the canonical document a full snapshot produces. (A minimal
@@ -77,7 +58,7 @@ func TestGoldenDNLD(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			compareGolden(t, filepath.Join("testdata", name+".commands.golden.json"), append(decoded, '\n'))
+			golden.Equal(t, name+".commands.golden.json", append(decoded, '\n'))
 
 			var lines bytes.Buffer
 			for _, rec := range msg.Records {
@@ -88,7 +69,7 @@ func TestGoldenDNLD(t *testing.T) {
 				lines.Write(doc)
 				lines.WriteByte('\n')
 			}
-			compareGolden(t, filepath.Join("testdata", name+".canonical.golden.jsonl"), lines.Bytes())
+			golden.Equal(t, name+".canonical.golden.jsonl", lines.Bytes())
 		})
 	}
 }
