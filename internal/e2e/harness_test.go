@@ -37,11 +37,13 @@ import (
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
+	"github.com/flightfeed/flightfeed/internal/testsupport/feedtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/loopback"
 	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
 
 // leaseTimings are a manager's --lease-duration, --renew-deadline and
@@ -57,30 +59,6 @@ var fastLease = leaseTimings{duration: 3 * time.Second, renew: 2 * time.Second, 
 // waitLong bounds every wait that has no tighter bound of its own. Waits
 // are polls with deadlines, never assertions on how long something took.
 const waitLong = 60 * time.Second
-
-// feedManifest is the FlightFeed of SPEC §4, applied as is apart from its
-// name, namespace, Secrets and brokers — and the request horizon narrowed
-// to today, so that the pump asks for one day.
-const feedManifest = `
-apiVersion: flightfeed.aero/v1alpha1
-kind: FlightFeed
-metadata: {name: pek, namespace: default}
-spec:
-  airport: {iata: PEK, timeZone: Asia/Shanghai}
-  mailbox: {dsnSecretRef: {name: pek-mailbox, key: dsn}, pollInterval: 100ms, batchSize: 200}
-  database: {dsnSecretRef: {name: pek-db, key: dsn}}
-  kafka: {brokers: ["127.0.0.1:9092"], topics: {state: KAFKA_SCHD, notice: KAFKA_MSG}}
-  requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 5m, routingId: AODB}
-`
-
-// configTemplate is the same feed as a --config file (DSNs inline), for the
-// binary's migrate, export, ledger and pump commands.
-const configTemplate = `airport: {iata: PEK, timeZone: Asia/Shanghai}
-mailbox: {dsn: %q, pollInterval: 100ms, batchSize: 200}
-database: {dsn: %q}
-kafka: {brokers: [%s], topics: {state: KAFKA_SCHD, notice: KAFKA_MSG}}
-requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 5m, routingId: AODB}
-`
 
 // env is one test's namespace on the shared control plane.
 type env struct {
@@ -136,15 +114,7 @@ func newWorld(t *testing.T, name string) *feedWorld {
 		t.Fatal(err)
 	}
 	w.loc = loc
-	quoted := make([]string, len(w.brokers))
-	for i, b := range w.brokers {
-		quoted[i] = strconv.Quote(b)
-	}
-	w.config = filepath.Join(t.TempDir(), name+".yaml")
-	doc := fmt.Sprintf(configTemplate, w.mboxDSN, w.pgDSN, strings.Join(quoted, ", "))
-	if err := os.WriteFile(w.config, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	w.config = w.feed().WriteConfig(t, name)
 	w.run("migrate")
 	w.pool, err = pgxpool.New(t.Context(), w.pgDSN)
 	if err != nil {
@@ -160,6 +130,12 @@ func newWorld(t *testing.T, name string) *feedWorld {
 	return w
 }
 
+// feed is the SPEC §4 feed (the request horizon narrowed to today, so
+// that the pump asks for one day) on this world's services.
+func (w *feedWorld) feed() feedtest.Feed {
+	return feedtest.Feed{MailboxDSN: w.mboxDSN, DatabaseDSN: w.pgDSN, Brokers: w.brokers}
+}
+
 // run runs the binary's command on this feed's --config and returns its
 // standard output.
 func (w *feedWorld) run(command string, args ...string) string {
@@ -171,7 +147,7 @@ func (w *feedWorld) run(command string, args ...string) string {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		w.t.Fatalf("flightfeed %s --config %s: %v\n%s", command, w.config, err, tail(stderr.String(), 40))
+		w.t.Fatalf("flightfeed %s --config %s: %v\n%s", command, w.config, err, proctest.Tail(stderr.String(), 40))
 	}
 	return string(out)
 }
@@ -183,13 +159,7 @@ func (e *env) apply(w *feedWorld) types.NamespacedName {
 		StringData: map[string]string{"dsn": w.mboxDSN}})
 	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.name + "-db", Namespace: e.ns},
 		StringData: map[string]string{"dsn": w.pgDSN}})
-	doc := strings.NewReplacer(
-		"name: pek,", "name: "+w.name+",",
-		"namespace: default", "namespace: "+e.ns,
-		"pek-mailbox", w.name+"-mailbox",
-		"pek-db", w.name+"-db",
-		`"127.0.0.1:9092"`, `"`+strings.Join(w.brokers, `", "`)+`"`,
-	).Replace(feedManifest)
+	doc := w.feed().Manifest(w.name, e.ns)
 	var obj unstructured.Unstructured
 	if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
 		e.t.Fatal(err)
@@ -489,7 +459,7 @@ type manager struct {
 	cmd     *exec.Cmd
 	metrics string
 	probe   string
-	out     *logBuffer
+	out     *proctest.Output
 	done    chan struct{}
 
 	mu     sync.Mutex
@@ -503,7 +473,7 @@ type manager struct {
 // pg_stat_activity tell the replicas apart.
 func (e *env) startManager(identity string, lt leaseTimings) *manager {
 	e.t.Helper()
-	m := &manager{t: e.t, id: identity, metrics: loopback.FreeAddr(e.t), probe: loopback.FreeAddr(e.t), out: &logBuffer{}, done: make(chan struct{})}
+	m := &manager{t: e.t, id: identity, metrics: loopback.FreeAddr(e.t), probe: loopback.FreeAddr(e.t), out: &proctest.Output{}, done: make(chan struct{})}
 	m.cmd = exec.Command(binary, "manager",
 		"--kubeconfig", kubeconfig,
 		"--identity", identity,
@@ -519,7 +489,7 @@ func (e *env) startManager(identity string, lt leaseTimings) *manager {
 	m.cmd.Env = append(os.Environ(), "PGAPPNAME="+identity, "KUBECONFIG="+kubeconfig)
 	var sink io.Writer = m.out
 	if os.Getenv("FLIGHTFEED_TEST_LOG") != "" {
-		sink = io.MultiWriter(m.out, prefixWriter{prefix: identity + " "})
+		sink = io.MultiWriter(m.out, proctest.Prefixed(identity+" "))
 	}
 	m.cmd.Stdout, m.cmd.Stderr = sink, sink
 	if err := m.cmd.Start(); err != nil {
@@ -533,7 +503,7 @@ func (e *env) startManager(identity string, lt leaseTimings) *manager {
 	await.Eventually(e.t, identity+" to be ready", waitLong, func() (bool, string) {
 		select {
 		case <-m.done:
-			e.t.Fatalf("manager %s exited: %s\n%s", identity, m.cmd.ProcessState, tail(m.out.String(), 40))
+			e.t.Fatalf("manager %s exited: %s\n%s", identity, m.cmd.ProcessState, proctest.Tail(m.out.String(), 40))
 		default:
 		}
 		code, body := httpGet("http://" + m.probe + "/readyz")
@@ -622,7 +592,7 @@ func (m *manager) shutdown() {
 		}
 	}
 	if m.t.Failed() {
-		m.t.Logf("--- logs of %s (last lines)\n%s", m.id, tail(m.out.String(), 150))
+		m.t.Logf("--- logs of %s (last lines)\n%s", m.id, proctest.Tail(m.out.String(), 150))
 	}
 }
 
@@ -685,44 +655,6 @@ func threadStates(pid int) (string, error) {
 		b.WriteByte(s[i+2])
 	}
 	return b.String(), nil
-}
-
-// logBuffer collects a process's output; safe for concurrent use.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-// prefixWriter copies a process's output to the test's stderr.
-type prefixWriter struct{ prefix string }
-
-func (p prefixWriter) Write(b []byte) (int, error) {
-	for _, line := range strings.SplitAfter(string(b), "\n") {
-		if line != "" {
-			fmt.Fprint(os.Stderr, p.prefix+line)
-		}
-	}
-	return len(b), nil
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // ---- Kubernetes reads ------------------------------------------------------------

@@ -4,14 +4,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"k8s.io/client-go/rest"
 
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
 
 // The binary and the control plane every test of the package shares; tests
@@ -42,16 +41,8 @@ func run(m *testing.M) int {
 	defer func() { _ = os.RemoveAll(dir) }()
 
 	// The binary under test, built once from the repository's main.go.
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		fmt.Fprintln(os.Stderr, "e2e: cannot locate the repository")
-		return 1
-	}
-	binary = filepath.Join(dir, "flightfeed")
-	build := exec.Command("go", "build", "-o", binary, ".")
-	build.Dir = filepath.Join(filepath.Dir(file), "..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: build flightfeed: %v\n%s", err, out)
+	if binary, err = proctest.Build(dir); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		return 1
 	}
 

@@ -8,28 +8,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
-
-// buildBinary compiles flightfeed once for the crash test.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	bin := filepath.Join(t.TempDir(), "flightfeed")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build flightfeed: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // crashWorkload is 2,000 messages over three days: full-day snapshots,
 // FLOPs of several kinds, FDELs, ADFTs, re-sent copies and malformed rows.
@@ -83,7 +69,7 @@ func TestCrashRecovery(t *testing.T) {
 		t.Skip("kills the pump process 20 times in a 2,000-message run")
 	}
 	t.Parallel()
-	bin := buildBinary(t)
+	bin := proctest.Binary(t)
 
 	clean := newHarness(t, "mailbox: {dnldFullDay: true}")
 	for _, m := range crashWorkload(clean) {

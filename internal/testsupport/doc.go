@@ -3,14 +3,15 @@
 // store with a fencing epoch taken (storetest), a fresh MariaDB mailbox
 // (mysqltest), a kfake Kafka broker on loopback TCP, in-process or the
 // shared one `make test` runs (kafkatest), and an envtest control plane
-// with its TestMain and client (kubetest); and the two waits every
-// package shares: one Eventually (await) and one free loopback address
-// (loopback). storetest also holds ApplyIncrement and DeleteFlights, the
-// one-message forms of the working set that only tests use. This package
-// itself only names test databases. `make test`
-// starts the servers these helpers connect to; when one is missing a test
-// fails with the command that fixes it, it never skips. Production code
-// must not import any of them.
+// with its TestMain and client (kubetest); the built binary with its
+// output (proctest) and the SPEC §4 feed as its --config file and as a
+// FlightFeed manifest (feedtest); and the two waits every package shares:
+// one Eventually (await) and one free loopback address (loopback).
+// storetest also holds ApplyIncrement and DeleteFlights, the one-message
+// forms of the working set that only tests use. This package itself only
+// names test databases. `make test` starts the servers these helpers
+// connect to; when one is missing a test fails with the command that fixes
+// it, it never skips. Production code must not import any of them.
 package testsupport
 
 import (

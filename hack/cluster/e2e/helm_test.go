@@ -42,12 +42,15 @@ import (
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/controllers"
-	"github.com/flightfeed/flightfeed/internal/operator"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/await"
+	"github.com/flightfeed/flightfeed/internal/testsupport/feedtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
 
 // The cluster's bridge address (hack/cluster/lib.sh): the node, and the
@@ -58,24 +61,8 @@ const hostIP = "10.222.0.1"
 // with deadlines, never assertions on how long something took.
 const waitLong = 3 * time.Minute
 
-const feedManifest = `
-apiVersion: flightfeed.aero/v1alpha1
-kind: FlightFeed
-metadata: {name: pek, namespace: NS}
-spec:
-  airport: {iata: PEK, timeZone: Asia/Shanghai}
-  mailbox: {dsnSecretRef: {name: pek-mailbox, key: dsn}, pollInterval: 100ms, batchSize: 200}
-  database: {dsnSecretRef: {name: pek-db, key: dsn}}
-  kafka: {brokers: [BROKERS], topics: {state: KAFKA_SCHD, notice: KAFKA_MSG}}
-  requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 5m, routingId: AODB}
-`
-
-const configTemplate = `airport: {iata: PEK, timeZone: Asia/Shanghai}
-mailbox: {dsn: %q, pollInterval: 100ms, batchSize: 200}
-database: {dsn: %q}
-kafka: {brokers: [%q], topics: {state: KAFKA_SCHD, notice: KAFKA_MSG}}
-requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 5m, routingId: AODB}
-`
+// clusterPoll is how often a wait asks the cluster again.
+const clusterPoll = 100 * time.Millisecond
 
 // suite is the cluster, the chart and the binary under test.
 type suite struct {
@@ -112,22 +99,8 @@ func newSuite(t *testing.T) *suite {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scheme, err := operator.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if s.c, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
-		t.Fatal(err)
-	}
-	s.binary = filepath.Join(t.TempDir(), "flightfeed")
-	build := exec.Command("go", "build", "-o", s.binary, ".")
-	build.Dir = s.repo
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build flightfeed: %v\n%s", err, out)
-	}
+	s.c = kubetest.Client(t, cfg)
+	s.binary = proctest.Binary(t)
 	s.ns = "ffc-" + utilrand.String(5)
 	s.release = "ffc"
 	return s
@@ -203,10 +176,7 @@ func newWorld(t *testing.T, binary, name string, onBridge bool) *world {
 	} else {
 		w.brokers = kafkatest.New(t, "KAFKA_SCHD", "KAFKA_MSG")
 	}
-	w.config = filepath.Join(t.TempDir(), name+".yaml")
-	if err := os.WriteFile(w.config, fmt.Appendf(nil, configTemplate, w.mboxDSN, w.pgDSN, w.brokers[0]), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	w.config = feedtest.Feed{MailboxDSN: w.mboxDSN, DatabaseDSN: w.pgDSN, Brokers: w.brokers[:1]}.WriteConfig(t, name)
 	var err error
 	if w.pool, err = pgxpool.New(t.Context(), w.pgDSN); err != nil {
 		t.Fatal(err)
@@ -228,7 +198,7 @@ func (w *world) ff(command string, args ...string) string {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		w.t.Fatalf("flightfeed %s: %v\n%s", command, err, tail(stderr.String(), 30))
+		w.t.Fatalf("flightfeed %s: %v\n%s", command, err, proctest.Tail(stderr.String(), 30))
 	}
 	return string(out)
 }
@@ -293,7 +263,7 @@ func (w *world) feed(rows []string, base time.Time, pace time.Duration) (inserte
 
 func (w *world) waitDrained(n int) {
 	w.t.Helper()
-	eventually(w.t, fmt.Sprintf("all %d mailbox rows processed and the outbox delivered", n), waitLong, func() (bool, string) {
+	await.EventuallyEvery(w.t, fmt.Sprintf("all %d mailbox rows processed and the outbox delivered", n), waitLong, clusterPoll, func() (bool, string) {
 		p, e := w.processed(), w.pendingEvents()
 		return p == n && e == 0, fmt.Sprintf("%d of %d processed, %d events pending", p, n, e)
 	})
@@ -305,7 +275,7 @@ var rqfdDay = regexp.MustCompile(`<STDB>(\d{2}[A-Za-z]{3}\d{2})0000</STDB>`)
 func (w *world) waitRequest(loc *time.Location) string {
 	w.t.Helper()
 	var day string
-	eventually(w.t, "the pump's RQFD in COUTMSGS", waitLong, func() (bool, string) {
+	await.EventuallyEvery(w.t, "the pump's RQFD in COUTMSGS", waitLong, clusterPoll, func() (bool, string) {
 		var body string
 		err := w.mbox.QueryRowContext(w.t.Context(),
 			`SELECT COUTMSGS_CLOB_MSG FROM COUTMSGS WHERE COUTMSGS_CLOB_MSG LIKE '%<TYPE>RQFD</TYPE>%' ORDER BY COUTMSGS_ID LIMIT 1`).Scan(&body)
@@ -381,7 +351,7 @@ func ready(p corev1.Pod) bool {
 func (s *suite) waitPods(n int, except map[string]bool) []corev1.Pod {
 	s.t.Helper()
 	var out []corev1.Pod
-	eventually(s.t, fmt.Sprintf("%d Running and Ready replicas", n), waitLong, func() (bool, string) {
+	await.EventuallyEvery(s.t, fmt.Sprintf("%d Running and Ready replicas", n), waitLong, clusterPoll, func() (bool, string) {
 		out = s.pods()
 		var desc []string
 		ok := len(out) == n
@@ -538,7 +508,7 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	doc := strings.NewReplacer("NS", s.ns, "BROKERS", strconv.Quote(w.brokers[0])).Replace(feedManifest)
+	doc := feedtest.Feed{Brokers: w.brokers[:1]}.Manifest("pek", s.ns)
 	var feed unstructured.Unstructured
 	if err := yaml.Unmarshal([]byte(doc), &feed.Object); err != nil {
 		t.Fatal(err)
@@ -551,7 +521,7 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 	// other replica runs none and has no session on the feed's database.
 	var holder string
 	var epoch1 int64
-	eventually(t, "a Lease holder that holds pipeline_lock", waitLong, func() (bool, string) {
+	await.EventuallyEvery(t, "a Lease holder that holds pipeline_lock", waitLong, clusterPoll, func() (bool, string) {
 		lh := s.leaseHolder(key)
 		ph, ep, err := w.lock(t.Context())
 		if err != nil {
@@ -561,7 +531,7 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 		return lh != "" && lh == ph && ep > 0, fmt.Sprintf("Lease %q, pipeline_lock %q@%d", lh, ph, ep)
 	})
 	day := w.waitRequest(loc)
-	eventually(t, "exactly one pump, the holder's", 30*time.Second, func() (bool, string) {
+	await.EventuallyEvery(t, "exactly one pump, the holder's", 30*time.Second, clusterPoll, func() (bool, string) {
 		var desc []string
 		ok := true
 		for _, p := range s.pods() {
@@ -583,7 +553,7 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 	rows := workload(day, loc)
 	base := time.Now().UTC().Truncate(time.Second)
 	inserted, fed := w.feed(rows, base, 10*time.Millisecond)
-	eventually(t, "a third of the day processed", waitLong, func() (bool, string) {
+	await.EventuallyEvery(t, "a third of the day processed", waitLong, clusterPoll, func() (bool, string) {
 		n := w.processed()
 		return n >= len(rows)/3, fmt.Sprintf("%d of %d", n, len(rows))
 	})
@@ -606,7 +576,7 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 	leaseDuration := 15 * time.Second // the chart's lease.duration
 	var epoch2 int64
 	var next string
-	eventually(t, "another replica to take the Lease and a newer epoch", time.Until(deletedAt.Add(leaseDuration+10*time.Second)), func() (bool, string) {
+	await.EventuallyEvery(t, "another replica to take the Lease and a newer epoch", time.Until(deletedAt.Add(leaseDuration+10*time.Second)), clusterPoll, func() (bool, string) {
 		lh := s.leaseHolder(key)
 		ph, ep, err := w.lock(t.Context())
 		if err != nil {
@@ -629,7 +599,7 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 
 	// FlightFeedDay versions equal the ledger.
 	ledger := w.ff("ledger")
-	eventually(t, "FlightFeedDays equal to the ledger", 60*time.Second, func() (bool, string) {
+	await.EventuallyEvery(t, "FlightFeedDays equal to the ledger", 60*time.Second, clusterPoll, func() (bool, string) {
 		got, want := s.days(), ledgerVersions(t, ledger)
 		return got == want && want != "", fmt.Sprintf("FlightFeedDays %s, ledger %s", got, want)
 	})
@@ -667,7 +637,7 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 			t.Errorf("pod %s after the upgrade: args %v", p.Name, p.Spec.Containers[0].Args)
 		}
 	}
-	eventually(t, "one pump on a new pod after the upgrade", waitLong, func() (bool, string) {
+	await.EventuallyEvery(t, "one pump on a new pod after the upgrade", waitLong, clusterPoll, func() (bool, string) {
 		lh := s.leaseHolder(key)
 		ph, _, err := w.lock(t.Context())
 		if err != nil {
@@ -691,7 +661,7 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 	// 5. helm uninstall: the CRDs stay (crds.keep), with the FlightFeed, its
 	// FlightFeedDays and the data.
 	s.helmRun("uninstall", s.release, "--wait", "--timeout", "2m")
-	eventually(t, "the release's pods gone", waitLong, func() (bool, string) {
+	await.EventuallyEvery(t, "the release's pods gone", waitLong, clusterPoll, func() (bool, string) {
 		p := s.pods()
 		return len(p) == 0, fmt.Sprintf("%d pods", len(p))
 	})
@@ -755,26 +725,3 @@ func ledgerVersions(t *testing.T, ledger string) string {
 // versionField strips what differs between two runs of the same input:
 // state versions and commit times.
 var versionField = regexp.MustCompile(`"STATE_VERSION":\d+,?|"UPDATED_AT":"[^"]*",?`)
-
-func eventually(t *testing.T, what string, within time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, desc := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s; last seen: %s", within.Round(time.Second), what, desc)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}

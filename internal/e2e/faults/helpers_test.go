@@ -13,9 +13,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -31,8 +29,10 @@ import (
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
+	"github.com/flightfeed/flightfeed/internal/testsupport/feedtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
 
 // waitLong bounds every wait that has no tighter bound of its own. Waits
@@ -48,17 +48,14 @@ const (
 	noticeTopic = "KAFKA_MSG"
 )
 
-// configTemplate is one feed's --config file, the same for the clean and
-// the faulted world. Small batches make a drain many transactions long, so
-// a fault lands between and inside them; the short backoff only keeps the
-// retries after a fault quick (it changes no result).
-const configTemplate = `airport: {iata: PEK, timeZone: Asia/Shanghai}
-mailbox: {dsn: %q, pollInterval: 20ms, batchSize: 8}
-database: {dsn: %q}
-kafka: {brokers: [%q], topics: {state: KAFKA_SCHD, notice: KAFKA_MSG}}
-requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 5m, routingId: AODB}
-pump: {backoffInitial: 50ms, backoffMax: 1s}
-`
+// feed is one world's --config, the same for the clean and the faulted
+// world. Small batches make a drain many transactions long, so a fault
+// lands between and inside them; the short backoff only keeps the retries
+// after a fault quick (it changes no result).
+func (w *world) feed() feedtest.Feed {
+	return feedtest.Feed{MailboxDSN: w.mboxDSN, DatabaseDSN: w.pgDSN, Brokers: []string{w.broker.addr()},
+		PollInterval: "20ms", BatchSize: 8, Pump: "backoffInitial: 50ms, backoffMax: 1s"}
+}
 
 // ---- the binary ----------------------------------------------------------------
 
@@ -82,22 +79,10 @@ func TestMain(m *testing.M) {
 func flightfeed(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		_, file, _, ok := runtime.Caller(0)
-		if !ok {
-			buildErr = errors.New("cannot locate the repository")
-			return
-		}
 		if binDir, buildErr = os.MkdirTemp("", "flightfeed-faults-"); buildErr != nil {
 			return
 		}
-		bin := filepath.Join(binDir, "flightfeed")
-		cmd := exec.Command("go", "build", "-o", bin, ".")
-		cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..", "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("build flightfeed: %w\n%s", err, out)
-			return
-		}
-		binPath = bin
+		binPath, buildErr = proctest.Build(binDir)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -204,11 +189,7 @@ func newWorld(t *testing.T, name string) *world {
 		t.Fatal(err)
 	}
 	w.mboxDB = cfg.DBName
-	w.config = filepath.Join(t.TempDir(), name+".yaml")
-	doc := fmt.Sprintf(configTemplate, w.mboxDSN, w.pgDSN, w.broker.addr())
-	if err := os.WriteFile(w.config, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	w.config = w.feed().WriteConfig(t, name)
 	w.mbox, err = sql.Open("mysql", w.mboxDSN)
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +219,7 @@ func (w *world) run(command string, args ...string) string {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		w.t.Fatalf("%s: flightfeed %s: %v\n%s", w.name, command, err, tail(stderr.String(), 40))
+		w.t.Fatalf("%s: flightfeed %s: %v\n%s", w.name, command, err, proctest.Tail(stderr.String(), 40))
 	}
 	return string(out)
 }
@@ -407,7 +388,7 @@ type pumpProc struct {
 	t    *testing.T
 	w    *world
 	cmd  *exec.Cmd
-	out  *logBuffer
+	out  *proctest.Output
 	done chan struct{}
 	err  error // the exit status, once done is closed
 }
@@ -417,12 +398,12 @@ type pumpProc struct {
 // shows its log (FLIGHTFEED_TEST_LOG=1 streams it).
 func (w *world) startPump() *pumpProc {
 	w.t.Helper()
-	p := &pumpProc{t: w.t, w: w, out: &logBuffer{}, done: make(chan struct{})}
+	p := &pumpProc{t: w.t, w: w, out: &proctest.Output{}, done: make(chan struct{})}
 	p.cmd = exec.Command(flightfeed(w.t), "pump", "--config", w.config, "--drain")
 	p.cmd.Env = append(os.Environ(), "PGAPPNAME="+pumpApp)
 	var sink io.Writer = p.out
 	if os.Getenv("FLIGHTFEED_TEST_LOG") != "" { // stream the log as well
-		sink = io.MultiWriter(p.out, prefixWriter{prefix: w.t.Name() + " " + w.name + ": "})
+		sink = io.MultiWriter(p.out, proctest.Prefixed(w.t.Name()+" "+w.name+": "))
 	}
 	p.cmd.Stdout, p.cmd.Stderr = sink, sink
 	if err := p.cmd.Start(); err != nil {
@@ -438,7 +419,7 @@ func (w *world) startPump() *pumpProc {
 			<-p.done
 		}
 		if w.t.Failed() {
-			w.t.Logf("--- %s: log of pump pid %d (%v), last lines\n%s", w.name, p.cmd.Process.Pid, p.err, tail(p.out.String(), 60))
+			w.t.Logf("--- %s: log of pump pid %d (%v), last lines\n%s", w.name, p.cmd.Process.Pid, p.err, proctest.Tail(p.out.String(), 60))
 		}
 	})
 	return p
@@ -476,7 +457,7 @@ func (p *pumpProc) finish() {
 			p.w.name, waitLong, p.w.processed(), p.w.pendingEvents())
 	}
 	if p.err != nil {
-		p.t.Fatalf("%s: `pump --drain` failed: %v\n%s", p.w.name, p.err, tail(p.out.String(), 40))
+		p.t.Fatalf("%s: `pump --drain` failed: %v\n%s", p.w.name, p.err, proctest.Tail(p.out.String(), 40))
 	}
 }
 
@@ -491,7 +472,7 @@ func (p *pumpProc) waitProcessed(n, total int) int {
 		got = p.w.processed()
 		if p.exited() {
 			p.t.Fatalf("%s: the pump exited (%v) with %d of %d rows processed, before the fault at %d: the test proves nothing\n%s",
-				p.w.name, p.err, got, total, n, tail(p.out.String(), 40))
+				p.w.name, p.err, got, total, n, proctest.Tail(p.out.String(), 40))
 		}
 		return got >= n, fmt.Sprintf("%d processed", got)
 	})
@@ -759,42 +740,4 @@ func lines(s string) []string {
 		return nil
 	}
 	return strings.Split(s, "\n")
-}
-
-func tail(s string, n int) string {
-	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(ls) > n {
-		ls = ls[len(ls)-n:]
-	}
-	return strings.Join(ls, "\n")
-}
-
-// prefixWriter copies a process's output to the test's stderr.
-type prefixWriter struct{ prefix string }
-
-func (p prefixWriter) Write(b []byte) (int, error) {
-	for _, line := range strings.SplitAfter(string(b), "\n") {
-		if line != "" {
-			fmt.Fprint(os.Stderr, p.prefix+line)
-		}
-	}
-	return len(b), nil
-}
-
-// logBuffer collects a process's output; safe for concurrent use.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }

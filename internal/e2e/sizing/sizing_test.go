@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,6 +25,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
 
 // chartMemoryLimit is the manager's memory limit in the Helm chart's
@@ -40,7 +40,7 @@ func TestPumpDrainsTheWorstAdmittedMessagesIn512MiB(t *testing.T) {
 		t.Skip("drains about 120 MB of messages in a memory cgroup")
 	}
 	cg := newMemoryCgroup(t, chartMemoryLimit)
-	binary := buildBinary(t)
+	binary := proctest.Binary(t)
 	mdsn, pdsn := mysqltest.NewMailbox(t), pgtest.New(t)
 	brokers := kafkatest.New(t, "KAFKA_SCHD", "KAFKA_MSG")
 
@@ -111,7 +111,7 @@ history: {disabled: true}
 	t.Logf("pump --drain: %s, peak RSS %d MiB, cgroup peak %d MiB, OOM kills %d", took.Round(time.Millisecond),
 		peak>>20, readInt(t, filepath.Join(cg, "memory.max_usage_in_bytes"))>>20, kills)
 	if err != nil || kills > 0 {
-		t.Fatalf("pump --drain in %d MiB: %v, %d OOM kill(s)\n%s", chartMemoryLimit>>20, err, kills, tail(out.String(), 40))
+		t.Fatalf("pump --drain in %d MiB: %v, %d OOM kill(s)\n%s", chartMemoryLimit>>20, err, kills, proctest.Tail(out.String(), 40))
 	}
 
 	results := map[string]int{}
@@ -198,29 +198,6 @@ func readInt(t *testing.T, path string) int64 {
 	}
 	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 	return n
-}
-
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the repository")
-	}
-	bin := filepath.Join(t.TempDir(), "flightfeed")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = filepath.Join(filepath.Dir(file), "..", "..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build flightfeed: %v\n%s", err, out)
-	}
-	return bin
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 const meta = `<META><SNDR>AODB</SNDR><RCVR>RMS</RCVR><SEQN>%d</SEQN><DDTM>20260909100000</DDTM><TYPE>%s</TYPE><STYP>%s</STYP></META>`

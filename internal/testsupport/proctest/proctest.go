@@ -1,0 +1,88 @@
+// Package proctest runs the built flightfeed binary in tests: it builds it
+// once from the repository's main.go (Build), collects a process's output
+// (Output), copies it to the test's stderr line by line (Prefixed) and
+// shows its last lines in a failure (Tail).
+package proctest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Build builds the repository's main.go into dir/flightfeed and returns
+// its path.
+func Build(dir string) (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("proctest: cannot locate the repository")
+	}
+	bin := filepath.Join(dir, "flightfeed")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..", "..")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build flightfeed: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// Binary builds the binary into the test's temporary directory (Build)
+// and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	bin, err := Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// Output collects a process's output; safe for concurrent use.
+type Output struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (o *Output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(p)
+}
+
+func (o *Output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
+
+// Prefixed copies what is written to the test process's stderr, each line
+// after prefix.
+func Prefixed(prefix string) io.Writer { return prefixWriter{prefix} }
+
+type prefixWriter struct{ prefix string }
+
+func (p prefixWriter) Write(b []byte) (int, error) {
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		if line != "" {
+			fmt.Fprint(os.Stderr, p.prefix+line)
+		}
+	}
+	return len(b), nil
+}
+
+// Tail is the last n lines of s.
+func Tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
