@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
 )
 
 // specManifest is the FlightFeed of SPEC §4 that must be accepted as is.
@@ -32,7 +33,7 @@ spec:
 `
 
 func TestCRDInstallsAndValidates(t *testing.T) {
-	c := apiClient(t)
+	c := kubetest.Client(t, restCfg)
 	ctx := context.Background()
 
 	var crd apiextensionsv1.CustomResourceDefinition
@@ -116,7 +117,7 @@ func crdEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
 // TestFlightFeedDayCRD: the day mirror installs, names a bad day and keeps
 // its identity immutable.
 func TestFlightFeedDayCRD(t *testing.T) {
-	c := apiClient(t)
+	c := kubetest.Client(t, restCfg)
 	ctx := t.Context()
 	day := &v1alpha1.FlightFeedDay{}
 	day.Namespace, day.Name = "default", "pek-2026-09-09"

@@ -93,16 +93,22 @@ func (h *harness) secrets(name string) {
 }
 
 // feed creates the SPEC §4 FlightFeed named name (its Secrets named after
-// it), pointed at this test's broker.
-func (h *harness) feed(name string) types.NamespacedName {
+// it), pointed at this test's broker; more are old, new pairs of the
+// manifest's text to replace as well.
+func (h *harness) feed(name string, more ...string) types.NamespacedName {
 	h.t.Helper()
-	doc := strings.NewReplacer(
-		"name: pek,", "name: "+name+",",
-		"namespace: default", "namespace: "+h.ns,
-		"pek-mailbox", name+"-mailbox",
-		"pek-db", name+"-db",
-		`"127.0.0.1:9092"`, `"`+strings.Join(h.brokers, `", "`)+`"`,
-	).Replace(specManifest)
+	doc := strings.NewReplacer(append([]string{
+		"name: pek,", "name: " + name + ",",
+		"namespace: default", "namespace: " + h.ns,
+		"pek-mailbox", name + "-mailbox",
+		"pek-db", name + "-db",
+		`"127.0.0.1:9092"`, `"` + strings.Join(h.brokers, `", "`) + `"`,
+	}, more...)...).Replace(specManifest)
+	for i := 1; i < len(more); i += 2 {
+		if !strings.Contains(doc, more[i]) {
+			h.t.Fatalf("the SPEC manifest no longer holds %q, which this test replaces", more[i-1])
+		}
+	}
 	var obj unstructured.Unstructured
 	if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
 		h.t.Fatal(err)
@@ -124,6 +130,12 @@ type replica struct {
 // with the test runner factory and short Lease timings.
 func (h *harness) startReplica(identity string) *replica {
 	h.t.Helper()
+	return h.startReplicaWith(identity, h.runners.factory)
+}
+
+// startReplicaWith is startReplica with the given runner factory.
+func (h *harness) startReplicaWith(identity string, factory controllers.RunnerFactory) *replica {
+	h.t.Helper()
 	r := &replica{identity: identity, registry: prometheus.NewRegistry(), probe: loopback.FreeAddr(h.t), done: make(chan error, 1)}
 	mgr, err := operator.New(operator.Options{
 		RestConfig:      restCfg,
@@ -136,7 +148,7 @@ func (h *harness) startReplica(identity string) *replica {
 		RetryPeriod:     testRetry,
 		StatusInterval:  testInterval,
 		ShutdownTimeout: 30 * time.Second,
-		Factory:         h.runners.factory,
+		Factory:         factory,
 		Registry:        r.registry,
 		Namespaces:      []string{h.ns},
 		Log:             ctrl.Log.WithName(identity),

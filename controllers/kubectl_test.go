@@ -29,7 +29,7 @@ func TestKubectlCommandsOfTheREADME(t *testing.T) {
 	if err := kubetest.WriteKubeconfig(restCfg, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	c := apiClient(t)
+	c := kubetest.Client(t, restCfg)
 	ctx := t.Context()
 	ns := "kubectl-readme"
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {

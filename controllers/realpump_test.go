@@ -12,78 +12,25 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/yaml"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/controllers"
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
 	"github.com/flightfeed/flightfeed/internal/flight"
-	"github.com/flightfeed/flightfeed/internal/operator"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
-	"github.com/flightfeed/flightfeed/internal/testsupport/loopback"
 )
-
-// startRealReplica is startReplica with the real pump instead of the
-// test runner.
-func (h *harness) startRealReplica(identity string) *replica {
-	h.t.Helper()
-	r := &replica{identity: identity, registry: prometheus.NewRegistry(), probe: loopback.FreeAddr(h.t), done: make(chan error, 1)}
-	mgr, err := operator.New(operator.Options{
-		RestConfig:      restCfg,
-		MetricsAddr:     "0",
-		ProbeAddr:       r.probe,
-		APIAddr:         "0",
-		Identity:        identity,
-		LeaseDuration:   testLease,
-		RenewDeadline:   testRenew,
-		RetryPeriod:     testRetry,
-		StatusInterval:  testInterval,
-		ShutdownTimeout: 30 * time.Second,
-		Factory:         controllers.StartFeed,
-		Registry:        r.registry,
-		Namespaces:      []string{h.ns},
-		Log:             ctrl.Log.WithName(identity),
-	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	go func() { r.done <- mgr.Start(ctx) }()
-	h.t.Cleanup(func() { r.stop(h.t) })
-	return r
-}
 
 // feedToday creates the SPEC §4 FlightFeed named name with the request
 // horizon narrowed to today (airport-local): the pump asks for one day.
 func (h *harness) feedToday(name string) types.NamespacedName {
 	h.t.Helper()
-	doc := strings.NewReplacer(
-		"name: pek,", "name: "+name+",",
-		"namespace: default", "namespace: "+h.ns,
-		"pek-mailbox", name+"-mailbox",
-		"pek-db", name+"-db",
-		`"127.0.0.1:9092"`, `"`+strings.Join(h.brokers, `", "`)+`"`,
-		"horizon: {from: 0, to: 1}", "horizon: {from: 0, to: 0}",
-	).Replace(specManifest)
-	if !strings.Contains(doc, "horizon: {from: 0, to: 0}") {
-		h.t.Fatal("the SPEC manifest no longer names the horizon this test narrows")
-	}
-	var obj unstructured.Unstructured
-	if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
-		h.t.Fatal(err)
-	}
-	h.create(&obj)
-	return types.NamespacedName{Namespace: h.ns, Name: name}
+	return h.feed(name, "horizon: {from: 0, to: 1}", "horizon: {from: 0, to: 0}")
 }
 
 var rqfdDay = regexp.MustCompile(`<STDB>(\d{2}[A-Za-z]{3}\d{2})0000</STDB>`)
@@ -163,7 +110,7 @@ func (h *harness) exportLines() [][]byte {
 // FlightFeedDay, `kubectl get` and the KAFKA_SCHD topic all follow.
 func TestRealPumpMirrorsTheLedger(t *testing.T) {
 	h := newHarness(t)
-	rep := h.startRealReplica("replica-a")
+	rep := h.startReplicaWith("replica-a", controllers.StartFeed)
 	h.secrets("pek")
 	key := h.feedToday("pek")
 

@@ -11,12 +11,13 @@ import (
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/controllers"
+	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
 )
 
 // TestResolveFeed reads the Secrets a FlightFeed references from the API
 // server and reports what is missing by field.
 func TestResolveFeed(t *testing.T) {
-	c := apiClient(t)
+	c := kubetest.Client(t, restCfg)
 	ctx := t.Context()
 	ns := "t-resolve-" + utilrand.String(6)
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -112,11 +113,15 @@ func Main(m *testing.M, setup func(cfg *rest.Config) error) int {
 }
 
 // Client is a client of the control plane at cfg that knows the
-// operator's types (operator.Scheme: the built-in kinds and FlightFeed).
+// operator's types (operator.Scheme: the built-in kinds and FlightFeed)
+// and CustomResourceDefinitions.
 func Client(t testing.TB, cfg *rest.Config) client.Client {
 	t.Helper()
 	scheme, err := operator.Scheme()
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
