@@ -14,6 +14,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/storetest"
 )
 
 // BenchmarkSnapshotApply applies a single-day RESP of 2,000 realistic
@@ -114,39 +115,7 @@ func benchRecords(n, gen int) []store.SnapshotRecord {
 		if gen == 1 && i%20 == 0 {
 			gate = "B7" // 5 % changed
 		}
-		var cmds []flight.Command
-		for _, f := range flight.Fields() {
-			switch f.Kind {
-			case flight.KindScalar:
-				v := fmt.Sprintf("%s-%d", f.Tag, i%97)
-				if f.TypedTimeColumn != "" {
-					v = "09SEP261200"
-				}
-				cmds = append(cmds, flight.Command{Tag: f.Tag, Op: flight.OpSet, Value: v})
-			case flight.KindCollection:
-				var items []flight.Item
-				for k := 1; k <= 2; k++ {
-					it := flight.Item{}
-					if f.SeqAttr != "" {
-						it[f.SeqAttr] = strconv.Itoa(k)
-					}
-					for _, c := range f.ItemColumns {
-						it[c] = strings.ToLower(c) + "-" + strconv.Itoa(k)
-					}
-					if f.Tag == "GTDT" && k == 1 {
-						it["GATE"] = gate
-					}
-					items = append(items, it)
-				}
-				cmds = append(cmds, flight.Command{Tag: f.Tag, Op: flight.OpReplace, Items: items})
-			case flight.KindAnomaly:
-				cmds = append(cmds, flight.Command{Tag: f.Tag, Op: flight.OpSet, Anomaly: flight.Item{"DDES": "HKG", flight.TextKey: "wx"}})
-			case flight.KindRecord:
-				cmds = append(cmds, flight.Command{Tag: f.Tag, Op: flight.OpReplace, Items: []flight.Item{{"CODE": "X", flight.TextKey: "t"}}})
-			}
-		}
-		out = append(out, store.SnapshotRecord{Day: "2026-09-09",
-			Cmds: flight.Commands{FLID: flight.FLID(500000 + i), Full: true, Cmds: cmds}})
+		out = append(out, storetest.FullRecord(flight.FLID(500000+i), "2026-09-09", i%97, gate, false))
 	}
 	return out
 }

@@ -2,53 +2,21 @@ package store_test
 
 import (
 	"context"
-	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/storetest"
 )
 
-// fullRecord is a snapshot record with every mapped field populated: each
-// collection with two items carrying every item column plus an unmapped
-// attribute, anomalies and records. variant changes one gate.
+// fullRecord is a snapshot record of day 9 with every mapped field
+// populated and a key without a column in every item; variant changes one
+// gate.
 func fullRecord(flid flight.FLID, variant int) store.SnapshotRecord {
-	var cmds []flight.Command
-	for _, f := range flight.Fields() {
-		switch f.Kind {
-		case flight.KindScalar:
-			v := fmt.Sprintf("%s-%d", f.Tag, flid%89)
-			if f.TypedTimeColumn != "" {
-				v = "09SEP261200"
-			}
-			cmds = append(cmds, flight.Command{Tag: f.Tag, Op: flight.OpSet, Value: v})
-		case flight.KindCollection:
-			var items []flight.Item
-			for k := 1; k <= 2; k++ {
-				it := flight.Item{"XTRA": "x\"" + strconv.Itoa(k)} // a key without a column: attrs
-				if f.SeqAttr != "" {
-					it[f.SeqAttr] = strconv.Itoa(k)
-				}
-				for _, c := range f.ItemColumns {
-					it[c] = strings.ToLower(c) + "-" + strconv.Itoa(k)
-				}
-				if f.Tag == "GTDT" && k == 1 {
-					it["GATE"] = "A" + strconv.Itoa(variant)
-				}
-				items = append(items, it)
-			}
-			cmds = append(cmds, flight.Command{Tag: f.Tag, Op: flight.OpReplace, Items: items})
-		case flight.KindAnomaly:
-			cmds = append(cmds, flight.Command{Tag: f.Tag, Op: flight.OpSet, Anomaly: flight.Item{"DDES": "HKG", flight.TextKey: "wx"}})
-		case flight.KindRecord:
-			cmds = append(cmds, flight.Command{Tag: f.Tag, Op: flight.OpReplace, Items: []flight.Item{{"CODE": "X", flight.TextKey: "t"}}})
-		}
-	}
-	return store.SnapshotRecord{Day: day9, Cmds: flight.Commands{FLID: flid, Full: true, Cmds: cmds}}
+	return storetest.FullRecord(flid, day9, int(flid%89), "A"+strconv.Itoa(variant), true)
 }
 
 // A snapshot large enough that its child rows go by COPY reads back exactly

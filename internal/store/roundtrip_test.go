@@ -10,7 +10,6 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
-	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/storetest"
 )
 
@@ -36,20 +35,9 @@ func TestRoundTripsDoNotGrowWithFlights(t *testing.T) {
 	t.Parallel()
 	measure := func(n int) []int64 {
 		ctx := context.Background()
-		dsn := pgtest.New(t)
-		if _, err := store.Migrate(ctx, dsn); err != nil {
-			t.Fatal(err)
-		}
 		rt := &roundTrips{}
-		s, err := store.Open(ctx, dsn, store.Options{Tracer: rt})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		epoch, err := s.TakeEpoch(ctx, "rt")
-		if err != nil {
-			t.Fatal(err)
-		}
+		db := storetest.New(t, store.Options{Tracer: rt})
+		s, epoch := db.Store, db.Epoch
 		var records []store.SnapshotRecord
 		var flids []flight.FLID
 		var flops []flight.Commands

@@ -11,7 +11,6 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
-	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/storetest"
 )
 
@@ -65,20 +64,9 @@ func (l *sqlLog) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData
 func TestStateCacheTrustsOnlyTheStoredVersion(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dsn := pgtest.New(t)
-	if _, err := store.Migrate(ctx, dsn); err != nil {
-		t.Fatal(err)
-	}
 	log := &sqlLog{}
-	s, err := store.Open(ctx, dsn, store.Options{Tracer: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	epoch, err := s.TakeEpoch(ctx, "cache")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := storetest.New(t, store.Options{Tracer: log})
+	s, epoch := db.Store, db.Epoch
 	cache := store.NewStateCache(0)
 	msg := int64(0)
 	set := func(tag, value string) flight.Command {

@@ -3,6 +3,8 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -45,4 +47,47 @@ func DeleteFlights(ctx context.Context, tx *store.Tx, meta store.Meta, flids []f
 		return store.DeleteEffect{}, fmt.Errorf("message %d: delete: %w", meta.MessageID, err)
 	}
 	return out, nil
+}
+
+// FullRecord is a snapshot record of day for flid with every mapped field
+// populated: scalars "<TAG>-<n>" (typed times 09SEP261200), each
+// collection with two items carrying every item column — and, with
+// unmapped, a key without a column, kept in attrs — the first gate being
+// gate, anomalies and records.
+func FullRecord(flid flight.FLID, day string, n int, gate string, unmapped bool) store.SnapshotRecord {
+	var cmds []flight.Command
+	for _, f := range flight.Fields() {
+		switch f.Kind {
+		case flight.KindScalar:
+			v := fmt.Sprintf("%s-%d", f.Tag, n)
+			if f.TypedTimeColumn != "" {
+				v = "09SEP261200"
+			}
+			cmds = append(cmds, flight.Command{Tag: f.Tag, Op: flight.OpSet, Value: v})
+		case flight.KindCollection:
+			var items []flight.Item
+			for k := 1; k <= 2; k++ {
+				it := flight.Item{}
+				if unmapped {
+					it["XTRA"] = "x\"" + strconv.Itoa(k)
+				}
+				if f.SeqAttr != "" {
+					it[f.SeqAttr] = strconv.Itoa(k)
+				}
+				for _, c := range f.ItemColumns {
+					it[c] = strings.ToLower(c) + "-" + strconv.Itoa(k)
+				}
+				if f.Tag == "GTDT" && k == 1 {
+					it["GATE"] = gate
+				}
+				items = append(items, it)
+			}
+			cmds = append(cmds, flight.Command{Tag: f.Tag, Op: flight.OpReplace, Items: items})
+		case flight.KindAnomaly:
+			cmds = append(cmds, flight.Command{Tag: f.Tag, Op: flight.OpSet, Anomaly: flight.Item{"DDES": "HKG", flight.TextKey: "wx"}})
+		case flight.KindRecord:
+			cmds = append(cmds, flight.Command{Tag: f.Tag, Op: flight.OpReplace, Items: []flight.Item{{"CODE": "X", flight.TextKey: "t"}}})
+		}
+	}
+	return store.SnapshotRecord{Day: day, Cmds: flight.Commands{FLID: flid, Full: true, Cmds: cmds}}
 }
