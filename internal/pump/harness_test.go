@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
@@ -125,13 +127,34 @@ func (h *harness) drain(p *pump.Pump) {
 	}
 }
 
-// runFor runs a pump for d (for heads that must stay blocked).
-func (h *harness) runFor(p *pump.Pump, d time.Duration) {
+// runUntil runs a pump until cond holds (what names it in a failure),
+// then stops it: for heads that must stay blocked, however slow the
+// machine.
+func (h *harness) runUntil(p *pump.Pump, what string, cond func() (bool, string)) {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	if err := p.Run(ctx); err != nil {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	var once sync.Once
+	var runErr error
+	stop := func() error {
+		once.Do(func() { cancel(); runErr = <-done })
+		return runErr
+	}
+	h.t.Cleanup(func() { _ = stop() })
+	await.Eventually(h.t, what, 60*time.Second, cond)
+	if err := stop(); err != nil {
 		h.t.Fatalf("run: %v", err)
+	}
+}
+
+// headBlocked holds when p reports head blocked with an error containing
+// cause.
+func headBlocked(p *pump.Pump, head int64, cause string) func() (bool, string) {
+	return func() (bool, string) {
+		st := p.Status()
+		return st.HeadID == head && !st.HeadBlockedSince.IsZero() && strings.Contains(st.HeadLastError, cause),
+			fmt.Sprintf("head %d blocked since %v: %q", st.HeadID, st.HeadBlockedSince, st.HeadLastError)
 	}
 }
 

@@ -183,7 +183,7 @@ func TestMissingTableBlocksNeverKills(t *testing.T) {
 	}
 	id := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"))
 	p := h.newPump()
-	h.runFor(p, 1500*time.Millisecond)
+	h.runUntil(p, "the head blocked on the missing table", headBlocked(p, id, "msg_archive"))
 	if r := h.row(id); r.Processed {
 		t.Fatalf("row %d was written back %+v while its table was missing", id, r)
 	}

@@ -134,7 +134,7 @@ func TestUnsupportedBlocksTheHeadWhileRetrying(t *testing.T) {
 	ref := h.put(`<MSG>` + h.meta("ARPT", "DNLD") + `<ARPT><RECS>1</RECS></ARPT></MSG>`)
 	next := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
 	p := h.newPump()
-	h.runFor(p, 300*time.Millisecond)
+	h.runUntil(p, "the head waiting on its UNSUPPORTED retry", headBlocked(p, ref, "UNSUPPORTED_TYPE"))
 	if r := h.row(ref); r.Processed {
 		t.Fatalf("a FAILED row was backfilled as terminal: %+v", r)
 	}
@@ -165,7 +165,7 @@ func TestInfrastructureFailureBlocksThenRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := h.newPump()
-	h.runFor(p, 300*time.Millisecond)
+	h.runUntil(p, "the head blocked on the missing table", headBlocked(p, first, "msg_archive"))
 	type leftovers struct {
 		FirstProcessed      bool
 		Flights, ProcStates int

@@ -2,10 +2,10 @@ package pump_test
 
 import (
 	"database/sql"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
@@ -100,7 +100,10 @@ func TestRequestsAndTheirAnswers(t *testing.T) {
 		t.Fatalf("9/9 request: %v", reqs)
 	}
 	// Then 9/10 is requested (the next tick after the completion).
-	h.runFor(p, 200*time.Millisecond)
+	h.runUntil(p, "the 9/10 request", func() (bool, string) {
+		reqs := h.requests()
+		return len(reqs["2026-09-10"]) > 0, fmt.Sprint(reqs)
+	})
 	reqs = h.requests()
 	if !slices.Equal(reqs["2026-09-10"], []string{store.RequestPending}) {
 		t.Fatalf("9/10 request: %v", reqs)
@@ -126,7 +129,10 @@ func TestUnansweredRequestTimesOutAndIsResentOnce(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, "requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 1s, routingId: AODB}")
 	p := h.newPump()
-	h.runFor(p, 3500*time.Millisecond)
+	h.runUntil(p, "the 9/9 request timed out and sent again", func() (bool, string) {
+		reqs := h.requests()
+		return len(reqs["2026-09-09"]) >= 2, fmt.Sprint(reqs)
+	})
 	reqs := h.requests()["2026-09-09"]
 	if len(reqs) != 2 || reqs[0] != store.RequestTimedOut {
 		t.Fatalf("9/9 requests %v: want the first TIMED_OUT and one resend", reqs)
