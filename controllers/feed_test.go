@@ -26,24 +26,16 @@ import (
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/controllers"
 	"github.com/flightfeed/flightfeed/internal/feedrun"
-	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
+	"github.com/flightfeed/flightfeed/internal/testsupport/storetest"
 )
 
 const (
 	day9  = "2026-09-09"
 	day10 = "2026-09-10"
 )
-
-// rec is a full-snapshot record of flid with FLNO and SODT on day.
-func rec(flid flight.FLID, flno, day string) store.SnapshotRecord {
-	sodt := map[string]string{day9: "09SEP260800", day10: "10SEP260800"}[day]
-	cmds := []flight.Command{{Tag: "FLNO", Op: flight.OpSet, Value: flno}, {Tag: "SODT", Op: flight.OpSet, Value: sodt}}
-	slices.SortFunc(cmds, func(a, b flight.Command) int { return flight.FieldOrder(a.Tag) - flight.FieldOrder(b.Tag) })
-	return store.SnapshotRecord{Cmds: flight.Commands{FLID: flid, Full: true, Cmds: cmds}, Day: day}
-}
 
 // deliverRESP makes the feed's pump apply a RESP: a full-day snapshot of
 // day answering the day's request, mailbox row msgID.
@@ -139,7 +131,7 @@ func TestFeedRunsAndMirrorsTheLedger(t *testing.T) {
 	}
 
 	// A RESP for 9/9 with three flights, then a second one with two.
-	h.deliverRESP(runner, 101, day9, rec(1, "CA1", day9), rec(2, "CA2", day9), rec(3, "CA3", day9))
+	h.deliverRESP(runner, 101, day9, storetest.Record(1, "CA1", day9), storetest.Record(2, "CA2", day9), storetest.Record(3, "CA3", day9))
 	first := h.ledger()[day9]
 	if first.Version != 1 || first.Flights != 3 {
 		t.Fatalf("ledger after the first RESP: %+v", first)
@@ -151,8 +143,8 @@ func TestFeedRunsAndMirrorsTheLedger(t *testing.T) {
 	if !metav1.IsControlledBy(day, ff) {
 		t.Fatalf("day %s is not owned by its FlightFeed: %+v", day.Name, day.OwnerReferences)
 	}
-	h.deliverRESP(runner, 102, day9, rec(1, "CA1", day9), rec(2, "CA2", day9))
-	h.deliverRESP(runner, 103, day10, rec(4, "CA4", day10))
+	h.deliverRESP(runner, 102, day9, storetest.Record(1, "CA1", day9), storetest.Record(2, "CA2", day9))
+	h.deliverRESP(runner, 103, day10, storetest.Record(4, "CA4", day10))
 	ledger := h.ledger()
 	if ledger[day9].Version != 2 || ledger[day9].Flights != 2 || ledger[day10].Version != 1 {
 		t.Fatalf("ledger %+v", ledger)

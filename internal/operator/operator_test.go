@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -31,6 +30,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/loopback"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/storetest"
 )
 
 var restCfg *rest.Config
@@ -66,13 +66,6 @@ const (
 	day10 = "2026-09-10"
 )
 
-func rec(flid flight.FLID, flno, day string) store.SnapshotRecord {
-	sodt := map[string]string{day9: "09SEP260800", day10: "10SEP260800"}[day]
-	cmds := []flight.Command{{Tag: "FLNO", Op: flight.OpSet, Value: flno}, {Tag: "SODT", Op: flight.OpSet, Value: sodt}}
-	slices.SortFunc(cmds, func(a, b flight.Command) int { return flight.FieldOrder(a.Tag) - flight.FieldOrder(b.Tag) })
-	return store.SnapshotRecord{Cmds: flight.Commands{FLID: flid, Full: true, Cmds: cmds}, Day: day}
-}
-
 // seed writes two days of flights the way the pump does.
 func seed(t *testing.T, dsn string) []flight.State {
 	t.Helper()
@@ -90,8 +83,8 @@ func seed(t *testing.T, dsn string) []flight.State {
 		t.Fatal(err)
 	}
 	for i, snap := range []store.Snapshot{
-		{FullDay: true, Day: day9, Records: []store.SnapshotRecord{rec(3, "CA3", day9), rec(1, "CA1", day9), rec(2, "CA2", day9)}},
-		{FullDay: true, Day: day10, Records: []store.SnapshotRecord{rec(4, "CA4", day10)}},
+		{FullDay: true, Day: day9, Records: []store.SnapshotRecord{storetest.Record(3, "CA3", day9), storetest.Record(1, "CA1", day9), storetest.Record(2, "CA2", day9)}},
+		{FullDay: true, Day: day10, Records: []store.SnapshotRecord{storetest.Record(4, "CA4", day10)}},
 	} {
 		tx, err := db.Begin(ctx, epoch)
 		if err != nil {
@@ -134,21 +127,28 @@ type page struct {
 	Cursor string            `json:"cursor"`
 }
 
-// TestManagerServesReadsMetricsAndProbes runs the manager `flightfeed
-// manager` runs and reads a feed's flights through its read API: one
-// consistent read, canonical JSON, filters and paging.
-func TestManagerServesReadsMetricsAndProbes(t *testing.T) {
+// served is a manager — the one `flightfeed manager` runs — leading the
+// feed pek whose database seed filled, with its read API, probe and
+// metrics addresses.
+type served struct {
+	ns, api, probe, metrics string
+	// states are the seeded flights in FLID order.
+	states []flight.State
+}
+
+// serve seeds a feed's database and starts a manager that leads it (with
+// an idle runner: the read API needs only the database).
+func serve(t *testing.T) served {
+	t.Helper()
 	ctx := t.Context()
 	dsn := pgtest.New(t)
-	states := seed(t, dsn)
-
+	srv := served{ns: "t-read-" + utilrand.String(6), states: seed(t, dsn)}
 	c := kubetest.Client(t, restCfg)
-	ns := "t-read-" + utilrand.String(6)
 	for _, obj := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns}, StringData: map[string]string{"dsn": dsn}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "mbx", Namespace: ns}, StringData: map[string]string{"dsn": "root@tcp(127.0.0.1:3306)/unused"}},
-		&v1alpha1.FlightFeed{ObjectMeta: metav1.ObjectMeta{Name: "pek", Namespace: ns}, Spec: v1alpha1.FlightFeedSpec{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: srv.ns}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: srv.ns}, StringData: map[string]string{"dsn": dsn}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "mbx", Namespace: srv.ns}, StringData: map[string]string{"dsn": "root@tcp(127.0.0.1:3306)/unused"}},
+		&v1alpha1.FlightFeed{ObjectMeta: metav1.ObjectMeta{Name: "pek", Namespace: srv.ns}, Spec: v1alpha1.FlightFeedSpec{
 			Airport:  v1alpha1.AirportSpec{IATA: "PEK"},
 			Mailbox:  v1alpha1.MailboxSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: "mbx", Key: "dsn"}},
 			Database: v1alpha1.DatabaseSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: "db", Key: "dsn"}},
@@ -160,11 +160,11 @@ func TestManagerServesReadsMetricsAndProbes(t *testing.T) {
 		}
 	}
 
-	apiAddr, probeAddr, metricsAddr := loopback.FreeAddr(t), loopback.FreeAddr(t), loopback.FreeAddr(t)
+	srv.api, srv.probe, srv.metrics = loopback.FreeAddr(t), loopback.FreeAddr(t), loopback.FreeAddr(t)
 	mgr, err := operator.New(operator.Options{
-		RestConfig: restCfg, APIAddr: apiAddr, ProbeAddr: probeAddr, MetricsAddr: metricsAddr,
+		RestConfig: restCfg, APIAddr: srv.api, ProbeAddr: srv.probe, MetricsAddr: srv.metrics,
 		Identity: "replica-a", LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond,
-		StatusInterval: 300 * time.Millisecond, Factory: idleFactory, Namespaces: []string{ns},
+		StatusInterval: 300 * time.Millisecond, Factory: idleFactory, Namespaces: []string{srv.ns},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -178,101 +178,128 @@ func TestManagerServesReadsMetricsAndProbes(t *testing.T) {
 			t.Errorf("manager: %v", err)
 		}
 	})
-
-	base := "http://" + apiAddr + "/api/v1/feeds/" + ns + "/pek/flights"
-	var all page
 	await.Eventually(t, "the read API to serve the feed", waitLong, func() (bool, string) {
-		code, body := get(t, base)
-		if code != http.StatusOK {
-			return false, fmt.Sprint(code, string(body))
-		}
-		return json.Unmarshal(body, &all) == nil, string(body)
+		code, body := get(t, srv.flights())
+		return code == http.StatusOK, fmt.Sprint(code, " ", string(body))
 	})
-	if len(all.Items) != 4 || all.Cursor != "" {
-		t.Fatalf("list: %d items, cursor %q", len(all.Items), all.Cursor)
-	}
-	for i, s := range states {
-		want, err := flight.CanonicalJSON(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(all.Items[i]) != string(want) {
-			t.Fatalf("item %d:\n%s\nwant the canonical document\n%s", i, all.Items[i], want)
-		}
-	}
+	return srv
+}
 
-	list := func(query url.Values) page {
-		t.Helper()
-		code, body := get(t, base+"?"+query.Encode())
-		if code != http.StatusOK {
-			t.Fatalf("%s: %d %s", query.Encode(), code, body)
-		}
-		var p page
-		if err := json.Unmarshal(body, &p); err != nil {
+// flights is the read API's URL of the feed's flights.
+func (s served) flights() string { return "http://" + s.api + "/api/v1/feeds/" + s.ns + "/pek/flights" }
+
+// list reads a page of flights with the query.
+func (s served) list(t *testing.T, query url.Values) page {
+	t.Helper()
+	code, body := get(t, s.flights()+"?"+query.Encode())
+	if code != http.StatusOK {
+		t.Fatalf("%s: %d %s", query.Encode(), code, body)
+	}
+	var p page
+	if err := json.Unmarshal(body, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// flids lists a page's FLIDs, comma-separated.
+func flids(t *testing.T, p page) string {
+	t.Helper()
+	var out []string
+	for _, it := range p.Items {
+		var doc struct{ FLID string }
+		if err := json.Unmarshal(it, &doc); err != nil {
 			t.Fatal(err)
 		}
-		return p
+		out = append(out, doc.FLID)
 	}
-	flids := func(p page) string {
-		var out []string
-		for _, it := range p.Items {
-			var doc struct{ FLID string }
-			if err := json.Unmarshal(it, &doc); err != nil {
+	return strings.Join(out, ",")
+}
+
+// The manager `flightfeed manager` runs serves a feed's flights through
+// its read API — one consistent read, canonical JSON, filters and paging,
+// a JSON error for every bad request — its metrics and its probes; one
+// subtest per concern, on one manager.
+func TestManagerServesReadsMetricsAndProbes(t *testing.T) {
+	srv := serve(t)
+	base := srv.flights()
+
+	t.Run("every flight in one read, as its canonical document", func(t *testing.T) {
+		all := srv.list(t, nil)
+		if len(all.Items) != 4 || all.Cursor != "" {
+			t.Fatalf("list: %d items, cursor %q", len(all.Items), all.Cursor)
+		}
+		for i, s := range srv.states {
+			want, err := flight.CanonicalJSON(s)
+			if err != nil {
 				t.Fatal(err)
 			}
-			out = append(out, doc.FLID)
+			if string(all.Items[i]) != string(want) {
+				t.Fatalf("item %d:\n%s\nwant the canonical document\n%s", i, all.Items[i], want)
+			}
 		}
-		return strings.Join(out, ",")
-	}
-	if got := flids(list(url.Values{"day": {day9}})); got != "1,2,3" {
-		t.Fatalf("day %s: %s", day9, got)
-	}
-	p1 := list(url.Values{"limit": {"3"}})
-	if flids(p1) != "1,2,3" || p1.Cursor == "" {
-		t.Fatalf("page 1: %s cursor %q", flids(p1), p1.Cursor)
-	}
-	p2 := list(url.Values{"limit": {"3"}, "cursor": {p1.Cursor}})
-	if flids(p2) != "4" || p2.Cursor != "" {
-		t.Fatalf("page 2: %s cursor %q", flids(p2), p2.Cursor)
-	}
-	if got := flids(list(url.Values{"updatedSince": {time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}})); got != "" {
-		t.Fatalf("updatedSince in the future: %s", got)
-	}
-	if got := flids(list(url.Values{"updatedSince": {states[0].UpdatedAt.Add(-time.Second).UTC().Format(time.RFC3339Nano)}})); got != "1,2,3,4" {
-		t.Fatalf("updatedSince before every update: %s", got)
-	}
-
-	code, body := get(t, base+"/4")
-	want, _ := flight.CanonicalJSON(states[3])
-	if code != http.StatusOK || string(body) != string(want) {
-		t.Fatalf("flight 4: %d %s", code, body)
-	}
-	for _, tc := range []struct {
-		path string
-		code int
-	}{
-		{base + "/99", http.StatusNotFound},
-		{base + "/abc", http.StatusBadRequest},
-		{base + "?day=9-9-2026", http.StatusBadRequest},
-		{base + "?limit=0", http.StatusBadRequest},
-		{base + "?cursor=zzz", http.StatusBadRequest},
-		{base + "?updatedSince=yesterday", http.StatusBadRequest},
-		{"http://" + apiAddr + "/api/v1/feeds/" + ns + "/nope/flights", http.StatusNotFound},
-	} {
-		if code, body := get(t, tc.path); code != tc.code || !json.Valid(body) {
-			t.Errorf("%s: %d %s, want %d with a JSON error", tc.path, code, body, tc.code)
-		}
-	}
-
-	// The manager's own endpoints.
-	await.Eventually(t, "the leader's metrics on /metrics", waitLong, func() (bool, string) {
-		code, body := get(t, "http://"+metricsAddr+"/metrics")
-		return code == http.StatusOK && strings.Contains(string(body), `flightfeed_leader{feed="pek",feed_namespace="`+ns+`"} 1`), fmt.Sprint(code)
 	})
-	await.Eventually(t, "the probes", waitLong, func() (bool, string) {
-		h, _ := get(t, "http://"+probeAddr+"/healthz")
-		r, body := get(t, "http://"+probeAddr+"/readyz")
-		return h == http.StatusOK && r == http.StatusOK, fmt.Sprint(h, r, string(body))
+
+	t.Run("filters and paging", func(t *testing.T) {
+		if got := flids(t, srv.list(t, url.Values{"day": {day9}})); got != "1,2,3" {
+			t.Fatalf("day %s: %s", day9, got)
+		}
+		p1 := srv.list(t, url.Values{"limit": {"3"}})
+		if flids(t, p1) != "1,2,3" || p1.Cursor == "" {
+			t.Fatalf("page 1: %s cursor %q", flids(t, p1), p1.Cursor)
+		}
+		p2 := srv.list(t, url.Values{"limit": {"3"}, "cursor": {p1.Cursor}})
+		if flids(t, p2) != "4" || p2.Cursor != "" {
+			t.Fatalf("page 2: %s cursor %q", flids(t, p2), p2.Cursor)
+		}
+		if got := flids(t, srv.list(t, url.Values{"updatedSince": {time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}})); got != "" {
+			t.Fatalf("updatedSince in the future: %s", got)
+		}
+		if got := flids(t, srv.list(t, url.Values{"updatedSince": {srv.states[0].UpdatedAt.Add(-time.Second).UTC().Format(time.RFC3339Nano)}})); got != "1,2,3,4" {
+			t.Fatalf("updatedSince before every update: %s", got)
+		}
+	})
+
+	t.Run("one flight", func(t *testing.T) {
+		code, body := get(t, base+"/4")
+		want, _ := flight.CanonicalJSON(srv.states[3])
+		if code != http.StatusOK || string(body) != string(want) {
+			t.Fatalf("flight 4: %d %s", code, body)
+		}
+	})
+
+	t.Run("a JSON error for every bad request", func(t *testing.T) {
+		for _, tc := range []struct {
+			path string
+			code int
+		}{
+			{base + "/99", http.StatusNotFound},
+			{base + "/abc", http.StatusBadRequest},
+			{base + "?day=9-9-2026", http.StatusBadRequest},
+			{base + "?limit=0", http.StatusBadRequest},
+			{base + "?cursor=zzz", http.StatusBadRequest},
+			{base + "?updatedSince=yesterday", http.StatusBadRequest},
+			{"http://" + srv.api + "/api/v1/feeds/" + srv.ns + "/nope/flights", http.StatusNotFound},
+		} {
+			if code, body := get(t, tc.path); code != tc.code || !json.Valid(body) {
+				t.Errorf("%s: %d %s, want %d with a JSON error", tc.path, code, body, tc.code)
+			}
+		}
+	})
+
+	t.Run("the leader's metrics", func(t *testing.T) {
+		await.Eventually(t, "the leader's metrics on /metrics", waitLong, func() (bool, string) {
+			code, body := get(t, "http://"+srv.metrics+"/metrics")
+			return code == http.StatusOK && strings.Contains(string(body), `flightfeed_leader{feed="pek",feed_namespace="`+srv.ns+`"} 1`), fmt.Sprint(code)
+		})
+	})
+
+	t.Run("the probes", func(t *testing.T) {
+		await.Eventually(t, "the probes", waitLong, func() (bool, string) {
+			h, _ := get(t, "http://"+srv.probe+"/healthz")
+			r, body := get(t, "http://"+srv.probe+"/readyz")
+			return h == http.StatusOK && r == http.StatusOK, fmt.Sprint(h, r, string(body))
+		})
 	})
 }
 

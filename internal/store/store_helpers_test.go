@@ -59,13 +59,7 @@ func (f *fixture) nextMeta(typ, styp string) store.Meta {
 }
 
 // rec is a full-snapshot record of flid with FLNO and SODT on day.
-func rec(flid flight.FLID, flno, day string, extra ...flight.Command) store.SnapshotRecord {
-	sodt := map[string]string{"2026-09-09": "09SEP260800", "2026-09-10": "10SEP260800"}[day]
-	cmds := []flight.Command{{Tag: "FLNO", Op: flight.OpSet, Value: flno}, {Tag: "SODT", Op: flight.OpSet, Value: sodt}}
-	cmds = append(cmds, extra...)
-	slices.SortFunc(cmds, func(a, b flight.Command) int { return flight.FieldOrder(a.Tag) - flight.FieldOrder(b.Tag) })
-	return store.SnapshotRecord{Cmds: flight.Commands{FLID: flid, Full: true, Cmds: cmds}, Day: day}
-}
+var rec = storetest.Record
 
 func (f *fixture) snapshot(day string, records ...store.SnapshotRecord) (store.SnapshotEffect, error) {
 	f.t.Helper()

@@ -3,8 +3,10 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -90,4 +92,17 @@ func FullRecord(flid flight.FLID, day string, n int, gate string, unmapped bool)
 		}
 	}
 	return store.SnapshotRecord{Day: day, Cmds: flight.Commands{FLID: flid, Full: true, Cmds: cmds}}
+}
+
+// Record is a full snapshot record of day ("2026-09-09") for flid with
+// FLNO flno, SODT 08:00 that day, and the extra commands, in field order.
+func Record(flid flight.FLID, flno, day string, extra ...flight.Command) store.SnapshotRecord {
+	sodt := day
+	if d, err := time.Parse(time.DateOnly, day); err == nil {
+		sodt = strings.ToUpper(d.Format("02Jan06")) + "0800"
+	}
+	cmds := []flight.Command{{Tag: "FLNO", Op: flight.OpSet, Value: flno}, {Tag: "SODT", Op: flight.OpSet, Value: sodt}}
+	cmds = append(cmds, extra...)
+	slices.SortFunc(cmds, func(a, b flight.Command) int { return flight.FieldOrder(a.Tag) - flight.FieldOrder(b.Tag) })
+	return store.SnapshotRecord{Cmds: flight.Commands{FLID: flid, Full: true, Cmds: cmds}, Day: day}
 }
