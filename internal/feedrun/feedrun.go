@@ -1,7 +1,9 @@
 // Package feedrun runs one feed as a unit: the pump and, beside it, the
-// Kafka dispatcher it wakes after every commit. `flightfeed pump` and the
-// operator's per-feed runner both start feeds through it, so a feed runs
-// the same with or without Kubernetes. It wires; it decides nothing.
+// Kafka dispatcher it wakes after every commit, on one store that Open
+// migrates and opens once (the operator's supervisor shares it with its
+// status reporter). `flightfeed pump` and the operator's per-feed runner
+// both start feeds through it, so a feed runs the same with or without
+// Kubernetes. It wires; it decides nothing.
 package feedrun
 
 import (

@@ -9,7 +9,8 @@
 // every package shares: one Eventually (await) and one free loopback
 // address (loopback).
 // storetest also holds ApplyIncrement and DeleteFlights, the one-message
-// forms of the working set that only tests use. This package itself only
+// forms of the working set that only tests use, and the snapshot records
+// tests build (Record, FullRecord). This package itself only
 // names test databases. `make test` starts the servers these helpers
 // connect to; when one is missing a test fails with the command that fixes
 // it, it never skips. Production code must not import any of them.

@@ -1,7 +1,3 @@
-// Package sizing_test runs the built `flightfeed pump --drain` inside a
-// memory cgroup of the chart's default limit (512 MiB) through the largest
-// messages the decoder admits and a backlog of full-day DNLDs: the pump must
-// drain it without being OOM-killed. It prints the peak RSS it measured.
 package sizing_test
 
 import (

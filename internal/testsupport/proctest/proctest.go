@@ -1,7 +1,8 @@
-// Package proctest runs the built flightfeed binary in tests: it builds it
-// once from the repository's main.go (Build), collects a process's output
-// (Output), copies it to the test's stderr line by line (Prefixed) and
-// shows its last lines in a failure (Tail).
+// Package proctest runs the built flightfeed binary in tests: it builds
+// it from the repository's main.go (Build; Binary into the test's
+// temporary directory), collects a process's output (Output), copies it to
+// the test's stderr line by line (Prefixed) and shows its last lines in a
+// failure (Tail).
 package proctest
 
 import (

@@ -2,7 +2,8 @@
 // store holding the current fencing epoch, and a plain connection for
 // assertions. Everything is closed and dropped when the test ends.
 // ApplyIncrement and DeleteFlights change flights in a transaction the
-// way the pump does, for tests and benchmarks that run without one.
+// way the pump does, for tests and benchmarks that run without one;
+// Record and FullRecord build the snapshot records they apply.
 package storetest
 
 import (
