@@ -148,6 +148,16 @@ func (h *harness) runUntil(p *pump.Pump, what string, cond func() (bool, string)
 	}
 }
 
+// runFor runs a pump for d: only for what must not happen in that time.
+func (h *harness) runFor(p *pump.Pump, d time.Duration) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := p.Run(ctx); err != nil {
+		h.t.Fatalf("run: %v", err)
+	}
+}
+
 // headBlocked holds when p reports head blocked with an error containing
 // cause.
 func headBlocked(p *pump.Pump, head int64, cause string) func() (bool, string) {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
@@ -100,9 +101,9 @@ func TestRequestsAndTheirAnswers(t *testing.T) {
 		t.Fatalf("9/9 request: %v", reqs)
 	}
 	// Then 9/10 is requested (the next tick after the completion).
-	h.runUntil(p, "the 9/10 request", func() (bool, string) {
-		reqs := h.requests()
-		return len(reqs["2026-09-10"]) > 0, fmt.Sprint(reqs)
+	h.runUntil(p, "the 9/10 request sent", func() (bool, string) {
+		reqs, out := h.requests(), h.outbound()
+		return len(reqs["2026-09-10"]) > 0 && len(out) >= 2, fmt.Sprint(reqs, len(out), " outbound")
 	})
 	reqs = h.requests()
 	if !slices.Equal(reqs["2026-09-10"], []string{store.RequestPending}) {
@@ -129,10 +130,10 @@ func TestUnansweredRequestTimesOutAndIsResentOnce(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, "requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 1s, routingId: AODB}")
 	p := h.newPump()
-	h.runUntil(p, "the 9/9 request timed out and sent again", func() (bool, string) {
-		reqs := h.requests()
-		return len(reqs["2026-09-09"]) >= 2, fmt.Sprint(reqs)
-	})
+	// Long enough for the resend to time out too, and not to be sent a
+	// third time: a wait for something that must not happen has no
+	// condition to poll.
+	h.runFor(p, 3500*time.Millisecond)
 	reqs := h.requests()["2026-09-09"]
 	if len(reqs) != 2 || reqs[0] != store.RequestTimedOut {
 		t.Fatalf("9/9 requests %v: want the first TIMED_OUT and one resend", reqs)
