@@ -283,28 +283,21 @@ func wantMetric(t *testing.T, r *replica, name string, labels map[string]string,
 func wantMetricFunc(t *testing.T, r *replica, name string, labels map[string]string, desc string, ok func(float64) bool) {
 	t.Helper()
 	await.Eventually(t, fmt.Sprintf("%s%v %s", name, labels, desc), waitLong, func() (bool, string) {
-		families, err := r.registry.Gather()
+		values, err := series(r, name, labels)
 		if err != nil {
 			return false, err.Error()
 		}
-		for _, f := range families {
-			if f.GetName() != name {
-				continue
-			}
-			var seen []string
-			for _, m := range f.GetMetric() {
-				if !hasLabels(m, labels) {
-					continue
-				}
-				v := m.GetGauge().GetValue() + m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
-				seen = append(seen, fmt.Sprint(v))
-				if ok(v) {
-					return true, ""
-				}
-			}
-			return false, strings.Join(seen, ",")
+		if values == nil {
+			return false, "no series " + name
 		}
-		return false, "no family " + name
+		var seen []string
+		for _, v := range values {
+			if ok(v) {
+				return true, ""
+			}
+			seen = append(seen, fmt.Sprint(v))
+		}
+		return false, strings.Join(seen, ",")
 	})
 }
 
@@ -312,22 +305,33 @@ func wantMetricFunc(t *testing.T, r *replica, name string, labels map[string]str
 func wantNoMetric(t *testing.T, r *replica, name string, labels map[string]string) {
 	t.Helper()
 	await.Eventually(t, fmt.Sprintf("no %s%v", name, labels), waitLong, func() (bool, string) {
-		families, err := r.registry.Gather()
+		values, err := series(r, name, labels)
 		if err != nil {
 			return false, err.Error()
 		}
-		for _, f := range families {
-			if f.GetName() != name {
-				continue
-			}
-			for _, m := range f.GetMetric() {
-				if hasLabels(m, labels) {
-					return false, m.String()
-				}
+		return len(values) == 0, fmt.Sprint(values)
+	})
+}
+
+// series gathers the values of the replica's series name with labels (the
+// sample count, for a histogram); nil when there is none.
+func series(r *replica, name string, labels map[string]string) ([]float64, error) {
+	families, err := r.registry.Gather()
+	if err != nil {
+		return nil, err
+	}
+	var values []float64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if hasLabels(m, labels) {
+				values = append(values, m.GetGauge().GetValue()+m.GetCounter().GetValue()+float64(m.GetHistogram().GetSampleCount()))
 			}
 		}
-		return true, ""
-	})
+	}
+	return values, nil
 }
 
 func hasLabels(m *dto.Metric, want map[string]string) bool {
