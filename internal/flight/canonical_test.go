@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/flightfeed/flightfeed/internal/testsupport/golden"
 	"testing"
 	"time"
+
+	"github.com/flightfeed/flightfeed/internal/testsupport/golden"
 )
 
 func sampleState() State {

@@ -27,7 +27,7 @@ func Equal(t testing.TB, name string, got []byte) {
 		}
 		return
 	}
-	want, err := os.ReadFile(path)
+	want, err := os.ReadFile(path) //nolint:gosec // a file under the test's own testdata/
 	if err != nil {
 		t.Fatalf("%v (run the test with -update to create it)", err)
 	}

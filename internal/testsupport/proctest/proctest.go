@@ -7,6 +7,7 @@ package proctest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -27,7 +28,8 @@ func Build(dir string) (string, error) {
 		return "", errors.New("proctest: cannot locate the repository")
 	}
 	bin := filepath.Join(dir, "flightfeed")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
+	// Bounded by the test binary's own timeout, like everything it runs.
+	cmd := exec.CommandContext(context.Background(), "go", "build", "-o", bin, ".") //nolint:gosec // the test's own output path
 	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..", "..")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build flightfeed: %w\n%s", err, out)
