@@ -20,7 +20,7 @@ import (
 // Every field of both CRDs, as the API server serves them, says what it
 // is: `kubectl explain` shows no empty description anywhere.
 func TestCRDsDescribeEveryField(t *testing.T) {
-	c := apiClient(t)
+	c := kubetest.Client(t, restCfg)
 	for _, name := range []string{"flightfeeds.flightfeed.aero", "flightfeeddays.flightfeed.aero"} {
 		var crd apiextensionsv1.CustomResourceDefinition
 		if err := c.Get(t.Context(), types.NamespacedName{Name: name}, &crd); err != nil {
@@ -81,7 +81,7 @@ func undescribed(s *apiextensionsv1.JSONSchemaProps, path string, missing *[]str
 // every one of them, so the code's defaulting changes nothing, and a user
 // sees in `kubectl get -o yaml` what the pump runs with.
 func TestCRDDefaultsAreTheCodes(t *testing.T) {
-	c := apiClient(t)
+	c := kubetest.Client(t, restCfg)
 	ctx := t.Context()
 	const minimal = `
 apiVersion: flightfeed.aero/v1alpha1

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/flightfeed/flightfeed/controllers"
 	"github.com/flightfeed/flightfeed/internal/cli"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -39,7 +40,7 @@ func flightfeedCLI(t *testing.T, args ...string) string {
 // Events, and the ledger `flightfeed ledger` reads from the database.
 func TestStatusCommandShowsTheRealPumpsFeed(t *testing.T) {
 	h := newHarness(t)
-	h.startRealReplica("replica-a")
+	h.startReplicaWith("replica-a", controllers.StartFeed)
 	h.secrets("pek")
 	key := h.feedToday("pek")
 
