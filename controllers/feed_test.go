@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -420,15 +421,19 @@ func TestFailoverFencesTheOldEpoch(t *testing.T) {
 	// Someone else takes the Lease (as a replica would after a network
 	// partition): the holder sees it at its next renewal and cancels its
 	// pump at once.
-	lease, err := h.lease(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := metav1.NewMicroTime(time.Now())
-	lease.Spec.HolderIdentity = ptr.To("intruder")
-	lease.Spec.RenewTime, lease.Spec.AcquireTime = &now, &now
-	lease.Spec.LeaseDurationSeconds = ptr.To[int32](2)
-	if err := h.c.Update(h.ctx(), lease); err != nil {
+	// The holder renews meanwhile: a renewal between the read and the
+	// write is a conflict, and the intruder reads again.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		lease, err := h.lease(key)
+		if err != nil {
+			return err
+		}
+		now := metav1.NewMicroTime(time.Now())
+		lease.Spec.HolderIdentity = ptr.To("intruder")
+		lease.Spec.RenewTime, lease.Spec.AcquireTime = &now, &now
+		lease.Spec.LeaseDurationSeconds = ptr.To[int32](2)
+		return h.c.Update(h.ctx(), lease)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	await.Eventually(t, "the holder's pump to be cancelled", waitLong, func() (bool, string) {
