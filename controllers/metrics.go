@@ -46,6 +46,7 @@ type Metrics struct {
 	outboxPending  *prometheus.GaugeVec
 	outboxOldest   *prometheus.GaugeVec
 	buildInfo      *prometheus.GaugeVec
+	kafkaReachable *prometheus.GaugeVec
 
 	// reg is where the feeds' connection statistics are registered.
 	reg             prometheus.Registerer
@@ -142,6 +143,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "flightfeed_pump_running",
 			Help: "1 while this replica runs the feed's pump.",
 		}, feed),
+		kafkaReachable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flightfeed_kafka_reachable",
+			Help: "1 while the feed's dispatcher reaches the brokers, 0 while they fail (KafkaReachable).",
+		}, feed),
 		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flightfeed_build_info",
 			Help: "Always 1; the labels name the running binary's version, VCS revision and Go version.",
@@ -158,7 +163,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // second manager in the same process) are shared, not duplicated.
 func (m *Metrics) register(reg prometheus.Registerer) error {
 	for _, p := range []any{&m.messages, &m.txDuration, &m.batchSize, &m.ignoredTags, &m.serviceErrors, &m.snapshotFlags, &m.traceLogErrors, &m.queueDepth, &m.queueLag,
-		&m.headBlocked, &m.outboxPending, &m.outboxOldest, &m.backfillPending, &m.snapshotVersion, &m.leader, &m.pumpRunning, &m.buildInfo} {
+		&m.headBlocked, &m.outboxPending, &m.outboxOldest, &m.backfillPending, &m.snapshotVersion, &m.leader, &m.pumpRunning, &m.buildInfo, &m.kafkaReachable} {
 		var err error
 		switch v := p.(type) {
 		case **prometheus.CounterVec:
@@ -225,7 +230,7 @@ func (m *Metrics) dropPumpSeries(key types.NamespacedName) {
 	for _, c := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}{m.messages, m.txDuration, m.batchSize, m.ignoredTags, m.snapshotFlags, m.traceLogErrors, m.queueDepth, m.queueLag, m.headBlocked,
-		m.outboxPending, m.outboxOldest, m.backfillPending, m.snapshotVersion, m.pumpRunning} {
+		m.outboxPending, m.outboxOldest, m.backfillPending, m.snapshotVersion, m.pumpRunning, m.kafkaReachable} {
 		c.DeletePartialMatch(match)
 	}
 }
@@ -242,7 +247,7 @@ func (m *Metrics) report(key types.NamespacedName, running bool, st feedrun.Stat
 	}
 	if !running {
 		// No pump, no figures: a queue depth of 0 would be a lie.
-		for _, g := range []*prometheus.GaugeVec{m.queueDepth, m.queueLag, m.headBlocked, m.outboxPending, m.outboxOldest, m.backfillPending} {
+		for _, g := range []*prometheus.GaugeVec{m.queueDepth, m.queueLag, m.headBlocked, m.outboxPending, m.outboxOldest, m.backfillPending, m.kafkaReachable} {
 			g.DeleteLabelValues(ns, name)
 		}
 		return
@@ -263,6 +268,7 @@ func (m *Metrics) report(key types.NamespacedName, running bool, st feedrun.Stat
 		m.outboxOldest.WithLabelValues(ns, name).Set(unixSeconds(now.Add(-st.OutboxOldestAge)))
 	}
 	m.backfillPending.WithLabelValues(ns, name).Set(float64(st.BackfillPending))
+	m.kafkaReachable.WithLabelValues(ns, name).Set(boolFloat(st.KafkaReachable))
 }
 
 // reportDays sets the version of every ledger day and drops the series of

@@ -86,6 +86,20 @@ render norbac --set rbac.create=false --set serviceAccount.create=false --set se
 [ "$(count norbac ClusterRole)" = 0 ] || fail "rbac.create=false still renders a ClusterRole"
 has norbac 'serviceAccountName: existing'
 
+render monitoring --set monitoring.serviceMonitor.enabled=true --set monitoring.prometheusRule.enabled=true --set monitoring.grafanaDashboard.enabled=true
+for kind in ServiceMonitor:1 PrometheusRule:1 ConfigMap:1; do
+  [ "$(count monitoring "${kind%%:*}")" = "${kind##*:}" ] || fail "monitoring: want ${kind##*:} ${kind%%:*}, got $(count monitoring "${kind%%:*}")"
+done
+has monitoring 'grafana_dashboard: "1"'
+has monitoring 'alert: FlightFeedHeadBlocked'
+has monitoring 'time\(\) - flightfeed_head_blocked_since_timestamp_seconds > 300'
+for kind in ServiceMonitor PrometheusRule ConfigMap; do
+  [ "$(count default "$kind")" = 0 ] || fail "default: renders a $kind, the monitoring objects are off by default"
+done
+"$helm" lint --strict --kube-version "$kube_version" "$chart" --set monitoring.serviceMonitor.enabled=true \
+  --set monitoring.prometheusRule.enabled=true --set monitoring.grafanaDashboard.enabled=true >"$work/lint" 2>&1 ||
+  { cat "$work/lint" >&2; fail "helm lint with the monitoring objects failed"; }
+
 # 5. The values schema refuses what would break the operator or its hardening.
 refuse() { # what, --set arguments
   local what=$1; shift
@@ -101,6 +115,7 @@ refuse "a root pod" --set podSecurityContext.runAsNonRoot=false
 refuse "an unknown value" --set replicas=3
 refuse "a port out of range" --set api.port=70000
 refuse "an unknown log level" --set logLevel=loud
+refuse "a zero alert threshold" --set monitoring.prometheusRule.headBlockedSeconds=0
 
 # 6. The kustomize tree renders too (kubectl carries kustomize).
 if command -v kubectl >/dev/null 2>&1; then
