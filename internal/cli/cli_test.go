@@ -97,13 +97,3 @@ func TestMigrateReportsAnUnreachableDatabase(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 }
-
-func TestUnfinishedCommandsSayNotImplemented(t *testing.T) {
-	path := writeConfig(t, "postgres://postgres@127.0.0.1:5432/x?sslmode=disable")
-	for _, args := range [][]string{{"replay", "--config", path}} {
-		code, _, errOut := runCLI(args...)
-		if code == 0 || !strings.Contains(errOut, "not implemented yet") {
-			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
-		}
-	}
-}

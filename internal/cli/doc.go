@@ -1,7 +1,6 @@
 // Package cli holds the cobra commands of the flightfeed binary (SPEC §5):
 // manager, pump (and pump --drain), migrate, export, ledger, simulate, dead,
-// status (also the kubectl plugin kubectl-flightfeed) and replay (declared,
-// not yet built). Each command parses its flags, loads configuration
+// status (also the kubectl plugin kubectl-flightfeed) and replay. Each command parses its flags, loads configuration
 // (package config, or a FlightFeed resolved in the cluster: feedSource) and
 // calls into the packages that do the work. It owns only process concerns:
 // exit codes (2 for a bad command line

@@ -120,9 +120,3 @@ func configFlag(cmd *cobra.Command) func() (*config.Feed, error) {
 		return feed, nil
 	}
 }
-
-// notImplemented is the honest answer of a command whose issue has not
-// landed yet: it says so and exits non-zero.
-func notImplemented(what string) error {
-	return fmt.Errorf("%s is not implemented yet", what)
-}

@@ -185,6 +185,8 @@ type batchRun struct {
 	// the batch commits (see seqnRegressed).
 	seqn   map[string]int
 	reload store.PrefetchRequest
+	// skipConflicts: a skip-conflicts replay (store.Snapshot.SkipConflicts).
+	skipConflicts bool
 }
 
 // waiting says the message must be retried later (FAILED, non-terminal).

@@ -124,6 +124,9 @@ func (p *Pump) step(ctx context.Context) (worked bool, wait time.Duration, err e
 		p.update(func(s *Status) { s.HeadID, s.HeadBlockedSince, s.HeadLastError = 0, time.Time{}, "" })
 		p.retryBackfills(ctx)
 		p.runJobs(ctx)
+		if err := p.runReplays(ctx); err != nil {
+			return false, 0, err
+		}
 		p.refreshDepth(ctx)
 		return false, poll, nil
 	}
@@ -139,11 +142,15 @@ func (p *Pump) step(ctx context.Context) (worked bool, wait time.Duration, err e
 		return false, out.wait, nil
 	}
 	p.refreshDepthEvery(ctx)
-	// Requests and lifecycle jobs are due on schedule even while the head
-	// never empties; they share the FIFO between batches.
+	// Requests, lifecycle jobs and replays are due on schedule even while
+	// the head never empties; they share the FIFO between batches.
 	if now := p.clock.Now(); now.Sub(p.lastJobs) >= time.Second {
 		p.lastJobs = now
 		p.runJobs(ctx)
+		if err := p.runReplays(ctx); err != nil {
+			p.dropAhead()
+			return false, 0, err
+		}
 	}
 	return true, 0, nil
 }

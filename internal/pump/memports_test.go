@@ -220,6 +220,8 @@ func (s *memStore) Prune(context.Context, time.Time, time.Time, time.Time) (int6
 	return 0, nil
 }
 
+func (s *memStore) PendingReplays(context.Context, int) ([]store.ReplayRequest, error) { return nil, nil }
+
 func (s *memStore) CurrentRequest(context.Context, string) (*store.Request, error) { return nil, nil }
 
 func (s *memStore) RequestSent(context.Context, int64, int64, time.Time) error {
@@ -374,6 +376,12 @@ func (t *memTx) SweepHistory(context.Context, store.Meta, store.HistoryCutoffs, 
 func (t *memTx) SweepNullDay(context.Context, store.Meta, time.Time, int) (int, error) { return 0, nil }
 
 func (t *memTx) PruneLedger(context.Context, string) ([]string, error) { return nil, nil }
+
+func (t *memTx) ReplaySource(context.Context, int64) (store.ReplaySource, error) {
+	return store.ReplaySource{}, errNotInMemory
+}
+
+func (t *memTx) FinishReplay(context.Context, store.ReplayRequest, string) error { return errNotInMemory }
 
 // memSavepoint is a snapshot's savepoint: a snapshot changes no flights
 // here; its apply can fail (fault "snapshot").

@@ -223,7 +223,7 @@ func (p *Pump) applySnapshotIsolated(ctx context.Context, run *batchRun, meta st
 	if err != nil {
 		return false, nil, err
 	}
-	changed, trace, applyErr := p.applySnapshot(ctx, sp, meta, msg, row)
+	changed, trace, applyErr := p.applySnapshot(ctx, sp, meta, msg, row, run.skipConflicts)
 	if applyErr != nil {
 		if err := sp.Rollback(ctx); err != nil {
 			// The cause first: a failed rollback usually follows from it
@@ -241,7 +241,7 @@ func (p *Pump) applySnapshotIsolated(ctx context.Context, run *batchRun, meta st
 	return changed, trace, applyErr
 }
 
-func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta store.Meta, msg *sis.Message, row mailbox.Row) (bool, *store.TraceEntry, error) {
+func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta store.Meta, msg *sis.Message, row mailbox.Row, skipConflicts bool) (bool, *store.TraceEntry, error) {
 	start := p.clock.Now()
 	trace := &store.TraceEntry{MessageID: row.ID, ReceivedAt: row.Received, Recs: len(msg.Records)}
 	if msg.Recs >= 0 {
@@ -277,7 +277,8 @@ func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta store.Meta
 	if err != nil {
 		return false, trace, err
 	}
-	out, err := tx.ApplySnapshot(ctx, meta, store.Snapshot{FullDay: cov.FullDay, Day: cov.Day, Records: records, SentAt: msg.Meta.ParsedTime})
+	out, err := tx.ApplySnapshot(ctx, meta, store.Snapshot{FullDay: cov.FullDay, Day: cov.Day, Records: records, SentAt: msg.Meta.ParsedTime,
+		SkipConflicts: skipConflicts})
 	trace.OldVersion, trace.NewVersion, trace.DeletedCount = out.OldVersion, out.NewVersion, len(out.Deleted)
 	trace.OldDigest, trace.NewDigest = out.OldDigest, out.NewDigest
 	trace.Duration = p.clock.Since(start)
@@ -285,6 +286,9 @@ func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta store.Meta
 		return false, trace, err
 	}
 	trace.Result = store.TraceCommitted
+	if len(out.Skipped) > 0 {
+		trace.Detail = skippedDetail(out.Skipped)
+	}
 	if out.Replay {
 		trace.Result = store.TraceReplaySkipped
 	} else if cov.FullDay {

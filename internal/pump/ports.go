@@ -49,6 +49,9 @@ type Store interface {
 	// records that it went out.
 	CurrentRequest(ctx context.Context, kind string) (*store.Request, error)
 	RequestSent(ctx context.Context, id, outboxID int64, at time.Time) error
+	// PendingReplays lists up to limit PENDING replay requests, oldest
+	// first (`flightfeed replay` records them).
+	PendingReplays(ctx context.Context, limit int) ([]store.ReplayRequest, error)
 }
 
 // Session is what the pump asks once when it starts, and the database's
@@ -80,6 +83,7 @@ type Tx interface {
 	BatchTx
 	RequestTx
 	JobTx
+	ReplayTx
 }
 
 // Savepoint is a nested transaction inside a Tx: committing releases it,
@@ -114,6 +118,12 @@ type SnapshotTx interface {
 type RequestTx interface {
 	OpenRequest(ctx context.Context, kind, day, receiver, start, end, routingID string, seqn int) (*store.Request, error)
 	TimeOutRequest(ctx context.Context, id int64) error
+}
+
+// ReplayTx reads a DEAD message for its replay and records the outcome.
+type ReplayTx interface {
+	ReplaySource(ctx context.Context, id int64) (store.ReplaySource, error)
+	FinishReplay(ctx context.Context, req store.ReplayRequest, mailboxNote string) error
 }
 
 // JobTx runs the lifecycle jobs' transactions.
@@ -161,4 +171,5 @@ var (
 	_ SnapshotTx = (*store.Tx)(nil)
 	_ RequestTx  = (*store.Tx)(nil)
 	_ JobTx      = (*store.Tx)(nil)
+	_ ReplayTx   = (*store.Tx)(nil)
 )

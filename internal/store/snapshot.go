@@ -24,6 +24,11 @@ type Snapshot struct {
 	// SentAt is the message's META send time; a full-day snapshot records
 	// it as the day's last (zero: unknown).
 	SentAt time.Time
+	// SkipConflicts (a confirmed skip-conflicts replay, SPEC §2.8): records
+	// whose FLID belongs to another operation day are left out of the
+	// roster and untouched (SnapshotEffect.Skipped) instead of refusing the
+	// whole message.
+	SkipConflicts bool
 }
 
 // SnapshotRecord is one FLTR record: full-snapshot commands and the
@@ -49,6 +54,8 @@ type SnapshotEffect struct {
 	OldRoster, NewRoster int
 	PrevSentAt           time.Time
 	Versions             map[flight.FLID]int64
+	// Skipped lists the conflicting FLIDs a SkipConflicts snapshot left out.
+	Skipped []flight.FLID
 }
 
 // ApplySnapshot applies a snapshot in the caller's transaction, exactly as
@@ -138,7 +145,15 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 		stored[f] = s.OperationDay
 	}
 	if err := snapshot.CheckOwners(records, stored); err != nil {
-		return out, err
+		var rej *snapshot.Rejection
+		if !snap.SkipConflicts || !errors.As(err, &rej) || rej.Reason != snapshot.ReasonDayMismatch {
+			return out, err
+		}
+		snap.Records, flids, candidates = withoutFLIDs(snap.Records, flids, candidates, rej.FLIDs)
+		out.Skipped = rej.FLIDs
+		if snap.FullDay {
+			out.NewDigest, out.NewRoster = snapshot.Digest(flids), len(flids)
+		}
 	}
 	victimIDs, err := snapshot.Victims(snap.Day, candidates, stored)
 	if err != nil {
@@ -244,4 +259,28 @@ func (t *Tx) sendBatchCAS(ctx context.Context, b *pgx.Batch, casIndex int) error
 		return fmt.Errorf("close batch: %w", err)
 	}
 	return nil
+}
+
+// withoutFLIDs drops skip from a snapshot's records, FLIDs and diff-delete
+// candidates (a skip-conflicts replay leaves them untouched).
+func withoutFLIDs(recs []SnapshotRecord, flids, candidates, skip []flight.FLID) ([]SnapshotRecord, []flight.FLID, []flight.FLID) {
+	drop := make(map[flight.FLID]bool, len(skip))
+	for _, f := range skip {
+		drop[f] = true
+	}
+	keepRecs := make([]SnapshotRecord, 0, len(recs))
+	keepFLIDs := make([]flight.FLID, 0, len(flids))
+	for i, r := range recs {
+		if !drop[r.Cmds.FLID] {
+			keepRecs = append(keepRecs, r)
+			keepFLIDs = append(keepFLIDs, flids[i])
+		}
+	}
+	var keepCands []flight.FLID
+	for _, f := range candidates {
+		if !drop[f] {
+			keepCands = append(keepCands, f)
+		}
+	}
+	return keepRecs, keepFLIDs, keepCands
 }

@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+// replayPoll is how often replay looks for its request's outcome.
+const replayPoll = 250 * time.Millisecond
+
+func newReplayCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "replay (--config F | --kubeconfig K --feed NS/NAME) --id N --policy as-new|skip-conflicts [--timeout D]",
+		Short: "Replay an archived DEAD message under an explicit policy (as-new or skip-conflicts)",
+		Long: `replay asks the pump that holds the feed to apply a DEAD message's archived
+raw text again, and waits for the outcome. --policy as-new runs it through
+today's rules as if it had just arrived (after its cause was fixed: an FDEL
+freed a FLID, a subtype became supported). --policy skip-conflicts is only
+for a DEAD(PROTOCOL) SAME_FLID_ACROSS_OPERATION_DAYS snapshot a person has
+confirmed: it is applied as that day's snapshot with the conflicting FLIDs
+left out of the roster and untouched, each listed in the trace row.
+
+The command only records the request (there is one writer); the pump
+applies it between batches. It refuses at once a message that is not DEAD,
+was replayed already or has no archived raw text. It exits non-zero when the
+request is refused, the replay's result is DEAD, or --timeout passes first
+(the request then stays pending and the pump still applies it).`,
+		Args: cobra.NoArgs,
+	}
+	load := feedSource(cmd)
+	id := cmd.Flags().Int64("id", 0, "mailbox row id of the DEAD message")
+	policy := cmd.Flags().String("policy", "", "as-new or skip-conflicts")
+	timeout := cmd.Flags().Duration("timeout", 2*time.Minute, "how long to wait for the pump's outcome")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *id <= 0 {
+			return usageError{errors.New("--id N (a mailbox row id) is required")}
+		}
+		if *policy != store.ReplayAsNew && *policy != store.ReplaySkipConflicts {
+			return usageError{fmt.Errorf("--policy %q: must be %s or %s", *policy, store.ReplayAsNew, store.ReplaySkipConflicts)}
+		}
+		if *timeout <= 0 {
+			return usageError{fmt.Errorf("--timeout %s: must be positive", *timeout)}
+		}
+		feed, err := load(cmd.Context())
+		if err != nil {
+			return err
+		}
+		s, err := openStore(cmd.Context(), feed)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		req, err := s.RequestReplay(cmd.Context(), *id, *policy)
+		if err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		fmt.Fprintf(out, "replay request %d recorded: message %d, %s; waiting for the pump\n", req.ID, req.MessageID, req.Policy)
+		done, err := awaitReplay(cmd.Context(), s, req.ID, *timeout)
+		if err != nil {
+			return err
+		}
+		return printReplay(out, done)
+	}
+	return cmd
+}
+
+// awaitReplay polls request id until it leaves PENDING or timeout passes.
+func awaitReplay(ctx context.Context, s *store.Store, id int64, timeout time.Duration) (store.ReplayRequest, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(replayPoll)
+	defer tick.Stop()
+	for {
+		req, err := s.Replay(ctx, id)
+		if err == nil && req.State != store.ReplayPending {
+			return req, nil
+		}
+		if err != nil && ctx.Err() == nil {
+			return req, err
+		}
+		select {
+		case <-ctx.Done():
+			return req, fmt.Errorf("replay request %d: no outcome within %s (is the feed's pump running?); it stays pending and the pump applies it when it runs", id, timeout)
+		case <-tick.C:
+		}
+	}
+}
+
+// printReplay prints a finished request and says whether it failed.
+func printReplay(w io.Writer, req store.ReplayRequest) error {
+	if req.State == store.ReplayRefused {
+		return fmt.Errorf("replay request %d refused by the pump: %s", req.ID, req.Note)
+	}
+	line := fmt.Sprintf("message %d replayed %s: %s", req.MessageID, req.Policy, req.Result)
+	if req.Note != "" {
+		line += " (" + req.Note + ")"
+	}
+	fmt.Fprintln(w, line)
+	if req.Result == store.StatusDead {
+		return fmt.Errorf("replay request %d: the message is DEAD again: %s", req.ID, req.Note)
+	}
+	return nil
+}

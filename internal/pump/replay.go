@@ -1,0 +1,162 @@
+package pump
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/sis"
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+// replayBatch bounds the replay requests taken between two batches.
+const replayBatch = 10
+
+// runReplays applies the PENDING replay requests (SPEC §2.8) between
+// batches, each in a fenced transaction of its own. Only fencing is
+// returned; any other failure leaves the request PENDING for the next pass.
+func (p *Pump) runReplays(ctx context.Context) error {
+	reqs, err := p.store.PendingReplays(ctx, replayBatch)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.log.Error(err, "read replay requests")
+		}
+		return nil
+	}
+	for _, req := range reqs {
+		if err := p.replay(ctx, req); err != nil {
+			if errors.Is(err, store.ErrFenced) {
+				return err
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+			p.log.Error(err, "replay rolled back; retried on the next pass", "msg_id", req.MessageID, "replay", req.ID)
+			return nil
+		}
+	}
+	return nil
+}
+
+// replay applies one request: the archived raw text runs through today's
+// rules as if it had just arrived (a new trace row, events as usual), its
+// result is the request's outcome, and the original message's note (in
+// proc_state and its mailbox row) says what the replay came to. A request
+// that does not fit the message (it is no longer DEAD, its text is not
+// archived, skip-conflicts on another reason) is REFUSED with the reason.
+func (p *Pump) replay(ctx context.Context, req store.ReplayRequest) error {
+	start := p.clock.Now()
+	log := p.log.WithValues("msg_id", req.MessageID, "replay", req.ID, "policy", req.Policy)
+	tx, err := p.store.Begin(ctx, p.epoch)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	src, err := tx.ReplaySource(ctx, req.MessageID)
+	if err != nil {
+		return err
+	}
+	if why := replayRefusal(req, src); why != "" {
+		req.State, req.Note = store.ReplayRefused, why
+		if err := tx.FinishReplay(ctx, req, ""); err != nil {
+			return err
+		}
+		log.Info("replay refused", "why", why)
+		return tx.Commit(ctx)
+	}
+
+	row := mailbox.Row{ID: req.MessageID, Received: src.ReceivedAt, Body: src.Body, Size: int64(len(src.Body))}
+	b := p.decodeBatch([]mailbox.Row{row})
+	it := b.items[0]
+	if req.Policy == store.ReplaySkipConflicts && (it.msg == nil || it.decErr != nil || it.msg.Kind != sis.KindSnapshot) {
+		req.State, req.Note = store.ReplayRefused, "skip-conflicts is only for a snapshot, and the archived text no longer decodes as one"
+		if err := tx.FinishReplay(ctx, req, ""); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	}
+	// The message itself is no prior copy of itself.
+	b.request.MessageIDs = nil
+	b.request.Cache = p.cache
+	pre, err := tx.Prefetch(ctx, b.request)
+	if err != nil {
+		return err
+	}
+	for key, pc := range pre.Priors {
+		if pc.MessageID == req.MessageID {
+			delete(pre.Priors, key)
+		}
+	}
+	run := &batchRun{tx: tx, set: pre.Set, priors: pre.Priors, seen: map[string][]byte{}, seqn: map[string]int{}, reload: b.request,
+		skipConflicts: req.Policy == store.ReplaySkipConflicts}
+	o, _, err := p.processOne(ctx, run, it, store.ProcState{})
+	if err != nil {
+		return err
+	}
+	if err := tx.FinishBatch(ctx, nil, run.set, nil); err != nil {
+		return err
+	}
+	res := o.result
+	req.State, req.Result, req.Reason, req.Note = store.ReplayDone, res.Status, res.Reason, res.Note
+	if o.trace != nil && o.trace.Detail != "" && res.Status == store.StatusSucceeded {
+		req.Note = o.trace.Detail
+	}
+	note := replayNote(src.State.Note, req, start.UTC().Format("2006-01-02T15:04:05Z"))
+	if err := tx.FinishReplay(ctx, req, note); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	p.cache.Keep(run.set)
+	log.Info("message replayed", "result", res.Status, "reason", res.Reason)
+	if o.changed && p.opts.Notify != nil {
+		p.opts.Notify()
+	}
+	p.pending = append(p.pending, store.Backfill{MessageID: req.MessageID, Received: src.ReceivedAt, Result: src.State.Status,
+		Note: note, Processed: p.clock.Now()})
+	p.writeTraces(ctx, []outcome{o}, "")
+	return nil
+}
+
+// replayRefusal says why req cannot run on the message as it is now ("" when
+// it can); the command checked the same when it recorded the request.
+func replayRefusal(req store.ReplayRequest, src store.ReplaySource) string {
+	switch {
+	case src.State.Status == "":
+		return "this feed never processed a message with that id"
+	case !src.Archived:
+		return "its raw text is not archived (archive retention pruned it)"
+	case src.Truncated:
+		return "only the first bytes of its raw text are archived"
+	}
+	return store.ReplayFits(req.Policy, src.State.Status, src.State.Reason)
+}
+
+// replayNote is the original message's note after a replay: its own note,
+// then what the replay came to.
+func replayNote(orig string, req store.ReplayRequest, at string) string {
+	what := req.Result
+	if req.Note != "" {
+		what += ": " + req.Note
+	}
+	note := fmt.Sprintf("replayed %s at %s (request %d): %s", req.Policy, at, req.ID, what)
+	if orig == "" {
+		return note
+	}
+	return orig + " | " + note
+}
+
+// skippedDetail lists the FLIDs a skip-conflicts replay left out, for the
+// trace row.
+func skippedDetail(skipped []flight.FLID) string {
+	ids := make([]string, len(skipped))
+	for i, f := range skipped {
+		ids[i] = f.String()
+	}
+	return fmt.Sprintf("skip-conflicts: %d FLID(s) of other operation days left out of the roster and untouched: %s",
+		len(skipped), strings.Join(ids, ", "))
+}
