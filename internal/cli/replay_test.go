@@ -28,8 +28,8 @@ type replayWorld struct {
 	// would leave through the history sweep), as YYYY-MM-DD.
 	today, tomorrow string
 	cfg             string
-	database string
-	mbox     *sql.DB
+	database        string
+	mbox            *sql.DB
 }
 
 func newReplayWorld(t *testing.T, more ...string) replayWorld {

@@ -220,7 +220,9 @@ func (s *memStore) Prune(context.Context, time.Time, time.Time, time.Time) (int6
 	return 0, nil
 }
 
-func (s *memStore) PendingReplays(context.Context, int) ([]store.ReplayRequest, error) { return nil, nil }
+func (s *memStore) PendingReplays(context.Context, int) ([]store.ReplayRequest, error) {
+	return nil, nil
+}
 
 func (s *memStore) CurrentRequest(context.Context, string) (*store.Request, error) { return nil, nil }
 
@@ -381,7 +383,9 @@ func (t *memTx) ReplaySource(context.Context, int64) (store.ReplaySource, error)
 	return store.ReplaySource{}, errNotInMemory
 }
 
-func (t *memTx) FinishReplay(context.Context, store.ReplayRequest, string) error { return errNotInMemory }
+func (t *memTx) FinishReplay(context.Context, store.ReplayRequest, string) error {
+	return errNotInMemory
+}
 
 // memSavepoint is a snapshot's savepoint: a snapshot changes no flights
 // here; its apply can fail (fault "snapshot").
