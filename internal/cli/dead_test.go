@@ -131,4 +131,15 @@ func TestDeadResolvesTheFeedInTheCluster(t *testing.T) {
 	if code, _, errOut := runCLI("dead", "--kubeconfig", kubeconfig, "--feed", "default/nope"); code != exitFailed || !strings.Contains(errOut, "not found") {
 		t.Fatalf("dead --feed default/nope: exit %d: %s", code, errOut)
 	}
+	// replay resolves the feed the same way: it refuses a message that is
+	// not DEAD, and records a request for one that is (no pump runs here,
+	// so it times out waiting).
+	replay := []string{"replay", "--kubeconfig", kubeconfig, "--feed", "default/pek", "--policy", "as-new", "--timeout", "300ms", "--id"}
+	if code, _, errOut := runCLI(append(replay, "1")...); code != exitFailed || !strings.Contains(errOut, "it is SUCCEEDED, not DEAD") {
+		t.Fatalf("replay --feed default/pek --id 1: exit %d: %s", code, errOut)
+	}
+	if code, out, errOut := runCLI(append(replay, "4")...); code != exitFailed || !strings.Contains(out, "replay request 1 recorded: message 4, as-new") ||
+		!strings.Contains(errOut, "no outcome within 300ms") {
+		t.Fatalf("replay --feed default/pek --id 4: exit %d: %s\n%s", code, errOut, out)
+	}
 }
