@@ -2,7 +2,9 @@
 # Checks the Helm chart in charts/flightfeed: its CRDs and RBAC are the
 # generated ones (config/), `helm lint --strict` passes, the templates render
 # for the value sets that matter, values.schema.json refuses bad values, and
-# the manager runs non-root with a read-only root filesystem. Installs the
+# the manager runs non-root with a read-only root filesystem, and a real API
+# server (envtest, with the Prometheus Operator CRDs) accepts the rendering
+# with every monitoring object on (hack/helm-dryrun). Installs the
 # pinned helm into the tool cache when it is missing (no network otherwise).
 #
 #   bash hack/helm-check.sh        (make test runs it)
@@ -10,6 +12,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 HELM_VERSION=v3.21.4
+PROMETHEUS_OPERATOR_VERSION=v0.85.0 # its ServiceMonitor and PrometheusRule CRDs (step 4)
 cache=${FLIGHTFEED_CACHE:-$HOME/.cache/flightfeed}
 helm_dir="$cache/tools/helm-$HELM_VERSION"
 helm="$helm_dir/helm"
@@ -99,6 +102,26 @@ done
 "$helm" lint --strict --kube-version "$kube_version" "$chart" --set monitoring.serviceMonitor.enabled=true \
   --set monitoring.prometheusRule.enabled=true --set monitoring.grafanaDashboard.enabled=true >"$work/lint" 2>&1 ||
   { cat "$work/lint" >&2; fail "helm lint with the monitoring objects failed"; }
+
+# The API server accepts that rendering: a real kube-apiserver (envtest) with
+# the Prometheus Operator's ServiceMonitor and PrometheusRule CRDs, taken from
+# its Go module at a pinned version and cached, established, then every object
+# server-side dry-run applied (the CRDs' schemas validate the monitoring objects).
+prom_dir="$cache/prometheus-operator-crds-$PROMETHEUS_OPERATOR_VERSION"
+if [ ! -s "$prom_dir/monitoring.coreos.com_servicemonitors.yaml" ] || [ ! -s "$prom_dir/monitoring.coreos.com_prometheusrules.yaml" ]; then
+  echo "helm-check: caching the Prometheus Operator $PROMETHEUS_OPERATOR_VERSION CRDs in $prom_dir (first time only)" >&2
+  mod_dir=$(cd "$work" && GOFLAGS= go mod download -json "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [ -d "$mod_dir/example/prometheus-operator-crd" ] || fail "go mod download of the Prometheus Operator $PROMETHEUS_OPERATOR_VERSION gave no CRDs"
+  mkdir -p "$prom_dir"
+  cp "$mod_dir"/example/prometheus-operator-crd/monitoring.coreos.com_{servicemonitors,prometheusrules}.yaml "$prom_dir/"
+fi
+dryrun="$cache/tools/helm-dryrun"
+go build -o "$dryrun" ./hack/helm-dryrun || fail "build hack/helm-dryrun failed"
+KUBEBUILDER_ASSETS=${KUBEBUILDER_ASSETS:-$(bash hack/envtest-assets.sh)} "$dryrun" \
+  -crd "$prom_dir/monitoring.coreos.com_servicemonitors.yaml" -crd "$prom_dir/monitoring.coreos.com_prometheusrules.yaml" \
+  "$work/monitoring.yaml" >"$work/dryrun" 2>&1 || { cat "$work/dryrun" >&2; fail "the API server refuses the rendering with the monitoring objects"; }
+grep -q "accepts $(grep -c "^kind: " "$work/monitoring.yaml") objects" "$work/dryrun" || { cat "$work/dryrun" >&2; fail "the dry run did not apply every rendered object"; }
 
 # 5. The values schema refuses what would break the operator or its hardening.
 refuse() { # what, --set arguments
