@@ -68,6 +68,10 @@ test-short: ## The fast lane: go test -short, no process kills or multi-second t
 helm-check: ## helm lint + template, accepted by a real API server (helm pinned, cached).
 	bash hack/helm-check.sh
 
+.PHONY: bench
+bench: build ## The end-to-end benchmark: the built binary drains a RESP and FLOP backlogs to Kafka (hack/bench/e2e; about 2 min).
+	go run ./hack/bench/e2e -bin bin/flightfeed $(BENCH_ARGS)
+
 .PHONY: test-unit
 test-unit: ## Pure packages only (no services needed).
 	go test ./internal/flight/... ./internal/sis/... ./internal/config/...

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/pprof"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -28,11 +29,19 @@ signal before that makes it exit 1 and say what was left.`,
 	load := configFlag(cmd)
 	drain := cmd.Flags().Bool("drain", false, "exit 0 once every mailbox row is processed and written back and the outbox is delivered")
 	identity := cmd.Flags().String("identity", "", "name of this pump in the database's writer lock (default: host name)")
+	cpuProfile := cmd.Flags().String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof; for `make bench`)")
 	logFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+	cmd.RunE = func(cmd *cobra.Command, _ []string) (err error) {
 		feed, err := load()
 		if err != nil {
 			return err
+		}
+		if *cpuProfile != "" {
+			stop, perr := startCPUProfile(*cpuProfile)
+			if perr != nil {
+				return perr
+			}
+			defer func() { err = errors.Join(err, stop()) }()
 		}
 		log := newLogger(cmd)
 		id := *identity
@@ -60,6 +69,25 @@ signal before that makes it exit 1 and say what was left.`,
 		return err
 	}
 	return cmd
+}
+
+// startCPUProfile profiles the process into path until stop is called.
+func startCPUProfile(path string) (stop func() error, err error) {
+	f, err := os.Create(path) //nolint:gosec // the operator's own output path
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 // hostIdentity is the pod name under Kubernetes, else the host name.

@@ -218,3 +218,41 @@ func (g *gen) malformed(i int) Message {
 		return Message{What: "malformed: bad SIS time", Body: g.flop("SODT", 1, "<SODT>31FOO261200</SODT>")}
 	}
 }
+
+// Backlog is n FLOP messages over the day's flights (those of Response),
+// for benchmarks: a mix of estimated times, gates, stands, delays and
+// check-in counters, the flights taken in a seeded random order, and every
+// message changes its flight (each value is new for the flight), so every
+// one commits a new state version and notice. The values count from
+// FirstSeqn, so backlogs of disjoint sequence ranges (one after another on
+// the same day) do not repeat each other either.
+func Backlog(opts Options, n int) []Message {
+	g := newGen(opts)
+	flights := g.flights()
+	order := rand.New(rand.NewPCG(g.opts.Seed, uint64(g.opts.FirstSeqn))) //nolint:gosec // test data
+	seen := make([]int, len(flights))
+	out := make([]Message, n)
+	for i := range out {
+		k := order.IntN(len(flights))
+		fl := flights[k]
+		// c is this flight's message count: the values below are distinct
+		// for distinct c, whatever the kind.
+		seen[k]++
+		c := g.opts.FirstSeqn + seen[k]
+		var styp, inner string
+		switch i % 5 {
+		case 0:
+			styp, inner = "ESTT", fmt.Sprintf("<ESTT>%s</ESTT>", g.at(fl.std.Add(time.Duration(c%1440)*time.Minute)))
+		case 1:
+			styp, inner = "GTDT", fmt.Sprintf(`<GTDT GTNO="1"><GATE>G%d</GATE><GTYP>D</GTYP></GTDT>`, c)
+		case 2:
+			styp, inner = "STND", fmt.Sprintf("<STND>S%d</STND>", c)
+		case 3:
+			styp, inner = "DELY", fmt.Sprintf(`<DELY CODE="81" DURA="%02d%02d">ATC</DELY>`, c/60%100, c%60)
+		default:
+			styp, inner = "CKDT", fmt.Sprintf(`<CKDT CKNO="1"><CHKC>C%d</CHKC></CKDT><CKDT CKNO="2"><CHKC>D%d</CHKC></CKDT>`, c, c)
+		}
+		out[i] = Message{What: "FLOP " + styp, Body: g.flop(styp, fl.flid, inner)}
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package simulate
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
@@ -52,5 +53,39 @@ func TestStreamDecodes(t *testing.T) {
 	}
 	if again := Stream(opts); again[3].Body != Stream(opts)[3].Body {
 		t.Fatal("the same seed gave another stream")
+	}
+}
+
+// A backlog decodes into FLOPs of the RESP's flights, and no message
+// repeats its flight's previous value of the same kind.
+func TestBacklogChangesItsFlight(t *testing.T) {
+	opts := Options{Day: "2026-09-09", Flights: 7, Seed: 3}
+	resp, err := sis.DecodeString(Response(opts).Body, sis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, r := range resp.Records {
+		known[r.FLID.String()] = true
+	}
+	last := map[string]string{}
+	for i, m := range Backlog(opts, 300) {
+		msg, err := sis.DecodeString(m.Body, sis.Options{})
+		if err != nil {
+			t.Fatalf("message %d (%s): %v", i, m.What, err)
+		}
+		if msg.Kind != sis.KindFLOP || len(msg.Records) != 1 {
+			t.Fatalf("message %d: %s with %d records", i, msg.Kind, len(msg.Records))
+		}
+		flid := msg.Records[0].FLID.String()
+		if !known[flid] {
+			t.Fatalf("message %d: FLID %s is not in the RESP", i, flid)
+		}
+		inner := m.Body[strings.Index(m.Body, "</FLID>"):]
+		key := flid + " " + msg.Meta.Styp
+		if last[key] == inner {
+			t.Fatalf("message %d repeats the previous %s of flight %s: %s", i, msg.Meta.Styp, flid, inner)
+		}
+		last[key] = inner
 	}
 }

@@ -1,0 +1,633 @@
+// Command e2e is the end-to-end benchmark (`make bench`): it runs the
+// built flightfeed binary as a user does — `flightfeed pump --config F
+// --drain` on fresh PostgreSQL and MariaDB databases with an in-process
+// kfake broker — and prints what a user would see:
+//
+//   - pgbench -c 1 -j 1 -N TPS, measured in the same run: the ceiling of one
+//     transaction per message on this PostgreSQL;
+//   - a 2,000-flight full-day RESP delivered to Kafka, then backlogs of
+//     10,000 and 50,000 mixed FLOPs over those flights (each message
+//     changes its flight): messages/s, its ratio to pgbench, the mailbox
+//     span (first to last DATE_PROCESSED), the Kafka tail (last record
+//     after the last DATE_PROCESSED) and the process's peak RSS;
+//   - a 9,999-flight RESP: its time and peak RSS;
+//   - a steady stream at 50 messages/s through a running pump
+//     (pollInterval 100ms): DATE_RECEIVED to the change notice read from
+//     Kafka (read_committed), p50 and p99.
+//
+// Every drain is timed from the process's start to its exit, minus an
+// empty drain of the same databases (process start, migration check,
+// connections). The machine is shared: compare the ratio to pgbench, not
+// the absolute figures.
+//
+//	go run ./hack/bench/e2e -bin bin/flightfeed [-backlogs 10000,50000] [-profile DIR]
+package main
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	mailboxddl "github.com/flightfeed/flightfeed/hack/mailbox"
+	"github.com/flightfeed/flightfeed/internal/simulate"
+	"github.com/flightfeed/flightfeed/internal/testsupport/feedtest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+)
+
+type options struct {
+	bin        string
+	flights    int
+	bigFlights int
+	backlogs   []int
+	pgbench    time.Duration
+	latency    time.Duration
+	rate       int
+	batchSize  int
+	profile    string
+	keep       bool
+	work       string
+}
+
+func main() {
+	var o options
+	var backlogs string
+	flag.StringVar(&o.bin, "bin", "bin/flightfeed", "the built flightfeed binary")
+	flag.IntVar(&o.flights, "flights", 2000, "flights in the RESP before the backlogs")
+	flag.IntVar(&o.bigFlights, "big-flights", 9999, "flights in the large RESP (0 skips it)")
+	flag.StringVar(&backlogs, "backlogs", "10000,50000", "backlog sizes, drained one after another")
+	flag.DurationVar(&o.pgbench, "pgbench", 10*time.Second, "pgbench duration")
+	flag.DurationVar(&o.latency, "latency", 20*time.Second, "duration of the steady-rate latency run (0 skips it)")
+	flag.IntVar(&o.rate, "rate", 50, "messages/s of the latency run")
+	flag.IntVar(&o.batchSize, "batch-size", 0, "mailbox.batchSize (0: the feed's default)")
+	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of every pump run into this directory (pump --cpuprofile)")
+	flag.BoolVar(&o.keep, "keep", false, "keep the databases (their names are printed)")
+	flag.Parse()
+	for _, s := range strings.Split(backlogs, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			fatal(fmt.Errorf("-backlogs: %q is not a positive number", s))
+		}
+		o.backlogs = append(o.backlogs, n)
+	}
+	if err := run(context.Background(), o); err != nil {
+		fatal(err)
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "bench e2e:", err)
+	os.Exit(1)
+}
+
+func run(ctx context.Context, o options) error {
+	bin, err := filepath.Abs(o.bin)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("%s: %w (make build)", bin, err)
+	}
+	o.bin = bin
+	if o.work, err = os.MkdirTemp("", "flightfeed-bench-"); err != nil {
+		return err
+	}
+	defer os.RemoveAll(o.work)
+	if o.profile != "" {
+		if err := os.MkdirAll(o.profile, 0o755); err != nil {
+			return err
+		}
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("flightfeed e2e benchmark  %s  load %s", time.Now().UTC().Format(time.RFC3339), load)
+
+	tps, err := pgbenchTPS(ctx, o)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("pgbench -c 1 -j 1 -N -T %.0f: %.0f TPS\n", o.pgbench.Seconds(), tps)
+
+	// The 2,000-flight day and its backlogs, then the latency run on it.
+	f, err := newFeed(ctx, o, "main")
+	if err != nil {
+		return err
+	}
+	defer f.close(ctx)
+	empty, err := f.drain(ctx, "empty")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("empty drain (start, connect, check, exit): %s, peak RSS %d MB\n", ms(empty.took), empty.rssMB)
+	if err := f.resp(ctx, o.flights, empty.took); err != nil {
+		return err
+	}
+	for _, n := range o.backlogs {
+		if err := f.backlog(ctx, n, empty.took, tps); err != nil {
+			return err
+		}
+	}
+	if o.latency > 0 {
+		if err := f.latencyRun(ctx); err != nil {
+			return err
+		}
+	}
+	if o.bigFlights > 0 {
+		big, err := newFeed(ctx, o, "big")
+		if err != nil {
+			return err
+		}
+		defer big.close(ctx)
+		bigEmpty, err := big.drain(ctx, "big-empty")
+		if err != nil {
+			return err
+		}
+		if err := big.resp(ctx, o.bigFlights, bigEmpty.took); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// feed is one feed on its own fresh databases and broker.
+type feed struct {
+	o              options
+	name           string
+	config         string
+	pgName, myName string
+	mbox           *sql.DB
+	brokers        []string
+	kafka          *kfake.Cluster
+	day            string
+	loc            *time.Location
+	seqn           int
+	// consumer reads both topics from the start, read_committed.
+	consumer *kgo.Client
+}
+
+func newFeed(ctx context.Context, o options, name string) (*feed, error) {
+	f := &feed{o: o, name: name, seqn: 1}
+	suffix := fmt.Sprintf("bench_%s_%d", name, os.Getpid())
+	f.pgName, f.myName = "ff_"+suffix, "ff_"+suffix+"_mbx"
+	pdsn, err := createPG(ctx, f.pgName)
+	if err != nil {
+		return nil, err
+	}
+	mdsn, err := createMailbox(ctx, f.myName)
+	if err != nil {
+		return nil, err
+	}
+	if f.mbox, err = sql.Open("mysql", mdsn); err != nil {
+		return nil, err
+	}
+	if f.kafka, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "KAFKA_SCHD", "KAFKA_MSG")); err != nil {
+		return nil, fmt.Errorf("start kfake: %w", err)
+	}
+	f.brokers = f.kafka.ListenAddrs()
+	ft := feedtest.Feed{MailboxDSN: mdsn, DatabaseDSN: pdsn, Brokers: f.brokers, PollInterval: "100ms", BatchSize: o.batchSize}
+	if o.batchSize == 0 {
+		ft.BatchSize = 200 // the feed's default
+	}
+	f.config = filepath.Join(o.work, name+".yaml")
+	if err := os.WriteFile(f.config, []byte(ft.Config()), 0o600); err != nil {
+		return nil, err
+	}
+	f.loc, _ = time.LoadLocation("Asia/Shanghai")
+	if f.loc == nil {
+		f.loc = time.FixedZone("Asia/Shanghai", 8*3600)
+	}
+	f.day = time.Now().In(f.loc).Format(time.DateOnly)
+	if f.consumer, err = kgo.NewClient(kgo.SeedBrokers(f.brokers...), kgo.ConsumeTopics("KAFKA_SCHD", "KAFKA_MSG"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxWait(50*time.Millisecond)); err != nil {
+		return nil, err
+	}
+	if out, err := exec.CommandContext(ctx, o.bin, "migrate", "--config", f.config).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("migrate: %w\n%s", err, out)
+	}
+	return f, nil
+}
+
+func (f *feed) close(ctx context.Context) {
+	f.consumer.Close()
+	f.kafka.Close()
+	_ = f.mbox.Close()
+	if f.o.keep {
+		fmt.Printf("kept databases: PostgreSQL %s, MariaDB %s\n", f.pgName, f.myName)
+		return
+	}
+	_ = dropPG(ctx, f.pgName)
+	_ = dropMailbox(ctx, f.myName)
+}
+
+// run is one finished process.
+type result struct {
+	took  time.Duration
+	rssMB int64
+}
+
+// drain runs `pump --drain` and times it from start to exit.
+func (f *feed) drain(ctx context.Context, label string) (result, error) {
+	args := []string{"pump", "--config", f.config, "--drain", "--identity", "bench"}
+	if f.o.profile != "" {
+		args = append(args, "--cpuprofile", filepath.Join(f.o.profile, f.name+"-"+label+".pprof"))
+	}
+	logPath := filepath.Join(f.o.work, f.name+"-"+label+".log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return result{}, err
+	}
+	defer logf.Close()
+	cmd := exec.CommandContext(ctx, f.o.bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	start := time.Now()
+	err = cmd.Run()
+	took := time.Since(start)
+	if err != nil {
+		out, _ := os.ReadFile(logPath)
+		return result{}, fmt.Errorf("pump --drain (%s): %w\n%s", label, err, tail(string(out), 20))
+	}
+	return result{took: took, rssMB: maxRSS(cmd.ProcessState) / 1024}, nil
+}
+
+func maxRSS(ps *os.ProcessState) int64 {
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		return ru.Maxrss // KB on Linux
+	}
+	return 0
+}
+
+func (f *feed) opts(flights int) simulate.Options {
+	return simulate.Options{Day: f.day, Flights: flights, Seed: 1, FirstSeqn: f.seqn, Location: f.loc}
+}
+
+// resp puts a full-day RESP of n flights and drains it.
+func (f *feed) resp(ctx context.Context, n int, empty time.Duration) error {
+	opts := f.opts(n)
+	f.seqn++
+	if err := f.put(ctx, []simulate.Message{simulate.Response(opts)}); err != nil {
+		return err
+	}
+	r, err := f.drain(ctx, fmt.Sprintf("resp%d", n))
+	if err != nil {
+		return err
+	}
+	k, err := f.readKafka(ctx)
+	if err != nil {
+		return err
+	}
+	if k.state < n {
+		return fmt.Errorf("RESP of %d flights: %d state records in Kafka", n, k.state)
+	}
+	fmt.Printf("RESP %5d flights to Kafka: %s (process %s), %d state + %d notice records, peak RSS %d MB\n",
+		n, ms(r.took-empty), ms(r.took), k.state, k.notice, r.rssMB)
+	return nil
+}
+
+// backlog puts n FLOPs over the day's flights and drains them.
+func (f *feed) backlog(ctx context.Context, n int, empty time.Duration, tps float64) error {
+	msgs := simulate.Backlog(f.opts(f.o.flights), n)
+	f.seqn += n
+	var first int64
+	if err := f.mbox.QueryRowContext(ctx, "SELECT COALESCE(MAX(CMINMSGS_ID), 0) + 1 FROM CMINMSGS").Scan(&first); err != nil {
+		return err
+	}
+	if err := f.put(ctx, msgs); err != nil {
+		return err
+	}
+	r, err := f.drain(ctx, fmt.Sprintf("backlog%d", n))
+	if err != nil {
+		return err
+	}
+	var ok int
+	var firstDone, lastDone time.Time
+	if err := f.mbox.QueryRowContext(ctx, `SELECT COUNT(*), MIN(CMINMSGS_DATE_PROCESSED), MAX(CMINMSGS_DATE_PROCESSED)
+		FROM CMINMSGS WHERE CMINMSGS_ID >= ? AND CMINMSGS_PROC_RESULT = 'SUCCEEDED'`, first).Scan(&ok, &firstDone, &lastDone); err != nil {
+		return err
+	}
+	if ok != n {
+		return fmt.Errorf("backlog of %d: %d rows SUCCEEDED", n, ok)
+	}
+	k, err := f.readKafka(ctx)
+	if err != nil {
+		return err
+	}
+	if k.notice < n {
+		return fmt.Errorf("backlog of %d: %d notices in Kafka", n, k.notice)
+	}
+	took := r.took - empty
+	rate := float64(n) / took.Seconds()
+	fmt.Printf("backlog %6d FLOPs: %s (process %s) = %.0f msgs/s = %.1fx pgbench; mailbox span %s; Kafka tail %s; peak RSS %d MB\n",
+		n, ms(took), ms(r.took), rate, rate/tps, ms(lastDone.Sub(firstDone)), ms(k.last.Sub(lastDone)), r.rssMB)
+	return nil
+}
+
+// put writes messages to the inbound table, DATE_RECEIVED now plus 1 µs a
+// message (the FIFO order is the slice's), 1,000 rows a statement.
+func (f *feed) put(ctx context.Context, msgs []simulate.Message) error {
+	base := time.Now().UTC()
+	const chunk = 1000
+	for start := 0; start < len(msgs); start += chunk {
+		end := min(start+chunk, len(msgs))
+		var q strings.Builder
+		q.WriteString("INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES ")
+		args := make([]any, 0, 2*(end-start))
+		for i := start; i < end; i++ {
+			if i > start {
+				q.WriteString(",")
+			}
+			q.WriteString("(?, ?)")
+			args = append(args, base.Add(time.Duration(i)*time.Microsecond), msgs[i].Body)
+		}
+		if _, err := f.mbox.ExecContext(ctx, q.String(), args...); err != nil {
+			return fmt.Errorf("fill the mailbox: %w", err)
+		}
+	}
+	return nil
+}
+
+// kafkaRead is what readKafka found since its last call.
+type kafkaRead struct {
+	state, notice int
+	last          time.Time
+}
+
+// readKafka reads the records committed since the last call, until none
+// comes for a second.
+func (f *feed) readKafka(ctx context.Context) (kafkaRead, error) {
+	var k kafkaRead
+	for {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fetches := f.consumer.PollFetches(pctx)
+		cancel()
+		n := 0
+		fetches.EachRecord(func(r *kgo.Record) {
+			n++
+			if r.Topic == "KAFKA_SCHD" {
+				k.state++
+			} else {
+				k.notice++
+			}
+			if r.Timestamp.After(k.last) {
+				k.last = r.Timestamp
+			}
+		})
+		for _, e := range fetches.Errors() {
+			if !errors.Is(e.Err, context.DeadlineExceeded) {
+				return k, fmt.Errorf("read Kafka: %w", e.Err)
+			}
+		}
+		if n == 0 {
+			return k, nil
+		}
+	}
+}
+
+// latencyRun runs the pump (not draining) and writes one FLOP every
+// 1/rate s, each to another flight, DATE_RECEIVED set as it is written;
+// the latency of a message is its change notice's arrival at a
+// read_committed consumer minus its DATE_RECEIVED.
+func (f *feed) latencyRun(ctx context.Context) error {
+	if _, err := f.readKafka(ctx); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	logPath := filepath.Join(f.o.work, f.name+"-latency.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	args := []string{"pump", "--config", f.config, "--identity", "bench"}
+	if f.o.profile != "" {
+		args = append(args, "--cpuprofile", filepath.Join(f.o.profile, f.name+"-latency.pprof"))
+	}
+	cmd := exec.Command(f.o.bin, args...) //nolint:gosec // our binary
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := func() error {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		return <-exited
+	}
+	time.Sleep(2 * time.Second) // started, requests sent, idle
+
+	// One message a flight, so a notice's key names its message.
+	n := min(int(f.o.latency.Seconds()*float64(f.o.rate)), f.o.flights)
+	var msgs []simulate.Message
+	flidOf := regexp.MustCompile(`<FLID>(\d+)</FLID>`)
+	taken := map[string]bool{}
+	for _, m := range simulate.Backlog(f.opts(f.o.flights), 10*f.o.flights) {
+		if flid := flidOf.FindStringSubmatch(m.Body)[1]; !taken[flid] && len(msgs) < n {
+			taken[flid] = true
+			msgs = append(msgs, m)
+		}
+	}
+	f.seqn += 10 * f.o.flights
+	received := map[string]time.Time{} // FLID -> DATE_RECEIVED
+	latencies := make(chan []time.Duration, 1)
+	go func() {
+		var out []time.Duration
+		seen := map[string]bool{}
+		for len(out) < len(msgs) && ctx.Err() == nil {
+			pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
+			fetches := f.consumer.PollFetches(pctx)
+			pcancel()
+			now := time.Now()
+			got := 0
+			fetches.EachRecord(func(r *kgo.Record) {
+				if r.Topic != "KAFKA_MSG" || seen[string(r.Key)] {
+					return
+				}
+				seen[string(r.Key)] = true
+				got++
+				out = append(out, now.Sub(receivedAt(received, string(r.Key))))
+			})
+			if got == 0 && fetches.Empty() && pctx.Err() != nil {
+				break
+			}
+		}
+		latencies <- out
+	}()
+	// The map is written before each row exists, so the reader sees it.
+	// (It reads only FLIDs whose row was written: a notice follows its row.)
+	tick := time.NewTicker(time.Second / time.Duration(f.o.rate))
+	defer tick.Stop()
+	for _, m := range msgs {
+		<-tick.C
+		now := time.Now()
+		setReceived(received, flidOf.FindStringSubmatch(m.Body)[1], now)
+		if _, err := f.mbox.ExecContext(ctx, "INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (?, ?)", now.UTC(), m.Body); err != nil {
+			_ = stop()
+			return err
+		}
+	}
+	lat := <-latencies
+	if err := stop(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return err
+		}
+	}
+	if len(lat) < len(msgs) {
+		out, _ := os.ReadFile(logPath)
+		return fmt.Errorf("latency run: %d notices of %d messages\n%s", len(lat), len(msgs), tail(string(out), 20))
+	}
+	slices.Sort(lat)
+	fmt.Printf("latency at %d msgs/s (%d messages, pollInterval 100ms): DATE_RECEIVED -> change notice p50 %s, p99 %s, max %s; peak RSS %d MB\n",
+		f.o.rate, len(lat), ms(pct(lat, 50)), ms(pct(lat, 99)), ms(lat[len(lat)-1]), maxRSS(cmd.ProcessState)/1024)
+	return nil
+}
+
+var receivedMu sync.Mutex
+
+func setReceived(m map[string]time.Time, flid string, t time.Time) {
+	receivedMu.Lock()
+	defer receivedMu.Unlock()
+	m[flid] = t
+}
+
+func receivedAt(m map[string]time.Time, flid string) time.Time {
+	receivedMu.Lock()
+	defer receivedMu.Unlock()
+	return m[flid]
+}
+
+func pct(sorted []time.Duration, p int) time.Duration {
+	i := (len(sorted)*p + 99) / 100
+	return sorted[cmp.Or(min(i, len(sorted))-1, 0)]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.3f s", d.Seconds()) }
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+var tpsLine = regexp.MustCompile(`tps = ([0-9.]+)`)
+
+// pgbenchTPS runs pgbench -c 1 -j 1 -N on a fresh database.
+func pgbenchTPS(ctx context.Context, o options) (float64, error) {
+	name := fmt.Sprintf("ff_bench_pgbench_%d", os.Getpid())
+	dsn, err := createPG(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = dropPG(ctx, name) }()
+	if out, err := exec.CommandContext(ctx, "pgbench", "-i", "-q", dsn).CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("pgbench -i: %w\n%s", err, out)
+	}
+	out, err := exec.CommandContext(ctx, "pgbench", "-c", "1", "-j", "1", "-N", "-T",
+		strconv.Itoa(int(o.pgbench.Seconds())), dsn).CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("pgbench: %w\n%s", err, out)
+	}
+	m := tpsLine.FindSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("no tps in pgbench output:\n%s", out)
+	}
+	return strconv.ParseFloat(string(m[1]), 64)
+}
+
+func createPG(ctx context.Context, name string) (string, error) {
+	admin := pgtest.Server()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return "", fmt.Errorf("connect to %s: %w (bash hack/services.sh starts PostgreSQL)", admin, err)
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	id := pgx.Identifier{name}.Sanitize()
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+id+" WITH (FORCE)"); err != nil {
+		return "", err
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+id); err != nil {
+		return "", fmt.Errorf("create database %s: %w", name, err)
+	}
+	u, err := url.Parse(admin)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+func dropPG(ctx context.Context, name string) error {
+	conn, err := pgx.Connect(ctx, pgtest.Server())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	return err
+}
+
+func createMailbox(ctx context.Context, name string) (string, error) {
+	cfg, err := mysql.ParseDSN(mysqltest.Server())
+	if err != nil {
+		return "", err
+	}
+	admin, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = admin.Close() }()
+	if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
+		return "", fmt.Errorf("drop database %s: %w (bash hack/services.sh starts MariaDB)", name, err)
+	}
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4"); err != nil {
+		return "", fmt.Errorf("create database %s: %w", name, err)
+	}
+	cfg.DBName, cfg.ParseTime, cfg.Loc = name, true, time.UTC
+	dsn := cfg.FormatDSN()
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = db.Close() }()
+	for _, stmt := range mailboxddl.DDL() {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return "", fmt.Errorf("mailbox DDL: %w", err)
+		}
+	}
+	return dsn, nil
+}
+
+func dropMailbox(ctx context.Context, name string) error {
+	cfg, err := mysql.ParseDSN(mysqltest.Server())
+	if err != nil {
+		return err
+	}
+	admin, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = admin.Close() }()
+	_, err = admin.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`")
+	return err
+}
