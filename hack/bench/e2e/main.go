@@ -30,6 +30,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"maps"
 	"net/url"
 	"os"
 	"os/exec"
@@ -65,6 +67,7 @@ type options struct {
 	batchSize  int
 	profile    string
 	keep       bool
+	stmtLog    string
 	work       string
 }
 
@@ -80,7 +83,8 @@ func main() {
 	flag.IntVar(&o.rate, "rate", 50, "messages/s of the latency run")
 	flag.IntVar(&o.batchSize, "batch-size", 0, "mailbox.batchSize (0: the feed's default)")
 	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of every pump run into this directory (pump --cpuprofile)")
-	flag.BoolVar(&o.keep, "keep", false, "keep the databases (their names are printed)")
+	flag.StringVar(&o.stmtLog, "statement-log", "", "PostgreSQL's server log: log every statement of the feed's database (log_min_duration_statement 0) and print each drain's statements by total time")
+	flag.BoolVar(&o.keep, "keep", false, "keep the databases and the pump logs (their names are printed)")
 	flag.Parse()
 	for _, s := range strings.Split(backlogs, ",") {
 		if s = strings.TrimSpace(s); s == "" {
@@ -114,7 +118,11 @@ func run(ctx context.Context, o options) error {
 	if o.work, err = os.MkdirTemp("", "flightfeed-bench-"); err != nil {
 		return err
 	}
-	defer os.RemoveAll(o.work)
+	if o.keep {
+		fmt.Printf("kept: the pump logs and configs in %s\n", o.work)
+	} else {
+		defer os.RemoveAll(o.work)
+	}
 	if o.profile != "" {
 		if err := os.MkdirAll(o.profile, 0o755); err != nil {
 			return err
@@ -194,6 +202,11 @@ func newFeed(ctx context.Context, o options, name string) (*feed, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.stmtLog != "" {
+		if err := logStatements(ctx, f.pgName); err != nil {
+			return nil, err
+		}
+	}
 	mdsn, err := createMailbox(ctx, f.myName)
 	if err != nil {
 		return nil, err
@@ -261,12 +274,23 @@ func (f *feed) drain(ctx context.Context, label string) (result, error) {
 	defer logf.Close()
 	cmd := exec.CommandContext(ctx, f.o.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	var logFrom int64
+	if f.o.stmtLog != "" {
+		if st, err := os.Stat(f.o.stmtLog); err == nil {
+			logFrom = st.Size()
+		}
+	}
 	start := time.Now()
 	err = cmd.Run()
 	took := time.Since(start)
 	if err != nil {
 		out, _ := os.ReadFile(logPath)
 		return result{}, fmt.Errorf("pump --drain (%s): %w\n%s", label, err, tail(string(out), 20))
+	}
+	if f.o.stmtLog != "" {
+		if err := printStatements(f.o.stmtLog, logFrom, f.pgName, label); err != nil {
+			return result{}, err
+		}
 	}
 	return result{took: took, rssMB: maxRSS(cmd.ProcessState) / 1024}, nil
 }
@@ -585,6 +609,93 @@ func dropPG(ctx context.Context, name string) error {
 	defer func() { _ = conn.Close(ctx) }()
 	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 	return err
+}
+
+// logStatements makes PostgreSQL log every statement of database name
+// with its duration.
+func logStatements(ctx context.Context, name string) error {
+	conn, err := pgx.Connect(ctx, pgtest.Server())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	_, err = conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{name}.Sanitize()+" SET log_min_duration_statement = 0")
+	return err
+}
+
+var (
+	logLineStart = regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d`)
+	durationLine = regexp.MustCompile(`duration: ([0-9.]+) ms\s+(?:statement|(?:execute|parse|bind) [^:]*): ?(.*)$`)
+)
+
+// printStatements sums the durations PostgreSQL logged for database db
+// from offset on, per statement (its first 90 characters, whitespace
+// folded, parse, bind and execute together), and prints the top 12.
+func printStatements(path string, offset int64, db, label string) error {
+	f, err := os.Open(path) //nolint:gosec // the server's log, named by the user
+	if err != nil {
+		return fmt.Errorf("-statement-log: %w", err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, 0); err != nil {
+		return err
+	}
+	raw, err := io.ReadAll(f)
+	if err != nil {
+		return err
+	}
+	type sum struct {
+		ms    float64
+		calls int
+	}
+	sums := map[string]*sum{}
+	var total float64
+	var cur *struct {
+		ms   float64
+		text strings.Builder
+	}
+	flush := func() {
+		if cur == nil {
+			return
+		}
+		key := strings.Join(strings.Fields(cur.text.String()), " ")
+		key = key[:min(len(key), 90)]
+		if sums[key] == nil {
+			sums[key] = &sum{}
+		}
+		sums[key].ms += cur.ms
+		sums[key].calls++
+		total += cur.ms
+		cur = nil
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if logLineStart.MatchString(line) {
+			flush()
+			if !strings.Contains(line, "@"+db+" ") {
+				continue
+			}
+			if m := durationLine.FindStringSubmatch(line); m != nil {
+				ms, _ := strconv.ParseFloat(m[1], 64)
+				cur = &struct {
+					ms   float64
+					text strings.Builder
+				}{ms: ms}
+				cur.text.WriteString(m[2])
+			}
+			continue
+		}
+		if cur != nil && cur.text.Len() < 400 {
+			cur.text.WriteString(" " + line)
+		}
+	}
+	flush()
+	keys := slices.Collect(maps.Keys(sums))
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(sums[b].ms, sums[a].ms) })
+	fmt.Printf("  PostgreSQL statements of %s: %.3f s in all\n", label, total/1000)
+	for _, k := range keys[:min(12, len(keys))] {
+		fmt.Printf("  %9.3f s %6d  %s\n", sums[k].ms/1000, sums[k].calls, k)
+	}
+	return nil
 }
 
 func createMailbox(ctx context.Context, name string) (string, error) {
