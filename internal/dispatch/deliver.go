@@ -116,9 +116,21 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, worked bool, err 
 	if len(events) == 0 {
 		// Nothing is pending: the read returns at least one event whenever
 		// any row is PENDING.
-		d.setStats(0, time.Time{})
+		d.mu.Lock()
+		parked := d.status.Parked
+		d.mu.Unlock()
+		d.setStats(0, parked, time.Time{})
 		d.recordSuccess()
 		return 0, false, nil
+	}
+	// After a pass saw records refused for good, the next ones isolate
+	// them: one event per pass, alone in its batch, until each suspect is
+	// delivered or parked.
+	solo := false
+	if ev, ok := d.isolate(events); ok {
+		events, solo = []store.OutboxEvent{ev}, true
+		d.log.V(1).Info("sending a suspect record alone", "flid", ev.FLID.String(), "msg_id", ev.MessageID,
+			"kind", ev.Kind, "state_version", ev.StateVersion)
 	}
 
 	if d.beforeProduce != nil {
@@ -182,12 +194,13 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, worked bool, err 
 		// recorded even when ctx ended meanwhile, or it is sent again.
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
 		defer cancel()
-		if d.txn && !d.endTransaction(mctx, results) {
+		refused := refusedForGood(results)
+		if d.txn && !d.endTransaction(mctx, results, refused) {
 			d.setInflight(0)
 			settled <- outcome{err: d.stoppedErr()}
 			return
 		}
-		settled <- d.settle(mctx, events, results)
+		settled <- d.settle(mctx, events, results, solo)
 	}()
 	n, err := d.await(ctx, settled, produced)
 	return n, true, err
@@ -229,14 +242,17 @@ func (d *Dispatcher) await(ctx context.Context, settled <-chan outcome, produced
 }
 
 // endTransaction ends the pass's transaction by committing what the
-// broker acknowledged. A record that failed was never appended (records
+// broker acknowledged, or aborting it when a record was refused for good
+// (refused): with a failed record the transaction must not commit, and
+// the records it holds are sent again, without the refused one, by the
+// next passes. A record that failed was never appended (records
 // already sent are never abandoned), and a failed record holds back the
 // later records of its FLID, so committing the others keeps every FLID's
 // versions in order, exactly as without transactions. A failed commit is
 // aborted as franz-go documents it, and its acknowledged records count as
 // failed attempts. It returns false when the producer was fenced or failed
 // for good: the dispatcher has stopped, and nothing is marked.
-func (d *Dispatcher) endTransaction(ctx context.Context, results []error) bool {
+func (d *Dispatcher) endTransaction(ctx context.Context, results []error, refused bool) bool {
 	for _, err := range results {
 		if kafkaFenced(err) {
 			// The broker already aborted this transaction for the
@@ -244,6 +260,23 @@ func (d *Dispatcher) endTransaction(ctx context.Context, results []error) bool {
 			d.stop(fmt.Errorf("%w: %w", ErrFenced, err))
 			return false
 		}
+	}
+	if refused {
+		for i := range results {
+			if results[i] == nil {
+				results[i] = errAborted
+			}
+		}
+		if err := d.client.EndTransaction(ctx, kgo.TryAbort); err != nil {
+			if gone := d.producerGone(err); gone != nil {
+				d.stop(gone)
+				return false
+			}
+			d.log.Error(err, "abort the pass's transaction")
+			return true
+		}
+		d.txnOpen = false
+		return true
 	}
 	err := d.client.EndTransaction(ctx, kgo.TryCommit)
 	if err == nil {
@@ -280,21 +313,39 @@ func (d *Dispatcher) endTransaction(ctx context.Context, results []error) bool {
 // their older state events SUPERSEDED) in one statement, failed ones one
 // attempt more with their error in another. Records held back or cancelled
 // with the pass stay PENDING untouched.
-func (d *Dispatcher) settle(ctx context.Context, events []store.OutboxEvent, results []error) outcome {
+func (d *Dispatcher) settle(ctx context.Context, events []store.OutboxEvent, results []error, solo bool) outcome {
 	var (
 		acked      []int64
 		failedIDs  []int64
 		failedErrs []string
+		parkIDs    []int64
+		parkErrs   []string
+		parkEvents []store.OutboxEvent
 		first      error
 	)
 	for i, e := range events {
 		err := results[i]
+		if err == nil {
+			delete(d.suspects, e.ID)
+		}
 		switch {
 		case err == nil:
 			acked = append(acked, e.ID)
 			d.log.V(2).Info("delivered", "flid", e.FLID.String(), "msg_id", e.MessageID,
 				"kind", e.Kind, "event", e.Event, "state_version", e.StateVersion)
-		case errors.Is(err, errHeldBack), errors.Is(err, context.Canceled):
+		case errors.Is(err, errHeldBack), errors.Is(err, context.Canceled), errors.Is(err, errAborted):
+		case permanentForRecord(err) && solo:
+			// Refused alone: the fault is this record's. Parked, it no
+			// longer holds back its flight; the other suspects are sent
+			// with the next pass as usual.
+			err = d.explain(err)
+			parkIDs, parkErrs, parkEvents = append(parkIDs, e.ID), append(parkErrs, err.Error()), append(parkEvents, e)
+			clear(d.suspects)
+		case permanentForRecord(err):
+			d.suspects[e.ID] = suspect{err: err.Error(), size: len(e.Payload)}
+			d.log.V(1).Info("record refused for good in a pass of several; it will be sent alone",
+				"flid", e.FLID.String(), "msg_id", e.MessageID, "kind", e.Kind, "state_version", e.StateVersion,
+				"error", err.Error())
 		default:
 			err = d.explain(err)
 			failedIDs = append(failedIDs, e.ID)
@@ -322,6 +373,19 @@ func (d *Dispatcher) settle(ctx context.Context, events []store.OutboxEvent, res
 		}
 		out.superseded = superseded
 	}
+	if len(parkIDs) > 0 && d.stoppedErr() == nil {
+		if _, err := d.store.MarkParked(ctx, d.opts.Epoch, parkIDs, parkErrs); errors.Is(err, store.ErrFenced) {
+			d.stop(fmt.Errorf("%w: %w", ErrFenced, err))
+		} else if err != nil {
+			// The rows stay PENDING: the next pass finds them again.
+			out.err = fmt.Errorf("%w: %w", errDatabase, err)
+			d.log.Error(err, "refused records not parked", "records", len(parkIDs))
+		} else {
+			for i, e := range parkEvents {
+				d.recordParked(e, parkErrs[i])
+			}
+		}
+	}
 	if len(failedIDs) > 0 && d.stoppedErr() == nil {
 		if err := d.store.MarkFailed(ctx, d.opts.Epoch, failedIDs, failedErrs); errors.Is(err, store.ErrFenced) {
 			d.stop(fmt.Errorf("%w: %w", ErrFenced, err))
@@ -345,7 +409,7 @@ func (d *Dispatcher) settle(ctx context.Context, events []store.OutboxEvent, res
 		d.recordSuccess()
 	}
 	d.log.V(1).Info("pass settled", "events", len(events), "delivered", len(acked),
-		"superseded", out.superseded, "failed", len(failedIDs))
+		"superseded", out.superseded, "failed", len(failedIDs), "parked", len(parkIDs), "suspects", len(d.suspects))
 	return out
 }
 
@@ -358,6 +422,77 @@ func (d *Dispatcher) explain(err error) error {
 		}
 	}
 	return err
+}
+
+// errAborted marks a record the broker acknowledged in a transaction that
+// was aborted because another record of the pass was refused for good: it
+// stays PENDING, untouched, and goes with the next pass.
+var errAborted = errors.New("its transaction was aborted: another record of the pass was refused for good")
+
+// suspect is an event refused for good in a pass of several records.
+type suspect struct {
+	err  string
+	size int
+}
+
+// permanentForRecord reports a broker answer that repeats for this record
+// whatever the retries: it is too large for the topic, or the broker finds
+// it invalid. Everything else (outages, leadership moves, timeouts,
+// authorization, missing topics) is about the broker or the topic and is
+// retried with backoff, never parked.
+func permanentForRecord(err error) bool {
+	return errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) ||
+		errors.Is(err, kerr.InvalidRecord) || errors.Is(err, kerr.CorruptMessage) ||
+		errors.Is(err, kerr.InvalidTimestamp) || errors.Is(err, kerr.UnsupportedForMessageFormat)
+}
+
+// refusedForGood reports whether any record of a pass was refused for good.
+func refusedForGood(results []error) bool {
+	for _, err := range results {
+		if err != nil && permanentForRecord(err) {
+			return true
+		}
+	}
+	return false
+}
+
+// isolate picks the event a pass sends alone while suspects remain: the
+// window's first event of the largest suspect's topic and flight (the
+// suspect itself, or an earlier event of its key that must go first).
+// Suspects no longer in the window (superseded, delivered) are dropped.
+func (d *Dispatcher) isolate(events []store.OutboxEvent) (store.OutboxEvent, bool) {
+	if len(d.suspects) == 0 {
+		return store.OutboxEvent{}, false
+	}
+	in := make(map[int64]bool, len(events))
+	for _, e := range events {
+		in[e.ID] = true
+	}
+	best, bestSize := int64(0), -1
+	for id, s := range d.suspects {
+		if !in[id] {
+			delete(d.suspects, id)
+			continue
+		}
+		if s.size > bestSize || (s.size == bestSize && id < best) {
+			best, bestSize = id, s.size
+		}
+	}
+	if bestSize < 0 {
+		return store.OutboxEvent{}, false
+	}
+	var target store.OutboxEvent
+	for _, e := range events {
+		if e.ID == best {
+			target = e
+		}
+	}
+	for _, e := range events {
+		if e.Kind == target.Kind && e.FLID == target.FLID {
+			return e, true
+		}
+	}
+	return target, true
 }
 
 // heldKeys are the topic/key pairs with a failed record in a pass.

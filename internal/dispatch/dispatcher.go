@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/recsize"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
@@ -52,6 +53,10 @@ type Options struct {
 	// before Status reports it as failing (default DefaultDeliveryTimeout).
 	// Records already sent are never abandoned: the pass keeps waiting.
 	StallAfter time.Duration
+	// Door is the pump's measure of records against kafka.maxRecordBytes
+	// (optional): Run lowers it when a topic's max.message.bytes, as the
+	// broker describes it, is smaller.
+	Door *recsize.Measure
 }
 
 // Dispatcher delivers one feed's outbox to Kafka.
@@ -76,6 +81,12 @@ type Dispatcher struct {
 	// touched by the pass under passMu, or its settling goroutine, which
 	// the next pass waits for).
 	txnOpen bool
+	// suspects are events a pass saw refused with an error that is
+	// permanent for a record (too large, invalid), by id. The broker
+	// refuses a partition's batch whole, so such a pass cannot tell which
+	// of its records is at fault: the next passes send the suspects one at
+	// a time, alone, and park the one refused alone (touched like txnOpen).
+	suspects map[int64]suspect
 
 	// passMu serialises passes (Run, DeliverOnce). prev is closed when the
 	// previous pass has settled: a pass abandoned because its context
@@ -126,7 +137,7 @@ func New(st *store.Store, client *kgo.Client, feed *config.Feed, opts Options) (
 	return &Dispatcher{
 		store: st, client: client, topics: topics, opts: opts,
 		log: opts.Log, clock: opts.Clock, watch: watchOf(client),
-		wake: make(chan struct{}, 1), prev: prev, txn: feed.TransactionsOn(),
+		wake: make(chan struct{}, 1), prev: prev, txn: feed.TransactionsOn(), suspects: map[int64]suspect{},
 		rand: rand.New(rand.NewPCG(uint64(opts.Clock.Now().UnixNano()), 0xd15a)), //nolint:gosec // jitter only
 	}, nil
 }
@@ -190,20 +201,21 @@ func (d *Dispatcher) Status() Status {
 }
 
 // Idle reports whether no outbox event is PENDING: everything committed is
-// delivered or superseded (the dispatcher's half of `pump --drain`).
+// delivered, superseded or parked (the dispatcher's half of `pump
+// --drain`; Status().Parked says how many are parked).
 func (d *Dispatcher) Idle(ctx context.Context) (bool, error) {
-	pending, oldest, err := d.store.OutboxStats(ctx)
+	pending, parked, oldest, err := d.store.OutboxFigures(ctx)
 	if err != nil {
 		return false, err
 	}
-	d.setStats(pending, oldest)
+	d.setStats(pending, parked, oldest)
 	return pending == 0, nil
 }
 
-func (d *Dispatcher) setStats(pending int64, oldest time.Time) {
+func (d *Dispatcher) setStats(pending, parked int64, oldest time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.status.Pending, d.oldest = pending, oldest
+	d.status.Pending, d.status.Parked, d.oldest = pending, parked, oldest
 	d.statsAt, d.statsKnown = d.clock.Now(), true
 }
 
@@ -216,12 +228,12 @@ func (d *Dispatcher) refreshStats(ctx context.Context, force bool) {
 	if !due {
 		return
 	}
-	pending, oldest, err := d.store.OutboxStats(ctx)
+	pending, parked, oldest, err := d.store.OutboxFigures(ctx)
 	if err != nil {
 		d.log.V(1).Info("outbox stats", "error", err.Error())
 		return
 	}
-	d.setStats(pending, oldest)
+	d.setStats(pending, parked, oldest)
 }
 
 // stop stops the dispatcher for good with err (the first error wins) and

@@ -3,9 +3,12 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/flightfeed/flightfeed/internal/backoff"
 )
@@ -29,6 +32,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	d.checkTopicLimits(ctx, log)
 	scan := d.clock.NewTicker(d.opts.ScanInterval)
 	defer scan.Stop()
 	failures := 0
@@ -103,5 +107,59 @@ func (d *Dispatcher) sleep(ctx context.Context, wait time.Duration) {
 	select {
 	case <-ctx.Done():
 	case <-t.C():
+	}
+}
+
+// topicLimitTimeout bounds the describe of the topics' limits at start.
+const topicLimitTimeout = 10 * time.Second
+
+// checkTopicLimits compares kafka.maxRecordBytes with the topics'
+// max.message.bytes as the broker describes them. A topic that accepts less
+// lowers the pump's door to its limit (and says so in a warning and in
+// Status.TopicLimit), so a record it would refuse is DEAD at the door
+// rather than parked here. A broker that cannot describe them (no
+// DescribeConfigs permission, an old broker) changes nothing.
+func (d *Dispatcher) checkTopicLimits(ctx context.Context, log logr.Logger) {
+	if d.opts.Door == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, topicLimitTimeout)
+	defer cancel()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	for _, t := range []string{d.topics.State, d.topics.Notice} {
+		r := kmsg.NewDescribeConfigsRequestResource()
+		r.ResourceType = kmsg.ConfigResourceTypeTopic
+		r.ResourceName = t
+		r.ConfigNames = []string{"max.message.bytes"}
+		req.Resources = append(req.Resources, r)
+	}
+	resp, err := req.RequestWith(ctx, d.client)
+	if err != nil {
+		log.Info("the topics' max.message.bytes could not be described; kafka.maxRecordBytes stands", "error", err.Error())
+		return
+	}
+	configured := d.opts.Door.Max()
+	for _, r := range resp.Resources {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			log.Info("a topic's max.message.bytes could not be described; kafka.maxRecordBytes stands",
+				"topic", r.ResourceName, "error", err.Error())
+			continue
+		}
+		for _, c := range r.Configs {
+			if c.Name != "max.message.bytes" || c.Value == nil {
+				continue
+			}
+			n, err := strconv.Atoi(*c.Value)
+			if err != nil || n <= 0 {
+				continue
+			}
+			if n < configured && d.opts.Door.Lower(n) {
+				log.Error(nil, "a topic accepts smaller records than kafka.maxRecordBytes: the door refuses larger ones (STATE_TOO_LARGE)",
+					"topic", r.ResourceName, "max_message_bytes", n, "max_record_bytes", configured)
+				d.mu.Lock()
+				d.status.TopicLimit = n
+				d.mu.Unlock()
+			}
+		}
 	}
 }

@@ -6,11 +6,15 @@ import (
 	"crypto/x509"
 	"errors"
 	"net"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 // Reason classifies the last delivery error for status conditions.
@@ -35,7 +39,25 @@ const (
 	// ReasonFenced: a newer leader of the feed fenced this dispatcher, at
 	// the broker or in the database; it stopped for good.
 	ReasonFenced Reason = "Fenced"
+	// ReasonRecordTooLarge: the broker (or the producer) refused a record
+	// as larger than the topic accepts (MESSAGE_TOO_LARGE); it is parked.
+	ReasonRecordTooLarge Reason = "RecordTooLarge"
+	// ReasonRecordInvalid: the broker refused a record as invalid
+	// (INVALID_RECORD, CORRUPT_MESSAGE, INVALID_TIMESTAMP, …); it is parked.
+	ReasonRecordInvalid Reason = "RecordInvalid"
 )
+
+// Parked describes an event the dispatcher parked.
+type Parked struct {
+	EventID      int64
+	Kind         string
+	FLID         flight.FLID
+	StateVersion int64
+	MessageID    int64
+	Reason       Reason
+	Error        string
+	At           time.Time
+}
 
 // Status is a point-in-time report of the dispatcher for the status
 // reporter and metrics.
@@ -70,6 +92,15 @@ type Status struct {
 	// Transactional is true when each pass is one Kafka transaction
 	// (kafka.transactions), false for the plain idempotent producer.
 	Transactional bool
+	// Parked counts PARKED events (refreshed with Pending); ParkedTotal
+	// counts the events this dispatcher parked since it started, and
+	// LastParked is the latest of them (nil when none).
+	Parked      int64
+	ParkedTotal int64
+	LastParked  *Parked
+	// TopicLimit is a topic's max.message.bytes when the broker described
+	// it smaller than kafka.maxRecordBytes (0 otherwise): the door uses it.
+	TopicLimit int
 }
 
 // errDatabase marks failures of the outbox statements.
@@ -85,6 +116,10 @@ func classify(err error) Reason {
 	switch {
 	case errors.Is(err, ErrFenced):
 		return ReasonFenced
+	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
+		return ReasonRecordTooLarge
+	case permanentForRecord(err):
+		return ReasonRecordInvalid
 	case errors.Is(err, errDatabase):
 		return ReasonDatabase
 	case errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.UnknownTopicID):
@@ -122,6 +157,22 @@ func (d *Dispatcher) recordDelivered(delivered int, superseded int64) {
 	if delivered > 0 {
 		d.status.LastDeliveredAt = d.clock.Now()
 	}
+}
+
+func (d *Dispatcher) recordParked(e store.OutboxEvent, errText string) {
+	now := d.clock.Now()
+	reason := ReasonRecordInvalid
+	if strings.Contains(errText, kerr.MessageTooLarge.Message) || strings.Contains(errText, kerr.RecordListTooLarge.Message) {
+		reason = ReasonRecordTooLarge
+	}
+	d.log.Error(errors.New(errText), "record refused for good: event parked", "flid", e.FLID.String(), "msg_id", e.MessageID,
+		"kind", e.Kind, "state_version", e.StateVersion, "reason", string(reason), "bytes", len(e.Payload))
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.status.Parked++
+	d.status.ParkedTotal++
+	d.status.LastParked = &Parked{EventID: e.ID, Kind: e.Kind, FLID: e.FLID, StateVersion: e.StateVersion,
+		MessageID: e.MessageID, Reason: reason, Error: errText, At: now}
 }
 
 func (d *Dispatcher) recordSuccess() {

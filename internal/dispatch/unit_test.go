@@ -55,7 +55,8 @@ func TestClassify(t *testing.T) {
 		fmt.Errorf("%w; last: %w", kgo.ErrRecordTimeout, kerr.SaslAuthenticationFailed): ReasonAuthenticationFailed,
 		fmt.Errorf("deliver: %w", kgo.ErrRecordTimeout):                                 ReasonBrokerUnavailable,
 		fmt.Errorf("%w: 3 records", errUnacknowledged):                                  ReasonBrokerUnavailable,
-		fmt.Errorf("deliver: %w", kerr.MessageTooLarge):                                 ReasonProduceFailed,
+		fmt.Errorf("deliver: %w", kerr.MessageTooLarge):                                 ReasonRecordTooLarge,
+		fmt.Errorf("deliver: %w", kerr.InvalidRecord):                                   ReasonRecordInvalid,
 		errors.New("something else"):                                                    ReasonProduceFailed,
 	} {
 		if got := classify(err); got != want {
@@ -88,6 +89,29 @@ func TestBackoffFromOptionsOrTheDefaultedFeed(t *testing.T) {
 		}
 		if o.BackoffInitial != c.initial || o.BackoffMax != c.maxDelay {
 			t.Errorf("%s: backoff %s..%s, want %s..%s", c.name, o.BackoffInitial, o.BackoffMax, c.initial, c.maxDelay)
+		}
+	}
+}
+
+// Only answers about the record itself park it; answers about the broker,
+// the topic or the producer are retried.
+func TestPermanentForRecord(t *testing.T) {
+	for err, want := range map[error]bool{
+		fmt.Errorf("x: %w (uncompressed_bytes=9)", kerr.MessageTooLarge): true,
+		kerr.RecordListTooLarge:       true,
+		kerr.InvalidRecord:            true,
+		kerr.CorruptMessage:           true,
+		kerr.InvalidTimestamp:         true,
+		kgo.ErrRecordTimeout:          false,
+		kerr.TopicAuthorizationFailed: false,
+		kerr.UnknownTopicOrPartition:  false,
+		kerr.NotLeaderForPartition:    false,
+		kerr.ProducerFenced:           false,
+		errHeldBack:                   false,
+		errAborted:                    false,
+	} {
+		if got := permanentForRecord(err); got != want {
+			t.Errorf("permanentForRecord(%v) = %v, want %v", err, got, want)
 		}
 	}
 }

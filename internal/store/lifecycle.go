@@ -169,7 +169,7 @@ func (s *Store) Prune(ctx context.Context, traceBefore, archiveBefore, eventsBef
 	}{
 		{`DELETE FROM schd_snap_log WHERE recv_at < $1`, traceBefore},
 		{`DELETE FROM msg_archive WHERE archived_at < $1`, archiveBefore},
-		{`DELETE FROM msg_event WHERE status <> 'PENDING' AND done_at < $1`, eventsBefore},
+		{`DELETE FROM msg_event WHERE status IN ('DELIVERED', 'SUPERSEDED') AND done_at < $1`, eventsBefore},
 	} {
 		if p.cutoff.IsZero() {
 			continue

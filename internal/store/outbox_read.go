@@ -88,7 +88,8 @@ func (s *Store) PendingEvents(ctx context.Context, limit int) ([]OutboxEvent, er
 // DELIVERED, and in the same statement every PENDING KAFKA_SCHD row of the
 // same FLID with a lower state_version becomes SUPERSEDED — the
 // acknowledged record carries a newer full state (or the tombstone), so
-// the older ones must never be sent. Rows that are no longer PENDING are
+// the older ones must never be sent. A PARKED older state of the FLID is
+// superseded too: it is obsolete once a newer one is on the topic. Rows that are no longer PENDING are
 // left alone, so a repeated call changes nothing.
 //
 // The statement is fenced like the pump's transactions: it changes rows
@@ -131,8 +132,15 @@ func (s *Store) MarkDelivered(ctx context.Context, epoch int64, ids []int64) (de
 			WHERE e.id = ANY(ARRAY(SELECT id FROM older)) AND e.status = 'PENDING'
 			  AND e.id NOT IN (SELECT id FROM d)
 			RETURNING e.id
+		), p AS (
+			UPDATE msg_event e SET status = 'SUPERSEDED', done_at = now()
+			FROM newest
+			WHERE e.status = 'PARKED' AND e.kind = 'KAFKA_SCHD' AND e.flid = newest.flid
+			  AND e.state_version < newest.v
+			RETURNING e.id
 		)
-		SELECT (SELECT epoch FROM pipeline_lock WHERE name = $2), (SELECT count(*) FROM d), (SELECT count(*) FROM s)`,
+		SELECT (SELECT epoch FROM pipeline_lock WHERE name = $2), (SELECT count(*) FROM d),
+			(SELECT count(*) FROM s) + (SELECT count(*) FROM p)`,
 		ids, LockName, epoch).Scan(&current, &delivered, &superseded)
 	if err != nil {
 		return 0, 0, fmt.Errorf("mark %d outbox events delivered: %w", len(ids), err)
