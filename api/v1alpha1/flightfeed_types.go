@@ -324,6 +324,25 @@ type KafkaSpec struct {
 	// +optional
 	// +kubebuilder:default="flightfeed"
 	TransactionalIDPrefix string `json:"transactionalIdPrefix,omitempty"`
+
+	// MaxRecordBytes is the largest record the topics accept, as the
+	// broker counts it (Kafka's max.message.bytes). A message whose flight
+	// state or notice would make a larger record is DEAD
+	// (STATE_TOO_LARGE) and changes nothing. The dispatcher compares it
+	// with the topics' max.message.bytes when the broker describes them
+	// and warns when a topic accepts less. Default 1048576 (1 MiB).
+	// +kubebuilder:validation:Minimum=4096
+	// +kubebuilder:validation:Maximum=1073741824
+	// +optional
+	// +kubebuilder:default=1048576
+	MaxRecordBytes int32 `json:"maxRecordBytes,omitempty"`
+
+	// Compression of the produced record batches: zstd, lz4 or none.
+	// Default zstd.
+	// +kubebuilder:validation:Enum=zstd;lz4;none
+	// +optional
+	// +kubebuilder:default="zstd"
+	Compression string `json:"compression,omitempty"`
 }
 
 // KafkaTopics names the two topics.

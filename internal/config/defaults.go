@@ -49,6 +49,8 @@ func SetDefaults(spec *v1alpha1.FlightFeedSpec) {
 		k.Transactions = &on
 	}
 	str(&k.TransactionalIDPrefix, DefaultTransactionalIDPrefix)
+	num(&k.MaxRecordBytes, DefaultMaxRecordBytes)
+	str(&k.Compression, DefaultCompression)
 
 	r := &spec.Requests
 	if r.Horizon == nil {

@@ -110,6 +110,15 @@ func validateMailbox(mb *v1alpha1.MailboxSpec, path *field.Path) field.ErrorList
 	return errs
 }
 
+// Bounds of kafka.maxRecordBytes, and the values of kafka.compression.
+const (
+	MinRecordBytes  = 4096
+	MaxRecordBytes  = 1 << 30
+	CompressionZstd = "zstd"
+	CompressionLZ4  = "lz4"
+	CompressionNone = "none"
+)
+
 func validateKafka(k *v1alpha1.KafkaSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	bp := path.Child("brokers")
@@ -142,6 +151,16 @@ func validateKafka(k *v1alpha1.KafkaSpec, path *field.Path) field.ErrorList {
 	}
 	if k.Topics.State == k.Topics.Notice {
 		errs = append(errs, field.Invalid(tp.Child("notice"), k.Topics.Notice, "must differ from topics.state"))
+	}
+	if k.MaxRecordBytes < MinRecordBytes || k.MaxRecordBytes > MaxRecordBytes {
+		errs = append(errs, field.Invalid(path.Child("maxRecordBytes"), k.MaxRecordBytes,
+			fmt.Sprintf("must be %d to %d bytes", MinRecordBytes, MaxRecordBytes)))
+	}
+	switch k.Compression {
+	case CompressionZstd, CompressionLZ4, CompressionNone:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("compression"), k.Compression,
+			[]string{CompressionZstd, CompressionLZ4, CompressionNone}))
 	}
 	if len(k.ClientID) > 128 {
 		errs = append(errs, field.TooLong(path.Child("clientId"), k.ClientID, 128))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/recsize"
 )
 
 // SASL mechanisms of KafkaSASL.Mechanism.
@@ -54,7 +55,8 @@ var ErrClient = errors.New("kafka client must be built by dispatch.NewClient")
 // only when kafka.allowAutoTopicCreation is set, and manual flushing (a
 // pass buffers all its records before any is sent). With kafka.transactions
 // (the default) the producer is transactional, its transactional.id the
-// feed's (config.Feed.TransactionalID). opts are appended and may override
+// feed's (config.Feed.TransactionalID). Batches are compressed with
+// kafka.compression and bounded by kafka.maxRecordBytes. opts are appended and may override
 // the defaults (tests shorten timeouts), but must keep idempotence,
 // acks=all, manual flushing and the transactional id, or New refuses the
 // client. Building the client contacts no broker: Run initialises the
@@ -86,6 +88,19 @@ func NewClient(feed *config.Feed, opts ...kgo.Opt) (*kgo.Client, error) {
 		kgo.MaxBufferedRecords(maxBufferedRecords),
 		kgo.RecordDeliveryTimeout(DefaultDeliveryTimeout),
 		kgo.WithHooks(&connWatch{}),
+	}
+	if k.MaxRecordBytes > 0 {
+		// The producer refuses a record whose batch alone would be larger,
+		// and batches records up to it: the topics' limit, which the pump
+		// already enforced at the door (package recsize).
+		base = append(base, kgo.ProducerBatchMaxBytes(k.MaxRecordBytes))
+	}
+	if k.Compression != "" {
+		codec, ok := recsize.Codec(k.Compression)
+		if !ok {
+			return nil, fmt.Errorf("compression %q is not zstd, lz4 or none", k.Compression)
+		}
+		base = append(base, kgo.ProducerBatchCompression(codec))
 	}
 	if k.AllowAutoTopicCreation {
 		base = append(base, kgo.AllowAutoTopicCreation())

@@ -22,6 +22,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/dispatch"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/recsize"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
@@ -101,9 +102,19 @@ func Start(ctx context.Context, feed *config.Feed, opts Options) (*Runner, error
 	// The pump wakes the dispatcher after commits; the hook is bound once
 	// both exist (before Run).
 	var wake func()
+	// One door for the pump and the dispatcher: the pump refuses a message
+	// whose records the topics would refuse (STATE_TOO_LARGE), the
+	// dispatcher lowers it to a topic's smaller limit, and the producer's
+	// batches follow it.
+	door, err := recsize.New(int(feed.Spec.Kafka.MaxRecordBytes), feed.Spec.Kafka.Compression)
+	if err != nil {
+		r.closeStore()
+		return nil, err
+	}
 	popts := pump.Options{Feed: feed, Store: pump.Postgres(st), Identity: opts.Identity, Epoch: epoch,
-		Log: opts.Log.WithName("pump"), Observer: opts.Observer, Notify: func() { wake() }}
-	kafkaOpts := opts.KafkaOpts
+		Log: opts.Log.WithName("pump"), Observer: opts.Observer, Notify: func() { wake() }, Door: door}
+	kafkaOpts := append(slices.Clip(opts.KafkaOpts),
+		kgo.ProducerBatchMaxBytesFn(func(string) int32 { return int32(door.Max()) })) //nolint:gosec // at most 1 GiB
 	var mbox *mailbox.Mailbox
 	if opts.Registerer != nil {
 		// The mailbox is opened here, not by the pump, for its pool's
@@ -131,7 +142,7 @@ func Start(ctx context.Context, feed *config.Feed, opts Options) (*Runner, error
 		r.closeStore()
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
-	d, err := dispatch.New(st, client, feed, dispatch.Options{Epoch: epoch, Log: opts.Log.WithName("dispatch")})
+	d, err := dispatch.New(st, client, feed, dispatch.Options{Epoch: epoch, Log: opts.Log.WithName("dispatch"), Door: door})
 	if err != nil {
 		client.Close()
 		p.Close()

@@ -40,6 +40,11 @@ const (
 	ReasonUnsupported  = "UNSUPPORTED"
 	// ReasonEmptyBody: the mailbox row's body column is NULL.
 	ReasonEmptyBody = "EMPTY_BODY"
+	// ReasonStateTooLarge: the message would make a flight's state or
+	// notice a Kafka record larger than kafka.maxRecordBytes, which the
+	// topics would refuse for good (store.TooLarge says which flight,
+	// which field and how large).
+	ReasonStateTooLarge = "STATE_TOO_LARGE"
 )
 
 // Flags recorded beside a result (proc_state.flags, trace log).
@@ -58,6 +63,7 @@ const (
 func Classify(err error) (Verdict, string) {
 	var rej *snapshot.Rejection
 	var sisErr *sis.Error
+	var tooLarge *store.TooLarge
 	switch {
 	case err == nil:
 		return 0, ""
@@ -65,6 +71,8 @@ func Classify(err error) (Verdict, string) {
 		return VerdictFenced, ReasonInfra
 	case errors.As(err, &rej):
 		return VerdictDead, rej.Reason
+	case errors.As(err, &tooLarge):
+		return VerdictDead, ReasonStateTooLarge
 	case errors.As(err, &sisErr):
 		if sisErr.Class == sis.ClassUnsupported {
 			return VerdictUnsupported, string(sisErr.Reason)

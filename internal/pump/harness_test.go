@@ -264,9 +264,11 @@ func testFeed(t *testing.T, mailboxDSN, databaseDSN string, extra ...string) *co
 	doc := fmt.Sprintf(`airport: {iata: PEK, timeZone: Asia/Shanghai}
 mailbox: {dsn: %q, pollInterval: 10ms, batchSize: 50%s}
 database: {dsn: %q}
-kafka: {brokers: ["127.0.0.1:9092"]}
 `, mailboxDSN, mailboxExtra, databaseDSN)
 	overrides := strings.Join(rest, "\n")
+	if !strings.Contains(overrides, "kafka:") {
+		doc += `kafka: {brokers: ["127.0.0.1:9092"]}` + "\n"
+	}
 	if !strings.Contains(overrides, "requests:") {
 		doc += "requests: {disabled: true}\n"
 	}

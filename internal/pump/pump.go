@@ -3,6 +3,7 @@ package pump
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/recsize"
 	"github.com/flightfeed/flightfeed/internal/sis"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
@@ -84,6 +86,11 @@ type Options struct {
 	Log logr.Logger
 	// Observer receives metrics (default NopObserver).
 	Observer Observer
+	// Door measures the Kafka records a message would publish against
+	// kafka.maxRecordBytes (STATE_TOO_LARGE); when nil, New builds it from
+	// the feed. feedrun shares it with the dispatcher, which lowers it when
+	// a topic accepts less.
+	Door *recsize.Measure
 }
 
 // Pump runs one feed.
@@ -148,6 +155,13 @@ func New(ctx context.Context, opts Options) (*Pump, error) {
 	}
 	if opts.Observer == nil {
 		opts.Observer = NopObserver{}
+	}
+	if opts.Door == nil && feed.Spec.Kafka.MaxRecordBytes > 0 {
+		door, err := recsize.New(int(feed.Spec.Kafka.MaxRecordBytes), feed.Spec.Kafka.Compression)
+		if err != nil {
+			return nil, fmt.Errorf("pump: %w", err)
+		}
+		opts.Door = door
 	}
 	st := opts.Store
 	mbox := opts.Inbox
@@ -225,7 +239,7 @@ func (p *Pump) Drained(ctx context.Context) (bool, error) {
 }
 
 func (p *Pump) meta(m *sis.Message, row mailbox.Row) store.Meta {
-	return store.Meta{MessageID: row.ID, ReceivedAt: row.Received, Type: m.Meta.Type, Styp: m.Meta.Styp}
+	return store.Meta{MessageID: row.ID, ReceivedAt: row.Received, Type: m.Meta.Type, Styp: m.Meta.Styp, Door: p.opts.Door}
 }
 
 type mailboxResult = mailbox.Result

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/recsize"
 )
 
 // Meta identifies the message whose effects a transaction writes.
@@ -22,6 +23,102 @@ type Meta struct {
 	ReceivedAt time.Time
 	Type       string
 	Styp       string
+	// Door, when set, is the largest Kafka record the topics accept
+	// (kafka.maxRecordBytes) and the producer's codec: a message whose new
+	// flight state or notice would make a larger record is refused with a
+	// *TooLarge error and changes nothing.
+	Door *recsize.Measure
+}
+
+// TooLarge refuses a message whose effect would publish a record larger
+// than the topics accept (the pump's STATE_TOO_LARGE).
+type TooLarge struct {
+	FLID flight.FLID
+	// Kind is KindState or KindNotice.
+	Kind string
+	// Size is the record as counted (uncompressed, and compressed as the
+	// broker counts it); Limit is kafka.maxRecordBytes.
+	Size  recsize.Size
+	Limit int
+	// Field is the state's largest field (the one that grew), FieldBytes
+	// its size in the document and Items its elements when it is a list.
+	Field      string
+	FieldBytes int
+	Items      int
+}
+
+func (e *TooLarge) Error() string {
+	what := "state"
+	if e.Kind == KindNotice {
+		what = "change notice"
+	}
+	msg := fmt.Sprintf("flight %s: its %s would be a Kafka record of %d bytes (%d compressed), more than kafka.maxRecordBytes %d",
+		e.FLID, what, e.Size.Uncompressed, e.Size.Compressed, e.Limit)
+	if e.Field != "" {
+		msg += fmt.Sprintf("; largest field %s: %d bytes", e.Field, e.FieldBytes)
+		if e.Items > 0 {
+			msg += fmt.Sprintf(" in %d items", e.Items)
+		}
+	}
+	return msg
+}
+
+// RecordHeaders are the headers package dispatch sends with an outbox
+// event's record (SPEC §3.3); the door counts them, and dispatch's tests
+// check that both agree.
+func RecordHeaders(event string, version int64, day string) []recsize.Header {
+	h := []recsize.Header{{Key: "state-version", Value: strconv.FormatInt(version, 10)}, {Key: "event", Value: event}}
+	if day != "" {
+		h = append(h, recsize.Header{Key: "operation-day", Value: day})
+	}
+	return h
+}
+
+// checkDoor measures the record of one event against the door.
+func checkDoor(door *recsize.Measure, e *outboxEvent) error {
+	if door == nil {
+		return nil
+	}
+	day := ""
+	if e.day != nil {
+		day = *e.day
+	}
+	key := strconv.AppendInt(nil, e.flid, 10)
+	size := door.Of(key, []byte(e.payload), RecordHeaders(e.event, e.version, day))
+	if door.Fits(size) {
+		return nil
+	}
+	tl := &TooLarge{FLID: flight.FLID(e.flid), Kind: e.kind, Size: size, Limit: door.Max()} //nolint:gosec // 12 digits
+	tl.Field, tl.FieldBytes, tl.Items = largestField([]byte(e.payload))
+	return tl
+}
+
+// largestField names the top-level member of a JSON document with the most
+// bytes (and its elements when it is an array or object), "" when the
+// document is not an object.
+func largestField(doc []byte) (name string, size, items int) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &fields); err != nil {
+		return "", 0, 0
+	}
+	for k, v := range fields {
+		if len(v) > size || (len(v) == size && k < name) {
+			name, size = k, len(v)
+		}
+	}
+	switch v := fields[name]; {
+	case len(v) > 0 && v[0] == '[':
+		var a []json.RawMessage
+		if json.Unmarshal(v, &a) == nil {
+			items = len(a)
+		}
+	case len(v) > 0 && v[0] == '{':
+		var o map[string]json.RawMessage
+		if json.Unmarshal(v, &o) == nil {
+			items = len(o)
+		}
+	}
+	return name, size, items
 }
 
 // Outbox event kinds and events (msg_event.kind / msg_event.event).
@@ -82,10 +179,16 @@ func upsertEvents(next *flight.State, changed []string, meta Meta) ([]outboxEven
 	n := appendNotice(nil, changed, next.FLID, meta, next.StateVersion)
 	flid := int64(next.FLID) //nolint:gosec // at most 12 digits
 	day := dayPtr(next.OperationDay)
-	return []outboxEvent{
+	events := []outboxEvent{
 		{kind: KindState, event: EventUpsert, flid: flid, version: next.StateVersion, day: day, messageID: meta.MessageID, payload: string(doc)},
 		{kind: KindNotice, event: EventNotice, flid: flid, version: next.StateVersion, day: day, messageID: meta.MessageID, payload: string(n)},
-	}, nil
+	}
+	for i := range events {
+		if err := checkDoor(meta.Door, &events[i]); err != nil {
+			return nil, err
+		}
+	}
+	return events, nil
 }
 
 // deleteEvents are the tombstone (seed 000 §7.3) and its notice, whose
