@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
@@ -74,4 +75,33 @@ func countLeftover(ctx context.Context, feed *config.Feed) (leftover, error) {
 		return left, err
 	}
 	return left, nil
+}
+
+// parkedAfterDrain is the outcome of a drain that ended: nil when no
+// outbox event is parked, else an error whose one line says how many, the
+// oldest and what to do.
+func parkedAfterDrain(ctx context.Context, r *feedrun.Runner) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), countTimeout)
+	defer cancel()
+	n, first, err := r.Parked(cctx)
+	if err != nil {
+		return fmt.Errorf("pump --drain: drained, but the parked outbox events could not be counted: %w", err)
+	}
+	if n == 0 {
+		return nil
+	}
+	what := ""
+	if first != nil {
+		what = fmt.Sprintf(" (oldest: event %d, the %s of flight %s at version %d: %s)", first.ID, kindName(first.Kind),
+			first.FLID, first.StateVersion, oneLine(first.LastError, 160))
+	}
+	return fmt.Errorf("pump --drain: drained, but %d outbox event(s) are PARKED: Kafka refused them for good%s; "+
+		"list them with `flightfeed parked`, re-deliver with `flightfeed parked --redeliver ID|all` once the cause is fixed", n, what)
+}
+
+func kindName(kind string) string {
+	if kind == store.KindNotice {
+		return "notice"
+	}
+	return "state"
 }

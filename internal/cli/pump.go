@@ -23,7 +23,9 @@ the full-day requests and runs the lifecycle jobs; beside it the dispatcher
 publishes the outbox to Kafka. It runs until SIGINT or SIGTERM; a transaction in
 flight is rolled back, never half-applied. With --drain it exits 0 once every
 mailbox row is processed and written back and every event is delivered; a
-signal before that makes it exit 1 and say what was left.`,
+signal before that makes it exit 1 and say what was left. Events Kafka refused
+for good (PARKED, see flightfeed parked) do not hold the drain: it ends, and
+exits 1 with a one-line summary when any is parked.`,
 		Args: cobra.NoArgs,
 	}
 	load := configFlag(cmd)
@@ -59,6 +61,8 @@ signal before that makes it exit 1 and say what was left.`,
 			// stopped it; only the second leaves ctx cancelled.
 			if err = r.Drain(ctx); err == nil && ctx.Err() != nil {
 				err = interruptedDrain(ctx, feed)
+			} else if err == nil {
+				err = parkedAfterDrain(ctx, r)
 			}
 		} else {
 			err = r.Run(ctx)

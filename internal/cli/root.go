@@ -100,6 +100,7 @@ operator (manager) or, for one feed without Kubernetes, as a pump.`,
 		newSimulateCommand(),
 		newDeadCommand(),
 		newReplayCommand(),
+		newParkedCommand(),
 		newStatusCommand(),
 	)
 	return root

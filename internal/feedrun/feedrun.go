@@ -70,6 +70,8 @@ type Runner struct {
 	client *kgo.Client
 	// owned is the store Start opened itself (nil when it was given).
 	owned *store.Store
+	// st is the store in use, owned or given.
+	st *store.Store
 	// metrics are the connections' statistics (nil without a Registerer).
 	metrics *clientMetrics
 }
@@ -150,7 +152,7 @@ func Start(ctx context.Context, feed *config.Feed, opts Options) (*Runner, error
 		return nil, err
 	}
 	wake = d.Notify
-	r.pump, r.disp, r.client = p, d, client
+	r.pump, r.disp, r.client, r.st = p, d, client, st
 	if r.metrics != nil {
 		if err := r.metrics.register(st, mbox); err != nil {
 			// Metrics never stop a feed; the series are missing and the log says why.
@@ -175,7 +177,8 @@ func (r *Runner) Run(ctx context.Context) error {
 }
 
 // Drain returns nil once every mailbox row is processed and written back
-// and every outbox event is delivered (or superseded).
+// and every outbox event is delivered, superseded or parked (Parked says
+// how many are parked).
 func (r *Runner) Drain(ctx context.Context) error {
 	return r.run(ctx, func(ctx context.Context) error { return r.pump.Drain(ctx, r.disp.Idle) })
 }
@@ -203,6 +206,20 @@ func (r *Runner) run(ctx context.Context, pumpRun func(context.Context) error) e
 		return nil
 	}
 	return err
+}
+
+// Parked returns the number of parked outbox events and the oldest of them
+// (nil when none): what `pump --drain` reports when it ends.
+func (r *Runner) Parked(ctx context.Context) (int64, *store.ParkedEvent, error) {
+	n, err := r.st.ParkedCount(ctx)
+	if err != nil || n == 0 {
+		return n, nil, err
+	}
+	first, err := r.st.ParkedEvents(ctx, 1)
+	if err != nil || len(first) == 0 {
+		return n, nil, err
+	}
+	return n, &first[0], nil
 }
 
 // Status is a feed's point-in-time report: the pump's, with the
