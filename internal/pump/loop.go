@@ -122,14 +122,25 @@ func (p *Pump) step(ctx context.Context) (worked bool, wait time.Duration, err e
 		}
 		p.infraAttempts = 0
 		p.update(func(s *Status) { s.HeadID, s.HeadBlockedSince, s.HeadLastError = 0, time.Time{}, "" })
+		wait := p.emptyWait(poll)
+		now := p.clock.Now()
+		if wait < poll && now.Sub(p.lastJobs) < time.Second {
+			// Rows keep arriving: look at the head again soon; the
+			// chores below run once a second meanwhile, as between batches.
+			// This fresh read found the head empty: nothing is queued.
+			p.update(func(s *Status) { s.QueueDepth, s.Lag = 0, 0 })
+			return false, wait, nil
+		}
+		p.lastJobs = now
 		p.retryBackfills(ctx)
 		p.runJobs(ctx)
 		if err := p.runReplays(ctx); err != nil {
 			return false, 0, err
 		}
 		p.refreshDepth(ctx)
-		return false, poll, nil
+		return false, wait, nil
 	}
+	p.emptyReads = 0
 	p.ahead = p.readAhead(ctx, next.rows)
 	out := p.processBatch(ctx, next.rows, next.batch)
 	if out.err != nil || out.blocked || !out.whole {
@@ -153,6 +164,25 @@ func (p *Pump) step(ctx context.Context) (worked bool, wait time.Duration, err e
 		}
 	}
 	return true, 0, nil
+}
+
+// emptyWait is how long to wait after an empty head read. While rows keep
+// arriving the head is read again soon — pollInterval/16 after a batch,
+// doubling with every empty read — so a message that arrives just after a
+// read waits a few milliseconds, not a whole pollInterval; once the head
+// has stayed empty for about one pollInterval the wait is pollInterval
+// again until the next batch, so an idle feed costs what it did.
+func (p *Pump) emptyWait(poll time.Duration) time.Duration {
+	if p.emptyReads < 0 {
+		return poll
+	}
+	wait := max(poll/16, time.Millisecond) << p.emptyReads
+	p.emptyReads++
+	if wait >= poll {
+		p.emptyReads = -1
+		return poll
+	}
+	return wait
 }
 
 // reading is a head read in progress; rows, batch and err are set when

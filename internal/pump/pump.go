@@ -129,6 +129,9 @@ type Pump struct {
 	nextJobs   time.Time
 	lastDepth  time.Time
 	lastJobs   time.Time
+	// emptyReads counts the empty head reads since the last batch; -1:
+	// none since the pump started or fell back to pollInterval (emptyWait).
+	emptyReads int
 	// rate measures messages per second over windows of 10 s or more.
 	rate struct {
 		since time.Time
@@ -175,11 +178,12 @@ func New(ctx context.Context, opts Options) (*Pump, error) {
 	p := &Pump{
 		opts: opts, feed: feed, store: st, mbox: mbox, epoch: opts.Epoch,
 		log: opts.Log, clock: opts.Clock, obs: opts.Observer,
-		rand:      rand.New(rand.NewPCG(uint64(opts.Clock.Now().UnixNano()), 0x5eed)), //nolint:gosec // jitter only
-		decode:    sis.Options{MaxBytes: feed.Spec.Mailbox.MaxMessageBytes, Location: feed.Location},
-		lastSeqn:  map[string]int{},
-		cache:     store.NewStateCache(0),
-		batchSize: 1,
+		rand:       rand.New(rand.NewPCG(uint64(opts.Clock.Now().UnixNano()), 0x5eed)), //nolint:gosec // jitter only
+		decode:     sis.Options{MaxBytes: feed.Spec.Mailbox.MaxMessageBytes, Location: feed.Location},
+		lastSeqn:   map[string]int{},
+		cache:      store.NewStateCache(0),
+		emptyReads: -1,
+		batchSize:  1,
 	}
 	if p.epoch == 0 {
 		var err error

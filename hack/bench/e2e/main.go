@@ -190,8 +190,10 @@ type feed struct {
 	day            string
 	loc            *time.Location
 	seqn           int
-	// consumer reads both topics from the start, read_committed.
+	// consumer reads both topics from the start, read_committed; read
+	// counts what it read.
 	consumer *kgo.Client
+	read     kafkaRead
 }
 
 func newFeed(ctx context.Context, o options, name string) (*feed, error) {
@@ -231,9 +233,7 @@ func newFeed(ctx context.Context, o options, name string) (*feed, error) {
 		f.loc = time.FixedZone("Asia/Shanghai", 8*3600)
 	}
 	f.day = time.Now().In(f.loc).Format(time.DateOnly)
-	if f.consumer, err = kgo.NewClient(kgo.SeedBrokers(f.brokers...), kgo.ConsumeTopics("KAFKA_SCHD", "KAFKA_MSG"),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.FetchMaxWait(50*time.Millisecond)); err != nil {
+	if f.consumer, err = newConsumer(f.brokers); err != nil {
 		return nil, err
 	}
 	if out, err := exec.CommandContext(ctx, o.bin, "migrate", "--config", f.config).CombinedOutput(); err != nil {
@@ -317,7 +317,7 @@ func (f *feed) resp(ctx context.Context, n int, empty time.Duration) error {
 	if err != nil {
 		return err
 	}
-	k, err := f.readKafka(ctx)
+	k, err := f.readKafka(ctx, n, 0)
 	if err != nil {
 		return err
 	}
@@ -353,7 +353,7 @@ func (f *feed) backlog(ctx context.Context, n int, empty time.Duration, tps floa
 	if ok != n {
 		return fmt.Errorf("backlog of %d: %d rows SUCCEEDED", n, ok)
 	}
-	k, err := f.readKafka(ctx)
+	k, err := f.readKafka(ctx, 0, n)
 	if err != nil {
 		return err
 	}
@@ -397,17 +397,45 @@ type kafkaRead struct {
 	last          time.Time
 }
 
-// readKafka reads the records committed since the last call, until none
-// comes for a second.
-func (f *feed) readKafka(ctx context.Context) (kafkaRead, error) {
+// readKafka reads the records committed since the last call until it has
+// read at least wantState state and wantNotice notice records, or none
+// came for 15 s. A consumer that falls short is replaced by a fresh one
+// reading from the start (kfake's read_committed fetches were seen to
+// stall a consumer under load); only what that one misses is missing.
+func (f *feed) readKafka(ctx context.Context, wantState, wantNotice int) (kafkaRead, error) {
+	k, err := f.consume(ctx, wantState, wantNotice)
+	if err != nil || (k.state >= wantState && k.notice >= wantNotice) {
+		return k, err
+	}
+	fmt.Printf("  (the Kafka consumer stalled after %d state and %d notice records; reading again with a fresh one)\n", k.state, k.notice)
+	f.consumer.Close()
+	if f.consumer, err = newConsumer(f.brokers); err != nil {
+		return k, err
+	}
+	before := f.read
+	f.read = kafkaRead{}
+	all, err := f.consume(ctx, before.state+wantState, before.notice+wantNotice)
+	return kafkaRead{state: all.state - before.state, notice: all.notice - before.notice, last: all.last}, err
+}
+
+func newConsumer(brokers []string) (*kgo.Client, error) {
+	return kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics("KAFKA_SCHD", "KAFKA_MSG"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxWait(50*time.Millisecond))
+}
+
+func (f *feed) consume(ctx context.Context, wantState, wantNotice int) (kafkaRead, error) {
 	var k kafkaRead
-	for {
+	quiet := time.Now()
+	for k.state < wantState || k.notice < wantNotice || time.Since(quiet) < 200*time.Millisecond {
+		if time.Since(quiet) > 15*time.Second {
+			break
+		}
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		fetches := f.consumer.PollFetches(pctx)
 		cancel()
-		n := 0
 		fetches.EachRecord(func(r *kgo.Record) {
-			n++
+			quiet = time.Now()
 			if r.Topic == "KAFKA_SCHD" {
 				k.state++
 			} else {
@@ -422,10 +450,10 @@ func (f *feed) readKafka(ctx context.Context) (kafkaRead, error) {
 				return k, fmt.Errorf("read Kafka: %w", e.Err)
 			}
 		}
-		if n == 0 {
-			return k, nil
-		}
 	}
+	f.read.state += k.state
+	f.read.notice += k.notice
+	return k, nil
 }
 
 // latencyRun runs the pump (not draining) and writes one FLOP every
@@ -433,7 +461,7 @@ func (f *feed) readKafka(ctx context.Context) (kafkaRead, error) {
 // the latency of a message is its change notice's arrival at a
 // read_committed consumer minus its DATE_RECEIVED.
 func (f *feed) latencyRun(ctx context.Context) error {
-	if _, err := f.readKafka(ctx); err != nil {
+	if _, err := f.readKafka(ctx, 0, 0); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
