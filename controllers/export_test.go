@@ -15,7 +15,7 @@ type TestElector struct{ e *leaseElector }
 
 func NewTestElector(leases coordinationv1client.LeasesGetter, key types.NamespacedName, identity string,
 	owner metav1.OwnerReference, timings LeaseTimings, clk clock.Clock) *TestElector {
-	return &TestElector{e: newLeaseElector(leases, key, identity, owner, timings, clk)}
+	return &TestElector{e: newLeaseElector(leases, key, identity, metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{owner}}, timings, clk)}
 }
 
 func (t *TestElector) Try(ctx context.Context) (bool, string) {

@@ -133,11 +133,12 @@ func (h *harness) startReplica(identity string) *replica {
 	return h.startReplicaWith(identity, h.runners.factory)
 }
 
-// startReplicaWith is startReplica with the given runner factory.
-func (h *harness) startReplicaWith(identity string, factory controllers.RunnerFactory) *replica {
+// startReplicaWith is startReplica with the given runner factory; edits
+// change the options before the manager is built.
+func (h *harness) startReplicaWith(identity string, factory controllers.RunnerFactory, edits ...func(*operator.Options)) *replica {
 	h.t.Helper()
 	r := &replica{identity: identity, registry: prometheus.NewRegistry(), probe: loopback.FreeAddr(h.t), done: make(chan error, 1)}
-	mgr, err := operator.New(operator.Options{
+	o := operator.Options{
 		RestConfig:      restCfg,
 		MetricsAddr:     "0",
 		ProbeAddr:       r.probe,
@@ -151,8 +152,13 @@ func (h *harness) startReplicaWith(identity string, factory controllers.RunnerFa
 		Factory:         factory,
 		Registry:        r.registry,
 		Namespaces:      []string{h.ns},
+		LeaseNamespace:  h.ns,
 		Log:             ctrl.Log.WithName(identity),
-	})
+	}
+	for _, edit := range edits {
+		edit(&o)
+	}
+	mgr, err := operator.New(o)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -241,10 +247,10 @@ func (h *harness) waitEvent(key types.NamespacedName, reason, substr string) eve
 	return found
 }
 
-// lease reads the feed's Lease.
+// lease reads the feed's Lease (the replicas' namespace is the test's).
 func (h *harness) lease(key types.NamespacedName) (*coordinationv1.Lease, error) {
 	var l coordinationv1.Lease
-	err := h.c.Get(h.ctx(), types.NamespacedName{Namespace: key.Namespace, Name: controllers.LeaseName(key.Name)}, &l)
+	err := h.c.Get(h.ctx(), types.NamespacedName{Namespace: h.ns, Name: controllers.FeedLeaseName(key)}, &l)
 	return &l, err
 }
 

@@ -74,14 +74,63 @@ func (t LeaseTimings) Validate() error {
 	return nil
 }
 
-// leasePrefix starts the name of every feed's Lease.
-const leasePrefix = "flightfeed-"
+// legacyLeasePrefix starts the name of a feed's Lease as releases before
+// the namespaced Leases kept it, in the feed's own namespace.
+const legacyLeasePrefix = "flightfeed-"
 
-// LeaseName is the name of a feed's Lease (in the feed's namespace):
-// "flightfeed-<feed>", shortened with a hash when that would be too long.
-func LeaseName(feed string) string {
-	return boundedName(leasePrefix, feed, "")
+// LegacyLeaseName is the name of a feed's Lease in the feed's namespace as
+// earlier releases kept it ("flightfeed-<feed>", shortened with a hash
+// when too long). The manager only touches it while migrating
+// (SupervisorOptions.LegacyLeases): see README "Upgrade notes".
+func LegacyLeaseName(feed string) string {
+	return boundedName(legacyLeasePrefix, feed, "")
 }
+
+// Lease names in the manager's namespace.
+const (
+	// leasePrefix starts every feed Lease name; the dot keeps it apart
+	// from every legacy name ("flightfeed-…"), so a feed living in the
+	// manager's own namespace cannot meet its legacy Lease.
+	leasePrefix = "flightfeed."
+	// maxLeaseName keeps Lease names label-sized.
+	maxLeaseName = 63
+	// leaseHashLen hex digits of SHA-256 end a shortened name.
+	leaseHashLen = 16
+)
+
+// FeedLeaseName is the name of the feed's Lease in the manager's
+// namespace: "flightfeed.<namespace>.<name>" when that has at most 62
+// characters. A namespace has no dots, so the first dot after the prefix
+// tells namespace and name apart and two feeds never share a name. Longer
+// ones are cut to exactly 63 characters ending in "-" and 16 hex digits of
+// SHA-256 of "<namespace>/<name>": a length no short name has, so a
+// shortened name can only meet another shortened one (a 64-bit hash
+// collision).
+func FeedLeaseName(feed types.NamespacedName) string {
+	name := leasePrefix + feed.Namespace + "." + feed.Name
+	if len(name) < maxLeaseName {
+		return name
+	}
+	sum := sha256.Sum256([]byte(feed.Namespace + "/" + feed.Name))
+	hash := hex.EncodeToString(sum[:])[:leaseHashLen]
+	keep := name[:maxLeaseName-len(hash)-1]
+	// A label may not end in '.' or '-' before the hash's '-': replace
+	// (never drop) what would, so the length stays exactly 63.
+	b := []byte(keep)
+	for i := len(b) - 1; i >= 0 && (b[i] == '.' || b[i] == '-'); i-- {
+		b[i] = 'x'
+	}
+	return string(b) + "-" + hash
+}
+
+// Labels and annotations of a feed's Lease in the manager's namespace (it
+// cannot be owned by a FlightFeed of another namespace).
+const (
+	// LabelLeaseFeed marks a Lease as a FlightFeed's.
+	LabelLeaseFeed = "flightfeed.aero/feed-lease"
+	// AnnotationLeaseFeed names the feed, "<namespace>/<name>".
+	AnnotationLeaseFeed = "flightfeed.aero/feed"
+)
 
 // boundedName joins prefix, name and suffix into a valid object name (at
 // most 253 characters), replacing the end of name by a hash of it when
@@ -136,9 +185,11 @@ type leaseElector struct {
 	leases   coordinationv1client.LeasesGetter
 	key      types.NamespacedName
 	identity string
-	owner    metav1.OwnerReference
-	timings  LeaseTimings
-	clock    clock.Clock
+	// meta is what a Lease this elector creates carries besides its name:
+	// labels, annotations, owner.
+	meta    metav1.ObjectMeta
+	timings LeaseTimings
+	clock   clock.Clock
 
 	observedRV string
 	observedAt time.Time
@@ -153,8 +204,8 @@ type leaseElector struct {
 }
 
 func newLeaseElector(leases coordinationv1client.LeasesGetter, key types.NamespacedName, identity string,
-	owner metav1.OwnerReference, timings LeaseTimings, clk clock.Clock) *leaseElector {
-	return &leaseElector{leases: leases, key: key, identity: identity, owner: owner, timings: timings, clock: clk}
+	meta metav1.ObjectMeta, timings LeaseTimings, clk clock.Clock) *leaseElector {
+	return &leaseElector{leases: leases, key: key, identity: identity, meta: meta, timings: timings, clock: clk}
 }
 
 // acquire tries every RetryPeriod (with jitter) until this replica holds
@@ -250,10 +301,8 @@ func (e *leaseElector) try(ctx context.Context) (bool, string, error) {
 	}
 	lease, err := leases.Get(ctx, e.key.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		lease = &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: e.key.Name, Namespace: e.key.Namespace,
-				OwnerReferences: []metav1.OwnerReference{e.owner}},
-		}
+		lease = &coordinationv1.Lease{ObjectMeta: *e.meta.DeepCopy()}
+		lease.Name, lease.Namespace = e.key.Name, e.key.Namespace
 		e.stamp(lease, now, true)
 		created, err := leases.Create(ctx, lease, metav1.CreateOptions{})
 		if err != nil {

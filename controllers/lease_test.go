@@ -68,7 +68,7 @@ func TestLeaseTimings(t *testing.T) {
 func TestNamesStayValid(t *testing.T) {
 	long := strings.Repeat("a", 240) + "." + strings.Repeat("b", 12)
 	for _, name := range []string{"pek", long, strings.Repeat("x", 253)} {
-		lease := LeaseName(name)
+		lease := LegacyLeaseName(name)
 		if errs := validation.IsDNS1123Subdomain(lease); len(errs) > 0 {
 			t.Errorf("lease name %q: %v", lease, errs)
 		}
@@ -80,11 +80,62 @@ func TestNamesStayValid(t *testing.T) {
 			t.Errorf("day name %q lost its day", day)
 		}
 	}
-	if LeaseName("pek") != "flightfeed-pek" || DayName("pek", "2026-09-09") != "pek-2026-09-09" {
-		t.Fatalf("short names changed: %s %s", LeaseName("pek"), DayName("pek", "2026-09-09"))
+	if LegacyLeaseName("pek") != "flightfeed-pek" || DayName("pek", "2026-09-09") != "pek-2026-09-09" {
+		t.Fatalf("short names changed: %s %s", LegacyLeaseName("pek"), DayName("pek", "2026-09-09"))
 	}
-	if LeaseName(long) == LeaseName(long[:len(long)-1]+"c") {
+	if LegacyLeaseName(long) == LegacyLeaseName(long[:len(long)-1]+"c") {
 		t.Fatal("two long names share a lease")
+	}
+}
+
+// The Lease of a feed in the manager's namespace: at most 63 characters,
+// a valid name, readable when short, and never shared by two feeds, nor
+// with any feed's legacy Lease ("flightfeed-<name>") in the same namespace.
+func TestFeedLeaseName(t *testing.T) {
+	ns63 := strings.Repeat("n", 63)
+	name253 := strings.Repeat("f", 120) + "." + strings.Repeat("g", 132)
+	for _, tc := range []struct {
+		ns, name, want string
+	}{
+		{"ops", "pek", "flightfeed.ops.pek"},
+		{"ops", "pek.v2", "flightfeed.ops.pek.v2"},
+		// 62 characters stay as they are.
+		{"ops", strings.Repeat("p", 47), "flightfeed.ops." + strings.Repeat("p", 47)},
+		// 63 and more are cut and hashed to exactly 63.
+		{"ops", strings.Repeat("p", 48), ""},
+		{ns63, name253, ""},
+		// A dot or dash before the hash is replaced, the length kept.
+		{"ops", strings.Repeat("p", 30) + "." + strings.Repeat("q", 40), ""},
+		{"ops", strings.Repeat("p", 30) + "--" + strings.Repeat("q", 40), ""},
+	} {
+		got := FeedLeaseName(types.NamespacedName{Namespace: tc.ns, Name: tc.name})
+		if tc.want != "" && got != tc.want {
+			t.Errorf("%s/%s: %q, want %q", tc.ns, tc.name, got, tc.want)
+		}
+		if tc.want == "" && len(got) != 63 {
+			t.Errorf("%s/%s: %q has %d characters, want a shortened 63", tc.ns, tc.name, got, len(got))
+		}
+		if errs := validation.IsDNS1123Subdomain(got); len(errs) > 0 {
+			t.Errorf("%s/%s: %q: %v", tc.ns, tc.name, got, errs)
+		}
+		if !strings.HasPrefix(got, "flightfeed.") {
+			t.Errorf("%q can meet a legacy Lease name", got)
+		}
+	}
+	// Splits of the same characters between namespace and name, and long
+	// names differing in their last character, get distinct Leases.
+	seen := map[string]string{}
+	for _, k := range []types.NamespacedName{
+		{Namespace: "a-b", Name: "c"}, {Namespace: "a", Name: "b.c"}, {Namespace: "a", Name: "b-c"},
+		{Namespace: "ab", Name: "c"}, {Namespace: "a", Name: "bc"},
+		{Namespace: "ops", Name: strings.Repeat("p", 60) + "a"}, {Namespace: "ops", Name: strings.Repeat("p", 60) + "b"},
+		{Namespace: "ops", Name: strings.Repeat("p", 47)}, {Namespace: "ops", Name: strings.Repeat("p", 47) + "x"},
+	} {
+		n := FeedLeaseName(k)
+		if prev, ok := seen[n]; ok {
+			t.Errorf("%s and %s share the Lease %q", prev, k, n)
+		}
+		seen[n] = k.String()
 	}
 }
 
@@ -134,10 +185,10 @@ func nextLine(t *testing.T, lines <-chan string) string {
 // every try, whether acquiring or renewing, instead of looping silently.
 func TestForbiddenLeaseIsLogged(t *testing.T) {
 	t.Parallel()
-	key := types.NamespacedName{Namespace: "ns", Name: LeaseName("pek")}
+	key := types.NamespacedName{Namespace: "ns", Name: LegacyLeaseName("pek")}
 	timings := LeaseTimings{}.WithDefaults()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 9, 9, 8, 0, 0, 0, time.UTC))
-	e := newLeaseElector(forbiddenLeases{}, key, "replica-a", metav1.OwnerReference{}, timings, clk)
+	e := newLeaseElector(forbiddenLeases{}, key, "replica-a", metav1.ObjectMeta{}, timings, clk)
 	log, lines := logLines()
 	wantForbidden := func(line, attempt string) {
 		t.Helper()
@@ -168,7 +219,7 @@ func TestForbiddenLeaseIsLogged(t *testing.T) {
 	// after the renew deadline. (A clock of its own: acquire left a timer
 	// on the first.)
 	clk = clocktesting.NewFakeClock(clk.Now())
-	e = newLeaseElector(forbiddenLeases{}, key, "replica-a", metav1.OwnerReference{}, timings, clk)
+	e = newLeaseElector(forbiddenLeases{}, key, "replica-a", metav1.ObjectMeta{}, timings, clk)
 	e.renewed(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}, clk.Now())
 	held := make(chan error, 1)
 	go func() { held <- e.hold(logf.IntoContext(t.Context(), log)) }()

@@ -124,6 +124,9 @@ func (r *FlightFeedReconciler) finalize(ctx context.Context, ff *v1alpha1.Flight
 		// it reconciles the deletion.
 		return ctrl.Result{RequeueAfter: r.Supervisors.Timings().RetryPeriod}, nil
 	}
+	if err := r.deleteLease(ctx, key); err != nil {
+		return ctrl.Result{}, err
+	}
 	orig := ff.DeepCopy()
 	controllerutil.RemoveFinalizer(ff, v1alpha1.Finalizer)
 	if err := r.Client.Patch(ctx, ff, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -137,29 +140,62 @@ func (r *FlightFeedReconciler) finalize(ctx context.Context, ff *v1alpha1.Flight
 }
 
 // leaseHeldElsewhere reports whether another replica holds the feed's
-// Lease and renewed it recently enough for it to be valid.
+// Lease (or, while migrating, its legacy Lease) and renewed it recently
+// enough for it to be valid.
 func (r *FlightFeedReconciler) leaseHeldElsewhere(ctx context.Context, key types.NamespacedName) (bool, error) {
-	var lease coordinationv1.Lease
-	err := r.Leases.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: LeaseName(key.Name)}, &lease)
-	if apierrors.IsNotFound(err) {
-		return false, nil
+	keys := []types.NamespacedName{r.Supervisors.LeaseKey(key)}
+	if r.Supervisors.LegacyLeases() {
+		keys = append(keys, legacyLeaseKey(key))
 	}
-	if err != nil {
-		return false, fmt.Errorf("get lease of %s: %w", key, err)
+	for _, lk := range keys {
+		var lease coordinationv1.Lease
+		err := r.Leases.Get(ctx, lk, &lease)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("get lease %s of %s: %w", lk, key, err)
+		}
+		if r.heldElsewhere(&lease) {
+			return true, nil
+		}
 	}
+	return false, nil
+}
+
+func (r *FlightFeedReconciler) heldElsewhere(lease *coordinationv1.Lease) bool {
 	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
 	if holder == "" || holder == r.Supervisors.Identity() {
-		return false, nil
+		return false
 	}
 	if lease.Spec.RenewTime == nil {
-		return true, nil
+		return true
 	}
 	clk := r.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
 	valid := time.Duration(ptr.Deref(lease.Spec.LeaseDurationSeconds, 0)) * time.Second
-	return clk.Now().Before(lease.Spec.RenewTime.Add(valid)), nil
+	return clk.Now().Before(lease.Spec.RenewTime.Add(valid))
+}
+
+// deleteLease removes the feed's Lease once the feed is gone everywhere:
+// in the manager's namespace it has no owner to be collected with. The
+// precondition keeps a Lease someone renewed meanwhile.
+func (r *FlightFeedReconciler) deleteLease(ctx context.Context, key types.NamespacedName) error {
+	var lease coordinationv1.Lease
+	lk := r.Supervisors.LeaseKey(key)
+	if err := r.Leases.Get(ctx, lk, &lease); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if r.heldElsewhere(&lease) {
+		return nil
+	}
+	err := r.Client.Delete(ctx, &lease, client.Preconditions{UID: &lease.UID, ResourceVersion: &lease.ResourceVersion})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete lease %s of %s: %w", lk, key, err)
+	}
+	return nil
 }
 
 // configHash identifies a resolved configuration. It covers the

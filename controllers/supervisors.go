@@ -41,6 +41,16 @@ type SupervisorOptions struct {
 	APIReader client.Reader
 	// Leases is the typed client for coordination.k8s.io/v1 Leases.
 	Leases coordinationv1client.LeasesGetter
+	// LeaseNamespace holds every feed's Lease (FeedLeaseName): the
+	// manager's own namespace, so that Lease rights are one namespaced
+	// Role. Required.
+	LeaseNamespace string
+	// LegacyLeases: while migrating from a release that kept each Lease in
+	// its feed's namespace (LegacyLeaseName), a replica also takes and
+	// holds the legacy Lease before it runs the pump, so a replica of the
+	// earlier release never pumps at the same time. It needs get, create
+	// and update on Leases in the feeds' namespaces.
+	LegacyLeases bool
 	// Recorder records Events on FlightFeeds (optional).
 	Recorder events.EventRecorder
 	// Factory builds a feed's runner when this replica leads it.
@@ -78,6 +88,8 @@ type SupervisorOptions struct {
 // supervisorDeps is what every feed supervisor shares.
 type supervisorDeps struct {
 	leases            coordinationv1client.LeasesGetter
+	leaseNamespace    string
+	legacyLeases      bool
 	recorder          events.EventRecorder
 	factory           RunnerFactory
 	identity          string
@@ -119,6 +131,9 @@ func NewSupervisors(o SupervisorOptions) (*Supervisors, error) {
 	if o.Identity == "" {
 		return nil, errors.New("supervisors: Identity is required")
 	}
+	if o.LeaseNamespace == "" {
+		return nil, errors.New("supervisors: LeaseNamespace is required")
+	}
 	timings := o.Lease.WithDefaults()
 	if err := timings.Validate(); err != nil {
 		return nil, fmt.Errorf("supervisors: %w", err)
@@ -142,7 +157,7 @@ func NewSupervisors(o SupervisorOptions) (*Supervisors, error) {
 	}
 	return &Supervisors{
 		deps: &supervisorDeps{
-			leases: o.Leases, recorder: o.Recorder, factory: o.Factory, identity: o.Identity, timings: timings,
+			leases: o.Leases, leaseNamespace: o.LeaseNamespace, legacyLeases: o.LegacyLeases, recorder: o.Recorder, factory: o.Factory, identity: o.Identity, timings: timings,
 			reportInterval: o.ReportInterval, stopTimeout: o.StopTimeout, restartBackoff: o.RestartBackoff,
 			maxRestartBackoff: o.MaxRestartBackoff, startGrace: o.StartGrace, clock: clockOrReal(o.Clock),
 			metrics: o.Metrics, log: o.Log, openStore: o.OpenStore,
@@ -156,6 +171,18 @@ func NewSupervisors(o SupervisorOptions) (*Supervisors, error) {
 
 // Identity is this replica's identity.
 func (s *Supervisors) Identity() string { return s.deps.identity }
+
+// LeaseKey is where the feed's Lease is.
+func (s *Supervisors) LeaseKey(feed types.NamespacedName) types.NamespacedName {
+	return s.deps.leaseKey(feed)
+}
+
+func (d *supervisorDeps) leaseKey(feed types.NamespacedName) types.NamespacedName {
+	return types.NamespacedName{Namespace: d.leaseNamespace, Name: FeedLeaseName(feed)}
+}
+
+// LegacyLeases reports whether the legacy Leases are taken too (migration).
+func (s *Supervisors) LegacyLeases() bool { return s.deps.legacyLeases }
 
 // Timings are the Lease timings in use.
 func (s *Supervisors) Timings() LeaseTimings { return s.deps.timings }
@@ -241,12 +268,13 @@ func (s *Supervisors) stop(key types.NamespacedName, terminating bool) bool {
 	return true
 }
 
-// Leading reports whether this replica holds the feed's Lease.
+// Leading reports whether this replica leads the feed (holds its Lease
+// and, while migrating, the legacy one).
 func (s *Supervisors) Leading(key types.NamespacedName) bool {
 	s.mu.Lock()
 	f, ok := s.feeds[key]
 	s.mu.Unlock()
-	return ok && f.elector.isLeading()
+	return ok && f.health().leading
 }
 
 func (s *Supervisors) each(fn func(types.NamespacedName, health) error) error {

@@ -31,6 +31,9 @@ objects. Every replica serves metrics, probes and the read API.`,
 	retryPeriod := f.Duration("retry-period", 2*time.Second, "how often Lease acquisition and renewal are tried")
 	statusInterval := f.Duration("status-interval", 5*time.Second, "period of the status reports")
 	namespaces := f.StringSlice("namespaces", nil, "watch only these namespaces (default: all)")
+	leaseNamespace := f.String("lease-namespace", "", "namespace of every feed's Lease, the manager's own (default: $POD_NAMESPACE, else default)")
+	legacyLeases := f.Bool("legacy-leases", false,
+		"also take each feed's Lease in the feed's namespace, where releases before the namespaced Leases kept it, so that no replica of such a release pumps at the same time (upgrades from them)")
 	logFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		log := newLogger(cmd)
@@ -43,6 +46,7 @@ objects. Every replica serves metrics, probes and the read API.`,
 			Kubeconfig: *kubeconfig, MetricsAddr: *metricsAddr, ProbeAddr: *probeAddr, APIAddr: *apiAddr,
 			Identity: id, LeaseDuration: *leaseDuration, RenewDeadline: *renewDeadline, RetryPeriod: *retryPeriod,
 			StatusInterval: *statusInterval, Namespaces: *namespaces, Log: log,
+			LeaseNamespace: *leaseNamespace, LegacyLeases: *legacyLeases,
 			Factory: controllers.StartFeed,
 		})
 	}

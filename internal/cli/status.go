@@ -49,6 +49,7 @@ Installed as kubectl-flightfeed on the PATH it is also "kubectl flightfeed statu
 	feedArg := f.String("feed", "", "the FlightFeed, NS/NAME or NAME (default: every FlightFeed)")
 	output := f.StringP("output", "o", "text", "output format: text or json")
 	deadN := f.Int("dead", 10, "how many of the newest DEAD messages to list")
+	leaseNS := f.String("lease-namespace", "", "namespace of the feeds' Leases, the manager's (default: found by listing Leases; else the feed's own, where earlier releases kept it)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if *output != "text" && *output != "json" {
 			return usageError{fmt.Errorf("-o %q: must be text or json", *output)}
@@ -86,7 +87,7 @@ Installed as kubectl-flightfeed on the PATH it is also "kubectl flightfeed statu
 		now := time.Now()
 		reports := make([]statusReport, 0, len(keys))
 		for _, key := range keys {
-			in, err := gatherStatus(cmd.Context(), c, key)
+			in, err := gatherStatus(cmd.Context(), c, key, *leaseNS)
 			if err != nil {
 				return err
 			}
@@ -155,7 +156,7 @@ type statusInput struct {
 
 // gatherStatus reads the feed, its Lease, its FlightFeedDays and its
 // Events.
-func gatherStatus(ctx context.Context, c client.Reader, key types.NamespacedName) (statusInput, error) {
+func gatherStatus(ctx context.Context, c client.Reader, key types.NamespacedName, leaseNS string) (statusInput, error) {
 	var in statusInput
 	if err := c.Get(ctx, key, &in.Feed); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -163,12 +164,9 @@ func gatherStatus(ctx context.Context, c client.Reader, key types.NamespacedName
 		}
 		return in, fmt.Errorf("read FlightFeed %s: %w", key, err)
 	}
-	var lease coordinationv1.Lease
-	switch err := c.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: controllers.LeaseName(key.Name)}, &lease); {
-	case err == nil:
-		in.Lease = &lease
-	case !apierrors.IsNotFound(err):
-		return in, fmt.Errorf("read the Lease of %s: %w", key, err)
+	var err error
+	if in.Lease, err = findLease(ctx, c, key, leaseNS); err != nil {
+		return in, err
 	}
 	var days v1alpha1.FlightFeedDayList
 	if err := c.List(ctx, &days, client.InNamespace(key.Namespace), client.MatchingLabels{v1alpha1.LabelFeed: key.Name}); err != nil {
@@ -190,6 +188,44 @@ func gatherStatus(ctx context.Context, c client.Reader, key types.NamespacedName
 		}
 	}
 	return in, nil
+}
+
+// findLease reads the feed's Lease: in leaseNS when given; else the one
+// Lease of that name (FeedLeaseName) in any namespace that names the feed
+// (the manager's namespace is not known here; a user who may not list
+// Leases everywhere gives --lease-namespace); else the legacy Lease in the
+// feed's namespace (a feed run by an earlier release). Nil: none.
+func findLease(ctx context.Context, c client.Reader, key types.NamespacedName, leaseNS string) (*coordinationv1.Lease, error) {
+	name := controllers.FeedLeaseName(key)
+	var lease coordinationv1.Lease
+	if leaseNS != "" {
+		switch err := c.Get(ctx, types.NamespacedName{Namespace: leaseNS, Name: name}, &lease); {
+		case err == nil:
+			return &lease, nil
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("read the Lease of %s: %w", key, err)
+		}
+	} else {
+		var list coordinationv1.LeaseList
+		err := c.List(ctx, &list, client.MatchingLabels{controllers.LabelLeaseFeed: "true"},
+			client.MatchingFields{"metadata.name": name})
+		if err != nil && !apierrors.IsForbidden(err) {
+			return nil, fmt.Errorf("find the Lease of %s: %w", key, err)
+		}
+		for i := range list.Items {
+			if list.Items[i].Annotations[controllers.AnnotationLeaseFeed] == key.String() {
+				return &list.Items[i], nil
+			}
+		}
+	}
+	switch err := c.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: controllers.LegacyLeaseName(key.Name)}, &lease); {
+	case err == nil:
+		return &lease, nil
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("read the Lease of %s: %w", key, err)
+	}
 }
 
 // statusReport is what status prints for one feed (-o json prints it as

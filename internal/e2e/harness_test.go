@@ -478,6 +478,7 @@ func (e *env) startManager(identity string, lt leaseTimings) *manager {
 		"--kubeconfig", kubeconfig,
 		"--identity", identity,
 		"--namespaces", e.ns,
+		"--lease-namespace", e.ns,
 		"--lease-duration", lt.duration.String(),
 		"--renew-deadline", lt.renew.String(),
 		"--retry-period", lt.retry.String(),
@@ -662,7 +663,7 @@ func threadStates(pid int) (string, error) {
 // leaseHolder is the holder of the feed's Lease ("" while free or absent).
 func (e *env) leaseHolder(ctx context.Context, key types.NamespacedName) (string, error) {
 	var l coordinationv1.Lease
-	if err := e.c.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: controllers.LeaseName(key.Name)}, &l); err != nil {
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: controllers.FeedLeaseName(key)}, &l); err != nil {
 		return "", client.IgnoreNotFound(err)
 	}
 	return ptr.Deref(l.Spec.HolderIdentity, ""), nil

@@ -73,6 +73,14 @@ type Options struct {
 	// that leads the feed. Required.
 	Factory controllers.RunnerFactory
 
+	// LeaseNamespace holds every feed's Lease: the manager's own
+	// namespace. Default: $POD_NAMESPACE, else "default".
+	LeaseNamespace string
+	// LegacyLeases also takes each feed's Lease where releases before
+	// the namespaced Leases kept it (the feed's namespace), for upgrading
+	// from them without two pumps (README "Upgrade notes").
+	LegacyLeases bool
+
 	// Namespaces limits the operator to FlightFeeds in these namespaces;
 	// empty means every namespace.
 	Namespaces []string
@@ -94,6 +102,15 @@ func DefaultIdentity() (string, error) {
 		return "", fmt.Errorf("identity: no POD_NAME and no host name: %w", err)
 	}
 	return host, nil
+}
+
+// DefaultLeaseNamespace is $POD_NAMESPACE (the chart sets it from the
+// downward API), else "default".
+func DefaultLeaseNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return "default"
 }
 
 // Scheme is the API scheme of the manager: the built-in types and the
@@ -139,6 +156,9 @@ func New(o Options) (manager.Manager, error) {
 	}
 	if o.Log.GetSink() == nil {
 		o.Log = ctrl.Log.WithName("flightfeed")
+	}
+	if o.LeaseNamespace == "" {
+		o.LeaseNamespace = DefaultLeaseNamespace()
 	}
 	cfg, err := restConfig(o)
 	if err != nil {
@@ -189,6 +209,8 @@ func New(o Options) (manager.Manager, error) {
 		Client:         mgr.GetClient(),
 		APIReader:      mgr.GetAPIReader(),
 		Leases:         kube.CoordinationV1(),
+		LeaseNamespace: o.LeaseNamespace,
+		LegacyLeases:   o.LegacyLeases,
 		Recorder:       mgr.GetEventRecorder(EventSource),
 		Factory:        o.Factory,
 		Identity:       o.Identity,

@@ -396,7 +396,7 @@ func pumpRunning(p corev1.Pod, key types.NamespacedName) float64 {
 
 func (s *suite) leaseHolder(key types.NamespacedName) string {
 	var l coordinationv1.Lease
-	if err := s.c.Get(context.Background(), types.NamespacedName{Namespace: key.Namespace, Name: controllers.LeaseName(key.Name)}, &l); err != nil {
+	if err := s.c.Get(context.Background(), types.NamespacedName{Namespace: s.ns, Name: controllers.FeedLeaseName(key)}, &l); err != nil {
 		return ""
 	}
 	return ptr.Deref(l.Spec.HolderIdentity, "")
