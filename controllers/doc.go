@@ -25,12 +25,17 @@
 package controllers
 
 // RBAC of the manager, least privilege (config/rbac/role.yaml is generated
-// from these markers).
+// from these markers; the chart splits it into its ClusterRole, or one Role
+// per watched namespace, and the Lease Role of its own namespace, "system"
+// below). Secrets are read one at a time (get) and watched for changes
+// (watch, metadata only): the informer streams its initial list through
+// the watch (client-go's WatchListClient), so it needs no list, which would
+// hand over every Secret's data at once.
 // +kubebuilder:rbac:groups=flightfeed.aero,resources=flightfeeds,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=flightfeed.aero,resources=flightfeeds/status,verbs=get;patch
 // +kubebuilder:rbac:groups=flightfeed.aero,resources=flightfeeds/finalizers,verbs=update
 // +kubebuilder:rbac:groups=flightfeed.aero,resources=flightfeeddays,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=flightfeed.aero,resources=flightfeeddays/status,verbs=get;patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update;delete,namespace=system

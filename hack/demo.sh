@@ -123,14 +123,14 @@ head -n 3 "$work/kafka_schd.txt"
 head -n 2 "$work/kafka_msg.txt"
 
 say "takeover: delete the leader pod; the other replica takes the Lease"
-show kubectl get lease flightfeed-pek
-leader=$(kubectl get lease flightfeed-pek -o jsonpath='{.spec.holderIdentity}')
+show kubectl -n "$ns" get lease flightfeed.default.pek
+leader=$(kubectl -n "$ns" get lease flightfeed.default.pek -o jsonpath='{.spec.holderIdentity}')
 deleted=$(date +%s.%N)
 show kubectl -n "$ns" delete pod "$leader" --wait=false
-took() { h=$(kubectl get lease flightfeed-pek -o jsonpath='{.spec.holderIdentity}'); [ -n "$h" ] && [ "$h" != "$leader" ]; }
+took() { h=$(kubectl -n "$ns" get lease flightfeed.default.pek -o jsonpath='{.spec.holderIdentity}'); [ -n "$h" ] && [ "$h" != "$leader" ]; }
 poll "a takeover" 60 took
 awk -v a="$deleted" -v b="$(date +%s.%N)" 'BEGIN {printf "\nthe other replica took the Lease %.1f s after the delete\n", b - a}'
-show kubectl get lease flightfeed-pek
+show kubectl -n "$ns" get lease flightfeed.default.pek
 # The new leader's status report follows its first commit; give it a moment.
 poll "the new leader in the status" 30 sh -c "[ \"\$(kubectl get flightfeeds.flightfeed.aero pek -o jsonpath='{.status.pump.holder}')\" != '$leader' ]"
 before=$(mbx -N -e 'SELECT COUNT(*) FROM CMINMSGS')

@@ -50,12 +50,14 @@ render() { # name, then --set arguments
     { cat "$work/$name.err" >&2; fail "render $name failed"; }
 }
 count() { grep -c "^kind: $2\$" "$work/$1.yaml" || true; }
-has() { grep -qE -- "$2" "$work/$1.yaml" || fail "$1: rendered chart lacks /$2/"; }
-hasnot() { ! grep -qE -- "$2" "$work/$1.yaml" || fail "$1: rendered chart has /$2/"; }
+# has/hasnot name [--] pattern (the -- was once taken for the pattern,
+# which made those checks match any rendering).
+has() { local n=$1; shift; [ "$1" = -- ] && shift; grep -qE -- "$1" "$work/$n.yaml" || fail "$n: rendered chart lacks /$1/"; }
+hasnot() { local n=$1; shift; [ "$1" = -- ] && shift; ! grep -qE -- "$1" "$work/$n.yaml" || fail "$n: rendered chart has /$1/"; }
 
 # 3. Default values: everything, CRDs kept, two hardened replicas.
 render default
-for kind in CustomResourceDefinition:2 Deployment:1 ClusterRole:1 ClusterRoleBinding:1 ServiceAccount:1 Service:1 PodDisruptionBudget:1; do
+for kind in CustomResourceDefinition:2 Deployment:1 ClusterRole:3 ClusterRoleBinding:1 Role:1 RoleBinding:1 ServiceAccount:1 Service:1 PodDisruptionBudget:1 NetworkPolicy:1; do
   [ "$(count default "${kind%%:*}")" = "${kind##*:}" ] || fail "default: want ${kind##*:} ${kind%%:*}, got $(count default "${kind%%:*}")"
 done
 has default 'name: flightfeeds.flightfeed.aero'
@@ -72,6 +74,12 @@ has default -- '- --lease-duration=15s'
 has default -- '- --api-bind-address=:8082'
 has default -- '- --zap-log-level=info'
 has default 'x-kubernetes-list-map-keys'
+has default 'fieldPath: metadata.namespace'
+has default 'rbac.authorization.k8s.io/aggregate-to-view: "true"'
+has default 'rbac.authorization.k8s.io/aggregate-to-edit: "true"'
+has default 'policyTypes: \[Ingress, Egress\]'
+hasnot default -- '--legacy-leases'
+hasnot default -- '--namespaces'
 has default 'resources:'
 
 # 4. The switches.
@@ -85,9 +93,26 @@ render quiet --set metrics.enabled=false --set api.enabled=false --set replicaCo
 [ "$(count quiet PodDisruptionBudget)" = 0 ] || fail "one replica still renders a PodDisruptionBudget"
 has quiet -- '- --metrics-bind-address=0'
 has quiet -- '- --api-bind-address=0'
-render norbac --set rbac.create=false --set serviceAccount.create=false --set serviceAccount.name=existing
+render norbac --set rbac.create=false --set rbac.aggregate=false --set serviceAccount.create=false --set serviceAccount.name=existing
 [ "$(count norbac ClusterRole)" = 0 ] || fail "rbac.create=false still renders a ClusterRole"
+[ "$(count norbac Role)" = 0 ] || fail "rbac.create=false still renders a Role"
 has norbac 'serviceAccountName: existing'
+
+# The RBAC modes (controllers/rbac_test.go asserts their exact rules): the
+# namespaced one has a Role and RoleBinding per watched namespace plus the
+# Lease Role, and no ClusterRole for the manager unless it needs a
+# cluster-scoped call; an upgrade migrates the legacy Leases.
+render namespaced --set 'watchNamespaces={ops,ground}' --is-upgrade \
+  --set 'networkPolicy.egress.database.cidrs={10.0.0.0/8}' --set 'networkPolicy.egress.brokers.ports={9092,9093}'
+[ "$(count namespaced Role)" = 3 ] || fail "namespaced: want 3 Roles, got $(count namespaced Role)"
+[ "$(count namespaced RoleBinding)" = 3 ] || fail "namespaced: want 3 RoleBindings, got $(count namespaced RoleBinding)"
+has namespaced -- '- --namespaces=ops,ground'
+has namespaced -- '- --legacy-leases'
+has namespaced 'namespace: ground'
+has namespaced 'cidr: "10.0.0.0/8"'
+has namespaced 'port: 9093, protocol: TCP'
+render nonetpol --set networkPolicy.enabled=false
+[ "$(count nonetpol NetworkPolicy)" = 0 ] || fail "networkPolicy.enabled=false still renders a NetworkPolicy"
 
 render monitoring --set monitoring.serviceMonitor.enabled=true --set monitoring.prometheusRule.enabled=true --set monitoring.grafanaDashboard.enabled=true
 for kind in ServiceMonitor:1 PrometheusRule:1 ConfigMap:1; do
@@ -120,8 +145,8 @@ dryrun="$cache/tools/helm-dryrun"
 go build -o "$dryrun" ./hack/helm-dryrun || fail "build hack/helm-dryrun failed"
 KUBEBUILDER_ASSETS=${KUBEBUILDER_ASSETS:-$(bash hack/envtest-assets.sh)} "$dryrun" \
   -crd "$prom_dir/monitoring.coreos.com_servicemonitors.yaml" -crd "$prom_dir/monitoring.coreos.com_prometheusrules.yaml" \
-  "$work/monitoring.yaml" >"$work/dryrun" 2>&1 || { cat "$work/dryrun" >&2; fail "the API server refuses the rendering with the monitoring objects"; }
-grep -q "accepts $(grep -c "^kind: " "$work/monitoring.yaml") objects" "$work/dryrun" || { cat "$work/dryrun" >&2; fail "the dry run did not apply every rendered object"; }
+  "$work/monitoring.yaml" "$work/namespaced.yaml" >"$work/dryrun" 2>&1 || { cat "$work/dryrun" >&2; fail "the API server refuses the rendering with the monitoring objects or the namespaced RBAC"; }
+grep -q "accepts $(cat "$work/monitoring.yaml" "$work/namespaced.yaml" | grep -c "^kind: ") objects" "$work/dryrun" || { cat "$work/dryrun" >&2; fail "the dry run did not apply every rendered object"; }
 
 # 5. The values schema refuses what would break the operator or its hardening.
 refuse() { # what, --set arguments
@@ -139,13 +164,20 @@ refuse "an unknown value" --set replicas=3
 refuse "a port out of range" --set api.port=70000
 refuse "an unknown log level" --set logLevel=loud
 refuse "a zero alert threshold" --set monitoring.prometheusRule.headBlockedSeconds=0
+refuse "a bad watched namespace" --set 'watchNamespaces={Ops}'
+refuse "a bad lease migration" --set leaseMigration=maybe
+refuse "a NetworkPolicy port out of range" --set 'networkPolicy.egress.database.ports={70000}'
+refuse "a NetworkPolicy CIDR that is none" --set 'networkPolicy.egress.mailbox.cidrs={mailbox.example}'
 
 # 6. The kustomize tree renders too (kubectl carries kustomize).
 if command -v kubectl >/dev/null 2>&1; then
   kubectl kustomize config/default >"$work/kustomize.yaml" || fail "kubectl kustomize config/default failed"
-  for kind in CustomResourceDefinition Deployment ClusterRole ClusterRoleBinding ServiceAccount Namespace; do
+  for kind in CustomResourceDefinition Deployment ClusterRole ClusterRoleBinding Role RoleBinding ServiceAccount Namespace NetworkPolicy; do
     grep -q "^kind: $kind\$" "$work/kustomize.yaml" || fail "config/default lacks a $kind"
   done
+  kubectl kustomize config/namespaced >"$work/kustomize-namespaced.yaml" || fail "kubectl kustomize config/namespaced failed"
+  grep -q -- '- --namespaces=feeds' "$work/kustomize-namespaced.yaml" || fail "config/namespaced does not pass --namespaces"
+  grep -q '^kind: ClusterRoleBinding$' "$work/kustomize-namespaced.yaml" && fail "config/namespaced still binds a ClusterRole"
   kubectl kustomize config/samples >/dev/null || fail "kubectl kustomize config/samples failed"
 fi
 

@@ -40,3 +40,10 @@ app.kubernetes.io/component: manager
 {{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
 {{- end }}
 {{- end }}
+
+{{/* "true" when the manager takes the legacy Leases too (leaseMigration:
+true, or auto during helm upgrade). */}}
+{{- define "flightfeed.leaseMigration" -}}
+{{- $m := toString .Values.leaseMigration }}
+{{- if or (eq $m "true") (and (eq $m "auto") .Release.IsUpgrade) }}true{{ else }}false{{ end }}
+{{- end }}
