@@ -274,6 +274,14 @@ func TestChartGrantsExactlyWhatTheManagerUses(t *testing.T) {
 			noArgs: []string{"--legacy-leases"},
 		},
 		{
+			// An API server without WatchList by default: the Secret
+			// informer lists.
+			name:   "cluster-wide, Kubernetes 1.33",
+			args:   []string{"--kube-version", "1.33.4"},
+			want:   map[string][]string{"cluster": join(feedScope, []string{" secrets list"}, clusterScope), ns: join(leaseScope)},
+			noArgs: []string{"--legacy-leases"},
+		},
+		{
 			name:     "install, migration on",
 			args:     []string{"--set", "leaseMigration=true"},
 			want:     map[string][]string{"cluster": join(feedScope, migrationScope, clusterScope), ns: join(leaseScope)},
