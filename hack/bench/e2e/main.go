@@ -124,7 +124,7 @@ func run(ctx context.Context, o options) error {
 		defer os.RemoveAll(o.work)
 	}
 	if o.profile != "" {
-		if err := os.MkdirAll(o.profile, 0o755); err != nil {
+		if err := os.MkdirAll(o.profile, 0o750); err != nil {
 			return err
 		}
 	}
@@ -236,7 +236,7 @@ func newFeed(ctx context.Context, o options, name string) (*feed, error) {
 	if f.consumer, err = newConsumer(f.brokers); err != nil {
 		return nil, err
 	}
-	if out, err := exec.CommandContext(ctx, o.bin, "migrate", "--config", f.config).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, o.bin, "migrate", "--config", f.config).CombinedOutput(); err != nil { //nolint:gosec // the binary under test
 		return nil, fmt.Errorf("migrate: %w\n%s", err, out)
 	}
 	return f, nil
@@ -267,12 +267,12 @@ func (f *feed) drain(ctx context.Context, label string) (result, error) {
 		args = append(args, "--cpuprofile", filepath.Join(f.o.profile, f.name+"-"+label+".pprof"))
 	}
 	logPath := filepath.Join(f.o.work, f.name+"-"+label+".log")
-	logf, err := os.Create(logPath)
+	logf, err := os.Create(logPath) //nolint:gosec // our own temporary directory
 	if err != nil {
 		return result{}, err
 	}
 	defer logf.Close()
-	cmd := exec.CommandContext(ctx, f.o.bin, args...)
+	cmd := exec.CommandContext(ctx, f.o.bin, args...) //nolint:gosec // the binary under test
 	cmd.Stdout, cmd.Stderr = logf, logf
 	var logFrom int64
 	if f.o.stmtLog != "" {
@@ -284,7 +284,7 @@ func (f *feed) drain(ctx context.Context, label string) (result, error) {
 	err = cmd.Run()
 	took := time.Since(start)
 	if err != nil {
-		out, _ := os.ReadFile(logPath)
+		out, _ := os.ReadFile(logPath) //nolint:gosec // our own temporary directory
 		return result{}, fmt.Errorf("pump --drain (%s): %w\n%s", label, err, tail(string(out), 20))
 	}
 	if f.o.stmtLog != "" {
@@ -467,7 +467,7 @@ func (f *feed) latencyRun(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	logPath := filepath.Join(f.o.work, f.name+"-latency.log")
-	logf, err := os.Create(logPath)
+	logf, err := os.Create(logPath) //nolint:gosec // our own temporary directory
 	if err != nil {
 		return err
 	}
@@ -476,7 +476,8 @@ func (f *feed) latencyRun(ctx context.Context) error {
 	if f.o.profile != "" {
 		args = append(args, "--cpuprofile", filepath.Join(f.o.profile, f.name+"-latency.pprof"))
 	}
-	cmd := exec.Command(f.o.bin, args...) //nolint:gosec // our binary
+	// Stopped by SIGTERM below, not by a context.
+	cmd := exec.CommandContext(context.WithoutCancel(ctx), f.o.bin, args...) //nolint:gosec // the binary under test
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return err
@@ -547,7 +548,7 @@ func (f *feed) latencyRun(ctx context.Context) error {
 		}
 	}
 	if len(lat) < len(msgs) {
-		out, _ := os.ReadFile(logPath)
+		out, _ := os.ReadFile(logPath) //nolint:gosec // our own temporary directory
 		return fmt.Errorf("latency run: %d notices of %d messages\n%s", len(lat), len(msgs), tail(string(out), 20))
 	}
 	slices.Sort(lat)
@@ -592,10 +593,10 @@ func pgbenchTPS(ctx context.Context, o options) (float64, error) {
 		return 0, err
 	}
 	defer func() { _ = dropPG(ctx, name) }()
-	if out, err := exec.CommandContext(ctx, "pgbench", "-i", "-q", dsn).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, "pgbench", "-i", "-q", dsn).CombinedOutput(); err != nil { //nolint:gosec // our own database
 		return 0, fmt.Errorf("pgbench -i: %w\n%s", err, out)
 	}
-	out, err := exec.CommandContext(ctx, "pgbench", "-c", "1", "-j", "1", "-N", "-T",
+	out, err := exec.CommandContext(ctx, "pgbench", "-c", "1", "-j", "1", "-N", "-T", //nolint:gosec // our own database
 		strconv.Itoa(int(o.pgbench.Seconds())), dsn).CombinedOutput()
 	if err != nil {
 		return 0, fmt.Errorf("pgbench: %w\n%s", err, out)
