@@ -31,6 +31,9 @@ const (
 	// ReasonSnapshotFlag (Warning): a snapshot's trace row carries a flag
 	// (the Event's note names it).
 	ReasonSnapshotFlag = string(pump.NoticeSnapshotFlag)
+	// ReasonEventParked (Warning): the brokers refused an outbox event's
+	// record for good and it was parked (KafkaDegraded).
+	ReasonEventParked = "KafkaEventParked"
 )
 
 // maxNoticesPerReport bounds the Events one report records; the rest are

@@ -27,6 +27,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/controllers"
+	"github.com/flightfeed/flightfeed/internal/dispatch"
 	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -656,4 +657,37 @@ func TestPumpTroubleIsReported(t *testing.T) {
 		code, body := httpGet(t, "http://"+rep.probe+"/readyz?verbose=1")
 		return code == http.StatusOK, fmt.Sprint(code, body)
 	})
+}
+
+// TestParkedEventsAreReported: outbox events the brokers refused for good
+// raise KafkaDegraded naming the flight and reason, a warning Event, the
+// flightfeed_outbox_parked gauge and status.outbox.parked; once none is
+// parked the condition clears.
+func TestParkedEventsAreReported(t *testing.T) {
+	h := newHarness(t)
+	rep := h.startReplica("replica-a")
+	h.secrets("pek")
+	key := h.feed("pek")
+	h.waitReady(key)
+	r1 := h.runnerOf("replica-a", 0)
+
+	r1.setStatus(func(s *feedrun.Status) {
+		s.OutboxParked, s.OutboxParkedTotal = 1, 1
+		s.LastParked = &dispatch.Parked{EventID: 31, Kind: store.KindState, FLID: 4711, StateVersion: 12, MessageID: 9,
+			Reason: dispatch.ReasonRecordTooLarge, Error: "MESSAGE_TOO_LARGE: The request included a message larger than the max message size the server will accept"}
+	})
+	ff := h.waitCondition(key, v1alpha1.ConditionKafkaDegraded, metav1.ConditionTrue, v1alpha1.ReasonEventsParked)
+	c := meta.FindStatusCondition(ff.Status.Conditions, string(v1alpha1.ConditionKafkaDegraded))
+	if !strings.Contains(c.Message, "flight 4711 at version 12") || !strings.Contains(c.Message, "RecordTooLarge") {
+		t.Fatalf("KafkaDegraded: %q", c.Message)
+	}
+	if ff.Status.Outbox == nil || ff.Status.Outbox.Parked != 1 {
+		t.Fatalf("status.outbox: %+v", ff.Status.Outbox)
+	}
+	h.waitEvent(key, controllers.ReasonEventParked, "event 31, the state of flight 4711")
+	wantMetricFunc(t, rep, "flightfeed_outbox_parked", map[string]string{"feed_namespace": h.ns, "feed": "pek"},
+		"1", func(v float64) bool { return v == 1 })
+
+	r1.setStatus(func(s *feedrun.Status) { s.OutboxParked = 0 })
+	h.waitCondition(key, v1alpha1.ConditionKafkaDegraded, metav1.ConditionFalse, v1alpha1.ReasonAsExpected)
 }

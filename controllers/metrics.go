@@ -47,6 +47,7 @@ type Metrics struct {
 	outboxOldest   *prometheus.GaugeVec
 	buildInfo      *prometheus.GaugeVec
 	kafkaReachable *prometheus.GaugeVec
+	outboxParked   *prometheus.GaugeVec
 
 	// reg is where the feeds' connection statistics are registered.
 	reg             prometheus.Registerer
@@ -123,6 +124,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "flightfeed_outbox_pending",
 			Help: "Kafka events not yet acknowledged by the brokers.",
 		}, feed),
+		outboxParked: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flightfeed_outbox_parked",
+			Help: "Kafka events parked because the brokers refused their records for good (KafkaDegraded; flightfeed parked lists them).",
+		}, feed),
 		outboxOldest: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flightfeed_outbox_oldest_pending_timestamp_seconds",
 			Help: "When the oldest pending Kafka event was committed, in Unix seconds (no series while none is pending).",
@@ -163,7 +168,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // second manager in the same process) are shared, not duplicated.
 func (m *Metrics) register(reg prometheus.Registerer) error {
 	for _, p := range []any{&m.messages, &m.txDuration, &m.batchSize, &m.ignoredTags, &m.serviceErrors, &m.snapshotFlags, &m.traceLogErrors, &m.queueDepth, &m.queueLag,
-		&m.headBlocked, &m.outboxPending, &m.outboxOldest, &m.backfillPending, &m.snapshotVersion, &m.leader, &m.pumpRunning, &m.buildInfo, &m.kafkaReachable} {
+		&m.headBlocked, &m.outboxPending, &m.outboxOldest, &m.backfillPending, &m.snapshotVersion, &m.leader, &m.pumpRunning, &m.buildInfo, &m.kafkaReachable, &m.outboxParked} {
 		var err error
 		switch v := p.(type) {
 		case **prometheus.CounterVec:
@@ -230,7 +235,7 @@ func (m *Metrics) dropPumpSeries(key types.NamespacedName) {
 	for _, c := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}{m.messages, m.txDuration, m.batchSize, m.ignoredTags, m.snapshotFlags, m.traceLogErrors, m.queueDepth, m.queueLag, m.headBlocked,
-		m.outboxPending, m.outboxOldest, m.backfillPending, m.snapshotVersion, m.pumpRunning, m.kafkaReachable} {
+		m.outboxPending, m.outboxOldest, m.backfillPending, m.snapshotVersion, m.pumpRunning, m.kafkaReachable, m.outboxParked} {
 		c.DeletePartialMatch(match)
 	}
 }
@@ -247,7 +252,7 @@ func (m *Metrics) report(key types.NamespacedName, running bool, st feedrun.Stat
 	}
 	if !running {
 		// No pump, no figures: a queue depth of 0 would be a lie.
-		for _, g := range []*prometheus.GaugeVec{m.queueDepth, m.queueLag, m.headBlocked, m.outboxPending, m.outboxOldest, m.backfillPending, m.kafkaReachable} {
+		for _, g := range []*prometheus.GaugeVec{m.queueDepth, m.queueLag, m.headBlocked, m.outboxPending, m.outboxOldest, m.backfillPending, m.kafkaReachable, m.outboxParked} {
 			g.DeleteLabelValues(ns, name)
 		}
 		return
@@ -269,6 +274,7 @@ func (m *Metrics) report(key types.NamespacedName, running bool, st feedrun.Stat
 	}
 	m.backfillPending.WithLabelValues(ns, name).Set(float64(st.BackfillPending))
 	m.kafkaReachable.WithLabelValues(ns, name).Set(boolFloat(st.KafkaReachable))
+	m.outboxParked.WithLabelValues(ns, name).Set(float64(st.OutboxParked))
 }
 
 // reportDays sets the version of every ledger day and drops the series of

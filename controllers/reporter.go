@@ -163,6 +163,12 @@ func (r *reporter) events(in reportInput) {
 	case p.HeadBlockedSince.IsZero() && !prev.HeadBlockedSince.IsZero():
 		s.event(corev1.EventTypeNormal, ReasonHeadUnblocked, "Process", "mailbox row %d no longer blocks the head", prev.HeadID)
 	}
+	if n := p.OutboxParkedTotal - prev.OutboxParkedTotal; n > 0 && p.LastParked != nil {
+		l := p.LastParked
+		s.event(corev1.EventTypeWarning, ReasonEventParked, "Deliver",
+			"%d outbox event(s) parked; latest: event %d, %s of flight %s at version %d (mailbox row %d), %s: %s; see flightfeed parked",
+			n, l.EventID, parkedKind(l.Kind), l.FLID, l.StateVersion, l.MessageID, l.Reason, l.Error)
+	}
 	if src, ok := runner.(NoticeSource); ok {
 		r.notices(src.DrainNotices())
 	} else if dead := p.Counts[store.StatusDead] - prev.Counts[store.StatusDead]; dead > 0 {

@@ -94,6 +94,7 @@ func buildStatus(in reportInput) statusReport {
 		cond(v1alpha1.ConditionDatabaseReachable, dbStatus, dbReason, dbMsg)
 		cond(v1alpha1.ConditionKafkaReachable, metav1.ConditionUnknown, v1alpha1.ReasonNotRunning, "no pump runs")
 		cond(v1alpha1.ConditionDegraded, metav1.ConditionUnknown, v1alpha1.ReasonNotRunning, "no pump runs")
+		cond(v1alpha1.ConditionKafkaDegraded, metav1.ConditionUnknown, v1alpha1.ReasonNotRunning, "no pump runs")
 	}
 	if in.Leading {
 		out.Pump = &v1alpha1.PumpStatus{Holder: in.Identity, Epoch: in.Epoch, Since: timePtr(in.Since)}
@@ -120,7 +121,7 @@ func buildStatus(in reportInput) statusReport {
 		running(in, cond)
 		out.Pump = pumpFigures(in)
 		out.Outbox = &v1alpha1.OutboxStatus{Pending: in.Pump.OutboxPending,
-			OldestAge: metav1.Duration{Duration: in.Pump.OutboxOldestAge.Truncate(time.Second)}}
+			OldestAge: metav1.Duration{Duration: in.Pump.OutboxOldestAge.Truncate(time.Second)}, Parked: in.Pump.OutboxParked}
 		out.Backfill = &v1alpha1.BackfillStatus{Pending: in.Pump.BackfillPending}
 	}
 	if in.LedgerKnown {
@@ -154,6 +155,7 @@ func running(in reportInput, cond func(v1alpha1.ConditionType, metav1.ConditionS
 	} else {
 		reach(v1alpha1.ConditionKafkaReachable, "Kafka", p.KafkaReachable, p.KafkaError)
 	}
+	kafkaDegraded(p, cond)
 	cond(v1alpha1.ConditionPumpRunning, metav1.ConditionTrue, v1alpha1.ReasonRunning,
 		fmt.Sprintf("%s runs the pump (epoch %d)", in.Identity, in.Epoch))
 	switch {
@@ -179,6 +181,29 @@ func running(in reportInput, cond func(v1alpha1.ConditionType, metav1.ConditionS
 		return
 	}
 	cond(v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonAsExpected, "the mailbox head is not blocked")
+}
+
+// kafkaDegraded sets KafkaDegraded: True while outbox events are parked,
+// naming the latest one this pump parked.
+func kafkaDegraded(p feedrun.Status, cond func(v1alpha1.ConditionType, metav1.ConditionStatus, v1alpha1.ConditionReason, string)) {
+	if p.OutboxParked == 0 {
+		cond(v1alpha1.ConditionKafkaDegraded, metav1.ConditionFalse, v1alpha1.ReasonAsExpected, "no outbox event is parked")
+		return
+	}
+	msg := fmt.Sprintf("%d outbox event(s) are parked: the brokers refused their records for good", p.OutboxParked)
+	if l := p.LastParked; l != nil {
+		msg += fmt.Sprintf("; latest: %s of flight %s at version %d (mailbox row %d), %s: %s", parkedKind(l.Kind), l.FLID,
+			l.StateVersion, l.MessageID, l.Reason, l.Error)
+	}
+	cond(v1alpha1.ConditionKafkaDegraded, metav1.ConditionTrue, v1alpha1.ReasonEventsParked,
+		msg+"; list them with `flightfeed parked`, re-deliver with `flightfeed parked --redeliver` once the cause is fixed")
+}
+
+func parkedKind(kind string) string {
+	if kind == store.KindNotice {
+		return "the change notice"
+	}
+	return "the state"
 }
 
 func pumpFigures(in reportInput) *v1alpha1.PumpStatus {

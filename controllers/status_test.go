@@ -51,6 +51,7 @@ func TestBuildStatusConditions(t *testing.T) {
 			v1alpha1.ConditionDatabaseReachable: {metav1.ConditionUnknown, v1alpha1.ReasonNotRunning, ""},
 			v1alpha1.ConditionKafkaReachable:    {metav1.ConditionUnknown, v1alpha1.ReasonNotRunning, ""},
 			v1alpha1.ConditionDegraded:          {metav1.ConditionUnknown, v1alpha1.ReasonNotRunning, ""},
+			v1alpha1.ConditionKafkaDegraded:     {metav1.ConditionUnknown, v1alpha1.ReasonNotRunning, ""},
 		}
 	}
 	for _, tc := range []struct {
@@ -65,6 +66,16 @@ func TestBuildStatusConditions(t *testing.T) {
 			v1alpha1.ConditionDatabaseReachable: {metav1.ConditionTrue, v1alpha1.ReasonReachable, ""},
 			v1alpha1.ConditionKafkaReachable:    {metav1.ConditionTrue, v1alpha1.ReasonReachable, ""},
 			v1alpha1.ConditionDegraded:          {metav1.ConditionFalse, v1alpha1.ReasonAsExpected, ""},
+			v1alpha1.ConditionKafkaDegraded:     {metav1.ConditionFalse, v1alpha1.ReasonAsExpected, ""},
+		}},
+		{"events parked", runningInput(func(in *reportInput) {
+			in.Pump.OutboxParked, in.Pump.OutboxParkedTotal = 2, 2
+			in.Pump.LastParked = &dispatch.Parked{EventID: 9, Kind: store.KindState, FLID: 1234, StateVersion: 77, MessageID: 5,
+				Reason: dispatch.ReasonRecordTooLarge, Error: "MESSAGE_TOO_LARGE: too big"}
+		}), map[v1alpha1.ConditionType]wantCond{
+			v1alpha1.ConditionReady: {metav1.ConditionTrue, v1alpha1.ReasonRunning, ""},
+			v1alpha1.ConditionKafkaDegraded: {metav1.ConditionTrue, v1alpha1.ReasonEventsParked,
+				"2 outbox event(s) are parked: the brokers refused their records for good; latest: the state of flight 1234 at version 77 (mailbox row 5), RecordTooLarge: MESSAGE_TOO_LARGE"},
 		}},
 		{"Kafka down", runningInput(func(in *reportInput) { in.Pump.KafkaReachable, in.Pump.KafkaError = false, "dial tcp: refused" }),
 			map[v1alpha1.ConditionType]wantCond{
@@ -119,7 +130,7 @@ func TestBuildStatusConditions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := buildStatus(tc.in)
-			if len(got.Conditions) != 6 {
+			if len(got.Conditions) != 7 {
 				t.Fatalf("%d conditions: %+v", len(got.Conditions), got.Conditions)
 			}
 			for ct, w := range tc.want {

@@ -21,6 +21,10 @@ const (
 	// ConditionDegraded: the pump runs but does not make progress as it
 	// should (blocked head, backlog).
 	ConditionDegraded ConditionType = "Degraded"
+	// ConditionKafkaDegraded: outbox events are PARKED because the broker
+	// refused their records for good (too large, invalid); the message
+	// names the latest flight and reason (`flightfeed parked` lists them).
+	ConditionKafkaDegraded ConditionType = "KafkaDegraded"
 )
 
 // ConditionReason is the CamelCase reason of a condition.
@@ -71,8 +75,11 @@ const (
 	// another, already processed message within the last hour (the
 	// mailbox's ids restarted); it was processed as a new message.
 	ReasonMailboxIDsReused ConditionReason = "MailboxIDsReused"
-	// ReasonAsExpected (Degraded False).
+	// ReasonAsExpected (Degraded, KafkaDegraded False).
 	ReasonAsExpected ConditionReason = "AsExpected"
+	// ReasonEventsParked (KafkaDegraded True): the broker refused records
+	// for good and their events are parked.
+	ReasonEventsParked ConditionReason = "EventsParked"
 )
 
 // Finalizer holds a FlightFeed until its pump is stopped and its Lease

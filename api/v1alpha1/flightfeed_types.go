@@ -714,6 +714,10 @@ type OutboxStatus struct {
 	Pending int64 `json:"pending"`
 	// OldestAge is the age of the oldest pending event, in whole seconds.
 	OldestAge metav1.Duration `json:"oldestAge"`
+	// Parked counts events the brokers refused for good (PARKED): they
+	// are no longer retried; `flightfeed parked` lists and re-delivers them.
+	// +optional
+	Parked int64 `json:"parked,omitempty"`
 }
 
 // BackfillStatus describes results waiting to be written to the mailbox.

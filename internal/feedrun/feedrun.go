@@ -235,13 +235,19 @@ type Status struct {
 	// KafkaTransactionsOff is true when kafka.transactions is false: the
 	// plain idempotent producer, which a deposed leader can still use.
 	KafkaTransactionsOff bool
+	// OutboxParked counts PARKED outbox events; OutboxParkedTotal the
+	// events this run parked, the latest of which is LastParked.
+	OutboxParked      int64
+	OutboxParkedTotal int64
+	LastParked        *dispatch.Parked
 }
 
 // Status reports the pump and the dispatcher.
 func (r *Runner) Status() Status {
 	d := r.disp.Status()
 	s := Status{Status: r.pump.Status(), OutboxPending: d.Pending, OutboxOldestAge: d.OldestPendingAge,
-		KafkaReachable: !d.Failing && d.BrokerError == "", KafkaError: d.BrokerError, KafkaTransactionsOff: !d.Transactional}
+		KafkaReachable: !d.Failing && d.BrokerError == "", KafkaError: d.BrokerError, KafkaTransactionsOff: !d.Transactional,
+		OutboxParked: d.Parked, OutboxParkedTotal: d.ParkedTotal, LastParked: d.LastParked}
 	if d.Failing && d.LastError != "" {
 		s.KafkaError = d.LastError
 	}
