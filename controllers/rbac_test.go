@@ -59,9 +59,13 @@ var (
 	migrationScope = []string{
 		"coordination.k8s.io leases get", "coordination.k8s.io leases create", "coordination.k8s.io leases update",
 	}
-	// clusterScope: cluster-scoped calls (none yet besides feedScope in
-	// cluster-wide mode).
-	clusterScope []string
+	// clusterScope: cluster-scoped calls: the read API and the secure
+	// metrics authenticate tokens and authorize their users through the
+	// API server (controllers/readapi_rbac.go).
+	clusterScope = []string{
+		"authentication.k8s.io tokenreviews create",
+		"authorization.k8s.io subjectaccessreviews create",
+	}
 )
 
 // helmBinary is the pinned helm of hack/helm-check.sh (installed into the

@@ -81,6 +81,7 @@ func (s *feedSupervisor) snapshot() (reportInput, *store.Store) {
 		DatabaseErr:   st.databaseErr,
 		Epoch:         st.epoch,
 		Since:         st.since,
+		ReadAccess:    readAccess(d.Feed),
 	}
 	if st.runner != nil {
 		in.Pump = st.runner.Status()

@@ -61,6 +61,12 @@ func ResolveFeed(ctx context.Context, secrets client.Reader, ff *v1alpha1.Flight
 	if out.DatabaseDSN, err = r.key(dp, dp.Child("key"), spec.Database.DSNSecretRef); err != nil {
 		return nil, err
 	}
+	if ref := spec.Database.ReadDSNSecretRef; ref != nil {
+		rp := sp.Child("database", "readDsnSecretRef")
+		if out.ReadDatabaseDSN, err = r.key(rp, rp.Child("key"), *ref); err != nil {
+			return nil, err
+		}
+	}
 	if t := spec.Kafka.TLS; t != nil && t.SecretRef != nil {
 		path := sp.Child("kafka", "tls", "secretRef")
 		s, err := r.secret(path, t.SecretRef.Name)
@@ -90,6 +96,9 @@ func ResolveFeed(ctx context.Context, secrets client.Reader, ff *v1alpha1.Flight
 // duplicates: a change to any of them re-resolves the feed.
 func SecretNames(ff *v1alpha1.FlightFeed) []string {
 	names := []string{ff.Spec.Mailbox.DSNSecretRef.Name, ff.Spec.Database.DSNSecretRef.Name}
+	if ref := ff.Spec.Database.ReadDSNSecretRef; ref != nil {
+		names = append(names, ref.Name)
+	}
 	if t := ff.Spec.Kafka.TLS; t != nil && t.SecretRef != nil {
 		names = append(names, t.SecretRef.Name)
 	}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
@@ -57,6 +58,9 @@ type reportInput struct {
 	// be read (the listed days are then left as they are).
 	Ledger      []store.LedgerDay
 	LedgerKnown bool
+	// ReadAccess is how the read API reaches the database of the resolved
+	// feed; "" while the feed does not resolve (left as it is).
+	ReadAccess v1alpha1.ReadAPIDatabaseAccess
 }
 
 // statusReport is the status a report writes, conditions without their
@@ -70,6 +74,7 @@ type statusReport struct {
 	DaysKnown      bool
 	LatestSnapshot *v1alpha1.LatestSnapshot
 	OperationDays  []v1alpha1.OperationDayStatus
+	ReadAPI        *v1alpha1.ReadAPIStatus
 }
 
 // maxConditionMessage bounds condition messages well inside the API's 32 KiB.
@@ -127,7 +132,22 @@ func buildStatus(in reportInput) statusReport {
 	if in.LedgerKnown {
 		out.OperationDays, out.LatestSnapshot = ledgerStatus(in.Ledger)
 	}
+	if in.ReadAccess != "" {
+		out.ReadAPI = &v1alpha1.ReadAPIStatus{DatabaseAccess: in.ReadAccess}
+	}
 	return out
+}
+
+// readAccess is how the read API reaches the feed's database.
+func readAccess(feed *config.Feed) v1alpha1.ReadAPIDatabaseAccess {
+	switch {
+	case feed == nil:
+		return ""
+	case feed.Secrets.ReadDatabaseDSN != "":
+		return v1alpha1.ReadAPIReadOnlyRole
+	default:
+		return v1alpha1.ReadAPIReadOnlySessions
+	}
 }
 
 // idReuseShown is how long Degraded says MailboxIDsReused after the last
@@ -271,6 +291,9 @@ func applyReport(st *v1alpha1.FlightFeedStatus, r statusReport, now time.Time) {
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
 	st.Pump, st.Outbox, st.Backfill = r.Pump, r.Outbox, r.Backfill
+	if r.ReadAPI != nil {
+		st.ReadAPI = r.ReadAPI
+	}
 	if r.DaysKnown {
 		st.OperationDays, st.LatestSnapshot = r.OperationDays, r.LatestSnapshot
 		if len(st.OperationDays) == 0 {

@@ -112,7 +112,30 @@ svc=$(kubectl -n "$ns" get service flightfeed -o jsonpath='{.spec.clusterIP}')
 $ff export --config "$work/host.yaml" >"$work/export.jsonl"
 flid=$(head -n 1 "$work/export.jsonl" | sed -n 's/.*"FLID":"\([0-9A-Za-z_-]*\)".*/\1/p')
 [ -n "$flid" ] || { echo "demo: no flight in the export" >&2; exit 1; }
-show curl -sS "http://$svc:8082/api/v1/feeds/default/pek/flights/$flid"
+# The read API wants a bearer token allowed to get flightfeeds/flights in the
+# feed's namespace: a ServiceAccount with such a Role, and a token for it.
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: flight-reader, namespace: default}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: flight-reader, namespace: default}
+rules: [{apiGroups: [flightfeed.aero], resources: [flightfeeds/flights], verbs: [get]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: flight-reader, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: flight-reader}
+subjects: [{kind: ServiceAccount, name: flight-reader, namespace: default}]
+YAML
+show curl -sSk -o /dev/null -w '%{http_code} without a token\n' "https://$svc:8082/api/v1/feeds/default/pek/flights/$flid"
+token=$(kubectl -n default create token flight-reader --duration 10m)
+printf '\n$ token=$(kubectl -n default create token flight-reader)\n'
+# -k: the manager's certificate is self-signed (README, Security).
+printf '\n$ curl -sSk -H "Authorization: Bearer $token" https://%s:8082/api/v1/feeds/default/pek/flights/%s\n' "$svc" "$flid"
+curl -sSk -H "Authorization: Bearer $token" "https://$svc:8082/api/v1/feeds/default/pek/flights/$flid"
 echo
 show "$ff" ledger --config "$work/host.yaml"
 kcat -C -X isolation.level=read_committed -b "$node_ip:$broker_port" -t KAFKA_SCHD -o beginning -e -q -f '%k %h\n' >"$work/kafka_schd.txt"

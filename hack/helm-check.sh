@@ -57,7 +57,7 @@ hasnot() { local n=$1; shift; [ "$1" = -- ] && shift; ! grep -qE -- "$1" "$work/
 
 # 3. Default values: everything, CRDs kept, two hardened replicas.
 render default
-for kind in CustomResourceDefinition:2 Deployment:1 ClusterRole:3 ClusterRoleBinding:1 Role:1 RoleBinding:1 ServiceAccount:1 Service:1 PodDisruptionBudget:1 NetworkPolicy:1; do
+for kind in CustomResourceDefinition:2 Deployment:1 ClusterRole:4 ClusterRoleBinding:1 Role:1 RoleBinding:1 ServiceAccount:1 Service:1 PodDisruptionBudget:1 NetworkPolicy:1; do
   [ "$(count default "${kind%%:*}")" = "${kind##*:}" ] || fail "default: want ${kind##*:} ${kind%%:*}, got $(count default "${kind%%:*}")"
 done
 has default 'name: flightfeeds.flightfeed.aero'
@@ -72,6 +72,12 @@ has default 'path: /readyz'
 has default 'fieldPath: metadata.name'
 has default -- '- --lease-duration=15s'
 has default -- '- --api-bind-address=:8082'
+# Secure metrics by default, and the ClusterRole scrapers are bound to.
+has default '- --metrics-secure=true'
+has default 'name: ff-flightfeed-metrics-reader'
+has default '"/metrics"'
+hasnot default 'api-cert-dir'
+hasnot default 'metrics-cert-dir'
 has default -- '- --zap-log-level=info'
 has default 'x-kubernetes-list-map-keys'
 has default 'fieldPath: metadata.namespace'
@@ -114,7 +120,26 @@ has namespaced 'port: 9093, protocol: TCP'
 render nonetpol --set networkPolicy.enabled=false
 [ "$(count nonetpol NetworkPolicy)" = 0 ] || fail "networkPolicy.enabled=false still renders a NetworkPolicy"
 
-render monitoring --set monitoring.serviceMonitor.enabled=true --set monitoring.prometheusRule.enabled=true --set monitoring.grafanaDashboard.enabled=true
+render insecure --set metrics.secure=false --set monitoring.serviceMonitor.enabled=true
+has insecure '- --metrics-secure=false'
+has insecure 'scheme: http$'
+hasnot insecure 'metrics-reader'
+render certs --set metrics.certSecret=metrics-tls --set api.certSecret=api-tls --set monitoring.serviceMonitor.enabled=true \
+  --set 'metrics.scrapers[0].namespace=monitoring' --set 'metrics.scrapers[0].name=prometheus-k8s'
+has certs '- --metrics-cert-dir=/etc/flightfeed/metrics-certs'
+has certs '- --api-cert-dir=/etc/flightfeed/api-certs'
+has certs 'secretName: metrics-tls'
+has certs 'secretName: api-tls'
+has certs 'key: ca.crt'
+has certs 'serverName: ff-flightfeed.flightfeed-system.svc'
+has certs 'name: prometheus-k8s'
+[ "$(count certs ClusterRoleBinding)" = 2 ] || fail "certs: metrics.scrapers renders no ClusterRoleBinding"
+
+render monitoring --set monitoring.serviceMonitor.enabled=true --set monitoring.prometheusRule.enabled=true --set monitoring.grafanaDashboard.enabled=true \
+  --set 'metrics.scrapers[0].namespace=monitoring' --set 'metrics.scrapers[0].name=prometheus-k8s'
+has monitoring 'scheme: https'
+has monitoring 'bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token'
+has monitoring 'insecureSkipVerify: true'
 for kind in ServiceMonitor:1 PrometheusRule:1 ConfigMap:1; do
   [ "$(count monitoring "${kind%%:*}")" = "${kind##*:}" ] || fail "monitoring: want ${kind##*:} ${kind%%:*}, got $(count monitoring "${kind%%:*}")"
 done
@@ -168,6 +193,8 @@ refuse "a bad watched namespace" --set 'watchNamespaces={Ops}'
 refuse "a bad lease migration" --set leaseMigration=maybe
 refuse "a NetworkPolicy port out of range" --set 'networkPolicy.egress.database.ports={70000}'
 refuse "a NetworkPolicy CIDR that is none" --set 'networkPolicy.egress.mailbox.cidrs={mailbox.example}'
+refuse "metrics.secure not a boolean" --set-string metrics.secure=maybe
+refuse "a scraper without a namespace" --set 'metrics.scrapers[0].name=prometheus'
 
 # 6. The kustomize tree renders too (kubectl carries kustomize).
 if command -v kubectl >/dev/null 2>&1; then

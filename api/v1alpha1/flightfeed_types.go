@@ -265,6 +265,13 @@ type DatabaseSpec struct {
 	// (postgres://user:pass@host:5432/db?sslmode=...).
 	DSNSecretRef SecretKeyRef `json:"dsnSecretRef"`
 
+	// ReadDSNSecretRef selects the connection string of a read-only role
+	// for the read API (README, Security, has the grants). Without it the
+	// read API uses dsnSecretRef's role and opens every session with
+	// default_transaction_read_only = on (status.readApi says which).
+	// +optional
+	ReadDSNSecretRef *SecretKeyRef `json:"readDsnSecretRef,omitempty"`
+
 	// MaxConns bounds the connection pool. Default 4.
 	// +kubebuilder:validation:Minimum=2
 	// +kubebuilder:validation:Maximum=64
@@ -640,6 +647,30 @@ type FlightFeedStatus struct {
 	// +kubebuilder:validation:MaxItems=31
 	// +optional
 	OperationDays []OperationDayStatus `json:"operationDays,omitempty"`
+
+	// ReadAPI says how the read API reaches the feed's database.
+	// +optional
+	ReadAPI *ReadAPIStatus `json:"readApi,omitempty"`
+}
+
+// ReadAPIDatabaseAccess is how the read API reaches a feed's database.
+// +kubebuilder:validation:Enum=ReadOnlyRole;ReadOnlySessions
+type ReadAPIDatabaseAccess string
+
+const (
+	// ReadAPIReadOnlyRole: as the role of spec.database.readDsnSecretRef.
+	ReadAPIReadOnlyRole ReadAPIDatabaseAccess = "ReadOnlyRole"
+	// ReadAPIReadOnlySessions: as the writer's role (spec.database.dsnSecretRef),
+	// every session opened with default_transaction_read_only = on. That
+	// stops writes by mistake, not a session that turns it off: give the
+	// read API a read-only role for that.
+	ReadAPIReadOnlySessions ReadAPIDatabaseAccess = "ReadOnlySessions"
+)
+
+// ReadAPIStatus describes the read API's database access.
+type ReadAPIStatus struct {
+	// DatabaseAccess: ReadOnlyRole or ReadOnlySessions.
+	DatabaseAccess ReadAPIDatabaseAccess `json:"databaseAccess"`
 }
 
 // PumpStatus is a report of the pump. Holder, Epoch and Since are set

@@ -23,8 +23,12 @@ objects. Every replica serves metrics, probes and the read API.`,
 	f := cmd.Flags()
 	kubeconfig := f.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
 	metricsAddr := f.String("metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables)")
+	metricsSecure := f.Bool("metrics-secure", true, "serve metrics over HTTPS to bearer tokens allowed to get /metrics; false serves plain HTTP to anyone (local runs only)")
+	metricsCertDir := f.String("metrics-cert-dir", "", "folder with tls.crt and tls.key for the metrics endpoint, reloaded on change (default: a self-signed certificate made at start)")
 	probeAddr := f.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz (0 disables)")
-	apiAddr := f.String("api-bind-address", ":8082", "address of the read API (0 disables)")
+	apiAddr := f.String("api-bind-address", ":8082", "address of the read API, HTTPS with bearer tokens (0 disables)")
+	apiCertDir := f.String("api-cert-dir", "", "folder with tls.crt and tls.key for the read API, reloaded on change (default: a self-signed certificate made at start)")
+	enableHTTP2 := f.Bool("enable-http2", false, "offer HTTP/2 on the metrics and read API endpoints")
 	identity := f.String("identity", "", "identity in Leases and the database writer lock (default: $POD_NAME, else the host name)")
 	leaseDuration := f.Duration("lease-duration", 15*time.Second, "how long a feed's Lease is valid without renewal")
 	renewDeadline := f.Duration("renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it stops its pump")
@@ -44,6 +48,7 @@ objects. Every replica serves metrics, probes and the read API.`,
 		}
 		return operator.Run(cmd.Context(), operator.Options{
 			Kubeconfig: *kubeconfig, MetricsAddr: *metricsAddr, ProbeAddr: *probeAddr, APIAddr: *apiAddr,
+			InsecureMetrics: !*metricsSecure, MetricsCertDir: *metricsCertDir, APICertDir: *apiCertDir, EnableHTTP2: *enableHTTP2,
 			Identity: id, LeaseDuration: *leaseDuration, RenewDeadline: *renewDeadline, RetryPeriod: *retryPeriod,
 			StatusInterval: *statusInterval, Namespaces: *namespaces, Log: log,
 			LeaseNamespace: *leaseNamespace, LegacyLeases: *legacyLeases,

@@ -17,15 +17,30 @@ import (
 // openStore connects to the feed's database and refuses to work on a schema
 // older than the binary's, so a missing `migrate` is named, not guessed.
 func openStore(ctx context.Context, feed *config.Feed) (*store.Store, error) {
-	current, latest, err := store.SchemaVersion(ctx, feed.Secrets.DatabaseDSN)
+	return openStoreAs(ctx, feed, feed.Secrets.DatabaseDSN, false)
+}
+
+// openReadOnlyStore is openStore for the commands that only read (export,
+// ledger): as database.readDsn's role when the file gives one, else the
+// writer's, every session read-only either way.
+func openReadOnlyStore(ctx context.Context, feed *config.Feed) (*store.Store, error) {
+	dsn := feed.Secrets.DatabaseDSN
+	if feed.Secrets.ReadDatabaseDSN != "" {
+		dsn = feed.Secrets.ReadDatabaseDSN
+	}
+	return openStoreAs(ctx, feed, dsn, true)
+}
+
+func openStoreAs(ctx context.Context, feed *config.Feed, dsn string, readOnly bool) (*store.Store, error) {
+	current, latest, err := store.SchemaVersion(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
 	if current != latest {
 		return nil, fmt.Errorf("database schema is at version %d, this binary needs %d: run `flightfeed migrate --config F`", current, latest)
 	}
-	return store.Open(ctx, feed.Secrets.DatabaseDSN, store.Options{
-		MaxConns: feed.Spec.Database.MaxConns, Location: feed.Location})
+	return store.Open(ctx, dsn, store.Options{
+		MaxConns: feed.Spec.Database.MaxConns, Location: feed.Location, ReadOnly: readOnly})
 }
 
 func newExportCommand() *cobra.Command {
@@ -58,7 +73,7 @@ sorted by FLID, read in one consistent transaction.`,
 			}
 			filter.Day = *day
 		}
-		s, err := openStore(cmd.Context(), feed)
+		s, err := openReadOnlyStore(cmd.Context(), feed)
 		if err != nil {
 			return err
 		}
@@ -95,7 +110,7 @@ per operation day, days ascending; flights is the size of the day's roster.`,
 		if err != nil {
 			return err
 		}
-		s, err := openStore(cmd.Context(), feed)
+		s, err := openReadOnlyStore(cmd.Context(), feed)
 		if err != nil {
 			return err
 		}

@@ -28,6 +28,9 @@ type Secrets struct {
 	MailboxDSN string
 	// DatabaseDSN is the pgx connection string of the state database.
 	DatabaseDSN string
+	// ReadDatabaseDSN, optional, is a read-only role's connection string
+	// for reads that need no writer (the read API).
+	ReadDatabaseDSN string
 	// Kafka holds TLS and SASL material, when the spec enables them.
 	Kafka KafkaSecrets
 }

@@ -37,6 +37,8 @@ type fileMailbox struct {
 type fileDatabase struct {
 	v1alpha1.DatabaseSpec `json:",inline"`
 	DSN                   string `json:"dsn"`
+	// ReadDSN is a read-only role's DSN (the file's readDsnSecretRef).
+	ReadDSN string `json:"readDsn"`
 }
 
 type fileKafka struct {
@@ -128,7 +130,8 @@ func (fs *fileSpec) resolve() (v1alpha1.FlightFeedSpec, Secrets, field.ErrorList
 		History:   fs.History,
 		Pump:      fs.Pump,
 	}
-	secrets := Secrets{MailboxDSN: fs.Mailbox.DSN, DatabaseDSN: fs.Database.DSN}
+	secrets := Secrets{MailboxDSN: fs.Mailbox.DSN, DatabaseDSN: fs.Database.DSN, ReadDatabaseDSN: fs.Database.ReadDSN}
+	spec.Database.ReadDSNSecretRef = nil
 
 	inlineOnly := "a config file gives the credential inline; Secret references belong to the FlightFeed resource"
 	if fs.Mailbox.DSNSecretRef != (v1alpha1.SecretKeyRef{}) {
@@ -136,6 +139,14 @@ func (fs *fileSpec) resolve() (v1alpha1.FlightFeedSpec, Secrets, field.ErrorList
 	}
 	if fs.Database.DSNSecretRef != (v1alpha1.SecretKeyRef{}) {
 		errs = append(errs, field.Forbidden(field.NewPath("database", "dsnSecretRef"), inlineOnly+" (use database.dsn)"))
+	}
+	if fs.Database.ReadDSNSecretRef != nil {
+		errs = append(errs, field.Forbidden(field.NewPath("database", "readDsnSecretRef"), inlineOnly+" (use database.readDsn)"))
+	}
+	if fs.Database.ReadDSN != "" {
+		if err := CheckDatabaseDSN(fs.Database.ReadDSN); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("database", "readDsn"), RedactDSN(fs.Database.ReadDSN), err.Error()))
+		}
 	}
 	if strings.TrimSpace(fs.Mailbox.DSN) == "" {
 		errs = append(errs, field.Required(field.NewPath("mailbox", "dsn"), `the mailbox DSN, e.g. "root@tcp(127.0.0.1:3306)/mbx"`))

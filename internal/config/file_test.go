@@ -66,6 +66,23 @@ func TestMinimalFileIsAcceptedWithDefaults(t *testing.T) {
 	}
 }
 
+// database.readDsn is the file's read-only role (the resource's
+// readDsnSecretRef): a credential, kept out of the spec.
+func TestReadDSNInAFile(t *testing.T) {
+	const read = "postgres://reader@127.0.0.1:5432/ff?sslmode=disable"
+	feed, err := config.Parse([]byte(strings.Replace(minimal, `database: {dsn: `, `database: {readDsn: "`+read+`", dsn: `, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if feed.Secrets.ReadDatabaseDSN != read || feed.Spec.Database.ReadDSNSecretRef != nil {
+		t.Fatalf("read DSN %q, spec ref %v", feed.Secrets.ReadDatabaseDSN, feed.Spec.Database.ReadDSNSecretRef)
+	}
+	plain, err := config.Parse([]byte(minimal))
+	if err != nil || plain.Secrets.ReadDatabaseDSN != "" {
+		t.Fatalf("without readDsn: %q %v", plain.Secrets.ReadDatabaseDSN, err)
+	}
+}
+
 func TestDefaultHorizonIsYesterdayToTomorrow(t *testing.T) {
 	doc := strings.Replace(minimal, "requests: {horizon: {from: 0, to: 1}, interval: 1h, timeout: 5m, routingId: AODB}", "", 1)
 	feed, err := config.Parse([]byte(doc))
@@ -98,6 +115,12 @@ func TestBadFilesNameTheField(t *testing.T) {
 		{"secret ref in a file", func(s string) string {
 			return strings.Replace(s, `dsn: "root@tcp(127.0.0.1:3306)/mbx"`, `dsn: x, dsnSecretRef: {name: a, key: b}`, 1)
 		}, []string{"mailbox.dsnSecretRef", "inline"}},
+		{"read secret ref in a file", func(s string) string {
+			return strings.Replace(s, `database: {dsn: `, `database: {readDsnSecretRef: {name: a, key: b}, dsn: `, 1)
+		}, []string{"database.readDsnSecretRef", "database.readDsn"}},
+		{"ambiguous read dsn", func(s string) string {
+			return strings.Replace(s, `database: {dsn: `, `database: {readDsn: "postgres://r:p@ss@db/ff", dsn: `, 1)
+		}, []string{"database.readDsn", "percent-encode"}},
 		{"unknown time zone", func(s string) string { return strings.Replace(s, "Asia/Shanghai", "Mars/Olympus", 1) },
 			[]string{"airport.timeZone", "Mars/Olympus"}},
 		{"bad iata", func(s string) string { return strings.Replace(s, "iata: PEK", "iata: pek1", 1) },

@@ -471,7 +471,8 @@ type manager struct {
 // process's PostgreSQL sessions carry its identity as application_name
 // (pgx reads it from the environment), which is how the write audit and
 // pg_stat_activity tell the replicas apart.
-func (e *env) startManager(identity string, lt leaseTimings) *manager {
+// extra flags come last, so they override the harness's.
+func (e *env) startManager(identity string, lt leaseTimings, extra ...string) *manager {
 	e.t.Helper()
 	m := &manager{t: e.t, id: identity, metrics: loopback.FreeAddr(e.t), probe: loopback.FreeAddr(e.t), out: &proctest.Output{}, done: make(chan struct{})}
 	m.cmd = exec.Command(binary, "manager",
@@ -484,9 +485,12 @@ func (e *env) startManager(identity string, lt leaseTimings) *manager {
 		"--retry-period", lt.retry.String(),
 		"--status-interval", "1s",
 		"--metrics-bind-address", m.metrics,
+		// Plain HTTP: the harness scrapes as a local run would.
+		"--metrics-secure=false",
 		"--health-probe-bind-address", m.probe,
 		"--api-bind-address", "0",
 	)
+	m.cmd.Args = append(m.cmd.Args, extra...)
 	m.cmd.Env = append(os.Environ(), "PGAPPNAME="+identity, "KUBECONFIG="+kubeconfig)
 	var sink io.Writer = m.out
 	if os.Getenv("FLIGHTFEED_TEST_LOG") != "" {

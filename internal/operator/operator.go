@@ -2,11 +2,14 @@ package operator
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	stdlog "log"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -25,6 +28,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
@@ -51,10 +55,25 @@ type Options struct {
 
 	// MetricsAddr serves /metrics (Prometheus). "0" disables it. Default :8080.
 	MetricsAddr string
+	// InsecureMetrics serves /metrics over plain HTTP to anyone (for local
+	// runs: `flightfeed manager --metrics-secure=false`). By default it is
+	// HTTPS, and a scraper needs a bearer token whose user may `get` the
+	// non-resource URL /metrics (TokenReview, SubjectAccessReview).
+	InsecureMetrics bool
+	// MetricsCertDir holds tls.crt and tls.key for /metrics, reloaded when
+	// they change; without them a self-signed certificate is made at start.
+	MetricsCertDir string
 	// ProbeAddr serves /healthz and /readyz. "0" disables it. Default :8081.
 	ProbeAddr string
-	// APIAddr serves the read API. "0" disables it. Default :8082.
+	// APIAddr serves the read API over HTTPS, to bearer tokens allowed to
+	// read the feed (see Access). "0" disables it. Default :8082.
 	APIAddr string
+	// APICertDir holds tls.crt and tls.key for the read API, reloaded when
+	// they change; without them a self-signed certificate is made at start.
+	APICertDir string
+	// EnableHTTP2 offers HTTP/2 on the metrics and read API endpoints (off
+	// by default: its stream handling had denial of service flaws).
+	EnableHTTP2 bool
 
 	// Identity names this replica in every feed's Lease and in
 	// pipeline_lock; it must be unique among replicas. Default: $POD_NAME,
@@ -171,7 +190,7 @@ func New(o Options) (manager.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Logger:                 o.Log,
-		Metrics:                metricsserver.Options{BindAddress: orDefault(o.MetricsAddr, DefaultMetricsAddr)},
+		Metrics:                metricsOptions(o),
 		HealthProbeBindAddress: orDefault(o.ProbeAddr, DefaultProbeAddr),
 		// Every replica reconciles every feed; each feed elects its own
 		// pump through its own Lease.
@@ -246,12 +265,32 @@ func New(o Options) (manager.Manager, error) {
 		return nil, fmt.Errorf("operator: readyz: %w", err)
 	}
 	if addr := orDefault(o.APIAddr, DefaultAPIAddr); addr != "0" {
-		api := NewReadAPI(dir, o.Log.WithName("read-api"))
-		if err := mgr.Add(&apiServer{addr: addr, api: api}); err != nil {
+		access := NewAccess(kube.AuthenticationV1().TokenReviews(), kube.AuthorizationV1().SubjectAccessReviews(), nil)
+		api := NewReadAPI(dir, access, o.Log.WithName("read-api"))
+		if err := mgr.Add(&apiServer{addr: addr, api: api, certDir: o.APICertDir, http2: o.EnableHTTP2, log: o.Log.WithName("read-api")}); err != nil {
 			return nil, fmt.Errorf("operator: add read api: %w", err)
 		}
 	}
 	return mgr, nil
+}
+
+// metricsOptions serve /metrics the way kubebuilder's scaffold does: HTTPS
+// (a mounted certificate, reloaded, or a self-signed one), HTTP/2 off, and
+// every request authenticated (TokenReview) and authorized
+// (SubjectAccessReview for `get` on the non-resource URL /metrics) through
+// the API server — unless InsecureMetrics asks for plain HTTP.
+func metricsOptions(o Options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: orDefault(o.MetricsAddr, DefaultMetricsAddr)}
+	if o.InsecureMetrics {
+		return m
+	}
+	m.SecureServing = true
+	m.FilterProvider = filters.WithAuthenticationAndAuthorization
+	m.CertDir, m.CertName, m.KeyName = o.MetricsCertDir, CertName, KeyName
+	if !o.EnableHTTP2 {
+		m.TLSOpts = []func(*tls.Config){disableHTTP2}
+	}
+	return m
 }
 
 // cacheOptions watches the given namespaces only, or all of them.
@@ -310,10 +349,21 @@ func durationOr(d, def time.Duration) time.Duration {
 	return d
 }
 
+// logrWriter turns net/http's error log lines into logr messages.
+type logrWriter struct{ log logr.Logger }
+
+func (w logrWriter) Write(p []byte) (int, error) {
+	w.log.Info("read api: connection", "error", strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
 // apiServer runs the read API as a manager Runnable on every replica.
 type apiServer struct {
-	addr string
-	api  *ReadAPI
+	addr    string
+	api     *ReadAPI
+	certDir string
+	http2   bool
+	log     logr.Logger
 }
 
 // NeedLeaderElection is false: every replica serves reads.
@@ -322,15 +372,31 @@ func (s *apiServer) NeedLeaderElection() bool { return false }
 // Start serves until ctx ends.
 func (s *apiServer) Start(ctx context.Context) error {
 	defer s.api.Close()
+	tlsCfg, err := servingTLS(ctx, s.certDir, s.http2, s.log)
+	if err != nil {
+		return fmt.Errorf("read api: %w", err)
+	}
 	srv := &http.Server{
 		Addr:              s.addr,
 		Handler:           s.api.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		WriteTimeout:      2 * readTimeout,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
+		// TLS handshake failures (port scanners, plain HTTP) are the
+		// caller's problem: debug level, through the manager's logger.
+		ErrorLog: stdlog.New(logrWriter{s.log.V(1)}, "", 0),
 	}
+	if !s.http2 {
+		// A non-nil, empty map: no HTTP/2 even if a client asks for it.
+		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+	}
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("read api on %s: %w", s.addr, err)
+	}
+	s.log.Info("serving the read API over HTTPS", "address", ln.Addr().String())
 	errs := make(chan error, 1)
-	go func() { errs <- srv.ListenAndServe() }()
+	go func() { errs <- srv.Serve(tls.NewListener(ln, tlsCfg)) }()
 	select {
 	case err := <-errs:
 		return fmt.Errorf("read api on %s: %w", s.addr, err)

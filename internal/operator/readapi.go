@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/controllers"
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/flight"
@@ -42,10 +43,16 @@ type FlightReader interface {
 // Each response is read in one consistent (REPEATABLE READ, READ ONLY)
 // transaction; documents are the canonical JSON of SPEC §3.3, the same
 // bytes as KAFKA_SCHD and `flightfeed export`.
+//
+// Every request carries a bearer token (Authorization: Bearer); Access
+// authenticates and authorizes it through the API server before the feed is
+// even looked up: no or a rejected token is 401, a user without `get` on
+// flightfeeds/flights of the feed is 403, each with a JSON error body.
 type ReadAPI struct {
-	dir  *controllers.FeedDirectory
-	open func(context.Context, *config.Feed) (FlightReader, func(), error)
-	log  logr.Logger
+	dir    *controllers.FeedDirectory
+	access *Access
+	open   func(context.Context, *config.Feed) (FlightReader, func(), error)
+	log    logr.Logger
 
 	mu     sync.Mutex
 	stores map[types.NamespacedName]*readStore
@@ -57,27 +64,77 @@ type readStore struct {
 	close  func()
 }
 
-// NewReadAPI serves the feeds of dir.
-func NewReadAPI(dir *controllers.FeedDirectory, log logr.Logger) *ReadAPI {
-	return &ReadAPI{dir: dir, open: openReadStore, log: log, stores: map[types.NamespacedName]*readStore{}}
+// NewReadAPI serves the feeds of dir to the callers access allows.
+func NewReadAPI(dir *controllers.FeedDirectory, access *Access, log logr.Logger) *ReadAPI {
+	return &ReadAPI{dir: dir, access: access, open: openReadStore, log: log, stores: map[types.NamespacedName]*readStore{}}
+}
+
+// readDSN is the DSN the read API connects with: the feed's read-only
+// role when it has one, else the writer's.
+func readDSN(feed *config.Feed) string {
+	if feed.Secrets.ReadDatabaseDSN != "" {
+		return feed.Secrets.ReadDatabaseDSN
+	}
+	return feed.Secrets.DatabaseDSN
 }
 
 // openReadStore connects to a feed's database without migrating it: the
 // leader migrates, readers only read.
 func openReadStore(ctx context.Context, feed *config.Feed) (FlightReader, func(), error) {
-	s, err := store.Open(ctx, feed.Secrets.DatabaseDSN, store.Options{MaxConns: 2, Location: feed.Location})
+	s, err := OpenReadStore(ctx, readDSN(feed), feed.Location)
 	if err != nil {
 		return nil, nil, err
 	}
 	return s, s.Close, nil
 }
 
-// Handler routes the API.
+// OpenReadStore opens the read API's pool: two connections, every session
+// opened with default_transaction_read_only = on — the only guard when dsn
+// is the writer's, a second one under a read-only role.
+func OpenReadStore(ctx context.Context, dsn string, loc *time.Location) (*store.Store, error) {
+	return store.Open(ctx, dsn, store.Options{MaxConns: 2, Location: loc, ReadOnly: true})
+}
+
+// Handler routes the API. A request without a bearer token is refused
+// whatever its path; the feed routes authorize the token for their feed.
 func (a *ReadAPI) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /api/v1/feeds/{namespace}/{name}/flights", a.list)
-	mux.HandleFunc("GET /api/v1/feeds/{namespace}/{name}/flights/{flid}", a.one)
-	return mux
+	mux.HandleFunc("GET /api/v1/feeds/{namespace}/{name}/flights", a.authorized(a.list))
+	mux.HandleFunc("GET /api/v1/feeds/{namespace}/{name}/flights/{flid}", a.authorized(a.one))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if BearerToken(r) == "" {
+			unauthorized(w, "a bearer token is required (Authorization: Bearer <token>)")
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// authorized serves next only to a token allowed to read the feed of the
+// path. The token is never logged; the user name is.
+func (a *ReadAPI) authorized(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ns, name := r.PathValue("namespace"), r.PathValue("name")
+		decision, user, err := a.access.Check(r.Context(), BearerToken(r), ns, name)
+		switch {
+		case err != nil:
+			a.log.Error(err, "read api: access check", "flightfeed", ns+"/"+name)
+			httpError(w, http.StatusServiceUnavailable, "cannot check the token with the API server now; try again")
+		case decision == Unauthenticated:
+			unauthorized(w, "the bearer token is not valid (the API server's TokenReview refused it)")
+		case decision == Forbidden:
+			a.log.V(1).Info("read api: forbidden", "user", user, "flightfeed", ns+"/"+name)
+			httpError(w, http.StatusForbidden, "%s may not %s %s/%s of flightfeed %s/%s (needs a Role with %s on %s/%s in group %s)",
+				user, ReadVerb, ReadResource, ReadSubresource, ns, name, ReadVerb, ReadResource, ReadSubresource, v1alpha1.GroupVersion.Group)
+		default:
+			next(w, r)
+		}
+	}
+}
+
+func unauthorized(w http.ResponseWriter, msg string) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="flightfeed"`)
+	httpError(w, http.StatusUnauthorized, "%s", msg)
 }
 
 // Close closes every database connection.
@@ -217,8 +274,9 @@ func (a *ReadAPI) read(w http.ResponseWriter, r *http.Request, f store.Filter) (
 func (a *ReadAPI) reader(ctx context.Context, key types.NamespacedName, feed *config.Feed) (FlightReader, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	dsn := readDSN(feed)
 	if s, ok := a.stores[key]; ok {
-		if s.dsn == feed.Secrets.DatabaseDSN {
+		if s.dsn == dsn {
 			return s.reader, nil
 		}
 		s.close()
@@ -228,7 +286,7 @@ func (a *ReadAPI) reader(ctx context.Context, key types.NamespacedName, feed *co
 	if err != nil {
 		return nil, err
 	}
-	a.stores[key] = &readStore{dsn: feed.Secrets.DatabaseDSN, reader: reader, close: closeFn}
+	a.stores[key] = &readStore{dsn: dsn, reader: reader, close: closeFn}
 	return reader, nil
 }
 

@@ -41,6 +41,11 @@ type Options struct {
 	// mid-transaction must not hold pipeline_lock, or the next leader
 	// could not take its epoch.
 	IdleInTransactionTimeout time.Duration
+	// ReadOnly opens every session with default_transaction_read_only = on
+	// (whatever the DSN says): a write fails with SQLSTATE 25006. It guards
+	// a reader that has only the writer's DSN against writing by mistake;
+	// a read-only role is the real boundary.
+	ReadOnly bool
 }
 
 // Store is the PostgreSQL state database of one feed.
@@ -79,6 +84,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		if _, set := cfg.ConnConfig.RuntimeParams[k]; !set {
 			cfg.ConnConfig.RuntimeParams[k] = v
 		}
+	}
+	if opts.ReadOnly {
+		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
 	if opts.Tracer != nil {
 		cfg.ConnConfig.Tracer = opts.Tracer

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -364,7 +365,14 @@ func (s *suite) waitPods(n int, except map[string]bool) []corev1.Pod {
 	return out
 }
 
-var httpClient = &http.Client{Timeout: time.Second}
+// httpClient scrapes the pods' self-signed HTTPS metrics endpoints (the
+// token authenticates; the certificate is not verified, as curl -k).
+var httpClient = &http.Client{Timeout: time.Second, Transport: &http.Transport{
+	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the manager's self-signed certificate
+}}
+
+// scrapeToken is the token of the ServiceAccount the chart lets get /metrics.
+var scrapeToken string
 
 // pumpRunning scrapes a pod's flightfeed_pump_running for the feed: 1 or 0,
 // -1 when the pod does not answer.
@@ -372,7 +380,12 @@ func pumpRunning(p corev1.Pod, key types.NamespacedName) float64 {
 	if p.Status.PodIP == "" {
 		return -1
 	}
-	resp, err := httpClient.Get("http://" + net.JoinHostPort(p.Status.PodIP, "8080") + "/metrics")
+	req, err := http.NewRequest(http.MethodGet, "https://"+net.JoinHostPort(p.Status.PodIP, "8080")+"/metrics", nil)
+	if err != nil {
+		return -1
+	}
+	req.Header.Set("Authorization", "Bearer "+scrapeToken)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		return -1
 	}
@@ -483,7 +496,12 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 	// 1. helm install with the local image; both replicas Running and Ready.
 	tag := s.image[strings.LastIndexByte(s.image, ':')+1:]
 	s.run(s.helm, "install", s.release, "charts/flightfeed", "--namespace", s.ns, "--create-namespace",
-		"--set", "image.repository=flightfeed", "--set", "image.tag="+tag, "--wait", "--timeout", "3m")
+		"--set", "image.repository=flightfeed", "--set", "image.tag="+tag, "--wait", "--timeout", "3m",
+		// The metrics are HTTPS with a bearer token: the chart binds this
+		// ServiceAccount to its metrics-reader ClusterRole.
+		"--set", "metrics.scrapers[0].namespace="+s.ns, "--set", "metrics.scrapers[0].name=scraper")
+	s.run("kubectl", "-n", s.ns, "create", "serviceaccount", "scraper")
+	scrapeToken = strings.TrimSpace(s.run("kubectl", "-n", s.ns, "create", "token", "scraper", "--duration", "2h"))
 	t.Cleanup(func() {
 		// Best effort: the cluster is torn down after the test anyway.
 		_ = exec.Command(s.helm, "uninstall", s.release, "--namespace", s.ns, "--kubeconfig", s.kubeconfig).Run()
