@@ -34,8 +34,37 @@ func zapFlagSet(opts *zap.Options) *flag.FlagSet {
 // log (see mysqlLogger).
 func newLogger(cmd *cobra.Command) logr.Logger {
 	log := zap.New(zap.UseFlagOptions(commandLogOptions(cmd.Flags())), zap.WriteTo(&lockedWriter{w: cmd.ErrOrStderr()}))
+	log = logr.New(capVerbosity{LogSink: log.GetSink()})
 	_ = mysql.SetLogger(mysqlLogger{log: log.WithName("mysql")}) // fails only for nil
 	return log
+}
+
+// MaxVerbosity is the most verbose V-level any command logs, whatever
+// --zap-log-level says. client-go logs through the logger of the request's
+// context: request and response bodies from V(8) (a Secret's data among
+// them, so every feed's credentials), request headers from V(7). Our own
+// code logs at V(2) at most.
+const MaxVerbosity = 6
+
+// capVerbosity drops messages above MaxVerbosity.
+type capVerbosity struct{ logr.LogSink }
+
+func (c capVerbosity) Enabled(level int) bool {
+	return level <= MaxVerbosity && c.LogSink.Enabled(level)
+}
+
+func (c capVerbosity) Info(level int, msg string, kv ...any) {
+	if level <= MaxVerbosity {
+		c.LogSink.Info(level, msg, kv...)
+	}
+}
+
+func (c capVerbosity) WithValues(kv ...any) logr.LogSink {
+	return capVerbosity{c.LogSink.WithValues(kv...)}
+}
+
+func (c capVerbosity) WithName(name string) logr.LogSink {
+	return capVerbosity{c.LogSink.WithName(name)}
 }
 
 // commandLogOptions reads the zap flags the command line set. The flags'

@@ -1,0 +1,277 @@
+package e2e_test
+
+import (
+	"context"
+	"crypto/tls"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/testsupport/await"
+	"github.com/flightfeed/flightfeed/internal/testsupport/loopback"
+	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
+)
+
+// secretMarker is in every credential of the feed below; nothing the
+// operator shows may contain it. (internal/cli/secrets_test.go checks the
+// CLI's one-line errors and logs the same way.)
+const secretMarker = "Qx7Secret"
+
+// No credential of a feed shows anywhere a user or an attacker reading
+// the operator's outputs would look: a feed whose mailbox, database,
+// read-only database and SASL passwords all carry a marker is driven
+// through a wrong mailbox password, an unreachable broker (with SASL),
+// an unreachable read-only database and a DEAD message; the manager's
+// every log line (--zap-log-level=10, and whatever else the process
+// writes), the Events, the FlightFeed and its FlightFeedDays, /metrics and
+// the read API's error bodies are searched for the marker.
+func TestNoSecretAnywhere(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end")
+	}
+	e := newEnv(t)
+	w := newWorld(t, "pek")
+	ctx := t.Context()
+
+	// A mailbox user whose password holds the marker.
+	mcfg, err := mysql.ParseDSN(w.mboxDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := "ffsec_" + utilrand.String(6)
+	admin, err := sql.Open("mysql", mysqltest.Server())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// A fresh context on purpose: the test's own is done.
+		_, _ = admin.ExecContext(context.Background(), "DROP USER IF EXISTS '"+user+"'@'%', '"+user+"'@'localhost'")
+		_ = admin.Close()
+	})
+	for _, host := range []string{"%", "localhost"} {
+		for _, stmt := range []string{
+			"CREATE USER '" + user + "'@'" + host + "' IDENTIFIED BY '" + secretMarker + "-mbx'",
+			"GRANT ALL ON `" + mcfg.DBName + "`.* TO '" + user + "'@'" + host + "'",
+		} {
+			if _, err := admin.ExecContext(ctx, stmt); err != nil {
+				t.Fatalf("%s: %v", stmt, err)
+			}
+		}
+	}
+	mailboxDSN := func(password string) string {
+		c := mcfg.Clone()
+		c.User, c.Passwd = user, password
+		return c.FormatDSN()
+	}
+	// PostgreSQL here trusts local connections: the password is sent and
+	// ignored, the pump runs. The read-only DSN points at a closed port.
+	pgDSN := strings.Replace(w.pgDSN, "postgres://postgres@", "postgres://postgres:"+secretMarker+"-pg@", 1)
+	if pgDSN == w.pgDSN {
+		t.Fatalf("cannot put a password into %s", w.pgDSN)
+	}
+	readDSN := "postgres://reader:" + secretMarker + "-ro@" + loopback.FreeAddr(t) + "/ff?sslmode=disable&connect_timeout=2"
+
+	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "pek-mailbox", Namespace: e.ns},
+		StringData: map[string]string{"dsn": mailboxDSN(secretMarker + "-wrong")}})
+	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "pek-db", Namespace: e.ns},
+		StringData: map[string]string{"dsn": pgDSN, "read": readDSN}})
+	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "pek-sasl", Namespace: e.ns}, Type: corev1.SecretTypeBasicAuth,
+		StringData: map[string]string{"username": "flightfeed", "password": secretMarker + "-sasl"}})
+	e.create(&v1alpha1.FlightFeed{ObjectMeta: metav1.ObjectMeta{Name: "pek", Namespace: e.ns}, Spec: v1alpha1.FlightFeedSpec{
+		Airport: v1alpha1.AirportSpec{IATA: "PEK", TimeZone: "Asia/Shanghai"},
+		Mailbox: v1alpha1.MailboxSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: "pek-mailbox", Key: "dsn"}},
+		Database: v1alpha1.DatabaseSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: "pek-db", Key: "dsn"},
+			ReadDSNSecretRef: &v1alpha1.SecretKeyRef{Name: "pek-db", Key: "read"}},
+		Kafka: v1alpha1.KafkaSpec{Brokers: []string{loopback.FreeAddr(t)},
+			SASL: &v1alpha1.KafkaSASL{Mechanism: "SCRAM-SHA-512", SecretRef: v1alpha1.SecretRef{Name: "pek-sasl"}}},
+		Requests: v1alpha1.RequestsSpec{Disabled: true},
+	}})
+	key := types.NamespacedName{Namespace: e.ns, Name: "pek"}
+
+	api := loopback.FreeAddr(t)
+	m := e.startManager("replica-a", leaseTimings{duration: 4 * time.Second, renew: 3 * time.Second, retry: 500 * time.Millisecond},
+		"--zap-log-level=10", "--api-bind-address", api)
+
+	// 1. The wrong mailbox password: the pump cannot start, and says so.
+	await.Eventually(t, "the pump to fail on the wrong mailbox password", waitLong, func() (bool, string) {
+		ff := e.feedObject(key)
+		c := findCondition(ff, v1alpha1.ConditionPumpRunning)
+		return c != nil && c.Reason == string(v1alpha1.ReasonPumpFailed), fmt.Sprintf("%+v", c)
+	})
+
+	// 2. The right password: the pump runs (Kafka stays unreachable) and a
+	// malformed message goes DEAD.
+	var sec corev1.Secret
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "pek-mailbox"}, &sec); err != nil {
+		t.Fatal(err)
+	}
+	sec.Data = map[string][]byte{"dsn": []byte(mailboxDSN(secretMarker + "-mbx"))}
+	if err := e.c.Update(ctx, &sec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.insert("<MSG><META><TYPE>SCHD</TYPE>", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	await.Eventually(t, "the malformed message DEAD", waitLong, func() (bool, string) {
+		r := w.results()
+		return r["DEAD"] == 1, fmt.Sprint(r)
+	})
+	await.Eventually(t, "KafkaReachable False", waitLong, func() (bool, string) {
+		c := findCondition(e.feedObject(key), v1alpha1.ConditionKafkaReachable)
+		return c != nil && c.Status == metav1.ConditionFalse, fmt.Sprintf("%+v", c)
+	})
+
+	// 3. The read API: errors only (its database is unreachable, the
+	// flight and the day do not exist or are malformed).
+	token := readerToken(t, e)
+	var bodies []string
+	for _, path := range []string{"/flights", "/flights/123", "/flights?day=bad", "/flights/abc"} {
+		code, body := getTLS(t, token, "https://"+api+"/api/v1/feeds/"+e.ns+"/pek"+path)
+		if code == http.StatusOK || code == 0 {
+			t.Fatalf("read API %s: %d %s, want an error", path, code, body)
+		}
+		bodies = append(bodies, fmt.Sprintf("%s: %d %s", path, code, body))
+	}
+	if !strings.Contains(strings.Join(bodies, "\n"), "503") {
+		t.Fatalf("the unreachable read-only database gave no 503:\n%s", strings.Join(bodies, "\n"))
+	}
+
+	// Every surface, searched.
+	_, metrics := httpGet("http://" + m.metrics + "/metrics")
+	surfaces := map[string]string{
+		"logs":                  m.logs(),
+		"metrics":               metrics,
+		"read API error bodies": strings.Join(bodies, "\n"),
+		"FlightFeed":            jsonOf(t, e.feedObject(key)),
+		"Events":                e.events(t),
+		"FlightFeedDays":        e.days(t),
+	}
+	if !strings.Contains(m.logs(), `"v":10`) && !strings.Contains(m.logs(), "Access denied") {
+		// The search is only worth something if the logs are the verbose ones.
+		t.Logf("logs (tail):\n%s", proctest.Tail(m.logs(), 20))
+	}
+	for name, text := range surfaces {
+		if text == "" {
+			t.Errorf("%s: nothing to search", name)
+		}
+		if i := strings.Index(text, secretMarker); i >= 0 {
+			t.Errorf("%s show a credential: …%s…", name, text[max(0, i-200):min(len(text), i+100)])
+		}
+	}
+	if !strings.Contains(m.logs(), "Access denied") && !strings.Contains(m.logs(), "1045") {
+		t.Errorf("the logs do not show the refused mailbox login, so the search proves little:\n%s", proctest.Tail(m.logs(), 40))
+	}
+}
+
+func findCondition(ff *v1alpha1.FlightFeed, t v1alpha1.ConditionType) *metav1.Condition {
+	for i := range ff.Status.Conditions {
+		if ff.Status.Conditions[i].Type == string(t) {
+			return &ff.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func (e *env) feedObject(key types.NamespacedName) *v1alpha1.FlightFeed {
+	e.t.Helper()
+	var ff v1alpha1.FlightFeed
+	if err := e.c.Get(e.t.Context(), key, &ff); err != nil {
+		e.t.Fatal(err)
+	}
+	return &ff
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// events are the namespace's Events, both APIs, as JSON.
+func (e *env) events(t *testing.T) string {
+	t.Helper()
+	var core corev1.EventList
+	if err := e.c.List(t.Context(), &core, client.InNamespace(e.ns)); err != nil {
+		t.Fatal(err)
+	}
+	var ev eventsv1.EventList
+	if err := e.c.List(t.Context(), &ev, client.InNamespace(e.ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(core.Items)+len(ev.Items) == 0 {
+		return ""
+	}
+	return jsonOf(t, core) + jsonOf(t, ev)
+}
+
+func (e *env) days(t *testing.T) string {
+	t.Helper()
+	var days v1alpha1.FlightFeedDayList
+	if err := e.c.List(t.Context(), &days, client.InNamespace(e.ns)); err != nil {
+		t.Fatal(err)
+	}
+	return jsonOf(t, days)
+}
+
+// readerToken is a token of a ServiceAccount allowed to read the flights of
+// e's namespace.
+func readerToken(t *testing.T, e *env) string {
+	t.Helper()
+	e.create(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: e.ns}})
+	e.create(&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: e.ns}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{"flightfeed.aero"}, Resources: []string{"flightfeeds/flights"}, Verbs: []string{"get"}}}})
+	e.create(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: e.ns},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: e.ns, Name: "reader"}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "reader"}})
+	kube, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := kube.CoreV1().ServiceAccounts(e.ns).CreateToken(t.Context(), "reader", &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// getTLS GETs u from the manager's self-signed read API with the token.
+func getTLS(t *testing.T, token, u string) (int, string) {
+	t.Helper()
+	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the test's own self-signed server
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
