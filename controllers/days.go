@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -44,7 +46,22 @@ type daySyncer struct {
 	writer    client.Client
 }
 
-func (s daySyncer) sync(ctx context.Context, key types.NamespacedName, uid types.UID, ledger []store.LedgerDay) (int, error) {
+// newestDays returns the newest keep days of the ledger (all of them when
+// keep is not positive): the ones that get a FlightFeedDay.
+func newestDays(ledger []store.LedgerDay, keep int) []store.LedgerDay {
+	days := slices.Clone(ledger)
+	slices.SortFunc(days, func(a, b store.LedgerDay) int { return strings.Compare(a.Day, b.Day) })
+	if keep > 0 && len(days) > keep {
+		days = days[len(days)-keep:]
+	}
+	return days
+}
+
+// sync makes the feed's FlightFeedDays the newest keep days of the ledger:
+// created or updated for those, deleted for every other day (older than
+// the newest keep, or gone from the ledger).
+func (s daySyncer) sync(ctx context.Context, key types.NamespacedName, uid types.UID, ledger []store.LedgerDay, keep int) (int, error) {
+	ledger = newestDays(ledger, keep)
 	var list v1alpha1.FlightFeedDayList
 	if err := s.reader.List(ctx, &list, client.InNamespace(key.Namespace), client.MatchingLabels{v1alpha1.LabelFeed: key.Name}); err != nil {
 		return 0, fmt.Errorf("list flightfeeddays of %s: %w", key, err)

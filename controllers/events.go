@@ -15,6 +15,10 @@ const (
 	ReasonPumpFailed = "PumpFailed"
 	// ReasonFenced (Warning): another pump took a newer fencing epoch.
 	ReasonFenced = "Fenced"
+	// ReasonSchemaTooNew and ReasonSchemaTooOld (Warning): the pump refuses
+	// the database's schema (see the conditions' reasons of the same name).
+	ReasonSchemaTooNew = "SchemaTooNew"
+	ReasonSchemaTooOld = "SchemaTooOld"
 	// ReasonConfigInvalid (Warning): the spec or a Secret keeps the feed
 	// from running; the note names the field.
 	ReasonConfigInvalid = "ConfigInvalid"

@@ -139,21 +139,24 @@ func (h *harness) startReplicaWith(identity string, factory controllers.RunnerFa
 	h.t.Helper()
 	r := &replica{identity: identity, registry: prometheus.NewRegistry(), probe: loopback.FreeAddr(h.t), done: make(chan error, 1)}
 	o := operator.Options{
-		RestConfig:      restCfg,
-		MetricsAddr:     "0",
-		ProbeAddr:       r.probe,
-		APIAddr:         "0",
-		Identity:        identity,
-		LeaseDuration:   testLease,
-		RenewDeadline:   testRenew,
-		RetryPeriod:     testRetry,
-		StatusInterval:  testInterval,
-		ShutdownTimeout: 30 * time.Second,
-		Factory:         factory,
-		Registry:        r.registry,
-		Namespaces:      []string{h.ns},
-		LeaseNamespace:  h.ns,
-		Log:             ctrl.Log.WithName(identity),
+		RestConfig:     restCfg,
+		MetricsAddr:    "0",
+		ProbeAddr:      r.probe,
+		APIAddr:        "0",
+		Identity:       identity,
+		LeaseDuration:  testLease,
+		RenewDeadline:  testRenew,
+		RetryPeriod:    testRetry,
+		StatusInterval: testInterval,
+		// The tests read figures from the status at every report; the
+		// bound on status writes has its own test (statusrate_test.go).
+		StatusFiguresInterval: testInterval,
+		ShutdownTimeout:       30 * time.Second,
+		Factory:               factory,
+		Registry:              r.registry,
+		Namespaces:            []string{h.ns},
+		LeaseNamespace:        h.ns,
+		Log:                   ctrl.Log.WithName(identity),
 	}
 	for _, edit := range edits {
 		edit(&o)

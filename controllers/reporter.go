@@ -3,11 +3,15 @@ package controllers
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -23,6 +27,12 @@ type reporter struct {
 	prevRunner FeedRunner
 	prevPump   feedrun.Status
 	configErr  string
+
+	// figuresAt is when the status was last written (with the figures of
+	// the moment); daysAt and daySet when and for which days the
+	// FlightFeedDays were last synced.
+	figuresAt, daysAt time.Time
+	daySet            string
 }
 
 // pumpSignature is the part of a pump's report that, when it changes,
@@ -79,6 +89,7 @@ func (s *feedSupervisor) snapshot() (reportInput, *store.Store) {
 		CurrentConfig: st.runnerHash == d.Hash,
 		LastErr:       st.lastErr,
 		DatabaseErr:   st.databaseErr,
+		SchemaVersion: st.schemaVersion,
 		Epoch:         st.epoch,
 		Since:         st.since,
 		ReadAccess:    readAccess(d.Feed),
@@ -117,14 +128,36 @@ func (r *reporter) report(ctx context.Context) {
 	}
 	rep := buildStatus(in)
 	d := s.getDesired()
-	if _, err := s.deps.status.update(ctx, s.key, d.UID, func(st *v1alpha1.FlightFeedStatus) { applyReport(st, rep, in.Now) }); err != nil {
+	figuresDue := r.figuresAt.IsZero() || in.Now.Sub(r.figuresAt) >= s.deps.figuresInterval
+	wrote, err := s.deps.status.update(ctx, s.key, d.UID, func(st *v1alpha1.FlightFeedStatus) {
+		if !figuresDue && onlyFiguresMoved(st, rep, in.Now) {
+			return
+		}
+		applyReport(st, rep, in.Now)
+	})
+	if err != nil {
 		if ctx.Err() == nil && !errors.Is(err, errStale) {
 			s.log.Error(err, "write status")
 		}
+	} else if wrote {
+		r.figuresAt = in.Now
 	}
 	if in.LedgerKnown && !d.Terminating {
-		if _, err := s.deps.days.sync(ctx, s.key, d.UID, in.Ledger); err != nil && ctx.Err() == nil {
-			s.log.Error(err, "sync flightfeeddays")
+		keep := config.DefaultFlightFeedDays
+		if d.Feed != nil {
+			keep = int(d.Feed.Spec.Retention.FlightFeedDays)
+		}
+		// A new (or expired) day is synced at once, versions at most every
+		// figures interval.
+		set := daySet(newestDays(in.Ledger, keep))
+		if set != r.daySet || r.daysAt.IsZero() || in.Now.Sub(r.daysAt) >= s.deps.figuresInterval {
+			if _, err := s.deps.days.sync(ctx, s.key, d.UID, in.Ledger, keep); err != nil {
+				if ctx.Err() == nil {
+					s.log.Error(err, "sync flightfeeddays")
+				}
+			} else {
+				r.daySet, r.daysAt = set, in.Now
+			}
 		}
 	}
 	r.events(in)
@@ -134,6 +167,52 @@ func (r *reporter) report(ctx context.Context) {
 	}
 	s.deps.metrics.report(s.key, in.Phase == phaseRunning && in.Pump.Running, in.Pump, ledger, in.Now)
 	r.sig = r.signature(in)
+}
+
+// onlyFiguresMoved reports whether writing rep into st would change
+// nothing but fast-moving figures: the counts, rate, lag, queue depth and
+// processed ids of the pump, the outbox and backfill figures, and the
+// versions of days already listed. Such a write waits for the figures
+// interval; anything else (a condition, the generation, the holder, a day
+// added or removed, the schema version) is written at once.
+func onlyFiguresMoved(st *v1alpha1.FlightFeedStatus, rep statusReport, now time.Time) bool {
+	kept := rep
+	if rep.Pump != nil && st.Pump != nil {
+		p := *rep.Pump
+		p.LastProcessedID, p.HeadID, p.QueueDepth = st.Pump.LastProcessedID, st.Pump.HeadID, st.Pump.QueueDepth
+		p.Lag, p.Counts, p.MessagesPerSecond = st.Pump.Lag, st.Pump.Counts, st.Pump.MessagesPerSecond
+		kept.Pump = &p
+	}
+	if rep.Outbox != nil && st.Outbox != nil {
+		kept.Outbox = st.Outbox
+	}
+	if rep.Backfill != nil && st.Backfill != nil {
+		kept.Backfill = st.Backfill
+	}
+	if rep.DaysKnown && sameDays(rep.OperationDays, st.OperationDays) {
+		kept.OperationDays = st.OperationDays
+		if rep.LatestSnapshot != nil && st.LatestSnapshot != nil && rep.LatestSnapshot.Day == st.LatestSnapshot.Day {
+			kept.LatestSnapshot = st.LatestSnapshot
+		}
+	}
+	trial := st.DeepCopy()
+	applyReport(trial, kept, now)
+	return equality.Semantic.DeepEqual(*trial, *st)
+}
+
+// sameDays reports whether a and b list the same days, whatever their
+// figures.
+func sameDays(a, b []v1alpha1.OperationDayStatus) bool {
+	return slices.EqualFunc(a, b, func(x, y v1alpha1.OperationDayStatus) bool { return x.Day == y.Day })
+}
+
+// daySet names a set of ledger days.
+func daySet(days []store.LedgerDay) string {
+	names := make([]string, len(days))
+	for i, d := range days {
+		names[i] = d.Day
+	}
+	return strings.Join(names, ",")
 }
 
 // events records what changed since the previous report.

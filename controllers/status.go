@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -30,6 +31,9 @@ const (
 	phaseFailed runPhase = "Failed"
 	// phaseFenced: another pump took a newer epoch.
 	phaseFenced runPhase = "Fenced"
+	// phaseSchemaRefused: the database's schema is not the binary's (too
+	// new, or too old without autoMigrate); checked again with backoff.
+	phaseSchemaRefused runPhase = "SchemaRefused"
 )
 
 // reportInput is everything one status report is computed from.
@@ -50,8 +54,11 @@ type reportInput struct {
 	// was reaching the database (opening, migrating, taking the epoch).
 	LastErr     error
 	DatabaseErr bool
-	Epoch       int64
-	Since       time.Time
+	// SchemaVersion is the database's schema version found on opening it
+	// (0: not known).
+	SchemaVersion int64
+	Epoch         int64
+	Since         time.Time
 	// Pump is the runner's report (meaningful in phaseRunning).
 	Pump feedrun.Status
 	// Ledger is the snapshot ledger; LedgerKnown is false when it could not
@@ -72,6 +79,7 @@ type statusReport struct {
 	Outbox         *v1alpha1.OutboxStatus
 	Backfill       *v1alpha1.BackfillStatus
 	DaysKnown      bool
+	SchemaVersion  int64
 	LatestSnapshot *v1alpha1.LatestSnapshot
 	OperationDays  []v1alpha1.OperationDayStatus
 	ReadAPI        *v1alpha1.ReadAPIStatus
@@ -83,7 +91,7 @@ const maxConditionMessage = 1024
 // buildStatus decides the status of a feed from one report's inputs. It
 // does no I/O; the table tests in status_test.go drive it.
 func buildStatus(in reportInput) statusReport {
-	out := statusReport{Generation: in.Generation, DaysKnown: in.LedgerKnown}
+	out := statusReport{Generation: in.Generation, DaysKnown: in.LedgerKnown, SchemaVersion: in.SchemaVersion}
 	cond := func(t v1alpha1.ConditionType, s metav1.ConditionStatus, r v1alpha1.ConditionReason, msg string) {
 		out.Conditions = append(out.Conditions, metav1.Condition{Type: string(t), Status: s, Reason: string(r),
 			Message: truncate(msg, maxConditionMessage), ObservedGeneration: in.Generation})
@@ -92,8 +100,12 @@ func buildStatus(in reportInput) statusReport {
 		cond(v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
 		cond(v1alpha1.ConditionPumpRunning, metav1.ConditionFalse, reason, msg)
 		dbStatus, dbReason, dbMsg := metav1.ConditionUnknown, v1alpha1.ReasonNotRunning, "no pump runs"
-		if in.DatabaseErr && in.LastErr != nil {
+		switch {
+		case in.DatabaseErr && in.LastErr != nil:
 			dbStatus, dbReason, dbMsg = metav1.ConditionFalse, v1alpha1.ReasonUnreachable, in.LastErr.Error()
+		case in.Phase == phaseSchemaRefused && in.Leading:
+			dbStatus, dbReason, dbMsg = metav1.ConditionTrue, v1alpha1.ReasonReachable,
+				fmt.Sprintf("database answers; its schema is at version %d", in.SchemaVersion)
 		}
 		cond(v1alpha1.ConditionMailboxReachable, metav1.ConditionUnknown, v1alpha1.ReasonNotRunning, "no pump runs")
 		cond(v1alpha1.ConditionDatabaseReachable, dbStatus, dbReason, dbMsg)
@@ -118,6 +130,12 @@ func buildStatus(in reportInput) statusReport {
 		notRunning(reason, in.ConfigErr.Error())
 	case in.Phase == phaseFenced:
 		notRunning(v1alpha1.ReasonFenced, errText(in.LastErr, "another pump took a newer fencing epoch"))
+	case in.Phase == phaseSchemaRefused:
+		reason := v1alpha1.ReasonSchemaTooOld
+		if errors.Is(in.LastErr, store.ErrSchemaTooNew) {
+			reason = v1alpha1.ReasonSchemaTooNew
+		}
+		notRunning(reason, errText(in.LastErr, "the database schema is not this release's"))
 	case in.Phase == phaseFailed:
 		notRunning(v1alpha1.ReasonPumpFailed, errText(in.LastErr, "the pump stopped"))
 	case in.Phase != phaseRunning || !in.Pump.Running:
@@ -286,6 +304,9 @@ func ledgerStatus(ledger []store.LedgerDay) ([]v1alpha1.OperationDayStatus, *v1a
 // transition time while their status stays; now stamps the others.
 func applyReport(st *v1alpha1.FlightFeedStatus, r statusReport, now time.Time) {
 	st.ObservedGeneration = r.Generation
+	if r.SchemaVersion != 0 {
+		st.SchemaVersion = r.SchemaVersion
+	}
 	for _, c := range r.Conditions {
 		c.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
 		meta.SetStatusCondition(&st.Conditions, c)

@@ -46,6 +46,9 @@ type leaderState struct {
 	runnerHash  string
 	lastErr     error
 	databaseErr bool
+	// schemaVersion is the database's schema version as last found on
+	// opening it (0: not yet known).
+	schemaVersion int64
 	// stopping is when the runner was asked to stop and has not yet
 	// returned (zero otherwise); a runner that ignores cancellation makes
 	// the replica unhealthy.
@@ -360,18 +363,36 @@ func (s *feedSupervisor) runLoop(ctx context.Context) {
 			err = errors.New("the pump returned without being stopped")
 		}
 		fenced := errors.Is(err, store.ErrFenced)
+		var schemaErr *store.SchemaError
+		refused := errors.As(err, &schemaErr)
 		s.update(func(st *leaderState) {
 			st.phase, st.lastErr = phaseFailed, err
-			if fenced {
+			switch {
+			case fenced:
 				st.phase = phaseFenced
+			case refused:
+				st.phase, st.schemaVersion = phaseSchemaRefused, schemaErr.Current
 			}
 		})
 		failures++
 		wait := backoff.Delay(failures, s.deps.restartBackoff, s.deps.maxRestartBackoff, backoff.Shared)
-		s.log.Error(err, "pump stopped; restarting", "after", wait)
-		if fenced {
+		switch {
+		case refused:
+			// Not a failure to retry away: the database must change (or
+			// the release). Checked again with backoff, so a migration or
+			// a rollback of the database is noticed.
+			reason := ReasonSchemaTooOld
+			if errors.Is(err, store.ErrSchemaTooNew) {
+				reason = ReasonSchemaTooNew
+			}
+			s.log.Error(err, "refusing to run the pump on this database schema; checking again later",
+				"schemaVersion", schemaErr.Current, "knownVersion", schemaErr.Known, "after", wait)
+			s.event(corev1.EventTypeWarning, reason, "Pump", "the pump refuses to run: %s", err.Error())
+		case fenced:
+			s.log.Error(err, "pump stopped; restarting", "after", wait)
 			s.event(corev1.EventTypeWarning, ReasonFenced, "Pump", "another pump took a newer fencing epoch: %s", err.Error())
-		} else {
+		default:
+			s.log.Error(err, "pump stopped; restarting", "after", wait)
 			s.event(corev1.EventTypeWarning, ReasonPumpFailed, "Pump", "pump failed, restarting in %s: %s", wait, err.Error())
 		}
 		select {
@@ -393,9 +414,13 @@ func (s *feedSupervisor) runOnce(ctx context.Context, d feedDesired) error {
 	s.update(func(st *leaderState) { st.phase, st.databaseErr = phaseStarting, false })
 	db, err := s.ledgerStore(ctx, d.Feed)
 	if err != nil {
-		s.update(func(st *leaderState) { st.databaseErr = true })
+		// A refused schema is a database that answers.
+		if !errors.As(err, new(*store.SchemaError)) {
+			s.update(func(st *leaderState) { st.databaseErr = true })
+		}
 		return err
 	}
+	s.update(func(st *leaderState) { st.schemaVersion = db.SchemaVersion() })
 	epoch, err := db.TakeEpoch(ctx, s.deps.identity)
 	if err != nil {
 		s.update(func(st *leaderState) { st.databaseErr = true })
@@ -472,10 +497,28 @@ func (s *feedSupervisor) ledgerStore(ctx context.Context, feed *config.Feed) (*s
 	cur, dsn := s.st.ledger, s.st.ledgerDSN
 	s.mu.Unlock()
 	if cur != nil && dsn == feed.Secrets.DatabaseDSN {
-		return cur, nil
+		// Kept across pump restarts, but only on the schema it was
+		// checked at: another release may have migrated it meanwhile.
+		v, err := cur.ReadSchemaVersion(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if v == cur.SchemaVersion() {
+			return cur, nil
+		}
+		s.log.Info("the database schema changed since it was opened; checking it again", "was", cur.SchemaVersion(), "now", v)
 	}
 	db, err := s.deps.openStore(ctx, feed)
 	if err != nil {
+		if cur != nil && errors.As(err, new(*store.SchemaError)) {
+			// The schema moved under the open store: it must not be used.
+			s.mu.Lock()
+			if s.st.ledger == cur {
+				s.st.ledger, s.st.ledgerDSN = nil, ""
+			}
+			s.mu.Unlock()
+			cur.Close()
+		}
 		return nil, err
 	}
 	s.mu.Lock()
@@ -488,27 +531,28 @@ func (s *feedSupervisor) ledgerStore(ctx context.Context, feed *config.Feed) (*s
 	return db, nil
 }
 
-// openFeedStore migrates the feed's database and connects to it, once per
-// leadership (or DSN change): the runner shares this store.
+// openFeedStore checks (and, with database.autoMigrate, migrates) the
+// feed's database schema and connects to it, once per leadership (or DSN
+// change): the runner shares this store. A refused schema is a
+// *store.SchemaError.
 func openFeedStore(ctx context.Context, feed *config.Feed) (*store.Store, error) {
 	return feedrun.Open(ctx, feed)
 }
 
-// health is this supervisor's contribution to /healthz and /readyz.
+// health is this supervisor's contribution to /healthz. Readiness does
+// not look at feeds: a feed's outage (its database, its pump) is in its
+// conditions and metrics, and must not make the replica unready, or a
+// database outage would block node drains through the PDB.
 type health struct {
-	leading      bool
-	lastRenew    time.Time
-	stuckSince   time.Time
-	phase        runPhase
-	lastErr      error
-	leadingSince time.Time
+	leading    bool
+	lastRenew  time.Time
+	stuckSince time.Time
 }
 
 func (s *feedSupervisor) health() health {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return health{leading: s.st.leading, lastRenew: s.elector.lastRenewAt(), stuckSince: s.st.stopping,
-		phase: s.st.phase, lastErr: s.st.lastErr, leadingSince: s.st.since}
+	return health{leading: s.st.leading, lastRenew: s.elector.lastRenewAt(), stuckSince: s.st.stopping}
 }
 
 // clockOrReal returns c, or the real clock when c is nil.

@@ -23,13 +23,14 @@ import (
 
 // Defaults of SupervisorOptions.
 const (
-	DefaultReportInterval    = 5 * time.Second
+	DefaultReportInterval = 5 * time.Second
+	// DefaultFiguresInterval bounds how often a status write carries only
+	// moved figures (counts, rates, lag, the ledger's versions): a busy
+	// feed must not churn etcd. Metrics carry them at every report.
+	DefaultFiguresInterval   = 30 * time.Second
 	DefaultStopTimeout       = 20 * time.Second
 	DefaultRestartBackoff    = time.Second
 	DefaultMaxRestartBackoff = time.Minute
-	// DefaultStartGrace is how long a leader may take to get its pump
-	// running before /readyz reports it.
-	DefaultStartGrace = time.Minute
 )
 
 // SupervisorOptions configure the per-feed supervisors of one replica.
@@ -62,6 +63,12 @@ type SupervisorOptions struct {
 	Lease LeaseTimings
 	// ReportInterval between periodic status reports (default 5s).
 	ReportInterval time.Duration
+	// FiguresInterval: a report whose only change is fast-moving figures
+	// (counts, rates, lag, queue depth, outbox, the ledger's versions) is
+	// written to the status, and the FlightFeedDays, at most this often
+	// (default 30s); a condition change, a new generation or a new day is
+	// written at once, with the figures of the moment.
+	FiguresInterval time.Duration
 	// StopTimeout bounds the wait for a cancelled runner (default 20s, so
 	// that stopping, the last report and the release fit in a pod's 30s
 	// termination grace period).
@@ -71,9 +78,6 @@ type SupervisorOptions struct {
 	// to MaxRestartBackoff (default 1s to 1m; package backoff). A maximum
 	// below RestartBackoff is raised to it.
 	RestartBackoff, MaxRestartBackoff time.Duration
-	// StartGrace is how long a leader may take to get its pump running
-	// before /readyz fails (default 1m).
-	StartGrace time.Duration
 	// Clock drives every timer (default: the real clock).
 	Clock clock.WithTicker
 	// Metrics receives the feeds' series (optional).
@@ -95,10 +99,10 @@ type supervisorDeps struct {
 	identity          string
 	timings           LeaseTimings
 	reportInterval    time.Duration
+	figuresInterval   time.Duration
 	stopTimeout       time.Duration
 	restartBackoff    time.Duration
 	maxRestartBackoff time.Duration
-	startGrace        time.Duration
 	clock             clock.WithTicker
 	metrics           *Metrics
 	log               logr.Logger
@@ -144,11 +148,11 @@ func NewSupervisors(o SupervisorOptions) (*Supervisors, error) {
 		}
 	}
 	def(&o.ReportInterval, DefaultReportInterval)
+	def(&o.FiguresInterval, DefaultFiguresInterval)
 	def(&o.StopTimeout, DefaultStopTimeout)
 	def(&o.RestartBackoff, DefaultRestartBackoff)
 	def(&o.MaxRestartBackoff, DefaultMaxRestartBackoff)
 	o.MaxRestartBackoff = max(o.MaxRestartBackoff, o.RestartBackoff)
-	def(&o.StartGrace, DefaultStartGrace)
 	if o.OpenStore == nil {
 		o.OpenStore = openFeedStore
 	}
@@ -158,8 +162,8 @@ func NewSupervisors(o SupervisorOptions) (*Supervisors, error) {
 	return &Supervisors{
 		deps: &supervisorDeps{
 			leases: o.Leases, leaseNamespace: o.LeaseNamespace, legacyLeases: o.LegacyLeases, recorder: o.Recorder, factory: o.Factory, identity: o.Identity, timings: timings,
-			reportInterval: o.ReportInterval, stopTimeout: o.StopTimeout, restartBackoff: o.RestartBackoff,
-			maxRestartBackoff: o.MaxRestartBackoff, startGrace: o.StartGrace, clock: clockOrReal(o.Clock),
+			reportInterval: o.ReportInterval, figuresInterval: o.FiguresInterval, stopTimeout: o.StopTimeout, restartBackoff: o.RestartBackoff,
+			maxRestartBackoff: o.MaxRestartBackoff, clock: clockOrReal(o.Clock),
 			metrics: o.Metrics, log: o.Log, openStore: o.OpenStore,
 			status: statusWriter{reader: o.APIReader, writer: o.Client},
 			days:   daySyncer{reader: o.Client, apiReader: o.APIReader, writer: o.Client},
@@ -311,28 +315,6 @@ func (s *Supervisors) LivenessCheck(*http.Request) error {
 		}
 		if !h.stuckSince.IsZero() && now.Sub(h.stuckSince) > s.deps.stopTimeout {
 			return fmt.Errorf("pump did not stop %s after cancellation", now.Sub(h.stuckSince).Truncate(time.Second))
-		}
-		return nil
-	})
-}
-
-// ReadinessCheck is /readyz: it fails while a feed this replica leads has
-// no running pump although its configuration is valid — the pump failed,
-// or it has been starting for longer than StartGrace. Replicas that lead
-// nothing are ready (they serve the read API).
-func (s *Supervisors) ReadinessCheck(*http.Request) error {
-	now := s.deps.clock.Now()
-	return s.each(func(_ types.NamespacedName, h health) error {
-		if !h.leading {
-			return nil
-		}
-		switch h.phase {
-		case phaseFailed, phaseFenced:
-			return fmt.Errorf("pump is not running: %s", errText(h.lastErr, string(h.phase)))
-		case phaseStarting:
-			if now.Sub(h.leadingSince) > s.deps.startGrace {
-				return fmt.Errorf("pump has been starting since %s", h.leadingSince.UTC().Format(time.RFC3339))
-			}
 		}
 		return nil
 	})

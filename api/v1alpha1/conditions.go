@@ -55,6 +55,15 @@ const (
 	// ReasonTerminating (Ready, PumpRunning False): the FlightFeed is being
 	// deleted and its pump stopped.
 	ReasonTerminating ConditionReason = "Terminating"
+	// ReasonSchemaTooNew (Ready, PumpRunning False): the database's schema
+	// is newer than this release knows (an older release during a rolling
+	// upgrade or after a rollback); the pump refuses to run on it and reads
+	// nothing. status.schemaVersion is the database's version.
+	ReasonSchemaTooNew ConditionReason = "SchemaTooNew"
+	// ReasonSchemaTooOld (Ready, PumpRunning False): database.autoMigrate is
+	// false and the database's schema is older than this release needs;
+	// run `flightfeed migrate` (the chart's migration Job).
+	ReasonSchemaTooOld ConditionReason = "SchemaTooOld"
 	// ReasonServiceUnreachable (Ready False): the pump runs but a service
 	// it needs does not answer.
 	ReasonServiceUnreachable ConditionReason = "ServiceUnreachable"

@@ -278,6 +278,16 @@ type DatabaseSpec struct {
 	// +optional
 	// +kubebuilder:default=4
 	MaxConns int32 `json:"maxConns,omitempty"`
+
+	// AutoMigrate lets the pump apply the binary's pending migrations when
+	// it starts (default true). false leaves migrations to `flightfeed
+	// migrate` (the chart's opt-in pre-install/pre-upgrade Job): the pump
+	// then refuses to run, with the condition reason SchemaTooOld, until
+	// the schema is exactly the version it was built for. Either way it
+	// refuses a schema newer than it knows (SchemaTooNew).
+	// +optional
+	// +kubebuilder:default=true
+	AutoMigrate *bool `json:"autoMigrate,omitempty"`
 }
 
 // KafkaSpec locates the brokers and names the topics.
@@ -492,6 +502,15 @@ type RetentionSpec struct {
 	// +optional
 	// +kubebuilder:default=2
 	DeliveredEventDays int32 `json:"deliveredEventDays,omitempty"`
+
+	// FlightFeedDays is how many FlightFeedDay objects the operator keeps
+	// per feed: the newest N days of the ledger; older ones are deleted
+	// (the ledger itself is bounded by ledgerDays). Default 14.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=366
+	// +optional
+	// +kubebuilder:default=14
+	FlightFeedDays int32 `json:"flightFeedDays,omitempty"`
 }
 
 // HistorySpec sets when a flight counts as finished (seed 000 §8.1). Every
@@ -639,6 +658,13 @@ type FlightFeedStatus struct {
 	// most recently.
 	// +optional
 	LatestSnapshot *LatestSnapshot `json:"latestSnapshot,omitempty"`
+
+	// SchemaVersion is the database schema version (newest applied
+	// migration) the leader found when it last started the pump: the
+	// version in use, or, with the reason SchemaTooNew or SchemaTooOld,
+	// the one it refused.
+	// +optional
+	SchemaVersion int64 `json:"schemaVersion,omitempty"`
 
 	// OperationDays mirrors the newest days of the snapshot ledger, ascending
 	// (at most 31; every ledger day also has a FlightFeedDay).

@@ -34,6 +34,8 @@ objects. Every replica serves metrics, probes and the read API.`,
 	renewDeadline := f.Duration("renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it stops its pump")
 	retryPeriod := f.Duration("retry-period", 2*time.Second, "how often Lease acquisition and renewal are tried")
 	statusInterval := f.Duration("status-interval", 5*time.Second, "period of the status reports")
+	figuresInterval := f.Duration("status-figures-interval", 30*time.Second,
+		"write fast-moving figures (counts, rates, lag) to a feed's status at most this often; condition changes are written at once")
 	namespaces := f.StringSlice("namespaces", nil, "watch only these namespaces (default: all)")
 	leaseNamespace := f.String("lease-namespace", "", "namespace of every feed's Lease, the manager's own (default: $POD_NAMESPACE, else default)")
 	legacyLeases := f.Bool("legacy-leases", false,
@@ -50,7 +52,7 @@ objects. Every replica serves metrics, probes and the read API.`,
 			Kubeconfig: *kubeconfig, MetricsAddr: *metricsAddr, ProbeAddr: *probeAddr, APIAddr: *apiAddr,
 			InsecureMetrics: !*metricsSecure, MetricsCertDir: *metricsCertDir, APICertDir: *apiCertDir, EnableHTTP2: *enableHTTP2,
 			Identity: id, LeaseDuration: *leaseDuration, RenewDeadline: *renewDeadline, RetryPeriod: *retryPeriod,
-			StatusInterval: *statusInterval, Namespaces: *namespaces, Log: log,
+			StatusInterval: *statusInterval, StatusFiguresInterval: *figuresInterval, Namespaces: *namespaces, Log: log,
 			LeaseNamespace: *leaseNamespace, LegacyLeases: *legacyLeases,
 			Factory: controllers.StartFeed,
 		})

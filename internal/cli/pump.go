@@ -11,6 +11,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 func newPumpCommand() *cobra.Command {
@@ -53,6 +54,9 @@ exits 1 with a one-line summary when any is parked.`,
 		ctx := logr.NewContext(cmd.Context(), log)
 		r, err := feedrun.Start(ctx, feed, feedrun.Options{Identity: id, Log: log})
 		if err != nil {
+			if se := (*store.SchemaError)(nil); errors.As(err, &se) {
+				log.Error(err, "refusing to run the pump on this database schema", "schemaVersion", se.Current, "knownVersion", se.Known)
+			}
 			return err
 		}
 		defer r.Close()

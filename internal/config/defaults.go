@@ -39,6 +39,10 @@ func SetDefaults(spec *v1alpha1.FlightFeedSpec) {
 	num(&mb.RecsDropPercent, DefaultRecsDropPercent)
 
 	num(&spec.Database.MaxConns, DefaultDatabaseMaxConns)
+	if spec.Database.AutoMigrate == nil {
+		on := true
+		spec.Database.AutoMigrate = &on
+	}
 
 	k := &spec.Kafka
 	str(&k.Topics.State, DefaultStateTopic)
@@ -70,6 +74,7 @@ func SetDefaults(spec *v1alpha1.FlightFeedSpec) {
 	num(&ret.TraceLogDays, DefaultTraceLogDays)
 	num(&ret.ArchiveDays, DefaultArchiveDays)
 	num(&ret.DeliveredEventDays, DefaultDeliveredEventDays)
+	num(&ret.FlightFeedDays, DefaultFlightFeedDays)
 	// NullDayDays stays nil: NULL-day flights are kept until the rule is
 	// configured (seed 000 §8.3).
 

@@ -72,6 +72,7 @@ const (
 	DefaultTraceLogDays       = 90
 	DefaultArchiveDays        = 90
 	DefaultDeliveredEventDays = 2
+	DefaultFlightFeedDays     = 14
 	DefaultHistoryAge         = 48 * time.Hour
 	DefaultSweepInterval      = 10 * time.Minute
 	DefaultPlausibleWindow    = 365 * 24 * time.Hour

@@ -37,3 +37,10 @@ func (f *Feed) TransactionsOn() bool {
 	t := f.Spec.Kafka.Transactions
 	return t == nil || *t
 }
+
+// AutoMigrateOn reports whether the pump applies pending migrations when it
+// starts (database.autoMigrate, default true).
+func (f *Feed) AutoMigrateOn() bool {
+	a := f.Spec.Database.AutoMigrate
+	return a == nil || *a
+}

@@ -206,6 +206,7 @@ func validateRetention(r *v1alpha1.RetentionSpec, path *field.Path) field.ErrorL
 	errs = append(errs, between(path.Child("traceLogDays"), int64(r.TraceLogDays), 1, 3650)...)
 	errs = append(errs, between(path.Child("archiveDays"), int64(r.ArchiveDays), 1, 3650)...)
 	errs = append(errs, between(path.Child("deliveredEventDays"), int64(r.DeliveredEventDays), 1, 3650)...)
+	errs = append(errs, between(path.Child("flightFeedDays"), int64(r.FlightFeedDays), 1, 366)...)
 	if r.NullDayDays != nil {
 		errs = append(errs, between(path.Child("nullDayDays"), int64(*r.NullDayDays), 1, 3650)...)
 	}

@@ -23,6 +23,7 @@ var zeroMeansUnset = []struct {
 	{"retention", "traceLogDays", func(s *v1alpha1.FlightFeedSpec) { s.Retention.TraceLogDays = 0 }},
 	{"retention", "archiveDays", func(s *v1alpha1.FlightFeedSpec) { s.Retention.ArchiveDays = 0 }},
 	{"retention", "deliveredEventDays", func(s *v1alpha1.FlightFeedSpec) { s.Retention.DeliveredEventDays = 0 }},
+	{"retention", "flightFeedDays", func(s *v1alpha1.FlightFeedSpec) { s.Retention.FlightFeedDays = 0 }},
 }
 
 // restoreWrittenZeros puts back, after defaulting, every number of

@@ -48,15 +48,24 @@ type Options struct {
 	Registerer prometheus.Registerer
 }
 
-// Open migrates the feed's database and connects to it: the one place a
-// feed's store is opened, so a leadership runs the migrations once and
-// the pump, the dispatcher and the status reporter share one pool.
+// Open checks the feed's database schema, migrates it when
+// database.autoMigrate allows, and connects to it: the one place a feed's
+// store is opened, so a leadership runs the migrations once and the pump,
+// the dispatcher and the status reporter share one pool. A schema newer
+// than the binary knows, or older while autoMigrate is false, is refused
+// with a *store.SchemaError before anything is read or written: the pump
+// never runs on a schema other than its own.
 func Open(ctx context.Context, feed *config.Feed) (*store.Store, error) {
-	if _, err := store.Migrate(ctx, feed.Secrets.DatabaseDSN); err != nil {
+	version, err := store.PrepareSchema(ctx, feed.Secrets.DatabaseDSN, feed.AutoMigrateOn())
+	if err != nil {
+		var se *store.SchemaError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("refusing to run the pump: %w", err)
+		}
 		return nil, fmt.Errorf("migrate the database: %w", err)
 	}
 	st, err := store.Open(ctx, feed.Secrets.DatabaseDSN, store.Options{
-		MaxConns: feed.Spec.Database.MaxConns, Location: feed.Location})
+		MaxConns: feed.Spec.Database.MaxConns, Location: feed.Location, SchemaVersion: version})
 	if err != nil {
 		return nil, fmt.Errorf("open the database: %w", err)
 	}

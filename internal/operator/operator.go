@@ -84,6 +84,10 @@ type Options struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// StatusInterval between periodic status reports (default 5s).
 	StatusInterval time.Duration
+	// StatusFiguresInterval: fast-moving figures alone are written to a
+	// feed's status at most this often (default 30s; see
+	// controllers.SupervisorOptions.FiguresInterval).
+	StatusFiguresInterval time.Duration
 	// ShutdownTimeout bounds stopping the pumps and releasing the Leases
 	// on exit (default 30s).
 	ShutdownTimeout time.Duration
@@ -235,8 +239,10 @@ func New(o Options) (manager.Manager, error) {
 		Identity:       o.Identity,
 		Lease:          timings,
 		ReportInterval: o.StatusInterval,
-		Metrics:        metrics,
-		Log:            o.Log.WithName("supervisor"),
+		// Metrics get every report; etcd gets figures at most this often.
+		FiguresInterval: o.StatusFiguresInterval,
+		Metrics:         metrics,
+		Log:             o.Log.WithName("supervisor"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("operator: %w", err)
@@ -258,7 +264,12 @@ func New(o Options) (manager.Manager, error) {
 	if err := mgr.AddHealthzCheck("leases", sup.LivenessCheck); err != nil {
 		return nil, fmt.Errorf("operator: healthz: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("pumps", sup.ReadinessCheck); err != nil {
+	// Readiness is the manager's alone: the API server answers and the
+	// informers synced. A feed's trouble (its database down, its pump
+	// failing) is in the feed's conditions and metrics; were it here, one
+	// database outage would make every replica unready and, with the
+	// PodDisruptionBudget, block node drains.
+	if err := mgr.AddReadyzCheck("apiserver", apiServerReachable(kube)); err != nil {
 		return nil, fmt.Errorf("operator: readyz: %w", err)
 	}
 	if err := mgr.AddReadyzCheck("informers", cacheSynced(mgr)); err != nil {
@@ -312,6 +323,18 @@ func cacheSynced(mgr manager.Manager) func(*http.Request) error {
 		defer cancel()
 		if !mgr.GetCache().WaitForCacheSync(ctx) {
 			return errors.New("informers not synced yet")
+		}
+		return nil
+	}
+}
+
+// apiServerReachable is ready while the API server answers /version.
+func apiServerReachable(kube kubernetes.Interface) func(*http.Request) error {
+	return func(r *http.Request) error {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := kube.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
+			return fmt.Errorf("API server unreachable: %w", err)
 		}
 		return nil
 	}

@@ -103,3 +103,92 @@ func newProvider(db *sql.DB) (*goose.Provider, error) {
 	}
 	return p, nil
 }
+
+// ErrSchemaTooNew and ErrSchemaTooOld classify a *SchemaError: the
+// database's schema is newer than the binary knows (an older binary during
+// a rolling upgrade or after a rollback), or older than it needs while it
+// may not migrate (database.autoMigrate false).
+var (
+	ErrSchemaTooNew = errors.New("database schema is newer than this binary knows")
+	ErrSchemaTooOld = errors.New("database schema is older than this binary needs")
+)
+
+// SchemaError is a schema the pump refuses to run on. errors.Is matches
+// ErrSchemaTooNew or ErrSchemaTooOld.
+type SchemaError struct {
+	// Current is the newest migration applied to the database; Known the
+	// newest one the binary carries.
+	Current, Known int64
+	kind           error
+}
+
+func (e *SchemaError) Error() string {
+	if e.kind == ErrSchemaTooNew {
+		return fmt.Sprintf("%s: the database is at version %d, this binary knows up to %d; "+
+			"run a release that knows version %d (or roll the database back), never this one", e.kind, e.Current, e.Known, e.Current)
+	}
+	return fmt.Sprintf("%s: the database is at version %d, this binary needs %d and database.autoMigrate is false; "+
+		"run `flightfeed migrate` (the chart's migration Job) first", e.kind, e.Current, e.Known)
+}
+
+// Is matches the sentinel of its kind.
+func (e *SchemaError) Is(target error) bool { return target == e.kind }
+
+// SchemaAction is what to do with a database before the pump may use it.
+type SchemaAction int
+
+const (
+	// SchemaReady: the schema is exactly the binary's.
+	SchemaReady SchemaAction = iota
+	// SchemaMigrate: apply the pending migrations, then check again.
+	SchemaMigrate
+	// SchemaRefuse: do not run (the error says why).
+	SchemaRefuse
+)
+
+// DecideSchema is the pure decision of CheckSchema: given the database's
+// version, the binary's newest and whether migrating is allowed, what to
+// do. The error is a *SchemaError when the answer is SchemaRefuse.
+func DecideSchema(current, known int64, autoMigrate bool) (SchemaAction, error) {
+	switch {
+	case current > known:
+		return SchemaRefuse, &SchemaError{Current: current, Known: known, kind: ErrSchemaTooNew}
+	case current == known:
+		return SchemaReady, nil
+	case autoMigrate:
+		return SchemaMigrate, nil
+	default:
+		return SchemaRefuse, &SchemaError{Current: current, Known: known, kind: ErrSchemaTooOld}
+	}
+}
+
+// PrepareSchema makes sure the pump may run on the database at dsn and
+// returns the schema version it runs on: it refuses a schema newer than
+// the binary knows (*SchemaError, ErrSchemaTooNew) before touching it,
+// applies pending migrations when autoMigrate is set and otherwise refuses
+// an older one (ErrSchemaTooOld). The version is read again after
+// migrating, so a newer release migrating meanwhile is refused too: the
+// pump never runs on a schema other than its own.
+func PrepareSchema(ctx context.Context, dsn string, autoMigrate bool) (int64, error) {
+	current, known, err := SchemaVersion(ctx, dsn)
+	if err != nil {
+		return 0, err
+	}
+	action, err := DecideSchema(current, known, autoMigrate)
+	switch action {
+	case SchemaReady:
+		return current, nil
+	case SchemaRefuse:
+		return current, err
+	}
+	if _, err := Migrate(ctx, dsn); err != nil {
+		return current, err
+	}
+	if current, known, err = SchemaVersion(ctx, dsn); err != nil {
+		return 0, err
+	}
+	if action, err := DecideSchema(current, known, false); action != SchemaReady {
+		return current, err
+	}
+	return current, nil
+}

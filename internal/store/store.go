@@ -46,13 +46,17 @@ type Options struct {
 	// a reader that has only the writer's DSN against writing by mistake;
 	// a read-only role is the real boundary.
 	ReadOnly bool
+	// SchemaVersion is the schema version the caller checked the database
+	// at (PrepareSchema); Open only keeps it for SchemaVersion.
+	SchemaVersion int64
 }
 
 // Store is the PostgreSQL state database of one feed.
 type Store struct {
-	pool  *pgxpool.Pool
-	loc   *time.Location
-	clock clock.PassiveClock
+	pool   *pgxpool.Pool
+	loc    *time.Location
+	clock  clock.PassiveClock
+	schema int64
 }
 
 // Open connects to the database; it does not migrate (see Migrate). Its
@@ -102,7 +106,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, dsnError(dsn, "connect to database %s/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
 	}
-	s := &Store{pool: pool, loc: opts.Location, clock: opts.Clock}
+	s := &Store{pool: pool, loc: opts.Location, clock: opts.Clock, schema: opts.SchemaVersion}
 	if s.loc == nil {
 		s.loc = time.UTC
 	}
@@ -114,6 +118,24 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 
 // Close releases the pool.
 func (s *Store) Close() { s.pool.Close() }
+
+// SchemaVersion is the schema version the store was opened at
+// (Options.SchemaVersion; 0 when the opener did not say).
+func (s *Store) SchemaVersion() int64 { return s.schema }
+
+// ReadSchemaVersion reads the database's schema version now (goose's
+// newest applied migration): a store kept open across pump restarts
+// notices a schema that another release migrated meanwhile.
+func (s *Store) ReadSchemaVersion(ctx context.Context) (int64, error) {
+	var v *int64
+	if err := s.pool.QueryRow(ctx, `SELECT max(version_id) FROM goose_db_version`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read the schema version: %w", err)
+	}
+	if v == nil {
+		return 0, nil
+	}
+	return *v, nil
+}
 
 // TakeEpoch makes holder the current writer: it bumps the fencing epoch and
 // returns it. Every later transaction of an older epoch fails with
