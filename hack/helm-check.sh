@@ -41,12 +41,16 @@ done
 cmp -s config/rbac/role.yaml "$chart/files/rbac/role.yaml" ||
   fail "$chart/files/rbac/role.yaml differs from config/rbac/role.yaml: run 'cp config/rbac/role.yaml $chart/files/rbac/'"
 
+# The chart's README is generated from values.yaml's comments (helm-docs
+# style, hack/chartdocs): it must not drift.
+go run ./hack/chartdocs -check "$chart" || fail "charts/flightfeed/README.md is stale: run 'go run ./hack/chartdocs'"
+
 # 2. Lint.
 "$helm" lint --strict --kube-version "$kube_version" "$chart" >"$work/lint" 2>&1 || { cat "$work/lint" >&2; fail "helm lint failed"; }
 
 render() { # name, then --set arguments
   local name=$1; shift
-  "$helm" template ff "$chart" --namespace flightfeed-system --kube-version "$kube_version" "$@" >"$work/$name.yaml" 2>"$work/$name.err" ||
+  "$helm" template ff "$chart" --namespace flightfeed-system --kube-version "$kube_version" --skip-tests "$@" >"$work/$name.yaml" 2>"$work/$name.err" ||
     { cat "$work/$name.err" >&2; fail "render $name failed"; }
 }
 count() { grep -c "^kind: $2\$" "$work/$1.yaml" || true; }
@@ -173,6 +177,31 @@ KUBEBUILDER_ASSETS=${KUBEBUILDER_ASSETS:-$(bash hack/envtest-assets.sh)} "$dryru
   "$work/monitoring.yaml" "$work/namespaced.yaml" >"$work/dryrun" 2>&1 || { cat "$work/dryrun" >&2; fail "the API server refuses the rendering with the monitoring objects or the namespaced RBAC"; }
 grep -q "accepts $(cat "$work/monitoring.yaml" "$work/namespaced.yaml" | grep -c "^kind: ") objects" "$work/dryrun" || { cat "$work/dryrun" >&2; fail "the dry run did not apply every rendered object"; }
 
+# The migration Job hook (opt-in): one container per listed feed, before
+# install and upgrade, with its config Secret; off by default.
+[ "$(count default Job)" = 0 ] || fail "default: renders a migration Job, it is opt-in"
+has default 'terminationGracePeriodSeconds: 45'
+render migrate --set migrations.job.enabled=true --set 'migrations.job.feeds[0].name=pek' \
+  --set 'migrations.job.feeds[0].configSecret=pek-config' --set 'migrations.job.feeds[1].name=ams' \
+  --set 'migrations.job.feeds[1].configSecret=ams-config'
+[ "$(count migrate Job)" = 1 ] || fail "migrations.job.enabled: want 1 Job, got $(count migrate Job)"
+has migrate '"helm.sh/hook": pre-install,pre-upgrade'
+has migrate 'args: \["migrate", "--config", "/etc/flightfeed/pek/feed.yaml"\]'
+has migrate 'secretName: ams-config'
+has migrate 'automountServiceAccountToken: false'
+
+# The `helm test` hook: the selftest Pod of the operator's own image, with
+# its own ServiceAccount and read-only RBAC; all of it test hooks.
+"$helm" template ff "$chart" --namespace flightfeed-system --kube-version "$kube_version" \
+  --show-only templates/tests/selftest.yaml >"$work/tests.yaml" 2>"$work/tests.err" || { cat "$work/tests.err" >&2; fail "render the test hook failed"; }
+for kind in Pod:1 ServiceAccount:1 ClusterRole:1 ClusterRoleBinding:1 Role:1 RoleBinding:1; do
+  [ "$(count tests "${kind%%:*}")" = "${kind##*:}" ] || fail "tests: want ${kind##*:} ${kind%%:*}, got $(count tests "${kind%%:*}")"
+done
+[ "$(grep -c '"helm.sh/hook": test' "$work/tests.yaml")" = 6 ] || fail "tests: every object must be a test hook"
+has tests '- selftest'
+has tests 'component=manager'
+has tests 'image: "flightfeed:'
+
 # 5. The values schema refuses what would break the operator or its hardening.
 refuse() { # what, --set arguments
   local what=$1; shift
@@ -195,6 +224,8 @@ refuse "a NetworkPolicy port out of range" --set 'networkPolicy.egress.database.
 refuse "a NetworkPolicy CIDR that is none" --set 'networkPolicy.egress.mailbox.cidrs={mailbox.example}'
 refuse "metrics.secure not a boolean" --set-string metrics.secure=maybe
 refuse "a scraper without a namespace" --set 'metrics.scrapers[0].name=prometheus'
+refuse "a grace period shorter than a pump's stop and last status" --set terminationGracePeriodSeconds=30
+refuse "a migration feed without its Secret" --set 'migrations.job.feeds[0].name=pek'
 
 # 6. The kustomize tree renders too (kubectl carries kustomize).
 if command -v kubectl >/dev/null 2>&1; then

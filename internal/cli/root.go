@@ -102,6 +102,7 @@ operator (manager) or, for one feed without Kubernetes, as a pump.`,
 		newReplayCommand(),
 		newParkedCommand(),
 		newStatusCommand(),
+		newSelftestCommand(),
 	)
 	return root
 }

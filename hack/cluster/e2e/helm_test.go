@@ -516,6 +516,13 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 		}
 	}
 	timing("helm install, 2 replicas Ready")
+	// helm test: the chart's selftest Pod (the operator's own image) finds
+	// the CRDs Established and both managers answering /readyz; helm exits
+	// non-zero (s.run fails the test) when the Pod does not succeed.
+	if out := s.helmRun("test", s.release, "--timeout", "3m"); !strings.Contains(out, "Succeeded") {
+		t.Errorf("helm test: no test succeeded:\n%s", out)
+	}
+	timing("helm test")
 
 	// 2. The feed: Secrets with DSNs the pods reach, the FlightFeed.
 	w := newWorld(t, s.binary, "cluster", true)
