@@ -3,15 +3,20 @@ package dispatch_test
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/flightfeed/flightfeed/internal/dispatch"
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
 	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/recsize"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
@@ -94,5 +99,111 @@ func TestRecordRefusedForGoodIsParked(t *testing.T) {
 			}
 			assertAllNotices(t, e, brokers)
 		})
+	}
+}
+
+// The door (package recsize) counts a record as the broker does: the
+// largest state it lets through is accepted by a broker whose topics take
+// exactly kafka.maxRecordBytes, whatever the codec, and the dispatcher's
+// records carry the headers the door counts. At start the dispatcher
+// lowers the door to a topic's smaller max.message.bytes.
+func TestDoorAgreesWithTheBroker(t *testing.T) {
+	const limit = 20000
+	for _, codec := range []string{"none", "lz4", "zstd"} {
+		t.Run(codec, func(t *testing.T) {
+			e := newEnv(t)
+			c := cluster(t, kfake.SeedTopics(1, stateTopic, noticeTopic),
+				kfake.BrokerConfigs(map[string]string{"message.max.bytes": fmt.Sprint(limit)}))
+			brokers := c.ListenAddrs()
+			feed := e.feed(brokers, stateTopic, noticeTopic, fmt.Sprintf("  maxRecordBytes: %d\n  compression: %s", limit, codec))
+			door, err := recsize.New(limit, codec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev := store.OutboxEvent{ID: 1, Kind: store.KindState, Event: store.EventUpsert, FLID: 123456789012, StateVersion: 987654, OperationDay: day9}
+			measure := func(n int) recsize.Size {
+				ev.Payload = []byte(incompressible(n))
+				rec, err := dispatch.Record(ev, dispatch.Topics{State: stateTopic, Notice: noticeTopic})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var hs []recsize.Header
+				for _, h := range rec.Headers {
+					hs = append(hs, recsize.Header{Key: h.Key, Value: string(h.Value)})
+				}
+				if want := store.RecordHeaders(ev.Event, ev.StateVersion, ev.OperationDay); !slices.Equal(hs, want) {
+					t.Fatalf("dispatch sends headers %v, the door counts %v", hs, want)
+				}
+				return door.Of(rec.Key, rec.Value, hs)
+			}
+			// The largest payload the door lets through.
+			n := limit
+			for !door.Fits(measure(n)) {
+				n--
+			}
+			if n < limit-200 {
+				t.Fatalf("the door refuses %d bytes of payload already (limit %d): %+v", n+1, limit, measure(n+1))
+			}
+			cl, err := dispatch.NewClient(feed, fastClient()...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			for _, size := range []int{n, n + 64} {
+				measure(size)
+				rec, _ := dispatch.Record(ev, dispatch.Topics{State: stateTopic, Notice: noticeTopic})
+				if err := cl.BeginTransaction(); err != nil {
+					t.Fatal(err)
+				}
+				var perr error
+				done := make(chan struct{})
+				cl.Produce(t.Context(), rec, func(_ *kgo.Record, err error) { perr = err; close(done) })
+				_ = cl.Flush(t.Context()) // manual flushing, as the dispatcher's client
+				<-done
+				_ = cl.EndTransaction(t.Context(), kgo.TryAbort)
+				switch {
+				case size == n && perr != nil:
+					t.Fatalf("a %d-byte payload passes the door (%+v) but Kafka refuses it: %v", size, measure(size), perr)
+				case size > n && perr == nil && !door.Fits(measure(size)):
+					t.Logf("a %d-byte payload the door refuses was accepted (the door errs on the safe side by %d bytes)", size, size-n)
+				}
+			}
+		})
+	}
+	t.Run("topic accepts less", func(t *testing.T) {
+		e := newEnv(t)
+		c := cluster(t, kfake.SeedTopics(1, stateTopic, noticeTopic))
+		setTopicLimit(t, c.ListenAddrs(), stateTopic, limit)
+		door, err := recsize.New(1<<20, "zstd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := fastRetry
+		opts.Door = door
+		d := e.dispatcher(e.feed(c.ListenAddrs(), stateTopic, noticeTopic, ""), opts, fastClient()...)
+		run(t, d)
+		eventually(t, "the door follows the topic's limit", func() bool { return door.Max() == limit && d.Status().TopicLimit == limit })
+	})
+}
+
+// setTopicLimit sets a topic's max.message.bytes at the broker.
+func setTopicLimit(t *testing.T, brokers []string, topic string, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	r := kmsg.NewIncrementalAlterConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	v := fmt.Sprint(n)
+	c.Name, c.Value, c.Op = "max.message.bytes", &v, kmsg.IncrementalAlterConfigOpSet
+	r.Configs = append(r.Configs, c)
+	req.Resources = append(req.Resources, r)
+	resp, err := req.RequestWith(t.Context(), cl)
+	if err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("alter %s: %v %+v", topic, err, resp)
 	}
 }
