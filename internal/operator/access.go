@@ -54,11 +54,11 @@ const (
 type Decision int
 
 const (
-	// Unauthenticated: no bearer token, or the API server does not accept it (401).
+	// Unauthenticated means no bearer token, or the API server does not accept it (401).
 	Unauthenticated Decision = iota
-	// Forbidden: the token's user may not read the feed's flights (403).
+	// Forbidden means the token's user may not read the feed's flights (403).
 	Forbidden
-	// Allowed: serve the request.
+	// Allowed means serve the request.
 	Allowed
 )
 

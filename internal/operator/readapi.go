@@ -240,7 +240,7 @@ func (a *ReadAPI) one(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write(doc) //nolint:gosec // canonical JSON served as application/json with nosniff, never HTML
+	_, _ = w.Write(doc) // canonical JSON served as application/json with nosniff, never HTML
 }
 
 // read finds the feed and reads the flights f selects in one consistent
