@@ -24,7 +24,7 @@ import (
 )
 
 func noiseText(seed uint64, n int) string {
-	r := rand.New(rand.NewPCG(seed, 19)) //nolint:gosec // test data
+	r := rand.New(rand.NewPCG(seed, 19))
 	b := make([]byte, n)
 	for i := range b {
 		b[i] = byte(r.Uint32())

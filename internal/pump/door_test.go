@@ -2,7 +2,6 @@ package pump_test
 
 import (
 	"encoding/base64"
-	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -14,7 +13,7 @@ import (
 // noise is n bytes of base64 text of seeded random bytes: no codec shrinks
 // it much.
 func noise(seed uint64, n int) string {
-	r := rand.New(rand.NewPCG(seed, 19)) //nolint:gosec // test data
+	r := rand.New(rand.NewPCG(seed, 19))
 	b := make([]byte, n)
 	for i := range b {
 		b[i] = byte(r.Uint32())
@@ -59,5 +58,5 @@ func TestOversizeStateIsDeadAtTheDoor(t *testing.T) {
 	if _, ok := fl[2]; ok {
 		t.Fatal("the refused snapshot created flight 2")
 	}
-	t.Log(fmt.Sprintf("note: %s", r.Note))
+	t.Logf("note: %s", r.Note)
 }
