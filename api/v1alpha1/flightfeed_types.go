@@ -684,9 +684,9 @@ type FlightFeedStatus struct {
 type ReadAPIDatabaseAccess string
 
 const (
-	// ReadAPIReadOnlyRole: as the role of spec.database.readDsnSecretRef.
+	// ReadAPIReadOnlyRole reads as the role of spec.database.readDsnSecretRef.
 	ReadAPIReadOnlyRole ReadAPIDatabaseAccess = "ReadOnlyRole"
-	// ReadAPIReadOnlySessions: as the writer's role (spec.database.dsnSecretRef),
+	// ReadAPIReadOnlySessions reads as the writer's role (spec.database.dsnSecretRef),
 	// every session opened with default_transaction_read_only = on. That
 	// stops writes by mistake, not a session that turns it off: give the
 	// read API a read-only role for that.

@@ -35,11 +35,11 @@ func main() {
 }
 
 func run(dir string, check bool) error {
-	values, err := os.ReadFile(filepath.Join(dir, "values.yaml"))
+	values, err := os.ReadFile(filepath.Join(dir, "values.yaml")) //nolint:gosec // the chart folder named on the command line
 	if err != nil {
 		return err
 	}
-	chart, err := os.ReadFile(filepath.Join(dir, "Chart.yaml"))
+	chart, err := os.ReadFile(filepath.Join(dir, "Chart.yaml")) //nolint:gosec // the chart folder named on the command line
 	if err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func run(dir string, check bool) error {
 	if !check {
 		return os.WriteFile(readme, doc, 0o644) //nolint:gosec // a README is world-readable
 	}
-	cur, err := os.ReadFile(readme)
+	cur, err := os.ReadFile(readme) //nolint:gosec // the chart folder named on the command line
 	if err != nil {
 		return fmt.Errorf("%w: run 'go run ./hack/chartdocs'", err)
 	}
@@ -75,7 +75,7 @@ func render(chartYAML, valuesYAML []byte) ([]byte, error) {
 		KubeVersion string `yaml:"kubeVersion"`
 	}
 	if err := yaml.Unmarshal(chartYAML, &chart); err != nil {
-		return nil, fmt.Errorf("Chart.yaml: %w", err)
+		return nil, fmt.Errorf("parse Chart.yaml: %w", err)
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(valuesYAML, &root); err != nil {

@@ -123,7 +123,7 @@ type SchemaError struct {
 }
 
 func (e *SchemaError) Error() string {
-	if e.kind == ErrSchemaTooNew {
+	if errors.Is(e.kind, ErrSchemaTooNew) {
 		return fmt.Sprintf("%s: the database is at version %d, this binary knows up to %d; "+
 			"run a release that knows version %d (or roll the database back), never this one", e.kind, e.Current, e.Known, e.Current)
 	}
@@ -138,11 +138,11 @@ func (e *SchemaError) Is(target error) bool { return target == e.kind }
 type SchemaAction int
 
 const (
-	// SchemaReady: the schema is exactly the binary's.
+	// SchemaReady means the schema is exactly the binary's.
 	SchemaReady SchemaAction = iota
-	// SchemaMigrate: apply the pending migrations, then check again.
+	// SchemaMigrate means: apply the pending migrations, then check again.
 	SchemaMigrate
-	// SchemaRefuse: do not run (the error says why).
+	// SchemaRefuse means: do not run (the error says why).
 	SchemaRefuse
 )
 
