@@ -393,6 +393,23 @@ func TestChartGrantsExactlyWhatTheManagerUses(t *testing.T) {
 				t.Errorf("config/namespaced/feeds_role.yaml: %v, want %v", got, join(feedScope))
 			}
 		}
+		// The namespaced install's only cluster-wide rules: the token and
+		// access reviews of the read API and the secure metrics.
+		auth := 0
+		for _, o := range decodeObjects(t, readFile(t, filepath.Join(root, "config", "namespaced", "auth_role.yaml"))) {
+			if o.GetKind() != "ClusterRole" {
+				continue
+			}
+			auth++
+			var r rbacv1.ClusterRole
+			convert(t, o, &r)
+			if got := sortedSet(flatten(t, r.Rules)); !slices.Equal(got, join(clusterScope)) {
+				t.Errorf("config/namespaced/auth_role.yaml: %v, want %v", got, join(clusterScope))
+			}
+		}
+		if auth != 1 {
+			t.Errorf("config/namespaced/auth_role.yaml has %d ClusterRoles, want 1", auth)
+		}
 	})
 }
 
