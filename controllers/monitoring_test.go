@@ -70,8 +70,8 @@ func TestChartAlertsAndDashboardUseExportedMetrics(t *testing.T) {
 			checkQuery(t, "alert "+r.Alert, r.Expr, exported)
 		}
 	}
-	if alerts < 8 {
-		t.Errorf("the PrometheusRule has %d alerts, want the 8 of the README", alerts)
+	if alerts < 9 {
+		t.Errorf("the PrometheusRule has %d alerts, want the 9 of the README", alerts)
 	}
 
 	var dashboard any
