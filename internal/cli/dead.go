@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -60,13 +59,7 @@ one JSON object per line.`,
 		}
 		w := bufio.NewWriter(cmd.OutOrStdout())
 		if *output == "json" {
-			enc := json.NewEncoder(w)
-			for _, d := range dead {
-				if err := enc.Encode(d); err != nil {
-					return err
-				}
-			}
-			return flush(w)
+			return writeJSONLines(w, dead)
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tRECEIVED\tTYPE\tSTATUS\tREASON\tATTEMPTS\tNOTE")

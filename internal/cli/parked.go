@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -64,13 +63,7 @@ refused again is parked again. -o json prints one JSON object per line.`,
 			return err
 		}
 		if *output == "json" {
-			enc := json.NewEncoder(w)
-			for _, p := range parked {
-				if err := enc.Encode(p); err != nil {
-					return err
-				}
-			}
-			return flush(w)
+			return writeJSONLines(w, parked)
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tKIND\tEVENT\tFLID\tVERSION\tDAY\tMSG_ID\tBYTES\tATTEMPTS\tPARKED\tERROR")

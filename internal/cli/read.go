@@ -120,15 +120,21 @@ per operation day, days ascending; flights is the size of the day's roster.`,
 			return err
 		}
 		w := bufio.NewWriter(cmd.OutOrStdout())
-		enc := json.NewEncoder(w)
-		for _, d := range days {
-			if err := enc.Encode(d); err != nil {
-				return err
-			}
-		}
-		return flush(w)
+		return writeJSONLines(w, days)
 	}
 	return cmd
+}
+
+// writeJSONLines writes rows as JSON lines (one object per line), then
+// flushes w.
+func writeJSONLines[T any](w *bufio.Writer, rows []T) error {
+	enc := json.NewEncoder(w)
+	for _, r := range rows {
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+	}
+	return flush(w)
 }
 
 func flush(w *bufio.Writer) error {

@@ -267,16 +267,7 @@ func (d *Dispatcher) endTransaction(ctx context.Context, results []error, refuse
 				results[i] = errAborted
 			}
 		}
-		if err := d.client.EndTransaction(ctx, kgo.TryAbort); err != nil {
-			if gone := d.producerGone(err); gone != nil {
-				d.stop(gone)
-				return false
-			}
-			d.log.Error(err, "abort the pass's transaction")
-			return true
-		}
-		d.txnOpen = false
-		return true
+		return d.abortPass(ctx)
 	}
 	err := d.client.EndTransaction(ctx, kgo.TryCommit)
 	if err == nil {
@@ -296,12 +287,19 @@ func (d *Dispatcher) endTransaction(ctx context.Context, results []error, refuse
 			results[i] = err
 		}
 	}
+	return d.abortPass(ctx)
+}
+
+// abortPass aborts the pass's transaction. It reports false when the
+// producer is gone (fenced or unauthorized: the dispatcher stopped). When
+// the abort itself fails, txnOpen stays set: the next pass aborts again
+// before it begins.
+func (d *Dispatcher) abortPass(ctx context.Context) bool {
 	if err := d.client.EndTransaction(ctx, kgo.TryAbort); err != nil {
 		if gone := d.producerGone(err); gone != nil {
 			d.stop(gone)
 			return false
 		}
-		// txnOpen stays set: the next pass aborts again first.
 		d.log.Error(err, "abort the pass's transaction")
 		return true
 	}
