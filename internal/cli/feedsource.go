@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,11 +44,9 @@ func feedSource(cmd *cobra.Command) func(context.Context) (*config.Feed, error) 
 		if !ok || ns == "" || n == "" || strings.Contains(n, "/") {
 			return nil, usageError{fmt.Errorf("--feed %q: must be NAMESPACE/NAME", *name)}
 		}
-		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		rules.ExplicitPath = *kubeconfig
-		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+		cfg, _, err := loadKubeconfig(*kubeconfig, "", ns)
 		if err != nil {
-			return nil, usageError{fmt.Errorf("kubeconfig: %w", err)}
+			return nil, err
 		}
 		scheme, err := operator.Scheme()
 		if err != nil {
@@ -71,4 +70,23 @@ func feedSource(cmd *cobra.Command) func(context.Context) (*config.Feed, error) 
 		}
 		return feed, nil
 	}
+}
+
+// loadKubeconfig loads the kubeconfig at path (empty: $KUBECONFIG or
+// ~/.kube/config) with the named context (empty: the current one). The
+// namespace is ns, or the context's when ns is empty.
+func loadKubeconfig(path, kubeContext, ns string) (*rest.Config, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	kc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
+	cfg, err := kc.ClientConfig()
+	if err != nil {
+		return nil, "", usageError{fmt.Errorf("kubeconfig: %w", err)}
+	}
+	if ns == "" {
+		if ns, _, err = kc.Namespace(); err != nil {
+			return nil, "", usageError{fmt.Errorf("kubeconfig: %w", err)}
+		}
+	}
+	return cfg, ns, nil
 }

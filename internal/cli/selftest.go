@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -48,18 +47,9 @@ probe port. One line per check; exit 0 when all pass, 1 otherwise.`,
 		if _, err := labels.Parse(*selector); err != nil {
 			return usageError{fmt.Errorf("--selector %q: %w", *selector, err)}
 		}
-		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		rules.ExplicitPath = *kubeconfig
-		kc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
-		cfg, err := kc.ClientConfig()
+		cfg, ns, err := loadKubeconfig(*kubeconfig, "", *namespace)
 		if err != nil {
-			return usageError{fmt.Errorf("kubeconfig: %w", err)}
-		}
-		ns := *namespace
-		if ns == "" {
-			if ns, _, err = kc.Namespace(); err != nil {
-				return usageError{fmt.Errorf("kubeconfig: %w", err)}
-			}
+			return err
 		}
 		scheme := runtime.NewScheme()
 		for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme} {

@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
@@ -57,18 +56,9 @@ Installed as kubectl-flightfeed on the PATH it is also "kubectl flightfeed statu
 		if *deadN < 0 {
 			return usageError{fmt.Errorf("--dead %d: must not be negative", *deadN)}
 		}
-		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		rules.ExplicitPath = *kubeconfig
-		kc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: *kubeContext})
-		cfg, err := kc.ClientConfig()
+		cfg, ns, err := loadKubeconfig(*kubeconfig, *kubeContext, *namespace)
 		if err != nil {
-			return usageError{fmt.Errorf("kubeconfig: %w", err)}
-		}
-		ns := *namespace
-		if ns == "" {
-			if ns, _, err = kc.Namespace(); err != nil {
-				return usageError{fmt.Errorf("kubeconfig: %w", err)}
-			}
+			return err
 		}
 		c, err := statusClient(cfg)
 		if err != nil {
