@@ -324,11 +324,17 @@ func workload(day string, loc *time.Location) []string {
 
 // ---- the release's pods ------------------------------------------------------------
 
+// managerPods selects the release's manager pods (the chart's selector
+// labels), not the pod `helm test` leaves behind.
+func (s *suite) managerPods() client.MatchingLabels {
+	return client.MatchingLabels{"app.kubernetes.io/instance": s.release, "app.kubernetes.io/component": "manager"}
+}
+
 func (s *suite) pods() []corev1.Pod {
 	s.t.Helper()
 	var l corev1.PodList
 	if err := s.c.List(s.t.Context(), &l, client.InNamespace(s.ns),
-		client.MatchingLabels{"app.kubernetes.io/instance": s.release}); err != nil {
+		s.managerPods()); err != nil {
 		s.t.Fatal(err)
 	}
 	sort.Slice(l.Items, func(i, j int) bool { return l.Items[i].Name < l.Items[j].Name })
@@ -432,7 +438,7 @@ func (s *suite) monitorPumps(key types.NamespacedName) *pumpMonitor {
 		for {
 			var l corev1.PodList
 			if err := s.c.List(context.Background(), &l, client.InNamespace(s.ns),
-				client.MatchingLabels{"app.kubernetes.io/instance": s.release}); err == nil {
+				s.managerPods()); err == nil {
 				var running []string
 				for _, p := range l.Items {
 					if pumpRunning(p, key) == 1 {
