@@ -50,6 +50,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	mailboxddl "github.com/flightfeed/flightfeed/hack/mailbox"
+	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/testsupport/feedtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
@@ -65,10 +66,12 @@ type options struct {
 	latency    time.Duration
 	rate       int
 	batchSize  int
-	profile    string
-	keep       bool
-	stmtLog    string
-	work       string
+	// compression is kafka.compression ("" keeps the feed's default).
+	compression string
+	profile     string
+	keep        bool
+	stmtLog     string
+	work        string
 }
 
 func main() {
@@ -82,6 +85,7 @@ func main() {
 	flag.DurationVar(&o.latency, "latency", 20*time.Second, "duration of the steady-rate latency run (0 skips it)")
 	flag.IntVar(&o.rate, "rate", 50, "messages/s of the latency run")
 	flag.IntVar(&o.batchSize, "batch-size", 0, "mailbox.batchSize (0: the feed's default)")
+	flag.StringVar(&o.compression, "compression", "", "kafka.compression: zstd, lz4 or none (empty: the feed's default)")
 	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of every pump run into this directory (pump --cpuprofile)")
 	flag.StringVar(&o.stmtLog, "statement-log", "", "PostgreSQL's server log: log every statement of the feed's database (log_min_duration_statement 0) and print each drain's statements by total time")
 	flag.BoolVar(&o.keep, "keep", false, "keep the databases and the pump logs (their names are printed)")
@@ -147,7 +151,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("empty drain (start, connect, check, exit): %s, peak RSS %d MB\n", ms(empty.took), empty.rssMB)
+	fmt.Printf("empty drain (start, connect, check, exit): %s, peak RSS %d MB\n  %s\n", ms(empty.took), empty.rssMB, empty.cpu)
 	if err := f.resp(ctx, o.flights, empty.took); err != nil {
 		return err
 	}
@@ -222,10 +226,14 @@ func newFeed(ctx context.Context, o options, name string) (*feed, error) {
 	f.brokers = f.kafka.ListenAddrs()
 	ft := feedtest.Feed{MailboxDSN: mdsn, DatabaseDSN: pdsn, Brokers: f.brokers, PollInterval: "100ms", BatchSize: o.batchSize}
 	if o.batchSize == 0 {
-		ft.BatchSize = 200 // the feed's default
+		ft.BatchSize = config.DefaultBatchSize
 	}
 	f.config = filepath.Join(o.work, name+".yaml")
-	if err := os.WriteFile(f.config, []byte(ft.Config()), 0o600); err != nil {
+	doc := ft.Config()
+	if o.compression != "" {
+		doc = strings.Replace(doc, "kafka: {", "kafka: {compression: "+o.compression+", ", 1)
+	}
+	if err := os.WriteFile(f.config, []byte(doc), 0o600); err != nil {
 		return nil, err
 	}
 	f.loc, _ = time.LoadLocation("Asia/Shanghai")
@@ -258,6 +266,8 @@ func (f *feed) close(ctx context.Context) {
 type result struct {
 	took  time.Duration
 	rssMB int64
+	// cpu is the drain's CPU seconds by process (cpuLine).
+	cpu string
 }
 
 // drain runs `pump --drain` and times it from start to exit.
@@ -280,9 +290,11 @@ func (f *feed) drain(ctx context.Context, label string) (result, error) {
 			logFrom = st.Size()
 		}
 	}
+	before := sampleCPU()
 	start := time.Now()
 	err = cmd.Run()
 	took := time.Since(start)
+	cpu := cpuLine(processCPU(cmd.ProcessState), before, sampleCPU(), took)
 	if err != nil {
 		out, _ := os.ReadFile(logPath) //nolint:gosec // our own temporary directory
 		return result{}, fmt.Errorf("pump --drain (%s): %w\n%s", label, err, tail(string(out), 20))
@@ -292,7 +304,7 @@ func (f *feed) drain(ctx context.Context, label string) (result, error) {
 			return result{}, err
 		}
 	}
-	return result{took: took, rssMB: maxRSS(cmd.ProcessState) / 1024}, nil
+	return result{took: took, rssMB: maxRSS(cmd.ProcessState) / 1024, cpu: cpu}, nil
 }
 
 func maxRSS(ps *os.ProcessState) int64 {
@@ -326,6 +338,7 @@ func (f *feed) resp(ctx context.Context, n int, empty time.Duration) error {
 	}
 	fmt.Printf("RESP %5d flights to Kafka: %s (process %s), %d state + %d notice records, peak RSS %d MB\n",
 		n, ms(r.took-empty), ms(r.took), k.state, k.notice, r.rssMB)
+	fmt.Printf("  %s\n", r.cpu)
 	return nil
 }
 
@@ -364,6 +377,7 @@ func (f *feed) backlog(ctx context.Context, n int, empty time.Duration, tps floa
 	rate := float64(n) / took.Seconds()
 	fmt.Printf("backlog %6d FLOPs: %s (process %s) = %.0f msgs/s = %.1fx pgbench; mailbox span %s; Kafka tail %s; peak RSS %d MB\n",
 		n, ms(took), ms(r.took), rate, rate/tps, ms(lastDone.Sub(firstDone)), ms(k.last.Sub(lastDone)), r.rssMB)
+	fmt.Printf("  %s\n", r.cpu)
 	return nil
 }
 
@@ -648,18 +662,30 @@ func logStatements(ctx context.Context, name string) error {
 		return err
 	}
 	defer func() { _ = conn.Close(ctx) }()
-	_, err = conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{name}.Sanitize()+" SET log_min_duration_statement = 0")
-	return err
+	for _, set := range []string{"log_min_duration_statement = 0", "log_statement_stats = on"} {
+		if _, err := conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{name}.Sanitize()+" SET "+set); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 var (
+	// statsLine and statsUsage are log_statement_stats' report of one
+	// protocol step (parse, bind, execute, or a simple query); the
+	// STATEMENT line after it names the statement.
+	statsLine    = regexp.MustCompile(`LOG:  (?:[A-Z]+ )*STATISTICS$`)
+	statsUsage   = regexp.MustCompile(`!\s+([0-9.]+) s user, ([0-9.]+) s system, [0-9.]+ s elapsed`)
+	statementOf  = regexp.MustCompile(`STATEMENT:  (.*)$`)
 	logLineStart = regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d`)
 	durationLine = regexp.MustCompile(`duration: ([0-9.]+) ms\s+(?:statement|(?:execute|parse|bind) [^:]*): ?(.*)$`)
 )
 
-// printStatements sums the durations PostgreSQL logged for database db
-// from offset on, per statement (its first 90 characters, whitespace
-// folded, parse, bind and execute together), and prints the top 12.
+// printStatements sums, per statement (its first 90 characters,
+// whitespace folded; parse, bind and execute together), the durations and
+// the CPU time (log_statement_stats: the backend's user + system time)
+// PostgreSQL logged for database db from offset on, and prints the top 15
+// by CPU.
 func printStatements(path string, offset int64, db, label string) error {
 	f, err := os.Open(path) //nolint:gosec // the server's log, named by the user
 	if err != nil {
@@ -674,55 +700,90 @@ func printStatements(path string, offset int64, db, label string) error {
 		return err
 	}
 	type sum struct {
-		ms    float64
-		calls int
+		ms, cpu float64
+		calls   int
 	}
 	sums := map[string]*sum{}
-	var total float64
-	var cur *struct {
-		ms   float64
-		text strings.Builder
-	}
+	var totalMS, totalCPU float64
+	// An entry runs from one log line to the next: a duration (its
+	// statement's text continues on the following lines), the DETAIL of a
+	// statistics report (its usage on the following lines), or the
+	// STATEMENT line that names what the report was about.
+	const (
+		none = iota
+		duration
+		usage
+		statement
+	)
+	kind, pendingCPU := none, -1.0
+	var ms, cpu float64
+	var text strings.Builder
 	flush := func() {
-		if cur == nil {
-			return
+		if kind == duration || kind == statement {
+			key := strings.Join(strings.Fields(text.String()), " ")
+			key = key[:min(len(key), 90)]
+			if sums[key] == nil {
+				sums[key] = &sum{}
+			}
+			if kind == duration {
+				sums[key].ms += ms
+				sums[key].calls++
+				totalMS += ms
+			} else {
+				sums[key].cpu += cpu
+				totalCPU += cpu
+			}
 		}
-		key := strings.Join(strings.Fields(cur.text.String()), " ")
-		key = key[:min(len(key), 90)]
-		if sums[key] == nil {
-			sums[key] = &sum{}
-		}
-		sums[key].ms += cur.ms
-		sums[key].calls++
-		total += cur.ms
-		cur = nil
+		kind = none
+		text.Reset()
 	}
 	for _, line := range strings.Split(string(raw), "\n") {
 		if logLineStart.MatchString(line) {
 			flush()
 			if !strings.Contains(line, "@"+db+" ") {
+				pendingCPU = -1
+				continue
+			}
+			if statsLine.MatchString(line) {
+				pendingCPU = -1
+				continue
+			}
+			if strings.Contains(line, " DETAIL:  ! system usage stats:") {
+				kind = usage
+				continue
+			}
+			if m := statementOf.FindStringSubmatch(line); m != nil && pendingCPU >= 0 {
+				kind, cpu = statement, pendingCPU
+				text.WriteString(m[1])
+				pendingCPU = -1
 				continue
 			}
 			if m := durationLine.FindStringSubmatch(line); m != nil {
-				ms, _ := strconv.ParseFloat(m[1], 64)
-				cur = &struct {
-					ms   float64
-					text strings.Builder
-				}{ms: ms}
-				cur.text.WriteString(m[2])
+				kind = duration
+				ms, _ = strconv.ParseFloat(m[1], 64)
+				text.WriteString(m[2])
 			}
 			continue
 		}
-		if cur != nil && cur.text.Len() < 400 {
-			cur.text.WriteString(" " + line)
+		switch kind {
+		case usage:
+			if m := statsUsage.FindStringSubmatch(line); m != nil && pendingCPU < 0 {
+				u, _ := strconv.ParseFloat(m[1], 64)
+				sy, _ := strconv.ParseFloat(m[2], 64)
+				pendingCPU = 1000 * (u + sy)
+			}
+		case duration, statement:
+			if text.Len() < 400 {
+				text.WriteString(" " + line)
+			}
 		}
 	}
 	flush()
 	keys := slices.Collect(maps.Keys(sums))
-	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(sums[b].ms, sums[a].ms) })
-	fmt.Printf("  PostgreSQL statements of %s: %.3f s in all\n", label, total/1000)
-	for _, k := range keys[:min(12, len(keys))] {
-		fmt.Printf("  %9.3f s %6d  %s\n", sums[k].ms/1000, sums[k].calls, k)
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(sums[b].cpu, sums[a].cpu) })
+	fmt.Printf("  PostgreSQL statements of %s: %.3f s in all, %.3f s CPU (log_statement_stats)\n", label, totalMS/1000, totalCPU/1000)
+	for _, k := range keys[:min(15, len(keys))] {
+		fmt.Printf("  %8.3f s %7.3f s CPU %6d  %s\n", sums[k].ms/1000, sums[k].cpu/1000, sums[k].calls, k)
 	}
 	return nil
 }
