@@ -63,6 +63,8 @@ type outcome struct {
 	superseded int64
 	// err is the first delivery failure, or a failure to record the result.
 	err error
+	// suspects: records refused for good wait to be sent alone.
+	suspects bool
 }
 
 // DeliverOnce runs one pass: it reads up to Options.BatchSize pending
@@ -79,9 +81,13 @@ func (d *Dispatcher) DeliverOnce(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// pass is DeliverOnce under passMu; worked reports that it found events
-// (more may be pending: Run goes again until a pass finds none).
-func (d *Dispatcher) pass(ctx context.Context) (delivered int, worked bool, err error) {
+// pass is DeliverOnce under passMu; again reports that more events may
+// be PENDING than the pass took — its window was full, or suspects wait to
+// be sent alone — so Run goes again at once. Events committed after the
+// pass read its window come with a Notify, which wakes Run anyway: a pass
+// that took everything is not followed by an empty one (a statement per
+// pump commit saved during a backlog).
+func (d *Dispatcher) pass(ctx context.Context) (delivered int, again bool, err error) {
 	select {
 	case <-d.prev:
 	case <-ctx.Done():
@@ -104,7 +110,7 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, worked bool, err 
 		}
 		d.txnOpen = false
 	}
-	events, err := d.store.PendingEvents(ctx, d.opts.BatchSize)
+	events, full, err := d.store.PendingWindow(ctx, d.opts.BatchSize)
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, false, ctx.Err()
@@ -202,15 +208,15 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, worked bool, err 
 		}
 		settled <- d.settle(mctx, events, results, solo)
 	}()
-	n, err := d.await(ctx, settled, produced)
-	return n, true, err
+	out := d.await(ctx, settled, produced)
+	return out.delivered, full || solo || out.suspects, out.err
 }
 
 // await waits for the pass to settle. Records already sent are never
 // given up (that would break idempotence), so an outage can hold a pass
 // here until the broker answers; meanwhile the pending count is refreshed
 // and, after Options.StallAfter, Status reports the pass as failing.
-func (d *Dispatcher) await(ctx context.Context, settled <-chan outcome, produced int) (int, error) {
+func (d *Dispatcher) await(ctx context.Context, settled <-chan outcome, produced int) outcome {
 	started := d.clock.Now()
 	tick := d.clock.NewTicker(min(d.opts.StatsInterval, d.opts.StallAfter))
 	defer tick.Stop()
@@ -219,9 +225,9 @@ func (d *Dispatcher) await(ctx context.Context, settled <-chan outcome, produced
 		select {
 		case out := <-settled:
 			d.refreshStats(ctx, out.err != nil)
-			return out.delivered, out.err
+			return out
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return outcome{err: ctx.Err()}
 		case <-tick.C():
 			d.refreshStats(ctx, false)
 			age := d.clock.Since(started)
@@ -321,6 +327,7 @@ func (d *Dispatcher) settle(ctx context.Context, events []store.OutboxEvent, res
 		parkEvents []store.OutboxEvent
 		first      error
 	)
+	traced := d.log.V(2).Enabled() // a line per event: built only when logged
 	for i, e := range events {
 		err := results[i]
 		if err == nil {
@@ -329,8 +336,10 @@ func (d *Dispatcher) settle(ctx context.Context, events []store.OutboxEvent, res
 		switch {
 		case err == nil:
 			acked = append(acked, e.ID)
-			d.log.V(2).Info("delivered", "flid", e.FLID.String(), "msg_id", e.MessageID,
-				"kind", e.Kind, "event", e.Event, "state_version", e.StateVersion)
+			if traced {
+				d.log.V(2).Info("delivered", "flid", e.FLID.String(), "msg_id", e.MessageID,
+					"kind", e.Kind, "event", e.Event, "state_version", e.StateVersion)
+			}
 		case errors.Is(err, errHeldBack), errors.Is(err, context.Canceled), errors.Is(err, errAborted):
 		case permanentForRecord(err) && solo:
 			// Refused alone: the fault is this record's. Parked, it no
@@ -355,7 +364,7 @@ func (d *Dispatcher) settle(ctx context.Context, events []store.OutboxEvent, res
 				"kind", e.Kind, "state_version", e.StateVersion, "error", err.Error())
 		}
 	}
-	out := outcome{delivered: len(acked)}
+	out := outcome{delivered: len(acked), suspects: len(d.suspects) > 0}
 	if len(acked) > 0 {
 		_, superseded, err := d.store.MarkDelivered(ctx, d.opts.Epoch, acked)
 		switch {

@@ -209,6 +209,27 @@ func TestNotifyAndPeriodicScanWakeRun(t *testing.T) {
 	dispatchtest.AssertConverged(t, brokers, stateTopic, e.export())
 }
 
+// One Notify delivers a backlog larger than a pass: a pass whose window
+// was full goes again at once, without a new Notify or the periodic scan
+// (which never fires here); one that took everything waits for the next.
+func TestOneNotifyDeliversMoreThanAPass(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	brokers := kafkatest.New(t, stateTopic, noticeTopic)
+	fc := testingclock.NewFakeClock(time.Date(2026, 9, 9, 8, 0, 0, 0, time.UTC))
+	d := e.dispatcher(e.feed(brokers, stateTopic, noticeTopic, ""), dispatch.Options{Clock: fc, ScanInterval: time.Hour, BatchSize: 3})
+	run(t, d)
+	for i := range 7 {
+		e.flop(flight.FLID(20+i), "ESTT", "09SEP260900")
+	}
+	d.Notify()
+	idle(t, d)
+	if st := d.Status(); st.Delivered != 14 {
+		t.Fatalf("delivered %d of 14 events", st.Delivered)
+	}
+	dispatchtest.AssertConverged(t, brokers, stateTopic, e.export())
+}
+
 // Idle is false while anything is pending, true once all is delivered:
 // what `pump --drain` waits for.
 func TestIdleTracksPendingEvents(t *testing.T) {

@@ -38,7 +38,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	failures := 0
 	for ctx.Err() == nil {
 		d.passMu.Lock()
-		_, worked, err := d.pass(ctx)
+		_, again, err := d.pass(ctx)
 		d.passMu.Unlock()
 		if ctx.Err() != nil {
 			return nil
@@ -58,7 +58,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			log.Info("delivery recovered", "after_failures", failures)
 			failures = 0
 		}
-		if worked {
+		if again {
 			continue
 		}
 		select {

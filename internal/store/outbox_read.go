@@ -46,9 +46,18 @@ type OutboxEvent struct {
 // returned, and none only when nothing is PENDING.
 //
 // The window is read from the msg_event_pending index in id order and the
-// newest rows from msg_event_pending_flid, so a pass costs the same however
+// newest rows from msg_event_pending_state, so a pass costs the same however
 // long the backlog is.
 func (s *Store) PendingEvents(ctx context.Context, limit int) ([]OutboxEvent, error) {
+	events, _, err := s.PendingWindow(ctx, limit)
+	return events, err
+}
+
+// PendingWindow is PendingEvents that also reports whether the window was
+// full (limit PENDING rows): only then can more rows be PENDING than the
+// read took, so a dispatcher that was not notified of a new commit since
+// need not read again at once.
+func (s *Store) PendingWindow(ctx context.Context, limit int) (events []OutboxEvent, full bool, err error) {
 	rows, err := s.pool.Query(ctx, `
 		WITH w AS MATERIALIZED (
 			SELECT id, kind, flid FROM msg_event WHERE status = 'PENDING' ORDER BY id LIMIT $1
@@ -60,27 +69,28 @@ func (s *Store) PendingEvents(ctx context.Context, limit int) ([]OutboxEvent, er
 				ORDER BY n.state_version DESC LIMIT 1) x
 		)
 		SELECT e.id, e.kind, e.event, e.flid, e.state_version, coalesce(e.operation_day::text, ''),
-			e.message_id, e.payload, e.attempts, e.created_at
+			e.message_id, e.payload, e.attempts, e.created_at, (SELECT count(*) FROM w)
 		FROM msg_event e
 		WHERE e.id IN (SELECT id FROM w WHERE kind <> 'KAFKA_SCHD' UNION ALL SELECT id FROM newest)
 		ORDER BY e.id`, limit)
 	if err != nil {
-		return nil, fmt.Errorf("read pending outbox events: %w", err)
+		return nil, false, fmt.Errorf("read pending outbox events: %w", err)
 	}
-	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (OutboxEvent, error) {
+	var window int64
+	events, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (OutboxEvent, error) {
 		var e OutboxEvent
 		var flid int64
 		var payload string
 		err := row.Scan(&e.ID, &e.Kind, &e.Event, &flid, &e.StateVersion, &e.OperationDay,
-			&e.MessageID, &payload, &e.Attempts, &e.CreatedAt)
+			&e.MessageID, &payload, &e.Attempts, &e.CreatedAt, &window)
 		e.FLID = flight.FLID(flid) //nolint:gosec // CHECK (flid BETWEEN 0 AND 999999999999)
 		e.Payload = []byte(payload)
 		return e, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read pending outbox events: %w", err)
+		return nil, false, fmt.Errorf("read pending outbox events: %w", err)
 	}
-	return events, nil
+	return events, window >= int64(limit), nil
 }
 
 // MarkDelivered records that the broker acknowledged (and, with
