@@ -225,7 +225,13 @@ func (p *Pump) readAhead(ctx context.Context, applying []mailbox.Row) *reading {
 		defer close(r.done)
 		if len(backfill) > 0 {
 			err := p.backfill(ctx, backfill)
-			p.setBackfillPending(ctx)
+			// The intents left are counted at most once a second while
+			// batches flow (a statement per batch otherwise), at once when
+			// the write-back failed, and by the chores of an empty head.
+			if now := p.clock.Now(); err != nil || now.Sub(p.lastBackfillCount) >= time.Second {
+				p.lastBackfillCount = now
+				p.setBackfillPending(ctx)
+			}
 			if err != nil {
 				// The intents stay committed; the rows stay at the head.
 				r.err, r.writeBackErr = err, true

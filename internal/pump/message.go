@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/sis"
@@ -23,7 +25,6 @@ import (
 // whole batch (infrastructure, CAS conflict, fencing).
 func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior store.ProcState) (o outcome, w *waiting, err error) {
 	row, msg := it.row, it.msg
-	log := p.log.WithValues("msg_id", row.ID)
 	res := store.Result{MessageID: row.ID, ReceivedAt: row.Received, PayloadDigest: it.digest}
 	if row.Null {
 		return p.finish(res, store.StatusDead, ReasonEmptyBody, "the mailbox row's body column is NULL", nil)
@@ -54,7 +55,11 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 		}
 		return o, w, err
 	}
-	log = log.WithValues("type", msg.Meta.Type, "styp", msg.Meta.Styp)
+	// Built only when a line is logged: a logger with values costs an
+	// encoding of them, and almost every message logs nothing.
+	log := func() logr.Logger {
+		return p.log.WithValues("msg_id", row.ID, "type", msg.Meta.Type, "styp", msg.Meta.Styp)
+	}
 
 	// Re-sent copies (SPEC §2.4): same identity, same content → SKIPPED;
 	// same identity, other content → processed and flagged. Content is the
@@ -72,11 +77,11 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 	}
 	if found {
 		res.Flags = append(res.Flags, FlagSeqnReuse)
-		log.Info("SEQN reused with another payload", "identity", res.IdentityKey)
+		log().Info("SEQN reused with another payload", "identity", res.IdentityKey)
 	}
 	if p.seqnRegressed(run, msg.Meta) {
 		res.Flags = append(res.Flags, FlagSeqnRegression)
-		log.Info("SEQN regression", "sender", msg.Meta.Sndr, "seqn", msg.Meta.SeqnNum)
+		log().Info("SEQN regression", "sender", msg.Meta.Sndr, "seqn", msg.Meta.SeqnNum)
 	}
 	defer func() {
 		if err == nil && (o.result.Status == store.StatusSucceeded || o.result.Status == store.StatusDead) {
@@ -90,7 +95,7 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 		if verdict != VerdictDead {
 			return o, nil, applyErr
 		}
-		log.Info("message refused", "reason", reason, "error", applyErr.Error())
+		log().Info("message refused", "reason", reason, "error", applyErr.Error())
 		if trace != nil {
 			// Refused whole: the trace row says why — DAY_MISMATCH for the
 			// seed's ownership mismatch (000 §5.3), the reason code for any

@@ -129,6 +129,9 @@ type Pump struct {
 	nextJobs   time.Time
 	lastDepth  time.Time
 	lastJobs   time.Time
+	// lastBackfillCount is when a read-ahead last counted the intents
+	// left (only the read-ahead goroutine touches it; one runs at a time).
+	lastBackfillCount time.Time
 	// emptyReads counts the empty head reads since the last batch; -1:
 	// none since the pump started or fell back to pollInterval (emptyWait).
 	emptyReads int
