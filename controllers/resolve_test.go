@@ -11,6 +11,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/controllers"
+	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
 )
 
@@ -60,7 +61,7 @@ func TestResolveFeed(t *testing.T) {
 		s.Kafka.Username != "u" || s.Kafka.Password != "p" {
 		t.Fatalf("secrets %+v", s)
 	}
-	if feed.Spec.Mailbox.BatchSize != 200 || feed.Location.String() != "Asia/Shanghai" || ff.Spec.Mailbox.BatchSize != 0 {
+	if feed.Spec.Mailbox.BatchSize != config.DefaultBatchSize || feed.Location.String() != "Asia/Shanghai" || ff.Spec.Mailbox.BatchSize != 0 {
 		t.Fatal("defaults were not applied to the resolved copy only")
 	}
 	if got := controllers.SecretNames(ff); strings.Join(got, ",") != "db,mbx,sasl,tls" {

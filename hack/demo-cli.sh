@@ -33,7 +33,7 @@ cat "$work/broker.log"
 
 cat >"$work/demo.yaml" <<YAML
 airport: {iata: PEK, timeZone: Asia/Shanghai}
-mailbox: {dsn: "root@tcp(127.0.0.1:3306)/flightfeed_demo_mbx", pollInterval: 100ms, batchSize: 200}
+mailbox: {dsn: "root@tcp(127.0.0.1:3306)/flightfeed_demo_mbx", pollInterval: 100ms, batchSize: 1000}
 database: {dsn: "postgres://postgres@127.0.0.1:5432/flightfeed_demo?sslmode=disable"}
 kafka: {brokers: ["127.0.0.1:$port"], topics: {state: KAFKA_SCHD, notice: KAFKA_MSG}}
 requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 5m, routingId: AODB}

@@ -61,7 +61,7 @@ psql -q -h 127.0.0.1 -U postgres -d postgres -c 'DROP DATABASE IF EXISTS flightf
 # The host's view of the feed, for `flightfeed simulate`, `ledger` and `export`.
 cat >"$work/host.yaml" <<YAML
 airport: {iata: PEK, timeZone: Asia/Shanghai}
-mailbox: {dsn: "root@tcp(127.0.0.1:3306)/flightfeed_demo_mbx", pollInterval: 100ms, batchSize: 200}
+mailbox: {dsn: "root@tcp(127.0.0.1:3306)/flightfeed_demo_mbx", pollInterval: 100ms, batchSize: 1000}
 database: {dsn: "postgres://postgres@127.0.0.1:5432/flightfeed_demo?sslmode=disable"}
 kafka: {brokers: ["$node_ip:$broker_port"], topics: {state: KAFKA_SCHD, notice: KAFKA_MSG}}
 requests: {horizon: {from: 0, to: 1}, interval: 1h, timeout: 5m, routingId: AODB}

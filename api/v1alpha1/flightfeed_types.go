@@ -112,11 +112,11 @@ type MailboxSpec struct {
 	PollInterval *metav1.Duration `json:"pollInterval,omitempty"`
 
 	// BatchSize is the most mailbox rows read and applied in one database
-	// transaction (one savepoint per message). Default 200.
+	// transaction (one savepoint per message). Default 1000.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=10000
 	// +optional
-	// +kubebuilder:default=200
+	// +kubebuilder:default=1000
 	BatchSize int32 `json:"batchSize,omitempty"`
 
 	// MaxMessageBytes rejects (DEAD, OVERSIZE) any message larger than this

@@ -48,7 +48,7 @@ type KafkaSecrets struct {
 const (
 	DefaultTimeZone              = "Asia/Shanghai"
 	DefaultPollInterval          = 100 * time.Millisecond
-	DefaultBatchSize             = 200
+	DefaultBatchSize             = 1000
 	DefaultMaxMessageBytes       = 40 << 20
 	DefaultMaxBatchBytes         = 16 << 20
 	DefaultDedupWindow           = 24 * time.Hour
