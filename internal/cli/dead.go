@@ -44,11 +44,7 @@ one JSON object per line.`,
 		if *output != "table" && *output != "json" {
 			return usageError{fmt.Errorf("-o %q: must be table or json", *output)}
 		}
-		feed, err := load(cmd.Context())
-		if err != nil {
-			return err
-		}
-		s, err := openStore(cmd.Context(), feed)
+		feed, s, err := openFeedStore(cmd.Context(), load, openStore)
 		if err != nil {
 			return err
 		}

@@ -18,12 +18,16 @@ import (
 	"github.com/flightfeed/flightfeed/internal/operator"
 )
 
+// feedLoader returns the feed a command's flags name (see feedSource and
+// configFlag).
+type feedLoader func(context.Context) (*config.Feed, error)
+
 // feedSource adds --config, or --kubeconfig with --feed NAMESPACE/NAME, and
 // returns the feed they name: read from the file, or the FlightFeed in the
 // cluster resolved as the manager resolves it (defaults, validation, the
 // DSNs from its Secrets). Without --kubeconfig, --feed uses $KUBECONFIG or
 // ~/.kube/config.
-func feedSource(cmd *cobra.Command) func(context.Context) (*config.Feed, error) {
+func feedSource(cmd *cobra.Command) feedLoader {
 	path := cmd.Flags().String("config", "", "feed configuration file (YAML, the FlightFeed spec's shape with inline DSNs)")
 	kubeconfig := cmd.Flags().String("kubeconfig", "", "kubeconfig of the cluster that runs the feed (with --feed)")
 	name := cmd.Flags().String("feed", "", "the FlightFeed as NAMESPACE/NAME, resolved in the cluster with its Secrets")

@@ -19,7 +19,7 @@ func newMigrateCommand() *cobra.Command {
 	load := configFlag(cmd)
 	timeout := cmd.Flags().Duration("timeout", 5*time.Minute, "give up after this long")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		feed, err := load()
+		feed, err := load(cmd.Context())
 		if err != nil {
 			return err
 		}

@@ -45,11 +45,7 @@ refused again is parked again. -o json prints one JSON object per line.`,
 		if err != nil {
 			return usageError{err}
 		}
-		feed, err := load(cmd.Context())
-		if err != nil {
-			return err
-		}
-		s, err := openStore(cmd.Context(), feed)
+		feed, s, err := openFeedStore(cmd.Context(), load, openStore)
 		if err != nil {
 			return err
 		}

@@ -35,7 +35,7 @@ exits 1 with a one-line summary when any is parked.`,
 	cpuProfile := cmd.Flags().String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof; for `make bench`)")
 	logFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) (err error) {
-		feed, err := load()
+		feed, err := load(cmd.Context())
 		if err != nil {
 			return err
 		}

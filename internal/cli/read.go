@@ -31,6 +31,22 @@ func openReadOnlyStore(ctx context.Context, feed *config.Feed) (*store.Store, er
 	return openStoreAs(ctx, feed, dsn, true)
 }
 
+// openFeedStore loads the feed and opens its database with open (openStore,
+// or openReadOnlyStore for the commands that only read): the one way the
+// store commands reach their store, so each says its load and open errors
+// alike. The caller closes the store.
+func openFeedStore(ctx context.Context, load feedLoader, open func(context.Context, *config.Feed) (*store.Store, error)) (*config.Feed, *store.Store, error) {
+	feed, err := load(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := open(ctx, feed)
+	if err != nil {
+		return nil, nil, err
+	}
+	return feed, s, nil
+}
+
 func openStoreAs(ctx context.Context, feed *config.Feed, dsn string, readOnly bool) (*store.Store, error) {
 	current, latest, err := store.SchemaVersion(ctx, dsn)
 	if err != nil {
@@ -55,10 +71,6 @@ sorted by FLID, read in one consistent transaction.`,
 	flid := cmd.Flags().String("flid", "", "only this flight (1 to 12 digits)")
 	day := cmd.Flags().String("day", "", "only flights of this operation day (YYYY-MM-DD)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		feed, err := load()
-		if err != nil {
-			return err
-		}
 		var filter store.Filter
 		if *flid != "" {
 			id, err := flight.ParseFLID(*flid)
@@ -73,7 +85,7 @@ sorted by FLID, read in one consistent transaction.`,
 			}
 			filter.Day = *day
 		}
-		s, err := openReadOnlyStore(cmd.Context(), feed)
+		_, s, err := openFeedStore(cmd.Context(), load, openReadOnlyStore)
 		if err != nil {
 			return err
 		}
@@ -106,11 +118,7 @@ per operation day, days ascending; flights is the size of the day's roster.`,
 	}
 	load := configFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		feed, err := load()
-		if err != nil {
-			return err
-		}
-		s, err := openReadOnlyStore(cmd.Context(), feed)
+		_, s, err := openFeedStore(cmd.Context(), load, openReadOnlyStore)
 		if err != nil {
 			return err
 		}

@@ -48,11 +48,7 @@ request is refused, the replay's result is DEAD, or --timeout passes first
 		if *timeout <= 0 {
 			return usageError{fmt.Errorf("--timeout %s: must be positive", *timeout)}
 		}
-		feed, err := load(cmd.Context())
-		if err != nil {
-			return err
-		}
-		s, err := openStore(cmd.Context(), feed)
+		_, s, err := openFeedStore(cmd.Context(), load, openStore)
 		if err != nil {
 			return err
 		}

@@ -108,10 +108,11 @@ operator (manager) or, for one feed without Kubernetes, as a pump.`,
 }
 
 // configFlag registers the --config flag shared by the non-Kubernetes
-// commands and returns a loader for it.
-func configFlag(cmd *cobra.Command) func() (*config.Feed, error) {
+// commands and returns a loader for it. The loader has feedSource's shape
+// (it needs no context: it reads a file) so that openFeedStore takes either.
+func configFlag(cmd *cobra.Command) feedLoader {
 	path := cmd.Flags().String("config", "", "feed configuration file (YAML, the FlightFeed spec's shape with inline DSNs)")
-	return func() (*config.Feed, error) {
+	return func(context.Context) (*config.Feed, error) {
 		if *path == "" {
 			return nil, usageError{errors.New("--config is required")}
 		}

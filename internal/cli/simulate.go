@@ -37,7 +37,7 @@ an ADFT ad-hoc flight, an FDEL — and, with --malformed N, N broken messages.`,
 	answer := cmd.Flags().Bool("answer-requests", true, "answer pending RQFD requests with a RESP of the requested day")
 	traffic := cmd.Flags().Bool("traffic", true, "write the day's traffic (window push, FLOPs, ADFT, FDEL, malformed)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		feed, err := load()
+		feed, err := load(cmd.Context())
 		if err != nil {
 			return err
 		}
