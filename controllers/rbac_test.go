@@ -3,7 +3,6 @@ package controllers_test
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"os/exec"
@@ -476,16 +475,7 @@ func TestManagerRunsUnderTheNamespacedRole(t *testing.T) {
 	h.waitCondition(key, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonSecretUnavailable)
 	h.secrets("pek")
 
-	mbox, err := sql.Open("mysql", h.mboxDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = mbox.Close() }()
-	loc, err := time.LoadLocation("Asia/Shanghai")
-	if err != nil {
-		t.Fatal(err)
-	}
-	day := h.waitRequest(mbox, loc)
+	mbox, loc, day := h.pumpRequest()
 	resp := simulate.Response(simulate.Options{Day: day, Flights: 2, Seed: 1, FirstSeqn: 1, Location: loc})
 	if _, err := mbox.ExecContext(h.ctx(), `INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (?, ?)`,
 		time.Now().UTC(), resp.Body); err != nil {

@@ -33,6 +33,30 @@ func (h *harness) feedToday(name string) types.NamespacedName {
 	return h.feed(name, "horizon: {from: 0, to: 1}", "horizon: {from: 0, to: 0}")
 }
 
+// pumpRequest opens this test's mailbox (closed when the test ends) and
+// waits for the elected pump's full-day request of a feedToday feed. It
+// returns the mailbox, the feed's time zone (the SPEC manifest's
+// Asia/Shanghai) and the day asked for, which must be today there: today
+// when the wait began or, across midnight, when it ended.
+func (h *harness) pumpRequest() (mbox *sql.DB, loc *time.Location, day string) {
+	h.t.Helper()
+	mbox, err := sql.Open("mysql", h.mboxDSN)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { _ = mbox.Close() })
+	loc, err = time.LoadLocation("Asia/Shanghai")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	before := time.Now().In(loc).Format(time.DateOnly)
+	day = h.waitRequest(mbox, loc)
+	if after := time.Now().In(loc).Format(time.DateOnly); day != before && day != after {
+		h.t.Fatalf("the pump asked for %s; today in Asia/Shanghai is %s", day, after)
+	}
+	return mbox, loc, day
+}
+
 var rqfdDay = regexp.MustCompile(`<STDB>(\d{2}[A-Za-z]{3}\d{2})0000</STDB>`)
 
 // waitRequest waits for the pump's full-day request in COUTMSGS and
@@ -114,20 +138,7 @@ func TestRealPumpMirrorsTheLedger(t *testing.T) {
 	h.secrets("pek")
 	key := h.feedToday("pek")
 
-	mbox, err := sql.Open("mysql", h.mboxDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = mbox.Close() }()
-	loc, err := time.LoadLocation("Asia/Shanghai")
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := time.Now().In(loc).Format(time.DateOnly)
-	day := h.waitRequest(mbox, loc)
-	if after := time.Now().In(loc).Format(time.DateOnly); day != before && day != after {
-		t.Fatalf("the pump asked for %s; today in Asia/Shanghai is %s", day, after)
-	}
+	mbox, loc, day := h.pumpRequest()
 
 	// The AODB answers: a RESP whose records are all of the requested day.
 	const flights = 3

@@ -2,7 +2,6 @@ package controllers_test
 
 import (
 	"bytes"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -44,16 +43,7 @@ func TestStatusCommandShowsTheRealPumpsFeed(t *testing.T) {
 	h.secrets("pek")
 	key := h.feedToday("pek")
 
-	mbox, err := sql.Open("mysql", h.mboxDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = mbox.Close() }()
-	loc, err := time.LoadLocation("Asia/Shanghai")
-	if err != nil {
-		t.Fatal(err)
-	}
-	day := h.waitRequest(mbox, loc)
+	mbox, loc, day := h.pumpRequest()
 	resp := simulate.Response(simulate.Options{Day: day, Flights: 3, Seed: 1, FirstSeqn: 1, Location: loc})
 	insert := func(body string) int64 {
 		t.Helper()
