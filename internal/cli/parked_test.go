@@ -14,11 +14,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
@@ -47,35 +45,6 @@ requests: {disabled: true}
 	return path
 }
 
-// setTopicLimit sets max.message.bytes of the feed's topics at the broker.
-func setTopicLimit(t *testing.T, broker string, n int) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	for _, topic := range []string{"KAFKA_SCHD", "KAFKA_MSG"} {
-		r := kmsg.NewIncrementalAlterConfigsRequestResource()
-		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, topic
-		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-		v := fmt.Sprint(n)
-		c.Name, c.Value, c.Op = "max.message.bytes", &v, kmsg.IncrementalAlterConfigOpSet
-		r.Configs = append(r.Configs, c)
-		req.Resources = append(req.Resources, r)
-	}
-	resp, err := req.RequestWith(t.Context(), cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range resp.Resources {
-		if r.ErrorCode != 0 {
-			t.Fatalf("alter %s: error %d", r.ResourceName, r.ErrorCode)
-		}
-	}
-}
-
 // Hostile input and a record Kafka refuses for good end `pump --drain`
 // with a clear outcome: the messages whose state would be too large for
 // the topics are DEAD at the door (STATE_TOO_LARGE), the one with 20,000
@@ -85,13 +54,7 @@ func setTopicLimit(t *testing.T, broker string, n int) {
 // lists it and, once the topics accept it, `--redeliver all` sends it.
 func TestDrainEndsWhenKafkaRefusesForGood(t *testing.T) {
 	mailboxDSN, databaseDSN := mysqltest.NewMailbox(t), pgtest.New(t)
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "KAFKA_SCHD", "KAFKA_MSG"),
-		kfake.BrokerConfigs(map[string]string{"message.max.bytes": "65536"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	broker := c.ListenAddrs()[0]
+	broker := kafkatest.NewLimited(t, 65536, 1, "KAFKA_SCHD", "KAFKA_MSG")[0]
 	cfg := parkedFeed(t, mailboxDSN, databaseDSN, broker, 65536)
 	if code, _, errOut := runCLI("migrate", "--config", cfg); code != 0 {
 		t.Fatalf("migrate: exit %d: %s", code, errOut)
@@ -176,7 +139,7 @@ func TestDrainEndsWhenKafkaRefusesForGood(t *testing.T) {
 	}
 
 	// The cause fixed: the topics and the feed accept 1 MiB.
-	setTopicLimit(t, broker, 1<<20)
+	kafkatest.SetTopicLimit(t, []string{broker}, 1<<20, "KAFKA_SCHD", "KAFKA_MSG")
 	cfg = parkedFeed(t, mailboxDSN, databaseDSN, broker, 1<<20)
 	if code, out, errOut := runCLI("parked", "--config", cfg, "--redeliver", "all"); code != 0 || !strings.Contains(out, "1 parked event(s) are PENDING again") {
 		t.Fatalf("parked --redeliver all: exit %d: %s%s", code, out, errOut)

@@ -11,13 +11,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/flightfeed/flightfeed/internal/dispatch"
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/recsize"
 	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
 )
 
 // incompressible is n bytes of base64 text of random bytes (seeded): no
@@ -44,9 +44,7 @@ func TestRecordRefusedForGoodIsParked(t *testing.T) {
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			e := newEnv(t)
-			c := cluster(t, kfake.SeedTopics(3, stateTopic, noticeTopic),
-				kfake.BrokerConfigs(map[string]string{"message.max.bytes": "20000"}))
-			brokers := c.ListenAddrs()
+			brokers := kafkatest.NewLimited(t, 20000, 3, stateTopic, noticeTopic)
 			d := e.dispatcher(e.feed(brokers, stateTopic, noticeTopic, mode.extra), fastRetry, fastClient()...)
 
 			e.snapshot(rec(1, "CA1"), rec(2, "CA2"), rec(3, "CA3"), rec(4, "CA4"))
@@ -112,9 +110,7 @@ func TestDoorAgreesWithTheBroker(t *testing.T) {
 	for _, codec := range []string{"none", "lz4", "zstd"} {
 		t.Run(codec, func(t *testing.T) {
 			e := newEnv(t)
-			c := cluster(t, kfake.SeedTopics(1, stateTopic, noticeTopic),
-				kfake.BrokerConfigs(map[string]string{"message.max.bytes": fmt.Sprint(limit)}))
-			brokers := c.ListenAddrs()
+			brokers := kafkatest.NewLimited(t, limit, 1, stateTopic, noticeTopic)
 			feed := e.feed(brokers, stateTopic, noticeTopic, fmt.Sprintf("  maxRecordBytes: %d\n  compression: %s", limit, codec))
 			door, err := recsize.New(limit, codec)
 			if err != nil {
@@ -173,7 +169,7 @@ func TestDoorAgreesWithTheBroker(t *testing.T) {
 	t.Run("topic accepts less", func(t *testing.T) {
 		e := newEnv(t)
 		c := cluster(t, kfake.SeedTopics(1, stateTopic, noticeTopic))
-		setTopicLimit(t, c.ListenAddrs(), stateTopic, limit)
+		kafkatest.SetTopicLimit(t, c.ListenAddrs(), limit, stateTopic)
 		door, err := recsize.New(1<<20, "zstd")
 		if err != nil {
 			t.Fatal(err)
@@ -184,26 +180,4 @@ func TestDoorAgreesWithTheBroker(t *testing.T) {
 		run(t, d)
 		eventually(t, "the door follows the topic's limit", func() bool { return door.Max() == limit && d.Status().TopicLimit == limit })
 	})
-}
-
-// setTopicLimit sets a topic's max.message.bytes at the broker.
-func setTopicLimit(t *testing.T, brokers []string, topic string, n int) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	r := kmsg.NewIncrementalAlterConfigsRequestResource()
-	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, topic
-	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	v := fmt.Sprint(n)
-	c.Name, c.Value, c.Op = "max.message.bytes", &v, kmsg.IncrementalAlterConfigOpSet
-	r.Configs = append(r.Configs, c)
-	req.Resources = append(req.Resources, r)
-	resp, err := req.RequestWith(t.Context(), cl)
-	if err != nil || resp.Resources[0].ErrorCode != 0 {
-		t.Fatalf("alter %s: %v %+v", topic, err, resp)
-	}
 }

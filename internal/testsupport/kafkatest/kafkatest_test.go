@@ -2,11 +2,13 @@ package kafkatest_test
 
 import (
 	"context"
+	"errors"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
@@ -57,6 +59,37 @@ func TestInProcessBrokerOverTCP(t *testing.T) {
 		t.Fatalf("broker is not on loopback TCP: %v", brokers)
 	}
 	produceAndConsume(t, brokers, "KAFKA_SCHD")
+}
+
+// A limited broker refuses a record batch larger than its limit for good
+// (MESSAGE_TOO_LARGE), and takes it once SetTopicLimit raises the topic's.
+func TestLimitedBrokerAndTopicLimit(t *testing.T) {
+	t.Parallel()
+	brokers := kafkatest.NewLimited(t, 4096, 1, "KAFKA_SCHD")
+	if !strings.HasPrefix(brokers[0], "127.0.0.1:") {
+		t.Fatalf("broker is not on loopback TCP: %v", brokers)
+	}
+	// Uncompressed, so the batch is as large as the value; each record
+	// delivered or failed within 30s.
+	producer, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.RecordDeliveryTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	small := &kgo.Record{Topic: "KAFKA_SCHD", Value: []byte(strings.Repeat("s", 1000))}
+	if err := producer.ProduceSync(t.Context(), small).FirstErr(); err != nil {
+		t.Fatalf("a record under the limit: %v", err)
+	}
+	large := &kgo.Record{Topic: "KAFKA_SCHD", Value: []byte(strings.Repeat("l", 8000))}
+	if err := producer.ProduceSync(t.Context(), large).FirstErr(); !errors.Is(err, kerr.MessageTooLarge) {
+		t.Fatalf("a record over the broker's limit: %v, want MESSAGE_TOO_LARGE", err)
+	}
+	kafkatest.SetTopicLimit(t, brokers, 1<<20, "KAFKA_SCHD")
+	large = &kgo.Record{Topic: "KAFKA_SCHD", Value: []byte(strings.Repeat("l", 8000))}
+	if err := producer.ProduceSync(t.Context(), large).FirstErr(); err != nil {
+		t.Fatalf("the same record once the topic accepts 1 MiB: %v", err)
+	}
 }
 
 // The shared broker from hack/kfake-broker is reachable over TCP, and an
