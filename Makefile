@@ -69,7 +69,7 @@ helm-check: ## helm lint + template, accepted by a real API server (helm pinned,
 	bash hack/helm-check.sh
 
 .PHONY: bench
-bench: build ## The end-to-end benchmark: the built binary drains a RESP and FLOP backlogs to Kafka (hack/bench/e2e; about 2 min).
+bench: build ## The end-to-end benchmark: the built binary drains a RESP and FLOP backlogs to Kafka, with CPU seconds by process (hack/bench/e2e; about 1 min).
 	go run ./hack/bench/e2e -bin bin/flightfeed $(BENCH_ARGS)
 
 .PHONY: test-unit
