@@ -14,8 +14,11 @@ import (
 // busy: PostgreSQL (the postmaster, its live children and the backends it
 // reaped), MariaDB, and this process (the in-process kfake broker and the
 // Kafka consumer). The pump's own time comes from its rusage at exit.
-// CPU seconds do not depend on what else the machine runs, so they say
-// which process a drain spends its time in even on a loaded machine.
+// CPU seconds depend far less than wall time on what else the machine
+// runs, so they say which process a drain spends its time in even on a
+// loaded machine; they still move by a fifth from run to run here (a
+// virtual machine), and PostgreSQL's include whatever autovacuum did
+// during the drain and every other database's backends.
 type cpuSample struct {
 	postgres, mariadb, bench time.Duration
 }
