@@ -226,6 +226,10 @@ func (s *memStore) PendingReplays(context.Context, int) ([]store.ReplayRequest, 
 
 func (s *memStore) CurrentRequest(context.Context, string) (*store.Request, error) { return nil, nil }
 
+func (s *memStore) AnsweredSince(context.Context, string, []string, time.Time) (map[string]bool, error) {
+	return nil, nil
+}
+
 func (s *memStore) RequestSent(context.Context, int64, int64, time.Time) error {
 	return errNotInMemory
 }

@@ -33,9 +33,19 @@ func (r *requester) tick(ctx context.Context) error {
 	}
 	now := r.p.clock.Now()
 	if !now.Before(r.nextRound) {
+		first := r.nextRound.IsZero()
 		r.queue = horizon(now, r.p.feed.Location, int(spec.Horizon.From), int(spec.Horizon.To))
 		r.retried = map[string]bool{}
 		r.nextRound = now.Add(spec.Interval.Duration)
+		if first {
+			// A pump that starts again (a restart, a takeover, a crash
+			// loop) does not ask again for a day the AODB answered within
+			// the last interval: each answer is a full-day snapshot of up
+			// to 10,000 flights for both sides to carry.
+			if err := r.skipAnswered(ctx, now.Add(-spec.Interval.Duration)); err != nil {
+				return err
+			}
+		}
 	}
 	cur, err := r.p.store.CurrentRequest(ctx, requestKind)
 	if err != nil {
@@ -66,6 +76,25 @@ func (r *requester) tick(ctx context.Context) error {
 	}
 	r.queue = r.queue[1:]
 	return r.send(ctx, req)
+}
+
+// skipAnswered drops from the queue the days answered at or after since.
+// On failure the queue is left empty and the round is retried at the next
+// tick, so a day is never asked for on a guess.
+func (r *requester) skipAnswered(ctx context.Context, since time.Time) error {
+	answered, err := r.p.store.AnsweredSince(ctx, requestKind, r.queue, since)
+	if err != nil {
+		r.queue, r.nextRound = nil, time.Time{}
+		return err
+	}
+	kept := r.queue[:0]
+	for _, day := range r.queue {
+		if !answered[day] {
+			kept = append(kept, day)
+		}
+	}
+	r.queue = kept
+	return nil
 }
 
 // horizon lists the airport-local days today+from … today+to.

@@ -143,6 +143,34 @@ func TestUnansweredRequestTimesOutAndIsResentOnce(t *testing.T) {
 	}
 }
 
+// A pump that starts again (restart, takeover, crash loop) does not ask
+// again for a day the AODB answered within requests.interval: it goes on
+// with the next day of the horizon.
+func TestRestartDoesNotAskAgainForAnAnsweredDay(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "requests: {horizon: {from: 0, to: 1}, interval: 1h, timeout: 5m, routingId: AODB}")
+	first := h.newPump()
+	h.drain(first) // 9/9 requested
+	h.put(h.schd("RESP", fltr(1, "CA1", "09")))
+	h.drain(first) // and answered; the pump stops before it asks for 9/10
+	if reqs := h.requests(); !slices.Equal(reqs["2026-09-09"], []string{store.RequestCompleted}) || len(reqs["2026-09-10"]) != 0 {
+		t.Fatalf("before the restart: %v, want 9/9 answered and 9/10 not yet asked for", reqs)
+	}
+
+	// Asking for 9/9 again would wait 5 minutes for its answer before 9/10.
+	again := h.newPump()
+	h.runUntil(again, "the restarted pump asks for 9/10", func() (bool, string) {
+		reqs := h.requests()
+		return len(reqs["2026-09-10"]) > 0, fmt.Sprint(reqs)
+	})
+	if reqs := h.requests(); !slices.Equal(reqs["2026-09-09"], []string{store.RequestCompleted}) {
+		t.Fatalf("9/9, answered before the restart, was asked for again: %v", reqs)
+	}
+	if out := h.outbound(); len(out) != 2 || !strings.Contains(out[1].Body, "<STDB>10SEP260000</STDB>") {
+		t.Fatalf("%d requests sent in all, want 9/9 once and then 9/10", len(out))
+	}
+}
+
 // A RESP completes the newest PENDING request of its operation day, sender
 // and request type (seed 000 §7.1): the request asked the AODB, so a RESP
 // from another sender with the requested day's records answers nothing —
