@@ -17,7 +17,8 @@
 //
 // Every drain is timed from the process's start to its exit, minus an
 // empty drain of the same databases (process start, migration check,
-// connections). The machine is shared: compare the ratio to pgbench, not
+// connections), and followed by its CPU seconds by process: the pump,
+// PostgreSQL, MariaDB and this process's kfake (cpu.go). The machine is shared: compare the ratio to pgbench, not
 // the absolute figures.
 //
 //	go run ./hack/bench/e2e -bin bin/flightfeed [-backlogs 10000,50000] [-profile DIR]
@@ -87,7 +88,7 @@ func main() {
 	flag.IntVar(&o.batchSize, "batch-size", 0, "mailbox.batchSize (0: the feed's default)")
 	flag.StringVar(&o.compression, "compression", "", "kafka.compression: zstd, lz4 or none (empty: the feed's default)")
 	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of every pump run into this directory (pump --cpuprofile)")
-	flag.StringVar(&o.stmtLog, "statement-log", "", "PostgreSQL's server log: log every statement of the feed's database (log_min_duration_statement 0) and print each drain's statements by total time")
+	flag.StringVar(&o.stmtLog, "statement-log", "", "PostgreSQL's server log: log every statement of the feed's database (log_min_duration_statement 0) and print each drain's statements ranked by the backend's CPU (log_statement_stats), with their durations")
 	flag.BoolVar(&o.keep, "keep", false, "keep the databases and the pump logs (their names are printed)")
 	flag.Parse()
 	for _, s := range strings.Split(backlogs, ",") {
