@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -67,6 +69,7 @@ an ADFT ad-hoc flight, an FDEL — and, with --malformed N, N broken messages.`,
 		opts := simulate.Options{Day: *day, Flights: *flights, Malformed: *malformed, Seed: *seed,
 			FirstSeqn: int(now.Unix()%900000) + 1, Location: feed.Location}
 		var msgs []simulate.Message
+		var days []string // what the messages written are about, in order
 		if *answer {
 			taken, err := mb.TakeOutbound(ctx, now)
 			if err != nil {
@@ -84,11 +87,13 @@ an ADFT ad-hoc flight, an FDEL — and, with --malformed N, N broken messages.`,
 				answerOpts := opts
 				answerOpts.Day = d.Format(time.DateOnly)
 				msgs = append(msgs, simulate.Response(answerOpts))
+				days = appendNew(days, answerOpts.Day)
 				fmt.Fprintf(cmd.OutOrStdout(), "answering request %d for %s\n", o.ID, answerOpts.Day)
 			}
 		}
 		if *traffic {
 			msgs = append(msgs, simulate.Stream(opts)...)
+			days = appendNew(days, *day)
 		}
 		for i, m := range msgs {
 			id, err := mb.Put(ctx, m.Body, now.Add(time.Duration(i)*time.Millisecond))
@@ -97,10 +102,22 @@ an ADFT ad-hoc flight, an FDEL — and, with --malformed N, N broken messages.`,
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%d %s\n", id, m.What)
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "wrote %d messages for %s\n", len(msgs), *day)
+		if len(days) == 0 {
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %d messages\n", len(msgs))
+			return nil
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "wrote %d messages for %s\n", len(msgs), strings.Join(days, ", "))
 		return nil
 	}
 	return cmd
+}
+
+// appendNew appends day unless days holds it already.
+func appendNew(days []string, day string) []string {
+	if slices.Contains(days, day) {
+		return days
+	}
+	return append(days, day)
 }
 
 // createTables applies the shipped mailbox DDL (default layout only). Its
