@@ -288,3 +288,77 @@ func TestEveryFieldKindRoundTrips(t *testing.T) {
 		t.Fatalf("by day: a NULL-day flight was returned: %v %d", err, len(none))
 	}
 }
+
+// Every event of a working set is written, for a large set (200 flights,
+// 400 events: a batch of FLOPs) as for a few, through WriteSet (a set
+// flushed before a snapshot) and through FinishBatch (the end of a batch)
+// alike: each flight's state and notice, in record order.
+func TestManyEventsAreAllWritten(t *testing.T) {
+	t.Parallel()
+	records := func(first flight.FLID, n int) []flight.Commands {
+		out := make([]flight.Commands, n)
+		for i := range out {
+			out[i] = flight.Commands{FLID: first + flight.FLID(i), Cmds: []flight.Command{{Tag: "ESTT", Op: flight.OpSet, Value: "09SEP261000"}}}
+		}
+		return out
+	}
+	check := func(f *fixture, how string, msgID int64, recs []flight.Commands) {
+		t.Helper()
+		states := f.flights()
+		ev := f.events(msgID)
+		if len(ev) != 2*len(recs) {
+			t.Fatalf("%s: %d events for %d changed flights", how, len(ev), len(recs))
+		}
+		for i, r := range recs {
+			st, sch := states[r.FLID], ev[2*i]
+			doc, err := flight.CanonicalJSON(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sch.Kind != store.KindState || sch.Event != store.EventUpsert || sch.FLID != int64(r.FLID) ||
+				sch.Version != st.StateVersion || sch.Payload != string(doc) {
+				t.Fatalf("%s: event %d is %+v, want the state of flight %s at version %d", how, 2*i, sch, r.FLID, st.StateVersion)
+			}
+			if n := ev[2*i+1]; n.Kind != store.KindNotice || n.FLID != int64(r.FLID) || n.Version != st.StateVersion {
+				t.Fatalf("%s: event %d is %+v, want the notice of flight %s", how, 2*i+1, n, r.FLID)
+			}
+		}
+	}
+
+	f := newFixture(t)
+	many := records(1000, 200)
+	if _, err := f.increment("ESTT", many...); err != nil {
+		t.Fatal(err)
+	}
+	check(f, "WriteSet", f.msgID, many)
+
+	more := records(2000, 200)
+	meta := f.nextMeta("FLOP", "ESTT")
+	if err := f.inTx(func(tx *store.Tx) error {
+		set, err := tx.LoadSet(t.Context(), flids(more), len(more), nil)
+		if err != nil {
+			return err
+		}
+		if _, err := set.Increment(meta, more); err != nil {
+			return err
+		}
+		return tx.FinishBatch(t.Context(), nil, set, nil)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check(f, "FinishBatch", meta.MessageID, more)
+
+	few := records(3000, 3)
+	if _, err := f.increment("ESTT", few...); err != nil {
+		t.Fatal(err)
+	}
+	check(f, "a few in the batch", f.msgID, few)
+}
+
+func flids(recs []flight.Commands) []flight.FLID {
+	out := make([]flight.FLID, len(recs))
+	for i, r := range recs {
+		out[i] = r.FLID
+	}
+	return out
+}

@@ -333,6 +333,25 @@ func checkAgainstModel(t *testing.T, f *fixture, m *model, lastVersion map[fligh
 		}
 		lastVersion[flight.FLID(e.FLID)] = e.Version
 	}
+	// Every flight's current state was queued for Kafka: its newest state
+	// event carries its state_version (a lost event would leave an older one).
+	rows, err = f.conn.Query(ctx, `SELECT flid, max(state_version) FROM msg_event WHERE kind = 'KAFKA_SCHD' GROUP BY flid`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ev])
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued := map[flight.FLID]int64{}
+	for _, e := range newest {
+		queued[flight.FLID(e.FLID)] = e.Version
+	}
+	for flid, s := range got {
+		if queued[flid] != s.StateVersion {
+			t.Fatalf("%s: FLID %s is at version %d, its newest state event at %d", where, flid, s.StateVersion, queued[flid])
+		}
+	}
 	var maxID int64
 	if err := f.conn.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM msg_event`).Scan(&maxID); err != nil {
 		t.Fatal(err)
