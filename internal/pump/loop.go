@@ -228,8 +228,7 @@ func (p *Pump) readAhead(ctx context.Context, applying []mailbox.Row) *reading {
 			// The intents left are counted at most once a second while
 			// batches flow (a statement per batch otherwise), at once when
 			// the write-back failed, and by the chores of an empty head.
-			if now := p.clock.Now(); err != nil || now.Sub(p.lastBackfillCount) >= time.Second {
-				p.lastBackfillCount = now
+			if p.onceASecond(&p.lastBackfillCount) || err != nil {
 				p.setBackfillPending(ctx)
 			}
 			if err != nil {
@@ -328,12 +327,20 @@ func (p *Pump) refreshDepth(ctx context.Context) {
 
 // refreshDepthEvery refreshes depth at most once a second while busy.
 func (p *Pump) refreshDepthEvery(ctx context.Context) {
-	now := p.clock.Now()
-	if now.Sub(p.lastDepth) < time.Second {
-		return
+	if p.onceASecond(&p.lastDepth) {
+		p.refreshDepth(ctx)
 	}
-	p.lastDepth = now
-	p.refreshDepth(ctx)
+}
+
+// onceASecond reports whether a second has passed since *last, and if so
+// sets *last to now: the pace of the figures refreshed while batches flow.
+func (p *Pump) onceASecond(last *time.Time) bool {
+	now := p.clock.Now()
+	if now.Sub(*last) < time.Second {
+		return false
+	}
+	*last = now
+	return true
 }
 
 // retryBackfills writes committed results that are not yet in the mailbox.
