@@ -37,7 +37,7 @@ func (s *Store) PendingBackfills(ctx context.Context, limit int) ([]Backfill, er
 
 // BackfillDone deletes the intents of rows the mailbox now carries.
 func (s *Store) BackfillDone(ctx context.Context, ids []int64) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM backfill_todo WHERE message_id = ANY($1)`, ids); err != nil {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM backfill_todo WHERE message_id IN (SELECT unnest($1::bigint[]))`, ids); err != nil {
 		return fmt.Errorf("clear %d backfill intents: %w", len(ids), err)
 	}
 	return nil
@@ -45,7 +45,7 @@ func (s *Store) BackfillDone(ctx context.Context, ids []int64) error {
 
 // BackfillFailed records a failed attempt; the intent stays for a retry.
 func (s *Store) BackfillFailed(ctx context.Context, ids []int64, cause error) error {
-	if _, err := s.pool.Exec(ctx, `UPDATE backfill_todo SET attempts = attempts + 1, last_error = $2 WHERE message_id = ANY($1)`,
+	if _, err := s.pool.Exec(ctx, `UPDATE backfill_todo SET attempts = attempts + 1, last_error = $2 WHERE message_id IN (SELECT unnest($1::bigint[]))`,
 		ids, cleanText(cause.Error())); err != nil {
 		return fmt.Errorf("note backfill failure: %w", err)
 	}

@@ -45,7 +45,7 @@ func (s *Store) MarkParked(ctx context.Context, epoch int64, ids []int64, errs [
 			UPDATE msg_event e SET status = 'SUPERSEDED', done_at = now()
 			FROM newest
 			WHERE e.status = 'PENDING' AND e.kind = 'KAFKA_SCHD' AND e.flid = newest.flid
-			  AND e.state_version < newest.v AND e.id <> ALL($1)
+			  AND e.state_version < newest.v AND e.id NOT IN (SELECT unnest($1::bigint[]))
 			RETURNING e.id
 		)
 		SELECT (SELECT epoch FROM pipeline_lock WHERE name = $3), (SELECT count(*) FROM f) + 0 * (SELECT count(*) FROM s)`,

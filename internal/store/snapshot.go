@@ -215,7 +215,7 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 		for i, f := range flids {
 			ids[i] = int64(f) //nolint:gosec // at most 12 digits
 		}
-		b.Queue(`DELETE FROM schd_gen_flid WHERE operation_day = $1 AND NOT (flid = ANY($2))`, snap.Day, ids)
+		b.Queue(`DELETE FROM schd_gen_flid WHERE operation_day = $1 AND flid NOT IN (SELECT unnest($2::bigint[]))`, snap.Day, ids)
 		sent := nullTime(snap.SentAt)
 		if genExists {
 			b.Queue(`UPDATE schd_gen SET version = version + 1, last_message_id = $2, last_recv_at = $3, last_msg_received_at = $5,

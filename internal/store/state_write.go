@@ -101,9 +101,9 @@ func queueStateWritesCopying(b *pgx.Batch, writes []stateWrite, loc *time.Locati
 			}
 			if len(stale) > 0 {
 				if c.routeKind {
-					b.Queue("DELETE FROM "+c.name+" WHERE flid = ANY($1) AND route_kind = $2", stale, f.RouteKind)
+					b.Queue("DELETE FROM "+c.name+" WHERE "+flidIn+" AND route_kind = $2", stale, f.RouteKind)
 				} else {
-					b.Queue("DELETE FROM "+c.name+" WHERE flid = ANY($1)", stale)
+					b.Queue("DELETE FROM "+c.name+" WHERE "+flidIn, stale)
 				}
 			}
 		}
@@ -215,10 +215,10 @@ func queueDeletes(b *pgx.Batch, flids []int64) {
 		return
 	}
 	for _, c := range childTables {
-		b.Queue("DELETE FROM "+c.name+" WHERE flid = ANY($1)", flids)
+		b.Queue("DELETE FROM "+c.name+" WHERE "+flidIn, flids)
 	}
-	b.Queue("DELETE FROM flight_schd WHERE flid = ANY($1)", flids)
-	b.Queue(`DELETE FROM schd_gen_flid WHERE flid = ANY($1)`, flids)
+	b.Queue("DELETE FROM flight_schd WHERE "+flidIn, flids)
+	b.Queue("DELETE FROM schd_gen_flid WHERE "+flidIn, flids)
 }
 
 // mainUpsertMany writes many whole main rows with one statement from one
