@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/sis"
 	"github.com/flightfeed/flightfeed/internal/sis/sistest"
 )
@@ -99,4 +100,45 @@ func BenchmarkSISTokenScanBaseline(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkSISDecodeFLOPBacklog decodes the e2e benchmark's live events (a
+// backlog of 1,000 mixed FLOPs over a 2,000-flight day, as make bench puts
+// them in the mailbox), one message at a time as the pump does, and reports
+// the ratio to a plain token scan of the same messages (x-token-scan).
+func BenchmarkSISDecodeFLOPBacklog(b *testing.B) {
+	day := time.Date(2026, 9, 9, 0, 0, 0, 0, time.UTC)
+	msgs := simulate.Backlog(simulate.Options{Day: day.Format("2006-01-02"), Flights: 2000, Seed: 1, FirstSeqn: 2, Location: time.UTC}, 1000)
+	raws := make([][]byte, len(msgs))
+	size := 0
+	for i, m := range msgs {
+		raws[i] = []byte(m.Body)
+		size += len(m.Body)
+	}
+	var baseline time.Duration
+	for range 3 {
+		start := time.Now()
+		for _, raw := range raws {
+			if err := tokenScan(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if d := time.Since(start); baseline == 0 || d < baseline {
+			baseline = d
+		}
+	}
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		for _, raw := range raws {
+			if _, err := sis.Decode(raw, sis.Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.StopTimer()
+	perOp := b.Elapsed() / time.Duration(b.N)
+	b.ReportMetric(float64(perOp)/float64(baseline), "x-token-scan")
+	b.ReportMetric(float64(perOp.Microseconds())/float64(len(raws)), "µs/message")
 }

@@ -62,8 +62,10 @@ type decoder struct {
 	// items and ignored count the message's collection and record items
 	// and its unmapped elements and attributes, against their limits.
 	items, ignored int
-	// metaStart and metaEnd delimit <META>…</META> in the input.
-	metaStart, metaEnd int
+	// resent are the input ranges of META's ResendFields elements, which
+	// the content digest leaves out; cuts is their first storage.
+	resent [][2]int
+	cuts   [2][2]int
 }
 
 func (d *decoder) decode() (*Message, error) {
@@ -96,7 +98,7 @@ func (d *decoder) decode() (*Message, error) {
 	if err := d.trailer(); err != nil {
 		return d.msg, err
 	}
-	d.msg.ContentDigest = contentDigest(d.scan.input, d.metaStart, d.metaEnd)
+	d.msg.ContentDigest = contentDigest(d.scan.input, d.resent)
 	return d.msg, nil
 }
 

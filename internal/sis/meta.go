@@ -37,16 +37,19 @@ func (d *decoder) meta() (Meta, error) {
 			if qualified(t.Name) != "META" {
 				return Meta{}, newError(ReasonMissingMeta, metaPath, "<META> must be the first element of <MSG>, found <%s>", qualified(t.Name))
 			}
-			// Where META starts and ends, for the content digest: its start
-			// tag is the last '<' before the position after it (no '<' can
-			// occur inside a tag).
-			d.metaStart = strings.LastIndexByte(d.scan.input[:d.scan.offset()], '<')
 			d.scan.resetTree()
 			n, err := d.scan.readTree(t, metaPath)
 			if err != nil {
 				return Meta{}, err
 			}
-			d.metaEnd = d.scan.offset()
+			// The send time's elements, tags included, for the content
+			// digest: read with META, not parsed a second time.
+			d.resent = d.cuts[:0]
+			for c := n.first; c != nil; c = c.next {
+				if isResendField(c.name) {
+					d.resent = append(d.resent, [2]int{c.start, c.end})
+				}
+			}
 			return d.decodeMeta(n)
 		case xml.CharData:
 			if len(bytes.TrimSpace(t)) > 0 {

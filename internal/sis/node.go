@@ -15,6 +15,9 @@ type node struct {
 	first, last *node
 	next        *node
 	nchildren   int
+	// start and end are the element's range in the input, from its start
+	// tag's '<' to the end of its end tag.
+	start, end int
 }
 
 func (n *node) append(c *node) {

@@ -2,6 +2,8 @@ package sis
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/xml"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,5 +48,91 @@ func TestContentDigestLeavesOutTheSendTime(t *testing.T) {
 				t.Fatalf("same digest = %v, want %v", got, c.same)
 			}
 		})
+	}
+}
+
+// referenceDigest is the content digest computed independently of the
+// decoder's tree: a second encoding/xml pass over the whole text finds
+// the ResendFields children of MSG's first child (META) and cuts them
+// out, tags included.
+func referenceDigest(t *testing.T, input string) []byte {
+	t.Helper()
+	dec := xml.NewDecoder(strings.NewReader(input))
+	dec.Strict = true
+	var cuts [][2]int
+	depth, start, metaDone := 0, -1, false
+	for !metaDone {
+		before := int(dec.InputOffset())
+		tok, err := dec.RawToken()
+		if err != nil {
+			t.Fatalf("reference pass: %v", err)
+		}
+		switch tk := tok.(type) {
+		case xml.StartElement:
+			depth++
+			if depth == 3 && isResendField(qualified(tk.Name)) {
+				start = before
+			}
+		case xml.EndElement:
+			if depth == 3 && start >= 0 {
+				cuts = append(cuts, [2]int{start, int(dec.InputOffset())})
+				start = -1
+			}
+			if depth == 2 {
+				metaDone = true
+			}
+			depth--
+		}
+	}
+	h := sha256.New()
+	h.Write([]byte(contentDigestDomain))
+	at := 0
+	for _, c := range cuts {
+		h.Write([]byte(input[at:c[0]]))
+		at = c[1]
+	}
+	h.Write([]byte(input[at:]))
+	return h.Sum(nil)
+}
+
+// The decoder takes the send time's ranges from the tree it read META
+// into (no second parse); the digest must be exactly the one a separate
+// pass computes, whatever META's markup looks like.
+func TestContentDigestMatchesASeparatePass(t *testing.T) {
+	base := string(flop("GTDT", `<FLID>7</FLID><GTDT GTNO="1"><GATE>C1</GATE></GTDT>`))
+	const ddtm = "<DDTM>20260909101500</DDTM>"
+	if !strings.Contains(base, ddtm) {
+		t.Fatalf("the envelope changed: %s", base)
+	}
+	metas := []string{
+		ddtm,
+		"<DTTM>20260909101500123</DTTM>",
+		"<DDTM a=\"x>y\" b='/>'>20260909101500</DDTM>",
+		"<!-- <DDTM>0</DDTM> --><DDTM>20260909101500</DDTM>",
+		"<DDTM><![CDATA[20260909101500]]></DDTM><?pi <DTTM/> ?>",
+		"<DDTM>2026090910<!-- cut -->1500</DDTM>",
+		"<DDTM>20260909101500</DDTM>\n\t<X><DDTM>nested, kept</DDTM></X>",
+		"<MGID/><DDTM>20260909101500</DDTM><APOT a=\"/\"/>",
+		"<ns:DDTM xmlns:ns=\"u\">1</ns:DDTM><DDTM>20260909101500</DDTM>",
+	}
+	for i, m := range metas {
+		input := strings.Replace(base, ddtm, m, 1)
+		msg, err := Decode([]byte(input), Options{})
+		if err != nil {
+			t.Fatalf("case %d: %v\n%s", i, err, input)
+		}
+		if want := referenceDigest(t, input); !bytes.Equal(msg.ContentDigest, want) {
+			t.Errorf("case %d: digest %x, a separate pass gives %x\n%s", i, msg.ContentDigest, want, m)
+		}
+	}
+	records := make([]string, 300)
+	for i := range records {
+		records[i] = fltr(strconv.Itoa(1000+i), `<GTDT GTNO="1"><GATE>A1</GATE></GTDT>`)
+	}
+	defer func(n int) { parallelMinBytes = n }(parallelMinBytes)
+	parallelMinBytes = 1000 // cut in chunks and decoded in parallel
+	full := strings.Replace(string(dnld(records...)), ddtm, "<!--x--><DTTM>20260910000000</DTTM>", 1)
+	if msg := mustDecode(t, []byte(full)); !bytes.Equal(msg.ContentDigest, referenceDigest(t, full)) {
+		t.Errorf("parallel decode: digest differs from a separate pass")
 	}
 }

@@ -34,6 +34,9 @@ type scanner struct {
 	// selfClosed: the last token was a self-closing start tag (<A/>), so
 	// the next is its end, which encoding/xml makes up without reading.
 	selfClosed bool
+	// tokenStart is the input position where the last token next
+	// returned begins (a start tag's '<').
+	tokenStart int
 	// tree is the record readTree is reading, for limit errors and the
 	// per-record element count.
 	tree struct {
@@ -119,6 +122,7 @@ func (s *scanner) next() (xml.Token, error) {
 		} else if err := s.checkStartTag(); err != nil {
 			return nil, err
 		}
+		s.tokenStart = s.offset()
 		tok, err := s.dec.RawToken()
 		if errors.Is(err, io.EOF) {
 			if len(s.open) > s.baseDepth {
@@ -281,7 +285,7 @@ func (s *scanner) readNode(start xml.StartElement) (*node, error) {
 		return nil, newError(ReasonTooManyElements, s.where(""), "more than %d elements in one <%s>", s.lim.treeElements, s.open[s.tree.depth-1])
 	}
 	n := s.nodes.alloc()
-	n.name, n.attrs = qualified(start.Name), start.Attr
+	n.name, n.attrs, n.start = qualified(start.Name), start.Attr, s.tokenStart
 	for _, a := range start.Attr {
 		if len(a.Value) > s.lim.valueBytes {
 			return nil, newError(ReasonValueTooLong, s.where("")+"@"+qualified(a.Name), "attribute value of %d bytes, more than %d", len(a.Value), s.lim.valueBytes)
@@ -305,6 +309,7 @@ func (s *scanner) readNode(start xml.StartElement) (*node, error) {
 			}
 		case xml.EndElement:
 			n.endText()
+			n.end = s.offset()
 			return n, nil
 		}
 	}
