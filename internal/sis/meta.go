@@ -62,35 +62,53 @@ func (d *decoder) meta() (Meta, error) {
 }
 
 func (d *decoder) decodeMeta(n *node) (Meta, error) {
+	const timeField = 9
 	var m Meta
-	fields := map[string]*string{
-		"SNDR": &m.Sndr, "RCVR": &m.Rcvr, "SEQN": &m.Seqn, "TYPE": &m.Type, "STYP": &m.Styp,
-		"SORC": &m.Sorc, "MGID": &m.Mgid, "RMID": &m.Rmid, "APOT": &m.Apot,
-		"DDTM": &m.Time, "DTTM": &m.Time,
+	// The fields, DTTM sharing DDTM's place; seen has bit i set once
+	// field i was read (a switch and a bit set: no maps for every message).
+	field := func(name string) (target *string, i int) {
+		switch name {
+		case "SNDR":
+			return &m.Sndr, 0
+		case "RCVR":
+			return &m.Rcvr, 1
+		case "SEQN":
+			return &m.Seqn, 2
+		case "TYPE":
+			return &m.Type, 3
+		case "STYP":
+			return &m.Styp, 4
+		case "SORC":
+			return &m.Sorc, 5
+		case "MGID":
+			return &m.Mgid, 6
+		case "RMID":
+			return &m.Rmid, 7
+		case "APOT":
+			return &m.Apot, 8
+		case "DDTM", "DTTM":
+			return &m.Time, timeField
+		}
+		return nil, -1
 	}
-	seen := map[string]bool{}
+	var seen uint16
 	for c := n.first; c != nil; c = c.next {
-		target, known := fields[c.name]
-		if !known {
+		target, i := field(c.name)
+		if target == nil {
 			continue // unmapped META fields are harmless; the raw archive keeps them
 		}
-		path := metaPath + "/" + c.name
 		if c.hasChildren() {
-			return m, newError(ReasonBadStructure, path, "<%s> holds child elements", c.name)
+			return m, newError(ReasonBadStructure, metaPath+"/"+c.name, "<%s> holds child elements", c.name)
 		}
-		key := c.name
-		if key == "DTTM" {
-			key = "DDTM"
+		if seen&(1<<i) != 0 {
+			return m, newError(ReasonDuplicateField, metaPath+"/"+c.name, "META field %s occurs twice", c.name)
 		}
-		if seen[key] {
-			return m, newError(ReasonDuplicateField, path, "META field %s occurs twice", c.name)
-		}
-		seen[key] = true
+		seen |= 1 << i
 		*target = strings.TrimSpace(c.text)
 		if n := utf8.RuneCountInString(*target); n > MaxMetaFieldChars {
-			return m, newError(ReasonMetaFieldTooLong, path, "%s is %d characters, more than %d", c.name, n, MaxMetaFieldChars)
+			return m, newError(ReasonMetaFieldTooLong, metaPath+"/"+c.name, "%s is %d characters, more than %d", c.name, n, MaxMetaFieldChars)
 		}
-		if key == "DDTM" {
+		if i == timeField {
 			m.TimeTag = c.name
 		}
 	}
