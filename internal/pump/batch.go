@@ -86,8 +86,11 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 		if w != nil && i > 0 {
 			break // commit what precedes; the waiting message goes alone next time
 		}
+		// A row the prefetch found no processing state for is new to the
+		// database: its archive row and result are plain inserts.
+		o.result.New = !known
 		archive = append(archive, store.ArchivedRow{MessageID: it.row.ID, ReceivedAt: it.row.Received, Size: it.row.Size,
-			Body: it.row.Body, Digest: it.digest, Truncated: it.row.Truncated})
+			Body: it.row.Body, Digest: it.digest, Truncated: it.row.Truncated, New: !known})
 		done = append(done, o)
 		if w != nil {
 			waitFor = w

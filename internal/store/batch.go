@@ -46,7 +46,28 @@ func (t *Tx) FinishBatch(ctx context.Context, archive []ArchivedRow, set *Workin
 	return nil
 }
 
+// queueArchive inserts the rows known to be new with a plain INSERT and
+// the others with ON CONFLICT DO NOTHING (see ArchivedRow.New).
 func queueArchive(b *pgx.Batch, rows []ArchivedRow) {
+	fresh, others := splitNew(rows, func(r ArchivedRow) bool { return r.New })
+	queueArchiveRows(b, fresh, "")
+	queueArchiveRows(b, others, " ON CONFLICT (message_id) DO NOTHING")
+}
+
+// splitNew splits items into those new reports true for and the others,
+// each in the original order.
+func splitNew[T any](items []T, isNew func(T) bool) (fresh, others []T) {
+	for _, it := range items {
+		if isNew(it) {
+			fresh = append(fresh, it)
+		} else {
+			others = append(others, it)
+		}
+	}
+	return fresh, others
+}
+
+func queueArchiveRows(b *pgx.Batch, rows []ArchivedRow, onConflict string) {
 	if len(rows) == 0 {
 		return
 	}
@@ -65,8 +86,8 @@ func queueArchive(b *pgx.Batch, rows []ArchivedRow) {
 		}
 	}
 	b.Queue(`INSERT INTO msg_archive (message_id, received_at, byte_size, truncated, digest, body)
-		SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::bigint[], $4::bool[], $5::bytea[], $6::bytea[])
-		ON CONFLICT (message_id) DO NOTHING`, ids, received, sizes, truncated, digests, bodies)
+		SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::bigint[], $4::bool[], $5::bytea[], $6::bytea[])`+onConflict,
+		ids, received, sizes, truncated, digests, bodies)
 }
 
 // ArchivedRow is one mailbox row for the evidence layer.
@@ -78,6 +99,14 @@ type ArchivedRow struct {
 	// Digest is PayloadDigest(Body), computed once by the caller.
 	Digest    []byte
 	Truncated bool
+	// New says the caller knows the row has no processing state yet (the
+	// transaction read none for its id), so nothing of it is archived
+	// either (both are written together): a plain INSERT, without ON
+	// CONFLICT's extra index probe, lock and WAL record for each row. When
+	// false the insert skips an id already archived (a FAILED message
+	// retried). A wrong true is not silent: the insert fails and the batch
+	// rolls back.
+	New bool
 }
 
 // PayloadDigest is the digest of a mailbox row's raw text: the archive's
@@ -113,6 +142,10 @@ type Result struct {
 	Note       string
 	Flags      []string
 	ReceivedAt time.Time
+	// New says the caller knows the message has no processing state and
+	// no backfill intent yet (the transaction read none for its id): both
+	// are plain INSERTs (see ArchivedRow.New). When false they are upserts.
+	New bool
 }
 
 func (r Result) terminal() bool {
@@ -132,8 +165,22 @@ func (t *Tx) RecordResult(ctx context.Context, r Result) error {
 	return nil
 }
 
-// queueResults records many results at once (see RecordResult).
+// queueResults records many results at once (see RecordResult): the new
+// ones with plain INSERTs, the others as upserts (Result.New).
 func (t *Tx) queueResults(b *pgx.Batch, results []Result) {
+	fresh, others := splitNew(results, func(r Result) bool { return r.New })
+	t.queueResultRows(b, fresh, "", "")
+	t.queueResultRows(b, others, `
+		ON CONFLICT (message_id) DO UPDATE SET
+			identity_key = EXCLUDED.identity_key, payload_digest = EXCLUDED.payload_digest, content_digest = EXCLUDED.content_digest,
+			msg_type = EXCLUDED.msg_type, msg_styp = EXCLUDED.msg_styp, status = EXCLUDED.status,
+			reason = EXCLUDED.reason, note = EXCLUDED.note, flags = EXCLUDED.flags,
+			attempts = proc_state.attempts + 1, updated_at = EXCLUDED.updated_at, finished_at = EXCLUDED.finished_at`,
+		`
+			ON CONFLICT (message_id) DO UPDATE SET result = EXCLUDED.result, note = EXCLUDED.note, processed_at = EXCLUDED.processed_at`)
+}
+
+func (t *Tx) queueResultRows(b *pgx.Batch, results []Result, onConflict, intentOnConflict string) {
 	if len(results) == 0 {
 		return
 	}
@@ -163,17 +210,11 @@ func (t *Tx) queueResults(b *pgx.Batch, results []Result) {
 		SELECT id, key, digest, content, typ, styp, status, reason, note, flags::text[], 1, received, $12, $12, finished
 		FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
 			$9::text[], $10::timestamptz[], $11::timestamptz[], $13::bytea[])
-			AS u(id, key, digest, typ, styp, status, reason, note, flags, received, finished, content)
-		ON CONFLICT (message_id) DO UPDATE SET
-			identity_key = EXCLUDED.identity_key, payload_digest = EXCLUDED.payload_digest, content_digest = EXCLUDED.content_digest,
-			msg_type = EXCLUDED.msg_type, msg_styp = EXCLUDED.msg_styp, status = EXCLUDED.status,
-			reason = EXCLUDED.reason, note = EXCLUDED.note, flags = EXCLUDED.flags,
-			attempts = proc_state.attempts + 1, updated_at = EXCLUDED.updated_at, finished_at = EXCLUDED.finished_at`,
+			AS u(id, key, digest, typ, styp, status, reason, note, flags, received, finished, content)`+onConflict,
 		ids, keys, digests, types, styps, statuses, reasons, notes, flags, received, finished, t.now, contents)
 	if len(bf) > 0 {
 		b.Queue(`INSERT INTO backfill_todo (message_id, result, note, processed_at)
-			SELECT id, result, NULLIF(note, ''), $4 FROM unnest($1::bigint[], $2::text[], $3::text[]) AS u(id, result, note)
-			ON CONFLICT (message_id) DO UPDATE SET result = EXCLUDED.result, note = EXCLUDED.note, processed_at = EXCLUDED.processed_at`,
+			SELECT id, result, NULLIF(note, ''), $4 FROM unnest($1::bigint[], $2::text[], $3::text[]) AS u(id, result, note)`+intentOnConflict,
 			bf, bfResults, bfNotes, t.now)
 	}
 }
