@@ -48,6 +48,10 @@ type Metrics struct {
 	buildInfo      *prometheus.GaugeVec
 	kafkaReachable *prometheus.GaugeVec
 	outboxParked   *prometheus.GaugeVec
+	// mailboxReachable and databaseReachable mirror the pump's
+	// MailboxReachable and DatabaseReachable while it runs.
+	mailboxReachable  *prometheus.GaugeVec
+	databaseReachable *prometheus.GaugeVec
 
 	// reg is where the feeds' connection statistics are registered.
 	reg             prometheus.Registerer
@@ -152,6 +156,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "flightfeed_kafka_reachable",
 			Help: "1 while the feed's dispatcher reaches the brokers, 0 while they fail (KafkaReachable).",
 		}, feed),
+		mailboxReachable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flightfeed_mailbox_reachable",
+			Help: "1 while the feed's pump reaches its MySQL mailbox, 0 while it fails (MailboxReachable).",
+		}, feed),
+		databaseReachable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flightfeed_database_reachable",
+			Help: "1 while the feed's pump reaches its PostgreSQL database, 0 while it fails (DatabaseReachable).",
+		}, feed),
 		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flightfeed_build_info",
 			Help: "Always 1; the labels name the running binary's version, VCS revision and Go version.",
@@ -168,7 +180,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // second manager in the same process) are shared, not duplicated.
 func (m *Metrics) register(reg prometheus.Registerer) error {
 	for _, p := range []any{&m.messages, &m.txDuration, &m.batchSize, &m.ignoredTags, &m.serviceErrors, &m.snapshotFlags, &m.traceLogErrors, &m.queueDepth, &m.queueLag,
-		&m.headBlocked, &m.outboxPending, &m.outboxOldest, &m.backfillPending, &m.snapshotVersion, &m.leader, &m.pumpRunning, &m.buildInfo, &m.kafkaReachable, &m.outboxParked} {
+		&m.headBlocked, &m.outboxPending, &m.outboxOldest, &m.backfillPending, &m.snapshotVersion, &m.leader, &m.pumpRunning, &m.buildInfo, &m.kafkaReachable, &m.outboxParked,
+		&m.mailboxReachable, &m.databaseReachable} {
 		var err error
 		switch v := p.(type) {
 		case **prometheus.CounterVec:
@@ -235,7 +248,8 @@ func (m *Metrics) dropPumpSeries(key types.NamespacedName) {
 	for _, c := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}{m.messages, m.txDuration, m.batchSize, m.ignoredTags, m.snapshotFlags, m.traceLogErrors, m.queueDepth, m.queueLag, m.headBlocked,
-		m.outboxPending, m.outboxOldest, m.backfillPending, m.snapshotVersion, m.pumpRunning, m.kafkaReachable, m.outboxParked} {
+		m.outboxPending, m.outboxOldest, m.backfillPending, m.snapshotVersion, m.pumpRunning, m.kafkaReachable, m.outboxParked,
+		m.mailboxReachable, m.databaseReachable} {
 		c.DeletePartialMatch(match)
 	}
 }
@@ -252,7 +266,8 @@ func (m *Metrics) report(key types.NamespacedName, running bool, st feedrun.Stat
 	}
 	if !running {
 		// No pump, no figures: a queue depth of 0 would be a lie.
-		for _, g := range []*prometheus.GaugeVec{m.queueDepth, m.queueLag, m.headBlocked, m.outboxPending, m.outboxOldest, m.backfillPending, m.kafkaReachable, m.outboxParked} {
+		for _, g := range []*prometheus.GaugeVec{m.queueDepth, m.queueLag, m.headBlocked, m.outboxPending, m.outboxOldest, m.backfillPending,
+			m.kafkaReachable, m.outboxParked, m.mailboxReachable, m.databaseReachable} {
 			g.DeleteLabelValues(ns, name)
 		}
 		return
@@ -274,6 +289,8 @@ func (m *Metrics) report(key types.NamespacedName, running bool, st feedrun.Stat
 	}
 	m.backfillPending.WithLabelValues(ns, name).Set(float64(st.BackfillPending))
 	m.kafkaReachable.WithLabelValues(ns, name).Set(boolFloat(st.KafkaReachable))
+	m.mailboxReachable.WithLabelValues(ns, name).Set(boolFloat(st.MailboxReachable))
+	m.databaseReachable.WithLabelValues(ns, name).Set(boolFloat(st.DatabaseReachable))
 	m.outboxParked.WithLabelValues(ns, name).Set(float64(st.OutboxParked))
 }
 

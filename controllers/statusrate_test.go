@@ -194,3 +194,20 @@ func TestFlightFeedDaysCapped(t *testing.T) {
 		t.Fatalf("the ledger holds %d days; the cap is on the objects only", n)
 	}
 }
+
+// While the pump runs, flightfeed_mailbox_reachable and
+// flightfeed_database_reachable mirror its MailboxReachable and
+// DatabaseReachable: a mailbox that does not answer is 0 beside a
+// database that does (1), and both series go with the pump.
+func TestReachabilityGauges(t *testing.T) {
+	h := newHarness(t)
+	rep := h.startReplica("replica-a")
+	// The feed's mailbox does not answer: nothing listens at its port.
+	h.mboxDSN = "root@tcp(" + loopback.FreeAddr(t) + ")/none?timeout=2s"
+	h.secrets("pek")
+	key := h.feed("pek")
+	h.waitCondition(key, v1alpha1.ConditionMailboxReachable, metav1.ConditionFalse, v1alpha1.ReasonUnreachable)
+	wantMetric(t, rep, "flightfeed_pump_running", map[string]string{"feed": "pek"}, 1)
+	wantMetric(t, rep, "flightfeed_mailbox_reachable", map[string]string{"feed": "pek"}, 0)
+	wantMetric(t, rep, "flightfeed_database_reachable", map[string]string{"feed": "pek"}, 1)
+}
