@@ -40,8 +40,9 @@ const maxBufferedRecords = 4 * maxBatchSize
 
 // DefaultTransactionTimeout is how long the broker keeps a pass's
 // transaction open before aborting it. A pass that outlives it (the broker
-// unreachable in the middle of a pass) finds its producer fenced, stops,
-// and its feed is restarted with a new producer.
+// unreachable in the middle of a pass) finds its producer refused; while
+// the database still names this dispatcher the leader, Run renews the
+// client (Options.Renew) and sends the pass again.
 const DefaultTransactionTimeout = time.Minute
 
 // ErrClient means the client was not built by NewClient.

@@ -57,6 +57,15 @@ type Options struct {
 	// (optional): Run lowers it when a topic's max.message.bytes, as the
 	// broker describes it, is smaller.
 	Door *recsize.Measure
+	// Renew builds a new client for the feed, as the caller built the
+	// first (NewClient with the same options). The broker refuses a
+	// transactional producer whose epoch it bumped — for a newer leader's
+	// producer, and also on its own when a pass's transaction outlived
+	// kafka's transaction timeout (the broker unreachable in the middle of
+	// a pass). When that happens and the database says this dispatcher's
+	// epoch is still the feed's, Run closes the refused client and goes on
+	// with a renewed one instead of stopping. Nil: it stops.
+	Renew func() (*kgo.Client, error)
 }
 
 // Dispatcher delivers one feed's outbox to Kafka.
@@ -193,8 +202,9 @@ func (d *Dispatcher) Status() Status {
 	if s.Pending > 0 && !d.oldest.IsZero() {
 		s.OldestPendingAge = max(d.clock.Since(d.oldest), 0)
 	}
+	watch := d.watch
 	d.mu.Unlock()
-	if err := d.watch.last(); err != nil {
+	if err := watch.last(); err != nil {
 		s.BrokerError = err.Error()
 	}
 	return s

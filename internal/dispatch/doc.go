@@ -11,9 +11,12 @@
 // its transactional.id the feed's, initialised when Run starts, so the next
 // leader's producer fences it at the broker. Each pass is one transaction
 // and its events are marked only after the commit, by statements that check
-// the leader's fencing epoch (Options.Epoch) in pipeline_lock. A fencing
-// answer from the broker or a fenced mark stops the dispatcher for good
-// (ErrFenced): a deposed leader never publishes or marks again. Consumers
+// the leader's fencing epoch (Options.Epoch) in pipeline_lock. A fenced
+// mark, or a fencing answer from the broker once the database confirms a
+// newer epoch, stops the dispatcher for good (ErrFenced): a deposed leader
+// never publishes or marks again. A broker that refused the producer while
+// the epoch is still this dispatcher's (a transaction that outlived its
+// timeout) gets a renewed client instead (Options.Renew). Consumers
 // read with isolation.level=read_committed. With kafka.transactions false
 // the producer is the plain idempotent one and only the marks are fenced.
 //

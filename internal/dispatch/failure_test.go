@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/flightfeed/flightfeed/internal/dispatch"
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
@@ -229,4 +231,67 @@ func TestRunStopsDuringOutage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A pass that outlives kafka's transaction timeout — the broker does not
+// answer in the middle of it — finds its transaction aborted by the broker
+// and its producer's epoch bumped (INVALID_PRODUCER_EPOCH), exactly what a
+// newer leader's producer would cause. This dispatcher is still the
+// feed's leader (the database says so), so it is not fenced: it aborts,
+// its producer recovers (KIP-588), the pass is sent again and everything
+// arrives. A deposed leader still stops (TestDeposedLeaderCannotPublish).
+func TestTransactionTimeoutMidPassIsNotAFencing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault: the broker stalls longer than the transaction timeout")
+	}
+	t.Parallel()
+	e := newEnv(t)
+	c := cluster(t, kfake.SeedTopics(3, stateTopic, noticeTopic))
+	brokers := c.ListenAddrs()
+	// The pass's commit (EndTxn) waits while stalled: the broker holds it
+	// unanswered, its records already in the open transaction, longer than
+	// the 1 s transaction timeout.
+	var stalled atomic.Bool
+	var stalls atomic.Int32
+	release := make(chan struct{})
+	c.ControlKey(int16(kmsg.EndTxn), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if !stalled.Load() {
+			return nil, nil, false
+		}
+		stalls.Add(1)
+		c.SleepControl(func() { <-release })
+		return nil, nil, false
+	})
+	d := e.dispatcher(e.feed(brokers, stateTopic, noticeTopic, ""), fastRetry,
+		kgo.TransactionTimeout(time.Second), kgo.RecordDeliveryTimeout(20*time.Second),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }))
+	_, done := runDispatcher(t, d)
+	e.snapshot(rec(1, "CA1"), rec(2, "CA2"))
+	d.Notify()
+	idle(t, d)
+
+	stalled.Store(true)
+	for i := range 10 {
+		e.flop(flight.FLID(1+i%2), "ESTT", fmt.Sprintf("09SEP2611%d0", i))
+	}
+	d.Notify()
+	time.Sleep(2500 * time.Millisecond) // the broker aborts the open transaction after 1 s
+	t.Logf("stalled commits: %d; status %+v", stalls.Load(), d.Status())
+	stalled.Store(false)
+	close(release)
+
+	idle(t, d)
+	select {
+	case err := <-done:
+		t.Fatalf("the dispatcher stopped: %v", err)
+	default:
+	}
+	if st := d.Status(); st.Stopped || st.LastErrorReason == dispatch.ReasonFenced || st.Pending != 0 {
+		t.Fatalf("after the aborted transaction: %+v", st)
+	}
+	records := dispatchtest.Records(t, brokers, stateTopic)
+	dispatchtest.AssertVersionsRise(t, records)
+	dispatchtest.AssertConverged(t, brokers, stateTopic, e.export())
+	assertAllNotices(t, e, brokers)
 }

@@ -75,21 +75,26 @@ kafka:
 }
 
 // dispatcher builds the client with NewClient (plus test opts) and the
-// dispatcher; the client closes when the test ends.
+// dispatcher, which renews its client the same way (as the feed runner
+// does); the client in use closes when the test ends.
 func (e *env) dispatcher(feed *config.Feed, opts dispatch.Options, kopts ...kgo.Opt) *dispatch.Dispatcher {
 	e.t.Helper()
 	cl, err := dispatch.NewClient(feed, kopts...)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.t.Cleanup(cl.Close)
 	if opts.Epoch == 0 {
 		opts.Epoch = e.epoch
 	}
+	if opts.Renew == nil {
+		opts.Renew = func() (*kgo.Client, error) { return dispatch.NewClient(feed, kopts...) }
+	}
 	d, err := dispatch.New(e.store, cl, feed, opts)
 	if err != nil {
+		cl.Close()
 		e.t.Fatal(err)
 	}
+	e.t.Cleanup(func() { d.Client().Close() })
 	return d
 }
 

@@ -2,12 +2,14 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/flightfeed/flightfeed/internal/backoff"
@@ -35,7 +37,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	d.checkTopicLimits(ctx, log)
 	scan := d.clock.NewTicker(d.opts.ScanInterval)
 	defer scan.Stop()
-	failures := 0
+	failures, renewals := 0, 0
 	for ctx.Err() == nil {
 		d.passMu.Lock()
 		_, again, err := d.pass(ctx)
@@ -44,7 +46,14 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			return nil
 		}
 		if stopped := d.stoppedErr(); stopped != nil {
-			return stopped
+			renewals++
+			if d.renew(ctx, log, stopped, renewals) {
+				continue
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+			return d.stoppedErr()
 		}
 		if err != nil {
 			failures++
@@ -58,6 +67,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			log.Info("delivery recovered", "after_failures", failures)
 			failures = 0
 		}
+		renewals = 0
 		if again {
 			continue
 		}
@@ -68,6 +78,80 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// epochRefused reports a broker's refusal of the producer's epoch: the
+// broker bumped it, for a newer producer of the transactional id or after
+// aborting a transaction that outlived its timeout.
+func epochRefused(err error) bool {
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
+		errors.Is(err, kerr.InvalidTxnState)
+}
+
+// renew goes on with a new client (Options.Renew) after the broker refused
+// the producer's epoch while the database says this dispatcher still holds
+// the feed's: no newer leader exists, so the broker aborted a transaction
+// that outlived kafka's transaction timeout. The refused client is closed,
+// the new one initialised (InitProducerID, which takes the transactional
+// id back), and the database asked once more: a leader that took the feed
+// meanwhile stops this dispatcher, and its own producer then fences this
+// one at the broker. renewals counts the renewals since the last
+// successful pass; they back off like failed passes. It reports whether
+// the dispatcher goes on; when not, the stop stands.
+func (d *Dispatcher) renew(ctx context.Context, log logr.Logger, stopped error, renewals int) bool {
+	if d.opts.Renew == nil || !d.txn || !epochRefused(stopped) {
+		return false
+	}
+	held, err := d.store.HoldsEpoch(ctx, d.opts.Epoch)
+	if err != nil || !held {
+		return false // a newer leader, or no way to tell: fenced
+	}
+	wait := backoff.Delay(renewals, d.opts.BackoffInitial, d.opts.BackoffMax, d.rand)
+	log.Info("the broker refused the producer although this replica still leads the feed "+
+		"(a pass outlived kafka's transaction timeout); renewing the Kafka client",
+		"cause", stopped.Error(), "attempt", renewals, "backoff", wait.String())
+	d.sleep(ctx, wait)
+	if ctx.Err() != nil {
+		return false
+	}
+	d.passMu.Lock()
+	<-d.prev // the last pass has settled: nothing uses the old client
+	old := d.client
+	// Closed first: the hooks of a client (its metrics) leave with it
+	// before the new client's arrive.
+	old.Close()
+	cl, err := d.opts.Renew()
+	if err == nil && cl.OptValue(kgo.TransactionalID) != old.OptValue(kgo.TransactionalID) {
+		cl.Close()
+		err = errors.New("the renewed client has another transactional id")
+	}
+	if err != nil {
+		d.passMu.Unlock()
+		log.Error(err, "renew the Kafka client")
+		return false
+	}
+	d.mu.Lock()
+	d.client, d.watch, d.txnOpen = cl, watchOf(cl), false
+	d.stopped, d.status.Stopped = nil, false
+	d.mu.Unlock()
+	d.passMu.Unlock()
+	if err := d.initProducer(ctx, log); err != nil {
+		return false
+	}
+	if held, err := d.store.HoldsEpoch(ctx, d.opts.Epoch); err != nil || !held {
+		d.stop(fmt.Errorf("%w: the feed's epoch moved while the Kafka client was renewed", ErrFenced))
+		return false
+	}
+	return ctx.Err() == nil
+}
+
+// Client is the Kafka client in use: the one given to New, or the latest
+// Run built with Options.Renew (it closed the ones it replaced). The caller
+// closes it once Run has returned.
+func (d *Dispatcher) Client() *kgo.Client {
+	d.passMu.Lock()
+	defer d.passMu.Unlock()
+	return d.client
 }
 
 // initProducer initialises the transactional producer (InitProducerID),

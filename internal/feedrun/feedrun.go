@@ -74,9 +74,8 @@ func Open(ctx context.Context, feed *config.Feed) (*store.Store, error) {
 
 // Runner is one running feed.
 type Runner struct {
-	pump   *pump.Pump
-	disp   *dispatch.Dispatcher
-	client *kgo.Client
+	pump *pump.Pump
+	disp *dispatch.Dispatcher
 	// owned is the store Start opened itself (nil when it was given).
 	owned *store.Store
 	// st is the store in use, owned or given.
@@ -153,7 +152,10 @@ func Start(ctx context.Context, feed *config.Feed, opts Options) (*Runner, error
 		r.closeStore()
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
-	d, err := dispatch.New(st, client, feed, dispatch.Options{Epoch: epoch, Log: opts.Log.WithName("dispatch"), Door: door})
+	// A client the broker refused while this replica still leads the feed
+	// (a pass outlived kafka's transaction timeout) is renewed the same way.
+	renew := func() (*kgo.Client, error) { return dispatch.NewClient(feed, kafkaOpts...) }
+	d, err := dispatch.New(st, client, feed, dispatch.Options{Epoch: epoch, Log: opts.Log.WithName("dispatch"), Door: door, Renew: renew})
 	if err != nil {
 		client.Close()
 		p.Close()
@@ -161,7 +163,7 @@ func Start(ctx context.Context, feed *config.Feed, opts Options) (*Runner, error
 		return nil, err
 	}
 	wake = d.Notify
-	r.pump, r.disp, r.client, r.st = p, d, client, st
+	r.pump, r.disp, r.st = p, d, st
 	if r.metrics != nil {
 		if err := r.metrics.register(st, mbox); err != nil {
 			// Metrics never stop a feed; the series are missing and the log says why.
@@ -272,7 +274,7 @@ func (r *Runner) Close() {
 	if r.metrics != nil {
 		r.metrics.unregister()
 	}
-	r.client.Close()
+	r.disp.Client().Close() // the first, or the one the dispatcher renewed it with
 	r.pump.Close()
 	r.closeStore()
 }

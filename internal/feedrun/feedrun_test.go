@@ -21,11 +21,14 @@ import (
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
-// A feed whose Kafka producer is fenced at the broker — another producer
-// of the feed's transactional id initialised, as a new leader's does —
-// stops as a whole, like a fenced pump: Run returns dispatch.ErrFenced,
-// which is a store.ErrFenced too, and the events it could not publish stay
-// pending for the new leader.
+// A feed whose Kafka producer is fenced at the broker by a new leader —
+// which takes the feed's epoch in the database, then initialises a producer
+// of the feed's transactional id — stops as a whole, like a fenced pump:
+// Run returns dispatch.ErrFenced, which is a store.ErrFenced too, and the
+// events it could not publish stay pending for the new leader. Refused at
+// the broker while the database still names it the leader (a transaction
+// the broker aborted, or a stray producer of its id), it renews its client
+// and goes on.
 func TestFencedProducerStopsTheFeed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a feed against all three services")
@@ -78,31 +81,55 @@ history: {disabled: true}
 	})
 
 	// Another producer of the feed's transactional id takes over at the
-	// broker.
+	// broker, while the database still names this runner the leader: the
+	// dispatcher renews its client (which fences the stray one) and goes on.
 	id, err := feed.TransactionalID()
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID(id))
-	if err != nil {
-		t.Fatal(err)
+	producer := func() *kgo.Client {
+		t.Helper()
+		next, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(next.Close)
+		if _, _, err := next.ProducerID(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return next
 	}
-	defer next.Close()
-	if _, _, err := next.ProducerID(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-
-	flop(2, "09SEP261000")
+	producer()
+	flop(2, "09SEP260930")
+	await.Eventually(t, "the second FLOP published after the client was renewed", time.Minute, func() (bool, string) {
+		pending, _, err := st.OutboxStats(t.Context())
+		s := r.Status()
+		return err == nil && pending == 0 && s.LastProcessedID == 2, fmt.Sprintf("pending %d (%v), last processed %d", pending, err, s.LastProcessedID)
+	})
 	select {
 	case err := <-done:
-		if !errors.Is(err, dispatch.ErrFenced) || !errors.Is(err, store.ErrFenced) {
-			t.Fatalf("Run returned %v, want dispatch.ErrFenced", err)
-		}
-		t.Logf("the feed stopped: %v", err)
-	case <-ctx.Done():
-		t.Fatal("the feed ran on with a fenced producer")
+		t.Fatalf("the feed stopped although it still leads: %v", err)
+	default:
 	}
-	if pending, _, err := st.OutboxStats(t.Context()); err != nil || pending == 0 {
-		t.Fatalf("pending %d (%v): the second FLOP's events must stay for the next leader", pending, err)
+
+	// A new leader: the feed's epoch, then its producer.
+	if _, err := st.TakeEpoch(t.Context(), "leader-b"); err != nil {
+		t.Fatal(err)
+	}
+	producer()
+	flop(3, "09SEP261000")
+	select {
+	case err := <-done:
+		// The pump or the dispatcher, whichever meets the new epoch first.
+		if !errors.Is(err, store.ErrFenced) {
+			t.Fatalf("Run returned %v, want store.ErrFenced (dispatch.ErrFenced is one)", err)
+		}
+		t.Logf("the feed stopped: %v (dispatcher: %v)", err, errors.Is(err, dispatch.ErrFenced))
+	case <-ctx.Done():
+		t.Fatal("the feed ran on after a new leader took it")
+	}
+	var processed sql.NullTime
+	if err := mbox.QueryRow(`SELECT CMINMSGS_DATE_PROCESSED FROM CMINMSGS WHERE CMINMSGS_ID = 3`).Scan(&processed); err != nil || processed.Valid {
+		t.Fatalf("the third FLOP: processed %v (%v), want it left for the new leader", processed, err)
 	}
 }

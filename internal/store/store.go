@@ -178,6 +178,18 @@ func (s *Store) Begin(ctx context.Context, epoch int64) (*Tx, error) {
 	return &Tx{tx: tx, store: s, now: s.clock.Now().UTC().Truncate(time.Microsecond)}, nil
 }
 
+// HoldsEpoch reports whether epoch is still the current one in
+// pipeline_lock, without locking it: no newer leader took the feed. A
+// dispatcher whose producer the broker refused asks it to tell a newer
+// leader from a transaction the broker aborted on its own.
+func (s *Store) HoldsEpoch(ctx context.Context, epoch int64) (bool, error) {
+	var current int64
+	if err := s.pool.QueryRow(ctx, `SELECT epoch FROM pipeline_lock WHERE name = $1`, LockName).Scan(&current); err != nil {
+		return false, fmt.Errorf("read the fencing epoch: %w", err)
+	}
+	return current == epoch, nil
+}
+
 // Savepoint starts a nested transaction: rolling it back undoes only what
 // was done inside it (one message of a batch).
 func (t *Tx) Savepoint(ctx context.Context) (*Tx, error) {
