@@ -2,7 +2,6 @@ package sis
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/xml"
 	"strconv"
 	"strings"
@@ -51,10 +50,10 @@ func TestContentDigestLeavesOutTheSendTime(t *testing.T) {
 	}
 }
 
-// referenceDigest is the content digest computed independently of the
-// decoder's tree: a second encoding/xml pass over the whole text finds
-// the ResendFields children of MSG's first child (META) and cuts them
-// out, tags included.
+// referenceDigest is the content digest with the cuts found independently
+// of the decoder's tree: a second encoding/xml pass over the whole text
+// finds the ResendFields children of MSG's first child (META), tags
+// included.
 func referenceDigest(t *testing.T, input string) []byte {
 	t.Helper()
 	dec := xml.NewDecoder(strings.NewReader(input))
@@ -84,15 +83,7 @@ func referenceDigest(t *testing.T, input string) []byte {
 			depth--
 		}
 	}
-	h := sha256.New()
-	h.Write([]byte(contentDigestDomain))
-	at := 0
-	for _, c := range cuts {
-		h.Write([]byte(input[at:c[0]]))
-		at = c[1]
-	}
-	h.Write([]byte(input[at:]))
-	return h.Sum(nil)
+	return contentDigest(input, cuts)
 }
 
 // The decoder takes the send time's ranges from the tree it read META
