@@ -2,6 +2,7 @@ package pump
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"time"
@@ -88,9 +89,10 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 		}
 		// A row the prefetch found no processing state for is new to the
 		// database: its archive row and result are plain inserts.
-		o.result.New = !known
+		isNew := !known && !p.upsertOnly
+		o.result.New = isNew
 		archive = append(archive, store.ArchivedRow{MessageID: it.row.ID, ReceivedAt: it.row.Received, Size: it.row.Size,
-			Body: it.row.Body, Digest: it.digest, Truncated: it.row.Truncated, New: !known})
+			Body: it.row.Body, Digest: it.digest, Truncated: it.row.Truncated, New: isNew})
 		done = append(done, o)
 		if w != nil {
 			waitFor = w
@@ -122,7 +124,7 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 		})
 		return batchOutcome{blocked: true, wait: waitFor.wait}
 	}
-	p.infraAttempts, p.refusal = 0, refusal{}
+	p.infraAttempts, p.refusal, p.upsertOnly = 0, refusal{}, false
 	p.batchSize = min(p.batchSize*2, int(p.feed.Spec.Mailbox.BatchSize))
 	p.update(func(s *Status) {
 		s.HeadBlockedSince, s.HeadLastError, s.DatabaseReachable, s.DatabaseError = time.Time{}, "", true, ""
@@ -215,6 +217,9 @@ func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, attempted [
 	p.log.Error(err, "batch rolled back", "msg_id", head)
 	p.writeTraces(ctx, attempted, store.TraceRolledBack)
 	if verdict == VerdictConflict {
+		// Retried at once: from a fresh read, and with upserts when a row
+		// written as new was not.
+		p.upsertOnly = p.upsertOnly || errors.Is(err, store.ErrNotNew)
 		return batchOutcome{blocked: true, wait: time.Millisecond}
 	}
 	if len(rows) == 1 {

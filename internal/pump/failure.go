@@ -80,6 +80,9 @@ func Classify(err error) (Verdict, string) {
 		return VerdictDead, string(sisErr.Reason)
 	case errors.Is(err, store.ErrConflict):
 		return VerdictConflict, "CAS_CONFLICT"
+	case errors.Is(err, store.ErrNotNew):
+		// Not the message's fault: the retry upserts (Pump.upsertOnly).
+		return VerdictConflict, ReasonInfra
 	case errors.Is(err, flight.ErrInvalidCommand), errors.Is(err, flight.ErrBadSISTime):
 		return VerdictDead, ReasonDataRejected
 	case store.RefusesData(err):

@@ -29,6 +29,7 @@ func TestClassify(t *testing.T) {
 		{"unsupported type", &sis.Error{Reason: "UNSUPPORTED_TYPE", Class: sis.ClassUnsupported}, VerdictUnsupported, "UNSUPPORTED_TYPE"},
 		{"day mismatch", fmt.Errorf("x: %w", &snapshot.Rejection{Reason: snapshot.ReasonDayMismatch}), VerdictDead, snapshot.ReasonDayMismatch},
 		{"CAS conflict", fmt.Errorf("apply: %w", store.ErrConflict), VerdictConflict, "CAS_CONFLICT"},
+		{"row written as new exists", fmt.Errorf("finish: %w: %w", store.ErrNotNew, &pgconn.PgError{Code: "23505"}), VerdictConflict, ReasonInfra},
 		{"fenced", fmt.Errorf("begin: %w", store.ErrFenced), VerdictFenced, ReasonInfra},
 		{"database down", errors.New("dial tcp 127.0.0.1:5432: connection refused"), VerdictInfra, ReasonInfra},
 		{"serialization failure", &pgconn.PgError{Code: "40001"}, VerdictInfra, ReasonInfra},

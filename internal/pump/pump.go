@@ -124,6 +124,10 @@ type Pump struct {
 	// refusal the same server error repeating there.
 	infraAttempts int
 	refusal       refusal
+	// upsertOnly: the last batch found a row it wrote as new already in
+	// the database (store.ErrNotNew); until a batch commits, every row is
+	// upserted.
+	upsertOnly bool
 	// mboxOutage tracks a failing mailbox for its log lines.
 	mboxOutage outage
 	nextJobs   time.Time

@@ -489,3 +489,23 @@ func TestLedgerInconsistentIsDeadAndChangesNothing(t *testing.T) {
 		t.Fatalf("trace rows of the refused snapshot: %d, want 1", n)
 	}
 }
+
+// A message the database already holds an archive row for, without its
+// processing state (put there by hand, or left from another mailbox), is
+// processed all the same: its batch writes a new message with plain
+// inserts, meets the row, rolls back as a whole and is retried at once
+// with upserts — never DEAD for it.
+func TestStrayArchiveRowDoesNotRefuseTheMessage(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	id := h.put(h.flop("ESTT", 4711, "<ESTT>09SEP261000</ESTT>"))
+	if _, err := h.db.Exec(context.Background(), `INSERT INTO msg_archive (message_id, received_at, byte_size, digest, body)
+		VALUES ($1, now(), 1, '\x00', 'x')`, id); err != nil {
+		t.Fatal(err)
+	}
+	h.drain(h.newPump())
+	h.wantRow(id, "SUCCEEDED", "")
+	if status, _, _, _ := h.procState(id); status != "SUCCEEDED" {
+		t.Fatalf("processing state %s", status)
+	}
+}

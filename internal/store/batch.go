@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -31,6 +32,9 @@ func (t *Tx) FinishBatch(ctx context.Context, archive []ArchivedRow, set *Workin
 	}
 	if sent != nil {
 		if err := readBatch(sent, first.Len()); err != nil {
+			if isUniqueViolation(err) && anyNew(archive, results) {
+				err = fmt.Errorf("%w: %w", ErrNotNew, err)
+			}
 			return fmt.Errorf("finish batch: archive and results: %w", err)
 		}
 	}
@@ -44,6 +48,12 @@ func (t *Tx) FinishBatch(ctx context.Context, archive []ArchivedRow, set *Workin
 		set.written()
 	}
 	return nil
+}
+
+// anyNew reports whether a row or result was to be written as new.
+func anyNew(archive []ArchivedRow, results []Result) bool {
+	return slices.ContainsFunc(archive, func(r ArchivedRow) bool { return r.New }) ||
+		slices.ContainsFunc(results, func(r Result) bool { return r.New })
 }
 
 // queueArchive inserts the rows known to be new with a plain INSERT and

@@ -27,6 +27,12 @@ func RefusesData(err error) bool {
 	return false
 }
 
+// isUniqueViolation reports a server error for a key that already exists.
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}
+
 // AnswerSignature identifies a server answer that may be about the
 // message (a trigger refusing it, a function failing on it), for the
 // pump's rule that the same answer repeated on one message is a refusal.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/flightfeed/flightfeed/internal/snapshot"
 )
@@ -113,8 +112,7 @@ func (s *Store) RequestReplay(ctx context.Context, id int64, policy string) (Rep
 		return tx.QueryRow(ctx, `INSERT INTO replay_request (message_id, policy) VALUES ($1, $2) RETURNING id, message_id, policy, requested_at, state`,
 			id, policy).Scan(&req.ID, &req.MessageID, &req.Policy, &req.RequestedAt, &req.State)
 	})
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+	if isUniqueViolation(err) {
 		return ReplayRequest{}, &ReplayRefusedError{id, "another replay request for it was recorded at the same time"}
 	}
 	return req, err

@@ -26,6 +26,11 @@ var ErrFenced = errors.New("fencing epoch superseded by a newer pump")
 // the message is retried from a fresh read.
 var ErrConflict = errors.New("snapshot version compare-and-set conflict")
 
+// ErrNotNew means a row written as new (ArchivedRow.New, Result.New)
+// already existed: something outside the pump wrote or kept it. Nothing
+// was written; the batch is to be retried with upserts.
+var ErrNotNew = errors.New("a message written as new is already in the database")
+
 // Options configure a Store.
 type Options struct {
 	// MaxConns bounds the pool (default 4).
