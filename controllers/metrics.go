@@ -52,6 +52,7 @@ type Metrics struct {
 	// MailboxReachable and DatabaseReachable while it runs.
 	mailboxReachable  *prometheus.GaugeVec
 	databaseReachable *prometheus.GaugeVec
+	kafkaRenewed      *prometheus.GaugeVec
 
 	// reg is where the feeds' connection statistics are registered.
 	reg             prometheus.Registerer
@@ -164,6 +165,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "flightfeed_database_reachable",
 			Help: "1 while the feed's pump reaches its PostgreSQL database, 0 while it fails (DatabaseReachable).",
 		}, feed),
+		kafkaRenewed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flightfeed_kafka_clients_renewed",
+			Help: "Kafka clients the feed's dispatcher renewed since its pump started: the broker refused the producer while this replica still led the feed (a transaction past its timeout, or another producer of the feed's transactional id).",
+		}, feed),
 		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flightfeed_build_info",
 			Help: "Always 1; the labels name the running binary's version, VCS revision and Go version.",
@@ -181,7 +186,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 func (m *Metrics) register(reg prometheus.Registerer) error {
 	for _, p := range []any{&m.messages, &m.txDuration, &m.batchSize, &m.ignoredTags, &m.serviceErrors, &m.snapshotFlags, &m.traceLogErrors, &m.queueDepth, &m.queueLag,
 		&m.headBlocked, &m.outboxPending, &m.outboxOldest, &m.backfillPending, &m.snapshotVersion, &m.leader, &m.pumpRunning, &m.buildInfo, &m.kafkaReachable, &m.outboxParked,
-		&m.mailboxReachable, &m.databaseReachable} {
+		&m.mailboxReachable, &m.databaseReachable, &m.kafkaRenewed} {
 		var err error
 		switch v := p.(type) {
 		case **prometheus.CounterVec:
@@ -249,7 +254,7 @@ func (m *Metrics) dropPumpSeries(key types.NamespacedName) {
 		DeletePartialMatch(prometheus.Labels) int
 	}{m.messages, m.txDuration, m.batchSize, m.ignoredTags, m.snapshotFlags, m.traceLogErrors, m.queueDepth, m.queueLag, m.headBlocked,
 		m.outboxPending, m.outboxOldest, m.backfillPending, m.snapshotVersion, m.pumpRunning, m.kafkaReachable, m.outboxParked,
-		m.mailboxReachable, m.databaseReachable} {
+		m.mailboxReachable, m.databaseReachable, m.kafkaRenewed} {
 		c.DeletePartialMatch(match)
 	}
 }
@@ -267,7 +272,7 @@ func (m *Metrics) report(key types.NamespacedName, running bool, st feedrun.Stat
 	if !running {
 		// No pump, no figures: a queue depth of 0 would be a lie.
 		for _, g := range []*prometheus.GaugeVec{m.queueDepth, m.queueLag, m.headBlocked, m.outboxPending, m.outboxOldest, m.backfillPending,
-			m.kafkaReachable, m.outboxParked, m.mailboxReachable, m.databaseReachable} {
+			m.kafkaReachable, m.outboxParked, m.mailboxReachable, m.databaseReachable, m.kafkaRenewed} {
 			g.DeleteLabelValues(ns, name)
 		}
 		return
@@ -291,6 +296,7 @@ func (m *Metrics) report(key types.NamespacedName, running bool, st feedrun.Stat
 	m.kafkaReachable.WithLabelValues(ns, name).Set(boolFloat(st.KafkaReachable))
 	m.mailboxReachable.WithLabelValues(ns, name).Set(boolFloat(st.MailboxReachable))
 	m.databaseReachable.WithLabelValues(ns, name).Set(boolFloat(st.DatabaseReachable))
+	m.kafkaRenewed.WithLabelValues(ns, name).Set(float64(st.KafkaClientsRenewed))
 	m.outboxParked.WithLabelValues(ns, name).Set(float64(st.OutboxParked))
 }
 

@@ -287,8 +287,8 @@ func TestTransactionTimeoutMidPassIsNotAFencing(t *testing.T) {
 		t.Fatalf("the dispatcher stopped: %v", err)
 	default:
 	}
-	if st := d.Status(); st.Stopped || st.LastErrorReason == dispatch.ReasonFenced || st.Pending != 0 {
-		t.Fatalf("after the aborted transaction: %+v", st)
+	if st := d.Status(); st.Stopped || st.LastErrorReason == dispatch.ReasonFenced || st.Pending != 0 || st.ClientsRenewed != 1 {
+		t.Fatalf("after the aborted transaction: %+v, want one client renewed", st)
 	}
 	records := dispatchtest.Records(t, brokers, stateTopic)
 	dispatchtest.AssertVersionsRise(t, records)

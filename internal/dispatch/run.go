@@ -133,6 +133,7 @@ func (d *Dispatcher) renew(ctx context.Context, log logr.Logger, stopped error, 
 	d.mu.Lock()
 	d.client, d.watch, d.txnOpen = cl, watchOf(cl), false
 	d.stopped, d.status.Stopped = nil, false
+	d.status.ClientsRenewed++
 	d.mu.Unlock()
 	d.passMu.Unlock()
 	if err := d.initProducer(ctx, log); err != nil {

@@ -98,6 +98,11 @@ type Status struct {
 	Parked      int64
 	ParkedTotal int64
 	LastParked  *Parked
+	// ClientsRenewed counts the Kafka clients Run renewed since it started
+	// (Options.Renew): a broker that refused the producer while this
+	// dispatcher still led the feed. A steady rise means another producer
+	// uses the feed's transactional id.
+	ClientsRenewed int64
 	// TopicLimit is a topic's max.message.bytes when the broker described
 	// it smaller than kafka.maxRecordBytes (0 otherwise): the door uses it.
 	TopicLimit int

@@ -251,6 +251,9 @@ type Status struct {
 	OutboxParked      int64
 	OutboxParkedTotal int64
 	LastParked        *dispatch.Parked
+	// KafkaClientsRenewed counts the Kafka clients the dispatcher renewed
+	// (dispatch.Status.ClientsRenewed).
+	KafkaClientsRenewed int64
 }
 
 // Status reports the pump and the dispatcher.
@@ -258,7 +261,7 @@ func (r *Runner) Status() Status {
 	d := r.disp.Status()
 	s := Status{Status: r.pump.Status(), OutboxPending: d.Pending, OutboxOldestAge: d.OldestPendingAge,
 		KafkaReachable: !d.Failing && d.BrokerError == "", KafkaError: d.BrokerError, KafkaTransactionsOff: !d.Transactional,
-		OutboxParked: d.Parked, OutboxParkedTotal: d.ParkedTotal, LastParked: d.LastParked}
+		OutboxParked: d.Parked, OutboxParkedTotal: d.ParkedTotal, LastParked: d.LastParked, KafkaClientsRenewed: d.ClientsRenewed}
 	if d.Failing && d.LastError != "" {
 		s.KafkaError = d.LastError
 	}

@@ -104,7 +104,8 @@ history: {disabled: true}
 	await.Eventually(t, "the second FLOP published after the client was renewed", time.Minute, func() (bool, string) {
 		pending, _, err := st.OutboxStats(t.Context())
 		s := r.Status()
-		return err == nil && pending == 0 && s.LastProcessedID == 2, fmt.Sprintf("pending %d (%v), last processed %d", pending, err, s.LastProcessedID)
+		return err == nil && pending == 0 && s.LastProcessedID == 2 && s.KafkaClientsRenewed == 1,
+			fmt.Sprintf("pending %d (%v), last processed %d, clients renewed %d", pending, err, s.LastProcessedID, s.KafkaClientsRenewed)
 	})
 	select {
 	case err := <-done:
