@@ -84,8 +84,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // broker bumped it, for a newer producer of the transactional id or after
 // aborting a transaction that outlived its timeout.
 func epochRefused(err error) bool {
-	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
-		errors.Is(err, kerr.InvalidTxnState)
+	return kafkaFenced(err) || errors.Is(err, kerr.InvalidTxnState)
 }
 
 // renew goes on with a new client (Options.Renew) after the broker refused

@@ -24,12 +24,7 @@ type listStatements struct {
 }
 
 func (l *listStatements) note(sql string, args []any) {
-	longest := -1
-	for _, a := range args {
-		if ids, ok := a.([]int64); ok && len(ids) > longest {
-			longest = len(ids)
-		}
-	}
+	longest := listLen(args)
 	if longest < 0 {
 		return
 	}
@@ -41,8 +36,9 @@ func (l *listStatements) note(sql string, args []any) {
 	l.args[sql] = args
 }
 
+// listLen is the length of the longest []int64 in args, -1 when none is.
 func listLen(args []any) int {
-	n := 0
+	n := -1
 	for _, a := range args {
 		if ids, ok := a.([]int64); ok {
 			n = max(n, len(ids))
