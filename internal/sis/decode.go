@@ -17,7 +17,10 @@ import (
 // Path and a Class. When META was decoded before the rejection, the returned
 // Message is non-nil and carries Meta and Kind only (no records), so the
 // caller can still log the upstream identity; an UNSUPPORTED_TYPE rejection
-// always comes with such a Message of KindUnsupported. Decode never panics.
+// always comes with such a Message of KindUnsupported. Decode is meant
+// never to panic; should a bug make it panic all the same, the panic is
+// raised in the caller's goroutine (one of a chunk worker as a
+// *WorkerPanic), where the caller can recover it.
 func Decode(raw []byte, opts Options) (*Message, error) {
 	opts = opts.withDefaults()
 	if int64(len(raw)) > opts.MaxBytes { // before the copy, so an oversize message costs nothing

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 
@@ -19,6 +20,21 @@ var parallelMinBytes = 4 << 20
 
 // onParallelCommit lets tests observe that the chunked path was taken.
 var onParallelCommit = func() {}
+
+// onChunk lets tests act inside a chunk worker (a panic there).
+var onChunk = func(chunk) {}
+
+// WorkerPanic is a panic of a chunk worker, raised again in the goroutine
+// that called Decode: a panic in a goroutine of its own would end the
+// process, beyond any recover of the caller's. Value is what the worker
+// panicked with, Stack the worker's stack at that moment.
+type WorkerPanic struct {
+	Value any
+	Stack []byte
+}
+
+// String returns the worker's panic value.
+func (p *WorkerPanic) String() string { return fmt.Sprint(p.Value) }
 
 // maxWorkers caps the default number of chunk workers.
 const maxWorkers = 4
@@ -125,15 +141,27 @@ func (d *decoder) tryParallelSCHD(st *schdState) bool {
 	chunks := splitChunks(starts, pos, pos+end, workers)
 	results := make([]chunkResult, len(chunks))
 	shared := &sharedTally{total: prefix.tally}
+	panics := make([]*WorkerPanic, len(chunks))
 	var wg sync.WaitGroup
 	for i, c := range chunks {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					panics[i] = &WorkerPanic{Value: r, Stack: debug.Stack()}
+				}
+			}()
+			onChunk(c)
 			results[i] = d.decodeChunk(c, prefix.tally, shared)
 		}()
 	}
 	wg.Wait()
+	for _, p := range panics {
+		if p != nil {
+			panic(p)
+		}
+	}
 	records, ok := mergeChunks(results, len(starts))
 	total := shared.total
 	if !ok || !total.within(d.opts) || !d.crossRecordChecksPass(records, prefix.msg.Recs, st.seenFLIDs) {

@@ -134,3 +134,29 @@ func TestSplitChunks(t *testing.T) {
 		t.Fatalf("closingTagIndex = %d", got)
 	}
 }
+
+// A panic in a chunk worker is raised again in the goroutine that called
+// Decode, as a *WorkerPanic with the worker's value and stack, so that the
+// caller can recover it: left in the worker it would end the process.
+func TestChunkWorkerPanicReachesTheCaller(t *testing.T) {
+	forceParallel(t)
+	old := onChunk
+	onChunk = func(c chunk) {
+		if c.firstIndex > 1 {
+			panic("boom in a chunk")
+		}
+	}
+	t.Cleanup(func() { onChunk = old })
+	var got any
+	func() {
+		defer func() { got = recover() }()
+		_, _ = Decode(sistest.DNLD(37), Options{MaxDepth: 16, Workers: 3})
+	}()
+	wp, ok := got.(*WorkerPanic)
+	if !ok {
+		t.Fatalf("recovered %#v, want a *WorkerPanic", got)
+	}
+	if wp.String() != "boom in a chunk" || !strings.Contains(string(wp.Stack), "sis.TestChunkWorkerPanicReachesTheCaller") {
+		t.Fatalf("worker panic %q, stack:\n%s", wp.String(), wp.Stack)
+	}
+}
