@@ -35,6 +35,9 @@ const (
 	// ReasonSnapshotFlag (Warning): a snapshot's trace row carries a flag
 	// (the Event's note names it).
 	ReasonSnapshotFlag = string(pump.NoticeSnapshotFlag)
+	// ReasonMessagePanicked (Warning): decoding or applying a message
+	// panicked; it became DEAD (INTERNAL) and the pump went on.
+	ReasonMessagePanicked = string(pump.NoticePanic)
 	// ReasonEventParked (Warning): the brokers refused an outbox event's
 	// record for good and it was parked (KafkaDegraded).
 	ReasonEventParked = "KafkaEventParked"

@@ -631,6 +631,8 @@ func TestPumpTroubleIsReported(t *testing.T) {
 	r1.addNotice(pump.Notice{Kind: pump.NoticeDayMismatch, MessageID: 8, Reason: "PROTOCOL", Detail: "SAME_FLID_ACROSS_OPERATION_DAYS FLID 1"})
 	h.waitEvent(key, controllers.ReasonDeadMessage, "mailbox row 7: PARSE: broken closing tag")
 	h.waitEvent(key, controllers.ReasonDayMismatch, "SAME_FLID_ACROSS_OPERATION_DAYS")
+	r1.addNotice(pump.Notice{Kind: pump.NoticePanic, MessageID: 9, Reason: pump.ReasonInternal, Detail: "INTERNAL: panic while applying: boom"})
+	h.waitEvent(key, controllers.ReasonMessagePanicked, "mailbox row 9: INTERNAL: ")
 
 	// The pump fails and cannot be rebuilt for a while: reported, not ready.
 	h.runners.setFailBuild(errInjected)

@@ -40,6 +40,7 @@ type Metrics struct {
 	serviceErrors  *prometheus.CounterVec
 	snapshotFlags  *prometheus.CounterVec
 	traceLogErrors *prometheus.CounterVec
+	panics         *prometheus.CounterVec
 	queueDepth     *prometheus.GaugeVec
 	queueLag       *prometheus.GaugeVec
 	headBlocked    *prometheus.GaugeVec
@@ -113,6 +114,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "flightfeed_trace_log_errors_total",
 			Help: "Snapshot trace rows (schd_snap_log) that could not be written; nothing else changes.",
 		}, feed),
+		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flightfeed_message_panics_total",
+			Help: "Messages made DEAD (INTERNAL) because decoding or applying them panicked (a bug of FlightFeed; the stack is in the log).",
+		}, feed),
 		queueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flightfeed_queue_depth",
 			Help: "Unprocessed VALID mailbox rows.",
@@ -184,7 +189,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // register adds the series to reg. Series already registered there (a
 // second manager in the same process) are shared, not duplicated.
 func (m *Metrics) register(reg prometheus.Registerer) error {
-	for _, p := range []any{&m.messages, &m.txDuration, &m.batchSize, &m.ignoredTags, &m.serviceErrors, &m.snapshotFlags, &m.traceLogErrors, &m.queueDepth, &m.queueLag,
+	for _, p := range []any{&m.messages, &m.txDuration, &m.batchSize, &m.ignoredTags, &m.serviceErrors, &m.snapshotFlags, &m.traceLogErrors, &m.panics, &m.queueDepth, &m.queueLag,
 		&m.headBlocked, &m.outboxPending, &m.outboxOldest, &m.backfillPending, &m.snapshotVersion, &m.leader, &m.pumpRunning, &m.buildInfo, &m.kafkaReachable, &m.outboxParked,
 		&m.mailboxReachable, &m.databaseReachable, &m.kafkaRenewed} {
 		var err error
@@ -252,7 +257,7 @@ func (m *Metrics) dropPumpSeries(key types.NamespacedName) {
 	match := prometheus.Labels{labelNamespace: key.Namespace, labelFeed: key.Name}
 	for _, c := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{m.messages, m.txDuration, m.batchSize, m.ignoredTags, m.snapshotFlags, m.traceLogErrors, m.queueDepth, m.queueLag, m.headBlocked,
+	}{m.messages, m.txDuration, m.batchSize, m.ignoredTags, m.snapshotFlags, m.traceLogErrors, m.panics, m.queueDepth, m.queueLag, m.headBlocked,
 		m.outboxPending, m.outboxOldest, m.backfillPending, m.snapshotVersion, m.pumpRunning, m.kafkaReachable, m.outboxParked,
 		m.mailboxReachable, m.databaseReachable, m.kafkaRenewed} {
 		c.DeletePartialMatch(match)
@@ -414,6 +419,14 @@ func (o *FeedObserver) TraceLogFailed() {
 		return
 	}
 	o.m.traceLogErrors.WithLabelValues(o.ns, o.name).Inc()
+}
+
+// MessagePanicked counts a message made DEAD (INTERNAL) by a panic.
+func (o *FeedObserver) MessagePanicked() {
+	if o == nil || o.m == nil {
+		return
+	}
+	o.m.panics.WithLabelValues(o.ns, o.name).Inc()
 }
 
 // flagValue bounds flag labels: the pump's flags and reason codes.

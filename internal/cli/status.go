@@ -284,7 +284,7 @@ type ledgerReport struct {
 const maxStatusText = 200
 
 // deadReasons are the Event reasons of messages the pump refused for good.
-var deadReasons = []string{controllers.ReasonDeadMessage, controllers.ReasonDayMismatch}
+var deadReasons = []string{controllers.ReasonDeadMessage, controllers.ReasonDayMismatch, controllers.ReasonMessagePanicked}
 
 // buildStatusReport decides what to show; no I/O.
 func buildStatusReport(in statusInput, deadN int, now time.Time) statusReport {

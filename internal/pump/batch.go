@@ -75,7 +75,10 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 				Status: prior.Status, Reason: prior.Reason, Note: prior.Note}})
 			continue
 		}
-		o, w, err := p.processOne(ctx, run, it, prior)
+		o, w, err := p.processGuarded(ctx, run, it, prior)
+		if pe, ok := asPanic(err); ok {
+			return p.applyPanicked(ctx, it.row, done, pe)
+		}
 		if err != nil {
 			return p.infraFailure(ctx, rows, done, err)
 		}
@@ -113,6 +116,9 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 	}
 	p.cache.Keep(run.set)
 	maps.Copy(p.lastSeqn, run.seqn)
+	for _, it := range b.items[:len(done)] {
+		delete(p.panicked, keyOf(it.row))
+	}
 	p.reportReused(reused)
 	p.afterCommit(ctx, done, start)
 	if waitFor != nil {
@@ -153,7 +159,7 @@ func (p *Pump) decodeBatch(rows []mailbox.Row) decodedBatch {
 	for i, row := range rows {
 		it := item{row: row, digest: store.PayloadDigest(row.Body)}
 		if !row.Truncated && !row.Null {
-			it.msg, it.decErr = sis.DecodeString(bodyText(row.Body), p.decode)
+			it.msg, it.decErr = p.decodeOne(row)
 		}
 		b.request.MessageIDs = append(b.request.MessageIDs, row.ID)
 		if row.Received.Before(since) {
@@ -302,6 +308,9 @@ func (p *Pump) afterCommit(ctx context.Context, done []outcome, start time.Time)
 		changed = changed || o.changed
 		if !o.rewrite {
 			p.obs.MessageDone(r.Type, r.Styp, r.Status)
+			if r.Status == store.StatusDead && r.Reason == ReasonInternal {
+				p.obs.MessagePanicked()
+			}
 		}
 	}
 	if changed && p.opts.Notify != nil {

@@ -29,3 +29,14 @@ func (p *Pump) BatchSize() int { return p.batchSize }
 
 // Pending are the committed results waiting for the next write-back.
 func (p *Pump) Pending() []store.Backfill { return p.pending }
+
+// InjectPanics makes the pump call decode before it decodes a row and
+// applied after a message's effects are in its batch, each with the row's
+// id: a test panics there to stand for a bug of the decoder or of a write
+// path.
+func (p *Pump) InjectPanics(decode, applied func(id int64)) {
+	p.hooks = hooks{decode: decode, applied: applied}
+}
+
+// SetBatchSize sets the size of the next batch the loop reads.
+func (p *Pump) SetBatchSize(n int) { p.batchSize = n }

@@ -45,6 +45,9 @@ const (
 	// topics would refuse for good (store.TooLarge says which flight,
 	// which field and how large).
 	ReasonStateTooLarge = "STATE_TOO_LARGE"
+	// ReasonInternal: decoding or applying the message panicked (a bug of
+	// FlightFeed); the message changed nothing, the stack is in the log.
+	ReasonInternal = "INTERNAL"
 )
 
 // Flags recorded beside a result (proc_state.flags, trace log).
@@ -64,9 +67,12 @@ func Classify(err error) (Verdict, string) {
 	var rej *snapshot.Rejection
 	var sisErr *sis.Error
 	var tooLarge *store.TooLarge
+	var panicked *panicError
 	switch {
 	case err == nil:
 		return 0, ""
+	case errors.As(err, &panicked):
+		return VerdictDead, ReasonInternal
 	case errors.Is(err, store.ErrFenced):
 		return VerdictFenced, ReasonInfra
 	case errors.As(err, &rej):

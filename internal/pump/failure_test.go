@@ -38,6 +38,7 @@ func TestClassify(t *testing.T) {
 		{"index row too large", fmt.Errorf("write: %w", &pgconn.PgError{Code: "54000", Message: "index row size 2760 exceeds btree version 4 maximum 2704"}), VerdictDead, ReasonDataRejected},
 		{"statement too complex", &pgconn.PgError{Code: "54001"}, VerdictDead, ReasonDataRejected},
 		{"engine refuses command", fmt.Errorf("merge: %w", flight.ErrInvalidCommand), VerdictDead, ReasonDataRejected},
+		{"panic while applying", fmt.Errorf("batch: %w", &panicError{stage: "applying", value: "boom"}), VerdictDead, ReasonInternal},
 		{"typed time unparsable at write", fmt.Errorf("flight 1 SODT: %w", flight.ErrBadSISTime), VerdictDead, ReasonDataRejected},
 	}
 	for _, c := range cases {

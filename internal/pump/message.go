@@ -43,6 +43,16 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 			p.obs.IgnoredTags(msg.IgnoredTags)
 		}
 	}
+	if note, ok := p.panicked[keyOf(row)]; ok {
+		// Its application panicked and the batch was rolled back: this
+		// run of the batch leaves it out (applyPanicked).
+		var trace *store.TraceEntry
+		if msg != nil && msg.Kind == sis.KindSnapshot {
+			trace = &store.TraceEntry{MessageID: row.ID, ReceivedAt: row.Received, Recs: max(msg.Recs, 0),
+				Result: store.TraceRolledBack, Flags: []string{ReasonInternal}, Detail: note}
+		}
+		return p.finish(res, store.StatusDead, ReasonInternal, note, trace)
+	}
 	if it.decErr != nil {
 		o, w, err := p.rejected(res, prior, it.decErr)
 		if msg != nil && msg.Kind == sis.KindSnapshot && o.result.Status == store.StatusDead {
@@ -90,6 +100,9 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 	}()
 
 	changed, trace, flags, applyErr := p.apply(ctx, run, msg, row)
+	if p.hooks.applied != nil {
+		p.hooks.applied(row.ID)
+	}
 	if applyErr != nil {
 		verdict, reason := Classify(applyErr)
 		if verdict != VerdictDead {

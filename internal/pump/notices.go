@@ -23,6 +23,9 @@ const (
 	// §5.6: EMPTY, RECS_DROP, OUT_OF_ORDER, SEQN_REGRESSION, DAY_MISMATCH,
 	// UNSOLICITED, or a refused snapshot's reason); one notice per flag.
 	NoticeSnapshotFlag NoticeKind = "SnapshotFlag"
+	// NoticePanic: decoding or applying a message panicked; it became
+	// DEAD (INTERNAL) and the pump went on (the stack is in the log).
+	NoticePanic NoticeKind = "MessagePanicked"
 )
 
 // Notice is one notable outcome of the pump.
@@ -47,8 +50,11 @@ func (p *Pump) DrainNotices() []Notice {
 // notice records a DEAD result (call with p.mu held).
 func (p *Pump) notice(id int64, reason, detail string) {
 	kind := NoticeDead
-	if reason == snapshot.ReasonDayMismatch {
+	switch reason {
+	case snapshot.ReasonDayMismatch:
 		kind = NoticeDayMismatch
+	case ReasonInternal:
+		kind = NoticePanic
 	}
 	p.addNotice(Notice{Kind: kind, MessageID: id, Reason: reason, Detail: detail})
 }

@@ -36,6 +36,9 @@ type Observer interface {
 	// TraceLogFailed counts a trace row that could not be written (seed
 	// 000 §5.6: an error metric, nothing else changes).
 	TraceLogFailed()
+	// MessagePanicked counts a message made DEAD (INTERNAL) because
+	// decoding or applying it panicked, once, when its result commits.
+	MessagePanicked()
 }
 
 // ServiceMailbox names the mailbox in ServiceError.
@@ -61,6 +64,9 @@ func (NopObserver) SnapshotFlag(string) {}
 
 // TraceLogFailed implements Observer.
 func (NopObserver) TraceLogFailed() {}
+
+// MessagePanicked implements Observer.
+func (NopObserver) MessagePanicked() {}
 
 // Options configure a Pump.
 type Options struct {
@@ -128,6 +134,11 @@ type Pump struct {
 	// the database (store.ErrNotNew); until a batch commits, every row is
 	// upserted.
 	upsertOnly bool
+	// panicked holds the rows whose application panicked, with their
+	// note, until their DEAD (INTERNAL) result commits (applyPanicked).
+	panicked map[panicKey]string
+	// hooks are test seams (nil outside tests).
+	hooks hooks
 	// mboxOutage tracks a failing mailbox for its log lines.
 	mboxOutage outage
 	nextJobs   time.Time
