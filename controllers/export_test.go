@@ -2,11 +2,14 @@ package controllers
 
 import (
 	"context"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/flightfeed/flightfeed/internal/feedrun"
 )
 
 // TestElector exposes the Lease elector to the envtest tests of package
@@ -27,3 +30,9 @@ func (t *TestElector) Release(ctx context.Context) error { return t.e.release(ct
 func (t *TestElector) Leading() bool                     { return t.e.isLeading() }
 
 var ErrLeaseLost = errLeaseLost
+
+// Report sets the series of one status report of the leader (running: a
+// pump runs), as the feed supervisor does.
+func (m *Metrics) Report(key types.NamespacedName, running bool, st feedrun.Status, now time.Time) {
+	m.report(key, running, st, nil, now)
+}

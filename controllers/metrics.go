@@ -53,7 +53,7 @@ type Metrics struct {
 	// MailboxReachable and DatabaseReachable while it runs.
 	mailboxReachable  *prometheus.GaugeVec
 	databaseReachable *prometheus.GaugeVec
-	kafkaRenewed      *prometheus.GaugeVec
+	kafkaRenewed      *prometheus.CounterVec
 
 	// reg is where the feeds' connection statistics are registered.
 	reg             prometheus.Registerer
@@ -70,20 +70,37 @@ type Metrics struct {
 	// messages with many distinct unmapped tags cannot create unbounded
 	// series (beyond maxIgnoredTagSeries a tag counts as OTHER).
 	ignored map[types.NamespacedName]map[string]bool
+	// msgTypes remembers the type and styp label values of
+	// flightfeed_messages_total per feed, bounded the same way
+	// (maxMessageTypeSeries each): the mailbox's writer chooses them.
+	msgTypes map[types.NamespacedName]*typeLabels
+	// renewed is the KafkaClientsRenewed of each feed's last report: the
+	// counter adds what the running pump renewed since.
+	renewed map[types.NamespacedName]int64
 }
 
 // maxIgnoredTagSeries bounds the distinct tag labels of
 // flightfeed_ignored_tags_total per feed.
 const maxIgnoredTagSeries = 100
 
+// maxMessageTypeSeries bounds the distinct type labels, and the distinct
+// styp labels, of flightfeed_messages_total per feed: SIS has about twenty
+// TYPEs and STYPs; beyond the bound a value counts as OTHER.
+const maxMessageTypeSeries = 50
+
+// typeLabels are the type and styp label values one feed has used.
+type typeLabels struct{ types, styps map[string]bool }
+
 // NewMetrics creates the series and registers them with reg (the
 // controller-runtime registry in the manager, a fresh one in tests).
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	feed := []string{labelNamespace, labelFeed}
 	m := &Metrics{
-		reg:     reg,
-		days:    map[types.NamespacedName]map[string]bool{},
-		ignored: map[types.NamespacedName]map[string]bool{},
+		reg:      reg,
+		days:     map[types.NamespacedName]map[string]bool{},
+		ignored:  map[types.NamespacedName]map[string]bool{},
+		msgTypes: map[types.NamespacedName]*typeLabels{},
+		renewed:  map[types.NamespacedName]int64{},
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flightfeed_messages_total",
 			Help: "Mailbox messages processed, by SIS TYPE, STYP and result (SUCCEEDED, SKIPPED, DEAD, FAILED).",
@@ -170,9 +187,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "flightfeed_database_reachable",
 			Help: "1 while the feed's pump reaches its PostgreSQL database, 0 while it fails (DatabaseReachable).",
 		}, feed),
-		kafkaRenewed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "flightfeed_kafka_clients_renewed",
-			Help: "Kafka clients the feed's dispatcher renewed since its pump started: the broker refused the producer while this replica still led the feed (a transaction past its timeout, or another producer of the feed's transactional id).",
+		kafkaRenewed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flightfeed_kafka_clients_renewed_total",
+			Help: "Kafka clients the feed's dispatcher renewed while this replica led the feed: the broker refused the producer while this replica still led the feed (a transaction past its timeout, or another producer of the feed's transactional id).",
 		}, feed),
 		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flightfeed_build_info",
@@ -253,6 +270,10 @@ func (m *Metrics) forget(key types.NamespacedName) {
 func (m *Metrics) dropPumpSeries(key types.NamespacedName) {
 	m.mu.Lock()
 	delete(m.days, key)
+	delete(m.renewed, key)
+	// Their series go below: the bounds start afresh.
+	delete(m.ignored, key)
+	delete(m.msgTypes, key)
 	m.mu.Unlock()
 	match := prometheus.Labels{labelNamespace: key.Namespace, labelFeed: key.Name}
 	for _, c := range []interface {
@@ -277,9 +298,14 @@ func (m *Metrics) report(key types.NamespacedName, running bool, st feedrun.Stat
 	if !running {
 		// No pump, no figures: a queue depth of 0 would be a lie.
 		for _, g := range []*prometheus.GaugeVec{m.queueDepth, m.queueLag, m.headBlocked, m.outboxPending, m.outboxOldest, m.backfillPending,
-			m.kafkaReachable, m.outboxParked, m.mailboxReachable, m.databaseReachable, m.kafkaRenewed} {
+			m.kafkaReachable, m.outboxParked, m.mailboxReachable, m.databaseReachable} {
 			g.DeleteLabelValues(ns, name)
 		}
+		// The counter stays while this replica leads; the next pump
+		// counts from 0 again.
+		m.mu.Lock()
+		delete(m.renewed, key)
+		m.mu.Unlock()
 		return
 	}
 	m.queueDepth.WithLabelValues(ns, name).Set(float64(st.QueueDepth))
@@ -301,8 +327,23 @@ func (m *Metrics) report(key types.NamespacedName, running bool, st feedrun.Stat
 	m.kafkaReachable.WithLabelValues(ns, name).Set(boolFloat(st.KafkaReachable))
 	m.mailboxReachable.WithLabelValues(ns, name).Set(boolFloat(st.MailboxReachable))
 	m.databaseReachable.WithLabelValues(ns, name).Set(boolFloat(st.DatabaseReachable))
-	m.kafkaRenewed.WithLabelValues(ns, name).Set(float64(st.KafkaClientsRenewed))
+	m.countRenewed(key, st.KafkaClientsRenewed)
 	m.outboxParked.WithLabelValues(ns, name).Set(float64(st.OutboxParked))
+}
+
+// countRenewed adds to flightfeed_kafka_clients_renewed_total what the
+// running pump's dispatcher renewed since the last report (n counts since
+// that pump started; less than last time means a new pump).
+func (m *Metrics) countRenewed(key types.NamespacedName, n int64) {
+	m.mu.Lock()
+	last := m.renewed[key]
+	m.renewed[key] = n
+	m.mu.Unlock()
+	if n < last {
+		last = 0
+	}
+	// Add(0) too: the series exists from the first report on.
+	m.kafkaRenewed.WithLabelValues(key.Namespace, key.Name).Add(float64(n - last))
 }
 
 // reportDays sets the version of every ledger day and drops the series of
@@ -372,7 +413,8 @@ func (o *FeedObserver) MessageDone(msgType, styp, result string) {
 	if o == nil || o.m == nil {
 		return
 	}
-	o.m.messages.WithLabelValues(o.ns, o.name, bounded(msgType), bounded(styp), boundedResult(result)).Inc()
+	t, s := o.m.typeLabels(types.NamespacedName{Namespace: o.ns, Name: o.name}, bounded(msgType), bounded(styp))
+	o.m.messages.WithLabelValues(o.ns, o.name, t, s, boundedResult(result)).Inc()
 }
 
 // BatchCommitted records one committed transaction.
@@ -442,14 +484,34 @@ func (m *Metrics) ignoredLabel(feed types.NamespacedName, tag string) string {
 		seen = map[string]bool{}
 		m.ignored[feed] = seen
 	}
-	if seen[tag] || tag == "OTHER" {
-		return tag
+	return capLabel(seen, tag, maxIgnoredTagSeries)
+}
+
+// typeLabels returns the type and styp labels of a message: each as it
+// is while the feed has fewer than maxMessageTypeSeries such labels (or
+// already has this one), else OTHER.
+func (m *Metrics) typeLabels(feed types.NamespacedName, typ, styp string) (string, string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen := m.msgTypes[feed]
+	if seen == nil {
+		seen = &typeLabels{types: map[string]bool{}, styps: map[string]bool{}}
+		m.msgTypes[feed] = seen
 	}
-	if len(seen) >= maxIgnoredTagSeries {
+	return capLabel(seen.types, typ, maxMessageTypeSeries), capLabel(seen.styps, styp, maxMessageTypeSeries)
+}
+
+// capLabel returns v while seen holds fewer than limit values (or holds
+// v), recording it; else OTHER. OTHER and NONE are always themselves.
+func capLabel(seen map[string]bool, v string, limit int) string {
+	if seen[v] || v == "OTHER" || v == "NONE" {
+		return v
+	}
+	if len(seen) >= limit {
 		return "OTHER"
 	}
-	seen[tag] = true
-	return tag
+	seen[v] = true
+	return v
 }
 
 func bounded(v string) string {

@@ -210,5 +210,5 @@ func TestReachabilityGauges(t *testing.T) {
 	wantMetric(t, rep, "flightfeed_pump_running", map[string]string{"feed": "pek"}, 1)
 	wantMetric(t, rep, "flightfeed_mailbox_reachable", map[string]string{"feed": "pek"}, 0)
 	wantMetric(t, rep, "flightfeed_database_reachable", map[string]string{"feed": "pek"}, 1)
-	wantMetric(t, rep, "flightfeed_kafka_clients_renewed", map[string]string{"feed": "pek"}, 0)
+	wantMetric(t, rep, "flightfeed_kafka_clients_renewed_total", map[string]string{"feed": "pek"}, 0)
 }
