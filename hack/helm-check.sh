@@ -128,6 +128,8 @@ render insecure --set metrics.secure=false --set monitoring.serviceMonitor.enabl
 has insecure '- --metrics-secure=false'
 has insecure 'scheme: http$'
 hasnot insecure 'metrics-reader'
+hasnot insecure 'metrics-scraper'
+hasnot insecure 'authorization:'
 render certs --set metrics.certSecret=metrics-tls --set api.certSecret=api-tls --set monitoring.serviceMonitor.enabled=true \
   --set 'metrics.scrapers[0].namespace=monitoring' --set 'metrics.scrapers[0].name=prometheus-k8s'
 has certs '- --metrics-cert-dir=/etc/flightfeed/metrics-certs'
@@ -138,11 +140,33 @@ has certs 'key: ca.crt'
 has certs 'serverName: ff-flightfeed.flightfeed-system.svc'
 has certs 'name: prometheus-k8s'
 [ "$(count certs ClusterRoleBinding)" = 2 ] || fail "certs: metrics.scrapers renders no ClusterRoleBinding"
+# The scrape token from a Secret of the user's: no scraper of the chart's.
+render ownToken --set monitoring.serviceMonitor.enabled=true --set monitoring.serviceMonitor.authorization.secretName=prom-token \
+  --set monitoring.serviceMonitor.authorization.key=jwt --set 'metrics.scrapers[0].namespace=monitoring' --set 'metrics.scrapers[0].name=prometheus-k8s'
+has ownToken 'name: prom-token'
+has ownToken 'key: jwt'
+hasnot ownToken 'metrics-scraper'
+[ "$(count ownToken Secret)" = 0 ] || fail "ownToken: renders a token Secret beside the user's"
+if "$helm" template ff "$chart" --kube-version "$kube_version" --set monitoring.serviceMonitor.enabled=true --set rbac.create=false \
+  --set serviceAccount.create=false --set serviceAccount.name=existing >/dev/null 2>"$work/unbound.err"; then
+  fail "rbac.create=false with the chart's scraper renders a ServiceMonitor whose token nobody binds"
+fi
+grep -q "authorization.secretName is required" "$work/unbound.err" || { cat "$work/unbound.err" >&2; fail "unbound scraper refused for another reason"; }
 
 render monitoring --set monitoring.serviceMonitor.enabled=true --set monitoring.prometheusRule.enabled=true --set monitoring.grafanaDashboard.enabled=true \
   --set 'metrics.scrapers[0].namespace=monitoring' --set 'metrics.scrapers[0].name=prometheus-k8s'
 has monitoring 'scheme: https'
-has monitoring 'bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token'
+# The non-deprecated authorization (a bearer token from a Secret), never
+# bearerTokenFile: the chart's scraper ServiceAccount, bound to the
+# metrics-reader ClusterRole, and its token Secret.
+has monitoring 'type: Bearer'
+has monitoring 'name: ff-flightfeed-metrics-scraper'
+has monitoring 'type: kubernetes.io/service-account-token'
+has monitoring 'kubernetes.io/service-account.name: ff-flightfeed-metrics-scraper'
+[ "$(count monitoring Secret)" = 1 ] || fail "monitoring: want the scraper's token Secret"
+for f in "$work"/*.yaml; do
+  ! grep -q "bearerTokenFile" "$f" || fail "$(basename "$f" .yaml): renders the deprecated bearerTokenFile"
+done
 has monitoring 'insecureSkipVerify: true'
 for kind in ServiceMonitor:1 PrometheusRule:1 ConfigMap:1; do
   [ "$(count monitoring "${kind%%:*}")" = "${kind##*:}" ] || fail "monitoring: want ${kind##*:} ${kind%%:*}, got $(count monitoring "${kind%%:*}")"
@@ -226,6 +250,8 @@ refuse "metrics.secure not a boolean" --set-string metrics.secure=maybe
 refuse "a scraper without a namespace" --set 'metrics.scrapers[0].name=prometheus'
 refuse "a grace period shorter than a pump's stop and last status" --set terminationGracePeriodSeconds=30
 refuse "a migration feed without its Secret" --set 'migrations.job.feeds[0].name=pek'
+refuse "an empty scrape token key" --set monitoring.serviceMonitor.authorization.key=
+refuse "a scrape token Secret name that is none" --set monitoring.serviceMonitor.authorization.secretName=Prom_Token
 
 # 6. The kustomize tree renders too (kubectl carries kustomize).
 if command -v kubectl >/dev/null 2>&1; then

@@ -47,3 +47,17 @@ true, or auto during helm upgrade). */}}
 {{- $m := toString .Values.leaseMigration }}
 {{- if or (eq $m "true") (and (eq $m "auto") .Release.IsUpgrade) }}true{{ else }}false{{ end }}
 {{- end }}
+
+{{/* "true" when the chart makes the ServiceMonitor's scrape token: a
+ServiceAccount bound to the metrics-reader ClusterRole and its token Secret
+(monitoring.serviceMonitor.authorization.secretName empty). */}}
+{{- define "flightfeed.scraperCreate" -}}
+{{- $sm := .Values.monitoring.serviceMonitor }}
+{{- if and $sm.enabled .Values.metrics.enabled .Values.metrics.secure (not $sm.authorization.secretName) }}true{{ else }}false{{ end }}
+{{- end }}
+
+{{/* The ServiceAccount (and token Secret) the chart makes for Prometheus's
+scrapes. */}}
+{{- define "flightfeed.scraperName" -}}
+{{- printf "%s-metrics-scraper" (include "flightfeed.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
