@@ -1,7 +1,9 @@
 package controllers_test
 
 import (
+	"bytes"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,15 +38,80 @@ func TestChartGracePeriodCoversTheStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	grace := time.Duration(values.Grace) * time.Second
+	checkGrace(t, "the chart", time.Duration(values.Grace)*time.Second, renew)
+}
+
+// The kustomize tree's Deployment (config/manager) has the chart's
+// terminationGracePeriodSeconds, and it covers a graceful stop with the
+// renew deadline its own arguments set.
+func TestKustomizeGracePeriodMatchesTheChart(t *testing.T) {
+	root := kubetest.RepoRoot(t)
+	var values struct {
+		Grace int `json:"terminationGracePeriodSeconds"`
+	}
+	if err := yaml.Unmarshal(readFile(t, filepath.Join(root, "charts", "flightfeed", "values.yaml")), &values); err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, doc := range bytes.Split(readFile(t, filepath.Join(root, "config", "manager", "manager.yaml")), []byte("\n---")) {
+		var d struct {
+			Kind string `json:"kind"`
+			Spec struct {
+				Template struct {
+					Spec struct {
+						Grace      *int `json:"terminationGracePeriodSeconds"`
+						Containers []struct {
+							Args []string `json:"args"`
+						} `json:"containers"`
+					} `json:"spec"`
+				} `json:"template"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal(doc, &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Kind != "Deployment" {
+			continue
+		}
+		found = true
+		pod := d.Spec.Template.Spec
+		if pod.Grace == nil {
+			t.Fatalf("config/manager sets no terminationGracePeriodSeconds, the chart's is %d", values.Grace)
+		}
+		if *pod.Grace != values.Grace {
+			t.Fatalf("config/manager terminationGracePeriodSeconds %d, the chart's is %d", *pod.Grace, values.Grace)
+		}
+		renew := controllers.DefaultRenewDeadline
+		for _, c := range pod.Containers {
+			for _, a := range c.Args {
+				if v, ok := strings.CutPrefix(a, "--renew-deadline="); ok {
+					var err error
+					if renew, err = time.ParseDuration(v); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+		checkGrace(t, "config/manager", time.Duration(*pod.Grace)*time.Second, renew)
+	}
+	if !found {
+		t.Fatal("config/manager/manager.yaml has no Deployment")
+	}
+}
+
+// checkGrace fails unless grace covers the pump's stop and the last status
+// write and Lease release (renew) within the manager's shutdown timeout,
+// plus graceMargin.
+func checkGrace(t *testing.T, where string, grace, renew time.Duration) {
+	t.Helper()
 	stop := controllers.DefaultStopTimeout + renew
 	if stop > operator.DefaultShutdownTimeout {
 		t.Fatalf("stopping a pump (%s) and writing the last status (%s) exceed the manager's shutdown timeout %s",
 			controllers.DefaultStopTimeout, renew, operator.DefaultShutdownTimeout)
 	}
 	if need := max(stop, operator.DefaultShutdownTimeout) + graceMargin; grace < need {
-		t.Fatalf("terminationGracePeriodSeconds %s < %s: the pump's stop %s + the last status and release %s, "+
-			"within the shutdown timeout %s, + %s margin", grace, need, controllers.DefaultStopTimeout, renew,
+		t.Fatalf("%s: terminationGracePeriodSeconds %s < %s: the pump's stop %s + the last status and release %s, "+
+			"within the shutdown timeout %s, + %s margin", where, grace, need, controllers.DefaultStopTimeout, renew,
 			operator.DefaultShutdownTimeout, graceMargin)
 	}
 }
