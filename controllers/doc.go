@@ -27,15 +27,16 @@ package controllers
 // RBAC of the manager, least privilege (config/rbac/role.yaml is generated
 // from these markers; the chart splits it into its ClusterRole, or one Role
 // per watched namespace, and the Lease Role of its own namespace, "system"
-// below). Secrets are read one at a time (get) and watched for changes
-// (watch, metadata only): the informer streams its initial list through
-// the watch (client-go's WatchListClient), so it needs no list, which would
-// hand over every Secret's data at once.
+// below). Secrets are only read one at a time by name (get), uncached, and
+// used only when labelled flightfeed.aero/secret=true: never listed, which
+// would hand over every Secret's data at once, and never watched, which
+// would stream every change of every Secret in scope; a rotation is noticed
+// by reading them again at every resync (--secret-resync-period).
 // +kubebuilder:rbac:groups=flightfeed.aero,resources=flightfeeds,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=flightfeed.aero,resources=flightfeeds/status,verbs=get;patch
 // +kubebuilder:rbac:groups=flightfeed.aero,resources=flightfeeds/finalizers,verbs=update
 // +kubebuilder:rbac:groups=flightfeed.aero,resources=flightfeeddays,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=flightfeed.aero,resources=flightfeeddays/status,verbs=get;patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update;delete,namespace=system

@@ -1,6 +1,9 @@
 package controllers
 
-import "github.com/flightfeed/flightfeed/internal/pump"
+import (
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/pump"
+)
 
 // Reasons of the Kubernetes Events recorded on a FlightFeed (events.k8s.io,
 // `kubectl events --for flightfeed/<name>`).
@@ -22,6 +25,9 @@ const (
 	// ReasonConfigInvalid (Warning): the spec or a Secret keeps the feed
 	// from running; the note names the field.
 	ReasonConfigInvalid = "ConfigInvalid"
+	// ReasonSecretNotLabeled (Warning): a referenced Secret lacks the label
+	// flightfeed.aero/secret=true; the note names it and how to label it.
+	ReasonSecretNotLabeled = string(v1alpha1.ReasonSecretNotLabeled)
 	// ReasonHeadBlocked (Warning) and ReasonHeadUnblocked (Normal): the
 	// mailbox head started or stopped failing.
 	ReasonHeadBlocked   = "HeadBlocked"

@@ -571,7 +571,7 @@ func TestConfigErrorsAreReported(t *testing.T) {
 		t.Fatal("a runner was built for a feed without its Secrets")
 	}
 
-	// The Secrets appear: the watch brings the feed back and it runs.
+	// The Secrets appear: the next resync reads them and the feed runs.
 	h.secrets("lhr")
 	h.waitReady(key)
 
@@ -597,6 +597,90 @@ func TestConfigErrorsAreReported(t *testing.T) {
 		}
 		return true, ""
 	})
+}
+
+// TestUnlabelledSecretIsRefused: the operator uses only Secrets labelled
+// flightfeed.aero/secret=true. A feed whose Secret lacks the label does not
+// start; the status (SecretNotLabeled) and an Event name the Secret and say
+// how to label it. Labelling it is noticed at the next resync (nothing
+// watches Secrets), and a running feed whose Secret loses the label stops,
+// as it does when the Secret is deleted.
+func TestUnlabelledSecretIsRefused(t *testing.T) {
+	h := newHarness(t)
+	h.startReplica("replica-a")
+	for name, dsn := range map[string]string{"lgw-mailbox": h.mboxDSN, "lgw-db": h.pgDSN} {
+		h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns}, StringData: map[string]string{"dsn": dsn}})
+	}
+	key := h.feed("lgw")
+	wantRefused := func(secret string, event bool) {
+		t.Helper()
+		await.Eventually(t, "Ready False (SecretNotLabeled) naming "+secret, waitLong, func() (bool, string) {
+			ff, err := h.getFeed(key)
+			if err != nil {
+				return false, err.Error()
+			}
+			c := meta.FindStatusCondition(ff.Status.Conditions, string(v1alpha1.ConditionReady))
+			pc := meta.FindStatusCondition(ff.Status.Conditions, string(v1alpha1.ConditionPumpRunning))
+			return c != nil && c.Status == metav1.ConditionFalse && c.Reason == string(v1alpha1.ReasonSecretNotLabeled) &&
+				strings.Contains(c.Message, h.ns+"/"+secret) &&
+				strings.Contains(c.Message, "kubectl label secret -n "+h.ns+" "+secret+" flightfeed.aero/secret=true") &&
+				pc != nil && pc.Status == metav1.ConditionFalse && pc.Reason == string(v1alpha1.ReasonSecretNotLabeled),
+				fmt.Sprintf("Ready %+v, PumpRunning %+v", c, pc)
+		})
+		if event {
+			h.waitEvent(key, controllers.ReasonSecretNotLabeled,
+				"secret "+h.ns+"/"+secret+" is not labelled flightfeed.aero/secret=true, and the operator uses only Secrets so labelled: "+
+					"kubectl label secret -n "+h.ns+" "+secret+" flightfeed.aero/secret=true")
+		}
+	}
+	label := func(name, value string) {
+		t.Helper()
+		var sec corev1.Secret
+		if err := h.c.Get(h.ctx(), types.NamespacedName{Namespace: h.ns, Name: name}, &sec); err != nil {
+			t.Fatal(err)
+		}
+		orig := sec.DeepCopy()
+		if value == "" {
+			delete(sec.Labels, v1alpha1.SecretLabel)
+		} else {
+			sec.Labels = map[string]string{v1alpha1.SecretLabel: value}
+		}
+		if err := h.c.Patch(h.ctx(), &sec, client.MergeFrom(orig)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	wantRefused("lgw-mailbox", true)
+	if len(h.runners.all()) != 0 {
+		t.Fatal("a runner was built with an unlabelled Secret")
+	}
+	// The mailbox Secret labelled is seen at a resync; a label of another
+	// value is no label.
+	label("lgw-mailbox", "true")
+	label("lgw-db", "yes")
+	wantRefused("lgw-db", false)
+	if len(h.runners.all()) != 0 {
+		t.Fatal("a runner was built with an unlabelled Secret")
+	}
+	label("lgw-db", "true")
+	h.waitReady(key)
+	r1 := h.runnerOf("replica-a", 0)
+	if r1.feed.Secrets.MailboxDSN != h.mboxDSN || r1.feed.Secrets.DatabaseDSN != h.pgDSN {
+		t.Fatal("the runner did not get the DSNs of the labelled Secrets")
+	}
+
+	// The label taken away: the pump stops, as for a deleted Secret.
+	label("lgw-mailbox", "")
+	// The events API folds a repeated Event (same reason, same FlightFeed)
+	// into the first one's series and keeps its note: the status names
+	// the Secret.
+	wantRefused("lgw-mailbox", false)
+	await.Eventually(t, "the pump to stop", waitLong, func() (bool, string) { return r1.stopped(), describe(r1) })
+	for _, r := range h.runners.all() {
+		if r != r1 {
+			t.Fatalf("%s was built with an unlabelled Secret", describe(r))
+		}
+	}
 }
 
 // TestPumpTroubleIsReported: a blocked head makes the feed Degraded, DEAD

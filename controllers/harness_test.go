@@ -39,7 +39,10 @@ const (
 	testRenew    = 1500 * time.Millisecond
 	testRetry    = 200 * time.Millisecond
 	testInterval = 300 * time.Millisecond
-	waitLong     = 60 * time.Second
+	// testSecretResync: how often the replicas read a feed's Secrets
+	// again (nothing watches Secrets; rotation tests wait for it).
+	testSecretResync = 500 * time.Millisecond
+	waitLong         = 60 * time.Second
 )
 
 // harness is one test's world: its own namespace, PostgreSQL and MariaDB
@@ -86,9 +89,9 @@ func (h *harness) create(obj client.Object) {
 // secrets creates the two Secrets of feed name: <name>-mailbox and <name>-db.
 func (h *harness) secrets(name string) {
 	h.t.Helper()
-	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-mailbox", Namespace: h.ns},
+	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: name + "-mailbox", Namespace: h.ns},
 		StringData: map[string]string{"dsn": h.mboxDSN}})
-	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-db", Namespace: h.ns},
+	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: name + "-db", Namespace: h.ns},
 		StringData: map[string]string{"dsn": h.pgDSN}})
 }
 
@@ -151,6 +154,7 @@ func (h *harness) startReplicaWith(identity string, factory controllers.RunnerFa
 		// The tests read figures from the status at every report; the
 		// bound on status writes has its own test (statusrate_test.go).
 		StatusFiguresInterval: testInterval,
+		SecretResync:          testSecretResync,
 		ShutdownTimeout:       30 * time.Second,
 		Factory:               factory,
 		Registry:              r.registry,

@@ -45,8 +45,9 @@ var (
 		"flightfeed.aero flightfeeddays get", "flightfeed.aero flightfeeddays list", "flightfeed.aero flightfeeddays watch",
 		"flightfeed.aero flightfeeddays create", "flightfeed.aero flightfeeddays delete",
 		"flightfeed.aero flightfeeddays/status get", "flightfeed.aero flightfeeddays/status patch",
-		// Read one at a time; watched (metadata) through a watch-list.
-		" secrets get", " secrets watch",
+		// Read one at a time by name, never listed or watched: the
+		// manager uses only those labelled flightfeed.aero/secret=true.
+		" secrets get",
 		"events.k8s.io events create", "events.k8s.io events patch",
 	}
 	// leaseScope: the manager's own namespace, where every feed's Lease is.
@@ -279,12 +280,19 @@ func TestChartGrantsExactlyWhatTheManagerUses(t *testing.T) {
 			noArgs: []string{"--legacy-leases"},
 		},
 		{
-			// An API server without WatchList by default: the Secret
-			// informer lists.
+			// Nothing watches Secrets, so an API server without WatchList
+			// by default needs no list either.
 			name:   "cluster-wide, Kubernetes 1.33",
 			args:   []string{"--kube-version", "1.33.4"},
-			want:   map[string][]string{"cluster": join(feedScope, []string{" secrets list"}, clusterScope), ns: join(leaseScope)},
+			want:   map[string][]string{"cluster": join(feedScope, clusterScope), ns: join(leaseScope)},
 			noArgs: []string{"--legacy-leases"},
+		},
+		{
+			name:     "namespaced, Kubernetes 1.33",
+			args:     []string{"--kube-version", "1.33.4", "--set", "watchNamespaces={ops}"},
+			want:     map[string][]string{"cluster": join(clusterScope), "ops": join(feedScope), ns: join(leaseScope)},
+			wantArgs: []string{"--namespaces=ops"},
+			noArgs:   []string{"--legacy-leases"},
 		},
 		{
 			name:     "install, migration on",
@@ -309,6 +317,11 @@ func TestChartGrantsExactlyWhatTheManagerUses(t *testing.T) {
 			for scope := range got {
 				if _, ok := tc.want[scope]; !ok {
 					t.Errorf("the manager gets rights in %s: %v", scope, got[scope])
+				}
+				for _, g := range got[scope] {
+					if strings.HasPrefix(g, " secrets ") && g != " secrets get" {
+						t.Errorf("%s: the manager may %q; Secrets are only read by name", scope, g)
+					}
 				}
 			}
 			args := argsOf(t, objs)
@@ -337,8 +350,10 @@ func TestChartGrantsExactlyWhatTheManagerUses(t *testing.T) {
 					Resources: []string{"flightfeeds", "flightfeeds/status", "flightfeeddays", "flightfeeddays/status"},
 					Verbs:     []string{"get", "list", "watch"}}})),
 			},
+			// Not aggregated by default: a FlightFeed makes the operator
+			// connect where its author says with the namespace's Secrets.
 			"ff-flightfeed-editor": {
-				labels: []string{"aggregate-to-edit", "aggregate-to-admin"},
+				labels: nil,
 				rules: join(flatten(t, []rbacv1.PolicyRule{{APIGroups: []string{"flightfeed.aero"}, Resources: []string{"flightfeeds"},
 					Verbs: []string{"create", "update", "patch", "delete", "deletecollection"}}})),
 			},
@@ -354,17 +369,47 @@ func TestChartGrantsExactlyWhatTheManagerUses(t *testing.T) {
 			if got := sortedSet(flatten(t, r.Rules)); !slices.Equal(got, w.rules) {
 				t.Errorf("%s: %v, want %v", o.GetName(), got, w.rules)
 			}
-			for _, l := range w.labels {
-				if r.Labels["rbac.authorization.k8s.io/"+l] != "true" {
-					t.Errorf("%s lacks the label %s", o.GetName(), l)
-				}
+			if got := aggregations(r.Labels); !slices.Equal(got, sortedSet(w.labels)) {
+				t.Errorf("%s is aggregated into %v, want %v", o.GetName(), got, w.labels)
 			}
 		}
 		for name := range want {
 			t.Errorf("no ClusterRole %s", name)
 		}
+		// rbac.aggregateToEdit: every namespace editor and admin may create
+		// FlightFeeds.
+		var editor *unstructured.Unstructured
+		for _, o := range renderChart(t, "ff", ns, "--set", "rbac.aggregateToEdit=true") {
+			if o.GetKind() == "ClusterRole" && o.GetName() == "ff-flightfeed-editor" {
+				editor = o
+			}
+		}
+		if editor == nil {
+			t.Fatal("rbac.aggregateToEdit=true: no ClusterRole ff-flightfeed-editor")
+		}
+		if got := aggregations(editor.GetLabels()); !slices.Equal(got, []string{"aggregate-to-admin", "aggregate-to-edit"}) {
+			t.Errorf("rbac.aggregateToEdit=true: the editor is aggregated into %v, want edit and admin", got)
+		}
 		if n := len(renderChart(t, "ff", ns, "--set", "rbac.aggregate=false")); n != len(objs)-2 {
 			t.Errorf("rbac.aggregate=false renders %d objects, want %d", n, len(objs)-2)
+		}
+	})
+
+	t.Run("kustomize user roles", func(t *testing.T) {
+		want := map[string][]string{"viewer": {"aggregate-to-admin", "aggregate-to-edit", "aggregate-to-view"}, "editor": nil}
+		for _, o := range decodeObjects(t, readFile(t, filepath.Join(kubetest.RepoRoot(t), "config", "rbac", "aggregate_roles.yaml"))) {
+			w, ok := want[o.GetName()]
+			if !ok {
+				t.Errorf("unexpected %s %s", o.GetKind(), o.GetName())
+				continue
+			}
+			delete(want, o.GetName())
+			if got := aggregations(o.GetLabels()); !slices.Equal(got, w) {
+				t.Errorf("config/rbac %s is aggregated into %v, want %v", o.GetName(), got, w)
+			}
+		}
+		for name := range want {
+			t.Errorf("config/rbac/aggregate_roles.yaml has no ClusterRole %s", name)
 		}
 	})
 
@@ -412,6 +457,19 @@ func TestChartGrantsExactlyWhatTheManagerUses(t *testing.T) {
 	})
 }
 
+// aggregations lists the built-in roles a ClusterRole's labels aggregate
+// it into ("aggregate-to-edit", ...), sorted.
+func aggregations(labels map[string]string) []string {
+	var out []string
+	for k, v := range labels {
+		if a, ok := strings.CutPrefix(k, "rbac.authorization.k8s.io/"); ok && strings.HasPrefix(a, "aggregate-to-") && v == "true" {
+			out = append(out, a)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // The manager runs a feed end to end — Secrets appearing after their
 // FlightFeed, the real pump's request, the AODB's answer as the day's
 // snapshot, the FlightFeedDay, Ready, Events, then the deletion and its
@@ -451,7 +509,7 @@ func TestManagerRunsUnderTheNamespacedRole(t *testing.T) {
 	cfg := rest.CopyConfig(restCfg)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user,
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + mgrNS, "system:authenticated"}}
-	asSA, err := client.New(cfg, client.Options{Scheme: admin.Scheme()})
+	asSA, err := client.NewWithWatch(cfg, client.Options{Scheme: admin.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,14 +521,20 @@ func TestManagerRunsUnderTheNamespacedRole(t *testing.T) {
 	if err := asSA.List(h.ctx(), &list, client.InNamespace(h.ns)); !apierrors.IsForbidden(err) {
 		t.Fatalf("the ServiceAccount listing Secrets: %v, want forbidden", err)
 	}
+	if w, err := asSA.Watch(h.ctx(), &corev1.SecretList{}, client.InNamespace(h.ns)); !apierrors.IsForbidden(err) {
+		if w != nil {
+			w.Stop()
+		}
+		t.Fatalf("the ServiceAccount watching Secrets: %v, want forbidden", err)
+	}
 
 	h.startReplicaWith("replica-a", controllers.StartFeed, func(o *operator.Options) {
 		o.RestConfig = cfg
 		o.LeaseNamespace = mgrNS
 	})
 
-	// The FlightFeed first: its missing Secrets are reported; their
-	// creation reaches the manager through the Secret watch.
+	// The FlightFeed first: its missing Secrets are reported; the manager
+	// reads them again at its next resync (nothing watches Secrets).
 	key := h.feedToday("pek")
 	h.waitCondition(key, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonSecretUnavailable)
 	h.secrets("pek")

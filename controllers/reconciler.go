@@ -9,7 +9,6 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -20,17 +19,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/config"
 )
 
-// secretIndex indexes FlightFeeds by the Secrets they reference.
-const secretIndex = ".spec.secretNames"
+// DefaultSecretResync is how often a feed's Secrets are read again when
+// FlightFeedReconciler.SecretResync is zero (manager flag
+// --secret-resync-period).
+const DefaultSecretResync = time.Minute
 
 // stopPoll is how often a deletion is looked at again while the pump stops.
 const stopPoll = 500 * time.Millisecond
@@ -43,9 +42,14 @@ const stopPoll = 500 * time.Millisecond
 type FlightFeedReconciler struct {
 	// Client reads FlightFeeds through the cache and writes finalizers.
 	Client client.Client
-	// SecretReader reads Secrets (uncached: the cache holds only their
-	// metadata).
+	// SecretReader reads Secrets one at a time by name, uncached (the
+	// manager's API reader): the operator neither lists nor watches them.
 	SecretReader client.Reader
+	// SecretResync is how often each feed is reconciled again to read its
+	// Secrets anew (default DefaultSecretResync): a rotation restarts the
+	// pump when the resolved credentials' digest changes, and a Secret
+	// created or labelled after its FlightFeed is picked up.
+	SecretResync time.Duration
 	// Leases reads the Lease when deciding whether a deletion may finish.
 	Leases client.Reader
 	// Supervisors run the feeds.
@@ -89,7 +93,7 @@ func (r *FlightFeedReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		d.Hash = configHash(ff.UID, feed)
 		r.Directory.set(req.NamespacedName, feed)
 	case configReason(err) != "":
-		// Reported by the holder in the status; the Secret watch or a spec
+		// Reported by the holder in the status; the next resync or a spec
 		// change brings the feed back here.
 		d.ConfigErr = err
 		r.Directory.remove(req.NamespacedName)
@@ -100,7 +104,16 @@ func (r *FlightFeedReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.Supervisors.ensure(ctx, req.NamespacedName, d); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, nil
+	// No Secret is watched: the feed's Secrets are read again at the next
+	// resync, and a changed digest (d.Hash) restarts the pump.
+	return ctrl.Result{RequeueAfter: r.secretResync()}, nil
+}
+
+func (r *FlightFeedReconciler) secretResync() time.Duration {
+	if r.SecretResync > 0 {
+		return r.SecretResync
+	}
+	return DefaultSecretResync
 }
 
 // finalize stops this replica's supervisor and, once no replica holds a
@@ -215,35 +228,17 @@ func configHash(uid types.UID, feed *config.Feed) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// SetupWithManager registers the reconciler: it watches FlightFeeds, and
-// the metadata of Secrets (a Secret change re-resolves the feeds that
-// reference it).
+// SetupWithManager registers the reconciler: it watches FlightFeeds only.
+// Secrets are neither watched nor listed (RBAC grants only get): each
+// reconcile reads the feed's Secrets by name and requeues itself after
+// SecretResync to notice a rotation.
 func (r *FlightFeedReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.FlightFeed{}, secretIndex,
-		func(o client.Object) []string { return SecretNames(o.(*v1alpha1.FlightFeed)) }); err != nil {
-		return fmt.Errorf("index flightfeeds by secret: %w", err)
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("flightfeed").
 		For(&v1alpha1.FlightFeed{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
 			predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionPredicate()))).
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.feedsOfSecret)).
 		WithOptions(controllerOptions()).
 		Complete(r)
-}
-
-// feedsOfSecret maps a Secret to the FlightFeeds that reference it.
-func (r *FlightFeedReconciler) feedsOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	var feeds v1alpha1.FlightFeedList
-	if err := r.Client.List(ctx, &feeds, client.InNamespace(o.GetNamespace()), client.MatchingFields{secretIndex: o.GetName()}); err != nil {
-		logf.FromContext(ctx).Error(err, "list flightfeeds of secret", "secret", o.GetName())
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(feeds.Items))
-	for _, f := range feeds.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&f)})
-	}
-	return out
 }
 
 // deletionPredicate passes updates that set a deletion timestamp or change

@@ -221,7 +221,11 @@ func (r *reporter) events(in reportInput) {
 	if msg := errText(in.ConfigErr, ""); msg != r.configErr {
 		r.configErr = msg
 		if msg != "" {
-			s.event(corev1.EventTypeWarning, ReasonConfigInvalid, "Configure", "%s", msg)
+			reason := ReasonConfigInvalid
+			if configReason(in.ConfigErr) == v1alpha1.ReasonSecretNotLabeled {
+				reason = ReasonSecretNotLabeled
+			}
+			s.event(corev1.EventTypeWarning, reason, "Configure", "%s", msg)
 		}
 	}
 	s.mu.Lock()

@@ -17,8 +17,10 @@ import (
 )
 
 // ConfigError means a FlightFeed cannot run as it stands: its spec does not
-// validate or a referenced Secret is missing. It is reported in the status
-// (Reason) and not retried until the FlightFeed or a Secret changes.
+// validate, or a referenced Secret is missing or not labelled
+// v1alpha1.SecretLabel=true. It is reported in the status (Reason); the
+// reconciler reads the Secrets again at every resync, so a Secret created or
+// labelled later is picked up without touching the FlightFeed.
 type ConfigError struct {
 	Reason v1alpha1.ConditionReason
 	Err    error
@@ -93,7 +95,7 @@ func ResolveFeed(ctx context.Context, secrets client.Reader, ff *v1alpha1.Flight
 }
 
 // SecretNames lists the Secrets a FlightFeed references, sorted, without
-// duplicates: a change to any of them re-resolves the feed.
+// duplicates: the ones ResolveFeed reads.
 func SecretNames(ff *v1alpha1.FlightFeed) []string {
 	names := []string{ff.Spec.Mailbox.DSNSecretRef.Name, ff.Spec.Database.DSNSecretRef.Name}
 	if ref := ff.Spec.Database.ReadDSNSecretRef; ref != nil {
@@ -129,6 +131,14 @@ func (r *secretReader) secret(path *field.Path, name string) (*corev1.Secret, er
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read secret %s/%s for %s: %w", r.namespace, name, path, err)
+	}
+	if s.Labels[v1alpha1.SecretLabel] != "true" {
+		// Its data is dropped at once: an unlabelled Secret is not the
+		// feed's to use.
+		return nil, &ConfigError{Reason: v1alpha1.ReasonSecretNotLabeled,
+			Err: fmt.Errorf("%s: secret %s/%s is not labelled %s=true, and the operator uses only Secrets so labelled: "+
+				"kubectl label secret -n %s %s %s=true", path.Child("name"), r.namespace, name, v1alpha1.SecretLabel,
+				r.namespace, name, v1alpha1.SecretLabel)}
 	}
 	r.cache[name] = &s
 	return &s, nil

@@ -25,7 +25,7 @@ func TestResolveFeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := func(name string, data map[string]string) {
-		if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, StringData: data}); err != nil {
+		if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: name, Namespace: ns}, StringData: data}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -35,6 +35,17 @@ func TestResolveFeed(t *testing.T) {
 	secret("tls-half", map[string]string{"tls.crt": "CERT"})
 	secret("sasl", map[string]string{"username": "u", "password": "p"})
 	secret("sasl-nopass", map[string]string{"username": "u"})
+	// Unlabelled, or labelled other than "true": not the operator's to use.
+	for name, label := range map[string]string{"db-unlabelled": "", "sasl-labelled-yes": "yes"} {
+		obj := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			StringData: map[string]string{"dsn": "postgres://postgres:unlabelled-marker@127.0.0.1:5432/ff", "username": "u", "password": "unlabelled-marker"}}
+		if label != "" {
+			obj.Labels = map[string]string{v1alpha1.SecretLabel: label}
+		}
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	base := func() *v1alpha1.FlightFeed {
 		return &v1alpha1.FlightFeed{
@@ -82,6 +93,11 @@ func TestResolveFeed(t *testing.T) {
 			v1alpha1.ReasonSecretUnavailable, "spec.kafka.tls.secretRef: secret " + ns + "/tls-half must hold both tls.crt and tls.key"},
 		{"SASL without password", func(f *v1alpha1.FlightFeed) { f.Spec.Kafka.SASL.SecretRef.Name = "sasl-nopass" },
 			v1alpha1.ReasonSecretUnavailable, "spec.kafka.sasl.secretRef.name: secret " + ns + `/sasl-nopass has no (or an empty) key "password"`},
+		{"unlabelled secret", func(f *v1alpha1.FlightFeed) { f.Spec.Database.DSNSecretRef.Name = "db-unlabelled" },
+			v1alpha1.ReasonSecretNotLabeled, "spec.database.dsnSecretRef.name: secret " + ns + "/db-unlabelled is not labelled flightfeed.aero/secret=true, " +
+				"and the operator uses only Secrets so labelled: kubectl label secret -n " + ns + " db-unlabelled flightfeed.aero/secret=true"},
+		{"secret labelled other than true", func(f *v1alpha1.FlightFeed) { f.Spec.Kafka.SASL.SecretRef.Name = "sasl-labelled-yes" },
+			v1alpha1.ReasonSecretNotLabeled, "spec.kafka.sasl.secretRef.name: secret " + ns + "/sasl-labelled-yes is not labelled"},
 		{"unknown time zone", func(f *v1alpha1.FlightFeed) { f.Spec.Airport.TimeZone = "Mars/Olympus_Mons" },
 			v1alpha1.ReasonInvalidSpec, "spec.airport.timeZone"},
 		{"same topics", func(f *v1alpha1.FlightFeed) { f.Spec.Kafka.Topics = v1alpha1.KafkaTopics{State: "T", Notice: "T"} },
@@ -94,6 +110,9 @@ func TestResolveFeed(t *testing.T) {
 			var ce *controllers.ConfigError
 			if err == nil || !errors.As(err, &ce) || ce.Reason != tc.reason || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want %s: %s", err, tc.reason, tc.want)
+			}
+			if strings.Contains(err.Error(), "unlabelled-marker") {
+				t.Fatalf("the error carries the Secret's data: %v", err)
 			}
 		})
 	}

@@ -40,6 +40,10 @@ const (
 	// ReasonSecretUnavailable (Ready, PumpRunning False): a referenced
 	// Secret or key is missing.
 	ReasonSecretUnavailable ConditionReason = "SecretUnavailable"
+	// ReasonSecretNotLabeled (Ready, PumpRunning False): a referenced
+	// Secret lacks the label SecretLabel=true, so the operator does not
+	// use it; the message names the Secret and how to label it.
+	ReasonSecretNotLabeled ConditionReason = "SecretNotLabeled"
 	// ReasonStarting (Ready, PumpRunning False): the leader is starting the
 	// pump (migrations, fencing epoch, connections).
 	ReasonStarting ConditionReason = "Starting"
@@ -94,3 +98,9 @@ const (
 // Finalizer holds a FlightFeed until its pump is stopped and its Lease
 // released.
 const Finalizer = "flightfeed.aero/pump"
+
+// SecretLabel must be "true" on every Secret a FlightFeed references: the
+// operator reads only the Secrets a feed names (one get each, never a list
+// or a watch) and uses only those an owner of the namespace marked for it,
+// so a FlightFeed cannot hand it an arbitrary Secret of its namespace.
+const SecretLabel = "flightfeed.aero/secret"

@@ -110,7 +110,7 @@ func TestDeadResolvesTheFeedInTheCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, dsn := range map[string]string{"pek-mailbox": mailboxDSN, "pek-db": databaseDSN} {
-		if err := c.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		if err := c.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Namespace: "default", Name: name},
 			StringData: map[string]string{"dsn": dsn}}); err != nil {
 			t.Fatal(err)
 		}

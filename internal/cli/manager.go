@@ -36,6 +36,8 @@ objects. Every replica serves metrics, probes and the read API.`,
 	statusInterval := f.Duration("status-interval", 5*time.Second, "period of the status reports")
 	figuresInterval := f.Duration("status-figures-interval", 30*time.Second,
 		"write fast-moving figures (counts, rates, lag) to a feed's status at most this often; condition changes are written at once")
+	secretResync := f.Duration("secret-resync-period", controllers.DefaultSecretResync,
+		"how often each feed's Secrets are read again (by name; Secrets are never listed or watched): a rotated Secret restarts the feed's pump within this period")
 	namespaces := f.StringSlice("namespaces", nil, "watch only these namespaces (default: all)")
 	leaseNamespace := f.String("lease-namespace", "", "namespace of every feed's Lease, the manager's own (default: $POD_NAMESPACE, else default)")
 	legacyLeases := f.Bool("legacy-leases", false,
@@ -53,7 +55,7 @@ objects. Every replica serves metrics, probes and the read API.`,
 			InsecureMetrics: !*metricsSecure, MetricsCertDir: *metricsCertDir, APICertDir: *apiCertDir, EnableHTTP2: *enableHTTP2,
 			Identity: id, LeaseDuration: *leaseDuration, RenewDeadline: *renewDeadline, RetryPeriod: *retryPeriod,
 			StatusInterval: *statusInterval, StatusFiguresInterval: *figuresInterval, Namespaces: *namespaces, Log: log,
-			LeaseNamespace: *leaseNamespace, LegacyLeases: *legacyLeases,
+			LeaseNamespace: *leaseNamespace, LegacyLeases: *legacyLeases, SecretResync: *secretResync,
 			Factory: controllers.StartFeed,
 		})
 	}

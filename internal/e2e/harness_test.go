@@ -155,9 +155,9 @@ func (w *feedWorld) run(command string, args ...string) string {
 // apply creates the feed's Secrets and its FlightFeed in e's namespace.
 func (e *env) apply(w *feedWorld) types.NamespacedName {
 	e.t.Helper()
-	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.name + "-mailbox", Namespace: e.ns},
+	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: w.name + "-mailbox", Namespace: e.ns},
 		StringData: map[string]string{"dsn": w.mboxDSN}})
-	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.name + "-db", Namespace: e.ns},
+	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: w.name + "-db", Namespace: e.ns},
 		StringData: map[string]string{"dsn": w.pgDSN}})
 	doc := w.feed().Manifest(w.name, e.ns)
 	var obj unstructured.Unstructured
@@ -484,6 +484,8 @@ func (e *env) startManager(identity string, lt leaseTimings, extra ...string) *m
 		"--renew-deadline", lt.renew.String(),
 		"--retry-period", lt.retry.String(),
 		"--status-interval", "1s",
+		// Nothing watches Secrets: a rotation is seen at the next resync.
+		"--secret-resync-period", "1s",
 		"--metrics-bind-address", m.metrics,
 		// Plain HTTP: the harness scrapes as a local run would.
 		"--metrics-secure=false",

@@ -90,11 +90,11 @@ func TestNoSecretAnywhere(t *testing.T) {
 	}
 	readDSN := "postgres://reader:" + secretMarker + "-ro@" + loopback.FreeAddr(t) + "/ff?sslmode=disable&connect_timeout=2"
 
-	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "pek-mailbox", Namespace: e.ns},
+	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: "pek-mailbox", Namespace: e.ns},
 		StringData: map[string]string{"dsn": mailboxDSN(secretMarker + "-wrong")}})
-	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "pek-db", Namespace: e.ns},
+	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: "pek-db", Namespace: e.ns},
 		StringData: map[string]string{"dsn": pgDSN, "read": readDSN}})
-	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "pek-sasl", Namespace: e.ns}, Type: corev1.SecretTypeBasicAuth,
+	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: "pek-sasl", Namespace: e.ns}, Type: corev1.SecretTypeBasicAuth,
 		StringData: map[string]string{"username": "flightfeed", "password": secretMarker + "-sasl"}})
 	e.create(&v1alpha1.FlightFeed{ObjectMeta: metav1.ObjectMeta{Name: "pek", Namespace: e.ns}, Spec: v1alpha1.FlightFeedSpec{
 		Airport: v1alpha1.AirportSpec{IATA: "PEK", TimeZone: "Asia/Shanghai"},

@@ -88,6 +88,11 @@ type Options struct {
 	// feed's status at most this often (default 30s; see
 	// controllers.SupervisorOptions.FiguresInterval).
 	StatusFiguresInterval time.Duration
+	// SecretResync is how often every feed's Secrets are read again (by
+	// name, uncached; the operator neither lists nor watches Secrets): a
+	// rotated Secret restarts the feed's pump within this period. Default
+	// controllers.DefaultSecretResync (1m).
+	SecretResync time.Duration
 	// ShutdownTimeout bounds stopping the pumps and releasing the Leases
 	// on exit (default 30s).
 	ShutdownTimeout time.Duration
@@ -170,6 +175,9 @@ func New(o Options) (manager.Manager, error) {
 	if err := timings.Validate(); err != nil {
 		return nil, fmt.Errorf("operator: %w", err)
 	}
+	if o.SecretResync < 0 {
+		return nil, fmt.Errorf("operator: the Secret resync period must be positive, got %s", o.SecretResync)
+	}
 	if o.Identity == "" {
 		id, err := DefaultIdentity()
 		if err != nil {
@@ -203,9 +211,10 @@ func New(o Options) (manager.Manager, error) {
 		Cache:                   cacheOptions(o.Namespaces),
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Secrets and Leases are read one at a time from the API
-			// server: caching every Secret and Lease of the cluster would
-			// cost memory and widen what a compromised process holds. The
-			// cache keeps only Secret metadata (for the watch).
+			// server, never cached: caching would list and watch every
+			// Secret and Lease of the cluster, which costs memory, widens
+			// what a compromised process holds and needs RBAC the manager
+			// does not have (Secrets: get only).
 			DisableFor: []client.Object{&corev1.Secret{}, &coordinationv1.Lease{}},
 		}},
 		Controller: ctrlconfig.Controller{
@@ -254,6 +263,7 @@ func New(o Options) (manager.Manager, error) {
 	rec := &controllers.FlightFeedReconciler{
 		Client:       mgr.GetClient(),
 		SecretReader: mgr.GetAPIReader(),
+		SecretResync: o.SecretResync,
 		Leases:       mgr.GetAPIReader(),
 		Supervisors:  sup,
 		Directory:    dir,

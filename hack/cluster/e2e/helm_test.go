@@ -534,7 +534,7 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 	w := newWorld(t, s.binary, "cluster", true)
 	key := types.NamespacedName{Namespace: s.ns, Name: "pek"}
 	for name, dsn := range map[string]string{"pek-mailbox": w.podMbox, "pek-db": w.podPG} {
-		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns}, StringData: map[string]string{"dsn": dsn}}
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: name, Namespace: s.ns}, StringData: map[string]string{"dsn": dsn}}
 		if err := s.c.Create(t.Context(), sec); err != nil {
 			t.Fatal(err)
 		}
