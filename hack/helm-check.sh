@@ -75,6 +75,7 @@ has default 'path: /healthz'
 has default 'path: /readyz'
 has default 'fieldPath: metadata.name'
 has default -- '- --lease-duration=15s'
+has default -- '- --secret-resync-period=1m'
 has default -- '- --api-bind-address=:8082'
 # Secure metrics by default, and the ClusterRole scrapers are bound to.
 has default '- --metrics-secure=true'
