@@ -621,11 +621,12 @@ func TestUnlabelledSecretIsRefused(t *testing.T) {
 			}
 			c := meta.FindStatusCondition(ff.Status.Conditions, string(v1alpha1.ConditionReady))
 			pc := meta.FindStatusCondition(ff.Status.Conditions, string(v1alpha1.ConditionPumpRunning))
-			return c != nil && c.Status == metav1.ConditionFalse && c.Reason == string(v1alpha1.ReasonSecretNotLabeled) &&
-				strings.Contains(c.Message, h.ns+"/"+secret) &&
-				strings.Contains(c.Message, "kubectl label secret -n "+h.ns+" "+secret+" flightfeed.aero/secret=true") &&
-				pc != nil && pc.Status == metav1.ConditionFalse && pc.Reason == string(v1alpha1.ReasonSecretNotLabeled),
-				fmt.Sprintf("Ready %+v, PumpRunning %+v", c, pc)
+			refused := func(c *metav1.Condition) bool {
+				return c != nil && c.Status == metav1.ConditionFalse && c.Reason == string(v1alpha1.ReasonSecretNotLabeled)
+			}
+			named := c != nil && strings.Contains(c.Message, h.ns+"/"+secret) &&
+				strings.Contains(c.Message, "kubectl label secret -n "+h.ns+" "+secret+" flightfeed.aero/secret=true")
+			return refused(c) && refused(pc) && named, fmt.Sprintf("Ready %+v, PumpRunning %+v", c, pc)
 		})
 		if event {
 			h.waitEvent(key, controllers.ReasonSecretNotLabeled,

@@ -103,4 +103,4 @@ const Finalizer = "flightfeed.aero/pump"
 // operator reads only the Secrets a feed names (one get each, never a list
 // or a watch) and uses only those an owner of the namespace marked for it,
 // so a FlightFeed cannot hand it an arbitrary Secret of its namespace.
-const SecretLabel = "flightfeed.aero/secret"
+const SecretLabel = "flightfeed.aero/secret" //nolint:gosec // G101: a label key, not a credential

@@ -510,6 +510,11 @@ func TestNewChecksOptions(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "renew deadline") {
 		t.Fatalf("lease shorter than the renew deadline: %v", err)
 	}
+	_, err = operator.New(operator.Options{RestConfig: restCfg, Factory: idleFactory, Identity: "x", SecretResync: -time.Second,
+		MetricsAddr: "0", ProbeAddr: "0", APIAddr: "0"})
+	if err == nil || !strings.Contains(err.Error(), "Secret resync period must be positive") {
+		t.Fatalf("a negative Secret resync period: %v", err)
+	}
 	t.Setenv("POD_NAME", "flightfeed-7d9f-abcde")
 	if id, err := operator.DefaultIdentity(); err != nil || id != "flightfeed-7d9f-abcde" {
 		t.Fatalf("identity %q %v", id, err)
