@@ -131,6 +131,47 @@ func loadStates(ctx context.Context, q querier, predicate string, args ...any) (
 	return readLoad(br)
 }
 
+// loadPage reads the first limit main rows predicate selects (args are
+// $1…) and then, in one batch, every child table for just those FLIDs:
+// the page's rows and no others leave the database. Inside one
+// REPEATABLE READ transaction both statements see the same snapshot.
+func loadPage(ctx context.Context, q pageQuerier, predicate string, limit int, args ...any) ([]flight.State, error) {
+	args = append(args[:len(args):len(args)], limit)
+	rows, err := q.Query(ctx, fmt.Sprintf(mainSelect, predicate)+fmt.Sprintf(" LIMIT $%d", len(args)), args...)
+	if err != nil {
+		return nil, fmt.Errorf("read flights: %w", err)
+	}
+	states, index, err := scanMains(rows)
+	if err != nil {
+		return nil, err
+	}
+	if len(states) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, len(states))
+	for i, s := range states {
+		ids[i] = int64(s.FLID) //nolint:gosec // at most 12 digits
+	}
+	batch := &pgx.Batch{}
+	for _, c := range childByFLIDs {
+		batch.Queue(c, ids)
+	}
+	br := q.SendBatch(ctx, batch)
+	defer func() { _ = br.Close() }()
+	for _, c := range childTables {
+		if err := readChildren(br, c, states, index); err != nil {
+			return nil, err
+		}
+	}
+	return states, nil
+}
+
+// pageQuerier is what loadPage needs: a transaction.
+type pageQuerier interface {
+	querier
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
 // queueLoad adds the main and child queries of a load to b.
 func queueLoad(b *pgx.Batch, predicate string, args ...any) {
 	b.Queue(fmt.Sprintf(mainSelect, predicate), args...)
@@ -167,20 +208,9 @@ func readLoad(br pgx.BatchResults) ([]flight.State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read flights: %w", err)
 	}
-	var states []flight.State
-	index := map[flight.FLID]int{}
-	for rows.Next() {
-		s, err := scanMain(rows)
-		if err != nil {
-			rows.Close()
-			return nil, err
-		}
-		index[s.FLID] = len(states)
-		states = append(states, s)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read flights: %w", err)
+	states, index, err := scanMains(rows)
+	if err != nil {
+		return nil, err
 	}
 	for _, c := range childTables {
 		if err := readChildren(br, c, states, index); err != nil {
@@ -188,6 +218,27 @@ func readLoad(br pgx.BatchResults) ([]flight.State, error) {
 		}
 	}
 	return states, nil
+}
+
+// scanMains reads main rows into states, with each FLID's index; it
+// closes rows.
+func scanMains(rows pgx.Rows) ([]flight.State, map[flight.FLID]int, error) {
+	defer rows.Close()
+	var states []flight.State
+	index := map[flight.FLID]int{}
+	for rows.Next() {
+		s, err := scanMain(rows)
+		if err != nil {
+			return nil, nil, err
+		}
+		index[s.FLID] = len(states)
+		states = append(states, s)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read flights: %w", err)
+	}
+	return states, index, nil
 }
 
 func readChildren(br pgx.BatchResults, c childTable, states []flight.State, index map[flight.FLID]int) error {
