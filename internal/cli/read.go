@@ -59,6 +59,9 @@ func openStoreAs(ctx context.Context, feed *config.Feed, dsn string, readOnly bo
 		MaxConns: feed.Spec.Database.MaxConns, Location: feed.Location, ReadOnly: readOnly})
 }
 
+// exportPageSize is how many flights `export` reads per keyset page.
+const exportPageSize = 500
+
 func newExportCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export --config F [--flid ID] [--day D]",
@@ -90,18 +93,20 @@ sorted by FLID, read in one consistent transaction.`,
 			return err
 		}
 		defer s.Close()
-		states, err := s.ReadFlights(cmd.Context(), filter)
-		if err != nil {
-			return err
-		}
+		// One snapshot, read exportPageSize flights at a time: a big day
+		// costs the memory of one page.
 		w := bufio.NewWriter(cmd.OutOrStdout())
-		for _, st := range states {
+		err = s.EachFlight(cmd.Context(), filter, exportPageSize, func(st flight.State) error {
 			doc, err := flight.CanonicalJSON(st)
 			if err != nil {
-				return err
+				return fmt.Errorf("render flight %s: %w", st.FLID, err)
 			}
 			_, _ = w.Write(doc)
 			_ = w.WriteByte('\n')
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		return flush(w)
 	}
