@@ -54,6 +54,9 @@ type Metrics struct {
 	mailboxReachable  *prometheus.GaugeVec
 	databaseReachable *prometheus.GaugeVec
 	kafkaRenewed      *prometheus.CounterVec
+	// readAPIRejected counts the read API's 429s (not per feed: the cap
+	// is the replica's).
+	readAPIRejected prometheus.Counter
 
 	// reg is where the feeds' connection statistics are registered.
 	reg             prometheus.Registerer
@@ -191,6 +194,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "flightfeed_kafka_clients_renewed_total",
 			Help: "Kafka clients the feed's dispatcher renewed while this replica led the feed: the broker refused the producer while this replica still led the feed (a transaction past its timeout, or another producer of the feed's transactional id).",
 		}, feed),
+		readAPIRejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "flightfeed_read_api_rejected_total",
+			Help: "Read API requests this replica refused with 429 because it was already serving its maximum (--api-max-concurrent-requests).",
+		}),
 		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flightfeed_build_info",
 			Help: "Always 1; the labels name the running binary's version, VCS revision and Go version.",
@@ -208,7 +215,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 func (m *Metrics) register(reg prometheus.Registerer) error {
 	for _, p := range []any{&m.messages, &m.txDuration, &m.batchSize, &m.ignoredTags, &m.serviceErrors, &m.snapshotFlags, &m.traceLogErrors, &m.panics, &m.queueDepth, &m.queueLag,
 		&m.headBlocked, &m.outboxPending, &m.outboxOldest, &m.backfillPending, &m.snapshotVersion, &m.leader, &m.pumpRunning, &m.buildInfo, &m.kafkaReachable, &m.outboxParked,
-		&m.mailboxReachable, &m.databaseReachable, &m.kafkaRenewed} {
+		&m.mailboxReachable, &m.databaseReachable, &m.kafkaRenewed, &m.readAPIRejected} {
 		var err error
 		switch v := p.(type) {
 		case **prometheus.CounterVec:
@@ -216,6 +223,8 @@ func (m *Metrics) register(reg prometheus.Registerer) error {
 		case **prometheus.GaugeVec:
 			*v, err = registerOrReuse(reg, *v)
 		case **prometheus.HistogramVec:
+			*v, err = registerOrReuse(reg, *v)
+		case *prometheus.Counter:
 			*v, err = registerOrReuse(reg, *v)
 		}
 		if err != nil {
@@ -237,6 +246,12 @@ func registerOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C) (C,
 		}
 	}
 	return c, fmt.Errorf("register metrics: %w", err)
+}
+
+// ReadAPIRejected counts the read API requests refused because the
+// replica was already serving its maximum.
+func (m *Metrics) ReadAPIRejected() prometheus.Counter {
+	return m.readAPIRejected
 }
 
 // Observer returns the pump observer of one feed.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,6 +28,8 @@ objects. Every replica serves metrics, probes and the read API.`,
 	metricsCertDir := f.String("metrics-cert-dir", "", "folder with tls.crt and tls.key for the metrics endpoint, reloaded on change (default: a self-signed certificate made at start)")
 	probeAddr := f.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz (0 disables)")
 	apiAddr := f.String("api-bind-address", ":8082", "address of the read API, HTTPS with bearer tokens (0 disables)")
+	apiMaxConcurrent := f.Int("api-max-concurrent-requests", operator.DefaultMaxConcurrentRequests,
+		"read API requests served at once (after authorization); more are refused with 429 and Retry-After")
 	apiCertDir := f.String("api-cert-dir", "", "folder with tls.crt and tls.key for the read API, reloaded on change (default: a self-signed certificate made at start)")
 	enableHTTP2 := f.Bool("enable-http2", false, "offer HTTP/2 on the metrics and read API endpoints")
 	identity := f.String("identity", "", "identity in Leases and the database writer lock (default: $POD_NAME, else the host name)")
@@ -44,6 +47,9 @@ objects. Every replica serves metrics, probes and the read API.`,
 		"also take each feed's Lease in the feed's namespace, where releases before the namespaced Leases kept it, so that no replica of such a release pumps at the same time (upgrades from them)")
 	logFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *apiMaxConcurrent < 1 {
+			return usageError{fmt.Errorf("--api-max-concurrent-requests %d: must be at least 1", *apiMaxConcurrent)}
+		}
 		log := newLogger(cmd)
 		logf.SetLogger(log)
 		id := *identity
@@ -51,7 +57,7 @@ objects. Every replica serves metrics, probes and the read API.`,
 			id = hostIdentity()
 		}
 		return operator.Run(cmd.Context(), operator.Options{
-			Kubeconfig: *kubeconfig, MetricsAddr: *metricsAddr, ProbeAddr: *probeAddr, APIAddr: *apiAddr,
+			Kubeconfig: *kubeconfig, MetricsAddr: *metricsAddr, ProbeAddr: *probeAddr, APIAddr: *apiAddr, APIMaxConcurrentRequests: *apiMaxConcurrent,
 			InsecureMetrics: !*metricsSecure, MetricsCertDir: *metricsCertDir, APICertDir: *apiCertDir, EnableHTTP2: *enableHTTP2,
 			Identity: id, LeaseDuration: *leaseDuration, RenewDeadline: *renewDeadline, RetryPeriod: *retryPeriod,
 			StatusInterval: *statusInterval, StatusFiguresInterval: *figuresInterval, Namespaces: *namespaces, Log: log,

@@ -68,6 +68,10 @@ type Options struct {
 	// APIAddr serves the read API over HTTPS, to bearer tokens allowed to
 	// read the feed (see Access). "0" disables it. Default :8082.
 	APIAddr string
+	// APIMaxConcurrentRequests caps the read API requests served at once
+	// (after authorization); one more is refused with 429 and Retry-After.
+	// Default DefaultMaxConcurrentRequests (8).
+	APIMaxConcurrentRequests int
 	// APICertDir holds tls.crt and tls.key for the read API, reloaded when
 	// they change; without them a self-signed certificate is made at start.
 	APICertDir string
@@ -287,7 +291,7 @@ func New(o Options) (manager.Manager, error) {
 	}
 	if addr := orDefault(o.APIAddr, DefaultAPIAddr); addr != "0" {
 		access := NewAccess(kube.AuthenticationV1().TokenReviews(), kube.AuthorizationV1().SubjectAccessReviews(), nil)
-		api := NewReadAPI(dir, access, o.Log.WithName("read-api"))
+		api := NewReadAPI(dir, access, o.APIMaxConcurrentRequests, metrics.ReadAPIRejected(), o.Log.WithName("read-api"))
 		if err := mgr.Add(&apiServer{addr: addr, api: api, certDir: o.APICertDir, http2: o.EnableHTTP2, log: o.Log.WithName("read-api")}); err != nil {
 			return nil, fmt.Errorf("operator: add read api: %w", err)
 		}

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
-	"github.com/flightfeed/flightfeed/controllers"
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -27,11 +27,22 @@ const (
 	MaxPageSize     = 5000
 	// readTimeout bounds one request's database work.
 	readTimeout = 30 * time.Second
+	// DefaultMaxConcurrentRequests is how many read API requests a
+	// replica serves at once by default; more are refused with 429.
+	DefaultMaxConcurrentRequests = 8
+	// busyRetryAfter is the Retry-After of a 429, in seconds.
+	busyRetryAfter = "1"
 )
 
 // FlightReader is the part of the store the read API uses.
 type FlightReader interface {
 	ReadFlights(ctx context.Context, f store.Filter) ([]flight.State, error)
+}
+
+// FeedLookup finds a runnable feed's configuration
+// (*controllers.FeedDirectory).
+type FeedLookup interface {
+	Lookup(key types.NamespacedName) (*config.Feed, bool)
 }
 
 // ReadAPI serves a feed's current flight state from its PostgreSQL
@@ -48,11 +59,22 @@ type FlightReader interface {
 // authenticates and authorizes it through the API server before the feed is
 // even looked up: no or a rejected token is 401, a user without `get` on
 // flightfeeds/flights of the feed is 403, each with a JSON error body.
+//
+// A list reads one page in SQL (keyset: FLID > cursor ORDER BY flid LIMIT
+// limit+1), never the feed. At most maxConcurrent authorized requests are
+// served at once, each holding its slot from the feed's lookup to the end
+// of its response; one more is refused at once with 429 and Retry-After.
+// The slot is taken after authorization, so callers without a valid token
+// never take one.
 type ReadAPI struct {
-	dir    *controllers.FeedDirectory
+	dir    FeedLookup
 	access *Access
 	open   func(context.Context, *config.Feed) (FlightReader, func(), error)
 	log    logr.Logger
+	// slots holds a token per request being served (the concurrency cap).
+	slots chan struct{}
+	// rejected counts the requests refused with 429.
+	rejected prometheus.Counter
 
 	mu     sync.Mutex
 	stores map[types.NamespacedName]*readStore
@@ -64,9 +86,18 @@ type readStore struct {
 	close  func()
 }
 
-// NewReadAPI serves the feeds of dir to the callers access allows.
-func NewReadAPI(dir *controllers.FeedDirectory, access *Access, log logr.Logger) *ReadAPI {
-	return &ReadAPI{dir: dir, access: access, open: openReadStore, log: log, stores: map[types.NamespacedName]*readStore{}}
+// NewReadAPI serves the feeds of dir to the callers access allows, at
+// most maxConcurrent requests at once (DefaultMaxConcurrentRequests when
+// not positive), counting the refused ones in rejected (may be nil).
+func NewReadAPI(dir FeedLookup, access *Access, maxConcurrent int, rejected prometheus.Counter, log logr.Logger) *ReadAPI {
+	if maxConcurrent <= 0 {
+		maxConcurrent = DefaultMaxConcurrentRequests
+	}
+	if rejected == nil {
+		rejected = prometheus.NewCounter(prometheus.CounterOpts{Name: "flightfeed_read_api_rejected_total"})
+	}
+	return &ReadAPI{dir: dir, access: access, open: openReadStore, log: log, stores: map[types.NamespacedName]*readStore{},
+		slots: make(chan struct{}, maxConcurrent), rejected: rejected}
 }
 
 // readDSN is the DSN the read API connects with: the feed's read-only
@@ -99,8 +130,8 @@ func OpenReadStore(ctx context.Context, dsn string, loc *time.Location) (*store.
 // whatever its path; the feed routes authorize the token for their feed.
 func (a *ReadAPI) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /api/v1/feeds/{namespace}/{name}/flights", a.authorized(a.list))
-	mux.HandleFunc("GET /api/v1/feeds/{namespace}/{name}/flights/{flid}", a.authorized(a.one))
+	mux.HandleFunc("GET /api/v1/feeds/{namespace}/{name}/flights", a.authorized(a.limited(a.list)))
+	mux.HandleFunc("GET /api/v1/feeds/{namespace}/{name}/flights/{flid}", a.authorized(a.limited(a.one)))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if BearerToken(r) == "" {
 			unauthorized(w, "a bearer token is required (Authorization: Bearer <token>)")
@@ -129,6 +160,25 @@ func (a *ReadAPI) authorized(next http.HandlerFunc) http.HandlerFunc {
 		default:
 			next(w, r)
 		}
+	}
+}
+
+// limited serves next while fewer than cap(a.slots) requests are being
+// served, and refuses at once (429, Retry-After) otherwise: a request
+// never queues, so the caller, not this process, holds the backlog.
+func (a *ReadAPI) limited(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case a.slots <- struct{}{}:
+		default:
+			a.rejected.Inc()
+			a.log.V(1).Info("read api: busy", "flightfeed", r.PathValue("namespace")+"/"+r.PathValue("name"), "maxConcurrentRequests", cap(a.slots))
+			w.Header().Set("Retry-After", busyRetryAfter)
+			httpError(w, http.StatusTooManyRequests, "%d read API requests are already being served by this replica; retry after %s s", cap(a.slots), busyRetryAfter)
+			return
+		}
+		defer func() { <-a.slots }()
+		next(w, r)
 	}
 }
 
@@ -192,20 +242,20 @@ func (a *ReadAPI) list(w http.ResponseWriter, r *http.Request) {
 		}
 		after = id
 	}
+	// One page in SQL: the limit+1 lowest FLIDs after the cursor, the
+	// extra one only telling that another page follows.
+	filter.UpdatedSince, filter.After, filter.Limit = since, &after, limit+1
 	states, ok := a.read(w, r, filter)
 	if !ok {
 		return
 	}
-	out := page{Items: []json.RawMessage{}}
-	// States come sorted by FLID; the cursor is the last FLID listed.
+	out := page{Items: make([]json.RawMessage, 0, min(len(states), limit))}
+	if len(states) > limit {
+		states = states[:limit]
+		// The cursor is the last FLID listed.
+		out.Cursor = encodeCursor(states[limit-1].FLID)
+	}
 	for _, s := range states {
-		if s.FLID <= after || (!since.IsZero() && s.UpdatedAt.Before(since)) {
-			continue
-		}
-		if len(out.Items) == limit {
-			out.Cursor = encodeCursor(after)
-			break
-		}
 		doc, err := flight.CanonicalJSON(s)
 		if err != nil {
 			a.log.Error(err, "render flight", "flid", s.FLID.String())
@@ -213,7 +263,6 @@ func (a *ReadAPI) list(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		out.Items = append(out.Items, doc)
-		after = s.FLID
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -243,8 +292,9 @@ func (a *ReadAPI) one(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(doc) // canonical JSON served as application/json with nosniff, never HTML
 }
 
-// read finds the feed and reads the flights f selects in one consistent
-// transaction. It writes the error response itself when it fails.
+// read finds the feed and reads the flights f selects (with f.Limit, one
+// page) in one consistent transaction. It writes the error response itself
+// when it fails.
 func (a *ReadAPI) read(w http.ResponseWriter, r *http.Request, f store.Filter) ([]flight.State, bool) {
 	key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
 	feed, ok := a.dir.Lookup(key)
