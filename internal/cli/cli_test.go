@@ -97,3 +97,12 @@ func TestMigrateReportsAnUnreachableDatabase(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 }
+
+// The read API's concurrency cap must allow at least one request; the
+// manager says so before it connects to anything.
+func TestManagerRefusesANonPositiveReadAPICap(t *testing.T) {
+	code, _, errOut := runCLI("manager", "--api-max-concurrent-requests", "0")
+	if code != exitUsage || errOut != "flightfeed: --api-max-concurrent-requests 0: must be at least 1\n" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
