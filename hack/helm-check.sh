@@ -104,6 +104,8 @@ render quiet --set metrics.enabled=false --set api.enabled=false --set replicaCo
 [ "$(count quiet PodDisruptionBudget)" = 0 ] || fail "one replica still renders a PodDisruptionBudget"
 has quiet -- '- --metrics-bind-address=0'
 has quiet -- '- --api-bind-address=0'
+render apicap --set api.maxConcurrentRequests=3
+has apicap -- '- --api-max-concurrent-requests=3'
 render norbac --set rbac.create=false --set rbac.aggregate=false --set serviceAccount.create=false --set serviceAccount.name=existing
 [ "$(count norbac ClusterRole)" = 0 ] || fail "rbac.create=false still renders a ClusterRole"
 [ "$(count norbac Role)" = 0 ] || fail "rbac.create=false still renders a Role"
@@ -241,6 +243,7 @@ refuse "a writable root filesystem" --set securityContext.readOnlyRootFilesystem
 refuse "a root pod" --set podSecurityContext.runAsNonRoot=false
 refuse "an unknown value" --set replicas=3
 refuse "a port out of range" --set api.port=70000
+refuse "a read API cap of zero" --set api.maxConcurrentRequests=0
 refuse "an unknown log level" --set logLevel=loud
 refuse "a zero alert threshold" --set monitoring.prometheusRule.headBlockedSeconds=0
 refuse "a bad watched namespace" --set 'watchNamespaces={Ops}'
