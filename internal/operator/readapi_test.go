@@ -389,7 +389,7 @@ func TestReadAPIMemoryUnderParallelListsIsBoundedByThePage(t *testing.T) {
 	wg.Wait()
 	close(stop)
 	<-sampled
-	growth := int64(peak) - int64(base) //nolint:gosec // heap sizes
+	growth := int64(peak) - int64(base)
 	t.Logf("heap %d MiB before, peak %d MiB: grew %d MiB under %d parallel lists of %d KiB each (bound %d MiB)",
 		base>>20, peak>>20, growth>>20, parallel, results[0].n>>10, maxHeapGrowth>>20)
 	if growth > maxHeapGrowth {
