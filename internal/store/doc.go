@@ -32,5 +32,5 @@
 //	columns.go      the storage layout, derived from flight's field table
 //	outbox.go       msg_event rows rendered and queued with the state they carry
 //	outbox_read.go  the dispatcher's side of msg_event
-//	read.go         consistent reads: ReadFlights, Ledger
+//	read.go         consistent reads: ReadFlights (whole or one keyset page), EachFlight, Ledger
 package store
