@@ -779,3 +779,33 @@ func TestParkedEventsAreReported(t *testing.T) {
 	r1.setStatus(func(s *feedrun.Status) { s.OutboxParked = 0 })
 	h.waitCondition(key, v1alpha1.ConditionKafkaDegraded, metav1.ConditionFalse, v1alpha1.ReasonAsExpected)
 }
+
+// TestRefusedDSNOptionIsReported: a mailbox Secret whose DSN asks for
+// allowAllFiles is reported as InvalidSecret in the status and as a
+// ConfigInvalid Event, both naming the Secret and the option and never the
+// password, and no pump is built for it.
+func TestRefusedDSNOptionIsReported(t *testing.T) {
+	const marker = "Zq9Marker"
+	h := newHarness(t)
+	h.startReplica("replica-a")
+	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "rogue-mailbox", Namespace: h.ns},
+		StringData: map[string]string{"dsn": "root:" + marker + "@tcp(127.0.0.1:3306)/mbx?allowAllFiles=true"}})
+	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "rogue-db", Namespace: h.ns},
+		StringData: map[string]string{"dsn": h.pgDSN}})
+	key := h.feed("rogue")
+
+	ff := h.waitCondition(key, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidSecret)
+	c := meta.FindStatusCondition(ff.Status.Conditions, string(v1alpha1.ConditionReady))
+	if !strings.Contains(c.Message, "rogue-mailbox") || !strings.Contains(c.Message, "allowAllFiles=true is refused") {
+		t.Fatalf("message %q does not name the Secret and the option", c.Message)
+	}
+	e := h.waitEvent(key, controllers.ReasonConfigInvalid, "allowAllFiles=true is refused")
+	for _, text := range []string{c.Message, e.Note} {
+		if strings.Contains(text, marker) {
+			t.Fatalf("the status or the Event shows the password: %s", text)
+		}
+	}
+	if len(h.runners.all()) != 0 {
+		t.Fatal("a runner was built for a feed whose mailbox DSN is refused")
+	}
+}

@@ -63,9 +63,18 @@ func ResolveFeed(ctx context.Context, secrets client.Reader, ff *v1alpha1.Flight
 	if out.DatabaseDSN, err = r.key(dp, dp.Child("key"), spec.Database.DSNSecretRef); err != nil {
 		return nil, err
 	}
+	if err := checkDSN(mp, ff.Namespace, spec.Mailbox.DSNSecretRef, "mailbox", config.CheckMailboxDSN(out.MailboxDSN)); err != nil {
+		return nil, err
+	}
+	if err := checkDSN(dp, ff.Namespace, spec.Database.DSNSecretRef, "database", config.CheckDatabaseDSN(out.DatabaseDSN)); err != nil {
+		return nil, err
+	}
 	if ref := spec.Database.ReadDSNSecretRef; ref != nil {
 		rp := sp.Child("database", "readDsnSecretRef")
 		if out.ReadDatabaseDSN, err = r.key(rp, rp.Child("key"), *ref); err != nil {
+			return nil, err
+		}
+		if err := checkDSN(rp, ff.Namespace, *ref, "database", config.CheckDatabaseDSN(out.ReadDatabaseDSN)); err != nil {
 			return nil, err
 		}
 	}
@@ -92,6 +101,18 @@ func ResolveFeed(ctx context.Context, secrets client.Reader, ff *v1alpha1.Flight
 		}
 	}
 	return &config.Feed{Namespace: ff.Namespace, Name: ff.Name, Spec: spec, Location: loc, Secrets: out}, nil
+}
+
+// checkDSN turns what config refused in a DSN read from a Secret into a
+// *ConfigError (InvalidSecret) that names the Secret and key, never the
+// DSN: the config checks quote no credential, and the DSN is not quoted
+// at all.
+func checkDSN(path *field.Path, namespace string, ref v1alpha1.SecretKeyRef, what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &ConfigError{Reason: v1alpha1.ReasonInvalidSecret,
+		Err: fmt.Errorf("%s: secret %s/%s key %q: %s DSN: %w", path, namespace, ref.Name, ref.Key, what, err)}
 }
 
 // SecretNames lists the Secrets a FlightFeed references, sorted, without

@@ -46,6 +46,8 @@ func TestResolveFeed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	secret("mbx-files", map[string]string{"dsn": "root:Zq9Marker@tcp(127.0.0.1:3306)/mbx?allowAllFiles=true"})
+	secret("db-passfile", map[string]string{"dsn": "postgres://postgres:Zq9Marker@127.0.0.1:5432/ff?passfile=/etc/passwd"})
 
 	base := func() *v1alpha1.FlightFeed {
 		return &v1alpha1.FlightFeed{
@@ -98,6 +100,13 @@ func TestResolveFeed(t *testing.T) {
 				"and the operator uses only Secrets so labelled: kubectl label secret -n " + ns + " db-unlabelled flightfeed.aero/secret=true"},
 		{"secret labelled other than true", func(f *v1alpha1.FlightFeed) { f.Spec.Kafka.SASL.SecretRef.Name = "sasl-labelled-yes" },
 			v1alpha1.ReasonSecretNotLabeled, "spec.kafka.sasl.secretRef.name: secret " + ns + "/sasl-labelled-yes is not labelled"},
+		{"mailbox DSN with allowAllFiles", func(f *v1alpha1.FlightFeed) { f.Spec.Mailbox.DSNSecretRef.Name = "mbx-files" },
+			v1alpha1.ReasonInvalidSecret, "spec.mailbox.dsnSecretRef: secret " + ns + `/mbx-files key "dsn": mailbox DSN: option allowAllFiles=true is refused`},
+		{"database DSN with passfile", func(f *v1alpha1.FlightFeed) { f.Spec.Database.DSNSecretRef.Name = "db-passfile" },
+			v1alpha1.ReasonInvalidSecret, "spec.database.dsnSecretRef: secret " + ns + `/db-passfile key "dsn": database DSN: key "passfile" is refused`},
+		{"read DSN with passfile", func(f *v1alpha1.FlightFeed) {
+			f.Spec.Database.ReadDSNSecretRef = &v1alpha1.SecretKeyRef{Name: "db-passfile", Key: "dsn"}
+		}, v1alpha1.ReasonInvalidSecret, "spec.database.readDsnSecretRef: secret " + ns + `/db-passfile key "dsn": database DSN: key "passfile" is refused`},
 		{"unknown time zone", func(f *v1alpha1.FlightFeed) { f.Spec.Airport.TimeZone = "Mars/Olympus_Mons" },
 			v1alpha1.ReasonInvalidSpec, "spec.airport.timeZone"},
 		{"same topics", func(f *v1alpha1.FlightFeed) { f.Spec.Kafka.Topics = v1alpha1.KafkaTopics{State: "T", Notice: "T"} },
@@ -113,6 +122,9 @@ func TestResolveFeed(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "unlabelled-marker") {
 				t.Fatalf("the error carries the Secret's data: %v", err)
+			}
+			if strings.Contains(err.Error(), "Zq9Marker") {
+				t.Fatalf("the error shows a password: %v", err)
 			}
 		})
 	}

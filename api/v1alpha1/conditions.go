@@ -44,6 +44,11 @@ const (
 	// Secret lacks the label SecretLabel=true, so the operator does not
 	// use it; the message names the Secret and how to label it.
 	ReasonSecretNotLabeled ConditionReason = "SecretNotLabeled"
+	// ReasonInvalidSecret (Ready, PumpRunning False): a referenced Secret
+	// holds a value that is refused, such as a DSN option that would let
+	// a server read local files (README, Security); the message names the
+	// Secret, the key and the option, never the DSN.
+	ReasonInvalidSecret ConditionReason = "InvalidSecret"
 	// ReasonStarting (Ready, PumpRunning False): the leader is starting the
 	// pump (migrations, fencing epoch, connections).
 	ReasonStarting ConditionReason = "Starting"

@@ -42,6 +42,12 @@ func TestNoCommandShowsACredential(t *testing.T) {
 			[]string{"simulate", "--create-mailbox"}, exitFailed},
 		{"broker with credentials", goodMailbox, goodDB, "user:" + marker + "@127.0.0.1:9092",
 			[]string{"pump", "--drain"}, exitUsage},
+		{"mailbox DSN with allowAllFiles", "root:" + marker + "@tcp(" + closingServer(t) + ")/mbx?allowAllFiles=true", goodDB, "127.0.0.1:1",
+			[]string{"pump", "--drain"}, exitUsage},
+		{"mailbox DSN with tls=skip-verify", "root:" + marker + "@tcp(" + closingServer(t) + ")/mbx?tls=skip-verify", goodDB, "127.0.0.1:1",
+			[]string{"simulate", "--create-mailbox"}, exitUsage},
+		{"database DSN with passfile", goodMailbox, "postgres://postgres:" + marker + "@127.0.0.1:1/ff?passfile=/etc/passwd", "127.0.0.1:1",
+			[]string{"migrate"}, exitUsage},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -57,5 +63,26 @@ func TestNoCommandShowsACredential(t *testing.T) {
 				t.Errorf("output shows the password:\n%s%s", out, errOut)
 			}
 		})
+	}
+}
+
+// `flightfeed pump --config` refuses a DSN option that would let a server
+// read local files: exit status 2 and one line that names the field and
+// the option, before anything is dialled.
+func TestPumpRefusesDangerousDSNOptions(t *testing.T) {
+	const marker = "Zq9Marker"
+	for _, c := range []struct{ mailbox, database, want string }{
+		{"root:" + marker + "@tcp(127.0.0.1:1)/mbx?allowAllFiles=true", "postgres://postgres@127.0.0.1:1/ff?sslmode=disable",
+			"mailbox.dsn: Invalid value: \"***@tcp(127.0.0.1:1)/mbx?allowAllFiles=true\": option allowAllFiles=true is refused"},
+		{"root@tcp(127.0.0.1:1)/mbx", "postgres://postgres:" + marker + "@127.0.0.1:1/ff?sslrootcert=/etc/passwd",
+			`database.dsn: Invalid value: "postgres://***@127.0.0.1:1/ff?sslrootcert=/etc/passwd": key "sslrootcert" is refused`},
+	} {
+		code, out, errOut := runCLIContext(t.Context(), "pump", "--config", writeFeed(t, c.mailbox, c.database, "127.0.0.1:1"), "--drain")
+		if code != exitUsage || !strings.Contains(errOut, c.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("exit %d, want %d and one line saying %q:\n%s", code, exitUsage, c.want, errOut)
+		}
+		if strings.Contains(out+errOut, marker[2:]) {
+			t.Errorf("output shows the password:\n%s%s", out, errOut)
+		}
 	}
 }

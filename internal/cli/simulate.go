@@ -125,14 +125,15 @@ func appendNew(days []string, day string) []string {
 // driver names what it parsed, and a malformed DSN puts the password there.
 func createTables(ctx context.Context, feed *config.Feed) error {
 	dsn := feed.Secrets.MailboxDSN
-	cfg, err := mysql.ParseDSN(dsn)
+	cfg, err := config.MailboxConfig(dsn)
 	if err != nil {
 		return config.RedactError(fmt.Errorf("parse mailbox DSN %s: %w", config.RedactDSN(dsn), err), dsn)
 	}
-	db, err := sql.Open("mysql", cfg.FormatDSN())
+	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return config.RedactError(fmt.Errorf("open mailbox: %w", err), dsn)
 	}
+	db := sql.OpenDB(conn)
 	defer func() { _ = db.Close() }()
 	for _, stmt := range mailboxddl.DDL() {
 		if _, err := db.ExecContext(ctx, stmt); err != nil {

@@ -150,6 +150,8 @@ func (fs *fileSpec) resolve() (v1alpha1.FlightFeedSpec, Secrets, field.ErrorList
 	}
 	if strings.TrimSpace(fs.Mailbox.DSN) == "" {
 		errs = append(errs, field.Required(field.NewPath("mailbox", "dsn"), `the mailbox DSN, e.g. "root@tcp(127.0.0.1:3306)/mbx"`))
+	} else if err := CheckMailboxDSN(fs.Mailbox.DSN); err != nil {
+		errs = append(errs, field.Invalid(field.NewPath("mailbox", "dsn"), RedactDSN(fs.Mailbox.DSN), err.Error()))
 	}
 	if strings.TrimSpace(fs.Database.DSN) == "" {
 		errs = append(errs, field.Required(field.NewPath("database", "dsn"), `the database DSN, e.g. "postgres://postgres@127.0.0.1:5432/ff?sslmode=disable"`))

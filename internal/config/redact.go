@@ -149,9 +149,20 @@ var ErrAmbiguousDSN = errors.New("the user or password holds an unescaped '@' or
 
 // CheckDatabaseDSN refuses a PostgreSQL connection URI that libpq and pgx
 // would split at the wrong '@' or '/' (SPEC §5: bad configuration is named,
-// not discovered as a strange host). Keyword/value DSNs and unambiguous
-// URIs pass. The error holds no part of the DSN.
+// not discovered as a strange host), a key outside DatabaseKeys (naming
+// it), and a set FileEnvironment variable (dsnpolicy.go). The error holds
+// no part of the DSN but a refused key's name.
 func CheckDatabaseDSN(dsn string) error {
+	if err := checkAmbiguousURI(dsn); err != nil {
+		return err
+	}
+	if err := checkDatabaseKeys(dsn); err != nil {
+		return err
+	}
+	return CheckDatabaseEnvironment()
+}
+
+func checkAmbiguousURI(dsn string) error {
 	rest, ok := strings.CutPrefix(dsn, "postgres://")
 	if !ok {
 		if rest, ok = strings.CutPrefix(dsn, "postgresql://"); !ok {

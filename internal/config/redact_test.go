@@ -67,14 +67,14 @@ func TestRedactErrorRemovesEverySplitOfThePassword(t *testing.T) {
 
 func TestCheckDatabaseDSN(t *testing.T) {
 	for dsn, ambiguous := range map[string]bool{
-		"postgres://postgres:p@ss@127.0.0.1:5432/ff":     true,
-		"postgresql://postgres:pa/ss@127.0.0.1:5432/ff":  true,
-		"postgres://postgres:p%40ss@127.0.0.1:5432/ff":   false,
-		"postgres://postgres:pa?ss#x@127.0.0.1:5432/ff":  false,
-		"postgres://h/ff?user=admin@server&password=x":   false,
-		"postgres://postgres@127.0.0.1:5432/ff":          false,
-		"host=127.0.0.1 password=p@ss@x dbname=ff":       false,
-		"postgres://postgres:secret@127.0.0.1/ff?x=a/b@": false,
+		"postgres://postgres:p@ss@127.0.0.1:5432/ff":                    true,
+		"postgresql://postgres:pa/ss@127.0.0.1:5432/ff":                 true,
+		"postgres://postgres:p%40ss@127.0.0.1:5432/ff":                  false,
+		"postgres://postgres:pa?ss#x@127.0.0.1:5432/ff":                 false,
+		"postgres://h/ff?user=admin@server&password=x":                  false,
+		"postgres://postgres@127.0.0.1:5432/ff":                         false,
+		"host=127.0.0.1 password=p@ss@x dbname=ff":                      false,
+		"postgres://postgres:secret@127.0.0.1/ff?application_name=a/b@": false,
 	} {
 		err := config.CheckDatabaseDSN(dsn)
 		if (err != nil) != ambiguous {

@@ -24,7 +24,7 @@ func (f *Feed) TransactionalID() (string, error) {
 	if f.Name != "" {
 		return prefix + "." + f.Namespace + "." + f.Name, nil
 	}
-	cfg, err := pgconn.ParseConfig(f.Secrets.DatabaseDSN)
+	cfg, err := pgconn.ParseConfigWithOptions(f.Secrets.DatabaseDSN, DatabaseParseOptions())
 	if err != nil {
 		return "", fmt.Errorf("transactional id from the database DSN %s: %w", RedactDSN(f.Secrets.DatabaseDSN), RedactError(err, f.Secrets.DatabaseDSN))
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/config"
 )
 
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`)
@@ -71,9 +72,11 @@ type queries struct {
 }
 
 // Open connects to the mailbox. Times are read and written in UTC unless
-// the DSN names another loc.
+// the DSN names another loc. A DSN option that would let the server read
+// local files or weaken the connection (allowAllFiles, tls=skip-verify…,
+// config.MailboxConfig) is refused before anything is dialled.
 func Open(ctx context.Context, dsn string, spec v1alpha1.MailboxSpec) (*Mailbox, error) {
-	cfg, err := mysql.ParseDSN(dsn)
+	cfg, err := config.MailboxConfig(dsn)
 	if err != nil {
 		return nil, dsnError(dsn, "parse mailbox DSN %s: %w", redactDSN(dsn), err)
 	}
@@ -86,10 +89,12 @@ func Open(ctx context.Context, dsn string, spec v1alpha1.MailboxSpec) (*Mailbox,
 	if err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("mysql", cfg.FormatDSN())
+	// The connector uses cfg as checked and forced, not a re-parsed text.
+	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, dsnError(dsn, "open mailbox: %w", err)
 	}
+	db := sql.OpenDB(conn)
 	db.SetMaxOpenConns(4)
 	db.SetConnMaxIdleTime(time.Minute)
 	if err := db.PingContext(ctx); err != nil {

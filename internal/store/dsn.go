@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flightfeed/flightfeed/internal/config"
 )
@@ -42,3 +44,28 @@ type reasonError struct {
 
 func (e *reasonError) Error() string { return e.reason }
 func (e *reasonError) Unwrap() error { return e.err }
+
+// parseConnConfig parses a database DSN with pgconn's allow-list of keys
+// (config.DatabaseKeys): a key that would read a local file (passfile,
+// sslrootcert…) is refused before the file system is touched, whatever
+// config.CheckDatabaseDSN made of the DSN.
+func parseConnConfig(dsn string) (*pgx.ConnConfig, error) {
+	return pgx.ParseConfigWithOptions(dsn, pgx.ParseConfigOptions{ParseConfigOptions: config.DatabaseParseOptions()})
+}
+
+// parsePoolConfig is parseConnConfig for a pool. pgxpool parses its own
+// keys (pool_max_conns…) out of the DSN with no allow-list, so the pool is
+// built from an empty DSN (defaults only) and given the checked
+// connection config; the pool's size comes from the spec.
+func parsePoolConfig(dsn string) (*pgxpool.Config, error) {
+	conn, err := parseConnConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig("")
+	if err != nil {
+		return nil, err
+	}
+	cfg.ConnConfig = conn
+	return cfg, nil
+}

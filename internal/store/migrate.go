@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
@@ -61,7 +60,7 @@ func withProvider(ctx context.Context, dsn string, run func(*goose.Provider) ([]
 	if err := config.CheckDatabaseDSN(dsn); err != nil {
 		return nil, fmt.Errorf("parse database DSN %s: %w", config.RedactDSN(dsn), err)
 	}
-	cfg, err := pgx.ParseConfig(dsn)
+	cfg, err := parseConnConfig(dsn)
 	if err != nil {
 		return nil, dsnError(dsn, "parse database DSN %s: %w", config.RedactDSN(dsn), parseReason(err))
 	}

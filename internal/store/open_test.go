@@ -51,3 +51,37 @@ func TestOpenErrorsNeverShowThePassword(t *testing.T) {
 		}
 	}
 }
+
+// Open and Migrate refuse a database DSN key outside config.DatabaseKeys,
+// and a libpq environment variable that names a file, before they touch
+// the file or the network: the error names the key or the variable, not
+// a failed connection.
+func TestOpenRefusesFileKeys(t *testing.T) {
+	const base = "postgres://postgres@127.0.0.1:1/ff?sslmode=disable&connect_timeout=2"
+	for _, c := range []struct{ dsn, env, want string }{
+		{base + "&passfile=/var/run/secrets/kubernetes.io/serviceaccount/token", "", `key "passfile" is refused`},
+		{base + "&sslrootcert=/etc/passwd", "", `key "sslrootcert" is refused`},
+		{"host=127.0.0.1 port=1 dbname=ff servicefile=/tmp/x service=evil", "", `key "servicefile" is refused`},
+		{base + "&pool_max_conns=500", "", `key "pool_max_conns" is refused`},
+		{base, "PGSSLROOTCERT", "environment variable PGSSLROOTCERT is set"},
+		{base, "PGPASSFILE", "environment variable PGPASSFILE is set"},
+	} {
+		t.Run(c.want, func(t *testing.T) {
+			if c.env != "" {
+				t.Setenv(c.env, "/var/run/secrets/kubernetes.io/serviceaccount/token")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			s, err := store.Open(ctx, c.dsn, store.Options{})
+			if err == nil {
+				s.Close()
+			}
+			_, merr := store.Migrate(ctx, c.dsn)
+			for what, err := range map[string]error{"Open": err, "Migrate": merr} {
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("%s: got %v, want %q", what, err, c.want)
+				}
+			}
+		})
+	}
+}

@@ -73,7 +73,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err := config.CheckDatabaseDSN(dsn); err != nil {
 		return nil, fmt.Errorf("parse database DSN %s: %w", config.RedactDSN(dsn), err)
 	}
-	cfg, err := pgxpool.ParseConfig(dsn)
+	cfg, err := parsePoolConfig(dsn)
 	if err != nil {
 		return nil, dsnError(dsn, "parse database DSN %s: %w", config.RedactDSN(dsn), parseReason(err))
 	}

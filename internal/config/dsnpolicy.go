@@ -1,0 +1,215 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// A DSN comes from a Secret that whoever may write the FlightFeed's
+// namespace controls, and some driver options turn it into a way to read
+// this process's files or to weaken its connections: go-sql-driver/mysql
+// with allowAllFiles=true sends any local file (the pod's service-account
+// token) to a server that answers a query with LOAD DATA LOCAL INFILE, and
+// pgconn reads passfile, servicefile, sslkey, sslcert and sslrootcert from
+// the local file system. The mailbox DSN is checked option by option
+// against a deny list (the driver's other options are harmless or
+// refused by the driver itself) and then has the dangerous flags forced
+// off; the database DSN is checked against an allow list of keys, which
+// fails closed for keys a later pgx release learns. README, Security,
+// has the table.
+
+// mailboxRule is one mailbox DSN option that is refused when set.
+type mailboxRule struct {
+	option string
+	set    func(*mysql.Config) bool
+	why    string
+}
+
+var mailboxRefused = []mailboxRule{
+	{"allowAllFiles=true", func(c *mysql.Config) bool { return c.AllowAllFiles },
+		"it lets the mailbox server read any local file of this process (LOAD DATA LOCAL INFILE)"},
+	{"allowCleartextPasswords=true", func(c *mysql.Config) bool { return c.AllowCleartextPasswords },
+		"it sends the password in clear text to a server that asks for it"},
+	{"allowOldPasswords=true", func(c *mysql.Config) bool { return c.AllowOldPasswords },
+		"it answers with the broken pre-4.1 password hash"},
+	{"allowFallbackToPlaintext=true", func(c *mysql.Config) bool { return c.AllowFallbackToPlaintext },
+		"it goes on without TLS when the server does not offer it"},
+	{"multiStatements=true", func(c *mysql.Config) bool { return c.MultiStatements },
+		"it lets one statement text carry several statements; FlightFeed never sends more than one"},
+}
+
+// MailboxTLSValues are the values of the mailbox DSN's tls option that are
+// accepted; the TLS of a private CA or a client certificate is given in
+// mailbox.tls, not by a registered name.
+var MailboxTLSValues = []string{"", "false", "true"}
+
+// MailboxConfig parses a go-sql-driver/mysql DSN, refuses the options that
+// would let the server read local files or weaken the connection, and
+// forces those flags off in what it returns (so a later change of the
+// parser cannot turn them back on). Its errors quote no part of the DSN
+// but the option they refuse.
+func MailboxConfig(dsn string) (*mysql.Config, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, RedactError(err, dsn)
+	}
+	switch {
+	case cfg.TLSConfig == "skip-verify" || cfg.TLSConfig == "preferred":
+		return nil, fmt.Errorf("option tls=%s is refused: it accepts any server certificate (use tls=true, and mailbox.tls for a private CA)", cfg.TLSConfig)
+	case !slices.Contains(MailboxTLSValues, cfg.TLSConfig):
+		return nil, errors.New("option tls=<name> is refused: only tls=true or tls=false (give a private CA or a client certificate in mailbox.tls)")
+	}
+	for _, r := range mailboxRefused {
+		if r.set(cfg) {
+			return nil, fmt.Errorf("option %s is refused: %s", r.option, r.why)
+		}
+	}
+	cfg.AllowAllFiles = false
+	cfg.AllowCleartextPasswords = false
+	cfg.AllowOldPasswords = false
+	cfg.AllowFallbackToPlaintext = false
+	cfg.MultiStatements = false
+	return cfg, nil
+}
+
+// CheckMailboxDSN reports an option MailboxConfig refuses in dsn. A DSN the
+// driver cannot parse at all passes here: opening the mailbox names that
+// error, as it always did.
+func CheckMailboxDSN(dsn string) error {
+	if _, err := mysql.ParseDSN(dsn); err != nil {
+		return nil //nolint:nilerr // the parse error is Open's to name
+	}
+	_, err := MailboxConfig(dsn)
+	return err
+}
+
+// DatabaseKeys are the connection-string keys a database DSN may hold:
+// where and as whom to connect, sslmode, and the session settings the
+// store itself knows. Every other key is refused, including those that
+// make pgconn read a local file (fileKeys).
+var DatabaseKeys = []string{
+	"host", "port", "dbname", "user", "password", "sslmode", "sslsni",
+	"connect_timeout", "target_session_attrs", "application_name",
+	"statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout",
+	"tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count",
+}
+
+// fileKeys are the database DSN keys that make pgconn read a local file.
+var fileKeys = map[string]bool{
+	"passfile": true, "service": true, "servicefile": true,
+	"sslkey": true, "sslcert": true, "sslrootcert": true, "sslpassword": true,
+}
+
+// FileEnvironment are the libpq environment variables that make pgconn
+// read a local file (PGSERVICE selects an entry of one). The process
+// refuses to open a database while one is set.
+var FileEnvironment = []string{"PGPASSFILE", "PGSERVICE", "PGSERVICEFILE", "PGSSLCERT", "PGSSLKEY", "PGSSLROOTCERT", "PGSSLPASSWORD"}
+
+// DatabaseParseOptions are the pgconn options every database DSN is
+// parsed with: pgconn itself refuses a key outside DatabaseKeys before it
+// touches the file system.
+func DatabaseParseOptions() pgconn.ParseConfigOptions {
+	return pgconn.ParseConfigOptions{ConnStringAllowedKeys: slices.Clone(DatabaseKeys)}
+}
+
+// checkDatabaseKeys refuses a key outside DatabaseKeys, naming it.
+func checkDatabaseKeys(dsn string) error {
+	keys, err := databaseKeys(dsn)
+	if err != nil {
+		// Malformed: pgconn reports it when the DSN is parsed.
+		return nil //nolint:nilerr // the parse error is the driver's to name
+	}
+	for _, k := range keys {
+		if k == "database" {
+			k = "dbname"
+		}
+		if slices.Contains(DatabaseKeys, k) {
+			continue
+		}
+		if fileKeys[k] {
+			return fmt.Errorf("key %q is refused: it makes the driver read a local file (give TLS material in database.tls)", k)
+		}
+		return fmt.Errorf("key %q is refused: a database DSN may hold only %s", k, strings.Join(DatabaseKeys, ", "))
+	}
+	return nil
+}
+
+// CheckDatabaseEnvironment refuses a set FileEnvironment variable.
+func CheckDatabaseEnvironment() error {
+	for _, name := range FileEnvironment {
+		if v, ok := os.LookupEnv(name); ok && v != "" {
+			return fmt.Errorf("environment variable %s is set: FlightFeed reads no file a libpq environment variable names (unset it; give TLS material in database.tls)", name)
+		}
+	}
+	return nil
+}
+
+// databaseKeys lists the keys of a connection URI's query or of a
+// keyword/value string as libpq and pgconn split them.
+func databaseKeys(dsn string) ([]string, error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return nil, err
+		}
+		q, err := url.ParseQuery(u.RawQuery)
+		if err != nil {
+			return nil, err
+		}
+		var keys []string
+		for k := range q {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		return keys, nil
+	}
+	var keys []string
+	s := dsn
+	for {
+		s = strings.TrimLeft(s, " \t\n\r\v\f")
+		if s == "" {
+			return keys, nil
+		}
+		eq := strings.IndexByte(s, '=')
+		if eq < 0 {
+			return nil, errors.New("keyword without value")
+		}
+		keys = append(keys, strings.TrimSpace(s[:eq]))
+		s = strings.TrimLeft(s[eq+1:], " \t\n\r\v\f")
+		if strings.HasPrefix(s, "'") {
+			// Quoted: up to the next unescaped quote.
+			i := 1
+			for ; i < len(s); i++ {
+				if s[i] == '\\' {
+					i++
+					continue
+				}
+				if s[i] == '\'' {
+					break
+				}
+			}
+			if i >= len(s) {
+				return nil, errors.New("unterminated quoted value")
+			}
+			s = s[i+1:]
+			continue
+		}
+		i := 0
+		for ; i < len(s) && !strings.ContainsRune(" \t\n\r\v\f", rune(s[i])); i++ {
+			if s[i] == '\\' {
+				i++
+			}
+		}
+		if i > len(s) {
+			i = len(s)
+		}
+		s = s[i:]
+	}
+}
