@@ -30,7 +30,8 @@ func (e *ConfigError) Error() string { return e.Err.Error() }
 
 func (e *ConfigError) Unwrap() error { return e.Err }
 
-// Keys of the Kafka TLS and SASL Secrets.
+// Keys of the TLS Secrets (kafka.tls, mailbox.tls, database.tls) and of
+// the SASL Secret.
 const (
 	KeyCA       = "ca.crt"
 	KeyCert     = corev1.TLSCertKey
@@ -90,6 +91,27 @@ func ResolveFeed(ctx context.Context, secrets client.Reader, ff *v1alpha1.Flight
 				"%s: secret %s/%s must hold both %s and %s, or neither", path, ff.Namespace, t.SecretRef.Name, KeyCert, KeyKey)}
 		}
 	}
+	for _, t := range []struct {
+		spec *v1alpha1.ServerTLS
+		path *field.Path
+		out  *config.TLSMaterial
+	}{
+		{spec.Mailbox.TLS, sp.Child("mailbox", "tls", "secretRef"), &out.MailboxTLS},
+		{spec.Database.TLS, sp.Child("database", "tls", "secretRef"), &out.DatabaseTLS},
+	} {
+		if t.spec == nil || t.spec.SecretRef == nil {
+			continue
+		}
+		s, err := r.secret(t.path, t.spec.SecretRef.Name)
+		if err != nil {
+			return nil, err
+		}
+		*t.out = config.TLSMaterial{CA: s.Data[KeyCA], Cert: s.Data[KeyCert], Key: s.Data[KeyKey]}
+		if _, err := config.ClientTLS(t.spec, *t.out); err != nil {
+			return nil, &ConfigError{Reason: v1alpha1.ReasonInvalidSecret, Err: fmt.Errorf(
+				"%s: secret %s/%s: %w", t.path, ff.Namespace, t.spec.SecretRef.Name, err)}
+		}
+	}
 	if s := spec.Kafka.SASL; s != nil {
 		path := sp.Child("kafka", "sasl", "secretRef")
 		// The keys are fixed, so a missing one is charged to the Secret's name.
@@ -124,6 +146,11 @@ func SecretNames(ff *v1alpha1.FlightFeed) []string {
 	}
 	if t := ff.Spec.Kafka.TLS; t != nil && t.SecretRef != nil {
 		names = append(names, t.SecretRef.Name)
+	}
+	for _, t := range []*v1alpha1.ServerTLS{ff.Spec.Mailbox.TLS, ff.Spec.Database.TLS} {
+		if t != nil && t.SecretRef != nil {
+			names = append(names, t.SecretRef.Name)
+		}
 	}
 	if s := ff.Spec.Kafka.SASL; s != nil {
 		names = append(names, s.SecretRef.Name)

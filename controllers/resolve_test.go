@@ -13,6 +13,7 @@ import (
 	"github.com/flightfeed/flightfeed/controllers"
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/testpki"
 )
 
 // TestResolveFeed reads the Secrets a FlightFeed references from the API
@@ -46,6 +47,9 @@ func TestResolveFeed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	pki := testpki.New(t, "database CA", "db.test")
+	secret("db-tls", map[string]string{"ca.crt": string(pki.CAPEM), "tls.crt": string(pki.ClientCertPEM), "tls.key": string(pki.ClientKeyPEM)})
+	secret("db-tls-badca", map[string]string{"ca.crt": "not PEM"})
 	secret("mbx-files", map[string]string{"dsn": "root:Zq9Marker@tcp(127.0.0.1:3306)/mbx?allowAllFiles=true"})
 	secret("db-passfile", map[string]string{"dsn": "postgres://postgres:Zq9Marker@127.0.0.1:5432/ff?passfile=/etc/passwd"})
 
@@ -107,6 +111,15 @@ func TestResolveFeed(t *testing.T) {
 		{"read DSN with passfile", func(f *v1alpha1.FlightFeed) {
 			f.Spec.Database.ReadDSNSecretRef = &v1alpha1.SecretKeyRef{Name: "db-passfile", Key: "dsn"}
 		}, v1alpha1.ReasonInvalidSecret, "spec.database.readDsnSecretRef: secret " + ns + `/db-passfile key "dsn": database DSN: key "passfile" is refused`},
+		{"mailbox TLS secret missing", func(f *v1alpha1.FlightFeed) {
+			f.Spec.Mailbox.TLS = &v1alpha1.ServerTLS{SecretRef: &v1alpha1.SecretRef{Name: "nope"}}
+		}, v1alpha1.ReasonSecretUnavailable, "spec.mailbox.tls.secretRef.name: secret " + ns + "/nope not found"},
+		{"database TLS CA not PEM", func(f *v1alpha1.FlightFeed) {
+			f.Spec.Database.TLS = &v1alpha1.ServerTLS{SecretRef: &v1alpha1.SecretRef{Name: "db-tls-badca"}}
+		}, v1alpha1.ReasonInvalidSecret, "spec.database.tls.secretRef: secret " + ns + "/db-tls-badca: ca.crt holds no PEM certificate"},
+		{"database TLS certificate without key", func(f *v1alpha1.FlightFeed) {
+			f.Spec.Database.TLS = &v1alpha1.ServerTLS{SecretRef: &v1alpha1.SecretRef{Name: "tls-half"}}
+		}, v1alpha1.ReasonInvalidSecret, "spec.database.tls.secretRef: secret " + ns + "/tls-half: tls.crt and tls.key must be given together"},
 		{"unknown time zone", func(f *v1alpha1.FlightFeed) { f.Spec.Airport.TimeZone = "Mars/Olympus_Mons" },
 			v1alpha1.ReasonInvalidSpec, "spec.airport.timeZone"},
 		{"same topics", func(f *v1alpha1.FlightFeed) { f.Spec.Kafka.Topics = v1alpha1.KafkaTopics{State: "T", Notice: "T"} },
@@ -127,6 +140,25 @@ func TestResolveFeed(t *testing.T) {
 				t.Fatalf("the error shows a password: %v", err)
 			}
 		})
+	}
+
+	// mailbox.tls and database.tls read their Secrets' keys.
+	ff = base()
+	ff.Spec.Mailbox.TLS = &v1alpha1.ServerTLS{SecretRef: &v1alpha1.SecretRef{Name: "db-tls"}, ServerName: "mailbox.test"}
+	ff.Spec.Database.TLS = &v1alpha1.ServerTLS{SecretRef: &v1alpha1.SecretRef{Name: "db-tls"}}
+	if feed, err = controllers.ResolveFeed(ctx, c, ff); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []config.TLSMaterial{feed.Secrets.MailboxTLS, feed.Secrets.DatabaseTLS} {
+		if string(m.CA) != string(pki.CAPEM) || string(m.Cert) != string(pki.ClientCertPEM) || string(m.Key) != string(pki.ClientKeyPEM) {
+			t.Fatalf("TLS material %+v", m)
+		}
+	}
+	if cfg, err := feed.MailboxTLS(); err != nil || cfg.ServerName != "mailbox.test" || cfg.RootCAs == nil || len(cfg.Certificates) != 1 {
+		t.Fatalf("mailbox TLS %+v, %v", cfg, err)
+	}
+	if got := controllers.SecretNames(ff); strings.Join(got, ",") != "db,db-tls,mbx,sasl,tls" {
+		t.Fatalf("secret names %v", got)
 	}
 
 	// Without TLS material the Secret is optional; a plain feed resolves.

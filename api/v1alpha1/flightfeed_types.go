@@ -91,6 +91,12 @@ type MailboxSpec struct {
 	// (user:pass@tcp(host:3306)/db) of the mailbox.
 	DSNSecretRef SecretKeyRef `json:"dsnSecretRef"`
 
+	// TLS to the mailbox server with a private CA and/or a client
+	// certificate, always verified; it wins over the DSN's tls option.
+	// Absent: as the DSN says (tls=true verifies against the system roots).
+	// +optional
+	TLS *ServerTLS `json:"tls,omitempty"`
+
 	// Inbound names the inbound table and its columns.
 	// +optional
 	// +kubebuilder:default={}
@@ -272,6 +278,13 @@ type DatabaseSpec struct {
 	// +optional
 	ReadDSNSecretRef *SecretKeyRef `json:"readDsnSecretRef,omitempty"`
 
+	// TLS to the database server (both DSNs) with a private CA and/or a
+	// client certificate, always verified; it wins over the DSN's sslmode
+	// (TLS is used even with sslmode=disable, and never falls back to
+	// plain text). Absent: as the DSN's sslmode says.
+	// +optional
+	TLS *ServerTLS `json:"tls,omitempty"`
+
 	// MaxConns bounds the connection pool. Default 4.
 	// +kubebuilder:validation:Minimum=2
 	// +kubebuilder:validation:Maximum=64
@@ -389,9 +402,23 @@ type KafkaTLS struct {
 	ServerName string `json:"serverName,omitempty"`
 }
 
+// ServerTLS configures verified TLS to the mailbox or database server.
+type ServerTLS struct {
+	// SecretRef names a Secret with optional keys ca.crt (trusted CA, PEM;
+	// absent: system roots), tls.crt and tls.key (client certificate, both
+	// or neither).
+	// +optional
+	SecretRef *SecretRef `json:"secretRef,omitempty"`
+	// ServerName overrides the name checked in the server certificate
+	// (default: the DSN's host).
+	// +optional
+	ServerName string `json:"serverName,omitempty"`
+}
+
 // KafkaSASL configures SASL authentication.
 type KafkaSASL struct {
-	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
+	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512. PLAIN sends the
+	// password as it is, so it is refused without kafka.tls.
 	// +kubebuilder:validation:Enum=PLAIN;SCRAM-SHA-256;SCRAM-SHA-512
 	Mechanism string `json:"mechanism"`
 	// SecretRef names a Secret with keys username and password.

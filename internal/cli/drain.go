@@ -55,7 +55,7 @@ func interruptedDrain(ctx context.Context, feed *config.Feed) error {
 // a pump and dispatcher that have stopped.
 func countLeftover(ctx context.Context, feed *config.Feed) (leftover, error) {
 	var left leftover
-	mb, err := mailbox.Open(ctx, feed.Secrets.MailboxDSN, feed.Spec.Mailbox)
+	mb, err := mailbox.OpenFeed(ctx, feed)
 	if err != nil {
 		return left, err
 	}
@@ -63,7 +63,11 @@ func countLeftover(ctx context.Context, feed *config.Feed) (leftover, error) {
 	if left.MailboxRows, _, err = mb.Depth(ctx); err != nil {
 		return left, err
 	}
-	st, err := store.Open(ctx, feed.Secrets.DatabaseDSN, store.Options{MaxConns: 2, Location: feed.Location})
+	dbTLS, err := feed.DatabaseTLS()
+	if err != nil {
+		return left, err
+	}
+	st, err := store.Open(ctx, feed.Secrets.DatabaseDSN, store.Options{MaxConns: 2, Location: feed.Location, TLS: dbTLS})
 	if err != nil {
 		return left, err
 	}

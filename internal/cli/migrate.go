@@ -25,14 +25,18 @@ func newMigrateCommand() *cobra.Command {
 		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), *timeout)
 		defer cancel()
-		applied, err := store.Migrate(ctx, feed.Secrets.DatabaseDSN)
+		dbTLS, err := feed.DatabaseTLS()
+		if err != nil {
+			return err
+		}
+		applied, err := store.Migrate(ctx, feed.Secrets.DatabaseDSN, store.WithTLS(dbTLS))
 		for _, m := range applied {
 			fmt.Fprintf(cmd.OutOrStdout(), "applied %s\n", m.Source)
 		}
 		if err != nil {
 			return err
 		}
-		current, _, err := store.SchemaVersion(ctx, feed.Secrets.DatabaseDSN)
+		current, _, err := store.SchemaVersion(ctx, feed.Secrets.DatabaseDSN, store.WithTLS(dbTLS))
 		if err != nil {
 			return err
 		}

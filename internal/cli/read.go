@@ -48,7 +48,11 @@ func openFeedStore(ctx context.Context, load feedLoader, open func(context.Conte
 }
 
 func openStoreAs(ctx context.Context, feed *config.Feed, dsn string, readOnly bool) (*store.Store, error) {
-	current, latest, err := store.SchemaVersion(ctx, dsn)
+	dbTLS, err := feed.DatabaseTLS()
+	if err != nil {
+		return nil, err
+	}
+	current, latest, err := store.SchemaVersion(ctx, dsn, store.WithTLS(dbTLS))
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +60,7 @@ func openStoreAs(ctx context.Context, feed *config.Feed, dsn string, readOnly bo
 		return nil, fmt.Errorf("database schema is at version %d, this binary needs %d: run `flightfeed migrate --config F`", current, latest)
 	}
 	return store.Open(ctx, dsn, store.Options{
-		MaxConns: feed.Spec.Database.MaxConns, Location: feed.Location, ReadOnly: readOnly})
+		MaxConns: feed.Spec.Database.MaxConns, Location: feed.Location, ReadOnly: readOnly, TLS: dbTLS})
 }
 
 // exportPageSize is how many flights `export` reads per keyset page.

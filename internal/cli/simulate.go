@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/spf13/cobra"
 
 	mailboxddl "github.com/flightfeed/flightfeed/hack/mailbox"
@@ -61,7 +60,7 @@ an ADFT ad-hoc flight, an FDEL — and, with --malformed N, N broken messages.`,
 				return err
 			}
 		}
-		mb, err := mailbox.Open(ctx, feed.Secrets.MailboxDSN, feed.Spec.Mailbox)
+		mb, err := mailbox.OpenFeed(ctx, feed)
 		if err != nil {
 			return err
 		}
@@ -125,13 +124,9 @@ func appendNew(days []string, day string) []string {
 // driver names what it parsed, and a malformed DSN puts the password there.
 func createTables(ctx context.Context, feed *config.Feed) error {
 	dsn := feed.Secrets.MailboxDSN
-	cfg, err := config.MailboxConfig(dsn)
+	conn, err := mailbox.FeedConnector(feed)
 	if err != nil {
-		return config.RedactError(fmt.Errorf("parse mailbox DSN %s: %w", config.RedactDSN(dsn), err), dsn)
-	}
-	conn, err := mysql.NewConnector(cfg)
-	if err != nil {
-		return config.RedactError(fmt.Errorf("open mailbox: %w", err), dsn)
+		return err
 	}
 	db := sql.OpenDB(conn)
 	defer func() { _ = db.Close() }()

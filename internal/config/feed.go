@@ -33,6 +33,16 @@ type Secrets struct {
 	ReadDatabaseDSN string
 	// Kafka holds TLS and SASL material, when the spec enables them.
 	Kafka KafkaSecrets
+	// MailboxTLS and DatabaseTLS are the PEM material of mailbox.tls and
+	// database.tls, when the spec enables them.
+	MailboxTLS, DatabaseTLS TLSMaterial
+}
+
+// TLSMaterial is a server connection's PEM blocks; each may be empty.
+type TLSMaterial struct {
+	// CA is the trusted CA (empty: the system roots); Cert and Key are the
+	// client certificate and its key.
+	CA, Cert, Key []byte
 }
 
 // KafkaSecrets are the broker credentials.

@@ -32,6 +32,8 @@ type fileSpec struct {
 type fileMailbox struct {
 	v1alpha1.MailboxSpec `json:",inline"`
 	DSN                  string `json:"dsn"`
+	// TLS shadows the spec's Secret-referencing field.
+	TLS *fileTLS `json:"tls"`
 }
 
 type fileDatabase struct {
@@ -39,16 +41,19 @@ type fileDatabase struct {
 	DSN                   string `json:"dsn"`
 	// ReadDSN is a read-only role's DSN (the file's readDsnSecretRef).
 	ReadDSN string `json:"readDsn"`
+	// TLS shadows the spec's Secret-referencing field.
+	TLS *fileTLS `json:"tls"`
 }
 
 type fileKafka struct {
 	v1alpha1.KafkaSpec `json:",inline"`
 	// TLS and SASL shadow the spec's Secret-referencing fields.
-	TLS  *fileKafkaTLS  `json:"tls"`
+	TLS  *fileTLS       `json:"tls"`
 	SASL *fileKafkaSASL `json:"sasl"`
 }
 
-type fileKafkaTLS struct {
+// fileTLS is kafka.tls, mailbox.tls or database.tls of a config file.
+type fileTLS struct {
 	// CA, Cert and Key are PEM text; each may be empty.
 	CA         string `json:"ca"`
 	Cert       string `json:"cert"`
@@ -165,6 +170,11 @@ func (fs *fileSpec) resolve() (v1alpha1.FlightFeedSpec, Secrets, field.ErrorList
 			errs = append(errs, field.Invalid(field.NewPath("kafka", "tls"), "", "cert and key must be given together"))
 		}
 	}
+	var tlsErrs field.ErrorList
+	spec.Mailbox.TLS, secrets.MailboxTLS, tlsErrs = fs.Mailbox.TLS.resolve(field.NewPath("mailbox", "tls"))
+	errs = append(errs, tlsErrs...)
+	spec.Database.TLS, secrets.DatabaseTLS, tlsErrs = fs.Database.TLS.resolve(field.NewPath("database", "tls"))
+	errs = append(errs, tlsErrs...)
 	if s := fs.Kafka.SASL; s != nil {
 		spec.Kafka.SASL = &v1alpha1.KafkaSASL{Mechanism: s.Mechanism}
 		secrets.Kafka.Username, secrets.Kafka.Password = s.Username, s.Password
@@ -176,6 +186,20 @@ func (fs *fileSpec) resolve() (v1alpha1.FlightFeedSpec, Secrets, field.ErrorList
 		}
 	}
 	return spec, secrets, errs
+}
+
+// resolve splits a server's TLS into the spec and the material, checking
+// that the material makes a TLS configuration.
+func (t *fileTLS) resolve(path *field.Path) (*v1alpha1.ServerTLS, TLSMaterial, field.ErrorList) {
+	if t == nil {
+		return nil, TLSMaterial{}, nil
+	}
+	spec := &v1alpha1.ServerTLS{ServerName: t.ServerName}
+	m := TLSMaterial{CA: []byte(t.CA), Cert: []byte(t.Cert), Key: []byte(t.Key)}
+	if _, err := ClientTLS(spec, m); err != nil {
+		return nil, TLSMaterial{}, field.ErrorList{field.Invalid(path, "", err.Error())}
+	}
+	return spec, m, nil
 }
 
 // oneLine folds a multi-line parser message so every error is one line.

@@ -139,6 +139,15 @@ func TestBadFilesNameTheField(t *testing.T) {
 		{"sasl without password", func(s string) string {
 			return strings.Replace(s, `topics: {state`, `sasl: {mechanism: PLAIN, username: u}, topics: {state`, 1)
 		}, []string{"kafka.sasl.password", "Required"}},
+		{"sasl PLAIN without TLS", func(s string) string {
+			return strings.Replace(s, `topics: {state`, `sasl: {mechanism: PLAIN, username: u, password: p}, topics: {state`, 1)
+		}, []string{"kafka.sasl.mechanism", "PLAIN sends the password in clear text: it needs kafka.tls"}},
+		{"mailbox TLS CA not PEM", func(s string) string {
+			return strings.Replace(s, "batchSize: 200", `batchSize: 200, tls: {ca: "not a certificate"}`, 1)
+		}, []string{"mailbox.tls", "ca.crt holds no PEM certificate"}},
+		{"database TLS certificate without key", func(s string) string {
+			return strings.Replace(s, `database: {dsn:`, `database: {tls: {cert: "x"}, dsn:`, 1)
+		}, []string{"database.tls", "tls.crt and tls.key must be given together"}},
 		{"sasl mechanism", func(s string) string {
 			return strings.Replace(s, `topics: {state`, `sasl: {mechanism: GSSAPI, username: u, password: p}, topics: {state`, 1)
 		}, []string{"kafka.sasl.mechanism", "GSSAPI"}},

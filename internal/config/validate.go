@@ -176,6 +176,10 @@ func validateKafka(k *v1alpha1.KafkaSpec, path *field.Path) field.ErrorList {
 			errs = append(errs, field.NotSupported(path.Child("sasl", "mechanism"), k.SASL.Mechanism,
 				[]string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}))
 		}
+		if k.SASL.Mechanism == "PLAIN" && k.TLS == nil {
+			errs = append(errs, field.Invalid(path.Child("sasl", "mechanism"), k.SASL.Mechanism,
+				"PLAIN sends the password in clear text: it needs kafka.tls (or use SCRAM-SHA-256 or SCRAM-SHA-512)"))
+		}
 	}
 	return errs
 }

@@ -209,13 +209,13 @@ func TestAuthorizationFailureIsRetriedUntilGranted(t *testing.T) {
 	}
 	c := cluster(t, kfake.EnableSASL(), kfake.EnableACLs(),
 		kfake.Superuser(dispatch.MechanismScramSHA256, "admin", "admin"),
-		kfake.User(dispatch.MechanismPlain, "writer", "secret",
+		kfake.User(dispatch.MechanismScramSHA256, "writer", "secret",
 			allow(noticeTopic, kmsg.ACLOperationWrite), allow(noticeTopic, kmsg.ACLOperationDescribe),
 			allow(stateTopic, kmsg.ACLOperationDescribe), allowTxnIDs("flightfeed.")),
 		kfake.SeedTopics(3, stateTopic, noticeTopic))
 	brokers := c.ListenAddrs()
 	e := newEnv(t)
-	d := e.dispatcher(e.feed(brokers, stateTopic, noticeTopic, "  sasl: {mechanism: PLAIN, username: writer, password: secret}\n"),
+	d := e.dispatcher(e.feed(brokers, stateTopic, noticeTopic, "  sasl: {mechanism: SCRAM-SHA-256, username: writer, password: secret}\n"),
 		fastRetry, fastClient()...)
 	run(t, d)
 	e.snapshot(rec(1, "CA1"))
@@ -268,12 +268,12 @@ func TestTransactionalIDRefusedStopsTheDispatcher(t *testing.T) {
 	}
 	c := cluster(t, kfake.EnableSASL(), kfake.EnableACLs(),
 		kfake.Superuser(dispatch.MechanismScramSHA256, "admin", "admin"),
-		kfake.User(dispatch.MechanismPlain, "writer", "secret",
+		kfake.User(dispatch.MechanismScramSHA256, "writer", "secret",
 			allow(noticeTopic, kmsg.ACLOperationWrite), allow(noticeTopic, kmsg.ACLOperationDescribe),
 			allow(stateTopic, kmsg.ACLOperationWrite), allow(stateTopic, kmsg.ACLOperationDescribe)),
 		kfake.SeedTopics(3, stateTopic, noticeTopic))
 	e := newEnv(t)
-	d := e.dispatcher(e.feed(c.ListenAddrs(), stateTopic, noticeTopic, "  sasl: {mechanism: PLAIN, username: writer, password: secret}\n"),
+	d := e.dispatcher(e.feed(c.ListenAddrs(), stateTopic, noticeTopic, "  sasl: {mechanism: SCRAM-SHA-256, username: writer, password: secret}\n"),
 		fastRetry, fastClient()...)
 	e.snapshot(rec(1, "CA1"))
 	ctx, cancel := context.WithTimeout(t.Context(), deadline)

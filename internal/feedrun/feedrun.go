@@ -56,7 +56,11 @@ type Options struct {
 // with a *store.SchemaError before anything is read or written: the pump
 // never runs on a schema other than its own.
 func Open(ctx context.Context, feed *config.Feed) (*store.Store, error) {
-	version, err := store.PrepareSchema(ctx, feed.Secrets.DatabaseDSN, feed.AutoMigrateOn())
+	dbTLS, err := feed.DatabaseTLS()
+	if err != nil {
+		return nil, err
+	}
+	version, err := store.PrepareSchema(ctx, feed.Secrets.DatabaseDSN, feed.AutoMigrateOn(), store.WithTLS(dbTLS))
 	if err != nil {
 		var se *store.SchemaError
 		if errors.As(err, &se) {
@@ -65,7 +69,7 @@ func Open(ctx context.Context, feed *config.Feed) (*store.Store, error) {
 		return nil, fmt.Errorf("migrate the database: %w", err)
 	}
 	st, err := store.Open(ctx, feed.Secrets.DatabaseDSN, store.Options{
-		MaxConns: feed.Spec.Database.MaxConns, Location: feed.Location, SchemaVersion: version})
+		MaxConns: feed.Spec.Database.MaxConns, Location: feed.Location, SchemaVersion: version, TLS: dbTLS})
 	if err != nil {
 		return nil, fmt.Errorf("open the database: %w", err)
 	}
@@ -130,7 +134,7 @@ func Start(ctx context.Context, feed *config.Feed, opts Options) (*Runner, error
 		// The mailbox is opened here, not by the pump, for its pool's
 		// statistics; the pump closes it.
 		var err error
-		if mbox, err = mailbox.Open(ctx, feed.Secrets.MailboxDSN, feed.Spec.Mailbox); err != nil {
+		if mbox, err = mailbox.OpenFeed(ctx, feed); err != nil {
 			r.closeStore()
 			return nil, err
 		}

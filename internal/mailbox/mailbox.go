@@ -2,9 +2,12 @@ package mailbox
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"net"
 	"regexp"
 	"strings"
 	"time"
@@ -75,11 +78,16 @@ type queries struct {
 // the DSN names another loc. A DSN option that would let the server read
 // local files or weaken the connection (allowAllFiles, tls=skip-verify…,
 // config.MailboxConfig) is refused before anything is dialled.
-func Open(ctx context.Context, dsn string, spec v1alpha1.MailboxSpec) (*Mailbox, error) {
+func Open(ctx context.Context, dsn string, spec v1alpha1.MailboxSpec, opts ...Option) (*Mailbox, error) {
 	cfg, err := config.MailboxConfig(dsn)
 	if err != nil {
 		return nil, dsnError(dsn, "parse mailbox DSN %s: %w", redactDSN(dsn), err)
 	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	applyTLS(cfg, o.tls)
 	cfg.ParseTime = true
 	if cfg.Loc == nil {
 		cfg.Loc = time.UTC
@@ -105,6 +113,60 @@ func Open(ctx context.Context, dsn string, spec v1alpha1.MailboxSpec) (*Mailbox,
 	m.noteExpr = m.noteExpression(ctx, spec.Inbound)
 	m.maxFetch = m.packetLimit(ctx)
 	return m, nil
+}
+
+// Option changes how Open connects.
+type Option func(*options)
+
+type options struct{ tls *tls.Config }
+
+// WithTLS connects with cfg (config.Feed.MailboxTLS), verified, whatever
+// the DSN's tls option says; its ServerName defaults to the DSN's host.
+// nil changes nothing.
+func WithTLS(cfg *tls.Config) Option { return func(o *options) { o.tls = cfg } }
+
+// OpenFeed opens the feed's mailbox with its mailbox.tls.
+func OpenFeed(ctx context.Context, feed *config.Feed) (*Mailbox, error) {
+	t, err := feed.MailboxTLS()
+	if err != nil {
+		return nil, err
+	}
+	return Open(ctx, feed.Secrets.MailboxDSN, feed.Spec.Mailbox, WithTLS(t))
+}
+
+// applyTLS puts t, cloned, on cfg in place of the DSN's tls option, its
+// ServerName defaulting to the DSN's host. nil t changes nothing.
+func applyTLS(cfg *mysql.Config, t *tls.Config) {
+	if t == nil {
+		return
+	}
+	cfg.TLS = t.Clone()
+	cfg.TLSConfig = ""
+	if host, _, err := net.SplitHostPort(cfg.Addr); err == nil && cfg.TLS.ServerName == "" {
+		cfg.TLS.ServerName = host
+	}
+}
+
+// FeedConnector is a driver connector to the feed's mailbox as Open makes
+// it (the DSN checked, mailbox.tls applied), for SQL of its own (the
+// mailbox DDL of `flightfeed simulate --create-mailbox`). Its errors quote
+// no credential.
+func FeedConnector(feed *config.Feed) (driver.Connector, error) {
+	dsn := feed.Secrets.MailboxDSN
+	cfg, err := config.MailboxConfig(dsn)
+	if err != nil {
+		return nil, dsnError(dsn, "parse mailbox DSN %s: %w", redactDSN(dsn), err)
+	}
+	t, err := feed.MailboxTLS()
+	if err != nil {
+		return nil, err
+	}
+	applyTLS(cfg, t)
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, dsnError(dsn, "open mailbox: %w", err)
+	}
+	return conn, nil
 }
 
 // interpolate lets the driver put the arguments into the statement text,

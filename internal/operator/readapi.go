@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -112,7 +113,11 @@ func readDSN(feed *config.Feed) string {
 // openReadStore connects to a feed's database without migrating it: the
 // leader migrates, readers only read.
 func openReadStore(ctx context.Context, feed *config.Feed) (FlightReader, func(), error) {
-	s, err := OpenReadStore(ctx, readDSN(feed), feed.Location)
+	dbTLS, err := feed.DatabaseTLS()
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := openRead(ctx, readDSN(feed), feed.Location, dbTLS)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -123,7 +128,12 @@ func openReadStore(ctx context.Context, feed *config.Feed) (FlightReader, func()
 // opened with default_transaction_read_only = on — the only guard when dsn
 // is the writer's, a second one under a read-only role.
 func OpenReadStore(ctx context.Context, dsn string, loc *time.Location) (*store.Store, error) {
-	return store.Open(ctx, dsn, store.Options{MaxConns: 2, Location: loc, ReadOnly: true})
+	return openRead(ctx, dsn, loc, nil)
+}
+
+// openRead is OpenReadStore with the feed's database.tls.
+func openRead(ctx context.Context, dsn string, loc *time.Location, dbTLS *tls.Config) (*store.Store, error) {
+	return store.Open(ctx, dsn, store.Options{MaxConns: 2, Location: loc, ReadOnly: true, TLS: dbTLS})
 }
 
 // Handler routes the API. A request without a bearer token is refused

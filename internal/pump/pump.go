@@ -187,7 +187,7 @@ func New(ctx context.Context, opts Options) (*Pump, error) {
 	st := opts.Store
 	mbox := opts.Inbox
 	if mbox == nil {
-		m, err := mailbox.Open(ctx, feed.Secrets.MailboxDSN, feed.Spec.Mailbox)
+		m, err := mailbox.OpenFeed(ctx, feed)
 		if err != nil {
 			return nil, err
 		}

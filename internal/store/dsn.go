@@ -1,6 +1,7 @@
 package store
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -68,4 +69,44 @@ func parsePoolConfig(dsn string) (*pgxpool.Config, error) {
 	}
 	cfg.ConnConfig = conn
 	return cfg, nil
+}
+
+// ConnOption changes how Migrate, SchemaVersion and PrepareSchema connect.
+type ConnOption func(*pgconn.Config)
+
+// WithTLS connects with cfg (config.Feed.DatabaseTLS); nil changes nothing.
+func WithTLS(cfg *tls.Config) ConnOption {
+	return func(c *pgconn.Config) { applyTLS(c, cfg) }
+}
+
+// applyTLS makes every connection attempt use base, verified (its
+// ServerName defaulting to the host tried), whatever the DSN's sslmode
+// said: sslmode=prefer's plain-text fallbacks go, one attempt per host
+// stays. nil base leaves c as parsed.
+func applyTLS(c *pgconn.Config, base *tls.Config) {
+	if base == nil {
+		return
+	}
+	forHost := func(host string) *tls.Config {
+		t := base.Clone()
+		if t.ServerName == "" {
+			t.ServerName = host
+		}
+		return t
+	}
+	c.TLSConfig = forHost(c.Host)
+	type target struct {
+		host string
+		port uint16
+	}
+	seen := map[target]bool{{c.Host, c.Port}: true}
+	var fallbacks []*pgconn.FallbackConfig
+	for _, fb := range c.Fallbacks {
+		if seen[target{fb.Host, fb.Port}] {
+			continue
+		}
+		seen[target{fb.Host, fb.Port}] = true
+		fallbacks = append(fallbacks, &pgconn.FallbackConfig{Host: fb.Host, Port: fb.Port, TLSConfig: forHost(fb.Host)})
+	}
+	c.Fallbacks = fallbacks
 }

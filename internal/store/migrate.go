@@ -23,8 +23,8 @@ type MigrationResult struct {
 
 // Migrate applies every pending migration. Replicas starting together are
 // serialised by a PostgreSQL advisory lock, so each migration runs once.
-func Migrate(ctx context.Context, dsn string) ([]MigrationResult, error) {
-	return withProvider(ctx, dsn, func(p *goose.Provider) ([]*goose.MigrationResult, error) {
+func Migrate(ctx context.Context, dsn string, opts ...ConnOption) ([]MigrationResult, error) {
+	return withProvider(ctx, dsn, opts, func(p *goose.Provider) ([]*goose.MigrationResult, error) {
 		return p.Up(ctx)
 	})
 }
@@ -32,16 +32,16 @@ func Migrate(ctx context.Context, dsn string) ([]MigrationResult, error) {
 // MigrateDownTo rolls migrations back until version is the newest applied
 // (0 removes the whole schema). Only the migration tests call it: no
 // command does, and the pump never does.
-func MigrateDownTo(ctx context.Context, dsn string, version int64) ([]MigrationResult, error) {
-	return withProvider(ctx, dsn, func(p *goose.Provider) ([]*goose.MigrationResult, error) {
+func MigrateDownTo(ctx context.Context, dsn string, version int64, opts ...ConnOption) ([]MigrationResult, error) {
+	return withProvider(ctx, dsn, opts, func(p *goose.Provider) ([]*goose.MigrationResult, error) {
 		return p.DownTo(ctx, version)
 	})
 }
 
 // SchemaVersion reports the newest applied migration and the newest one the
 // binary carries.
-func SchemaVersion(ctx context.Context, dsn string) (current, latest int64, err error) {
-	_, err = withProvider(ctx, dsn, func(p *goose.Provider) ([]*goose.MigrationResult, error) {
+func SchemaVersion(ctx context.Context, dsn string, opts ...ConnOption) (current, latest int64, err error) {
+	_, err = withProvider(ctx, dsn, opts, func(p *goose.Provider) ([]*goose.MigrationResult, error) {
 		current, err = p.GetDBVersion(ctx)
 		if err != nil {
 			return nil, err
@@ -55,7 +55,7 @@ func SchemaVersion(ctx context.Context, dsn string) (current, latest int64, err 
 	return current, latest, err
 }
 
-func withProvider(ctx context.Context, dsn string, run func(*goose.Provider) ([]*goose.MigrationResult, error)) ([]MigrationResult, error) {
+func withProvider(ctx context.Context, dsn string, opts []ConnOption, run func(*goose.Provider) ([]*goose.MigrationResult, error)) ([]MigrationResult, error) {
 	// The same care as Open: no message may quote a credential.
 	if err := config.CheckDatabaseDSN(dsn); err != nil {
 		return nil, fmt.Errorf("parse database DSN %s: %w", config.RedactDSN(dsn), err)
@@ -63,6 +63,9 @@ func withProvider(ctx context.Context, dsn string, run func(*goose.Provider) ([]
 	cfg, err := parseConnConfig(dsn)
 	if err != nil {
 		return nil, dsnError(dsn, "parse database DSN %s: %w", config.RedactDSN(dsn), parseReason(err))
+	}
+	for _, o := range opts {
+		o(&cfg.Config)
 	}
 	db := stdlib.OpenDB(*cfg)
 	defer func() { _ = db.Close() }()
@@ -168,8 +171,8 @@ func DecideSchema(current, known int64, autoMigrate bool) (SchemaAction, error) 
 // an older one (ErrSchemaTooOld). The version is read again after
 // migrating, so a newer release migrating meanwhile is refused too: the
 // pump never runs on a schema other than its own.
-func PrepareSchema(ctx context.Context, dsn string, autoMigrate bool) (int64, error) {
-	current, known, err := SchemaVersion(ctx, dsn)
+func PrepareSchema(ctx context.Context, dsn string, autoMigrate bool, opts ...ConnOption) (int64, error) {
+	current, known, err := SchemaVersion(ctx, dsn, opts...)
 	if err != nil {
 		return 0, err
 	}
@@ -180,10 +183,10 @@ func PrepareSchema(ctx context.Context, dsn string, autoMigrate bool) (int64, er
 	case SchemaRefuse:
 		return current, err
 	}
-	if _, err := Migrate(ctx, dsn); err != nil {
+	if _, err := Migrate(ctx, dsn, opts...); err != nil {
 		return current, err
 	}
-	if current, known, err = SchemaVersion(ctx, dsn); err != nil {
+	if current, known, err = SchemaVersion(ctx, dsn, opts...); err != nil {
 		return 0, err
 	}
 	if action, err := DecideSchema(current, known, false); action != SchemaReady {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"runtime"
@@ -54,6 +55,9 @@ type Options struct {
 	// SchemaVersion is the schema version the caller checked the database
 	// at (PrepareSchema); Open only keeps it for SchemaVersion.
 	SchemaVersion int64
+	// TLS, when set (config.Feed.DatabaseTLS), is used for every
+	// connection, verified, whatever the DSN's sslmode says (WithTLS).
+	TLS *tls.Config
 }
 
 // Store is the PostgreSQL state database of one feed.
@@ -77,6 +81,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, dsnError(dsn, "parse database DSN %s: %w", config.RedactDSN(dsn), parseReason(err))
 	}
+	applyTLS(&cfg.ConnConfig.Config, opts.TLS)
 	cfg.MaxConns = opts.MaxConns
 	idle := opts.IdleInTransactionTimeout
 	if idle <= 0 {
