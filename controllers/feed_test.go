@@ -788,9 +788,9 @@ func TestRefusedDSNOptionIsReported(t *testing.T) {
 	const marker = "Zq9Marker"
 	h := newHarness(t)
 	h.startReplica("replica-a")
-	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "rogue-mailbox", Namespace: h.ns},
+	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: "rogue-mailbox", Namespace: h.ns},
 		StringData: map[string]string{"dsn": "root:" + marker + "@tcp(127.0.0.1:3306)/mbx?allowAllFiles=true"}})
-	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "rogue-db", Namespace: h.ns},
+	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: "rogue-db", Namespace: h.ns},
 		StringData: map[string]string{"dsn": h.pgDSN}})
 	key := h.feed("rogue")
 
