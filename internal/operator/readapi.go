@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/semaphore"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
@@ -34,6 +35,15 @@ const (
 	// busyRetryAfter is the Retry-After of a 429, in seconds.
 	busyRetryAfter = "1"
 )
+
+// listBudget is how many flights the list requests being served may read
+// at once: maxConcurrent default-size pages, and never less than one
+// page of MaxPageSize. A page's memory grows with its flights (about
+// 20 kB a fully populated flight, read and rendered), so counting
+// requests alone would let eight limit=5000 lists hold 40,000 flights.
+func listBudget(maxConcurrent int) int64 {
+	return int64(max(maxConcurrent*DefaultPageSize, MaxPageSize))
+}
 
 // FlightReader is the part of the store the read API uses.
 type FlightReader interface {
@@ -66,7 +76,9 @@ type FeedLookup interface {
 // served at once, each holding its slot from the feed's lookup to the end
 // of its response; one more is refused at once with 429 and Retry-After.
 // The slot is taken after authorization, so callers without a valid token
-// never take one.
+// never take one. A list also takes its limit from a budget of flights
+// (listBudget): lists asking for more than is left are refused the same
+// way, so big pages cannot add up beyond what default pages would.
 type ReadAPI struct {
 	dir    FeedLookup
 	access *Access
@@ -74,6 +86,10 @@ type ReadAPI struct {
 	log    logr.Logger
 	// slots holds a token per request being served (the concurrency cap).
 	slots chan struct{}
+	// flights is the budget of flights the lists being served read at
+	// once (listBudget); budget is its size.
+	flights *semaphore.Weighted
+	budget  int64
 	// rejected counts the requests refused with 429.
 	rejected prometheus.Counter
 
@@ -98,7 +114,8 @@ func NewReadAPI(dir FeedLookup, access *Access, maxConcurrent int, rejected prom
 		rejected = prometheus.NewCounter(prometheus.CounterOpts{Name: "flightfeed_read_api_rejected_total"})
 	}
 	return &ReadAPI{dir: dir, access: access, open: openReadStore, log: log, stores: map[types.NamespacedName]*readStore{},
-		slots: make(chan struct{}, maxConcurrent), rejected: rejected}
+		slots: make(chan struct{}, maxConcurrent), rejected: rejected,
+		flights: semaphore.NewWeighted(listBudget(maxConcurrent)), budget: listBudget(maxConcurrent)}
 }
 
 // readDSN is the DSN the read API connects with: the feed's read-only
@@ -181,15 +198,21 @@ func (a *ReadAPI) limited(next http.HandlerFunc) http.HandlerFunc {
 		select {
 		case a.slots <- struct{}{}:
 		default:
-			a.rejected.Inc()
-			a.log.V(1).Info("read api: busy", "flightfeed", r.PathValue("namespace")+"/"+r.PathValue("name"), "maxConcurrentRequests", cap(a.slots))
-			w.Header().Set("Retry-After", busyRetryAfter)
-			httpError(w, http.StatusTooManyRequests, "%d read API requests are already being served by this replica; retry after %s s", cap(a.slots), busyRetryAfter)
+			a.busy(w, r, fmt.Sprintf("%d read API requests are already being served by this replica", cap(a.slots)))
 			return
 		}
 		defer func() { <-a.slots }()
 		next(w, r)
 	}
+}
+
+// busy refuses a request for want of capacity: 429 with Retry-After,
+// counted; why says which capacity.
+func (a *ReadAPI) busy(w http.ResponseWriter, r *http.Request, why string) {
+	a.rejected.Inc()
+	a.log.V(1).Info("read api: busy", "flightfeed", r.PathValue("namespace")+"/"+r.PathValue("name"), "why", why)
+	w.Header().Set("Retry-After", busyRetryAfter)
+	httpError(w, http.StatusTooManyRequests, "%s; retry after %s s", why, busyRetryAfter)
 }
 
 func unauthorized(w http.ResponseWriter, msg string) {
@@ -252,6 +275,14 @@ func (a *ReadAPI) list(w http.ResponseWriter, r *http.Request) {
 		}
 		after = id
 	}
+	// The page's flights come out of the budget (a page larger than the
+	// whole budget waits for all of it).
+	weight := min(int64(limit), a.budget)
+	if !a.flights.TryAcquire(weight) {
+		a.busy(w, r, fmt.Sprintf("the lists being served by this replica read up to %d flights at once and this one asks for %d more than are left", a.budget, limit))
+		return
+	}
+	defer a.flights.Release(weight)
 	// One page in SQL: the limit+1 lowest FLIDs after the cursor, the
 	// extra one only telling that another page follows.
 	filter.UpdatedSince, filter.After, filter.Limit = since, &after, limit+1

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"runtime/metrics"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -399,5 +400,70 @@ func TestReadAPIMemoryUnderParallelListsIsBoundedByThePage(t *testing.T) {
 		if d.code != http.StatusOK || d.n == 0 {
 			t.Fatalf("request %d: %d, %d bytes", i, d.code, d.n)
 		}
+	}
+}
+
+// The lists being served read at most listBudget flights at once, however
+// few requests that is: with one limit=5000 list being served (the whole
+// budget of a replica serving 8 requests), another list — even of one
+// flight — is refused with 429 though request slots are free, while a
+// single flight is still served; once it ends, 8 lists of the default page
+// (4,000 flights) are served together.
+func TestReadAPIBoundsTheFlightsListsRead(t *testing.T) {
+	const k = DefaultMaxConcurrentRequests
+	if listBudget(k) != MaxPageSize {
+		t.Fatalf("listBudget(%d) = %d, the test assumes %d", k, listBudget(k), MaxPageSize)
+	}
+	rejected := prometheus.NewCounter(prometheus.CounterOpts{Name: "rejected"})
+	reader := &blockingReader{entered: make(chan struct{}, 4*k), release: make(chan struct{})}
+	h := testAPI(t, "postgres://unused", k, rejected, reader).Handler()
+	serve := func(query string) <-chan *httptest.ResponseRecorder {
+		done := make(chan *httptest.ResponseRecorder, 1)
+		go func() {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, request(t, readerToken, query))
+			done <- rec
+		}()
+		return done
+	}
+
+	big := serve(fmt.Sprintf("?limit=%d", MaxPageSize))
+	<-reader.entered
+	var rec *httptest.ResponseRecorder
+	select {
+	case rec = <-serve("?limit=1"):
+	case <-reader.entered:
+		t.Fatal("a list beyond the budget of flights reached the database")
+	}
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "1" || !strings.Contains(rec.Body.String(), "flights") {
+		t.Fatalf("a list beyond the budget: %d %q %s", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+	one := serve("/7")
+	<-reader.entered // a single flight takes no part of the budget
+
+	close(reader.release)
+	for _, done := range []<-chan *httptest.ResponseRecorder{big, one} {
+		if rec := <-done; rec.Code != http.StatusOK && rec.Code != http.StatusNotFound {
+			t.Fatalf("a request within the budget: %d %s", rec.Code, rec.Body)
+		}
+	}
+	reader.release = make(chan struct{})
+	var lists []<-chan *httptest.ResponseRecorder
+	for range k {
+		lists = append(lists, serve(""))
+		<-reader.entered
+	}
+	close(reader.release)
+	for _, done := range lists {
+		if rec := <-done; rec.Code != http.StatusOK {
+			t.Fatalf("%d default pages at once: %d %s", k, rec.Code, rec.Body)
+		}
+	}
+	var m dto.Metric
+	if err := rejected.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.GetCounter().GetValue(); got != 1 {
+		t.Fatalf("flightfeed_read_api_rejected_total %v, want 1", got)
 	}
 }
