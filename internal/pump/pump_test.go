@@ -333,7 +333,7 @@ func TestBackfillIntentsAreRecoveredAtStart(t *testing.T) {
 		VALUES ($1, 'DEAD', 'MALFORMED_XML', 'MALFORMED_XML: test', $2, $3, now())`, id, h.nextRow, store.PayloadDigest([]byte(body))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.db.Exec(t.Context(), `INSERT INTO backfill_todo (message_id, result, note, processed_at) VALUES ($1, 'DEAD', 'MALFORMED_XML: test', now())`, id); err != nil {
+	if _, err := h.db.Exec(t.Context(), `INSERT INTO backfill_todo (message_ids, processed_at) VALUES (ARRAY[$1::bigint], now())`, id); err != nil {
 		t.Fatal(err)
 	}
 	h.drain(h.newPump())

@@ -152,9 +152,10 @@ type Result struct {
 	Note       string
 	Flags      []string
 	ReceivedAt time.Time
-	// New says the caller knows the message has no processing state and
-	// no backfill intent yet (the transaction read none for its id): both
-	// are plain INSERTs (see ArchivedRow.New). When false they are upserts.
+	// New says the caller knows the message has no processing state yet
+	// (the transaction read none for its id): it is a plain INSERT (see
+	// ArchivedRow.New). When false it is an upsert. The backfill intent
+	// is always a new row (one per batch).
 	New bool
 }
 
@@ -176,21 +177,27 @@ func (t *Tx) RecordResult(ctx context.Context, r Result) error {
 }
 
 // queueResults records many results at once (see RecordResult): the new
-// ones with plain INSERTs, the others as upserts (Result.New).
+// ones with plain INSERTs, the others as upserts (Result.New), and one
+// backfill intent for all the terminal ones.
 func (t *Tx) queueResults(b *pgx.Batch, results []Result) {
 	fresh, others := splitNew(results, func(r Result) bool { return r.New })
-	t.queueResultRows(b, fresh, "", "")
+	t.queueResultRows(b, fresh, "")
 	t.queueResultRows(b, others, `
 		ON CONFLICT (message_id) DO UPDATE SET
 			identity_key = EXCLUDED.identity_key, payload_digest = EXCLUDED.payload_digest, content_digest = EXCLUDED.content_digest,
 			msg_type = EXCLUDED.msg_type, msg_styp = EXCLUDED.msg_styp, status = EXCLUDED.status,
 			reason = EXCLUDED.reason, note = EXCLUDED.note, flags = EXCLUDED.flags,
-			attempts = proc_state.attempts + 1, updated_at = EXCLUDED.updated_at, finished_at = EXCLUDED.finished_at`,
-		`
-			ON CONFLICT (message_id) DO UPDATE SET result = EXCLUDED.result, note = EXCLUDED.note, processed_at = EXCLUDED.processed_at`)
+			attempts = proc_state.attempts + 1, updated_at = EXCLUDED.updated_at, finished_at = EXCLUDED.finished_at`)
+	var terminal []int64
+	for _, r := range results {
+		if r.terminal() {
+			terminal = append(terminal, r.MessageID)
+		}
+	}
+	t.queueIntent(b, terminal)
 }
 
-func (t *Tx) queueResultRows(b *pgx.Batch, results []Result, onConflict, intentOnConflict string) {
+func (t *Tx) queueResultRows(b *pgx.Batch, results []Result, onConflict string) {
 	if len(results) == 0 {
 		return
 	}
@@ -201,8 +208,6 @@ func (t *Tx) queueResultRows(b *pgx.Batch, results []Result, onConflict, intentO
 	flags := make([]string, n)
 	received := make([]time.Time, n)
 	finished := make([]*time.Time, n)
-	var bf []int64
-	var bfResults, bfNotes []string
 	for i, r := range results {
 		ids[i], statuses[i], digests[i], contents[i], received[i], attempts[i] = r.MessageID, r.Status, r.PayloadDigest, r.ContentDigest, r.ReceivedAt, 1
 		keys[i], types[i], styps[i] = nonEmpty(cleanText(r.IdentityKey)), nonEmpty(cleanText(r.Type)), nonEmpty(cleanText(r.Styp))
@@ -210,9 +215,6 @@ func (t *Tx) queueResultRows(b *pgx.Batch, results []Result, onConflict, intentO
 		flags[i] = pgTextArray(r.Flags)
 		if r.terminal() {
 			finished[i] = &t.now
-			bf = append(bf, r.MessageID)
-			bfResults = append(bfResults, r.Status)
-			bfNotes = append(bfNotes, cleanText(r.Note))
 		}
 	}
 	b.Queue(`INSERT INTO proc_state (message_id, identity_key, payload_digest, content_digest, msg_type, msg_styp, status, reason, note,
@@ -222,11 +224,6 @@ func (t *Tx) queueResultRows(b *pgx.Batch, results []Result, onConflict, intentO
 			$9::text[], $10::timestamptz[], $11::timestamptz[], $13::bytea[])
 			AS u(id, key, digest, typ, styp, status, reason, note, flags, received, finished, content)`+onConflict,
 		ids, keys, digests, types, styps, statuses, reasons, notes, flags, received, finished, t.now, contents)
-	if len(bf) > 0 {
-		b.Queue(`INSERT INTO backfill_todo (message_id, result, note, processed_at)
-			SELECT id, result, NULLIF(note, ''), $4 FROM unnest($1::bigint[], $2::text[], $3::text[]) AS u(id, result, note)`+intentOnConflict,
-			bf, bfResults, bfNotes, t.now)
-	}
 }
 
 func nonEmpty(s string) *string {

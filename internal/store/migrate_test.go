@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -319,4 +320,83 @@ func TestTerminalProcessingStateCarriesFinishTime(t *testing.T) {
 	_ = execFails(t, conn, "23514", `INSERT INTO proc_state (message_id, status, received_at) VALUES (2, 'DEAD', now())`)
 	_ = execFails(t, conn, "23514", `INSERT INTO proc_state (message_id, status, received_at) VALUES (3, 'DONE', now())`)
 	exec(t, conn, `INSERT INTO proc_state (message_id, status, received_at, finished_at) VALUES (2, 'DEAD', now(), now())`)
+}
+
+// Migration 14 turns per-message backfill intents into one per batch and
+// back: Up groups the rows a batch registered (they share processed_at)
+// into one intent, nothing lost; Down splits them into per-message rows
+// again, result and note from the processing state.
+func TestBackfillIntentsCarryOverUpAndDown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := pgtest.New(t)
+	if _, err := store.Migrate(ctx, dsn); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.MigrateDownTo(ctx, dsn, 13); err != nil {
+		t.Fatalf("down to 13: %v", err)
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	batch1 := time.Date(2026, 9, 9, 2, 0, 0, 0, time.UTC)
+	batch2 := batch1.Add(time.Second)
+	type perMessage struct {
+		ID           int64
+		Result, Note string
+		Processed    time.Time
+		Attempts     int
+		LastError    string
+	}
+	old := []perMessage{
+		{1, "SUCCEEDED", "", batch1, 2, "mailbox down"},
+		{2, "DEAD", "MALFORMED_XML: x", batch1, 2, "mailbox down"},
+		{3, "SKIPPED", "DUPLICATE", batch1, 2, "mailbox down"},
+		{4, "DEAD", "INTERNAL: y", batch2, 0, ""},
+	}
+	for _, m := range old {
+		exec(t, conn, `INSERT INTO proc_state (message_id, status, note, received_at, finished_at) VALUES ($1, $2, NULLIF($3, ''), $4, $4)`,
+			m.ID, m.Result, m.Note, m.Processed)
+		exec(t, conn, `INSERT INTO backfill_todo (message_id, result, note, processed_at, attempts, last_error) VALUES ($1, $2, NULLIF($3, ''), $4, $5, NULLIF($6, ''))`,
+			m.ID, m.Result, m.Note, m.Processed, m.Attempts, m.LastError)
+	}
+
+	if _, err := store.Migrate(ctx, dsn); err != nil {
+		t.Fatalf("up to 14 with intents: %v", err)
+	}
+	type perBatch struct {
+		IDs       []int64
+		Processed time.Time
+		Attempts  int
+		LastError string
+	}
+	rows, err := conn.Query(ctx, `SELECT message_ids, processed_at, attempts, coalesce(last_error, '') FROM backfill_todo ORDER BY batch_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches, err := pgx.CollectRows(rows, pgx.RowToStructByPos[perBatch])
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBatches := []perBatch{{[]int64{1, 2, 3}, batch1, 2, "mailbox down"}, {[]int64{4}, batch2, 0, ""}}
+	if diff := cmp.Diff(wantBatches, batches, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
+		t.Fatalf("intents after up (-want +got):\n%s", diff)
+	}
+
+	if _, err := store.MigrateDownTo(ctx, dsn, 13); err != nil {
+		t.Fatalf("down to 13 with intents: %v", err)
+	}
+	rows, err = conn.Query(ctx, `SELECT message_id, result, coalesce(note, ''), processed_at, attempts, coalesce(last_error, '') FROM backfill_todo ORDER BY message_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := pgx.CollectRows(rows, pgx.RowToStructByPos[perMessage])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(old, back, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
+		t.Fatalf("per-message intents after down (-want +got):\n%s", diff)
+	}
 }

@@ -184,8 +184,8 @@ func (t *Tx) ReplaySource(ctx context.Context, id int64) (ReplaySource, error) {
 
 // FinishReplay records a replay's outcome: the request's state and result
 // and, when it ran (DONE), the original message's new note in proc_state
-// and a backfill intent that writes that note to its mailbox row (its
-// result column keeps the original status).
+// and a backfill intent of its own that writes that note to its mailbox
+// row (its result column keeps the original status).
 func (t *Tx) FinishReplay(ctx context.Context, req ReplayRequest, mailboxNote string) error {
 	tag, err := t.tx.Exec(ctx, `UPDATE replay_request SET state = $2, finished_at = $3, result = NULLIF($4, ''), reason = NULLIF($5, ''), note = NULLIF($6, '')
 		WHERE id = $1 AND state = 'PENDING'`, req.ID, req.State, t.now, req.Result, req.Reason, cleanText(req.Note))
@@ -200,10 +200,7 @@ func (t *Tx) FinishReplay(ctx context.Context, req ReplayRequest, mailboxNote st
 	}
 	b := &pgx.Batch{}
 	b.Queue(`UPDATE proc_state SET note = $2, updated_at = $3 WHERE message_id = $1`, req.MessageID, cleanText(mailboxNote), t.now)
-	b.Queue(`INSERT INTO backfill_todo (message_id, result, note, processed_at)
-		SELECT message_id, status, note, $2 FROM proc_state WHERE message_id = $1
-		ON CONFLICT (message_id) DO UPDATE SET result = EXCLUDED.result, note = EXCLUDED.note, processed_at = EXCLUDED.processed_at`,
-		req.MessageID, t.now)
+	t.queueIntent(b, []int64{req.MessageID})
 	if err := t.sendBatch(ctx, b); err != nil {
 		return fmt.Errorf("finish replay request %d: %w", req.ID, err)
 	}

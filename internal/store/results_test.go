@@ -30,7 +30,7 @@ func TestResultsOfNewMessagesAreInsertedAndRetriesUpserted(t *testing.T) {
 			t.Fatal(err)
 		}
 		return status, attempts, f.count(`SELECT count(*) FROM msg_archive WHERE message_id = 7`),
-			f.count(`SELECT count(*) FROM backfill_todo WHERE message_id = 7`)
+			f.count(`SELECT count(*) FROM backfill_todo WHERE 7 = ANY(message_ids)`)
 	}
 
 	if err := finish(true, store.StatusFailed); err != nil {

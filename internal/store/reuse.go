@@ -18,7 +18,7 @@ type ReusedID struct {
 // RetireReusedIDs moves what the database knows of each id's predecessor
 // (its processing state, its archived raw text, a backfill intent that
 // never landed) into msg_id_reuse, so the new row is processed as a new
-// message and nothing of the old one is lost. One statement.
+// message and nothing of the old one is lost. Two statements.
 func (t *Tx) RetireReusedIDs(ctx context.Context, reused []ReusedID) error {
 	if len(reused) == 0 {
 		return nil
@@ -27,14 +27,12 @@ func (t *Tx) RetireReusedIDs(ctx context.Context, reused []ReusedID) error {
 	for i, r := range reused {
 		ids[i], received[i], digests[i] = r.MessageID, r.Received, r.Digest
 	}
-	// Data-modifying CTEs all run, referenced or not (the backfill one).
 	_, err := t.tx.Exec(ctx, `
 		WITH k AS (SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::bytea[]) AS u(id, received, digest)),
 		old AS (DELETE FROM proc_state p USING k WHERE p.message_id = k.id
 			RETURNING p.*, k.received AS new_received, k.digest AS new_digest),
 		arch AS (DELETE FROM msg_archive a USING k WHERE a.message_id = k.id
-			RETURNING a.message_id, a.byte_size, a.truncated, a.body),
-		intent AS (DELETE FROM backfill_todo b USING k WHERE b.message_id = k.id RETURNING b.message_id)
+			RETURNING a.message_id, a.byte_size, a.truncated, a.body)
 		INSERT INTO msg_id_reuse (message_id, detected_at, new_received_at, new_payload_digest, old_received_at,
 			old_payload_digest, old_identity_key, old_msg_type, old_msg_styp, old_status, old_reason, old_note, old_flags,
 			old_finished_at, old_byte_size, old_truncated, old_body)
@@ -44,6 +42,10 @@ func (t *Tx) RetireReusedIDs(ctx context.Context, reused []ReusedID) error {
 		FROM old LEFT JOIN arch USING (message_id)`, ids, received, digests, t.now)
 	if err != nil {
 		return fmt.Errorf("retire %d reused mailbox ids: %w", len(reused), err)
+	}
+	// The predecessors' intents must not write the new rows' results.
+	if _, err := t.tx.Exec(ctx, clearIntents, ids); err != nil {
+		return fmt.Errorf("retire %d reused mailbox ids: their backfill intents: %w", len(reused), err)
 	}
 	return nil
 }

@@ -1,0 +1,118 @@
+package store_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+// A batch registers one backfill intent holding the ids of its terminal
+// messages (issue 29, SPEC §2.2), not one row per message; the write-back
+// reads each message's result and note from its processing state, counts
+// and clears messages, not rows, and a replay's own intent for a message
+// still waiting is written back once.
+func TestOneBackfillIntentPerBatch(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := t.Context()
+	received := time.Date(2026, 9, 9, 2, 0, 0, 0, time.UTC)
+	var archive []store.ArchivedRow
+	var results []store.Result
+	for id, status := range map[int64]string{11: store.StatusSucceeded, 12: store.StatusDead, 13: store.StatusSkipped, 14: store.StatusFailed} {
+		archive = append(archive, store.ArchivedRow{MessageID: id, ReceivedAt: received, Size: 3, Body: []byte("<a>"), New: true})
+		results = append(results, store.Result{MessageID: id, ReceivedAt: received, Type: "FLOP", Styp: "GATE", Status: status,
+			Reason: "X", Note: status + " note", New: true})
+	}
+	if err := f.inTx(func(tx *store.Tx) error { return tx.FinishBatch(ctx, archive, nil, results) }); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.count(`SELECT count(*) FROM backfill_todo`); n != 1 {
+		t.Fatalf("a batch of three terminal messages registered %d intents, want 1", n)
+	}
+	if n := f.count(`SELECT count(*) FROM backfill_todo WHERE message_ids @> ARRAY[11, 12, 13]::bigint[] AND cardinality(message_ids) = 3`); n != 1 {
+		t.Fatal("the intent does not hold exactly the three terminal messages (FAILED is not terminal)")
+	}
+	type back struct {
+		ID           int64
+		Result, Note string
+	}
+	pending := func() []back {
+		t.Helper()
+		got, err := f.store.PendingBackfills(ctx, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []back
+		for _, b := range got {
+			if !b.Received.Equal(received) || b.Processed.IsZero() {
+				t.Errorf("message %d: received %s, processed %s", b.MessageID, b.Received, b.Processed)
+			}
+			out = append(out, back{b.MessageID, b.Result, b.Note})
+		}
+		return out
+	}
+	want := []back{{11, "SUCCEEDED", "SUCCEEDED note"}, {12, "DEAD", "DEAD note"}, {13, "SKIPPED", "SKIPPED note"}}
+	if diff := cmp.Diff(want, pending()); diff != "" {
+		t.Fatalf("pending write-backs (-want +got):\n%s", diff)
+	}
+	counted := func() int64 {
+		t.Helper()
+		n, err := f.store.CountBackfills(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := counted(); n != 3 {
+		t.Fatalf("CountBackfills = %d, want 3 messages", n)
+	}
+
+	// A replay of message 12 while its write-back waits: its own intent,
+	// the message written back once, with the replay's note.
+	if _, err := f.conn.Exec(ctx, `UPDATE msg_archive SET body = '<MSG/>' WHERE message_id = 12`); err != nil {
+		t.Fatal(err)
+	}
+	req, err := f.store.RequestReplay(ctx, 12, "as-new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.State, req.Result = store.ReplayDone, store.StatusSucceeded
+	if err := f.inTx(func(tx *store.Tx) error { return tx.FinishReplay(ctx, req, "DEAD note; replayed") }); err != nil {
+		t.Fatal(err)
+	}
+	want[1].Note = "DEAD note; replayed"
+	if diff := cmp.Diff(want, pending()); diff != "" {
+		t.Fatalf("pending write-backs after a replay (-want +got):\n%s", diff)
+	}
+	if n := counted(); n != 3 {
+		t.Fatalf("CountBackfills after a replay = %d, want 3 messages", n)
+	}
+
+	// A failed write-back is noted on the intents; a partial one cuts
+	// them down; the last ids delete them.
+	if err := f.store.BackfillFailed(ctx, []int64{12}, errors.New("mailbox down")); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.count(`SELECT count(*) FROM backfill_todo WHERE attempts = 1 AND last_error = 'mailbox down'`); n != 2 {
+		t.Fatalf("%d intents noted the failure, want both that hold message 12", n)
+	}
+	if err := f.store.BackfillDone(ctx, []int64{12, 13}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want[:1], pending()); diff != "" {
+		t.Fatalf("pending write-backs after a partial write-back (-want +got):\n%s", diff)
+	}
+	if n := f.count(`SELECT count(*) FROM backfill_todo`); n != 1 {
+		t.Fatalf("%d intents left, want the batch's, cut down to message 11", n)
+	}
+	if err := f.store.BackfillDone(ctx, []int64{11}); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.count(`SELECT count(*) FROM backfill_todo`); n != 0 || counted() != 0 {
+		t.Fatalf("%d intents left after every message was written back", n)
+	}
+}
