@@ -93,19 +93,19 @@ func TestBatchOutcomes(t *testing.T) {
 		name:    "a whole batch commits its results in order",
 		bodies:  three,
 		batches: [][]int64{{1, 2, 3}},
-		want:    []string{"[1 2 3]: whole; committed [1 SUCCEEDED 2 SUCCEEDED 3 SUCCEEDED]; write back [1 2 3]; next batch 2"},
+		want:    []string{"[1 2 3]: whole; committed [1 SUCCEEDED 2 SUCCEEDED 3 SUCCEEDED]; write back [1 2 3]; next batch 50"},
 	}, {
 		name:    "a DEAD message keeps its place in the batch",
 		bodies:  []string{ok(1), malformed, ok(3)},
 		batches: [][]int64{{1, 2, 3}},
-		want:    []string{"[1 2 3]: whole; committed [1 SUCCEEDED 2 DEAD MALFORMED_XML 3 SUCCEEDED]; write back [1 2 3]; next batch 2"},
+		want:    []string{"[1 2 3]: whole; committed [1 SUCCEEDED 2 DEAD MALFORMED_XML 3 SUCCEEDED]; write back [1 2 3]; next batch 50"},
 	}, {
 		name:    "a message that must wait ends the batch before it, then waits alone",
 		bodies:  []string{ok(1), unsupported, ok(3)},
 		batches: [][]int64{{1, 2, 3}, {2, 3}},
 		want: []string{
-			"[1 2 3]: read the head again; committed [1 SUCCEEDED]; write back [1]; next batch 2",
-			"[2 3]: blocked, backoff; committed [2 FAILED UNSUPPORTED_TYPE]; next batch 2",
+			"[1 2 3]: read the head again; committed [1 SUCCEEDED]; write back [1]; next batch 50",
+			"[2 3]: blocked, backoff; committed [2 FAILED UNSUPPORTED_TYPE]; next batch 50",
 		},
 	}, {
 		name:    "infrastructure errors block the head without killing it, the batch shrunk to one",
@@ -183,7 +183,7 @@ func TestBatchOutcomes(t *testing.T) {
 		bodies:  three,
 		prep:    func(s *memStore, _ []mailbox.Row) { s.epoch++ },
 		batches: [][]int64{{1, 2, 3}},
-		want:    []string{"[1 2 3]: stopped: fenced; next batch 1"},
+		want:    []string{"[1 2 3]: stopped: fenced; next batch 50"},
 	}, {
 		name:   "a row processed before is only written back again",
 		bodies: three[:2],
@@ -192,7 +192,7 @@ func TestBatchOutcomes(t *testing.T) {
 				ReceivedAt: rows[0].Received, Digest: store.PayloadDigest(rows[0].Body)}
 		},
 		batches: [][]int64{{1, 2}},
-		want:    []string{"[1 2]: whole; committed [2 SUCCEEDED]; write back [1 2]; next batch 2"},
+		want:    []string{"[1 2]: whole; committed [2 SUCCEEDED]; write back [1 2]; next batch 50"},
 	}, {
 		name:   "a row whose id was processed as another message is new",
 		bodies: three[:1],
@@ -201,7 +201,7 @@ func TestBatchOutcomes(t *testing.T) {
 				ReceivedAt: rows[0].Received.Add(-24 * time.Hour), Digest: store.PayloadDigest(rows[0].Body)}
 		},
 		batches: [][]int64{{1}},
-		want:    []string{"[1]: whole; committed [1 SUCCEEDED]; write back [1]; next batch 2"},
+		want:    []string{"[1]: whole; committed [1 SUCCEEDED]; write back [1]; next batch 50"},
 	}}
 	// Every step of the batch's transaction that fails rolls the whole
 	// batch back (infraFailure).
@@ -318,7 +318,9 @@ func TestReadAheadKeepsTheFIFOOrder(t *testing.T) {
 			t.Parallel()
 			st := newMemStore(c.faults...)
 			in := &memInbox{rows: memRows(c.bodies...), results: map[int64]mailbox.Result{}}
-			p := memPump(t, st, in)
+			// Twelve rows in batches of four: the second and third are
+			// read ahead.
+			p := memPump(t, st, in, "mailbox: {batchSize: 4}")
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
 			if err := p.Drain(ctx, nil); err != nil || ctx.Err() != nil {

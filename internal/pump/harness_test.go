@@ -249,7 +249,8 @@ func (h *harness) export() string {
 
 // testFeed is the feed config of these tests, on the given mailbox and
 // database DSNs: requests and history off, fast backoff, unless extra YAML
-// lines override them; a "mailbox: {...}" line adds to the mailbox section.
+// lines override them; a "mailbox: {...}" line adds to the mailbox section
+// (its batchSize replaces the default 50).
 func testFeed(t *testing.T, mailboxDSN, databaseDSN string, extra ...string) *config.Feed {
 	t.Helper()
 	mailboxExtra := ""
@@ -261,8 +262,11 @@ func testFeed(t *testing.T, mailboxDSN, databaseDSN string, extra ...string) *co
 		}
 		rest = append(rest, e)
 	}
+	if !strings.Contains(mailboxExtra, "batchSize:") {
+		mailboxExtra = ", batchSize: 50" + mailboxExtra
+	}
 	doc := fmt.Sprintf(`airport: {iata: PEK, timeZone: Asia/Shanghai}
-mailbox: {dsn: %q, pollInterval: 10ms, batchSize: 50%s}
+mailbox: {dsn: %q, pollInterval: 10ms%s}
 database: {dsn: %q}
 `, mailboxDSN, mailboxExtra, databaseDSN)
 	overrides := strings.Join(rest, "\n")

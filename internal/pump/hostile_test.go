@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/pump"
@@ -497,5 +498,28 @@ func TestHistoryIsAnchoredOnTheOperationDay(t *testing.T) {
 	// The flights that stay do not churn: no tombstone, no new version.
 	if n := h.count(`SELECT count(*) FROM msg_event WHERE event = 'DELETE' AND flid IN (3, 5, 7, 8)`); n != 0 {
 		t.Fatalf("%d tombstones for flights that stay", n)
+	}
+}
+
+// A backlog at the head is taken a full batch at once (issue 29): the
+// first transaction after start already holds mailbox.batchSize messages,
+// not one (no 1, 2, 4 … ramp). The ramp stays for the retries after a
+// failure, which isolate the failing message (TestBatchOutcomes).
+func TestBacklogIsTakenAFullBatchAtOnce(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t) // mailbox.batchSize 50
+	var ids []int64
+	for i := range 120 {
+		ids = append(ids, h.put(h.flop("ESTT", 1+i%7, fmt.Sprintf("<ESTT>09SEP2609%02d</ESTT>", i))))
+	}
+	obs := &batchObserver{}
+	h.drain(h.newPump(func(o *pump.Options) { o.Observer = obs }))
+	for _, id := range ids {
+		h.wantRow(id, store.StatusSucceeded, "")
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if diff := cmp.Diff([]int{50, 50, 20}, obs.batches); diff != "" {
+		t.Fatalf("messages per committed transaction for a backlog of 120, batchSize 50 (-want +got):\n%s", diff)
 	}
 }

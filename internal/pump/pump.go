@@ -124,7 +124,10 @@ type Pump struct {
 	// them). Both belong to the loop goroutine.
 	ahead   *reading
 	pending []store.Backfill
-	// batchSize adapts: back to 1 after a failure, doubling on success.
+	// batchSize is mailbox.batchSize: a backlog at the head is taken a
+	// full batch at once (issue 29), and a quiet head gives what it holds.
+	// After a failure it is 1, so the failing message is isolated, and
+	// doubles with every batch that commits until it is full again.
 	batchSize int
 	// infraAttempts counts consecutive failures at the current head;
 	// refusal the same server error repeating there.
@@ -201,7 +204,7 @@ func New(ctx context.Context, opts Options) (*Pump, error) {
 		lastSeqn:   map[string]int{},
 		cache:      store.NewStateCache(0),
 		emptyReads: -1,
-		batchSize:  1,
+		batchSize:  max(int(feed.Spec.Mailbox.BatchSize), 1),
 	}
 	if p.epoch == 0 {
 		var err error
