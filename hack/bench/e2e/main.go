@@ -15,6 +15,11 @@
 //     (pollInterval 100ms): DATE_RECEIVED to the change notice read from
 //     Kafka (read_committed), p50 and p99.
 //
+// Every backlog drain also prints what PostgreSQL wrote per message: the
+// WAL of the feed's database (pg_walinspect), that of the whole server
+// (pg_stat_wal, other databases included) and the backfill_todo rows it
+// inserted (wal.go): counts that the machine's load does not move.
+//
 // Every drain is timed from the process's start to its exit, minus an
 // empty drain of the same databases (process start, migration check,
 // connections), and followed by its CPU seconds by process: the pump,
@@ -189,6 +194,7 @@ type feed struct {
 	name           string
 	config         string
 	pgName, myName string
+	pgDSN          string
 	mbox           *sql.DB
 	brokers        []string
 	kafka          *kfake.Cluster
@@ -209,6 +215,7 @@ func newFeed(ctx context.Context, o options, name string) (*feed, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.pgDSN = pdsn
 	if o.stmtLog != "" {
 		if err := logStatements(ctx, f.pgName); err != nil {
 			return nil, err
@@ -269,6 +276,8 @@ type result struct {
 	rssMB int64
 	// cpu is the drain's CPU seconds by process (cpuLine).
 	cpu string
+	// wal is what PostgreSQL wrote during the drain (walProbe).
+	wal *walProbe
 }
 
 // drain runs `pump --drain` and times it from start to exit.
@@ -291,11 +300,13 @@ func (f *feed) drain(ctx context.Context, label string) (result, error) {
 			logFrom = st.Size()
 		}
 	}
+	wal := f.startWAL(ctx)
 	before := sampleCPU()
 	start := time.Now()
 	err = cmd.Run()
 	took := time.Since(start)
 	cpu := cpuLine(processCPU(cmd.ProcessState), before, sampleCPU(), took)
+	wal.finish(ctx)
 	if err != nil {
 		out, _ := os.ReadFile(logPath) //nolint:gosec // our own temporary directory
 		return result{}, fmt.Errorf("pump --drain (%s): %w\n%s", label, err, tail(string(out), 20))
@@ -305,7 +316,7 @@ func (f *feed) drain(ctx context.Context, label string) (result, error) {
 			return result{}, err
 		}
 	}
-	return result{took: took, rssMB: maxRSS(cmd.ProcessState) / 1024, cpu: cpu}, nil
+	return result{took: took, rssMB: maxRSS(cmd.ProcessState) / 1024, cpu: cpu, wal: wal}, nil
 }
 
 func maxRSS(ps *os.ProcessState) int64 {
@@ -379,6 +390,7 @@ func (f *feed) backlog(ctx context.Context, n int, empty time.Duration, tps floa
 	fmt.Printf("backlog %6d FLOPs: %s (process %s) = %.0f msgs/s = %.1fx pgbench; mailbox span %s; Kafka tail %s; peak RSS %d MB\n",
 		n, ms(took), ms(r.took), rate, rate/tps, ms(lastDone.Sub(firstDone)), ms(k.last.Sub(lastDone)), r.rssMB)
 	fmt.Printf("  %s\n", r.cpu)
+	fmt.Printf("  %s\n", r.wal.line(n))
 	return nil
 }
 
