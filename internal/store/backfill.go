@@ -56,13 +56,14 @@ func (s *Store) PendingBackfills(ctx context.Context, limit int) ([]Backfill, er
 
 // clearIntents takes ids ($1) out of every intent: an intent left without
 // ids is deleted (the usual case: its batch was written back whole), one
-// that keeps some is cut down to them. The intents are locked first, so a
-// concurrent change of one (RetireReusedIDs in a batch's transaction) is
-// waited for and read as committed, never overwritten with a stale list.
+// that keeps some is cut down to them. The intents are locked first, in
+// one order (two callers cannot deadlock), so a concurrent change of one
+// (RetireReusedIDs in a batch's transaction) is waited for and read as
+// committed, never overwritten with a stale list.
 // Linear in the pending ids: hash joins, no list compared with every row.
 const clearIntents = `
 	WITH gone AS (SELECT DISTINCT unnest($1::bigint[]) AS id),
-	locked AS (SELECT batch_id, message_ids FROM backfill_todo FOR UPDATE),
+	locked AS (SELECT batch_id, message_ids FROM backfill_todo ORDER BY batch_id FOR UPDATE),
 	cut AS (
 		SELECT l.batch_id, array_agg(m.id ORDER BY m.n) FILTER (WHERE g.id IS NULL) AS keep, count(g.id) AS hits
 		FROM locked l CROSS JOIN LATERAL unnest(l.message_ids) WITH ORDINALITY AS m(id, n)

@@ -116,3 +116,41 @@ func TestOneBackfillIntentPerBatch(t *testing.T) {
 		t.Fatalf("%d intents left after every message was written back", n)
 	}
 }
+
+// A reused mailbox id takes its predecessor out of the batch's intent, so
+// the new message's result is never written back by the old intent; the
+// other messages of that batch stay pending.
+func TestReusedIDLeavesTheBatchIntent(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := t.Context()
+	received := time.Date(2026, 9, 9, 2, 0, 0, 0, time.UTC)
+	var archive []store.ArchivedRow
+	var results []store.Result
+	for _, id := range []int64{21, 22, 23} {
+		archive = append(archive, store.ArchivedRow{MessageID: id, ReceivedAt: received, Size: 3, Body: []byte("<a>"), New: true})
+		results = append(results, store.Result{MessageID: id, ReceivedAt: received, Status: store.StatusSucceeded, New: true})
+	}
+	if err := f.inTx(func(tx *store.Tx) error { return tx.FinishBatch(ctx, archive, nil, results) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.inTx(func(tx *store.Tx) error {
+		return tx.RetireReusedIDs(ctx, []store.ReusedID{{MessageID: 22, Received: received.Add(time.Hour), Digest: []byte("new")}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.store.PendingBackfills(ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, b := range got {
+		ids = append(ids, b.MessageID)
+	}
+	if diff := cmp.Diff([]int64{21, 23}, ids); diff != "" {
+		t.Fatalf("pending write-backs after id 22 was reused (-want +got):\n%s", diff)
+	}
+	if n := f.count(`SELECT count(*) FROM backfill_todo WHERE 22 = ANY(message_ids)`); n != 0 {
+		t.Fatalf("%d intents still hold the reused id", n)
+	}
+}
