@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
-	"github.com/go-sql-driver/mysql"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -35,7 +34,8 @@ func zapFlagSet(opts *zap.Options) *flag.FlagSet {
 func newLogger(cmd *cobra.Command) logr.Logger {
 	log := zap.New(zap.UseFlagOptions(commandLogOptions(cmd.Flags())), zap.WriteTo(&lockedWriter{w: cmd.ErrOrStderr()}))
 	log = logr.New(capVerbosity{LogSink: log.GetSink()})
-	_ = mysql.SetLogger(mysqlLogger{log: log.WithName("mysql")}) // fails only for nil
+	driverLog := log.WithName("mysql")
+	mysqlLog.Store(&driverLog)
 	return log
 }
 
