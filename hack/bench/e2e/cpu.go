@@ -87,11 +87,12 @@ func processCPU(ps *os.ProcessState) time.Duration {
 	return ps.UserTime() + ps.SystemTime()
 }
 
-// cpuLine prints the CPU seconds of a drain by process.
-func cpuLine(pump time.Duration, before, after cpuSample, wall time.Duration) string {
+// cpuLine prints the CPU seconds of a drain by process, and returns their
+// sum.
+func cpuLine(pump time.Duration, before, after cpuSample, wall time.Duration) (string, time.Duration) {
 	pg, my, bench := after.postgres-before.postgres, after.mariadb-before.mariadb, after.bench-before.bench
 	total := pump + pg + my + bench
 	return fmt.Sprintf("CPU %.2f s in %.2f s wall (%.0f%% of 2 cores): pump %.2f, postgres %.2f, mariadb %.2f, kfake+consumer %.2f",
 		total.Seconds(), wall.Seconds(), 100*total.Seconds()/(2*wall.Seconds()),
-		pump.Seconds(), pg.Seconds(), my.Seconds(), bench.Seconds())
+		pump.Seconds(), pg.Seconds(), my.Seconds(), bench.Seconds()), total
 }

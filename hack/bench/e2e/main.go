@@ -3,11 +3,13 @@
 // --drain` on fresh PostgreSQL and MariaDB databases with an in-process
 // kfake broker — and prints what a user would see:
 //
-//   - pgbench -c 1 -j 1 -N TPS, measured in the same run: the ceiling of one
-//     transaction per message on this PostgreSQL;
+//   - pgbench -c 1 -j 1 TPS, measured in the same run, with its default
+//     TPC-B-like script and with -N (no updates of the small tables): the
+//     ceiling of one transaction per message on this PostgreSQL;
 //   - a 2,000-flight full-day RESP delivered to Kafka, then backlogs of
 //     10,000 and 50,000 mixed FLOPs over those flights (each message
-//     changes its flight): messages/s, its ratio to pgbench, the mailbox
+//     changes its flight): messages/s, its ratio to both pgbench figures,
+//     the CPU microseconds per message of all processes together, the mailbox
 //     span (first to last DATE_PROCESSED), the Kafka tail (last record
 //     after the last DATE_PROCESSED) and the process's peak RSS;
 //   - a 9,999-flight RESP: its time and peak RSS;
@@ -141,11 +143,15 @@ func run(ctx context.Context, o options) error {
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("flightfeed e2e benchmark  %s  load %s", time.Now().UTC().Format(time.RFC3339), load)
 
-	tps, err := pgbenchTPS(ctx, o)
-	if err != nil {
+	var tps pgbenchRates
+	if tps.tpcb, err = pgbenchTPS(ctx, o); err != nil {
 		return err
 	}
-	fmt.Printf("pgbench -c 1 -j 1 -N -T %.0f: %.0f TPS\n", o.pgbench.Seconds(), tps)
+	if tps.noUpdates, err = pgbenchTPS(ctx, o, "-N"); err != nil {
+		return err
+	}
+	fmt.Printf("pgbench -c 1 -j 1 -T %.0f: %.0f TPS (default TPC-B-like script), %.0f TPS with -N\n",
+		o.pgbench.Seconds(), tps.tpcb, tps.noUpdates)
 
 	// The 2,000-flight day and its backlogs, then the latency run on it.
 	f, err := newFeed(ctx, o, "main")
@@ -162,7 +168,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	for _, n := range o.backlogs {
-		if err := f.backlog(ctx, n, empty.took, tps); err != nil {
+		if err := f.backlog(ctx, n, empty, tps); err != nil {
 			return err
 		}
 	}
@@ -274,8 +280,10 @@ func (f *feed) close(ctx context.Context) {
 type result struct {
 	took  time.Duration
 	rssMB int64
-	// cpu is the drain's CPU seconds by process (cpuLine).
-	cpu string
+	// cpu is the drain's CPU seconds by process (cpuLine), cpuTotal their
+	// sum.
+	cpu      string
+	cpuTotal time.Duration
 	// wal is what PostgreSQL wrote during the drain (walProbe).
 	wal *walProbe
 }
@@ -305,7 +313,7 @@ func (f *feed) drain(ctx context.Context, label string) (result, error) {
 	start := time.Now()
 	err = cmd.Run()
 	took := time.Since(start)
-	cpu := cpuLine(processCPU(cmd.ProcessState), before, sampleCPU(), took)
+	cpu, cpuTotal := cpuLine(processCPU(cmd.ProcessState), before, sampleCPU(), took)
 	wal.finish(ctx)
 	if err != nil {
 		out, _ := os.ReadFile(logPath) //nolint:gosec // our own temporary directory
@@ -316,7 +324,7 @@ func (f *feed) drain(ctx context.Context, label string) (result, error) {
 			return result{}, err
 		}
 	}
-	return result{took: took, rssMB: maxRSS(cmd.ProcessState) / 1024, cpu: cpu, wal: wal}, nil
+	return result{took: took, rssMB: maxRSS(cmd.ProcessState) / 1024, cpu: cpu, cpuTotal: cpuTotal, wal: wal}, nil
 }
 
 func maxRSS(ps *os.ProcessState) int64 {
@@ -355,7 +363,7 @@ func (f *feed) resp(ctx context.Context, n int, empty time.Duration) error {
 }
 
 // backlog puts n FLOPs over the day's flights and drains them.
-func (f *feed) backlog(ctx context.Context, n int, empty time.Duration, tps float64) error {
+func (f *feed) backlog(ctx context.Context, n int, empty result, tps pgbenchRates) error {
 	msgs := simulate.Backlog(f.opts(f.o.flights), n)
 	f.seqn += n
 	var first int64
@@ -385,11 +393,11 @@ func (f *feed) backlog(ctx context.Context, n int, empty time.Duration, tps floa
 	if k.notice < n {
 		return fmt.Errorf("backlog of %d: %d notices in Kafka", n, k.notice)
 	}
-	took := r.took - empty
+	took := r.took - empty.took
 	rate := float64(n) / took.Seconds()
-	fmt.Printf("backlog %6d FLOPs: %s (process %s) = %.0f msgs/s = %.1fx pgbench; mailbox span %s; Kafka tail %s; peak RSS %d MB\n",
-		n, ms(took), ms(r.took), rate, rate/tps, ms(lastDone.Sub(firstDone)), ms(k.last.Sub(lastDone)), r.rssMB)
-	fmt.Printf("  %s\n", r.cpu)
+	fmt.Printf("backlog %6d FLOPs: %s (process %s) = %.0f msgs/s = %.1fx pgbench (%.1fx pgbench -N); mailbox span %s; Kafka tail %s; peak RSS %d MB\n",
+		n, ms(took), ms(r.took), rate, rate/tps.tpcb, rate/tps.noUpdates, ms(lastDone.Sub(firstDone)), ms(k.last.Sub(lastDone)), r.rssMB)
+	fmt.Printf("  %s; %.0f µs CPU a message, all processes (less the empty drain's CPU)\n", r.cpu, (r.cpuTotal-empty.cpuTotal).Seconds()*1e6/float64(n))
 	fmt.Printf("  %s\n", r.wal.line(n))
 	return nil
 }
@@ -612,8 +620,15 @@ func tail(s string, n int) string {
 
 var tpsLine = regexp.MustCompile(`tps = ([0-9.]+)`)
 
-// pgbenchTPS runs pgbench -c 1 -j 1 -N on a fresh database.
-func pgbenchTPS(ctx context.Context, o options) (float64, error) {
+// pgbenchRates are the two pgbench baselines of a run.
+type pgbenchRates struct {
+	// tpcb is the default TPC-B-like script, noUpdates the same with -N.
+	tpcb, noUpdates float64
+}
+
+// pgbenchTPS runs pgbench -c 1 -j 1 with script (none: the default
+// TPC-B-like one; "-N") on a fresh database.
+func pgbenchTPS(ctx context.Context, o options, script ...string) (float64, error) {
 	name := fmt.Sprintf("ff_bench_pgbench_%d", os.Getpid())
 	dsn, err := createPG(ctx, name)
 	if err != nil {
@@ -623,8 +638,8 @@ func pgbenchTPS(ctx context.Context, o options) (float64, error) {
 	if out, err := exec.CommandContext(ctx, "pgbench", "-i", "-q", dsn).CombinedOutput(); err != nil { //nolint:gosec // our own database
 		return 0, fmt.Errorf("pgbench -i: %w\n%s", err, out)
 	}
-	out, err := exec.CommandContext(ctx, "pgbench", "-c", "1", "-j", "1", "-N", "-T", //nolint:gosec // our own database
-		strconv.Itoa(int(o.pgbench.Seconds())), dsn).CombinedOutput()
+	args := append([]string{"-c", "1", "-j", "1", "-T", strconv.Itoa(int(o.pgbench.Seconds()))}, script...)
+	out, err := exec.CommandContext(ctx, "pgbench", append(args, dsn)...).CombinedOutput() //nolint:gosec // our own database
 	if err != nil {
 		return 0, fmt.Errorf("pgbench: %w\n%s", err, out)
 	}
