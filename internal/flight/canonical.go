@@ -35,7 +35,8 @@ var ErrKeyCollision = errors.New("canonical JSON key collision")
 // unknown, UPDATED_AT is UpdatedAtLayout in UTC (absent when zero). Every
 // present scalar appears under its tag with its original string; collections
 // and records are arrays of objects in input order; anomalies are objects. A
-// cleared field — empty scalar, empty list, empty anomaly — is an absent key.
+// cleared field — empty scalar, empty list, empty anomaly — is an absent key;
+// an empty item inside a list is left out, so no list shows {}.
 // The same state always yields the same bytes.
 func CanonicalJSON(s State) ([]byte, error) {
 	// Top-level keys: the bookkeeping ones, then every present field.
@@ -62,7 +63,7 @@ func CanonicalJSON(s State) ([]byte, error) {
 		}
 	}
 	for tag, items := range s.Lists {
-		if len(items) > 0 {
+		if items = nonEmptyItems(items); len(items) > 0 {
 			entries = append(entries, entry{key: tag, kind: 'l', list: items})
 		}
 	}
@@ -104,6 +105,23 @@ func CanonicalJSON(s State) ([]byte, error) {
 		}
 	}
 	return append(buf, '}'), nil
+}
+
+// nonEmptyItems drops items that carry nothing. The decoder and Validate
+// never let one into a state, but a row stored before an empty tag meant
+// Clear (SIS §1.6.3) may still hold one: it is published as absent, never as
+// {} or [{}]. The input is not modified.
+func nonEmptyItems(items []Item) []Item {
+	if !slices.ContainsFunc(items, func(it Item) bool { return len(it) == 0 }) {
+		return items
+	}
+	out := make([]Item, 0, len(items))
+	for _, it := range items {
+		if len(it) > 0 {
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 // appendObject writes an item as a JSON object with sorted keys.

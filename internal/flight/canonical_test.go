@@ -25,7 +25,8 @@ func sampleState() State {
 		{"GTNO": "3", "GATE": "B2", "GTYP": "I"},
 	}
 	s.Lists["DELY"] = []Item{{"CODE": "93", "DURA": "0020", TextKey: "late inbound"}}
-	s.Lists["SRVT"] = []Item{{}}
+	s.Lists["SRVT"] = []Item{{}} // stored before an empty tag meant Clear: absent
+	s.Lists["MAFL"] = []Item{{}, {"MFAL": "MU", "MFFN": "MU5101"}, {}}
 	s.Lists["CKDT"] = nil // cleared: absent
 	s.Anomalies["FDIV"] = Item{"DDES": "HKG", "DDIR": "TO", TextKey: "weather"}
 	s.Anomalies["FRET"] = Item{} // cleared: absent

@@ -155,6 +155,11 @@ func (cmd Command) validate(kind Kind) error {
 		if slices.ContainsFunc(cmd.Items, func(it Item) bool { return it == nil }) {
 			return bad("nil item")
 		}
+		if slices.ContainsFunc(cmd.Items, func(it Item) bool { return len(it) == 0 }) {
+			// An empty tag deletes the value (SIS §1.6.3): it is a Clear or
+			// is dropped, never an item that would publish as {}.
+			return bad("empty item")
+		}
 	default:
 		return bad("unknown op")
 	}

@@ -48,6 +48,8 @@ func TestCommandsValidateRejects(t *testing.T) {
 		{"empty scalar set", Commands{Cmds: []Command{{Tag: "FLNO", Op: OpSet}}}},
 		{"empty replace", Commands{Cmds: []Command{{Tag: "GTDT", Op: OpReplace}}}},
 		{"nil item", Commands{Cmds: []Command{{Tag: "SRVT", Op: OpReplace, Items: []Item{nil}}}}},
+		{"empty record item", Commands{Cmds: []Command{{Tag: "SRVT", Op: OpReplace, Items: []Item{{}}}}}},
+		{"empty item beside a real one", Commands{Cmds: []Command{{Tag: "PORT", Op: OpReplace, Items: []Item{{"PTNO": "1"}, {}}}}}},
 		{"empty anomaly set", Commands{Cmds: []Command{{Tag: "FDIV", Op: OpSet}}}},
 		{"clear with payload", Commands{Cmds: []Command{{Tag: "FLNO", Op: OpClear, Value: "x"}}}},
 		{"unknown op", Commands{Cmds: []Command{{Tag: "FLNO", Op: Op(9)}}}},

@@ -12,9 +12,9 @@ const (
 	KindCollection
 	// KindAnomaly holds one Item (attributes plus TEXT); empty = Clear.
 	KindAnomaly
-	// KindRecord holds []Item, one per occurrence (text records SRVT/VIPF/MAFL
-	// and grouped records PSHT/TIPT/PORT); presence is Replace even when
-	// empty, only absence in a full snapshot clears.
+	// KindRecord holds []Item, one per non-empty occurrence (text records
+	// SRVT/VIPF/MAFL and grouped records PSHT/TIPT/PORT); presence is Replace,
+	// an empty tag (SIS §1.6.3) or absence in a full snapshot is Clear.
 	KindRecord
 )
 

@@ -47,7 +47,7 @@ func TestFlopKinds(t *testing.T) {
 		{"FLAB", `<FLAB></FLAB>`, flight.Command{Tag: "FLAB", Op: flight.OpClear}},
 		{"SRVT", `<SRVT><SRTC>ATN</SRTC><SRQT>2</SRQT><SRPR></SRPR><SARR>由于机器问题延误服务事务</SARR></SRVT>`,
 			flight.Command{Tag: "SRVT", Op: flight.OpReplace, Items: []flight.Item{{"SRTC": "ATN", "SRQT": "2", "SRPR": "", "SARR": "由于机器问题延误服务事务"}}}},
-		{"SRVT", `<SRVT/>`, flight.Command{Tag: "SRVT", Op: flight.OpReplace, Items: []flight.Item{{}}}},
+		{"SRVT", `<SRVT/>`, flight.Command{Tag: "SRVT", Op: flight.OpClear}},
 		{"VIPF", `<VIPF>Minister, 2 pax</VIPF>`, flight.Command{Tag: "VIPF", Op: flight.OpReplace, Items: []flight.Item{{"TEXT": "Minister, 2 pax"}}}},
 		{"MAFL", `<MAFL><MFAL>MU</MFAL><MFFN>MU5101</MFFN></MAFL><MAFL><MFAL>KL</MFAL><MFFN>KL4301</MFFN></MAFL>`,
 			flight.Command{Tag: "MAFL", Op: flight.OpReplace, Items: []flight.Item{{"MFAL": "MU", "MFFN": "MU5101"}, {"MFAL": "KL", "MFFN": "KL4301"}}}},

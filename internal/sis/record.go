@@ -199,8 +199,12 @@ func anomalyCommand(spec *flight.FieldSpec, n *node, at elemPath) (flight.Comman
 	return flight.Command{Tag: spec.Tag, Op: flight.OpSet, Anomaly: item}, nil
 }
 
-// recordCommand: every occurrence is one item, kept even when empty; a
-// record present in the message is always a Replace (seed 001 §6).
+// recordCommand: every occurrence that carries something (an attribute, a
+// child or text) is one item, and the record is a Replace (seed 001 §6). An
+// empty tag (<SRVT/>, <SRVT></SRVT>, blank text) is the SIS §1.6.3 "empty P
+// tag deletes the value" (seed 000 §10): it carries nothing and is dropped,
+// and a record whose occurrences are all empty is a Clear, in a snapshot and
+// in an increment alike, so no empty object ever reaches the state or Kafka.
 func recordCommand(spec *flight.FieldSpec, nodes []*node, path string) (flight.Command, error) {
 	items := make([]flight.Item, 0, len(nodes))
 	for i, n := range nodes {
@@ -208,7 +212,13 @@ func recordCommand(spec *flight.FieldSpec, nodes []*node, path string) (flight.C
 		if err != nil {
 			return flight.Command{}, err
 		}
+		if len(item) == 0 {
+			continue
+		}
 		items = append(items, item)
+	}
+	if len(items) == 0 {
+		return flight.Command{Tag: spec.Tag, Op: flight.OpClear}, nil
 	}
 	return flight.Command{Tag: spec.Tag, Op: flight.OpReplace, Items: items}, nil
 }
