@@ -1,0 +1,59 @@
+package pump_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestEmptyRecordTagClearsStoredField: a flight whose RESP carried every
+// text and grouped record gets one FLOP per record with the empty tag (SIS
+// §1.6.3: an empty tag deletes the value). After the round trip through the
+// mailbox, decoder, merge engine and store, none of the six fields is stored
+// any more, and the flight's last KAFKA_SCHD document has no key for them
+// and no empty object anywhere.
+func TestEmptyRecordTagClearsStoredField(t *testing.T) {
+	h := newHarness(t)
+	tags := []string{"SRVT", "VIPF", "MAFL", "PSHT", "TIPT", "PORT"}
+	var records []string
+	for _, tag := range tags {
+		records = append(records, "<"+tag+"><ITEM>one</ITEM></"+tag+">")
+	}
+	h.put(h.schd("RESP", fltr(1, "CA1", "09", records...)))
+	p := h.newPump()
+	h.drain(p)
+	before := h.flights()[1]
+	for _, tag := range tags {
+		if len(before.Lists[tag]) != 1 {
+			t.Fatalf("after the RESP %s = %v, want one item", tag, before.Lists[tag])
+		}
+	}
+
+	empty := []string{"<%s/>", "<%s></%s>"}
+	for i, tag := range tags {
+		form := strings.ReplaceAll(empty[i%2], "%s", tag)
+		h.put(h.flop(tag, 1, form))
+	}
+	h.drain(p)
+
+	after := h.flights()[1]
+	for _, tag := range tags {
+		if items, ok := after.Lists[tag]; ok {
+			t.Errorf("after the empty-tag FLOP %s is still stored: %v", tag, items)
+		}
+	}
+	if after.StateVersion != before.StateVersion+int64(len(tags)) {
+		t.Errorf("state version %d -> %d, want one bump per FLOP", before.StateVersion, after.StateVersion)
+	}
+	var payload string
+	if err := h.db.QueryRow(t.Context(), `SELECT payload FROM msg_event WHERE flid = 1 AND kind = 'KAFKA_SCHD' ORDER BY id DESC LIMIT 1`).Scan(&payload); err != nil {
+		t.Fatal(err)
+	}
+	for _, tag := range tags {
+		if strings.Contains(payload, `"`+tag+`"`) {
+			t.Errorf("KAFKA_SCHD still names %s: %s", tag, payload)
+		}
+	}
+	if strings.Contains(payload, "{}") {
+		t.Errorf("KAFKA_SCHD holds an empty object: %s", payload)
+	}
+}
