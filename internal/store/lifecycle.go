@@ -161,22 +161,39 @@ func (t *Tx) PruneLedger(ctx context.Context, cutoff string) ([]string, error) {
 
 // Prune removes trace-log rows, archived raw messages and finished outbox
 // rows older than their cutoffs (zero cutoff: keep).
+//
+// The trace log is pruned by (OPERATION_DAY, RECV_AT) (seed 000 §5.6,
+// §8.3): a row goes once both its operation day is before traceBefore's
+// day in the airport zone and it was received before traceBefore; a row
+// without a day (a snapshot rejected before its day was known) goes by its
+// receipt alone. So a late or replayed snapshot of an old day keeps its
+// trace for the full retention after it arrived, and a snapshot received
+// long ago for a day still inside the retention keeps its trace while that
+// day does. Both statements are range scans of schd_snap_log_day
+// (operation_day, recv_at).
 func (s *Store) Prune(ctx context.Context, traceBefore, archiveBefore, eventsBefore time.Time) (int64, error) {
 	var total int64
+	traceDay := ""
+	if !traceBefore.IsZero() {
+		traceDay = traceBefore.In(s.loc).Format(time.DateOnly)
+	}
 	for _, p := range []struct {
+		what   string
 		sql    string
 		cutoff time.Time
+		args   []any
 	}{
-		{`DELETE FROM schd_snap_log WHERE recv_at < $1`, traceBefore},
-		{`DELETE FROM msg_archive WHERE archived_at < $1`, archiveBefore},
-		{`DELETE FROM msg_event WHERE status IN ('DELIVERED', 'SUPERSEDED') AND done_at < $1`, eventsBefore},
+		{"trace log rows of past days", `DELETE FROM schd_snap_log WHERE operation_day < $2::date AND recv_at < $1`, traceBefore, []any{traceDay}},
+		{"trace log rows without a day", `DELETE FROM schd_snap_log WHERE operation_day IS NULL AND recv_at < $1`, traceBefore, nil},
+		{"raw archive", `DELETE FROM msg_archive WHERE archived_at < $1`, archiveBefore, nil},
+		{"finished outbox rows", `DELETE FROM msg_event WHERE status IN ('DELIVERED', 'SUPERSEDED') AND done_at < $1`, eventsBefore, nil},
 	} {
 		if p.cutoff.IsZero() {
 			continue
 		}
-		tag, err := s.pool.Exec(ctx, p.sql, p.cutoff)
+		tag, err := s.pool.Exec(ctx, p.sql, append([]any{p.cutoff}, p.args...)...)
 		if err != nil {
-			return total, fmt.Errorf("prune: %w", err)
+			return total, fmt.Errorf("prune %s before %s: %w", p.what, p.cutoff.UTC().Format(time.RFC3339), err)
 		}
 		total += tag.RowsAffected()
 	}
