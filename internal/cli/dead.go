@@ -21,7 +21,14 @@ func newDeadCommand() *cobra.Command {
 status, reason code, attempts and the note written back to the mailbox.
 --since takes an RFC 3339 time or a duration back from now (24h); --reason a
 reason code (RECS_MISMATCH, SAME_FLID_ACROSS_OPERATION_DAYS, …). -o json prints
-one JSON object per line.`,
+one JSON object per line.
+
+For a snapshot refused for SAME_FLID_ACROSS_OPERATION_DAYS the last column
+(CONFLICTS; "conflicts" in JSON, each {"flid","stored_day","message_day"})
+names the FLIDs it gave another operation day than the one they are stored
+under. Correct the data at the AODB, or once a person has confirmed the rest
+of the snapshot, apply it without them: flightfeed replay --id N --policy
+skip-conflicts.`,
 		Args: cobra.NoArgs,
 	}
 	load := feedSource(cmd)
@@ -58,14 +65,14 @@ one JSON object per line.`,
 			return writeJSONLines(w, dead)
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tRECEIVED\tTYPE\tSTATUS\tREASON\tATTEMPTS\tNOTE")
+		fmt.Fprintln(tw, "ID\tRECEIVED\tTYPE\tSTATUS\tREASON\tATTEMPTS\tNOTE\tCONFLICTS")
 		for _, d := range dead {
 			typ := d.Type + "/" + d.Styp
 			if d.Type == "" {
 				typ = "-"
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", d.MessageID, d.ReceivedAt.In(feed.Location).Format("2006-01-02 15:04:05"),
-				typ, d.Status, d.Reason, d.Attempts, oneLine(d.Note, 120))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.MessageID, d.ReceivedAt.In(feed.Location).Format("2006-01-02 15:04:05"),
+				typ, d.Status, d.Reason, d.Attempts, oneLine(d.Note, 120), conflictsCell(d.Conflicts))
 		}
 		if err := tw.Flush(); err != nil {
 			return fmt.Errorf("write output: %w", err)
@@ -73,6 +80,25 @@ one JSON object per line.`,
 		return flush(w)
 	}
 	return cmd
+}
+
+// conflictsShown is how many day conflicts one table cell names.
+const conflictsShown = 3
+
+// conflictsCell renders a day mismatch's FLIDs as FLID:STORED->MESSAGE
+// ("2:2026-09-09->2026-09-10"), "-" when the message has none.
+func conflictsCell(cs []store.DayConflict) string {
+	if len(cs) == 0 {
+		return "-"
+	}
+	parts := make([]string, 0, conflictsShown+1)
+	for _, c := range cs[:min(len(cs), conflictsShown)] {
+		parts = append(parts, c.FLID+":"+c.StoredDay+"->"+c.MessageDay)
+	}
+	if len(cs) > conflictsShown {
+		parts = append(parts, fmt.Sprintf("+%d more (-o json)", len(cs)-conflictsShown))
+	}
+	return strings.Join(parts, ",")
 }
 
 // parseSince reads --since: an RFC 3339 time, or a duration back from now.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -141,5 +142,91 @@ func TestDeadResolvesTheFeedInTheCluster(t *testing.T) {
 	if code, out, errOut := runCLI(append(replay, "4")...); code != exitFailed || !strings.Contains(out, "replay request 1 recorded: message 4, as-new") ||
 		!strings.Contains(errOut, "no outcome within 300ms") {
 		t.Fatalf("replay --feed default/pek --id 4: exit %d: %s\n%s", code, errOut, out)
+	}
+}
+
+// A window DNLD (records of two days) holding FLID 2, which a full-day
+// snapshot of today already owns, under tomorrow is DEAD(PROTOCOL)
+// SAME_FLID_ACROSS_OPERATION_DAYS (seed 000 §5.3); `flightfeed dead` names
+// the FLID with its stored and its message day, in JSON and in the table.
+func TestDeadNamesTheFLIDsOfADayMismatch(t *testing.T) {
+	loc, err := time.LoadLocation("Asia/Shanghai")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().In(loc)
+	next := now.AddDate(0, 0, 1)
+	today, tomorrow := now.Format(time.DateOnly), next.Format(time.DateOnly)
+	window := sisMessage(2, "SCHD", "DNLD", "<SCHD><RECS>3</RECS>"+
+		"<FLTR><FLID>3</FLID><SODT>"+sisDay(now)+"0900</SODT></FLTR>"+
+		"<FLTR><FLID>2</FLID><SODT>"+sisDay(next)+"0800</SODT></FLTR>"+
+		"<FLTR><FLID>4</FLID><SODT>"+sisDay(next)+"1000</SODT></FLTR></SCHD>")
+	w := newReplayWorld(t, window) // row 5: the window DNLD
+	if got := w.query(t, `SELECT status || ' ' || reason FROM proc_state WHERE message_id = 5`); got != "DEAD SAME_FLID_ACROSS_OPERATION_DAYS" {
+		t.Fatalf("window DNLD: %s", got)
+	}
+
+	code, out, errOut := runCLI("dead", "--config", w.cfg, "--reason", "SAME_FLID_ACROSS_OPERATION_DAYS", "-o", "json")
+	if code != 0 {
+		t.Fatalf("dead -o json: exit %d: %s", code, errOut)
+	}
+	type conflict struct {
+		FLID       string `json:"flid"`
+		StoredDay  string `json:"stored_day"`
+		MessageDay string `json:"message_day"`
+	}
+	var docs []struct {
+		ID        int64
+		Conflicts []conflict
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var d struct {
+			ID        int64
+			Conflicts []conflict
+		}
+		if err := json.Unmarshal([]byte(line), &d); err != nil {
+			t.Fatalf("dead -o json: %v\n%s", err, out)
+		}
+		docs = append(docs, d)
+	}
+	// Row 2 (full-day DNLD of tomorrow holding 2) and row 5 (the window).
+	want := map[int64][]conflict{
+		5: {{FLID: "2", StoredDay: today, MessageDay: tomorrow}},
+		2: {{FLID: "2", StoredDay: today, MessageDay: tomorrow}},
+	}
+	if len(docs) != len(want) {
+		t.Fatalf("dead -o json: %d messages, want %d\n%s", len(docs), len(want), out)
+	}
+	for _, d := range docs {
+		if fmt.Sprint(d.Conflicts) != fmt.Sprint(want[d.ID]) {
+			t.Errorf("message %d conflicts = %+v, want %+v\n%s", d.ID, d.Conflicts, want[d.ID], out)
+		}
+	}
+
+	code, out, errOut = runCLI("dead", "--config", w.cfg)
+	if code != 0 {
+		t.Fatalf("dead: exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if h := strings.Fields(lines[0]); len(h) != 8 || h[6] != "NOTE" || h[7] != "CONFLICTS" {
+		t.Fatalf("dead table header %q", lines[0])
+	}
+	cell := "2:" + today + "->" + tomorrow
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		mismatch := f[5] == "SAME_FLID_ACROSS_OPERATION_DAYS"
+		if last := f[len(f)-1]; (mismatch && last != cell) || (!mismatch && last != "-") {
+			t.Errorf("dead table row %q: last column %q", l, last)
+		}
+	}
+
+	// The runbook's next step once a person confirmed the rest of the
+	// window: replay it without the conflicting FLID, which keeps its day.
+	code, out, errOut = w.replayWhilePumping(t, "--id", "5", "--policy", "skip-conflicts")
+	if code != 0 || !strings.Contains(out, "message 5 replayed skip-conflicts: SUCCEEDED") {
+		t.Fatalf("replay: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	if got := w.query(t, `SELECT string_agg(flid || '=' || coalesce(operation_day::text, 'NULL'), ',' ORDER BY flid) FROM flight_schd WHERE flid IN (2, 3, 4)`); got != "2="+today+",3=NULL,4=NULL" {
+		t.Errorf("after the replay: %s", got)
 	}
 }

@@ -119,6 +119,7 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 				flag = FlagDayMismatch
 			}
 			trace.Flags = dedup(append(append(trace.Flags, flag), res.Flags...))
+			trace.Conflicts = dayConflicts(applyErr)
 		}
 		return p.finish(res, store.StatusDead, reason, applyErr.Error(), trace)
 	}
@@ -130,6 +131,21 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 	o, w, err = p.finish(res, store.StatusSucceeded, "", "", trace)
 	o.changed = changed
 	return o, w, err
+}
+
+// dayConflicts lists the FLIDs a day-mismatch refusal names with both their
+// days, for the trace row and so for `flightfeed dead`; nil for any other
+// error.
+func dayConflicts(err error) []store.DayConflict {
+	var rej *snapshot.Rejection
+	if !errors.As(err, &rej) || len(rej.Conflicts) == 0 {
+		return nil
+	}
+	out := make([]store.DayConflict, 0, min(len(rej.Conflicts), store.MaxTraceConflicts))
+	for _, c := range rej.Conflicts[:min(len(rej.Conflicts), store.MaxTraceConflicts)] {
+		out = append(out, store.DayConflict{FLID: c.FLID.String(), StoredDay: c.StoredDay, MessageDay: c.MessageDay})
+	}
+	return out
 }
 
 // rejected handles a message the decoder refused: DEAD for illegal input,

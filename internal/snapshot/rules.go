@@ -28,6 +28,17 @@ type Rejection struct {
 	Reason string
 	Detail string
 	FLIDs  []flight.FLID
+	// Conflicts are, for a day mismatch, every refused FLID with its stored
+	// day and the day the message gave it, in record order.
+	Conflicts []Conflict
+}
+
+// Conflict is one FLID a snapshot attributed to another day than the one
+// its stored row already has (seed 000 §5.3, fourth row).
+type Conflict struct {
+	FLID       flight.FLID
+	StoredDay  string
+	MessageDay string
 }
 
 func (r *Rejection) Error() string {
@@ -63,11 +74,13 @@ func CheckCoverage(day string, records []Record) error {
 // ("" while NULL); absent FLIDs are new flights.
 func CheckOwners(records []Record, stored map[flight.FLID]string) error {
 	var off []flight.FLID
+	var conflicts []Conflict
 	var detail []string
 	for _, r := range records {
 		have, ok := stored[r.FLID]
 		if ok && have != "" && have != r.Day {
 			off = append(off, r.FLID)
+			conflicts = append(conflicts, Conflict{FLID: r.FLID, StoredDay: have, MessageDay: r.Day})
 			if len(detail) < 5 {
 				detail = append(detail, fmt.Sprintf("%s belongs to %s, record says %s", r.FLID, have, r.Day))
 			}
@@ -76,7 +89,7 @@ func CheckOwners(records []Record, stored map[flight.FLID]string) error {
 	if len(off) == 0 {
 		return nil
 	}
-	return &Rejection{Reason: ReasonDayMismatch, FLIDs: off,
+	return &Rejection{Reason: ReasonDayMismatch, FLIDs: off, Conflicts: conflicts,
 		Detail: fmt.Sprintf("%d FLID(s) across operation days: %s", len(off), strings.Join(detail, "; "))}
 }
 

@@ -53,6 +53,24 @@ func TestCheckOwners(t *testing.T) {
 	}
 }
 
+// A day mismatch carries every refused FLID with both days, beyond the five
+// its text names, for `flightfeed dead`.
+func TestCheckOwnersListsEveryConflict(t *testing.T) {
+	stored := map[flight.FLID]string{}
+	var records []Record
+	var want []Conflict
+	for f := flight.FLID(1); f <= 7; f++ {
+		stored[f] = "2026-09-09"
+		records = append(records, Record{f, "2026-09-10"})
+		want = append(want, Conflict{FLID: f, StoredDay: "2026-09-09", MessageDay: "2026-09-10"})
+	}
+	records = append(records, Record{8, "2026-09-10"})
+	var rej *Rejection
+	if err := CheckOwners(records, stored); !errors.As(err, &rej) || !slices.Equal(rej.Conflicts, want) {
+		t.Fatalf("got %v (conflicts %+v), want %+v", err, rej, want)
+	}
+}
+
 func TestDiffDeleteAndVictims(t *testing.T) {
 	// Seed 001 §4.2: generation {CA100, CZ300}, snapshot {CA100, MU201}.
 	const ca100, mu201, cz300 = 100, 201, 300
