@@ -502,7 +502,9 @@ type RetentionSpec struct {
 	// +kubebuilder:default=7
 	LedgerDays *int32 `json:"ledgerDays,omitempty"`
 
-	// TraceLogDays keeps schd_snap_log rows this long. Default 90.
+	// TraceLogDays keeps schd_snap_log rows this long, by (OPERATION_DAY,
+	// RECV_AT): a row goes once its operation day and its receipt are both
+	// older (a row without a day: its receipt). Default 90.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=3650
 	// +optional
