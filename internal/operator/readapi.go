@@ -92,6 +92,9 @@ type ReadAPI struct {
 	budget  int64
 	// rejected counts the requests refused with 429.
 	rejected prometheus.Counter
+	// readTimeout bounds one request's database work (the package's
+	// readTimeout; tests that load a busy machine lengthen it).
+	readTimeout time.Duration
 
 	mu     sync.Mutex
 	stores map[types.NamespacedName]*readStore
@@ -115,7 +118,7 @@ func NewReadAPI(dir FeedLookup, access *Access, maxConcurrent int, rejected prom
 	}
 	return &ReadAPI{dir: dir, access: access, open: openReadStore, log: log, stores: map[types.NamespacedName]*readStore{},
 		slots: make(chan struct{}, maxConcurrent), rejected: rejected,
-		flights: semaphore.NewWeighted(listBudget(maxConcurrent)), budget: listBudget(maxConcurrent)}
+		flights: semaphore.NewWeighted(listBudget(maxConcurrent)), budget: listBudget(maxConcurrent), readTimeout: readTimeout}
 }
 
 // readDSN is the DSN the read API connects with: the feed's read-only
@@ -344,7 +347,7 @@ func (a *ReadAPI) read(w http.ResponseWriter, r *http.Request, f store.Filter) (
 		httpError(w, http.StatusNotFound, "flightfeed %s not found, or it cannot run (see its status)", key)
 		return nil, false
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), a.readTimeout)
 	defer cancel()
 	reader, err := a.reader(ctx, key, feed)
 	if err != nil {
