@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,6 +14,13 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/store"
 )
+
+// maxAhead bounds the events a dispatcher remembers as done above the
+// cursor and leaves out of its reads: while a record fails at the cursor
+// (a state topic missing, say), the rows after it go on being delivered
+// until this many are; then the window stays at the cursor until the
+// failing record goes through.
+const maxAhead = 50_000
 
 // markTimeout bounds the statements that record a pass's outcome.
 const markTimeout = 30 * time.Second
@@ -110,7 +119,11 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, again bool, err e
 		}
 		d.txnOpen = false
 	}
-	events, full, err := d.store.PendingWindow(ctx, d.opts.BatchSize)
+	var skip []int64
+	if len(d.ahead) <= maxAhead {
+		skip = slices.Collect(maps.Keys(d.ahead))
+	}
+	win, err := d.store.ReadWindow(ctx, d.opts.BatchSize, skip)
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, false, ctx.Err()
@@ -119,15 +132,29 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, again bool, err e
 		d.recordFailure(err)
 		return 0, false, err
 	}
-	if len(events) == 0 {
+	for id := range d.ahead {
+		if id <= win.Cursor {
+			delete(d.ahead, id)
+		}
+	}
+	full, window := win.Full, win.Events
+	if len(window) == 0 && len(d.ahead) == 0 {
 		// Nothing is pending: the read returns at least one event whenever
-		// any row is PENDING.
+		// any row is above the cursor and not done.
 		d.mu.Lock()
 		parked := d.status.Parked
 		d.mu.Unlock()
 		d.setStats(0, parked, time.Time{})
 		d.recordSuccess()
 		return 0, false, nil
+	}
+	// Events done before (parked, or delivered above the cursor by an
+	// earlier pass) are not sent again; they only let the cursor pass.
+	events := make([]store.OutboxEvent, 0, len(window))
+	for _, e := range window {
+		if _, done := d.ahead[e.ID]; !done && !e.Parked {
+			events = append(events, e)
+		}
 	}
 	// After a pass saw records refused for good, the next ones isolate
 	// them: one event per pass, alone in its batch, until each suspect is
@@ -139,10 +166,11 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, again bool, err e
 			"kind", ev.Kind, "state_version", ev.StateVersion)
 	}
 
-	if d.beforeProduce != nil {
+	if d.beforeProduce != nil && len(events) > 0 {
 		d.beforeProduce(ctx, events)
 	}
-	if d.txn {
+	began := d.txn && len(events) > 0
+	if began {
 		if err := d.client.BeginTransaction(); err != nil {
 			// The previous transaction is ended (txnOpen), so franz-go
 			// refuses to begin only when the producer failed for good.
@@ -201,12 +229,12 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, again bool, err e
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
 		defer cancel()
 		refused := refusedForGood(results)
-		if d.txn && !d.endTransaction(mctx, results, refused) {
+		if began && !d.endTransaction(mctx, results, refused) {
 			d.setInflight(0)
 			settled <- outcome{err: d.stoppedErr()}
 			return
 		}
-		settled <- d.settle(mctx, events, results, solo)
+		settled <- d.settle(mctx, win, events, results, solo)
 	}()
 	out := d.await(ctx, settled, produced)
 	return out.delivered, full || solo || out.suspects, out.err
@@ -313,17 +341,20 @@ func (d *Dispatcher) abortPass(ctx context.Context) bool {
 	return true
 }
 
-// settle records the broker's answers: acknowledged events DELIVERED (and
-// their older state events SUPERSEDED) in one statement, failed ones one
-// attempt more with their error in another. Records held back or cancelled
-// with the pass stay PENDING untouched.
-func (d *Dispatcher) settle(ctx context.Context, events []store.OutboxEvent, results []error, solo bool) outcome {
+// settle records the broker's answers: it moves the outbox cursor over
+// the window's rows that are done (delivered, superseded by a delivered or
+// parked newer state of their flight, parked, or done by an earlier pass),
+// up to the first row that is not, and lists the parked events, in one
+// fenced statement (AdvanceCursor); failed events count one attempt more
+// with their error in another. Events done above the new cursor are kept
+// in d.ahead so the next passes do not send them again. Records held back
+// or cancelled with the pass stay pending.
+func (d *Dispatcher) settle(ctx context.Context, win store.Window, events []store.OutboxEvent, results []error, solo bool) outcome {
 	var (
-		acked      []int64
+		acked      []store.OutboxEvent
 		failedIDs  []int64
 		failedErrs []string
-		parkIDs    []int64
-		parkErrs   []string
+		parks      []store.Park
 		parkEvents []store.OutboxEvent
 		first      error
 	)
@@ -335,7 +366,7 @@ func (d *Dispatcher) settle(ctx context.Context, events []store.OutboxEvent, res
 		}
 		switch {
 		case err == nil:
-			acked = append(acked, e.ID)
+			acked = append(acked, e)
 			if traced {
 				d.log.V(2).Info("delivered", "flid", e.FLID.String(), "msg_id", e.MessageID,
 					"kind", e.Kind, "event", e.Event, "state_version", e.StateVersion)
@@ -346,7 +377,7 @@ func (d *Dispatcher) settle(ctx context.Context, events []store.OutboxEvent, res
 			// longer holds back its flight; the other suspects are sent
 			// with the next pass as usual.
 			err = d.explain(err)
-			parkIDs, parkErrs, parkEvents = append(parkIDs, e.ID), append(parkErrs, err.Error()), append(parkEvents, e)
+			parks, parkEvents = append(parks, store.Park{ID: e.ID, Error: err.Error()}), append(parkEvents, e)
 			clear(d.suspects)
 		case permanentForRecord(err):
 			d.suspects[e.ID] = suspect{err: err.Error(), size: len(e.Payload)}
@@ -365,31 +396,51 @@ func (d *Dispatcher) settle(ctx context.Context, events []store.OutboxEvent, res
 		}
 	}
 	out := outcome{delivered: len(acked), suspects: len(d.suspects) > 0}
-	if len(acked) > 0 {
-		_, superseded, err := d.store.MarkDelivered(ctx, d.opts.Epoch, acked)
+	done := make(map[int64]struct{}, len(acked)+len(parks)+len(d.ahead))
+	for id := range d.ahead {
+		done[id] = struct{}{}
+	}
+	for _, e := range acked {
+		done[e.ID] = struct{}{}
+		if e.Kind == store.KindState {
+			out.superseded += int64(len(e.Covers))
+			if slices.Contains(e.Covers, e.ID) {
+				out.superseded--
+			}
+		}
+	}
+	for _, p := range parks {
+		done[p.ID] = struct{}{}
+	}
+	to := win.DoneUpTo(done)
+	if to > win.Cursor || len(acked) > 0 || len(parks) > 0 {
+		adv := store.Advance{Parked: parks, Delivered: acked}
+		if to > win.Cursor {
+			adv.To = to
+		}
+		dropped, err := d.store.AdvanceCursor(ctx, d.opts.Epoch, adv)
 		switch {
 		case errors.Is(err, store.ErrFenced):
 			// A newer leader owns the outbox: it sends these events again.
 			d.stop(fmt.Errorf("%w: %w", ErrFenced, err))
-			out.delivered = 0
+			out.delivered, out.superseded = 0, 0
 		case err != nil:
-			// The records are in Kafka; the rows stay PENDING and are sent
+			// The records are in Kafka; the cursor stays and they are sent
 			// again (a duplicate at the same version, never a loss).
 			out.err = fmt.Errorf("%w: %w", errDatabase, err)
-			d.log.Error(err, "acknowledged records not marked delivered; they will be sent again", "records", len(acked))
-		}
-		out.superseded = superseded
-	}
-	if len(parkIDs) > 0 && d.stoppedErr() == nil {
-		if _, err := d.store.MarkParked(ctx, d.opts.Epoch, parkIDs, parkErrs); errors.Is(err, store.ErrFenced) {
-			d.stop(fmt.Errorf("%w: %w", ErrFenced, err))
-		} else if err != nil {
-			// The rows stay PENDING: the next pass finds them again.
-			out.err = fmt.Errorf("%w: %w", errDatabase, err)
-			d.log.Error(err, "refused records not parked", "records", len(parkIDs))
-		} else {
+			out.superseded = 0
+			d.log.Error(err, "acknowledged records not recorded delivered; they will be sent again", "records", len(acked))
+		default:
+			out.superseded += dropped
+			for id := range done {
+				if id > to {
+					d.ahead[id] = struct{}{}
+				} else {
+					delete(d.ahead, id)
+				}
+			}
 			for i, e := range parkEvents {
-				d.recordParked(e, parkErrs[i])
+				d.recordParked(e, parks[i].Error)
 			}
 		}
 	}
@@ -416,7 +467,8 @@ func (d *Dispatcher) settle(ctx context.Context, events []store.OutboxEvent, res
 		d.recordSuccess()
 	}
 	d.log.V(1).Info("pass settled", "events", len(events), "delivered", len(acked),
-		"superseded", out.superseded, "failed", len(failedIDs), "parked", len(parkIDs), "suspects", len(d.suspects))
+		"superseded", out.superseded, "failed", len(failedIDs), "parked", len(parks), "suspects", len(d.suspects),
+		"cursor", max(to, win.Cursor))
 	return out
 }
 

@@ -69,11 +69,12 @@ func TestCoalescesTenFLOPsIntoOneRecord(t *testing.T) {
 		t.Fatalf("notice values differ from the committed payloads:\n%q\n%q", values(notices), want)
 	}
 
-	if n := e.count(`SELECT count(*) FROM msg_event WHERE status = 'PENDING'`); n != 0 {
+	if n := e.count(`SELECT count(*) FROM msg_event WHERE ` + pending); n != 0 {
 		t.Fatalf("%d events still pending", n)
 	}
-	if n := e.count(`SELECT count(*) FROM msg_event WHERE kind = 'KAFKA_SCHD' AND status = 'SUPERSEDED'`); n != 9 {
-		t.Fatalf("%d superseded, want 9", n)
+	// All 10 state rows are done and only the newest was sent: 9 superseded.
+	if n := e.count(`SELECT count(*) FROM msg_event WHERE kind = 'KAFKA_SCHD' AND NOT (` + pending + `)`); n != 10 || len(state) != 1 {
+		t.Fatalf("%d state rows done (%d sent), want 10 (1)", n, len(state))
 	}
 	st := d.Status()
 	if st.Delivered != 11 || st.Superseded != 9 || st.Pending != 0 || st.Failing || st.LastDeliveredAt.IsZero() {

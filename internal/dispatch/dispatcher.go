@@ -96,6 +96,12 @@ type Dispatcher struct {
 	// of its records is at fault: the next passes send the suspects one at
 	// a time, alone, and park the one refused alone (touched like txnOpen).
 	suspects map[int64]suspect
+	// ahead are events done (delivered or parked) above the outbox
+	// cursor, by id: the cursor stops below the first row of a window
+	// that is not done, and the next passes skip these instead of sending
+	// them again (touched like txnOpen). Lost with the process: a new
+	// leader sends them again, at their version (at-least-once).
+	ahead map[int64]struct{}
 
 	// passMu serialises passes (Run, DeliverOnce). prev is closed when the
 	// previous pass has settled: a pass abandoned because its context
@@ -147,7 +153,8 @@ func New(st *store.Store, client *kgo.Client, feed *config.Feed, opts Options) (
 		store: st, client: client, topics: topics, opts: opts,
 		log: opts.Log, clock: opts.Clock, watch: watchOf(client),
 		wake: make(chan struct{}, 1), prev: prev, txn: feed.TransactionsOn(), suspects: map[int64]suspect{},
-		rand: rand.New(rand.NewPCG(uint64(opts.Clock.Now().UnixNano()), 0xd15a)), //nolint:gosec // jitter only
+		ahead: map[int64]struct{}{},
+		rand:  rand.New(rand.NewPCG(uint64(opts.Clock.Now().UnixNano()), 0xd15a)), //nolint:gosec // jitter only
 	}, nil
 }
 

@@ -130,9 +130,9 @@ func TestMissingTopicIsRetriedUntilCreated(t *testing.T) {
 	}
 	// The notices went through; the state events stay pending.
 	eventually(t, "notices delivered", func() bool {
-		return e.count(`SELECT count(*) FROM msg_event WHERE kind = 'KAFKA_MSG' AND status = 'PENDING'`) == 0
+		return e.noticesOnTopic(t, brokers)
 	})
-	if n := e.count(`SELECT count(*) FROM msg_event WHERE kind = 'KAFKA_SCHD' AND status = 'PENDING' AND attempts > 0`); n == 0 {
+	if n := e.count(`SELECT count(*) FROM msg_event WHERE kind = 'KAFKA_SCHD' AND attempts > 0 AND ` + pending); n == 0 {
 		t.Fatal("state events not pending with attempts")
 	}
 
@@ -205,8 +205,8 @@ func TestRunStopsDuringOutage(t *testing.T) {
 				// failed attempts, with the reason the broker could not
 				// be reached.
 				eventually(t, "a failed attempt is recorded", func() bool {
-					return e.count(`SELECT count(*) FROM msg_event WHERE status = 'PENDING' AND attempts > 0
-						AND last_error LIKE '%timed out%connection refused%'`) == c.attempts
+					return e.count(`SELECT count(*) FROM msg_event WHERE attempts > 0
+						AND last_error LIKE '%timed out%connection refused%' AND `+pending) == c.attempts
 				})
 				if st := d.Status(); !strings.Contains(st.LastError, "connection refused") {
 					t.Fatalf("status %+v", st)

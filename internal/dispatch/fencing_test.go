@@ -221,7 +221,7 @@ func TestDeposedLeaderCannotPublish(t *testing.T) {
 			t.Errorf("flight %s: kcat reads versions %v, franz-go %v", key, got, vs)
 		}
 	}
-	if n := e.count(`SELECT count(*) FROM msg_event WHERE status = 'PENDING'`); n != 0 {
+	if n := e.count(`SELECT count(*) FROM msg_event WHERE ` + pending); n != 0 {
 		t.Errorf("%d events pending", n)
 	}
 }
@@ -251,6 +251,7 @@ func TestWithoutTransactionsADeposedLeaderStillPublishes(t *testing.T) {
 	b := e.takeOver(brokers, off)
 	newer := e.flop(1, "ESTT", "09SEP261000")
 	deliverAll(t, b)
+	byB, aDelivered := e.count(`SELECT delivered_id FROM msg_event_cursor`), a.Status().Delivered
 	g.release()
 	if err := waitRun(t, aDone); !errors.Is(err, dispatch.ErrFenced) {
 		t.Fatalf("A's Run returned %v, want ErrFenced (its marks are refused)", err)
@@ -262,9 +263,13 @@ func TestWithoutTransactionsADeposedLeaderStillPublishes(t *testing.T) {
 	if len(vs) != 3 || vs[1] != newer || vs[2] != stale {
 		t.Fatalf("versions of flight 1 on %s: %v; want the snapshot's, B's %d, then A's stale %d", stateTopic, vs, newer, stale)
 	}
-	// The stale state event stays SUPERSEDED by B's mark, not DELIVERED by A.
-	if n := e.count(`SELECT count(*) FROM msg_event WHERE kind = 'KAFKA_SCHD' AND state_version = $1 AND status = 'DELIVERED'`, stale); n != 0 {
-		t.Fatalf("A marked its stale state event delivered")
+	// The cursor is where B left it (past the stale state, superseded by
+	// B's delivery); A recorded nothing.
+	if at := e.count(`SELECT delivered_id FROM msg_event_cursor`); at != byB || at < e.count(`SELECT max(id) FROM msg_event`) {
+		t.Fatalf("cursor %d after A stopped, B left it at %d", at, byB)
+	}
+	if n := e.count(`SELECT count(*) FROM msg_event_parked`); n != 0 || a.Status().Delivered != aDelivered {
+		t.Fatalf("A recorded deliveries (%d, %d before) or parked events (%d)", a.Status().Delivered, aDelivered, n)
 	}
 }
 
@@ -295,7 +300,7 @@ func TestCrashBetweenCommitAndMarkResendsTheSameVersions(t *testing.T) {
 	if len(committed) != flights {
 		t.Fatalf("%d state records committed before the crash, want %d", len(committed), flights)
 	}
-	if n := e.count(`SELECT count(*) FROM msg_event WHERE status = 'PENDING'`); n != 2*flights {
+	if n := e.count(`SELECT count(*) FROM msg_event WHERE ` + pending); n != 2*flights {
 		t.Fatalf("%d events pending after the crash, want all %d", n, 2*flights)
 	}
 
@@ -329,7 +334,7 @@ func TestCrashBetweenCommitAndMarkResendsTheSameVersions(t *testing.T) {
 	if err := waitRun(t, aDone); !errors.Is(err, dispatch.ErrFenced) {
 		t.Fatalf("A's Run returned %v, want ErrFenced", err)
 	}
-	if n := e.count(`SELECT count(*) FROM msg_event WHERE status = 'PENDING'`); n != 0 {
+	if n := e.count(`SELECT count(*) FROM msg_event WHERE ` + pending); n != 0 {
 		t.Errorf("%d events pending", n)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/dispatch"
+	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
@@ -201,6 +202,19 @@ func (e *env) export() [][]byte {
 		}
 	}
 	return out
+}
+
+// pending is the SQL condition of an outbox row not done: above the
+// dispatcher's cursor and not parked (the rows the old status column said
+// PENDING).
+const pending = `id > (SELECT delivered_id FROM msg_event_cursor) AND id NOT IN (SELECT event_id FROM msg_event_parked)`
+
+// noticesOnTopic reports whether every committed notice is on the notice
+// topic exactly once (a notice delivered ahead of a failing record at the
+// cursor is not sent again).
+func (e *env) noticesOnTopic(t *testing.T, brokers []string, opts ...kgo.Opt) bool {
+	t.Helper()
+	return int64(len(dispatchtest.Records(t, brokers, noticeTopic, opts...))) == e.count(`SELECT count(*) FROM msg_event WHERE kind = 'KAFKA_MSG'`)
 }
 
 func (e *env) count(sql string, args ...any) int64 {

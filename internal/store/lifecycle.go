@@ -159,8 +159,9 @@ func (t *Tx) PruneLedger(ctx context.Context, cutoff string) ([]string, error) {
 	return days, nil
 }
 
-// Prune removes trace-log rows, archived raw messages and finished outbox
-// rows older than their cutoffs (zero cutoff: keep).
+// Prune removes trace-log rows, archived raw messages and done outbox rows
+// (at or below the dispatcher's cursor, not parked) older than their
+// cutoffs (zero cutoff: keep).
 //
 // The trace log is pruned by (OPERATION_DAY, RECV_AT) (seed 000 §5.6,
 // §8.3): a row goes once both its operation day is before traceBefore's
@@ -186,7 +187,10 @@ func (s *Store) Prune(ctx context.Context, traceBefore, archiveBefore, eventsBef
 		{"trace log rows of past days", `DELETE FROM schd_snap_log WHERE operation_day < $2::date AND recv_at < $1`, traceBefore, []any{traceDay}},
 		{"trace log rows without a day", `DELETE FROM schd_snap_log WHERE operation_day IS NULL AND recv_at < $1`, traceBefore, nil},
 		{"raw archive", `DELETE FROM msg_archive WHERE archived_at < $1`, archiveBefore, nil},
-		{"finished outbox rows", `DELETE FROM msg_event WHERE status IN ('DELIVERED', 'SUPERSEDED') AND done_at < $1`, eventsBefore, nil},
+		// Done rows (at or below the cursor) go by primary-key range, one
+		// statement; parked ones stay until re-delivered or superseded.
+		{"done outbox rows", `DELETE FROM msg_event e WHERE e.id <= (SELECT delivered_id FROM msg_event_cursor) AND e.created_at < $1
+			AND NOT EXISTS (SELECT 1 FROM msg_event_parked k WHERE k.event_id = e.id)`, eventsBefore, nil},
 	} {
 		if p.cutoff.IsZero() {
 			continue

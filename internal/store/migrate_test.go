@@ -407,3 +407,92 @@ func TestBackfillIntentsCarryOverUpAndDown(t *testing.T) {
 		t.Fatalf("per-message intents after down (-want +got):\n%s", diff)
 	}
 }
+
+// Migration 17 makes the outbox append-only and back: Up sets the cursor
+// below the first PENDING row (every row at or below it DELIVERED,
+// SUPERSEDED or PARKED), lists the PARKED rows in msg_event_parked with
+// their error, attempts and time, and keeps every row; Down rebuilds the
+// statuses: the parked ones PARKED, rows at or below the cursor DELIVERED,
+// the rest PENDING.
+func TestOutboxCursorCarriesOverUpAndDown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := pgtest.New(t)
+	if _, err := store.Migrate(ctx, dsn); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.MigrateDownTo(ctx, dsn, 16); err != nil {
+		t.Fatalf("down to 16: %v", err)
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	parkedAt := time.Date(2026, 9, 9, 2, 0, 0, 0, time.UTC)
+	for i, status := range []string{"DELIVERED", "SUPERSEDED", "PARKED", "PENDING", "DELIVERED", "PENDING"} {
+		var done *time.Time
+		if status != "PENDING" {
+			done = &parkedAt
+		}
+		exec(t, conn, `INSERT INTO msg_event (id, kind, event, flid, state_version, message_id, payload, status, done_at, attempts, last_error)
+			VALUES ($1, 'KAFKA_SCHD', 'UPSERT', 7, $1, 1, '{}', $2, $3, $4, $5)`,
+			i+1, status, done, map[bool]int{true: 3}[status == "PARKED"], map[bool]*string{true: ptr("too large")}[status == "PARKED"])
+	}
+
+	if _, err := store.Migrate(ctx, dsn); err != nil {
+		t.Fatalf("up to 17 with rows: %v", err)
+	}
+	var cursor, rows int64
+	if err := conn.QueryRow(ctx, `SELECT delivered_id, (SELECT count(*) FROM msg_event) FROM msg_event_cursor`).Scan(&cursor, &rows); err != nil {
+		t.Fatal(err)
+	}
+	if cursor != 3 || rows != 6 {
+		t.Fatalf("cursor %d rows %d, want 3 (below the first PENDING row) and every row kept", cursor, rows)
+	}
+	type parked struct {
+		ID       int64
+		Error    string
+		Attempts int
+		At       time.Time
+	}
+	got, err := pgx.CollectRows(must(conn.Query(ctx, `SELECT event_id, last_error, attempts, parked_at FROM msg_event_parked ORDER BY event_id`)),
+		pgx.RowToStructByPos[parked])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]parked{{3, "too large", 3, parkedAt}}, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
+		t.Fatalf("parked after up (-want +got):\n%s", diff)
+	}
+	// A row the dispatcher parks above the cursor after the migration
+	// comes back PARKED too.
+	exec(t, conn, `INSERT INTO msg_event_parked (event_id, last_error) VALUES (6, 'invalid record')`)
+
+	if _, err := store.MigrateDownTo(ctx, dsn, 16); err != nil {
+		t.Fatalf("down to 16 with rows: %v", err)
+	}
+	statuses, err := pgx.CollectRows(must(conn.Query(ctx, `SELECT status || ':' || (done_at IS NULL)::text FROM msg_event ORDER BY id`)), pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"DELIVERED:false", "DELIVERED:false", "PARKED:false", "PENDING:true", "PENDING:true", "PARKED:false"}
+	if diff := cmp.Diff(want, statuses); diff != "" {
+		t.Fatalf("statuses after down (-want +got):\n%s", diff)
+	}
+	var lastErr string
+	if err := conn.QueryRow(ctx, `SELECT last_error FROM msg_event WHERE id = 3`).Scan(&lastErr); err != nil || lastErr != "too large" {
+		t.Fatalf("parked row's error %q %v", lastErr, err)
+	}
+	if _, err := store.Migrate(ctx, dsn); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

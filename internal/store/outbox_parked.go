@@ -10,56 +10,13 @@ import (
 	"github.com/flightfeed/flightfeed/internal/flight"
 )
 
-// StatusParked is the msg_event status of an event the broker refused for
-// good (record too large, invalid record): it is no longer retried, holds
-// back nothing, and waits for `flightfeed parked --redeliver` or for a
-// newer state of its flight to supersede it.
-const StatusParked = "PARKED"
+// Parked events: the broker refused them for good (record too large,
+// invalid record). The dispatcher lists them in msg_event_parked (with
+// AdvanceCursor) and moves on: a parked event is no longer retried, holds
+// back nothing, and waits for `flightfeed parked --redeliver` or for a newer
+// delivered state of its flight, which drops it from the list.
 
-// MarkParked parks events the broker refused for good: status PARKED, one
-// attempt more, the error kept (errs[i] belongs to ids[i]) and done_at the
-// time it was parked. Only PENDING rows change. The older PENDING states of
-// a parked state's flight become SUPERSEDED in the same statement, as when
-// it is delivered: they are obsolete, and sending one would publish an
-// older state after the flight moved on. Fenced like MarkDelivered:
-// ErrFenced, and nothing changed, once epoch is superseded.
-func (s *Store) MarkParked(ctx context.Context, epoch int64, ids []int64, errs []string) (int64, error) {
-	if len(ids) == 0 {
-		return 0, nil
-	}
-	if len(errs) != len(ids) {
-		return 0, fmt.Errorf("park outbox events: %d ids but %d errors", len(ids), len(errs))
-	}
-	var current, parked int64
-	err := s.pool.QueryRow(ctx, `
-		WITH f AS (
-			UPDATE msg_event e SET status = 'PARKED', done_at = now(), attempts = e.attempts + 1,
-				last_error = left(u.err, 1000)
-			FROM unnest($1::bigint[], $2::text[]) AS u(id, err)
-			WHERE e.id = u.id AND e.status = 'PENDING'
-			  AND EXISTS (SELECT 1 FROM pipeline_lock WHERE name = $3 AND epoch = $4)
-			RETURNING e.id, e.kind, e.flid, e.state_version
-		), newest AS (
-			SELECT flid, max(state_version) AS v FROM f WHERE kind = 'KAFKA_SCHD' GROUP BY flid
-		), s AS (
-			UPDATE msg_event e SET status = 'SUPERSEDED', done_at = now()
-			FROM newest
-			WHERE e.status = 'PENDING' AND e.kind = 'KAFKA_SCHD' AND e.flid = newest.flid
-			  AND e.state_version < newest.v AND e.id NOT IN (SELECT unnest($1::bigint[]))
-			RETURNING e.id
-		)
-		SELECT (SELECT epoch FROM pipeline_lock WHERE name = $3), (SELECT count(*) FROM f) + 0 * (SELECT count(*) FROM s)`,
-		ids, errs, LockName, epoch).Scan(&current, &parked)
-	if err != nil {
-		return 0, fmt.Errorf("park %d outbox events: %w", len(ids), err)
-	}
-	if current != epoch {
-		return 0, fmt.Errorf("park %d outbox events: %w (mine %d, current %d)", len(ids), ErrFenced, epoch, current)
-	}
-	return parked, nil
-}
-
-// ParkedEvent is one PARKED msg_event row, without its payload.
+// ParkedEvent is one parked msg_event row, without its payload.
 type ParkedEvent struct {
 	ID           int64
 	Kind, Event  string
@@ -82,9 +39,9 @@ func (s *Store) ParkedEvents(ctx context.Context, limit int) ([]ParkedEvent, err
 		limit = 1 << 30
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT id, kind, event, flid, state_version, coalesce(operation_day::text, ''), message_id,
-			octet_length(payload), attempts, coalesce(last_error, ''), created_at, done_at
-		FROM msg_event WHERE status = 'PARKED' ORDER BY id LIMIT $1`, limit)
+		SELECT e.id, e.kind, e.event, e.flid, e.state_version, coalesce(e.operation_day::text, ''), e.message_id,
+			octet_length(e.payload), p.attempts, p.last_error, e.created_at, p.parked_at
+		FROM msg_event_parked p JOIN msg_event e ON e.id = p.event_id ORDER BY p.event_id LIMIT $1`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read parked outbox events: %w", err)
 	}
@@ -105,26 +62,49 @@ func (s *Store) ParkedEvents(ctx context.Context, limit int) ([]ParkedEvent, err
 // ParkedCount counts parked events.
 func (s *Store) ParkedCount(ctx context.Context) (int64, error) {
 	var n int64
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM msg_event WHERE status = 'PARKED'`).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM msg_event_parked`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count parked outbox events: %w", err)
 	}
 	return n, nil
 }
 
-// RedeliverParked makes parked events PENDING again, once their cause is
-// fixed (the topic accepts larger records, say): ids, or every parked event
-// when ids is empty. The dispatcher sends them with its next pass, in id
-// order with the rest; a state event that a newer delivered state of its
-// flight superseded meanwhile is no longer PARKED and stays as it is. It
-// returns the events made PENDING.
+// RedeliverParked sends parked events again, once their cause is fixed
+// (the topic accepts larger records, say): ids, or every parked event when
+// ids is empty. Each is inserted again as a new outbox row (same kind,
+// flight, version, message and payload; attempts from the parked entry)
+// and leaves msg_event_parked, in one transaction that holds the
+// pipeline_lock row like the pump's, so outbox ids still commit in order
+// (the cursor relies on it). The dispatcher sends them with its next pass,
+// in id order with the rest; a state event that a newer delivered state of
+// its flight superseded meanwhile is no longer parked and stays as it is.
+// It returns the parked events' ids that were inserted again.
 func (s *Store) RedeliverParked(ctx context.Context, ids []int64) ([]int64, error) {
 	if ids == nil {
 		ids = []int64{} // NULL would match nothing
 	}
-	rows, err := s.pool.Query(ctx, `
-		UPDATE msg_event SET status = 'PENDING', done_at = NULL
-		WHERE status = 'PARKED' AND (cardinality($1::bigint[]) = 0 OR id = ANY($1))
-		RETURNING id`, ids)
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return nil, fmt.Errorf("re-deliver parked outbox events: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM pipeline_lock WHERE name = $1 FOR UPDATE`, LockName); err != nil {
+		return nil, fmt.Errorf("re-deliver parked outbox events: lock pipeline: %w", err)
+	}
+	rows, err := tx.Query(ctx, `
+		WITH gone AS (
+			DELETE FROM msg_event_parked
+			WHERE cardinality($1::bigint[]) = 0 OR event_id = ANY($1)
+			RETURNING event_id, attempts, last_error
+		), copied AS (
+			INSERT INTO msg_event (kind, event, flid, state_version, operation_day, message_id, payload,
+				attempts, last_error, created_at)
+			SELECT e.kind, e.event, e.flid, e.state_version, e.operation_day, e.message_id, e.payload,
+				g.attempts, g.last_error, e.created_at
+			FROM gone g JOIN msg_event e ON e.id = g.event_id
+			ORDER BY g.event_id
+			RETURNING 1
+		)
+		SELECT event_id FROM gone WHERE (SELECT count(*) FROM copied) >= 0 ORDER BY event_id`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("re-deliver parked outbox events: %w", err)
 	}
@@ -132,18 +112,26 @@ func (s *Store) RedeliverParked(ctx context.Context, ids []int64) ([]int64, erro
 	if err != nil {
 		return nil, fmt.Errorf("re-deliver parked outbox events: %w", err)
 	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("re-deliver parked outbox events: commit: %w", err)
+	}
 	return out, nil
 }
 
-// OutboxFigures counts PENDING events (superseded-to-be rows included) and
-// PARKED ones, and returns the creation time of the oldest PENDING one
-// (zero when none is pending), in one statement.
+// OutboxFigures counts pending events (rows above the cursor, parked ones
+// excepted: superseded-to-be rows included) and parked ones, and returns
+// the creation time of the oldest pending one (zero when none is pending),
+// in one statement.
 func (s *Store) OutboxFigures(ctx context.Context) (pending, parked int64, oldest time.Time, err error) {
 	var first *time.Time
 	err = s.pool.QueryRow(ctx, `
-		SELECT (SELECT count(*) FROM msg_event WHERE status = 'PENDING'),
-			(SELECT count(*) FROM msg_event WHERE status = 'PARKED'),
-			(SELECT min(created_at) FROM msg_event WHERE status = 'PENDING')`).Scan(&pending, &parked, &first)
+		WITH p AS MATERIALIZED (
+			SELECT e.created_at FROM msg_event e
+			WHERE e.id > (SELECT delivered_id FROM msg_event_cursor)
+			  AND NOT EXISTS (SELECT 1 FROM msg_event_parked k WHERE k.event_id = e.id)
+		)
+		SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM msg_event_parked),
+			(SELECT min(created_at) FROM p)`).Scan(&pending, &parked, &first)
 	if err != nil {
 		return 0, 0, time.Time{}, fmt.Errorf("count pending outbox events: %w", err)
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -10,15 +11,23 @@ import (
 	"github.com/flightfeed/flightfeed/internal/flight"
 )
 
-// The dispatcher's side of the outbox (msg_event). These statements run
-// outside the pump's write transactions: they read pending rows and move
-// rows from PENDING to DELIVERED or SUPERSEDED, and they never touch state
-// tables. Each is one statement (one round trip), whatever the number of
-// rows; the ones that change rows check the caller's fencing epoch in that
-// same statement (they take no lock on pipeline_lock, so they never wait
-// for a pump's transaction).
+// The dispatcher's side of the outbox (msg_event). The outbox is append-only:
+// delivery changes no msg_event row. The dispatcher's cursor
+// (msg_event_cursor.delivered_id) says which rows are done: every row at or
+// below it was delivered, superseded by a newer state of its flight, or
+// parked; every row above it is pending. These statements run outside the
+// pump's write transactions and never touch state tables. Each is one
+// statement (one round trip), whatever the number of rows; the ones that
+// change anything check the caller's fencing epoch in that same statement
+// (they take no lock on pipeline_lock, so they never wait for a pump's
+// transaction).
+//
+// The cursor relies on rows committing in id order: every writer of
+// msg_event locks the pipeline_lock row first (Store.Begin, and
+// RedeliverParked), so the transactions that insert rows are serial and a
+// lower id is never committed after a higher one is visible.
 
-// OutboxEvent is one undelivered msg_event row.
+// OutboxEvent is one pending msg_event row.
 type OutboxEvent struct {
 	ID int64
 	// Kind is KindState (KAFKA_SCHD) or KindNotice (KAFKA_MSG); Event is
@@ -34,137 +43,235 @@ type OutboxEvent struct {
 	Payload   []byte
 	Attempts  int32
 	CreatedAt time.Time
+	// Covers are the rows of the window that are done once this event is
+	// (delivered or parked): a notice covers itself, a flight's newest
+	// state every state row of that flight in the window (the event
+	// itself too when it lies in the window). Ascending.
+	Covers []int64
+	// Parked: the event is listed in msg_event_parked (it was refused for
+	// good): it is not sent, and it is done (a parked newest state
+	// supersedes the older ones, as when it was parked).
+	Parked bool
 }
 
-// PendingEvents returns the next PENDING events to publish, coalesced, in
-// id (commit) order: it takes the oldest limit PENDING rows (the window),
-// keeps their KAFKA_MSG notices as they are, and replaces the KAFKA_SCHD
-// rows of each FLID in the window by that FLID's newest PENDING KAFKA_SCHD
-// row (which may lie beyond the window), so each FLID's full state appears
-// at most once, at its newest version (seed 000 §7.3). The older rows stay
-// PENDING until MarkDelivered supersedes them. At most limit events are
-// returned, and none only when nothing is PENDING.
+// Window is one read of the pending outbox.
+type Window struct {
+	// Cursor is the cursor the window was read above.
+	Cursor int64
+	// Events are the window's events, coalesced, in id order.
+	Events []OutboxEvent
+	// Full: the window held limit rows, so more may be pending.
+	Full bool
+}
+
+// PendingEvents returns the next pending events to publish, coalesced, in
+// id (commit) order: it takes the oldest limit rows above the cursor (the
+// window), keeps their KAFKA_MSG notices as they are, and replaces the
+// KAFKA_SCHD rows of each FLID in the window by that FLID's newest
+// KAFKA_SCHD row above the cursor (which may lie beyond the window), so
+// each FLID's full state appears at most once, at its newest version (seed
+// 000 §7.3). At most limit events are returned, and none only when nothing
+// is pending.
 //
-// The window is read from the msg_event_pending index in id order and the
-// newest rows from msg_event_pending_state, so a pass costs the same however
-// long the backlog is.
+// The window is read by primary key from the cursor and the newest rows
+// from msg_event_state, so a pass costs the same however long the backlog
+// is.
 func (s *Store) PendingEvents(ctx context.Context, limit int) ([]OutboxEvent, error) {
-	events, _, err := s.PendingWindow(ctx, limit)
-	return events, err
+	w, err := s.ReadWindow(ctx, limit, nil)
+	return w.Events, err
 }
 
 // PendingWindow is PendingEvents that also reports whether the window was
-// full (limit PENDING rows): only then can more rows be PENDING than the
-// read took, so a dispatcher that was not notified of a new commit since
-// need not read again at once.
+// full (limit rows): only then can more rows be pending than the read took,
+// so a dispatcher that was not notified of a new commit since need not read
+// again at once.
 func (s *Store) PendingWindow(ctx context.Context, limit int) (events []OutboxEvent, full bool, err error) {
+	w, err := s.ReadWindow(ctx, limit, nil)
+	return w.Events, w.Full, err
+}
+
+// ReadWindow is PendingWindow with the cursor it read above and each
+// event's covered rows (what AdvanceCursor needs). The rows done lists
+// (events a dispatcher delivered or parked above the cursor) are left out
+// of the window, so a row that keeps failing at the cursor does not stop
+// the rows after it: the window moves on past the done ones. A flight's
+// newest state is returned even when done lists it (its older rows are
+// covered by it, and the caller knows not to send it again).
+func (s *Store) ReadWindow(ctx context.Context, limit int, done []int64) (Window, error) {
+	if done == nil {
+		done = []int64{}
+	}
 	rows, err := s.pool.Query(ctx, `
-		WITH w AS MATERIALIZED (
-			SELECT id, kind, flid FROM msg_event WHERE status = 'PENDING' ORDER BY id LIMIT $1
+		WITH c AS MATERIALIZED (
+			SELECT delivered_id AS at FROM msg_event_cursor
+		), w AS MATERIALIZED (
+			SELECT id, kind, flid FROM msg_event
+			WHERE id > (SELECT at FROM c) AND id NOT IN (SELECT unnest($2::bigint[]))
+			ORDER BY id LIMIT $1
 		), newest AS (
-			SELECT x.id FROM (SELECT DISTINCT flid FROM w WHERE kind = 'KAFKA_SCHD') f
+			SELECT f.covers, x.id
+			FROM (SELECT flid, array_agg(id ORDER BY id) AS covers FROM w WHERE kind = 'KAFKA_SCHD' GROUP BY flid) f
 			CROSS JOIN LATERAL (
 				SELECT n.id FROM msg_event n
-				WHERE n.status = 'PENDING' AND n.kind = 'KAFKA_SCHD' AND n.flid = f.flid
-				ORDER BY n.state_version DESC LIMIT 1) x
+				WHERE n.kind = 'KAFKA_SCHD' AND n.flid = f.flid AND n.id > (SELECT at FROM c)
+				ORDER BY n.state_version DESC, n.id DESC LIMIT 1) x
+		), pick AS (
+			SELECT id, ARRAY[id] AS covers FROM w WHERE kind <> 'KAFKA_SCHD'
+			UNION ALL
+			SELECT id, covers FROM newest
 		)
 		SELECT e.id, e.kind, e.event, e.flid, e.state_version, coalesce(e.operation_day::text, ''),
-			e.message_id, e.payload, e.attempts, e.created_at, (SELECT count(*) FROM w)
-		FROM msg_event e
-		WHERE e.id IN (SELECT id FROM w WHERE kind <> 'KAFKA_SCHD' UNION ALL SELECT id FROM newest)
-		ORDER BY e.id`, limit)
+			e.message_id, e.payload, e.attempts, e.created_at, p.covers,
+			EXISTS (SELECT 1 FROM msg_event_parked k WHERE k.event_id = e.id),
+			(SELECT count(*) FROM w), (SELECT at FROM c)
+		FROM pick p JOIN msg_event e ON e.id = p.id
+		ORDER BY e.id`, limit, done)
 	if err != nil {
-		return nil, false, fmt.Errorf("read pending outbox events: %w", err)
+		return Window{}, fmt.Errorf("read pending outbox events: %w", err)
 	}
-	var window int64
-	events, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (OutboxEvent, error) {
+	var window, cursor int64
+	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (OutboxEvent, error) {
 		var e OutboxEvent
 		var flid int64
 		var payload string
 		err := row.Scan(&e.ID, &e.Kind, &e.Event, &flid, &e.StateVersion, &e.OperationDay,
-			&e.MessageID, &payload, &e.Attempts, &e.CreatedAt, &window)
+			&e.MessageID, &payload, &e.Attempts, &e.CreatedAt, &e.Covers, &e.Parked, &window, &cursor)
 		e.FLID = flight.FLID(flid) //nolint:gosec // CHECK (flid BETWEEN 0 AND 999999999999)
 		e.Payload = []byte(payload)
 		return e, err
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("read pending outbox events: %w", err)
+		return Window{}, fmt.Errorf("read pending outbox events: %w", err)
 	}
-	return events, window >= int64(limit), nil
+	if len(events) == 0 {
+		if cursor, err = s.OutboxCursor(ctx); err != nil {
+			return Window{}, err
+		}
+	}
+	return Window{Cursor: cursor, Events: events, Full: window >= int64(limit)}, nil
 }
 
-// MarkDelivered records that the broker acknowledged (and, with
-// transactions, committed) the records of the events ids: they become
-// DELIVERED, and in the same statement every PENDING KAFKA_SCHD row of the
-// same FLID with a lower state_version becomes SUPERSEDED — the
-// acknowledged record carries a newer full state (or the tombstone), so
-// the older ones must never be sent. A PARKED older state of the FLID is
-// superseded too: it is obsolete once a newer one is on the topic. Rows that are no longer PENDING are
-// left alone, so a repeated call changes nothing.
-//
-// The statement is fenced like the pump's transactions: it changes rows
-// only while epoch is the current one in pipeline_lock, read in the same
-// statement, and returns ErrFenced otherwise, so a deposed dispatcher can
-// neither mark nor supersede anything.
-func (s *Store) MarkDelivered(ctx context.Context, epoch int64, ids []int64) (delivered, superseded int64, err error) {
-	if len(ids) == 0 {
-		return 0, 0, nil
+// DoneUpTo returns how far the cursor may move once the events in done
+// are (delivered or parked; an event marked Parked is done anyway): every
+// row of the window is covered by one of its events, and the cursor passes
+// the window's rows in id order up to the first whose event is not done.
+// done must hold the rows the read left out (ReadWindow's done): they lie
+// between the window's rows or after them, and when the window is not
+// full and all its rows are done, the cursor passes them all (every row
+// above the cursor was either read or left out).
+func (w Window) DoneUpTo(done map[int64]struct{}) int64 {
+	owner := map[int64]bool{}
+	var rows []int64
+	for _, e := range w.Events {
+		_, ok := done[e.ID]
+		ok = ok || e.Parked
+		for _, id := range e.Covers {
+			owner[id] = ok
+			rows = append(rows, id)
+		}
 	}
-	// The outer UPDATE sees the rows as they were before the CTE's update
-	// (one snapshot), so it must not select the delivered rows themselves:
-	// "NOT IN d" keeps the two sets disjoint. It needs no fence of its
-	// own: it only follows rows that d changed.
-	//
-	// The statement's cost is linear in the pass whatever the statistics
-	// say (a table that grew from empty in minutes has none worth the
-	// name): the older events of each FLID are one range of the pending
-	// index (OFFSET 0 keeps the lateral subquery a per-FLID index probe
-	// instead of a join the planner may turn into FLIDs × pending rows —
-	// 1.5 s a 1,000-event pass after a 9,999-flight RESP), and the rows
-	// are updated by primary key.
+	slices.Sort(rows)
+	to := w.Cursor
+	for _, id := range rows {
+		if !owner[id] {
+			return to
+		}
+		to = id
+	}
+	if !w.Full {
+		for id := range done {
+			to = max(to, id)
+		}
+	}
+	return to
+}
+
+// OutboxCursor returns the dispatcher's cursor: every msg_event row at or
+// below it is done.
+func (s *Store) OutboxCursor(ctx context.Context) (int64, error) {
+	var at int64
+	if err := s.pool.QueryRow(ctx, `SELECT delivered_id FROM msg_event_cursor`).Scan(&at); err != nil {
+		return 0, fmt.Errorf("read the outbox cursor: %w", err)
+	}
+	return at, nil
+}
+
+// Park is an event refused by the broker for good.
+type Park struct {
+	ID    int64
+	Error string
+}
+
+// Advance is what a settled pass records, in one statement.
+type Advance struct {
+	// To moves the cursor up (never down): every row at or below To is
+	// done. Zero leaves it.
+	To int64
+	// Parked events are listed in msg_event_parked (one attempt, their
+	// error), whether or not the cursor passes them.
+	Parked []Park
+	// Delivered are the state events acknowledged by the broker: an older
+	// parked state of the same flight is obsolete once a newer one is on
+	// the topic, and leaves msg_event_parked.
+	Delivered []OutboxEvent
+}
+
+// AdvanceCursor records a settled pass: the cursor moves up to a.To, the
+// parked events are listed, and parked older states of the delivered
+// flights are dropped from the list. It changes nothing and returns
+// ErrFenced unless epoch is the current one in pipeline_lock, read in the
+// same statement, so a deposed dispatcher can neither move the cursor nor
+// park anything. It returns the number of parked entries dropped as
+// superseded.
+func (s *Store) AdvanceCursor(ctx context.Context, epoch int64, a Advance) (superseded int64, err error) {
+	parkIDs, parkErrs := make([]int64, len(a.Parked)), make([]string, len(a.Parked))
+	for i, p := range a.Parked {
+		parkIDs[i], parkErrs[i] = p.ID, p.Error
+	}
+	var flids, versions []int64
+	for _, e := range a.Delivered {
+		if e.Kind == KindState {
+			flids, versions = append(flids, int64(e.FLID)), append(versions, e.StateVersion) //nolint:gosec // 12 digits
+		}
+	}
 	var current int64
 	err = s.pool.QueryRow(ctx, `
-		WITH d AS (
-			UPDATE msg_event SET status = 'DELIVERED', done_at = now()
-			WHERE id = ANY($1) AND status = 'PENDING'
-			  AND EXISTS (SELECT 1 FROM pipeline_lock WHERE name = $2 AND epoch = $3)
-			RETURNING id, kind, flid, state_version
-		), newest AS (
-			SELECT flid, max(state_version) AS v FROM d WHERE kind = 'KAFKA_SCHD' GROUP BY flid
-		), older AS (
-			SELECT o.id FROM newest CROSS JOIN LATERAL (
-				SELECT p.id FROM msg_event p
-				WHERE p.status = 'PENDING' AND p.kind = 'KAFKA_SCHD' AND p.flid = newest.flid
-				  AND p.state_version < newest.v
-				OFFSET 0) o
-		), s AS (
-			UPDATE msg_event e SET status = 'SUPERSEDED', done_at = now()
-			WHERE e.id = ANY(ARRAY(SELECT id FROM older)) AND e.status = 'PENDING'
-			  AND e.id NOT IN (SELECT id FROM d)
-			RETURNING e.id
+		WITH fence AS MATERIALIZED (
+			SELECT 1 FROM pipeline_lock WHERE name = $1 AND epoch = $2
+		), c AS (
+			UPDATE msg_event_cursor SET delivered_id = $3, updated_at = now()
+			WHERE delivered_id < $3 AND EXISTS (SELECT 1 FROM fence)
+			RETURNING 1
 		), p AS (
-			UPDATE msg_event e SET status = 'SUPERSEDED', done_at = now()
-			FROM newest
-			WHERE e.status = 'PARKED' AND e.kind = 'KAFKA_SCHD' AND e.flid = newest.flid
-			  AND e.state_version < newest.v
-			RETURNING e.id
+			INSERT INTO msg_event_parked (event_id, last_error, attempts)
+			SELECT u.id, left(u.err, 1000), e.attempts + 1
+			FROM unnest($4::bigint[], $5::text[]) AS u(id, err) JOIN msg_event e ON e.id = u.id
+			WHERE EXISTS (SELECT 1 FROM fence)
+			ON CONFLICT (event_id) DO NOTHING
+			RETURNING 1
+		), s AS (
+			DELETE FROM msg_event_parked k
+			USING msg_event e, unnest($6::bigint[], $7::bigint[]) AS d(flid, v)
+			WHERE cardinality($6::bigint[]) > 0 AND EXISTS (SELECT 1 FROM fence)
+			  AND e.id = k.event_id AND e.kind = 'KAFKA_SCHD' AND e.flid = d.flid AND e.state_version < d.v
+			RETURNING 1
 		)
-		SELECT (SELECT epoch FROM pipeline_lock WHERE name = $2), (SELECT count(*) FROM d),
-			(SELECT count(*) FROM s) + (SELECT count(*) FROM p)`,
-		ids, LockName, epoch).Scan(&current, &delivered, &superseded)
+		SELECT (SELECT epoch FROM pipeline_lock WHERE name = $1),
+			(SELECT count(*) FROM c) + (SELECT count(*) FROM p) * 0, (SELECT count(*) FROM s)`,
+		LockName, epoch, a.To, parkIDs, parkErrs, flids, versions).Scan(&current, new(int64), &superseded)
 	if err != nil {
-		return 0, 0, fmt.Errorf("mark %d outbox events delivered: %w", len(ids), err)
+		return 0, fmt.Errorf("advance the outbox cursor to %d: %w", a.To, err)
 	}
 	if current != epoch {
-		return 0, 0, fmt.Errorf("mark %d outbox events delivered: %w (mine %d, current %d)", len(ids), ErrFenced, epoch, current)
+		return 0, fmt.Errorf("advance the outbox cursor to %d: %w (mine %d, current %d)", a.To, ErrFenced, epoch, current)
 	}
-	return delivered, superseded, nil
+	return superseded, nil
 }
 
 // MarkFailed counts one more failed attempt for each event and keeps its
-// error (errs[i] belongs to ids[i]). The rows stay PENDING: a failed event
-// is retried until delivered, never expired (seed 000 §7.3). Fenced like
-// MarkDelivered: ErrFenced, and nothing changed, once epoch is superseded.
+// error (errs[i] belongs to ids[i]). The events stay pending: a failed event
+// is retried until delivered, never expired (seed 000 §7.3). Rows the cursor
+// passed are left alone. Fenced like AdvanceCursor: ErrFenced, and nothing changed, once epoch is superseded.
 func (s *Store) MarkFailed(ctx context.Context, epoch int64, ids []int64, errs []string) error {
 	if len(ids) == 0 {
 		return nil
@@ -177,7 +284,7 @@ func (s *Store) MarkFailed(ctx context.Context, epoch int64, ids []int64, errs [
 		WITH f AS (
 			UPDATE msg_event e SET attempts = e.attempts + 1, last_error = left(u.err, 1000)
 			FROM unnest($1::bigint[], $2::text[]) AS u(id, err)
-			WHERE e.id = u.id AND e.status = 'PENDING'
+			WHERE e.id = u.id AND e.id > (SELECT delivered_id FROM msg_event_cursor)
 			  AND EXISTS (SELECT 1 FROM pipeline_lock WHERE name = $3 AND epoch = $4)
 			RETURNING e.id
 		)
@@ -192,16 +299,10 @@ func (s *Store) MarkFailed(ctx context.Context, epoch int64, ids []int64, errs [
 	return nil
 }
 
-// OutboxStats counts PENDING events (superseded-to-be rows included) and
-// returns the creation time of the oldest (zero when none is pending).
+// OutboxStats counts pending events (rows above the cursor, parked ones
+// excepted: superseded-to-be rows included) and returns the creation time
+// of the oldest (zero when none is pending).
 func (s *Store) OutboxStats(ctx context.Context) (pending int64, oldest time.Time, err error) {
-	var first *time.Time
-	err = s.pool.QueryRow(ctx, `SELECT count(*), min(created_at) FROM msg_event WHERE status = 'PENDING'`).Scan(&pending, &first)
-	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("count pending outbox events: %w", err)
-	}
-	if first != nil {
-		oldest = *first
-	}
-	return pending, oldest, nil
+	pending, _, oldest, err = s.OutboxFigures(ctx)
+	return pending, oldest, err
 }

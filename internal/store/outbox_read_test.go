@@ -11,7 +11,8 @@ import (
 )
 
 type outboxRow struct {
-	Status   string
+	// Pending: above the cursor and not parked.
+	Pending  bool
 	Attempts int32
 	LastErr  *string
 }
@@ -19,11 +20,71 @@ type outboxRow struct {
 func (f *fixture) outboxRow(id int64) outboxRow {
 	f.t.Helper()
 	var r outboxRow
-	if err := f.conn.QueryRow(context.Background(), `SELECT status, attempts, last_error FROM msg_event WHERE id = $1`, id).
-		Scan(&r.Status, &r.Attempts, &r.LastErr); err != nil {
+	if err := f.conn.QueryRow(context.Background(), `SELECT id > (SELECT delivered_id FROM msg_event_cursor)
+			AND NOT EXISTS (SELECT 1 FROM msg_event_parked WHERE event_id = id), attempts, last_error
+		FROM msg_event WHERE id = $1`, id).
+		Scan(&r.Pending, &r.Attempts, &r.LastErr); err != nil {
 		f.t.Fatal(err)
 	}
 	return r
+}
+
+func (f *fixture) cursor() int64 {
+	f.t.Helper()
+	at, err := f.store.OutboxCursor(context.Background())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return at
+}
+
+func (f *fixture) window(limit int) store.Window {
+	f.t.Helper()
+	w, err := f.store.ReadWindow(context.Background(), limit, nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return w
+}
+
+// deliver records the events ids of w as the dispatcher does once the
+// broker acknowledged them: the cursor moves over the window's rows they
+// cover, up to the first row that is not done. It returns the cursor asked
+// for and AdvanceCursor's answer.
+func (f *fixture) deliver(epoch int64, w store.Window, ids ...int64) (int64, int64, error) {
+	done := map[int64]struct{}{}
+	var acked []store.OutboxEvent
+	for _, e := range w.Events {
+		if slices.Contains(ids, e.ID) {
+			done[e.ID] = struct{}{}
+			acked = append(acked, e)
+		}
+	}
+	to := w.DoneUpTo(done)
+	dropped, err := f.store.AdvanceCursor(context.Background(), epoch, store.Advance{To: to, Delivered: acked})
+	return to, dropped, err
+}
+
+func idsOf(ev []store.OutboxEvent) []int64 {
+	out := make([]int64, len(ev))
+	for i, e := range ev {
+		out[i] = e.ID
+	}
+	return out
+}
+
+// superseded counts the older rows a state event covers.
+func superseded(ev []store.OutboxEvent) int {
+	n := 0
+	for _, e := range ev {
+		if e.Kind == store.KindState {
+			n += len(e.Covers)
+			if slices.Contains(e.Covers, e.ID) {
+				n--
+			}
+		}
+	}
+	return n
 }
 
 func (f *fixture) setFLOP(flid flight.FLID, estt string) int64 {
@@ -97,31 +158,44 @@ func TestOutboxCoalescesAndSupersedes(t *testing.T) {
 		t.Errorf("payload is not the committed state:\n%s\n%s", state[0].Payload, doc)
 	}
 
+	if n := superseded(ev); n != 4 {
+		t.Fatalf("state events cover %d older rows, want 4 (flight 1: snapshot + 2 FLOPs, flight 2: snapshot)", n)
+	}
+	w := f.window(1000)
+	if len(state[0].Covers) != 4 || state[0].Covers[0] != w.Cursor+1 {
+		t.Fatalf("flight 1's newest state covers %v, want its 4 state rows from the first row above the cursor %d", state[0].Covers, w.Cursor)
+	}
 	// An event committed after the read is newer than what is delivered:
-	// it must stay PENDING.
+	// it must stay pending.
 	v1b := f.setFLOP(1, "09SEP260930")
-	delivered, superseded, err := f.store.MarkDelivered(t.Context(), f.epoch, []int64{state[0].ID, state[1].ID})
+	// The state events alone: the cursor passes the first row (flight 1's
+	// snapshot state, covered by its newest) and stops at the first notice.
+	to, _, err := f.deliver(f.epoch, w, state[0].ID, state[1].ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if delivered != 2 || superseded != 4 {
-		t.Fatalf("delivered %d superseded %d, want 2 and 4 (flight 1: snapshot + 2 FLOPs, flight 2: snapshot)", delivered, superseded)
+	if firstNotice := ev[0].ID; ev[0].Kind != store.KindNotice || to != firstNotice-1 || f.cursor() != to {
+		t.Fatalf("cursor %d (asked %d), want %d: just below the first notice, not done", f.cursor(), to, ev[0].ID-1)
 	}
-	if n := f.count(`SELECT count(*) FROM msg_event WHERE kind = 'KAFKA_SCHD' AND status = 'PENDING'`); n != 1 {
-		t.Fatalf("%d state rows pending, want only the FLOP committed after the read", n)
+	// Everything read: the cursor passes the whole window.
+	to, _, err = f.deliver(f.epoch, w, idsOf(w.Events)...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n := f.count(`SELECT count(*) FROM msg_event WHERE kind = 'KAFKA_SCHD' AND status = 'PENDING' AND state_version = $1`, v1b); n != 1 {
-		t.Fatal("the newer FLOP was superseded")
+	last := slices.Max(idsOf(w.Events))
+	if to != last || f.cursor() != last {
+		t.Fatalf("cursor %d (asked %d), want the window's last row %d", f.cursor(), to, last)
 	}
-	if n := f.count(`SELECT count(*) FROM msg_event WHERE kind = 'KAFKA_MSG' AND status = 'PENDING'`); n != 7 {
-		t.Fatalf("%d notices pending, want 7", n)
+	rest := pendingOf(t, f.store)
+	if len(rest) != 2 || rest[0].Kind != store.KindState || rest[0].StateVersion != v1b || rest[1].Kind != store.KindNotice {
+		t.Fatalf("pending %+v, want only the FLOP committed after the read (state at %d and notice)", rest, v1b)
 	}
-	// Repeating changes nothing.
-	if d, s, err := f.store.MarkDelivered(t.Context(), f.epoch, []int64{state[0].ID}); err != nil || d != 0 || s != 0 {
-		t.Fatalf("repeat: %d %d %v", d, s, err)
+	if n := f.count(`SELECT count(*) FROM msg_event WHERE id > $1`, last); n != 2 {
+		t.Fatalf("%d rows above the cursor, want 2", n)
 	}
-	if n := f.count(`SELECT count(*) FROM msg_event WHERE status <> 'PENDING' AND done_at IS NULL`); n != 0 {
-		t.Fatal("finished rows without done_at")
+	// The cursor never moves down; repeating changes nothing.
+	if _, _, err := f.deliver(f.epoch, w, state[0].ID); err != nil || f.cursor() != last {
+		t.Fatalf("repeat: cursor %d %v", f.cursor(), err)
 	}
 }
 
@@ -143,8 +217,15 @@ func TestOutboxCoalescesAcrossDeleteAndRecreate(t *testing.T) {
 	if len(state) != 1 || state[0].StateVersion != v || state[0].Event != store.EventUpsert || state[0].OperationDay != "" {
 		t.Fatalf("%+v, want one upsert at %d with no day", state, v)
 	}
-	if _, s, err := f.store.MarkDelivered(t.Context(), f.epoch, []int64{state[0].ID}); err != nil || s != 2 {
-		t.Fatalf("superseded %d (%v), want the first upsert and the tombstone", s, err)
+	if n := superseded(state); n != 2 {
+		t.Fatalf("covers %d older rows, want the first upsert and the tombstone", n)
+	}
+	w := f.window(1000)
+	if _, _, err := f.deliver(f.epoch, w, idsOf(w.Events)...); err != nil {
+		t.Fatal(err)
+	}
+	if rest := pendingOf(t, f.store); len(rest) != 0 {
+		t.Fatalf("pending after delivery: %+v", rest)
 	}
 }
 
@@ -166,21 +247,29 @@ func TestOutboxWindowReachesTheNewestState(t *testing.T) {
 	if err != nil || len(two) != 2 || two[0].Kind != store.KindNotice || two[1].StateVersion != v || two[0].ID > two[1].ID {
 		t.Fatalf("limit 2: %v %+v, want the first notice and the newest state", err, two)
 	}
-	if _, s, err := f.store.MarkDelivered(t.Context(), f.epoch, []int64{two[0].ID, two[1].ID}); err != nil || s != 4 {
-		t.Fatalf("superseded %d %v", s, err)
+	w := f.window(2)
+	if to, _, err := f.deliver(f.epoch, w, two[0].ID, two[1].ID); err != nil || to != w.Cursor+2 {
+		t.Fatalf("cursor %d %v, want past the window's two rows", to, err)
 	}
+	// The rows above the cursor: the other 4 notices, and no state older
+	// than the one delivered (the dispatcher skips the newest it already
+	// delivered; a new leader would send it again at its version).
 	rest := pendingOf(t, f.store)
-	if len(rest) != 4 {
-		t.Fatalf("%d left, want the other 4 notices", len(rest))
-	}
+	notices := 0
 	for _, e := range rest {
-		if e.Kind != store.KindNotice {
-			t.Fatalf("left %+v", e)
+		switch {
+		case e.Kind == store.KindNotice:
+			notices++
+		case e.StateVersion != v:
+			t.Fatalf("left %+v: an older state than the one delivered", e)
 		}
+	}
+	if notices != 4 || len(rest) != 5 {
+		t.Fatalf("left %+v, want the other 4 notices and the newest state", rest)
 	}
 }
 
-// MarkFailed keeps the row PENDING with one more attempt and its error;
+// MarkFailed keeps the row pending with one more attempt and its error;
 // OutboxStats counts pending rows and finds the oldest.
 func TestOutboxFailedAndStats(t *testing.T) {
 	t.Parallel()
@@ -201,7 +290,7 @@ func TestOutboxFailedAndStats(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if r := f.outboxRow(ev[0].ID); r.Status != "PENDING" || r.Attempts != 2 || r.LastErr == nil || *r.LastErr != "UNKNOWN_TOPIC_OR_PARTITION" {
+	if r := f.outboxRow(ev[0].ID); !r.Pending || r.Attempts != 2 || r.LastErr == nil || *r.LastErr != "UNKNOWN_TOPIC_OR_PARTITION" {
 		t.Fatalf("%+v", r)
 	}
 	if r := f.outboxRow(ev[1].ID); r.Attempts != 2 || *r.LastErr != "broker down" {
@@ -221,11 +310,7 @@ func TestOutboxFailedAndStats(t *testing.T) {
 	if !oldest.Equal(ev[0].CreatedAt) {
 		t.Fatalf("oldest %v, want %v", oldest, ev[0].CreatedAt)
 	}
-	all := make([]int64, len(ev))
-	for i, e := range ev {
-		all[i] = e.ID
-	}
-	if _, _, err := f.store.MarkDelivered(t.Context(), f.epoch, all); err != nil {
+	if _, _, err := f.deliver(f.epoch, f.window(1000), idsOf(ev)...); err != nil {
 		t.Fatal(err)
 	}
 	if pending, oldest, err = f.store.OutboxStats(t.Context()); err != nil || pending != 0 || !oldest.IsZero() {
@@ -249,7 +334,8 @@ func TestOutboxCallsAreOneRoundTrip(t *testing.T) {
 	t.Cleanup(s.Close)
 	tr.n.Store(0)
 
-	ev, err := s.PendingEvents(t.Context(), 1000)
+	w, err := s.ReadWindow(t.Context(), 1000, nil)
+	ev := w.Events
 	if err != nil || len(ev) != 60 {
 		t.Fatalf("%d events (%v), want 20 states and 40 notices", len(ev), err)
 	}
@@ -261,8 +347,16 @@ func TestOutboxCallsAreOneRoundTrip(t *testing.T) {
 	if err := s.MarkFailed(t.Context(), f.epoch, ids, errs); err != nil {
 		t.Fatal(err)
 	}
-	if _, superseded, err := s.MarkDelivered(t.Context(), f.epoch, ids); err != nil || superseded != 20 {
-		t.Fatalf("superseded %d %v", superseded, err)
+	if superseded(ev) != 20 {
+		t.Fatalf("covers %d older rows, want 20", superseded(ev))
+	}
+	done := map[int64]struct{}{}
+	for _, id := range ids {
+		done[id] = struct{}{}
+	}
+	if _, err := s.AdvanceCursor(t.Context(), f.epoch, store.Advance{To: w.DoneUpTo(done), Delivered: ev,
+		Parked: []store.Park{{ID: ev[0].ID, Error: "x"}}}); err != nil {
+		t.Fatal(err)
 	}
 	if _, _, err := s.OutboxStats(t.Context()); err != nil {
 		t.Fatal(err)
@@ -272,43 +366,50 @@ func TestOutboxCallsAreOneRoundTrip(t *testing.T) {
 	}
 }
 
-// A dispatcher whose epoch was superseded can neither mark nor supersede:
-// MarkDelivered and MarkFailed return ErrFenced and change no row, checked
-// against pipeline_lock in the same statement; the new epoch marks.
+// A dispatcher whose epoch was superseded can neither move the cursor nor
+// park, nor count failures: AdvanceCursor and MarkFailed return ErrFenced
+// and change nothing, checked against pipeline_lock in the same statement;
+// the new epoch moves the cursor.
 func TestOutboxMarksAreFenced(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.setFLOP(1, "09SEP260900")
 	f.setFLOP(1, "09SEP260910")
-	ev := pendingOf(t, f.store)
+	w := f.window(1000)
+	ev := w.Events
 	if len(ev) != 3 {
 		t.Fatalf("%d events, want the newest state and two notices", len(ev))
 	}
-	ids := make([]int64, len(ev))
-	for i, e := range ev {
-		ids[i] = e.ID
-	}
-	before := f.count(`SELECT count(*) FROM msg_event WHERE status = 'PENDING'`)
+	ids := idsOf(ev)
+	before, cursor := f.count(`SELECT count(*) FROM msg_event WHERE id > (SELECT delivered_id FROM msg_event_cursor)`), f.cursor()
 	newer, err := f.store.TakeEpoch(t.Context(), "next-leader")
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, s, err := f.store.MarkDelivered(t.Context(), f.epoch, ids)
-	if !errors.Is(err, store.ErrFenced) || d != 0 || s != 0 {
-		t.Fatalf("MarkDelivered by the old epoch: %d delivered, %d superseded, %v; want ErrFenced", d, s, err)
+	if _, _, err := f.deliver(f.epoch, w, ids...); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("AdvanceCursor by the old epoch: %v; want ErrFenced", err)
+	}
+	if _, err := f.store.AdvanceCursor(t.Context(), f.epoch, store.Advance{Parked: []store.Park{{ID: ids[0], Error: "too large"}}}); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("park by the old epoch: %v; want ErrFenced", err)
 	}
 	if err := f.store.MarkFailed(t.Context(), f.epoch, ids, []string{"a", "b", "c"}); !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("MarkFailed by the old epoch: %v; want ErrFenced", err)
 	}
 	for _, id := range ids {
-		if r := f.outboxRow(id); r.Status != "PENDING" || r.Attempts != 0 {
+		if r := f.outboxRow(id); !r.Pending || r.Attempts != 0 {
 			t.Fatalf("row %d changed by a fenced call: %+v", id, r)
 		}
 	}
-	if after := f.count(`SELECT count(*) FROM msg_event WHERE status = 'PENDING'`); after != before {
+	if f.cursor() != cursor || f.count(`SELECT count(*) FROM msg_event_parked`) != 0 {
+		t.Fatalf("cursor %d (was %d) or parked rows after fenced calls", f.cursor(), cursor)
+	}
+	if after := f.count(`SELECT count(*) FROM msg_event WHERE id > (SELECT delivered_id FROM msg_event_cursor)`); after != before {
 		t.Fatalf("%d pending rows after fenced calls, %d before", after, before)
 	}
-	if d, s, err := f.store.MarkDelivered(t.Context(), newer, ids); err != nil || d != 3 || s != 1 {
-		t.Fatalf("MarkDelivered by the current epoch: %d delivered, %d superseded, %v; want 3 and 1", d, s, err)
+	if to, _, err := f.deliver(newer, w, ids...); err != nil || f.cursor() != to || to != slices.Max(ids) {
+		t.Fatalf("AdvanceCursor by the current epoch: cursor %d (asked %d) %v; want past the window", f.cursor(), to, err)
+	}
+	if rest := pendingOf(t, f.store); len(rest) != 0 {
+		t.Fatalf("pending after delivery: %+v", rest)
 	}
 }

@@ -66,7 +66,7 @@ var listFilter = regexp.MustCompile(`Filter: .*(= ANY|<> ALL) \(\$\d`)
 
 // TestListStatementsStayLinear runs every statement the store sends with a
 // list of ids — flight loads, child and flight deletes, a day's roster
-// replace, outbox marking, backfill clearing — under the generic plan a
+// replace, outbox failures and cursor, backfill clearing — under the generic plan a
 // prepared statement settles on, on tables small enough for sequential
 // scans, and fails when a plan filters rows with "= ANY($n)" or
 // "<> ALL($n)": with a parameter array PostgreSQL compares every row with
@@ -107,7 +107,11 @@ func TestListStatementsStayLinear(t *testing.T) {
 	for i, e := range events {
 		ids[i] = e.ID
 	}
-	if _, _, err := f.store.MarkDelivered(ctx, f.epoch, ids); err != nil {
+	errs := make([]string, len(ids))
+	if err := f.store.MarkFailed(ctx, f.epoch, ids, errs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.AdvanceCursor(ctx, f.epoch, store.Advance{To: ids[len(ids)-1], Delivered: events}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.store.BackfillDone(ctx, ids); err != nil {
@@ -144,7 +148,7 @@ func TestListStatementsStayLinear(t *testing.T) {
 	sort.Strings(sqls)
 	// Loads, deletes, roster replace, outbox and backfill statements.
 	want := map[string]bool{"FROM flight_schd WHERE": false, "DELETE FROM flight_gate": false,
-		"DELETE FROM schd_gen_flid WHERE operation_day": false, "UPDATE msg_event": false, "DELETE FROM backfill_todo": false}
+		"DELETE FROM schd_gen_flid WHERE operation_day": false, "UPDATE msg_event e SET attempts": false, "DELETE FROM msg_event_parked": false, "DELETE FROM backfill_todo": false}
 	for _, sql := range sqls {
 		if strings.HasPrefix(strings.TrimSpace(sql), "INSERT") {
 			continue // writes new rows: no list filter to plan

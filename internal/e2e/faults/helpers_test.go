@@ -274,7 +274,7 @@ func (w *world) pendingEvents() int {
 	w.t.Helper()
 	var n int
 	w.pg(func(ctx context.Context, conn *pgx.Conn) error {
-		return conn.QueryRow(ctx, `SELECT COUNT(*) FROM msg_event WHERE status = 'PENDING'`).Scan(&n)
+		return conn.QueryRow(ctx, `SELECT COUNT(*) FROM msg_event WHERE id > (SELECT delivered_id FROM msg_event_cursor) AND id NOT IN (SELECT event_id FROM msg_event_parked)`).Scan(&n)
 	})
 	return n
 }
