@@ -24,7 +24,8 @@ import (
 
 // Ten FLOPs for one flight before the dispatcher runs: one KAFKA_SCHD
 // record at the newest version, ten notices in order; the nine older state
-// events are SUPERSEDED, nothing is left PENDING.
+// events are superseded, nothing is left pending (the cursor passed every
+// row).
 func TestCoalescesTenFLOPsIntoOneRecord(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -319,5 +320,45 @@ func TestNewRefusesForeignClient(t *testing.T) {
 	}
 	if _, err := dispatch.New(e.store, own, feed, dispatch.Options{}); err == nil || !strings.Contains(err.Error(), "epoch") {
 		t.Errorf("no epoch: %v", err)
+	}
+}
+
+// A backlog larger than a pass, whose flights' newest states lie beyond the
+// first windows: the first pass that sees a flight sends its newest state;
+// later passes, whose windows reach the older rows or the newest row
+// itself while the cursor is still below it, send it no more. Each flight
+// is on the state topic once, every notice once, and the cursor ends past
+// every row.
+func TestBacklogSendsEachNewestStateOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	brokers := kafkatest.New(t, stateTopic, noticeTopic)
+	for round := range 5 {
+		for f := range 3 {
+			e.flop(flight.FLID(1+f), "ESTT", fmt.Sprintf("09SEP26%02d%02d", 10+round, f))
+		}
+	}
+	d := e.dispatcher(e.feed(brokers, stateTopic, noticeTopic, ""), dispatch.Options{BatchSize: 4})
+	for pass := 0; ; pass++ {
+		if _, err := d.DeliverOnce(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := d.Idle(t.Context()); err != nil || ok {
+			break
+		}
+		if pass > 100 {
+			t.Fatal("the backlog does not drain")
+		}
+	}
+	records := dispatchtest.Records(t, brokers, stateTopic)
+	if len(records) != 3 {
+		t.Fatalf("%d state records, want 3: each flight's newest state once", len(records))
+	}
+	dispatchtest.AssertConverged(t, brokers, stateTopic, e.export())
+	if !e.noticesOnTopic(t, brokers) {
+		t.Fatal("the notice topic does not hold every notice exactly once")
+	}
+	if at, last := e.count(`SELECT delivered_id FROM msg_event_cursor`), e.count(`SELECT max(id) FROM msg_event`); at != last {
+		t.Fatalf("cursor %d, want past the last row %d", at, last)
 	}
 }

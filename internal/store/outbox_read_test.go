@@ -5,6 +5,9 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -411,5 +414,131 @@ func TestOutboxMarksAreFenced(t *testing.T) {
 	}
 	if rest := pendingOf(t, f.store); len(rest) != 0 {
 		t.Fatalf("pending after delivery: %+v", rest)
+	}
+}
+
+// A parked event is listed from msg_event_parked with its error and
+// attempts; RedeliverParked inserts it again as a new row above the cursor
+// (same flight, version and payload) and removes the entry. It holds the
+// pipeline_lock row like a pump's transaction, so it waits for one in
+// progress and its row's id is above that transaction's: outbox ids commit
+// in order, which the cursor relies on.
+func TestRedeliverParkedInsertsANewRowInCommitOrder(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	f := newFixture(t)
+	v := f.setFLOP(1, "09SEP260900")
+	w := f.window(1000)
+	if len(w.Events) != 2 || w.Events[0].Kind != store.KindState {
+		t.Fatalf("events %+v", w.Events)
+	}
+	st := w.Events[0]
+	if _, err := f.store.AdvanceCursor(ctx, f.epoch, store.Advance{To: w.Events[1].ID,
+		Parked: []store.Park{{ID: st.ID, Error: "MESSAGE_TOO_LARGE"}}, Delivered: w.Events[1:]}); err != nil {
+		t.Fatal(err)
+	}
+	parked, err := f.store.ParkedEvents(ctx, 0)
+	if err != nil || len(parked) != 1 || parked[0].ID != st.ID || parked[0].StateVersion != v || parked[0].Attempts != 1 ||
+		parked[0].LastError != "MESSAGE_TOO_LARGE" || parked[0].Bytes != int64(len(st.Payload)) || parked[0].ParkedAt.IsZero() {
+		t.Fatalf("parked %+v %v", parked, err)
+	}
+	if n, err := f.store.ParkedCount(ctx); err != nil || n != 1 {
+		t.Fatalf("parked count %d %v", n, err)
+	}
+	if pending, parkedN, _, err := f.store.OutboxFigures(ctx); err != nil || pending != 0 || parkedN != 1 {
+		t.Fatalf("figures: pending %d parked %d %v", pending, parkedN, err)
+	}
+
+	// A writer holds the pipeline row and inserts a row, uncommitted.
+	writer, err := pgx.Connect(ctx, f.conn.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = writer.Close(context.Background()) }()
+	wtx, err := writer.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writerRow int64
+	if _, err := wtx.Exec(ctx, `SELECT 1 FROM pipeline_lock WHERE name = $1 FOR UPDATE`, store.LockName); err != nil {
+		t.Fatal(err)
+	}
+	if err := wtx.QueryRow(ctx, `INSERT INTO msg_event (kind, event, flid, state_version, message_id, payload)
+		VALUES ('KAFKA_MSG', 'NOTICE', 2, 1, 99, '{}') RETURNING id`).Scan(&writerRow); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		ids []int64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ids, err := f.store.RedeliverParked(context.Background(), nil)
+		done <- result{ids, err}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for f.count(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%pipeline_lock%'`) == 0 {
+		select {
+		case r := <-done:
+			t.Fatalf("RedeliverParked did not wait for the writer's transaction: %+v", r)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("RedeliverParked is not waiting for the pipeline row")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := wtx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || !slices.Equal(r.ids, []int64{st.ID}) {
+		t.Fatalf("redelivered %v %v", r.ids, r.err)
+	}
+	if n, _ := f.store.ParkedCount(ctx); n != 0 {
+		t.Fatalf("%d still parked", n)
+	}
+	again := pendingOf(t, f.store)
+	var copyEv *store.OutboxEvent
+	for i := range again {
+		if again[i].Kind == store.KindState {
+			copyEv = &again[i]
+		}
+	}
+	if copyEv == nil || copyEv.ID <= writerRow || copyEv.FLID != 1 || copyEv.StateVersion != v ||
+		string(copyEv.Payload) != string(st.Payload) || copyEv.Attempts != 1 {
+		t.Fatalf("re-inserted %+v, want flight 1 at %d above the writer's row %d", copyEv, v, writerRow)
+	}
+}
+
+// Retention deletes the done rows (at or below the cursor) older than the
+// cutoff in one statement, and keeps the parked ones and everything above
+// the cursor.
+func TestPruneDropsDoneOutboxRowsBelowTheCursor(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	f := newFixture(t)
+	f.setFLOP(1, "09SEP260900")
+	f.setFLOP(2, "09SEP260900")
+	w := f.window(1000)
+	if len(w.Events) != 4 {
+		t.Fatalf("events %+v", w.Events)
+	}
+	// Flight 1's state parked, the rest delivered; then a new row above.
+	if _, err := f.store.AdvanceCursor(ctx, f.epoch, store.Advance{To: slices.Max(idsOf(w.Events)),
+		Parked: []store.Park{{ID: w.Events[0].ID, Error: "x"}}, Delivered: w.Events[1:]}); err != nil {
+		t.Fatal(err)
+	}
+	f.setFLOP(3, "09SEP260900")
+	n, err := f.store.Prune(ctx, time.Time{}, time.Time{}, time.Now().Add(time.Hour))
+	if err != nil || n != 3 {
+		t.Fatalf("pruned %d %v, want the 3 delivered rows", n, err)
+	}
+	left, err := pgx.CollectRows(must(f.conn.Query(ctx, `SELECT id FROM msg_event ORDER BY id`)), pgx.RowTo[int64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 3 || left[0] != w.Events[0].ID || left[1] <= f.cursor() {
+		t.Fatalf("left %v (cursor %d), want the parked row and the 2 rows above the cursor", left, f.cursor())
 	}
 }
