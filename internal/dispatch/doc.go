@@ -3,14 +3,14 @@
 // its newest state_version, tombstones for deleted flights, and every change
 // notice on the notice topic (KAFKA_MSG), through an idempotent producer
 // (acks=all, key = the FLID in decimal, murmur2 partitioning like the Java
-// client). An event is marked DELIVERED only after the broker acknowledged
-// its record; everything else is retried with backoff (package backoff),
+// client). The outbox is append-only: an event is done (the dispatcher's
+// cursor moves past it) only after the broker acknowledged its record; everything else is retried with backoff (package backoff),
 // forever (seed 000 §7.3, SPEC §3.3).
 //
 // Fencing: the producer is transactional (kafka.transactions, the default),
 // its transactional.id the feed's, initialised when Run starts, so the next
 // leader's producer fences it at the broker. Each pass is one transaction
-// and its events are marked only after the commit, by statements that check
+// and the cursor moves only after the commit, by a statement that checks
 // the leader's fencing epoch (Options.Epoch) in pipeline_lock. A fenced
 // mark, or a fencing answer from the broker once the database confirms a
 // newer epoch, stops the dispatcher for good (ErrFenced): a deposed leader
@@ -18,7 +18,7 @@
 // the epoch is still this dispatcher's (a transaction that outlived its
 // timeout) gets a renewed client instead (Options.Renew). Consumers
 // read with isolation.level=read_committed. With kafka.transactions false
-// the producer is the plain idempotent one and only the marks are fenced.
+// the producer is the plain idempotent one and only the cursor is fenced.
 //
 // Entry points, used by package feedrun: NewClient builds the *kgo.Client
 // from the feed (New refuses a client built otherwise, because delivery
@@ -35,15 +35,17 @@
 // state-version, event (UPSERT, DELETE or NOTICE) and operation-day (absent
 // while the flight's day is NULL). A pass reads the oldest pending rows in
 // id order, sends their notices and, per FLID, only its newest state event,
-// and waits for every acknowledgement before the next pass; older state
-// events of a FLID become SUPERSEDED in the statement that marks the newest
-// DELIVERED. Records of one FLID share a partition, and a failed record
+// and waits for every acknowledgement before the next pass; the cursor then
+// moves over every row of the window whose event is done (the older state
+// rows of a FLID with its newest), up to the first that is not. Events done
+// above the cursor are kept in memory, left out of the next reads and not
+// sent again; a new leader sends them again (at-least-once). Records of one FLID share a partition, and a failed record
 // holds back later records of its FLID, so a FLID's versions on the state
 // topic never decrease. Records already sent are never abandoned: a stalled
 // pass keeps waiting and Status reports it as failing meanwhile.
 //
 // The package owns no decisions about flight state and never writes state
-// tables: it reads pending rows and changes only msg_event's status,
-// attempts and last error. It must not be on the pump's path: the pump
+// tables: it reads pending rows, moves msg_event_cursor, lists parked events
+// in msg_event_parked and counts failed attempts on msg_event. It must not be on the pump's path: the pump
 // commits without waiting for Kafka.
 package dispatch

@@ -31,6 +31,7 @@
 //	state_read.go   flight rows read back into flight.State
 //	columns.go      the storage layout, derived from flight's field table
 //	outbox.go       msg_event rows rendered and queued with the state they carry
-//	outbox_read.go  the dispatcher's side of msg_event
+//	outbox_read.go  the dispatcher's side of msg_event: its window, its fenced cursor
+//	outbox_parked.go  parked events (msg_event_parked) and their re-delivery
 //	read.go         consistent reads: ReadFlights (whole or one keyset page), EachFlight, Ledger
 package store
