@@ -73,9 +73,10 @@ type Window struct {
 // 000 §7.3). At most limit events are returned, and none only when nothing
 // is pending.
 //
-// The window is read by primary key from the cursor and the newest rows
-// from msg_event_state, so a pass costs the same however long the backlog
-// is.
+// The window is read by primary key from the cursor, the newest rows from
+// msg_event_state and each event by primary key (OFFSET 0 keeps it a
+// lookup rather than a merge over every row up to the furthest newest
+// state), so a pass costs the same however long the backlog is.
 func (s *Store) PendingEvents(ctx context.Context, limit int) ([]OutboxEvent, error) {
 	w, err := s.ReadWindow(ctx, limit, nil)
 	return w.Events, err
@@ -114,7 +115,7 @@ func (s *Store) ReadWindow(ctx context.Context, limit int, done []int64) (Window
 			CROSS JOIN LATERAL (
 				SELECT n.id FROM msg_event n
 				WHERE n.kind = 'KAFKA_SCHD' AND n.flid = f.flid AND n.id > (SELECT at FROM c)
-				ORDER BY n.state_version DESC, n.id DESC LIMIT 1) x
+				ORDER BY n.state_version DESC LIMIT 1) x
 		), pick AS (
 			SELECT id, ARRAY[id] AS covers FROM w WHERE kind <> 'KAFKA_SCHD'
 			UNION ALL
@@ -124,7 +125,7 @@ func (s *Store) ReadWindow(ctx context.Context, limit int, done []int64) (Window
 			e.message_id, e.payload, e.attempts, e.created_at, p.covers,
 			EXISTS (SELECT 1 FROM msg_event_parked k WHERE k.event_id = e.id),
 			(SELECT count(*) FROM w), (SELECT at FROM c)
-		FROM pick p JOIN msg_event e ON e.id = p.id
+		FROM pick p CROSS JOIN LATERAL (SELECT * FROM msg_event x WHERE x.id = p.id OFFSET 0) e
 		ORDER BY e.id`, limit, done)
 	if err != nil {
 		return Window{}, fmt.Errorf("read pending outbox events: %w", err)
