@@ -82,17 +82,11 @@ func (s *Store) PendingEvents(ctx context.Context, limit int) ([]OutboxEvent, er
 	return w.Events, err
 }
 
-// PendingWindow is PendingEvents that also reports whether the window was
-// full (limit rows): only then can more rows be pending than the read took,
-// so a dispatcher that was not notified of a new commit since need not read
-// again at once.
-func (s *Store) PendingWindow(ctx context.Context, limit int) (events []OutboxEvent, full bool, err error) {
-	w, err := s.ReadWindow(ctx, limit, nil)
-	return w.Events, w.Full, err
-}
-
-// ReadWindow is PendingWindow with the cursor it read above and each
-// event's covered rows (what AdvanceCursor needs). The rows done lists
+// ReadWindow is PendingEvents with the cursor it read above, each event's
+// covered rows (what AdvanceCursor needs) and whether the window was full
+// (limit rows): only then can more rows be pending than the read took, so
+// a dispatcher that was not notified of a new commit since need not read
+// again at once. The rows done lists
 // (events a dispatcher delivered or parked above the cursor) are left out
 // of the window, so a row that keeps failing at the cursor does not stop
 // the rows after it: the window moves on past the done ones. A flight's
