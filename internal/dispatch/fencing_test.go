@@ -273,8 +273,8 @@ func TestWithoutTransactionsADeposedLeaderStillPublishes(t *testing.T) {
 	}
 }
 
-// A crash between the Kafka commit and the PostgreSQL mark: the events stay
-// PENDING, and the leader that restarts (a new epoch, a new producer)
+// A crash between the Kafka commit and the cursor's move: the events stay
+// pending (above the cursor), and the leader that restarts (a new epoch, a new producer)
 // sends them again — the same versions where nothing newer was committed,
 // the newest where something was, never an older one than the topic
 // holds. The crashed leader, resumed, cannot mark anything.

@@ -110,8 +110,9 @@ func pendingOf(t *testing.T, s *store.Store) []store.OutboxEvent {
 
 // PendingEvents returns each FLID's full state once, at its newest version
 // (a tombstone when the delete is newest), and every notice, in id order;
-// MarkDelivered of the newest supersedes the older state rows in the same
-// statement and leaves notices alone.
+// the newest covers the older state rows of its flight, so once it is
+// delivered the cursor passes them; it stops at the first row not done (a
+// notice), and a row committed after the read stays pending.
 func TestOutboxCoalescesAndSupersedes(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
