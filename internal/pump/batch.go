@@ -80,7 +80,8 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 			return p.applyPanicked(ctx, it.row, done, pe)
 		}
 		if err != nil {
-			return p.infraFailure(ctx, rows, done, err)
+			// The failing snapshot's own attempt is traced with the rest.
+			return p.infraFailure(ctx, rows, append(done, o), err)
 		}
 		if it.msg != nil && it.msg.Kind == sis.KindSnapshot {
 			// A snapshot is written by now: its decoded records (tens of

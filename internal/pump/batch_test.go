@@ -167,8 +167,18 @@ func TestBatchOutcomes(t *testing.T) {
 		bodies:  []string{snapshot},
 		faults:  []*fault{{call: "snapshot", err: fmt.Errorf("apply: %w", store.ErrConflict), times: 2 * pump.RefusalRepeats}},
 		batches: repeat([]int64{1}, 2*pump.RefusalRepeats+1),
-		want: append(slices.Repeat([]string{"[1]: blocked, retry at once; next batch 1"}, 2*pump.RefusalRepeats),
+		want: append(slices.Repeat([]string{"[1]: blocked, retry at once; traces [1 ROLLED_BACK]; next batch 1"}, 2*pump.RefusalRepeats),
 			"[1]: whole; committed [1 SUCCEEDED]; write back [1]; traces [1 COMMITTED]; next batch 2"),
+	}, {
+		name:    "a snapshot whose own apply fails for infrastructure traces that attempt, once",
+		bodies:  []string{ok(1), snapshot},
+		faults:  []*fault{{call: "snapshot", err: outage, times: 1}},
+		batches: [][]int64{{1, 2}, {1}, {2}},
+		want: []string{
+			"[1 2]: blocked, backoff; traces [2 ROLLED_BACK]; next batch 1",
+			"[1]: whole; committed [1 SUCCEEDED]; write back [1]; next batch 2",
+			"[2]: whole; committed [2 SUCCEEDED]; write back [2]; traces [2 COMMITTED]; next batch 4",
+		},
 	}, {
 		name:    "a rolled-back batch's snapshot leaves a trace row that says so",
 		bodies:  []string{ok(1), snapshot},
@@ -351,5 +361,50 @@ func TestReadAheadKeepsTheFIFOOrder(t *testing.T) {
 				t.Error("nothing was read ahead: the test proves nothing")
 			}
 		})
+	}
+}
+
+// A whole batch rolled back and retried traces each attempt of its snapshot
+// (ROLLED_BACK, then COMMITTED) but raises the snapshot's flags once: by the
+// attempt that commits, not by the one rolled back (seed 000 §5.6).
+func TestRolledBackSnapshotAlertsOnceWithItsRetry(t *testing.T) {
+	t.Parallel()
+	var m sisMessages
+	bodies := []string{m.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"), m.schd("DNLD")} // an empty DNLD: EMPTY
+	st := newMemStore(&fault{call: "commit", err: errors.New("read tcp 127.0.0.1:5432: connection reset by peer"), times: 1})
+	obs := &flagObserver{flags: map[string]int{}}
+	feed := testFeed(t, "mem:mem@tcp(127.0.0.1:1)/mailbox", "postgres://mem@127.0.0.1:1/feed")
+	p, err := pump.New(t.Context(), pump.Options{Feed: feed, Store: st, Inbox: &memInbox{}, Identity: "mem-pump",
+		Clock: shiftedClock{offset: time.Until(testNow)}, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	rows := memRows(bodies...)
+	for _, batch := range [][]mailbox.Row{rows, rows[:1], rows[1:]} {
+		p.ApplyBatch(t.Context(), batch)
+	}
+	st.mu.Lock()
+	var traced []string
+	for _, e := range st.traces {
+		traced = append(traced, fmt.Sprintf("%d %s %v", e.MessageID, e.Result, e.Flags))
+	}
+	st.mu.Unlock()
+	if diff := cmp.Diff([]string{"2 ROLLED_BACK [EMPTY]", "2 COMMITTED [EMPTY]"}, traced); diff != "" {
+		t.Errorf("trace rows (-want +got):\n%s", diff)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if diff := cmp.Diff(map[string]int{"EMPTY": 1}, obs.flags); diff != "" {
+		t.Errorf("flags counted (-want +got):\n%s", diff)
+	}
+	noticed := map[string]int{}
+	for _, n := range p.DrainNotices() {
+		if n.Kind == pump.NoticeSnapshotFlag {
+			noticed[n.Reason]++
+		}
+	}
+	if diff := cmp.Diff(map[string]int{"EMPTY": 1}, noticed); diff != "" {
+		t.Errorf("SnapshotFlag notices (-want +got):\n%s", diff)
 	}
 }

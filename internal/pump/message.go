@@ -106,6 +106,15 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 	if applyErr != nil {
 		verdict, reason := Classify(applyErr)
 		if verdict != VerdictDead {
+			// The batch is rolled back whole (an infrastructure error, a
+			// lost compare-and-set): the snapshot's attempt is traced all
+			// the same (seed 000 §5.6, one row per attempt), by
+			// infraFailure.
+			if trace != nil {
+				trace.Result, trace.Detail = store.TraceRolledBack, applyErr.Error()
+				trace.Flags = dedup(append(trace.Flags, res.Flags...))
+				o.trace = trace
+			}
 			return o, nil, applyErr
 		}
 		log().Info("message refused", "reason", reason, "error", applyErr.Error())
@@ -250,12 +259,12 @@ func setsHistoryTime(r flight.Commands) bool {
 func (p *Pump) applySnapshotIsolated(ctx context.Context, run *batchRun, meta store.Meta, msg *sis.Message, row mailbox.Row) (bool, *store.TraceEntry, error) {
 	if run.set.Dirty() {
 		if err := run.tx.WriteSet(ctx, run.set); err != nil {
-			return false, nil, err
+			return false, attemptTrace(msg, row), err
 		}
 	}
 	sp, err := run.tx.Savepoint(ctx)
 	if err != nil {
-		return false, nil, err
+		return false, attemptTrace(msg, row), err
 	}
 	changed, trace, applyErr := p.applySnapshot(ctx, sp, meta, msg, row, run.skipConflicts)
 	if applyErr != nil {
@@ -277,10 +286,7 @@ func (p *Pump) applySnapshotIsolated(ctx context.Context, run *batchRun, meta st
 
 func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta store.Meta, msg *sis.Message, row mailbox.Row, skipConflicts bool) (bool, *store.TraceEntry, error) {
 	start := p.clock.Now()
-	trace := &store.TraceEntry{MessageID: row.ID, ReceivedAt: row.Received, Recs: len(msg.Records)}
-	if msg.Recs >= 0 {
-		trace.Recs = msg.Recs
-	}
+	trace := attemptTrace(msg, row)
 	days := make([]string, len(msg.Records))
 	records := make([]store.SnapshotRecord, len(msg.Records))
 	for i, r := range msg.Records {
@@ -289,7 +295,7 @@ func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta store.Meta
 	}
 	pending, err := tx.PendingRequest(ctx, requestKind)
 	if err != nil {
-		return false, nil, err
+		return false, trace, err
 	}
 	reqs := snapshot.Requests{}
 	if pending != nil {
@@ -305,7 +311,7 @@ func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta store.Meta
 	}
 	cov, err := snapshot.Attribute(snapshot.Inbound{Styp: msg.Meta.Styp, Sender: msg.Meta.Sndr, Days: days, DNLDFullDay: p.feed.Spec.Mailbox.DNLDFullDay}, reqs)
 	if lookupErr != nil {
-		return false, nil, lookupErr
+		return false, trace, lookupErr
 	}
 	trace.Day, trace.Flags = cov.Day, cov.Flags
 	if err != nil {
@@ -342,6 +348,15 @@ func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta store.Meta
 	return len(out.Versions) > 0, trace, nil
 }
 
+// attemptTrace starts the trace row of one attempt to apply a snapshot.
+func attemptTrace(msg *sis.Message, row mailbox.Row) *store.TraceEntry {
+	trace := &store.TraceEntry{MessageID: row.ID, ReceivedAt: row.Received, Recs: len(msg.Records)}
+	if msg.Recs >= 0 {
+		trace.Recs = msg.Recs
+	}
+	return trace
+}
+
 // seqnRegressed flags a SEQN lower than the sender's previous one in this
 // session, unless it wrapped (999999 → 1). Only a flag: SEQN is not
 // comparable across server restarts (seed 000 §5.6).
@@ -367,7 +382,9 @@ func (p *Pump) seqnRegressed(run *batchRun, m sis.Meta) bool {
 // counted (Observer.TraceLogFailed), never propagated (seed 000 §5.6). Every
 // flag of a row is an alert: counted (Observer.SnapshotFlag) and a notice
 // (NoticeSnapshotFlag, a warning Event). A non-empty override replaces every
-// row's result (a rolled-back batch).
+// row's result (a rolled-back batch): such a row raises no alert, as the
+// batch is retried and its next attempt raises them, so a rollback and its
+// retry alert once.
 func (p *Pump) writeTraces(ctx context.Context, done []outcome, override string) {
 	for _, o := range done {
 		if o.trace == nil {
@@ -387,7 +404,9 @@ func (p *Pump) writeTraces(ctx context.Context, done []outcome, override string)
 			p.obs.TraceLogFailed()
 			p.log.Error(err, "trace log (ignored)", "msg_id", e.MessageID)
 		}
-		p.alert(e)
+		if override == "" {
+			p.alert(e)
+		}
 	}
 }
 
