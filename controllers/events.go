@@ -44,6 +44,9 @@ const (
 	// ReasonMessagePanicked (Warning): decoding or applying a message
 	// panicked; it became DEAD (INTERNAL) and the pump went on.
 	ReasonMessagePanicked = string(pump.NoticePanic)
+	// ReasonSeqnRegression (Warning): an FLOP, ADFT or FDEL came with a
+	// SEQN below its sender's previous one in the session.
+	ReasonSeqnRegression = string(pump.NoticeSeqnRegression)
 	// ReasonEventParked (Warning): the brokers refused an outbox event's
 	// record for good and it was parked (KafkaDegraded).
 	ReasonEventParked = "KafkaEventParked"

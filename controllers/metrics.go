@@ -41,6 +41,7 @@ type Metrics struct {
 	snapshotFlags  *prometheus.CounterVec
 	traceLogErrors *prometheus.CounterVec
 	panics         *prometheus.CounterVec
+	seqnRegress    *prometheus.CounterVec
 	queueDepth     *prometheus.GaugeVec
 	queueLag       *prometheus.GaugeVec
 	headBlocked    *prometheus.GaugeVec
@@ -138,6 +139,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "flightfeed_message_panics_total",
 			Help: "Messages made DEAD (INTERNAL) because decoding or applying them panicked (a bug of FlightFeed; the stack is in the log).",
 		}, feed),
+		seqnRegress: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flightfeed_seqn_regressions_total",
+			Help: "Messages (snapshots, FLOP, ADFT, FDEL) whose SEQN was lower than their sender's previous one in the session, flagged SEQN_REGRESSION (seed 000 §9: an alert, the message is applied).",
+		}, feed),
 		queueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flightfeed_queue_depth",
 			Help: "Unprocessed VALID mailbox rows.",
@@ -213,7 +218,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // register adds the series to reg. Series already registered there (a
 // second manager in the same process) are shared, not duplicated.
 func (m *Metrics) register(reg prometheus.Registerer) error {
-	for _, p := range []any{&m.messages, &m.txDuration, &m.batchSize, &m.ignoredTags, &m.serviceErrors, &m.snapshotFlags, &m.traceLogErrors, &m.panics, &m.queueDepth, &m.queueLag,
+	for _, p := range []any{&m.messages, &m.txDuration, &m.batchSize, &m.ignoredTags, &m.serviceErrors, &m.snapshotFlags, &m.traceLogErrors, &m.panics, &m.seqnRegress, &m.queueDepth, &m.queueLag,
 		&m.headBlocked, &m.outboxPending, &m.outboxOldest, &m.backfillPending, &m.snapshotVersion, &m.leader, &m.pumpRunning, &m.buildInfo, &m.kafkaReachable, &m.outboxParked,
 		&m.mailboxReachable, &m.databaseReachable, &m.kafkaRenewed, &m.readAPIRejected} {
 		var err error
@@ -293,7 +298,7 @@ func (m *Metrics) dropPumpSeries(key types.NamespacedName) {
 	match := prometheus.Labels{labelNamespace: key.Namespace, labelFeed: key.Name}
 	for _, c := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{m.messages, m.txDuration, m.batchSize, m.ignoredTags, m.snapshotFlags, m.traceLogErrors, m.panics, m.queueDepth, m.queueLag, m.headBlocked,
+	}{m.messages, m.txDuration, m.batchSize, m.ignoredTags, m.snapshotFlags, m.traceLogErrors, m.panics, m.seqnRegress, m.queueDepth, m.queueLag, m.headBlocked,
 		m.outboxPending, m.outboxOldest, m.backfillPending, m.snapshotVersion, m.pumpRunning, m.kafkaReachable, m.outboxParked,
 		m.mailboxReachable, m.databaseReachable, m.kafkaRenewed} {
 		c.DeletePartialMatch(match)
@@ -484,6 +489,14 @@ func (o *FeedObserver) MessagePanicked() {
 		return
 	}
 	o.m.panics.WithLabelValues(o.ns, o.name).Inc()
+}
+
+// SeqnRegression counts a message flagged SEQN_REGRESSION.
+func (o *FeedObserver) SeqnRegression() {
+	if o == nil || o.m == nil {
+		return
+	}
+	o.m.seqnRegress.WithLabelValues(o.ns, o.name).Inc()
 }
 
 // flagValue bounds flag labels: the pump's flags and reason codes.

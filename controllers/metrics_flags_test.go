@@ -11,7 +11,8 @@ import (
 )
 
 // A snapshot's flags are counted by flag, a failed trace write by feed
-// (seed 000 §5.6); a label that is no flag cannot grow the series.
+// (seed 000 §5.6), SEQN regressions by feed (§9); a label that is no flag
+// cannot grow the series.
 func TestSnapshotFlagsAndTraceLogErrorsAreCounted(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m, err := controllers.NewMetrics(reg)
@@ -23,6 +24,8 @@ func TestSnapshotFlagsAndTraceLogErrorsAreCounted(t *testing.T) {
 		obs.SnapshotFlag(f)
 	}
 	obs.TraceLogFailed()
+	obs.SeqnRegression()
+	obs.SeqnRegression()
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -39,10 +42,12 @@ func TestSnapshotFlagsAndTraceLogErrorsAreCounted(t *testing.T) {
 				}
 			case "flightfeed_trace_log_errors_total":
 				got["trace log errors"] = s.GetCounter().GetValue()
+			case "flightfeed_seqn_regressions_total":
+				got["SEQN regressions"] = s.GetCounter().GetValue()
 			}
 		}
 	}
-	want := map[string]float64{"RECS_DROP": 2, "OUT_OF_ORDER": 1, "OTHER": 1, "trace log errors": 1}
+	want := map[string]float64{"RECS_DROP": 2, "OUT_OF_ORDER": 1, "OTHER": 1, "trace log errors": 1, "SEQN regressions": 2}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("series (-want +got):\n%s", diff)
 	}

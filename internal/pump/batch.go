@@ -21,6 +21,9 @@ type outcome struct {
 	trace   *store.TraceEntry
 	// rewrite: the row was terminal already; only its backfill is redone.
 	rewrite bool
+	// seqnRegression describes the message's SEQN regression (empty when
+	// it has none), alerted when its result commits.
+	seqnRegression string
 }
 
 type batchOutcome struct {
@@ -312,6 +315,9 @@ func (p *Pump) afterCommit(ctx context.Context, done []outcome, start time.Time)
 			if r.Status == store.StatusDead && r.Reason == ReasonInternal {
 				p.obs.MessagePanicked()
 			}
+			if o.seqnRegression != "" {
+				p.obs.SeqnRegression()
+			}
 		}
 	}
 	if changed && p.opts.Notify != nil {
@@ -335,6 +341,12 @@ func (p *Pump) afterCommit(ctx context.Context, done []outcome, start time.Time)
 			}
 			if o.result.Status == store.StatusDead {
 				p.notice(o.result.MessageID, o.result.Reason, o.result.Note)
+			}
+			if o.seqnRegression != "" && o.trace == nil {
+				// A snapshot's regression is noticed with its trace row's
+				// flags (writeTraces).
+				p.addNotice(Notice{Kind: NoticeSeqnRegression, MessageID: o.result.MessageID, Reason: FlagSeqnRegression,
+					Detail: o.seqnRegression})
 			}
 		}
 		if elapsed := now.Sub(p.rate.since); elapsed >= 10*time.Second {

@@ -89,11 +89,17 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 		res.Flags = append(res.Flags, FlagSeqnReuse)
 		log().Info("SEQN reused with another payload", "identity", res.IdentityKey)
 	}
-	if p.seqnRegressed(run, msg.Meta) {
+	regression := ""
+	if last, ok := p.seqnRegressed(run, msg.Meta); ok {
 		res.Flags = append(res.Flags, FlagSeqnRegression)
-		log().Info("SEQN regression", "sender", msg.Meta.Sndr, "seqn", msg.Meta.SeqnNum)
+		regression = fmt.Sprintf("%s/%s from %s: SEQN %d after %d in this session", msg.Meta.Type, msg.Meta.Styp, msg.Meta.Sndr,
+			msg.Meta.SeqnNum, last)
+		log().Info("SEQN regression", "sender", msg.Meta.Sndr, "seqn", msg.Meta.SeqnNum, "previous", last)
 	}
 	defer func() {
+		if err == nil {
+			o.seqnRegression = regression
+		}
 		if err == nil && (o.result.Status == store.StatusSucceeded || o.result.Status == store.StatusDead) {
 			run.seen[res.IdentityKey] = res.ContentDigest
 		}
@@ -364,17 +370,17 @@ func attemptTrace(msg *sis.Message, row mailbox.Row) *store.TraceEntry {
 // The batch's own SEQNs are kept apart (run.seqn) and join lastSeqn only
 // when the batch commits: after a rollback the retried messages must not be
 // compared with SEQNs that were never committed.
-func (p *Pump) seqnRegressed(run *batchRun, m sis.Meta) bool {
+func (p *Pump) seqnRegressed(run *batchRun, m sis.Meta) (last int, regressed bool) {
 	last, seen := run.seqn[m.Sndr]
 	if !seen {
 		last, seen = p.lastSeqn[m.Sndr]
 	}
 	run.seqn[m.Sndr] = m.SeqnNum
 	if !seen || m.SeqnNum >= last {
-		return false
+		return last, false
 	}
 	wrapped := last > int(sis.MaxSeqn)-1000 && m.SeqnNum < 1000
-	return !wrapped
+	return last, !wrapped
 }
 
 // writeTraces appends the trace rows of the snapshots in done, outside any

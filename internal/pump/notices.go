@@ -26,6 +26,11 @@ const (
 	// NoticePanic: decoding or applying a message panicked; it became
 	// DEAD (INTERNAL) and the pump went on (the stack is in the log).
 	NoticePanic NoticeKind = "MessagePanicked"
+	// NoticeSeqnRegression: an increment or a deletion (FLOP, ADFT, FDEL)
+	// came with a SEQN lower than its sender's previous one in this
+	// session (seed 000 §9: flagged and alerted, not blocked). A
+	// snapshot's regression is a NoticeSnapshotFlag of its trace row.
+	NoticeSeqnRegression NoticeKind = "SeqnRegression"
 )
 
 // Notice is one notable outcome of the pump.

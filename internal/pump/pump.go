@@ -39,6 +39,10 @@ type Observer interface {
 	// MessagePanicked counts a message made DEAD (INTERNAL) because
 	// decoding or applying it panicked, once, when its result commits.
 	MessagePanicked()
+	// SeqnRegression counts a message flagged SEQN_REGRESSION (a snapshot,
+	// an FLOP, ADFT or FDEL alike), once, when its result commits: an
+	// alert (seed 000 §9).
+	SeqnRegression()
 }
 
 // ServiceMailbox names the mailbox in ServiceError.
@@ -67,6 +71,9 @@ func (NopObserver) TraceLogFailed() {}
 
 // MessagePanicked implements Observer.
 func (NopObserver) MessagePanicked() {}
+
+// SeqnRegression implements Observer.
+func (NopObserver) SeqnRegression() {}
 
 // Options configure a Pump.
 type Options struct {
