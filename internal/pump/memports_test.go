@@ -226,7 +226,7 @@ func (s *memStore) PendingReplays(context.Context, int) ([]store.ReplayRequest, 
 
 func (s *memStore) CurrentRequest(context.Context, string) (*store.Request, error) { return nil, nil }
 
-func (s *memStore) AnsweredSince(context.Context, string, []string, time.Time) (map[string]bool, error) {
+func (s *memStore) AskedSince(context.Context, string, []string, time.Time) (map[string]bool, error) {
 	return nil, nil
 }
 

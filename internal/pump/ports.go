@@ -49,9 +49,9 @@ type Store interface {
 	// records that it went out.
 	CurrentRequest(ctx context.Context, kind string) (*store.Request, error)
 	RequestSent(ctx context.Context, id, outboxID int64, at time.Time) error
-	// AnsweredSince returns which of days had a request of kind answered
-	// at or after since.
-	AnsweredSince(ctx context.Context, kind string, days []string, since time.Time) (map[string]bool, error)
+	// AskedSince returns which of days had a request of kind sent or
+	// answered at or after since (store.Store.AskedSince).
+	AskedSince(ctx context.Context, kind string, days []string, since time.Time) (map[string]bool, error)
 	// PendingReplays lists up to limit PENDING replay requests, oldest
 	// first (`flightfeed replay` records them).
 	PendingReplays(ctx context.Context, limit int) ([]store.ReplayRequest, error)

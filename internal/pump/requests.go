@@ -3,6 +3,7 @@ package pump
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
@@ -39,10 +40,13 @@ func (r *requester) tick(ctx context.Context) error {
 		r.nextRound = now.Add(spec.Interval.Duration)
 		if first {
 			// A pump that starts again (a restart, a takeover, a crash
-			// loop) does not ask again for a day the AODB answered within
-			// the last interval: each answer is a full-day snapshot of up
-			// to 10,000 flights for both sides to carry.
-			if err := r.skipAnswered(ctx, now.Add(-spec.Interval.Duration)); err != nil {
+			// loop) does not ask again for a day asked for within the last
+			// interval — answered, still pending, or timed out — nor
+			// resend it after a timeout: each answer is a full-day snapshot
+			// of up to 10,000 flights for both sides to carry, so a
+			// restart storm sends at most one request per day and round.
+			// The next round asks for every day again.
+			if err := r.skipAsked(ctx, now.Add(-spec.Interval.Duration)); err != nil {
 				return err
 			}
 		}
@@ -50,6 +54,12 @@ func (r *requester) tick(ctx context.Context) error {
 	cur, err := r.p.store.CurrentRequest(ctx, requestKind)
 	if err != nil {
 		return err
+	}
+	if cur != nil {
+		// The live request (an earlier pump's, opened, perhaps not yet
+		// sent, or the last round's) is this round's request for its
+		// day: it is reused, not asked for again once it completes.
+		r.queue = slices.DeleteFunc(r.queue, func(day string) bool { return day == cur.Day })
 	}
 	if cur != nil {
 		if cur.SentAt.IsZero() {
@@ -78,18 +88,22 @@ func (r *requester) tick(ctx context.Context) error {
 	return r.send(ctx, req)
 }
 
-// skipAnswered drops from the queue the days answered at or after since.
-// On failure the queue is left empty and the round is retried at the next
-// tick, so a day is never asked for on a guess.
-func (r *requester) skipAnswered(ctx context.Context, since time.Time) error {
-	answered, err := r.p.store.AnsweredSince(ctx, requestKind, r.queue, since)
+// skipAsked drops from the queue the days asked for (sent) or answered at
+// or after since, and marks them resent, so a live request among them that
+// times out is not sent again this round. On failure the queue is left
+// empty and the round is retried at the next tick, so a day is never asked
+// for on a guess.
+func (r *requester) skipAsked(ctx context.Context, since time.Time) error {
+	asked, err := r.p.store.AskedSince(ctx, requestKind, r.queue, since)
 	if err != nil {
 		r.queue, r.nextRound = nil, time.Time{}
 		return err
 	}
 	kept := r.queue[:0]
 	for _, day := range r.queue {
-		if !answered[day] {
+		if asked[day] {
+			r.retried[day] = true
+		} else {
 			kept = append(kept, day)
 		}
 	}

@@ -236,3 +236,47 @@ func TestDNLDWindowIsUnflaggedAndMixedDaysIsNoDayMismatch(t *testing.T) {
 		t.Fatalf("a RESP over two days was flagged %v", flags)
 	}
 }
+
+// A crash-looping or restarting pump sends at most one full-day request per
+// day per requests.interval: a restarted pump waits for the live request
+// (PENDING, not timed out) of an earlier one instead of asking again, does
+// not ask again for its day once it is answered, and does not resend a
+// request that timed out (the next round does). Ten restarts over a horizon
+// of two days, the AODB answering the first day between two of them and
+// never the second, which times out: one RQFD per day in COUTMSGS.
+func TestRestartStormSendsOneRequestPerDay(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "requests: {horizon: {from: 0, to: 1}, interval: 1h, timeout: 5m, routingId: AODB}")
+	for i := range 10 {
+		switch i {
+		case 3:
+			// The AODB answers 9/9 while this pump runs: it was asked by
+			// the first one.
+			h.put(h.schd("RESP", fltr(1, "CA1", "09")))
+		case 7:
+			// The 9/10 request, unanswered, is past requests.timeout.
+			if _, err := h.db.Exec(t.Context(), `UPDATE req_track SET sent_at = sent_at - interval '6 minutes' WHERE status = 'PENDING'`); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p := h.newPump()
+		if i == 3 {
+			h.runUntil(p, "a request sent after the answer", func() (bool, string) {
+				return len(h.outbound()) >= 2, fmt.Sprint(h.requests())
+			})
+			continue
+		}
+		h.drain(p)
+	}
+	perDay := map[string]int{}
+	for _, o := range h.outbound() {
+		for _, day := range []string{"09SEP26", "10SEP26"} {
+			if strings.Contains(o.Body, "<STDB>"+day+"0000</STDB>") {
+				perDay[day]++
+			}
+		}
+	}
+	if perDay["09SEP26"] != 1 || perDay["10SEP26"] != 1 || len(h.outbound()) != 2 {
+		t.Fatalf("requests sent by 10 restarts: %v (%d in all), want one per day; req_track %v", perDay, len(h.outbound()), h.requests())
+	}
+}

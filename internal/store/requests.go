@@ -125,18 +125,20 @@ func (s *Store) LastSeqn(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// AnsweredSince returns which of days had a request of kind answered
-// (COMPLETED) at or after since: a pump that starts again does not ask for
-// them before its next round.
-func (s *Store) AnsweredSince(ctx context.Context, kind string, days []string, since time.Time) (map[string]bool, error) {
+// AskedSince returns which of days had a request of kind sent or answered
+// (COMPLETED) at or after since, whatever became of it (pending, answered,
+// timed out, expired): a pump that starts again does not ask for them
+// before its next round.
+func (s *Store) AskedSince(ctx context.Context, kind string, days []string, since time.Time) (map[string]bool, error) {
 	rows, err := s.pool.Query(ctx, `SELECT DISTINCT operation_day::text FROM req_track
-		WHERE kind = $1 AND operation_day = ANY($2::date[]) AND status = 'COMPLETED' AND completed_at >= $3`, kind, days, since)
+		WHERE kind = $1 AND operation_day = ANY($2::date[]) AND (sent_at >= $3 OR (status = 'COMPLETED' AND completed_at >= $3))`,
+		kind, days, since)
 	if err != nil {
-		return nil, fmt.Errorf("read %s requests answered since %s: %w", kind, since.Format(time.RFC3339), err)
+		return nil, fmt.Errorf("read %s requests sent since %s: %w", kind, since.Format(time.RFC3339), err)
 	}
 	answered, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("read %s requests answered since %s: %w", kind, since.Format(time.RFC3339), err)
+		return nil, fmt.Errorf("read %s requests sent since %s: %w", kind, since.Format(time.RFC3339), err)
 	}
 	out := make(map[string]bool, len(answered))
 	for _, d := range answered {
