@@ -202,6 +202,10 @@ type batchRun struct {
 	reload store.PrefetchRequest
 	// skipConflicts: a skip-conflicts replay (store.Snapshot.SkipConflicts).
 	skipConflicts bool
+	// replay: a replay of an archived message, whose SEQN belongs to an
+	// earlier moment of the session and is not compared (no
+	// SEQN_REGRESSION).
+	replay bool
 }
 
 // waiting says the message must be retried later (FAILED, non-terminal).

@@ -90,7 +90,7 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 		log().Info("SEQN reused with another payload", "identity", res.IdentityKey)
 	}
 	regression := ""
-	if last, ok := p.seqnRegressed(run, msg.Meta); ok {
+	if last, ok := p.seqnRegressed(run, msg.Meta); ok && !run.replay {
 		res.Flags = append(res.Flags, FlagSeqnRegression)
 		regression = fmt.Sprintf("%s/%s from %s: SEQN %d after %d in this session", msg.Meta.Type, msg.Meta.Styp, msg.Meta.Sndr,
 			msg.Meta.SeqnNum, last)

@@ -91,7 +91,7 @@ func (p *Pump) replay(ctx context.Context, req store.ReplayRequest) error {
 		}
 	}
 	run := &batchRun{tx: tx, set: pre.Set, priors: pre.Priors, seen: map[string][]byte{}, seqn: map[string]int{}, reload: b.request,
-		skipConflicts: req.Policy == store.ReplaySkipConflicts}
+		skipConflicts: req.Policy == store.ReplaySkipConflicts, replay: true}
 	o, _, err := p.processOne(ctx, run, it, store.ProcState{})
 	if err != nil {
 		return err
@@ -119,7 +119,24 @@ func (p *Pump) replay(ctx context.Context, req store.ReplayRequest) error {
 	p.pending = append(p.pending, store.Backfill{MessageID: req.MessageID, Received: src.ReceivedAt, Result: src.State.Status,
 		Note: note, Processed: p.clock.Now()})
 	p.writeTraces(ctx, []outcome{o}, "")
+	p.replayDone(req, res)
 	return nil
+}
+
+// replayDone counts a replay's outcome like a live message's: the messages
+// metric, the status counts, and a DEAD replay's notice (an Event of its
+// reason), its detail naming the replay.
+func (p *Pump) replayDone(req store.ReplayRequest, res store.Result) {
+	p.obs.MessageDone(res.Type, res.Styp, res.Status)
+	if res.Status == store.StatusDead && res.Reason == ReasonInternal {
+		p.obs.MessagePanicked()
+	}
+	p.update(func(s *Status) {
+		s.Counts[res.Status]++
+		if res.Status == store.StatusDead {
+			p.notice(req.MessageID, res.Reason, fmt.Sprintf("replay %d (%s): %s", req.ID, req.Policy, res.Note))
+		}
+	})
 }
 
 // replayRefusal says why req cannot run on the message as it is now ("" when

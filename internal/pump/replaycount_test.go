@@ -1,0 +1,96 @@
+package pump_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/snapshot"
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+type doneObserver struct {
+	pump.NopObserver
+	mu   sync.Mutex
+	done map[string]int
+}
+
+func (o *doneObserver) MessageDone(msgType, styp, result string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.done[msgType+"/"+styp+" "+result]++
+}
+
+func (o *doneObserver) take() map[string]int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := o.done
+	o.done = map[string]int{}
+	return out
+}
+
+// A replay's outcome counts like a live message's: in the status counts, in
+// the messages metric (Observer.MessageDone), and a DEAD replay is a notice
+// (a warning Event) of its reason. Its SEQN, from earlier in the session,
+// raises no SEQN_REGRESSION.
+func TestReplaysCountLikeLiveMessages(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "mailbox: {dnldFullDay: true}")
+	h.put(h.schd("DNLD", fltr(1, "CA1", "09"), fltr(2, "CA2", "09")))
+	bad := h.put(h.schd("DNLD", fltr(3, "CA3", "10"), fltr(1, "CA1", "10")))   // DAY_MISMATCH
+	stale := h.put(h.schd("DNLD", fltr(4, "CA4", "10"), fltr(2, "CA2", "10"))) // DAY_MISMATCH
+	h.put(h.flop("FDEL", 1, ""))                                               // frees FLID 1 for bad
+	obs := &doneObserver{done: map[string]int{}}
+	p := h.newPump(func(o *pump.Options) { o.Observer = obs })
+	h.drain(p)
+	h.wantRow(bad, store.StatusDead, snapshot.ReasonDayMismatch)
+	h.wantRow(stale, store.StatusDead, snapshot.ReasonDayMismatch)
+	before := p.Status().Counts
+	obs.take()
+	p.DrainNotices()
+
+	st, err := store.Open(context.Background(), h.feed.Secrets.DatabaseDSN, store.Options{Location: h.feed.Location, Clock: h.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	for _, id := range []int64{bad, stale} {
+		if _, err := st.RequestReplay(t.Context(), id, store.ReplayAsNew); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.runUntil(p, "both replays done", func() (bool, string) {
+		n := h.count(`SELECT count(*) FROM replay_request WHERE state = 'DONE'`)
+		return n == 2, fmt.Sprintf("%d replays done", n)
+	})
+
+	after := p.Status().Counts
+	got := map[string]int64{}
+	for _, s := range []string{store.StatusSucceeded, store.StatusDead} {
+		got[s] = after[s] - before[s]
+	}
+	if diff := cmp.Diff(map[string]int64{store.StatusSucceeded: 1, store.StatusDead: 1}, got); diff != "" {
+		t.Errorf("status counts of the replays (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]int{"SCHD/DNLD SUCCEEDED": 1, "SCHD/DNLD DEAD": 1}, obs.take()); diff != "" {
+		t.Errorf("messages counted (-want +got):\n%s", diff)
+	}
+	// A replay's SEQN is not compared with the session's: the replayed
+	// message is older than everything processed since.
+	if n := h.count(`SELECT count(*) FROM schd_snap_log WHERE 'SEQN_REGRESSION' = ANY(flags)`); n != 0 {
+		t.Errorf("%d trace rows flagged SEQN_REGRESSION, want none", n)
+	}
+	var dead []string
+	for _, n := range p.DrainNotices() {
+		if n.Kind != pump.NoticeSnapshotFlag {
+			dead = append(dead, fmt.Sprintf("%s %d %s", n.Kind, n.MessageID, n.Reason))
+		}
+	}
+	if diff := cmp.Diff([]string{fmt.Sprintf("%s %d %s", pump.NoticeDayMismatch, stale, snapshot.ReasonDayMismatch)}, dead); diff != "" {
+		t.Errorf("notices of the replays (-want +got):\n%s", diff)
+	}
+}
