@@ -64,6 +64,7 @@ type Metrics struct {
 	backfillPending *prometheus.GaugeVec
 	snapshotVersion *prometheus.GaugeVec
 	leader          *prometheus.GaugeVec
+	fenced          *prometheus.GaugeVec
 	pumpRunning     *prometheus.GaugeVec
 
 	// days remembers the ledger days reported per feed, so a day that
@@ -179,6 +180,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "flightfeed_leader",
 			Help: "1 while this replica holds the feed's Lease.",
 		}, feed),
+		fenced: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flightfeed_pump_fenced",
+			Help: "1 while this replica leads the feed but another pump (a second deployment on the same database) holds its fencing epoch and renews it: this replica waits and does not take it back.",
+		}, feed),
 		pumpRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flightfeed_pump_running",
 			Help: "1 while this replica runs the feed's pump.",
@@ -219,7 +224,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // second manager in the same process) are shared, not duplicated.
 func (m *Metrics) register(reg prometheus.Registerer) error {
 	for _, p := range []any{&m.messages, &m.txDuration, &m.batchSize, &m.ignoredTags, &m.serviceErrors, &m.snapshotFlags, &m.traceLogErrors, &m.panics, &m.seqnRegress, &m.queueDepth, &m.queueLag,
-		&m.headBlocked, &m.outboxPending, &m.outboxOldest, &m.backfillPending, &m.snapshotVersion, &m.leader, &m.pumpRunning, &m.buildInfo, &m.kafkaReachable, &m.outboxParked,
+		&m.headBlocked, &m.outboxPending, &m.outboxOldest, &m.backfillPending, &m.snapshotVersion, &m.leader, &m.fenced, &m.pumpRunning, &m.buildInfo, &m.kafkaReachable, &m.outboxParked,
 		&m.mailboxReachable, &m.databaseReachable, &m.kafkaRenewed, &m.readAPIRejected} {
 		var err error
 		switch v := p.(type) {
@@ -278,6 +283,15 @@ func (m *Metrics) setLeader(key types.NamespacedName, leading bool) {
 	m.dropPumpSeries(key)
 }
 
+// setFenced says whether the feed's leader waits for another pump that
+// holds its fencing epoch.
+func (m *Metrics) setFenced(key types.NamespacedName, fenced bool) {
+	if m == nil {
+		return
+	}
+	m.fenced.WithLabelValues(key.Namespace, key.Name).Set(boolFloat(fenced))
+}
+
 // forget drops every series of a feed (it was deleted).
 func (m *Metrics) forget(key types.NamespacedName) {
 	if m == nil {
@@ -299,7 +313,7 @@ func (m *Metrics) dropPumpSeries(key types.NamespacedName) {
 	for _, c := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}{m.messages, m.txDuration, m.batchSize, m.ignoredTags, m.snapshotFlags, m.traceLogErrors, m.panics, m.seqnRegress, m.queueDepth, m.queueLag, m.headBlocked,
-		m.outboxPending, m.outboxOldest, m.backfillPending, m.snapshotVersion, m.pumpRunning, m.kafkaReachable, m.outboxParked,
+		m.outboxPending, m.outboxOldest, m.backfillPending, m.snapshotVersion, m.pumpRunning, m.fenced, m.kafkaReachable, m.outboxParked,
 		m.mailboxReachable, m.databaseReachable, m.kafkaRenewed} {
 		c.DeletePartialMatch(match)
 	}

@@ -183,6 +183,10 @@ func (r *testRunner) tick(ctx context.Context) error {
 	if err := tx.Rollback(ctx); err != nil {
 		return err
 	}
+	// As the pump does (pump.EpochRenewInterval), only more often.
+	if err := r.db.RenewEpoch(ctx, r.epoch); err != nil {
+		return err
+	}
 	mboxErr := r.mbox.PingContext(ctx)
 	var depth int64
 	if mboxErr == nil {

@@ -339,8 +339,16 @@ func (s *feedSupervisor) lead(ctx context.Context) {
 // runLoop keeps a runner running for the current configuration while
 // leadCtx lasts: restarted at once when the configuration changes and
 // with backoff (package backoff) when it fails.
+//
+// A runner another pump fenced (a second deployment on the same database:
+// its own Lease, the same pipeline_lock) does not start again with a fresh
+// epoch while that pump lives, or the two would take the feed from each
+// other for ever: it waits (awaitSilentHolder) until the holder has not
+// renewed its epoch for holderSilence, for the rest of this leadership.
 func (s *feedSupervisor) runLoop(ctx context.Context) {
 	failures := 0
+	fenced := false
+	defer s.deps.metrics.setFenced(s.key, false)
 	for ctx.Err() == nil {
 		d := s.getDesired()
 		if d.Feed == nil {
@@ -350,6 +358,12 @@ func (s *feedSupervisor) runLoop(ctx context.Context) {
 			case <-s.changed:
 			}
 			continue
+		}
+		if fenced {
+			if !s.awaitSilentHolder(ctx, d) {
+				continue // stopped, or the configuration changed: look again
+			}
+			fenced = false
 		}
 		err := s.runOnce(ctx, d)
 		switch {
@@ -362,15 +376,23 @@ func (s *feedSupervisor) runLoop(ctx context.Context) {
 		if err == nil {
 			err = errors.New("the pump returned without being stopped")
 		}
-		fenced := errors.Is(err, store.ErrFenced)
+		if errors.Is(err, store.ErrFenced) {
+			fenced, failures = true, 0
+			s.update(func(st *leaderState) { st.phase, st.lastErr = phaseFenced, err })
+			holder := "another pump"
+			if h, herr := s.epochHolder(ctx, d); herr == nil {
+				holder = fmt.Sprintf("pump %q (epoch %d)", h.Holder, h.Epoch)
+			}
+			s.log.Error(err, "pump fenced; not taking the feed back while the other pump lives", "holder", holder)
+			s.event(corev1.EventTypeWarning, ReasonFenced, "Pump", "%s took the feed (a second deployment on this database?): %s; "+
+				"this replica does not take it back while that pump renews its epoch", holder, err.Error())
+			continue
+		}
 		var schemaErr *store.SchemaError
 		refused := errors.As(err, &schemaErr)
 		s.update(func(st *leaderState) {
 			st.phase, st.lastErr = phaseFailed, err
-			switch {
-			case fenced:
-				st.phase = phaseFenced
-			case refused:
+			if refused {
 				st.phase, st.schemaVersion = phaseSchemaRefused, schemaErr.Current
 			}
 		})
@@ -388,9 +410,6 @@ func (s *feedSupervisor) runLoop(ctx context.Context) {
 			s.log.Error(err, "refusing to run the pump on this database schema; checking again later",
 				"schemaVersion", schemaErr.Current, "knownVersion", schemaErr.Known, "after", wait)
 			s.event(corev1.EventTypeWarning, reason, "Pump", "the pump refuses to run: %s", err.Error())
-		case fenced:
-			s.log.Error(err, "pump stopped; restarting", "after", wait)
-			s.event(corev1.EventTypeWarning, ReasonFenced, "Pump", "another pump took a newer fencing epoch: %s", err.Error())
 		default:
 			s.log.Error(err, "pump stopped; restarting", "after", wait)
 			s.event(corev1.EventTypeWarning, ReasonPumpFailed, "Pump", "pump failed, restarting in %s: %s", wait, err.Error())
@@ -403,6 +422,57 @@ func (s *feedSupervisor) runLoop(ctx context.Context) {
 		case <-s.deps.clock.After(wait):
 		}
 	}
+}
+
+// awaitSilentHolder waits, with the restart backoff, until the pump that
+// fenced this one has not renewed its epoch for holderSilence, keeping the
+// phase Fenced with a status naming it and the fenced gauge at 1. true: the
+// feed may be taken back; false: ctx ended or the configuration changed.
+func (s *feedSupervisor) awaitSilentHolder(ctx context.Context, d feedDesired) bool {
+	s.mu.Lock()
+	mine := s.st.epoch
+	s.mu.Unlock()
+	for attempt := 1; ; attempt++ {
+		h, err := s.epochHolder(ctx, d)
+		if err == nil && h.Epoch == mine {
+			// Fenced elsewhere (the Kafka producer), the database's epoch
+			// still this replica's: nobody else holds the feed.
+			return true
+		}
+		if err == nil && h.Silent >= s.deps.holderSilence {
+			s.log.Info("the pump that fenced this one is silent; taking the feed back", "holder", h.Holder, "epoch", h.Epoch,
+				"silent", h.Silent.String())
+			s.deps.metrics.setFenced(s.key, false)
+			return true
+		}
+		wait := backoff.Delay(attempt, s.deps.restartBackoff, s.deps.maxRestartBackoff, backoff.Shared)
+		why := fmt.Errorf("%w: reading its holder: %w; checking again in %s", store.ErrFenced, err, wait)
+		if err == nil {
+			why = fmt.Errorf("%w: pump %q holds the feed (epoch %d, taken %s, renewed %s ago); not taking it back while it lives "+
+				"(until it is silent for %s); checking again in %s", store.ErrFenced, h.Holder, h.Epoch,
+				h.AcquiredAt.UTC().Format(time.RFC3339), h.Silent.Round(time.Second), s.deps.holderSilence, wait)
+		}
+		s.update(func(st *leaderState) { st.phase, st.lastErr = phaseFenced, why })
+		s.deps.metrics.setFenced(s.key, true)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-s.changed:
+			if s.getDesired().Hash != d.Hash {
+				return false
+			}
+		case <-s.deps.clock.After(wait):
+		}
+	}
+}
+
+// epochHolder reads who holds the feed's fencing epoch.
+func (s *feedSupervisor) epochHolder(ctx context.Context, d feedDesired) (store.EpochHolder, error) {
+	db, err := s.ledgerStore(ctx, d.Feed)
+	if err != nil {
+		return store.EpochHolder{}, err
+	}
+	return db.CurrentHolder(ctx)
 }
 
 // errRestart ends a runner whose configuration changed.

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
@@ -31,6 +32,9 @@ const (
 	DefaultStopTimeout       = 20 * time.Second
 	DefaultRestartBackoff    = time.Second
 	DefaultMaxRestartBackoff = time.Minute
+	// DefaultFencedHolderSilence: six of the holder's renewals
+	// (pump.EpochRenewInterval) missed.
+	DefaultFencedHolderSilence = 6 * pump.EpochRenewInterval
 )
 
 // SupervisorOptions configure the per-feed supervisors of one replica.
@@ -78,6 +82,12 @@ type SupervisorOptions struct {
 	// to MaxRestartBackoff (default 1s to 1m; package backoff). A maximum
 	// below RestartBackoff is raised to it.
 	RestartBackoff, MaxRestartBackoff time.Duration
+	// FencedHolderSilence: a runner another pump fenced (a second
+	// deployment on the same database) does not take the feed back while
+	// that pump lives; it checks again with the restart backoff and takes
+	// it once the holder has not renewed its epoch for this long (default
+	// DefaultFencedHolderSilence, 30s).
+	FencedHolderSilence time.Duration
 	// Clock drives every timer (default: the real clock).
 	Clock clock.WithTicker
 	// Metrics receives the feeds' series (optional).
@@ -103,6 +113,7 @@ type supervisorDeps struct {
 	stopTimeout       time.Duration
 	restartBackoff    time.Duration
 	maxRestartBackoff time.Duration
+	holderSilence     time.Duration
 	clock             clock.WithTicker
 	metrics           *Metrics
 	log               logr.Logger
@@ -152,6 +163,7 @@ func NewSupervisors(o SupervisorOptions) (*Supervisors, error) {
 	def(&o.StopTimeout, DefaultStopTimeout)
 	def(&o.RestartBackoff, DefaultRestartBackoff)
 	def(&o.MaxRestartBackoff, DefaultMaxRestartBackoff)
+	def(&o.FencedHolderSilence, DefaultFencedHolderSilence)
 	o.MaxRestartBackoff = max(o.MaxRestartBackoff, o.RestartBackoff)
 	if o.OpenStore == nil {
 		o.OpenStore = openFeedStore
@@ -163,7 +175,7 @@ func NewSupervisors(o SupervisorOptions) (*Supervisors, error) {
 		deps: &supervisorDeps{
 			leases: o.Leases, leaseNamespace: o.LeaseNamespace, legacyLeases: o.LegacyLeases, recorder: o.Recorder, factory: o.Factory, identity: o.Identity, timings: timings,
 			reportInterval: o.ReportInterval, figuresInterval: o.FiguresInterval, stopTimeout: o.StopTimeout, restartBackoff: o.RestartBackoff,
-			maxRestartBackoff: o.MaxRestartBackoff, clock: clockOrReal(o.Clock),
+			maxRestartBackoff: o.MaxRestartBackoff, holderSilence: o.FencedHolderSilence, clock: clockOrReal(o.Clock),
 			metrics: o.Metrics, log: o.Log, openStore: o.OpenStore,
 			status: statusWriter{reader: o.APIReader, writer: o.Client},
 			days:   daySyncer{reader: o.Client, apiReader: o.APIReader, writer: o.Client},

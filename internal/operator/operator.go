@@ -100,6 +100,12 @@ type Options struct {
 	// ShutdownTimeout bounds stopping the pumps and releasing the Leases
 	// on exit (default 30s).
 	ShutdownTimeout time.Duration
+	// RestartBackoff and MaxRestartBackoff pace a failing or fenced
+	// runner's restarts (default 1s doubling to 1m); FencedHolderSilence is
+	// how long the pump that fenced a runner must stop renewing its epoch
+	// before the runner takes the feed back (default 30s). See
+	// controllers.SupervisorOptions.
+	RestartBackoff, MaxRestartBackoff, FencedHolderSilence time.Duration
 
 	// Factory builds a feed's runner (pump + dispatcher) on the replica
 	// that leads the feed. Required.
@@ -254,8 +260,12 @@ func New(o Options) (manager.Manager, error) {
 		ReportInterval: o.StatusInterval,
 		// Metrics get every report; etcd gets figures at most this often.
 		FiguresInterval: o.StatusFiguresInterval,
-		Metrics:         metrics,
-		Log:             o.Log.WithName("supervisor"),
+		// Zero: the supervisors' defaults.
+		RestartBackoff:      o.RestartBackoff,
+		MaxRestartBackoff:   o.MaxRestartBackoff,
+		FencedHolderSilence: o.FencedHolderSilence,
+		Metrics:             metrics,
+		Log:                 o.Log.WithName("supervisor"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("operator: %w", err)

@@ -31,12 +31,27 @@ func (p *Pump) Drain(ctx context.Context, idle func(context.Context) (bool, erro
 	return p.run(ctx, idle)
 }
 
+// EpochRenewInterval is how often a running pump renews its fencing epoch
+// (store.Store.RenewEpoch): a pump another one fenced takes the feed back
+// only from a holder silent for several of these.
+const EpochRenewInterval = 5 * time.Second
+
 func (p *Pump) run(ctx context.Context, drainIdle func(context.Context) (bool, error)) error {
 	p.update(func(s *Status) { s.Running = true })
 	defer p.update(func(s *Status) { s.Running = false })
 	defer p.settle(ctx)
 	log := p.log.WithValues("epoch", p.epoch)
 	log.Info("pump started")
+	ctx, cancel := context.WithCancelCause(ctx)
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		p.renewEpoch(ctx, cancel)
+	}()
+	defer func() {
+		cancel(nil)
+		<-renewed
+	}()
 
 	// Results committed before a crash are written back first, and the
 	// first requests go out before the first mailbox row is processed.
@@ -45,6 +60,10 @@ func (p *Pump) run(ctx context.Context, drainIdle func(context.Context) (bool, e
 
 	for {
 		if ctx.Err() != nil {
+			if cause := context.Cause(ctx); errors.Is(cause, store.ErrFenced) {
+				log.Info("pump fenced: another pump holds the feed", "error", cause.Error())
+				return cause
+			}
 			log.Info("pump stopped")
 			return nil
 		}
@@ -66,6 +85,31 @@ func (p *Pump) run(ctx context.Context, drainIdle func(context.Context) (bool, e
 			}
 		}
 		p.sleep(ctx, wait)
+	}
+}
+
+// renewEpoch renews the pump's fencing epoch every EpochRenewInterval
+// while ctx lasts, beside the batches (a head blocked with a long backoff
+// still says its pump is alive); it cancels ctx with the cause when another
+// pump took the epoch. A failed renewal is only logged: the database's
+// outage shows in the batches.
+func (p *Pump) renewEpoch(ctx context.Context, cancel context.CancelCauseFunc) {
+	t := p.clock.NewTicker(EpochRenewInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		err := p.store.RenewEpoch(ctx, p.epoch)
+		switch {
+		case errors.Is(err, store.ErrFenced):
+			cancel(err)
+			return
+		case err != nil && ctx.Err() == nil:
+			p.log.Error(err, "renew the fencing epoch (ignored)")
+		}
 	}
 }
 

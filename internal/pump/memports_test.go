@@ -175,6 +175,15 @@ func (s *memStore) TakeEpoch(context.Context, string) (int64, error) {
 
 func (s *memStore) LastSeqn(context.Context) (int, error) { return 0, nil }
 
+func (s *memStore) RenewEpoch(_ context.Context, epoch int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if epoch != s.epoch {
+		return store.ErrFenced
+	}
+	return nil
+}
+
 func (s *memStore) Ping(context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

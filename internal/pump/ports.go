@@ -62,6 +62,9 @@ type Store interface {
 type Session interface {
 	// TakeEpoch makes holder the writer and returns its fencing epoch.
 	TakeEpoch(ctx context.Context, holder string) (int64, error)
+	// RenewEpoch says the holder of epoch is alive (store.ErrFenced when
+	// it no longer holds it).
+	RenewEpoch(ctx context.Context, epoch int64) error
 	// LastSeqn is the SEQN of the newest request sent (0 when none).
 	LastSeqn(ctx context.Context) (int, error)
 	Ping(ctx context.Context) error

@@ -153,7 +153,7 @@ func (s *Store) ReadSchemaVersion(ctx context.Context) (int64, error) {
 func (s *Store) TakeEpoch(ctx context.Context, holder string) (int64, error) {
 	var epoch int64
 	err := s.pool.QueryRow(ctx,
-		`UPDATE pipeline_lock SET epoch = epoch + 1, holder = $2, acquired_at = now() WHERE name = $1 RETURNING epoch`,
+		`UPDATE pipeline_lock SET epoch = epoch + 1, holder = $2, acquired_at = now(), renewed_at = now() WHERE name = $1 RETURNING epoch`,
 		LockName, holder).Scan(&epoch)
 	if err != nil {
 		return 0, fmt.Errorf("take fencing epoch for %s: %w", holder, err)
@@ -186,6 +186,49 @@ func (s *Store) Begin(ctx context.Context, epoch int64) (*Tx, error) {
 	}
 	// PostgreSQL keeps microseconds: the time written is the time published.
 	return &Tx{tx: tx, store: s, now: s.clock.Now().UTC().Truncate(time.Microsecond)}, nil
+}
+
+// RenewEpoch records that the holder of epoch is alive (pipeline_lock.
+// renewed_at, the database's clock); ErrFenced when epoch is no longer the
+// current one. It takes no lock a batch waits for longer than one update.
+func (s *Store) RenewEpoch(ctx context.Context, epoch int64) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE pipeline_lock SET renewed_at = now() WHERE name = $1 AND epoch = $2`, LockName, epoch)
+	if err != nil {
+		return fmt.Errorf("renew fencing epoch %d: %w", epoch, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("renew fencing epoch: %w (mine %d)", ErrFenced, epoch)
+	}
+	return nil
+}
+
+// EpochHolder is who holds the fencing epoch.
+type EpochHolder struct {
+	Epoch  int64
+	Holder string
+	// AcquiredAt is when the epoch was taken; Silent is how long ago the
+	// holder last renewed it (or took it), by the database's clock.
+	AcquiredAt time.Time
+	Silent     time.Duration
+}
+
+// CurrentHolder reads who holds the fencing epoch and how long it has been
+// silent.
+func (s *Store) CurrentHolder(ctx context.Context) (EpochHolder, error) {
+	var h EpochHolder
+	var acquired *time.Time
+	var silentMicros int64
+	err := s.pool.QueryRow(ctx, `SELECT epoch, coalesce(holder, ''), acquired_at,
+			coalesce((extract(epoch FROM now() - coalesce(renewed_at, acquired_at)) * 1000000)::bigint, 0)
+		FROM pipeline_lock WHERE name = $1`, LockName).Scan(&h.Epoch, &h.Holder, &acquired, &silentMicros)
+	if err != nil {
+		return EpochHolder{}, fmt.Errorf("read the fencing epoch's holder: %w", err)
+	}
+	if acquired != nil {
+		h.AcquiredAt = *acquired
+	}
+	h.Silent = time.Duration(silentMicros) * time.Microsecond
+	return h, nil
 }
 
 // HoldsEpoch reports whether epoch is still the current one in
