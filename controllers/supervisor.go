@@ -360,7 +360,7 @@ func (s *feedSupervisor) runLoop(ctx context.Context) {
 			continue
 		}
 		if fenced {
-			if !s.awaitSilentHolder(ctx, d) {
+			if !s.awaitSilentHolder(ctx, d, failures) {
 				continue // stopped, or the configuration changed: look again
 			}
 			fenced = false
@@ -377,10 +377,23 @@ func (s *feedSupervisor) runLoop(ctx context.Context) {
 			err = errors.New("the pump returned without being stopped")
 		}
 		if errors.Is(err, store.ErrFenced) {
-			fenced, failures = true, 0
+			fenced = true
+			failures++
 			s.update(func(st *leaderState) { st.phase, st.lastErr = phaseFenced, err })
+			s.mu.Lock()
+			mine := s.st.epoch
+			s.mu.Unlock()
+			h, herr := s.epochHolder(ctx, d)
+			if herr == nil && h.Epoch == mine {
+				// The database's epoch is still this replica's: the Kafka
+				// producer was fenced (dispatch.ErrFenced); restarted with
+				// backoff (awaitSilentHolder).
+				s.log.Error(err, "pump stopped; restarting")
+				s.event(corev1.EventTypeWarning, ReasonFenced, "Pump", "another pump took a newer fencing epoch: %s", err.Error())
+				continue
+			}
 			holder := "another pump"
-			if h, herr := s.epochHolder(ctx, d); herr == nil {
+			if herr == nil {
 				holder = fmt.Sprintf("pump %q (epoch %d)", h.Holder, h.Epoch)
 			}
 			s.log.Error(err, "pump fenced; not taking the feed back while the other pump lives", "holder", holder)
@@ -428,16 +441,25 @@ func (s *feedSupervisor) runLoop(ctx context.Context) {
 // fenced this one has not renewed its epoch for holderSilence, keeping the
 // phase Fenced with a status naming it and the fenced gauge at 1. true: the
 // feed may be taken back; false: ctx ended or the configuration changed.
-func (s *feedSupervisor) awaitSilentHolder(ctx context.Context, d feedDesired) bool {
+// failures counts the runner's consecutive failures (its restart backoff).
+func (s *feedSupervisor) awaitSilentHolder(ctx context.Context, d feedDesired, failures int) bool {
 	s.mu.Lock()
 	mine := s.st.epoch
 	s.mu.Unlock()
 	for attempt := 1; ; attempt++ {
 		h, err := s.epochHolder(ctx, d)
 		if err == nil && h.Epoch == mine {
-			// Fenced elsewhere (the Kafka producer), the database's epoch
-			// still this replica's: nobody else holds the feed.
-			return true
+			// Fenced elsewhere (the Kafka producer by a stray one), the
+			// database's epoch still this replica's: nobody else holds the
+			// feed; restarted with the restart backoff.
+			select {
+			case <-ctx.Done():
+				return false
+			case <-s.changed:
+				return false
+			case <-s.deps.clock.After(backoff.Delay(failures, s.deps.restartBackoff, s.deps.maxRestartBackoff, backoff.Shared)):
+				return true
+			}
 		}
 		if err == nil && h.Silent >= s.deps.holderSilence {
 			s.log.Info("the pump that fenced this one is silent; taking the feed back", "holder", h.Holder, "epoch", h.Epoch,
