@@ -518,11 +518,14 @@ type RetentionSpec struct {
 	// +kubebuilder:default=90
 	ArchiveDays int32 `json:"archiveDays,omitempty"`
 
-	// NullDayDays removes flights that no full-day snapshot ever included
-	// after this many days without an update. Absent: never (default).
-	// +kubebuilder:validation:Minimum=1
+	// NullDayDays moves flights that no full-day snapshot ever included
+	// (operation day NULL: created by a FLOP or ADFT for an unknown FLID,
+	// also after an FDEL or a history sweep) to history after this many
+	// days without an update. Default 7 (seed 000 §8.3); 0 keeps them.
+	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=3650
 	// +optional
+	// +kubebuilder:default=7
 	NullDayDays *int32 `json:"nullDayDays,omitempty"`
 
 	// DeliveredEventDays keeps delivered or superseded outbox rows. Default 2.

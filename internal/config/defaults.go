@@ -75,8 +75,10 @@ func SetDefaults(spec *v1alpha1.FlightFeedSpec) {
 	num(&ret.ArchiveDays, DefaultArchiveDays)
 	num(&ret.DeliveredEventDays, DefaultDeliveredEventDays)
 	num(&ret.FlightFeedDays, DefaultFlightFeedDays)
-	// NullDayDays stays nil: NULL-day flights are kept until the rule is
-	// configured (seed 000 §8.3).
+	if ret.NullDayDays == nil {
+		days := int32(DefaultNullDayDays)
+		ret.NullDayDays = &days
+	}
 
 	h := &spec.History
 	dur(&h.ScheduledAge, DefaultHistoryAge)

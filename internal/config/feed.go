@@ -79,6 +79,7 @@ const (
 	DefaultRequestSender      = "RMS"
 	DefaultRequestReceiver    = "AODB"
 	DefaultLedgerDays         = 7
+	DefaultNullDayDays        = 7
 	DefaultTraceLogDays       = 90
 	DefaultArchiveDays        = 90
 	DefaultDeliveredEventDays = 2

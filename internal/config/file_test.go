@@ -54,7 +54,7 @@ func TestMinimalFileIsAcceptedWithDefaults(t *testing.T) {
 		{"transactional id prefix", s.Kafka.TransactionalIDPrefix, "flightfeed"},
 		{"ledger days", *s.Retention.LedgerDays, int32(7)},
 		{"trace log days", s.Retention.TraceLogDays, int32(90)},
-		{"null-day retention off", s.Retention.NullDayDays == nil, true},
+		{"null-day retention", *s.Retention.NullDayDays, int32(7)},
 		{"history age", s.History.ScheduledAge.Duration, 48 * time.Hour},
 		{"unsupported retries", *s.Pump.UnsupportedRetryLimit, int32(3)},
 		{"infra retries unlimited", s.Pump.InfraRetryLimit, int32(0)},

@@ -212,7 +212,7 @@ func validateRetention(r *v1alpha1.RetentionSpec, path *field.Path) field.ErrorL
 	errs = append(errs, between(path.Child("deliveredEventDays"), int64(r.DeliveredEventDays), 1, 3650)...)
 	errs = append(errs, between(path.Child("flightFeedDays"), int64(r.FlightFeedDays), 1, 366)...)
 	if r.NullDayDays != nil {
-		errs = append(errs, between(path.Child("nullDayDays"), int64(*r.NullDayDays), 1, 3650)...)
+		errs = append(errs, between(path.Child("nullDayDays"), int64(*r.NullDayDays), 0, 3650)...)
 	}
 	return errs
 }

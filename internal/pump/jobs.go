@@ -45,7 +45,7 @@ func (p *Pump) lifecycle(ctx context.Context, now time.Time) error {
 			return err
 		}
 	}
-	if days := spec.Retention.NullDayDays; days != nil {
+	if days := spec.Retention.NullDayDays; days != nil && *days > 0 {
 		before := now.AddDate(0, 0, -int(*days))
 		meta.Styp = "NULL_DAY_RETENTION"
 		if err := p.sweep(ctx, func(tx Tx) (int, error) { return tx.SweepNullDay(ctx, meta, before, sweepBatch) }); err != nil {

@@ -509,3 +509,42 @@ func TestStrayArchiveRowDoesNotRefuseTheMessage(t *testing.T) {
 		t.Fatalf("processing state %s", status)
 	}
 }
+
+// A flight a FLOP created for an unknown FLID (no full-day snapshot ever
+// included it, no SODT) is moved to history once it has seen no update
+// for retention.nullDayDays, on by default (7 days, seed 000 §8.3); with
+// nullDayDays: 0 it stays.
+func TestNullDayFlightsAreRetiredByDefault(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		extra  []string
+		retire bool
+	}{
+		{"default", nil, true},
+		{"turned off", []string{"retention: {nullDayDays: 0}"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, tc.extra...)
+			id := h.put(h.flop("ESTT", 1, "<ESTT>09SEP261000</ESTT>"))
+			h.drain(h.newPump())
+			h.wantRow(id, store.StatusSucceeded, "")
+			if _, ok := h.flights()[1]; !ok {
+				t.Fatal("the FLOP created no flight")
+			}
+			// Seven days idle and a little more: the next pump's lifecycle
+			// jobs (run at its start) see the flight as stale.
+			h.clock.offset += 7*24*time.Hour + time.Hour
+			h.drain(h.newPump())
+			_, current := h.flights()[1]
+			if current == tc.retire {
+				t.Fatalf("flight still current: %v, want %v", current, !tc.retire)
+			}
+			n := h.count(`SELECT count(*) FROM flight_history WHERE flid = 1 AND reason = $1`, store.HistoryNullDay)
+			if want := map[bool]int{true: 1, false: 0}[tc.retire]; n != want {
+				t.Fatalf("%d history rows with %s, want %d", n, store.HistoryNullDay, want)
+			}
+		})
+	}
+}
