@@ -1,0 +1,148 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+)
+
+// BenchmarkIncrementMainRow applies FLOPs that change two scalars (ESTT,
+// STND: main-row columns only) to 2,000 existing full flights through the
+// store's own API, in transactions of 200 flights with a state cache (the
+// pump's path), and reports what PostgreSQL spent per row: WAL bytes
+// (pg_current_wal_lsn difference) and the CPU time of the store's one
+// backend (utime+stime from /proc, so the figure does not move with the
+// load of the machine the way wall time does). Wall ns/op is printed too.
+//
+//	go test -bench IncrementMainRow -run '^$' -benchtime 5x ./hack/bench/
+func BenchmarkIncrementMainRow(b *testing.B) {
+	const flights, perTx = 2000, 200
+	ctx := context.Background()
+	s, epoch, dsn := benchStoreOne(b)
+	defer s.Close()
+	recs := benchRecords(flights, 0)
+	if err := applySnapshot(s, epoch, 1, recs); err != nil {
+		b.Fatal(err)
+	}
+	mon, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = mon.Close(ctx) }()
+	cache := store.NewStateCache(0)
+	msg := int64(1)
+	round := func(r int) {
+		for start := 0; start < flights; start += perTx {
+			msg++
+			records := make([]flight.Commands, 0, perTx)
+			flids := make([]flight.FLID, 0, perTx)
+			for i := start; i < start+perTx; i++ {
+				f := recs[i].Cmds.FLID
+				flids = append(flids, f)
+				records = append(records, flight.Commands{FLID: f, Cmds: []flight.Command{
+					{Tag: "ESTT", Op: flight.OpSet, Value: fmt.Sprintf("09SEP26%04d", 1000+r%1000)},
+					{Tag: "STND", Op: flight.OpSet, Value: "S" + strconv.Itoa(r)},
+				}})
+			}
+			tx, err := s.Begin(ctx, epoch)
+			if err != nil {
+				b.Fatal(err)
+			}
+			set, err := tx.LoadSet(ctx, flids, len(records), cache)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := set.Increment(store.Meta{MessageID: msg, Type: "FLOP", Styp: "UPDT"}, records); err != nil {
+				b.Fatal(err)
+			}
+			if err := tx.WriteSet(ctx, set); err != nil {
+				b.Fatal(err)
+			}
+			if err := tx.Commit(ctx); err != nil {
+				b.Fatal(err)
+			}
+			cache.Keep(set)
+		}
+	}
+	round(0) // warm: the cache and the connection's prepared statements
+	pid := storeBackend(b, mon)
+	lsn := func() int64 {
+		var v int64
+		if err := mon.QueryRow(ctx, `SELECT (pg_current_wal_lsn() - '0/0')::bigint`).Scan(&v); err != nil {
+			b.Fatal(err)
+		}
+		return v
+	}
+	walBefore, cpuBefore := lsn(), backendCPU(b, pid)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		round(i + 1)
+	}
+	b.StopTimer()
+	walAfter, cpuAfter := lsn(), backendCPU(b, pid)
+	rows := float64(b.N * flights)
+	b.ReportMetric(float64(walAfter-walBefore)/rows, "WAL-B/row")
+	b.ReportMetric(float64(cpuAfter-cpuBefore)*1e6/clockTicks/rows, "backend-CPU-µs/row")
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's utime and stime.
+const clockTicks = 100
+
+// benchStoreOne is benchStore with a pool of one connection, so one backend
+// does all of the store's work.
+func benchStoreOne(b *testing.B) (*store.Store, int64, string) {
+	ctx := context.Background()
+	dsn := pgtest.New(b)
+	if _, err := store.Migrate(ctx, dsn); err != nil {
+		b.Fatal(err)
+	}
+	s, err := store.Open(ctx, dsn, store.Options{MaxConns: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	epoch, err := s.TakeEpoch(ctx, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, epoch, dsn
+}
+
+// storeBackend is the process id of the one other session on mon's
+// database: the store's connection.
+func storeBackend(b *testing.B, mon *pgx.Conn) int {
+	var pid int
+	err := mon.QueryRow(context.Background(), `SELECT pid FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`).Scan(&pid)
+	if err != nil {
+		b.Fatalf("find the store's backend: %v", err)
+	}
+	return pid
+}
+
+// backendCPU is the user plus system CPU time of process pid, in clock
+// ticks.
+func backendCPU(b *testing.B, pid int) int64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatalf("backend CPU (PostgreSQL must run on this machine): %v", err)
+	}
+	// The fields after the command name (which may hold spaces) are
+	// space-separated; utime and stime are fields 14 and 15.
+	s := string(raw)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("parse /proc/%d/stat: %v %v", pid, err1, err2)
+	}
+	return utime + stime
+}
