@@ -31,7 +31,7 @@ func (t *Tx) FinishBatch(ctx context.Context, archive []ArchivedRow, set *Workin
 		queueErr = set.queue(second, t.store.loc)
 	}
 	if sent != nil {
-		if err := readBatch(sent, first.Len()); err != nil {
+		if err := readBatch(sent, first); err != nil {
 			if isUniqueViolation(err) && anyNew(archive, results) {
 				err = fmt.Errorf("%w: %w", ErrNotNew, err)
 			}

@@ -2,10 +2,8 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -221,48 +219,6 @@ func queueDeletes(b *pgx.Batch, flids []int64) {
 	b.Queue("DELETE FROM schd_gen_flid WHERE "+flidIn, flids)
 }
 
-// mainUpsertMany writes many whole main rows with one statement from one
-// JSON array ($1): the server reads it in one pass, which costs far less
-// than a hundred array parameters whose elements are mostly NULL.
-var mainUpsertMany = func() string {
-	cols := append([]string{}, bookkeepingColumns...)
-	for _, sl := range mainSlots {
-		cols = append(cols, sl.column)
-	}
-	sets := make([]string, 0, len(cols))
-	for _, c := range cols {
-		if c != "flid" {
-			sets = append(sets, c+" = EXCLUDED."+c)
-		}
-	}
-	list := strings.Join(cols, ", ")
-	return "INSERT INTO flight_schd (" + list + ") SELECT " + list +
-		" FROM json_populate_recordset(NULL::flight_schd, $1::json)" +
-		" ON CONFLICT (flid) DO UPDATE SET " + strings.Join(sets, ", ")
-}()
-
-// queueMainRows queues the main rows of writes as one statement (a FLID
-// may appear once: callers merge a flight's changes first).
-func queueMainRows(b *pgx.Batch, writes []stateWrite, loc *time.Location) error {
-	if len(writes) == 0 {
-		return nil
-	}
-	buf := make([]byte, 0, 256*len(writes))
-	buf = append(buf, '[')
-	for i := range writes {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		var err error
-		if buf, err = appendMainRow(buf, &writes[i].next, loc); err != nil {
-			return err
-		}
-	}
-	buf = append(buf, ']')
-	b.Queue(mainUpsertMany, string(buf))
-	return nil
-}
-
 // mergeOne applies cmds to the flight's current state (or a new one) and
 // returns the write, or false when nothing changed on an existing flight.
 func mergeOne(cur flight.State, exists bool, cmds flight.Commands) (stateWrite, bool, error) {
@@ -312,7 +268,7 @@ func (t *Tx) writeFlights(ctx context.Context, b *pgx.Batch, meta Meta, writes [
 		}
 		sent := t.tx.SendBatch(ctx, sb)
 		events, evErr := eventsFor(writes, meta)
-		if err := readBatch(sent, sb.Len()); err != nil {
+		if err := readBatch(sent, sb); err != nil {
 			return nil, fmt.Errorf("write flights: %w", err)
 		}
 		if evErr != nil {
@@ -344,97 +300,4 @@ func (t *Tx) writeFlights(ctx context.Context, b *pgx.Batch, meta Meta, writes [
 	queueDeletes(b, ids)
 	queueEvents(b, events)
 	return assigned, nil
-}
-
-// appendMainRow appends st's main row as one JSON object keyed by column
-// name, for json_populate_recordset: an absent key is a NULL column.
-// Anomaly attributes are an embedded object (a jsonb column); records are
-// their canonical JSON array as a string (a text column).
-func appendMainRow(buf []byte, st *flight.State, loc *time.Location) ([]byte, error) {
-	buf = append(buf, `{"flid":`...)
-	buf = strconv.AppendInt(buf, int64(st.FLID), 10) //nolint:gosec // at most 12 digits
-	if st.OperationDay != "" {
-		buf = append(buf, `,"operation_day":`...)
-		buf = flight.AppendJSONString(buf, st.OperationDay)
-	}
-	buf = append(buf, `,"state_version":`...)
-	buf = strconv.AppendInt(buf, st.StateVersion, 10)
-	buf = append(buf, `,"last_message_id":`...)
-	buf = strconv.AppendInt(buf, st.LastMessageID, 10)
-	buf = append(buf, `,"updated_at":"`...)
-	buf = st.UpdatedAt.UTC().AppendFormat(buf, time.RFC3339Nano)
-	buf = append(buf, '"')
-	key := func(column string) {
-		buf = append(buf, ',', '"')
-		buf = append(buf, column...)
-		buf = append(buf, '"', ':')
-	}
-	for _, sl := range mainSlots {
-		switch sl.kind {
-		case slotScalar:
-			if v, ok := st.Scalars[sl.field.Tag]; ok {
-				key(sl.column)
-				buf = flight.AppendJSONString(buf, v)
-			}
-		case slotTypedTime:
-			v, ok := st.Scalars[sl.field.Tag]
-			if !ok || v == "" {
-				continue
-			}
-			t, err := flight.ParseSISTime(v, loc)
-			if err != nil {
-				return nil, fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
-			}
-			key(sl.column)
-			buf = append(buf, '"')
-			buf = t.UTC().AppendFormat(buf, time.RFC3339Nano)
-			buf = append(buf, '"')
-		case slotAnomalyCol:
-			if v, ok := st.Anomalies[sl.field.Tag][sl.key]; ok {
-				key(sl.column)
-				buf = flight.AppendJSONString(buf, v)
-			}
-		case slotAnomalyRest:
-			a, ok := st.Anomalies[sl.field.Tag]
-			if !ok || len(a) == 0 {
-				continue
-			}
-			rest := map[string]string{}
-			for k, v := range a {
-				if !anomalyHasColumn(sl.field, k) {
-					rest[k] = v
-				}
-			}
-			js, err := json.Marshal(rest)
-			if err != nil {
-				return nil, fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
-			}
-			key(sl.column)
-			buf = append(buf, js...)
-		case slotRecord:
-			items, ok := st.Lists[sl.field.Tag]
-			if !ok || len(items) == 0 {
-				continue
-			}
-			js, err := json.Marshal(items)
-			if err != nil {
-				return nil, fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
-			}
-			key(sl.column)
-			buf = flight.AppendJSONString(buf, string(js))
-		}
-	}
-	return append(buf, '}'), nil
-}
-
-func anomalyHasColumn(f flight.FieldSpec, key string) bool {
-	if key == flight.TextKey {
-		return true
-	}
-	for _, c := range f.ItemColumns {
-		if c == key {
-			return true
-		}
-	}
-	return false
 }

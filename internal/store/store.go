@@ -294,13 +294,22 @@ func (t *Tx) sendBatch(ctx context.Context, b *pgx.Batch) error {
 	if b.Len() == 0 {
 		return nil
 	}
-	return readBatch(t.tx.SendBatch(ctx, b), b.Len())
+	return readBatch(t.tx.SendBatch(ctx, b), b)
 }
 
-// readBatch checks the n results of a sent batch and closes it.
-func readBatch(br pgx.BatchResults, n int) error {
+// readBatch checks the results of b, sent as br, and closes it. A
+// statement queued with a callback (QueuedQuery.Exec) is read by it, so it
+// can check its command tag.
+func readBatch(br pgx.BatchResults, b *pgx.Batch) error {
+	n := b.Len()
 	for i := range n {
-		if _, err := br.Exec(); err != nil {
+		var err error
+		if fn := b.QueuedQueries[i].Fn; fn != nil {
+			err = fn(br)
+		} else {
+			_, err = br.Exec()
+		}
+		if err != nil {
 			_ = br.Close()
 			return fmt.Errorf("statement %d of %d: %w", i+1, n, err)
 		}

@@ -1,0 +1,268 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+)
+
+// Main rows are written with typed column arrays, one statement for the
+// new flights (a plain INSERT) and one for the flights that exist (an
+// UPDATE … FROM unnest). The update sets only the columns some flight of
+// the batch changed (their union, in mainSlots order, so a column set
+// always gives the same statement text); a flight that did not change one
+// of them is set to the value it has, taken from its full next state. The
+// BEFORE UPDATE trigger flight_schd_guard keeps OPERATION_DAY set once,
+// FLID fixed and state_version rising for every writer; since 00015 its
+// WHEN clause calls it only when a rule is broken.
+
+// slotsByTag maps a field tag to the indices of its mainSlots.
+var slotsByTag = func() map[string][]int {
+	out := map[string][]int{}
+	for i, sl := range mainSlots {
+		out[sl.field.Tag] = append(out[sl.field.Tag], i)
+	}
+	return out
+}()
+
+// mainRowColumns collects the main rows of one statement as typed arrays.
+type mainRowColumns struct {
+	slots    []int // indices into mainSlots
+	withDay  bool
+	flids    []int64
+	days     []*string
+	versions []int64
+	messages []int64
+	updated  []time.Time
+	texts    [][]*string    // per slot; nil for a typed time slot
+	times    [][]*time.Time // per slot; nil otherwise
+}
+
+// newMainRowColumns selects the columns writes change: every changed
+// tag's slots, and operation_day when inserting or when a write changed it.
+func newMainRowColumns(writes []stateWrite, insert bool) *mainRowColumns {
+	use := make([]bool, len(mainSlots))
+	c := &mainRowColumns{withDay: insert}
+	for _, w := range writes {
+		for _, tag := range w.changed {
+			if tag == flight.KeyOperationDay {
+				c.withDay = true
+				continue
+			}
+			for _, i := range slotsByTag[tag] {
+				use[i] = true
+			}
+		}
+	}
+	for i, u := range use {
+		if u {
+			c.slots = append(c.slots, i)
+		}
+	}
+	c.texts = make([][]*string, len(c.slots))
+	c.times = make([][]*time.Time, len(c.slots))
+	for j, i := range c.slots {
+		if mainSlots[i].kind == slotTypedTime {
+			c.times[j] = make([]*time.Time, 0, len(writes))
+		} else {
+			c.texts[j] = make([]*string, 0, len(writes))
+		}
+	}
+	return c
+}
+
+func (c *mainRowColumns) add(st *flight.State, loc *time.Location) error {
+	c.flids = append(c.flids, int64(st.FLID)) //nolint:gosec // at most 12 digits
+	if c.withDay {
+		c.days = append(c.days, dayPtr(st.OperationDay))
+	}
+	c.versions = append(c.versions, st.StateVersion)
+	c.messages = append(c.messages, st.LastMessageID)
+	c.updated = append(c.updated, st.UpdatedAt.UTC())
+	for j, i := range c.slots {
+		sl := mainSlots[i]
+		if sl.kind == slotTypedTime {
+			t, err := slotTime(st, sl, loc)
+			if err != nil {
+				return err
+			}
+			c.times[j] = append(c.times[j], t)
+			continue
+		}
+		v, err := slotText(st, sl)
+		if err != nil {
+			return err
+		}
+		c.texts[j] = append(c.texts[j], v)
+	}
+	return nil
+}
+
+// slotTime is a typed time column's value (nil: NULL).
+func slotTime(st *flight.State, sl slot, loc *time.Location) (*time.Time, error) {
+	v, ok := st.Scalars[sl.field.Tag]
+	if !ok || v == "" {
+		return nil, nil
+	}
+	t, err := flight.ParseSISTime(v, loc)
+	if err != nil {
+		return nil, fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
+	}
+	t = t.UTC()
+	return &t, nil
+}
+
+// slotText is a text or jsonb column's value (nil: NULL). Anomaly
+// attributes are a JSON object of the keys without a column; records are
+// their canonical JSON array.
+func slotText(st *flight.State, sl slot) (*string, error) {
+	switch sl.kind {
+	case slotScalar:
+		if v, ok := st.Scalars[sl.field.Tag]; ok {
+			return &v, nil
+		}
+	case slotAnomalyCol:
+		if v, ok := st.Anomalies[sl.field.Tag][sl.key]; ok {
+			return &v, nil
+		}
+	case slotAnomalyRest:
+		a, ok := st.Anomalies[sl.field.Tag]
+		if !ok || len(a) == 0 {
+			return nil, nil
+		}
+		rest := map[string]string{}
+		for k, v := range a {
+			if !anomalyHasColumn(sl.field, k) {
+				rest[k] = v
+			}
+		}
+		js, err := json.Marshal(rest)
+		if err != nil {
+			return nil, fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
+		}
+		s := string(js)
+		return &s, nil
+	case slotRecord:
+		items, ok := st.Lists[sl.field.Tag]
+		if !ok || len(items) == 0 {
+			return nil, nil
+		}
+		js, err := json.Marshal(items)
+		if err != nil {
+			return nil, fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
+		}
+		s := string(js)
+		return &s, nil
+	}
+	return nil, nil
+}
+
+// columns returns the statement's column names, their SQL array types,
+// how the column is read from its unnest alias, and the arguments, in the
+// same order.
+func (c *mainRowColumns) columns() (names, types, reads []string, args []any) {
+	add := func(name, typ, read string, arg any) {
+		names, types, reads, args = append(names, name), append(types, typ), append(reads, read), append(args, arg)
+	}
+	add("flid", "bigint[]", "u.flid", c.flids)
+	if c.withDay {
+		add("operation_day", "text[]", "u.operation_day::date", c.days)
+	}
+	add("state_version", "bigint[]", "u.state_version", c.versions)
+	add("last_message_id", "bigint[]", "u.last_message_id", c.messages)
+	add("updated_at", "timestamptz[]", "u.updated_at", c.updated)
+	for j, i := range c.slots {
+		sl := mainSlots[i]
+		switch sl.kind {
+		case slotTypedTime:
+			add(sl.column, "timestamptz[]", "u."+sl.column, c.times[j])
+		case slotAnomalyRest:
+			add(sl.column, "text[]", "u."+sl.column+"::jsonb", c.texts[j])
+		default:
+			add(sl.column, "text[]", "u."+sl.column, c.texts[j])
+		}
+	}
+	return names, types, reads, args
+}
+
+// from is the statement's row source: one unnest of every array.
+func from(names, types []string) string {
+	params := make([]string, len(names))
+	for i, t := range types {
+		params[i] = "$" + strconv.Itoa(i+1) + "::" + t
+	}
+	return "unnest(" + strings.Join(params, ", ") + ") AS u(" + strings.Join(names, ", ") + ")"
+}
+
+func (c *mainRowColumns) insertSQL() (string, []any) {
+	names, types, reads, args := c.columns()
+	return "INSERT INTO flight_schd (" + strings.Join(names, ", ") + ") SELECT " + strings.Join(reads, ", ") +
+		" FROM " + from(names, types), args
+}
+
+func (c *mainRowColumns) updateSQL() (string, []any) {
+	names, types, reads, args := c.columns()
+	sets := make([]string, 0, len(names)-1)
+	for i, n := range names {
+		if n != "flid" {
+			sets = append(sets, n+" = "+reads[i])
+		}
+	}
+	return "UPDATE flight_schd AS f SET " + strings.Join(sets, ", ") + " FROM " + from(names, types) +
+		" WHERE f.flid = u.flid", args
+}
+
+// queueMainRows queues the main rows of writes: one INSERT of the new
+// flights, one UPDATE of the existing ones (a FLID may appear once:
+// callers merge a flight's changes first). The update must find every
+// flight it was given; a flight the store loaded but the database no
+// longer holds fails the batch (retried on a fresh load).
+func queueMainRows(b *pgx.Batch, writes []stateWrite, loc *time.Location) error {
+	fresh, existing := splitNew(writes, func(w stateWrite) bool { return w.isNew })
+	if len(fresh) > 0 {
+		c := newMainRowColumns(fresh, true)
+		for i := range fresh {
+			if err := c.add(&fresh[i].next, loc); err != nil {
+				return err
+			}
+		}
+		sql, args := c.insertSQL()
+		b.Queue(sql, args...)
+	}
+	if len(existing) > 0 {
+		c := newMainRowColumns(existing, false)
+		for i := range existing {
+			if err := c.add(&existing[i].next, loc); err != nil {
+				return err
+			}
+		}
+		sql, args := c.updateSQL()
+		want := int64(len(existing))
+		b.Queue(sql, args...).Exec(func(ct pgconn.CommandTag) error {
+			if got := ct.RowsAffected(); got != want {
+				return fmt.Errorf("update main rows: %d of %d flights found: a flight loaded in this transaction is gone", got, want)
+			}
+			return nil
+		})
+	}
+	return nil
+}
+
+func anomalyHasColumn(f flight.FieldSpec, key string) bool {
+	if key == flight.TextKey {
+		return true
+	}
+	for _, c := range f.ItemColumns {
+		if c == key {
+			return true
+		}
+	}
+	return false
+}
