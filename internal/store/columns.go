@@ -11,9 +11,6 @@ import (
 // The storage layout is derived once from flight's field table, whose hints
 // mirror the migrations; schema tests prove the two agree.
 
-// bookkeepingColumns precede the SIS columns in every main-row write.
-var bookkeepingColumns = []string{"flid", "operation_day", "state_version", "last_message_id", "updated_at"}
-
 // childTable is one of the nine child tables and the collection(s) it holds.
 type childTable struct {
 	name string
