@@ -7,28 +7,57 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/storetest"
 )
 
-// BenchmarkIncrementMainRow applies FLOPs that change two scalars (ESTT,
-// STND: main-row columns only) to 2,000 existing full flights through the
-// store's own API, in transactions of 200 flights with a state cache (the
-// pump's path), and reports what PostgreSQL spent per row: WAL bytes
-// (pg_current_wal_lsn difference) and the CPU time of the store's one
-// backend (utime+stime from /proc, so the figure does not move with the
-// load of the machine the way wall time does). WAL is reported three
-// ways: the LSN difference (the whole server), and, read back with
-// pg_walinspect, the records of this database and those of flight_schd
-// alone, both without full-page images (their number depends on when the
-// server's checkpoints fall, which other databases move). Wall ns/op is printed too.
+// BenchmarkIncrementMainRow applies FLOPs that change main-row columns
+// only to 2,000 existing full flights through the store's own API, in
+// transactions of 200 flights with a state cache (the pump's path):
+// "two" changes ESTT and STND of every flight, "mixed" two of twelve
+// scalars chosen by flight and round (a batch's union is most of the
+// twelve). It reports what PostgreSQL spent per row: WAL bytes and the CPU
+// time of the store's one backend (utime+stime from /proc, so the figure
+// does not move with the load of the machine the way wall time does).
+// WAL is reported three ways: the LSN difference (the whole server), and,
+// read back with pg_walinspect, the records of this database and those of
+// flight_schd alone, both without full-page images (their number depends
+// on when the server's checkpoints fall, which other databases move).
+// Wall ns/op is printed too.
 //
 //	go test -bench IncrementMainRow -run '^$' -benchtime 5x ./hack/bench/
 func BenchmarkIncrementMainRow(b *testing.B) {
+	tags := []string{"ESTT", "STND", "ACTT", "PHAG", "FHAG", "MHAG", "REMC", "BOTM", "LACL", "FINT", "APPT", "EGSR"}
+	b.Run("two", func(b *testing.B) {
+		benchIncrement(b, func(_, r int) []flight.Command {
+			return []flight.Command{
+				{Tag: "ESTT", Op: flight.OpSet, Value: fmt.Sprintf("09SEP26%04d", 1000+r%1000)},
+				{Tag: "STND", Op: flight.OpSet, Value: "S" + strconv.Itoa(r)},
+			}
+		})
+	})
+	b.Run("mixed", func(b *testing.B) {
+		benchIncrement(b, func(i, r int) []flight.Command {
+			a, c := (i+r)%len(tags), (i*7+r+1)%len(tags)
+			if a == c {
+				c = (c + 1) % len(tags)
+			}
+			if flight.FieldOrder(tags[a]) > flight.FieldOrder(tags[c]) {
+				a, c = c, a // commands go in canonical field order
+			}
+			v := "V" + strconv.Itoa(r)
+			return []flight.Command{{Tag: tags[a], Op: flight.OpSet, Value: v}, {Tag: tags[c], Op: flight.OpSet, Value: v}}
+		})
+	})
+}
+
+func benchIncrement(b *testing.B, change func(i, r int) []flight.Command) {
 	const flights, perTx = 2000, 200
 	ctx := context.Background()
 	s, epoch, dsn := benchStoreOne(b)
@@ -36,14 +65,6 @@ func BenchmarkIncrementMainRow(b *testing.B) {
 	recs := benchRecords(flights, 0)
 	if err := applySnapshot(s, epoch, 1, recs); err != nil {
 		b.Fatal(err)
-	}
-	mon, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = mon.Close(ctx) }()
-	if _, err := mon.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_walinspect`); err != nil {
-		b.Fatalf("pg_walinspect (PostgreSQL 15 contrib, superuser): %v", err)
 	}
 	cache := store.NewStateCache(0)
 	msg := int64(1)
@@ -55,32 +76,85 @@ func BenchmarkIncrementMainRow(b *testing.B) {
 			for i := start; i < start+perTx; i++ {
 				f := recs[i].Cmds.FLID
 				flids = append(flids, f)
-				records = append(records, flight.Commands{FLID: f, Cmds: []flight.Command{
-					{Tag: "ESTT", Op: flight.OpSet, Value: fmt.Sprintf("09SEP26%04d", 1000+r%1000)},
-					{Tag: "STND", Op: flight.OpSet, Value: "S" + strconv.Itoa(r)},
-				}})
+				records = append(records, flight.Commands{FLID: f, Cmds: change(i, r)})
 			}
 			tx, err := s.Begin(ctx, epoch)
 			if err != nil {
 				b.Fatal(err)
 			}
+			// A failed transaction is rolled back before Fatal, or closing
+			// the one-connection pool would wait for it forever.
+			fail := func(err error) { _ = tx.Rollback(ctx); b.Fatal(err) }
 			set, err := tx.LoadSet(ctx, flids, len(records), cache)
 			if err != nil {
-				b.Fatal(err)
+				fail(err)
 			}
 			if _, err := set.Increment(store.Meta{MessageID: msg, Type: "FLOP", Styp: "UPDT"}, records); err != nil {
-				b.Fatal(err)
+				fail(err)
 			}
 			if err := tx.WriteSet(ctx, set); err != nil {
-				b.Fatal(err)
+				fail(err)
 			}
 			if err := tx.Commit(ctx); err != nil {
-				b.Fatal(err)
+				fail(err)
 			}
 			cache.Keep(set)
 		}
 	}
 	round(0) // warm: the cache and the connection's prepared statements
+	measurePerRow(b, dsn, flights, func(i int) { round(i + 1) })
+}
+
+// BenchmarkInsertMainRow applies, per iteration, a full-day snapshot of
+// 2,000 new fully populated flights (a day of its own each time) and
+// reports the store backend's CPU and WAL per flight, as
+// BenchmarkIncrementMainRow does. Child rows dominate; the difference
+// between two builds is the main-row insert.
+//
+//	go test -bench InsertMainRow -run '^$' -benchtime 3x ./hack/bench/
+func BenchmarkInsertMainRow(b *testing.B) {
+	const flights = 2000
+	ctx := context.Background()
+	s, epoch, dsn := benchStoreOne(b)
+	defer s.Close()
+	day := func(i int) string {
+		return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, i).Format(time.DateOnly)
+	}
+	snap := func(i int) {
+		recs := make([]store.SnapshotRecord, flights)
+		for k := range recs {
+			recs[k] = storetest.FullRecord(flight.FLID(1_000_000+i*flights+k), day(i), k%97, "A1", false)
+		}
+		tx, err := s.Begin(ctx, epoch)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.ApplySnapshot(ctx, store.Meta{MessageID: int64(i + 1), Type: "SCHD", Styp: "RESP"},
+			store.Snapshot{FullDay: true, Day: day(i), Records: recs}); err != nil {
+			_ = tx.Rollback(ctx)
+			b.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			_ = tx.Rollback(ctx)
+			b.Fatal(err)
+		}
+	}
+	snap(0) // warm
+	measurePerRow(b, dsn, flights, func(i int) { snap(i + 1) })
+}
+
+// measurePerRow runs op b.N times and reports the store backend's CPU and
+// the WAL written per row (rows per op).
+func measurePerRow(b *testing.B, dsn string, rows int, op func(i int)) {
+	ctx := context.Background()
+	mon, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = mon.Close(ctx) }()
+	if _, err := mon.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_walinspect`); err != nil {
+		b.Fatalf("pg_walinspect (PostgreSQL 15 contrib, superuser): %v", err)
+	}
 	pid := storeBackend(b, mon)
 	lsn := func() int64 {
 		var v int64
@@ -92,12 +166,13 @@ func BenchmarkIncrementMainRow(b *testing.B) {
 	walBefore, cpuBefore := lsn(), backendCPU(b, pid)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		round(i + 1)
+		op(i)
 	}
 	b.StopTimer()
 	walAfter, cpuAfter := lsn(), backendCPU(b, pid)
-	rows := float64(b.N * flights)
-	b.ReportMetric(float64(walAfter-walBefore)/rows, "WAL-B/row")
+	n := float64(b.N * rows)
+	b.ReportMetric(float64(walAfter-walBefore)/n, "WAL-B/row")
+	b.ReportMetric(float64(cpuAfter-cpuBefore)*1e6/clockTicks/n, "backend-CPU-µs/row")
 	// The LSN difference includes what other databases of the server
 	// wrote meanwhile; pg_walinspect attributes records by the relation
 	// they touch: this database's, and flight_schd's (heap and indexes).
@@ -117,9 +192,8 @@ func BenchmarkIncrementMainRow(b *testing.B) {
 		b.Logf("pg_walinspect (per-database WAL not reported): %v", err)
 		return
 	}
-	b.ReportMetric(float64(dbWAL)/rows, "db-WAL-noFPI-B/row")
-	b.ReportMetric(float64(mainWAL)/rows, "main-WAL-noFPI-B/row")
-	b.ReportMetric(float64(cpuAfter-cpuBefore)*1e6/clockTicks/rows, "backend-CPU-µs/row")
+	b.ReportMetric(float64(dbWAL)/n, "db-WAL-noFPI-B/row")
+	b.ReportMetric(float64(mainWAL)/n, "main-WAL-noFPI-B/row")
 }
 
 // clockTicks is USER_HZ, the unit of /proc/PID/stat's utime and stime.
