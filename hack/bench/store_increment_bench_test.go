@@ -177,16 +177,22 @@ func measurePerRow(b *testing.B, dsn string, rows int, op func(i int)) {
 	// wrote meanwhile; pg_walinspect attributes records by the relation
 	// they touch: this database's, and flight_schd's (heap and indexes).
 	// Full-page images are left out: checkpoints decide them.
-	var dbWAL, mainWAL int64
+	// HOT-% is the share of flight_schd's row updates that left its
+	// indexes alone (heap HOT_UPDATE records).
+	var dbWAL, mainWAL, updates, hot int64
 	err = mon.QueryRow(ctx, `WITH r AS (
-			SELECT record_length - fpi_length AS record_length, block_ref FROM pg_get_wal_records_info(
-				('0/0'::pg_lsn + $1::numeric), ('0/0'::pg_lsn + $2::numeric)))
-		SELECT coalesce(sum(record_length) FILTER (WHERE block_ref ~ ('/' || d.oid || '/')), 0)::bigint,
+			SELECT record_length - fpi_length AS record_length, record_type, block_ref FROM pg_get_wal_records_info(
+				('0/0'::pg_lsn + $1::numeric), ('0/0'::pg_lsn + $2::numeric))),
+		heap AS (SELECT '/' || d.oid || '/' || pg_relation_filenode('flight_schd') || ' ' AS ref, d.oid
+			FROM pg_database d WHERE d.datname = current_database())
+		SELECT coalesce(sum(record_length) FILTER (WHERE block_ref ~ ('/' || h.oid || '/')), 0)::bigint,
 			coalesce(sum(record_length) FILTER (WHERE EXISTS (
 				SELECT 1 FROM pg_class c WHERE (c.oid = 'flight_schd'::regclass OR c.oid IN
 					(SELECT indexrelid FROM pg_index WHERE indrelid = 'flight_schd'::regclass))
-				AND r.block_ref ~ ('/' || d.oid || '/' || pg_relation_filenode(c.oid) || ' '))), 0)::bigint
-		FROM r, pg_database d WHERE d.datname = current_database()`, walBefore, walAfter).Scan(&dbWAL, &mainWAL)
+				AND r.block_ref ~ ('/' || h.oid || '/' || pg_relation_filenode(c.oid) || ' '))), 0)::bigint,
+			count(*) FILTER (WHERE record_type IN ('UPDATE', 'HOT_UPDATE') AND strpos(block_ref, h.ref) > 0),
+			count(*) FILTER (WHERE record_type = 'HOT_UPDATE' AND strpos(block_ref, h.ref) > 0)
+		FROM r, heap h`, walBefore, walAfter).Scan(&dbWAL, &mainWAL, &updates, &hot)
 	if err != nil {
 		// Other databases' writes may have recycled the segments already.
 		b.Logf("pg_walinspect (per-database WAL not reported): %v", err)
@@ -194,6 +200,9 @@ func measurePerRow(b *testing.B, dsn string, rows int, op func(i int)) {
 	}
 	b.ReportMetric(float64(dbWAL)/n, "db-WAL-noFPI-B/row")
 	b.ReportMetric(float64(mainWAL)/n, "main-WAL-noFPI-B/row")
+	if updates > 0 {
+		b.ReportMetric(100*float64(hot)/float64(updates), "HOT-%")
+	}
 }
 
 // clockTicks is USER_HZ, the unit of /proc/PID/stat's utime and stime.
