@@ -2,19 +2,11 @@ package dispatch_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -27,69 +19,24 @@ import (
 	"github.com/flightfeed/flightfeed/internal/dispatch"
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
 	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/testsupport/testpki"
 )
 
-// pki is a throwaway CA with one server and one client certificate.
+// pki is a throwaway CA (testpki) whose server certificate names only
+// kafka.test, not 127.0.0.1: the handshake succeeds only when serverName
+// is used.
 type pki struct {
-	caPEM, clientCert, clientKey []byte
-	server                       tls.Certificate
-	pool                         *x509.CertPool
+	*testpki.PKI
+	t *testing.T
 }
 
 func newPKI(t *testing.T) *pki {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "flightfeed test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf := func(serial int64, cn string, usage x509.ExtKeyUsage, dns []string) ([]byte, []byte) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, DNSNames: dns}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keyDER, err := x509.MarshalECPrivateKey(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-			pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
-	}
-	// The server certificate names only kafka.test, not 127.0.0.1: the
-	// handshake succeeds only when serverName is used.
-	serverCert, serverKey := leaf(2, "kafka.test", x509.ExtKeyUsageServerAuth, []string{"kafka.test"})
-	server, err := tls.X509KeyPair(serverCert, serverKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &pki{caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), server: server, pool: x509.NewCertPool()}
-	p.pool.AddCert(ca)
-	p.clientCert, p.clientKey = leaf(3, "flightfeed", x509.ExtKeyUsageClientAuth, nil)
-	return p
+	return &pki{PKI: testpki.New(t, "flightfeed test CA", "kafka.test"), t: t}
 }
 
 // serverTLS requires a client certificate signed by the CA (mutual TLS).
-func (p *pki) serverTLS() *tls.Config {
-	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{p.server},
-		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: p.pool}
-}
+func (p *pki) serverTLS() *tls.Config { return p.ServerTLS(p.t) }
 
 func indent(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n      ") }
 
@@ -97,9 +44,9 @@ func indent(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "
 func (p *pki) tlsYAML(withCA bool) string {
 	y := "  tls:\n    serverName: kafka.test\n"
 	if withCA {
-		y += "    ca: |\n      " + indent(string(p.caPEM)) + "\n"
+		y += "    ca: |\n      " + indent(string(p.CAPEM)) + "\n"
 	}
-	return y + "    cert: |\n      " + indent(string(p.clientCert)) + "\n    key: |\n      " + indent(string(p.clientKey)) + "\n"
+	return y + "    cert: |\n      " + indent(string(p.ClientCertPEM)) + "\n    key: |\n      " + indent(string(p.ClientKeyPEM)) + "\n"
 }
 
 // NewClient speaks mutual TLS (CA, client certificate, server name from
@@ -133,7 +80,7 @@ func TestNewClientTLSAndSASL(t *testing.T) {
 	}
 	var total int
 	for _, r := range dispatchtest.Records(t, brokers, stateTopic,
-		kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: p.pool, ServerName: "kafka.test",
+		kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: p.Pool(), ServerName: "kafka.test",
 			Certificates: []tls.Certificate{clientPair(t, p)}}),
 		kgo.SASL(scram.Auth{User: "scram256-user", Pass: "scram256-pass"}.AsSha256Mechanism())) {
 		if r.Key >= "100" && r.Key <= "102" {
@@ -147,7 +94,7 @@ func TestNewClientTLSAndSASL(t *testing.T) {
 
 func clientPair(t *testing.T, p *pki) tls.Certificate {
 	t.Helper()
-	pair, err := tls.X509KeyPair(p.clientCert, p.clientKey)
+	pair, err := tls.X509KeyPair(p.ClientCertPEM, p.ClientKeyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,10 +246,10 @@ func TestNewClientRejectsBadTLSAndSASL(t *testing.T) {
 	p := newPKI(t)
 	for name, k := range map[string]func(*config.Feed){
 		"CA without PEM":   func(f *config.Feed) { f.Spec.Kafka.TLS = &v1alpha1.KafkaTLS{}; f.Secrets.Kafka.CA = []byte("junk") },
-		"cert without key": func(f *config.Feed) { f.Spec.Kafka.TLS = &v1alpha1.KafkaTLS{}; f.Secrets.Kafka.Cert = p.clientCert },
+		"cert without key": func(f *config.Feed) { f.Spec.Kafka.TLS = &v1alpha1.KafkaTLS{}; f.Secrets.Kafka.Cert = p.ClientCertPEM },
 		"mismatched pair": func(f *config.Feed) {
 			f.Spec.Kafka.TLS = &v1alpha1.KafkaTLS{}
-			f.Secrets.Kafka.Cert, f.Secrets.Kafka.Key = p.clientCert, p.clientCert
+			f.Secrets.Kafka.Cert, f.Secrets.Kafka.Key = p.ClientCertPEM, p.ClientCertPEM
 		},
 		"unknown mechanism": func(f *config.Feed) { f.Spec.Kafka.SASL = &v1alpha1.KafkaSASL{Mechanism: "GSSAPI"} },
 		"no brokers":        func(f *config.Feed) { f.Spec.Kafka.Brokers = nil },

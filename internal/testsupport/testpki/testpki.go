@@ -71,6 +71,9 @@ func New(t testing.TB, cn, serverName string) *PKI {
 	return p
 }
 
+// Pool holds the CA certificate, for a client's RootCAs.
+func (p *PKI) Pool() *x509.CertPool { return p.pool }
+
 // ServerTLS is the server's configuration: its certificate, and a client
 // certificate signed by this CA required.
 func (p *PKI) ServerTLS(t testing.TB) *tls.Config {
