@@ -59,3 +59,44 @@ func TestHeadCutsBodiesAtThePacketLimit(t *testing.T) {
 		t.Fatalf("row cut by the caller's maximum: truncated %v, packet-limited %v, %d bytes", r.Truncated, r.PacketLimited, len(r.Body))
 	}
 }
+
+// A binary body column (LONGBLOB) is read as its bytes: converting it
+// "USING utf8mb4" replaced every byte that is not UTF-8 with '?', so a
+// GBK body, UTF-16 or broken bytes reached the decoder as other, valid
+// text. Sizes and the fetch limit count those bytes.
+func TestHeadReadsABinaryBodyColumnAsItsBytes(t *testing.T) {
+	dsn := mysqltest.NewMailbox(t)
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	if _, err := db.Exec(`ALTER TABLE CMINMSGS MODIFY CMINMSGS_CLOB_MSG LONGBLOB NOT NULL`); err != nil {
+		t.Fatal(err)
+	}
+	body := []byte("<MSG>\xff\xfe \xca\xd7\xb6\xbc \x00 \xe4\xb8</MSG>")
+	if _, err := db.Exec(`INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG) VALUES (?)`, body); err != nil {
+		t.Fatal(err)
+	}
+	var spec v1alpha1.FlightFeedSpec
+	config.SetDefaults(&spec)
+	m, err := Open(t.Context(), dsn, spec.Mailbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = m.Close() }()
+	rows, err := m.Head(t.Context(), 10, 1<<20, 1<<20, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || !bytes.Equal(rows[0].Body, body) || rows[0].Size != int64(len(body)) {
+		t.Fatalf("rows %+v, want one of %q", rows, body)
+	}
+	rows, err = m.Head(t.Context(), 1, 1<<20, 8, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rows[0]; !r.Truncated || !bytes.Equal(r.Body, body[:8]) {
+		t.Fatalf("cut at 8 bytes: truncated %v, body %q", r.Truncated, r.Body)
+	}
+}

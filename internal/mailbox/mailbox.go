@@ -72,6 +72,8 @@ type queries struct {
 	headIDs, bodies, depth, backfillPrefix, request string
 	// The AODB side (aodb.go).
 	put, unsent, markSent string
+	// The body as UTF-8 text (converted by the server) and as stored.
+	utf8Body, rawBody string
 }
 
 // Open connects to the mailbox. Times are read and written in UTC unless
@@ -111,6 +113,14 @@ func Open(ctx context.Context, dsn string, spec v1alpha1.MailboxSpec, opts ...Op
 	}
 	m := &Mailbox{db: db, validStatus: spec.Inbound.ValidStatus, q: q}
 	m.noteExpr = m.noteExpression(ctx, spec.Inbound)
+	if m.binaryBody(ctx, spec.Inbound) {
+		// Converting bytes "USING utf8mb4" replaces every byte that is not
+		// UTF-8 with '?', silently: the decoder must see them (toUTF8
+		// reads a declared GBK, refuses anything else), so a binary body
+		// column is read as it is.
+		m.q.headIDs = strings.Replace(m.q.headIDs, m.q.utf8Body, m.q.rawBody, 1)
+		m.q.bodies = strings.Replace(m.q.bodies, m.q.utf8Body, m.q.rawBody, 1)
+	}
 	m.maxFetch = m.packetLimit(ctx)
 	return m, nil
 }
@@ -230,6 +240,16 @@ func quote(name string) (string, error) {
 	return "`" + name + "`", nil
 }
 
+// binaryBody reports whether the body column holds bytes (a BLOB, or text
+// in the binary character set), which information_schema shows as a column
+// without a character set.
+func (m *Mailbox) binaryBody(ctx context.Context, in v1alpha1.InboundTableSpec) bool {
+	var cs sql.NullString
+	err := m.db.QueryRowContext(ctx, `SELECT CHARACTER_SET_NAME FROM information_schema.COLUMNS
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?`, in.Table, in.BodyColumn).Scan(&cs)
+	return err == nil && (!cs.Valid || cs.String == "binary")
+}
+
 func buildQueries(spec v1alpha1.MailboxSpec) (queries, error) {
 	in, out := spec.Inbound, spec.Outbound
 	names := []string{in.Table, in.IDColumn, in.DateReceivedColumn, in.DateProcessedColumn, in.StatusColumn,
@@ -248,6 +268,7 @@ func buildQueries(spec v1alpha1.MailboxSpec) (queries, error) {
 	ot, oins, orout, obody, oid, osent := quoted[8], quoted[9], quoted[10], quoted[11], quoted[12], quoted[13]
 	head := " FROM " + t + " WHERE " + done + " IS NULL AND " + status + " = ?"
 	return queries{
+		utf8Body: utf8Body, rawBody: body,
 		// Sizes are of the UTF-8 text the pump is given (see bodies).
 		headIDs: "SELECT " + id + ", " + recv + ", LENGTH(" + utf8Body + ")" + head + " ORDER BY " + recv + ", " + id + " LIMIT ?",
 		// The body is converted by the server from the column's character
