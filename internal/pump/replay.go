@@ -92,7 +92,13 @@ func (p *Pump) replay(ctx context.Context, req store.ReplayRequest) error {
 	}
 	run := &batchRun{tx: tx, set: pre.Set, priors: pre.Priors, seen: map[string][]byte{}, seqn: map[string]int{}, reload: b.request,
 		skipConflicts: req.Policy == store.ReplaySkipConflicts, replay: true}
-	o, _, err := p.processOne(ctx, run, it, store.ProcState{})
+	o, _, err := p.processGuarded(ctx, run, it, store.ProcState{})
+	if pe, ok := asPanic(err); ok {
+		// Rolled back whole: the request ends, the message stays as it
+		// was, and the next pass does not run into the same panic.
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return p.replayPanicked(ctx, req, src, it, pe, start.UTC().Format("2006-01-02T15:04:05Z"))
+	}
 	if err != nil {
 		return err
 	}
@@ -119,6 +125,37 @@ func (p *Pump) replay(ctx context.Context, req store.ReplayRequest) error {
 	p.pending = append(p.pending, store.Backfill{MessageID: req.MessageID, Received: src.ReceivedAt, Result: src.State.Status,
 		Note: note, Processed: p.clock.Now()})
 	p.writeTraces(ctx, []outcome{o}, "")
+	p.replayDone(req, res)
+	return nil
+}
+
+// replayPanicked ends a replay whose application panicked, in a transaction
+// of its own: the request is DONE with DEAD (INTERNAL), nothing of the
+// message is applied, and the original message's note says so, as a live
+// message's panic would (a request left PENDING would panic the pump at
+// every pass).
+func (p *Pump) replayPanicked(ctx context.Context, req store.ReplayRequest, src store.ReplaySource, it item,
+	pe *panicError, at string) error {
+	res := store.Result{MessageID: req.MessageID, ReceivedAt: src.ReceivedAt, Status: store.StatusDead,
+		Reason: ReasonInternal, Note: pe.Error()}
+	if it.msg != nil {
+		res.Type, res.Styp = it.msg.Meta.Type, it.msg.Meta.Styp
+	}
+	req.State, req.Result, req.Reason, req.Note = store.ReplayDone, res.Status, res.Reason, res.Note
+	note := replayNote(src.State.Note, req, at)
+	tx, err := p.store.Begin(ctx, p.epoch)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := tx.FinishReplay(ctx, req, note); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	p.pending = append(p.pending, store.Backfill{MessageID: req.MessageID, Received: src.ReceivedAt, Result: src.State.Status,
+		Note: note, Processed: p.clock.Now()})
 	p.replayDone(req, res)
 	return nil
 }

@@ -94,3 +94,47 @@ func TestReplaysCountLikeLiveMessages(t *testing.T) {
 		t.Errorf("notices of the replays (-want +got):\n%s", diff)
 	}
 }
+
+// A replay whose application panics ends DONE with DEAD (INTERNAL), like a
+// live message's panic: nothing of it is applied, the pump goes on, and the
+// request is not taken again (left PENDING, it would panic every pass).
+func TestReplayPanicEndsTheRequest(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "mailbox: {dnldFullDay: true}")
+	h.put(h.schd("DNLD", fltr(1, "CA1", "09"), fltr(2, "CA2", "09")))
+	bad := h.put(h.schd("DNLD", fltr(3, "CA3", "10"), fltr(1, "CA1", "10"))) // DAY_MISMATCH
+	h.put(h.flop("FDEL", 1, ""))                                             // frees FLID 1 for bad
+	obs := &doneObserver{done: map[string]int{}}
+	p := h.newPump(func(o *pump.Options) { o.Observer = obs })
+	h.drain(p)
+	h.wantRow(bad, store.StatusDead, snapshot.ReasonDayMismatch)
+	before := h.export()
+	obs.take()
+
+	p.InjectPanics(nil, func(id int64) {
+		if id == bad {
+			panic("injected: a bug of a write path")
+		}
+	})
+	st, err := store.Open(context.Background(), h.feed.Secrets.DatabaseDSN, store.Options{Location: h.feed.Location, Clock: h.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, err := st.RequestReplay(t.Context(), bad, store.ReplayAsNew); err != nil {
+		t.Fatal(err)
+	}
+	h.runUntil(p, "the replay done", func() (bool, string) {
+		n := h.count(`SELECT count(*) FROM replay_request WHERE state = 'DONE' AND result = 'DEAD' AND reason = $1`, pump.ReasonInternal)
+		return n == 1, fmt.Sprintf("%d replays DONE with DEAD (INTERNAL)", n)
+	})
+	if after := h.export(); after != before {
+		t.Errorf("the panicking replay changed the flights:\n%s\nwant\n%s", after, before)
+	}
+	if status, reason, _, _ := h.procState(bad); status != store.StatusDead || reason != snapshot.ReasonDayMismatch {
+		t.Errorf("the message after the replay: %s %s, want it as it was", status, reason)
+	}
+	if diff := cmp.Diff(map[string]int{"SCHD/DNLD DEAD": 1}, obs.take()); diff != "" {
+		t.Errorf("messages counted (-want +got):\n%s", diff)
+	}
+}
