@@ -20,9 +20,15 @@ import (
 // mailbox and a database in memory.
 func memPump(t *testing.T, st *memStore, in *memInbox, extra ...string) *pump.Pump {
 	t.Helper()
+	return observedMemPump(t, st, in, nil, extra...)
+}
+
+// observedMemPump is memPump reporting to obs (nil: none).
+func observedMemPump(t *testing.T, st *memStore, in *memInbox, obs pump.Observer, extra ...string) *pump.Pump {
+	t.Helper()
 	feed := testFeed(t, "mem:mem@tcp(127.0.0.1:1)/mailbox", "postgres://mem@127.0.0.1:1/feed", extra...)
 	p, err := pump.New(t.Context(), pump.Options{Feed: feed, Store: st, Inbox: in, Identity: "mem-pump",
-		Clock: shiftedClock{offset: time.Until(testNow)}})
+		Clock: shiftedClock{offset: time.Until(testNow)}, Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,13 +379,7 @@ func TestRolledBackSnapshotAlertsOnceWithItsRetry(t *testing.T) {
 	bodies := []string{m.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"), m.schd("DNLD")} // an empty DNLD: EMPTY
 	st := newMemStore(&fault{call: "commit", err: errors.New("read tcp 127.0.0.1:5432: connection reset by peer"), times: 1})
 	obs := &flagObserver{flags: map[string]int{}}
-	feed := testFeed(t, "mem:mem@tcp(127.0.0.1:1)/mailbox", "postgres://mem@127.0.0.1:1/feed")
-	p, err := pump.New(t.Context(), pump.Options{Feed: feed, Store: st, Inbox: &memInbox{}, Identity: "mem-pump",
-		Clock: shiftedClock{offset: time.Until(testNow)}, Observer: obs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
+	p := observedMemPump(t, st, &memInbox{}, obs)
 	rows := memRows(bodies...)
 	for _, batch := range [][]mailbox.Row{rows, rows[:1], rows[1:]} {
 		p.ApplyBatch(t.Context(), batch)

@@ -79,6 +79,13 @@ func newHarness(t *testing.T, extra ...string) *harness {
 // put inserts a mailbox row received a second after the previous one.
 func (h *harness) put(body string) int64 {
 	h.t.Helper()
+	return h.insertRow(body)
+}
+
+// insertRow inserts a mailbox row received a second after the previous
+// one, its body column set to body (a string, bytes, or nil for NULL).
+func (h *harness) insertRow(body any) int64 {
+	h.t.Helper()
 	h.nextRow = h.nextRow.Add(time.Second)
 	res, err := h.mbox.Exec(`INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (?, ?)`, h.nextRow, body)
 	if err != nil {

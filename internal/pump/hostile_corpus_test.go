@@ -142,20 +142,10 @@ func (c hostileCase) wantValue(t *testing.T) (flight.FLID, string, string, bool)
 // putBody inserts a mailbox row holding body as raw bytes (nil: NULL).
 func (h *harness) putBody(body []byte) int64 {
 	h.t.Helper()
-	h.nextRow = h.nextRow.Add(time.Second)
-	var arg any
-	if body != nil {
-		arg = body
+	if body == nil {
+		return h.insertRow(nil) // NULL
 	}
-	res, err := h.mbox.Exec(`INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (?, ?)`, h.nextRow, arg)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	id, err := res.LastInsertId()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return id
+	return h.insertRow(body)
 }
 
 // putCanaryDay puts a full-day snapshot of day 9 (three flights).

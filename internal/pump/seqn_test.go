@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -43,13 +42,7 @@ func TestSeqnRegressionOfAnIncrementIsAlerted(t *testing.T) {
 	}
 	st := newMemStore(&fault{call: "commit", err: fmt.Errorf("read tcp 127.0.0.1:5432: connection reset by peer"), times: 1})
 	obs := &seqnObserver{}
-	feed := testFeed(t, "mem:mem@tcp(127.0.0.1:1)/mailbox", "postgres://mem@127.0.0.1:1/feed")
-	p, err := pump.New(t.Context(), pump.Options{Feed: feed, Store: st, Inbox: &memInbox{}, Identity: "mem-pump",
-		Clock: shiftedClock{offset: time.Until(testNow)}, Observer: obs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
+	p := observedMemPump(t, st, &memInbox{}, obs)
 	rows := memRows(bodies...)
 	p.ApplyBatch(t.Context(), rows) // rolled back
 	if got := describe(p.ApplyBatch(t.Context(), rows)); got != "whole" {
