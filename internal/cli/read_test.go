@@ -58,22 +58,14 @@ func TestExportAndLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want strings.Builder
-	for _, st := range states {
-		doc, err := flight.CanonicalJSON(st)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want.Write(doc)
-		want.WriteByte('\n')
-	}
+	want := exportOf(t, states)
 
 	code, out, errOut := runCLI("export", "--config", cfg)
 	if code != 0 {
 		t.Fatal(errOut)
 	}
-	if out != want.String() {
-		t.Fatalf("export:\n%s\nwant:\n%s", out, want.String())
+	if out != want {
+		t.Fatalf("export:\n%s\nwant:\n%s", out, want)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 3 || !strings.Contains(lines[0], `"FLID":"3"`) || !strings.Contains(lines[1], `"FLID":"20"`) ||
@@ -149,20 +141,28 @@ func TestExportOverSeveralPagesPrintsTheWholeRead(t *testing.T) {
 	if len(states) != n {
 		t.Fatalf("%d flights written, want %d", len(states), n)
 	}
-	var want strings.Builder
+	want := exportOf(t, states)
+	code, out, errOut := runCLI("export", "--config", cfg)
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	if out != want {
+		t.Fatalf("export of %d flights differs from one read of them (%d and %d bytes)", n, len(out), len(want))
+	}
+}
+
+// exportOf is what `flightfeed export` prints for states: one canonical
+// JSON document a line.
+func exportOf(t *testing.T, states []flight.State) string {
+	t.Helper()
+	var out strings.Builder
 	for _, st := range states {
 		doc, err := flight.CanonicalJSON(st)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want.Write(doc)
-		want.WriteByte('\n')
+		out.Write(doc)
+		out.WriteByte('\n')
 	}
-	code, out, errOut := runCLI("export", "--config", cfg)
-	if code != 0 {
-		t.Fatal(errOut)
-	}
-	if out != want.String() {
-		t.Fatalf("export of %d flights differs from one read of them (%d and %d bytes)", n, len(out), want.Len())
-	}
+	return out.String()
 }

@@ -16,13 +16,7 @@ import (
 // fail the head read every time and block the feed for good.
 func TestHeadCutsBodiesAtThePacketLimit(t *testing.T) {
 	dsn := mysqltest.NewMailbox(t)
-	var spec v1alpha1.FlightFeedSpec
-	config.SetDefaults(&spec)
-	m, err := Open(t.Context(), dsn, spec.Mailbox)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = m.Close() }()
+	m := openDefault(t, dsn)
 	if m.maxFetch <= 0 {
 		t.Fatalf("max_allowed_packet not read: %d", m.maxFetch)
 	}
@@ -78,13 +72,7 @@ func TestHeadReadsABinaryBodyColumnAsItsBytes(t *testing.T) {
 	if _, err := db.Exec(`INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG) VALUES (?)`, body); err != nil {
 		t.Fatal(err)
 	}
-	var spec v1alpha1.FlightFeedSpec
-	config.SetDefaults(&spec)
-	m, err := Open(t.Context(), dsn, spec.Mailbox)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = m.Close() }()
+	m := openDefault(t, dsn)
 	rows, err := m.Head(t.Context(), 10, 1<<20, 1<<20, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -99,4 +87,18 @@ func TestHeadReadsABinaryBodyColumnAsItsBytes(t *testing.T) {
 	if r := rows[0]; !r.Truncated || !bytes.Equal(r.Body, body[:8]) {
 		t.Fatalf("cut at 8 bytes: truncated %v, body %q", r.Truncated, r.Body)
 	}
+}
+
+// openDefault opens the mailbox dsn with the default layout, closed when
+// the test ends.
+func openDefault(t *testing.T, dsn string) *Mailbox {
+	t.Helper()
+	var spec v1alpha1.FlightFeedSpec
+	config.SetDefaults(&spec)
+	m, err := Open(t.Context(), dsn, spec.Mailbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m
 }
