@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -135,28 +134,6 @@ func checkDSN(path *field.Path, namespace string, ref v1alpha1.SecretKeyRef, wha
 	}
 	return &ConfigError{Reason: v1alpha1.ReasonInvalidSecret,
 		Err: fmt.Errorf("%s: secret %s/%s key %q: %s DSN: %w", path, namespace, ref.Name, ref.Key, what, err)}
-}
-
-// SecretNames lists the Secrets a FlightFeed references, sorted, without
-// duplicates: the ones ResolveFeed reads.
-func SecretNames(ff *v1alpha1.FlightFeed) []string {
-	names := []string{ff.Spec.Mailbox.DSNSecretRef.Name, ff.Spec.Database.DSNSecretRef.Name}
-	if ref := ff.Spec.Database.ReadDSNSecretRef; ref != nil {
-		names = append(names, ref.Name)
-	}
-	if t := ff.Spec.Kafka.TLS; t != nil && t.SecretRef != nil {
-		names = append(names, t.SecretRef.Name)
-	}
-	for _, t := range []*v1alpha1.ServerTLS{ff.Spec.Mailbox.TLS, ff.Spec.Database.TLS} {
-		if t != nil && t.SecretRef != nil {
-			names = append(names, t.SecretRef.Name)
-		}
-	}
-	if s := ff.Spec.Kafka.SASL; s != nil {
-		names = append(names, s.SecretRef.Name)
-	}
-	slices.Sort(names)
-	return slices.Compact(slices.DeleteFunc(names, func(n string) bool { return n == "" }))
 }
 
 // secretReader reads each Secret once per resolution.
