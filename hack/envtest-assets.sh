@@ -17,6 +17,10 @@ etcd_version=$(awk '$1=="require" && $2=="go.etcd.io/etcd/server/v3" {print $3}'
 
 assets="$cache/envtest/k8s-${kube_version}-etcd-${etcd_version}"
 mkdir -p "$assets"
+# One build at a time: a second caller (another test run on this machine)
+# waits for the first and then finds the binaries cached.
+exec 9>"$assets/.lock"
+flock 9
 
 build() { # name module-dir package
   local name=$1 dir=$2 pkg=$3
