@@ -52,11 +52,12 @@ type AirportSpec struct {
 	IATA string `json:"iata"`
 
 	// TimeZone is the IANA zone of the airport's local times (SIS times and
-	// operation days). Default Asia/Shanghai.
+	// operation days). Default Asia/Shanghai. Letters, digits and _+-/.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	// +kubebuilder:default="Asia/Shanghai"
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_+/-]+$`
 	TimeZone string `json:"timeZone,omitempty"`
 }
 
@@ -224,10 +225,12 @@ type InboundTableSpec struct {
 	// +kubebuilder:default="CMINMSGS_PROC_NOTE"
 	NoteColumn string `json:"noteColumn,omitempty"`
 	// ValidStatus is the status value of rows to read. Default VALID.
+	// Letters, digits and _.:@#+=- (a mailbox code, never free text).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=32
 	// +optional
 	// +kubebuilder:default="VALID"
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.:@#+=-]+$`
 	ValidStatus string `json:"validStatus,omitempty"`
 }
 
@@ -308,7 +311,8 @@ type KafkaSpec struct {
 	// Brokers are the seed brokers, host:port.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
-	// +kubebuilder:validation:items:Pattern=`^[^\s:]+:[0-9]{1,5}$`
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9.-]+:[0-9]{1,5}$`
+	// +kubebuilder:validation:items:MaxLength=259
 	Brokers []string `json:"brokers"`
 
 	// Topics receiving full state and change notices.
@@ -316,10 +320,11 @@ type KafkaSpec struct {
 	// +kubebuilder:default={}
 	Topics KafkaTopics `json:"topics,omitempty"`
 
-	// ClientID sent to the brokers. Default flightfeed.
+	// ClientID sent to the brokers. Default flightfeed. Letters, digits and ._-.
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	// +kubebuilder:default="flightfeed"
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._-]+$`
 	ClientID string `json:"clientId,omitempty"`
 
 	// TLS to the brokers; off when absent.
@@ -397,8 +402,11 @@ type KafkaTLS struct {
 	// tls.crt and tls.key (client certificate). Absent: system roots.
 	// +optional
 	SecretRef *SecretRef `json:"secretRef,omitempty"`
-	// ServerName overrides the name checked in the broker certificate.
+	// ServerName overrides the name checked in the broker certificate: a
+	// DNS name or an IP address.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9.:-]+$`
 	ServerName string `json:"serverName,omitempty"`
 }
 
@@ -410,8 +418,10 @@ type ServerTLS struct {
 	// +optional
 	SecretRef *SecretRef `json:"secretRef,omitempty"`
 	// ServerName overrides the name checked in the server certificate
-	// (default: the DSN's host).
+	// (default: the DSN's host): a DNS name or an IP address.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9.:-]+$`
 	ServerName string `json:"serverName,omitempty"`
 }
 
@@ -453,11 +463,13 @@ type RequestsSpec struct {
 	// +kubebuilder:default="5m"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
-	// RoutingID written to COUTMSGS.ROUTINGID. Default AODB.
+	// RoutingID written to COUTMSGS.ROUTINGID. Default AODB. Letters,
+	// digits and _.:@#+=- (as Sender and Receiver).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	// +kubebuilder:default="AODB"
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.:@#+=-]+$`
 	RoutingID string `json:"routingId,omitempty"`
 
 	// Sender is the META SNDR of outbound requests. Default RMS.
@@ -465,6 +477,7 @@ type RequestsSpec struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +optional
 	// +kubebuilder:default="RMS"
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.:@#+=-]+$`
 	Sender string `json:"sender,omitempty"`
 
 	// Receiver is the META RCVR of outbound requests. Default AODB.
@@ -472,6 +485,7 @@ type RequestsSpec struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +optional
 	// +kubebuilder:default="AODB"
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.:@#+=-]+$`
 	Receiver string `json:"receiver,omitempty"`
 
 	// Disabled stops the pump from sending requests (the AODB's window

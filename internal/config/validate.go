@@ -19,6 +19,20 @@ var (
 	identifierPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`)
 	topicPattern      = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 	txnPrefixPattern  = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
+	// The free-text-looking settings are codes, never prose: a value with a
+	// space, a quote, markup or a control character is a mistake or an
+	// attack (it reaches SQL parameters, the RQFD's XML, the Kafka client id
+	// and the TLS server name check), and is refused here and by the CRD.
+	timeZonePattern   = regexp.MustCompile(`^[A-Za-z0-9_+/-]{1,64}$`)
+	codePattern       = regexp.MustCompile(`^[A-Za-z0-9_.:@#+=-]+$`)
+	clientIDPattern   = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+	serverNamePattern = regexp.MustCompile(`^[A-Za-z0-9.:-]{1,253}$`)
+)
+
+// Messages of the refusals above, shared by their fields.
+const (
+	codeMessage       = "may hold only letters, digits and _.:@#+=-"
+	serverNameMessage = "must be a DNS name or an IP address (letters, digits and .:-, at most 253 characters)"
 )
 
 // ValidateSpec checks a defaulted spec and returns every problem, each
@@ -39,7 +53,7 @@ func ValidateSpec(spec *v1alpha1.FlightFeedSpec, root *field.Path) (*time.Locati
 		errs = append(errs, field.Invalid(ap.Child("iata"), spec.Airport.IATA, "must be a three-letter upper-case IATA code"))
 	}
 	loc, err := time.LoadLocation(spec.Airport.TimeZone)
-	if err != nil || spec.Airport.TimeZone == "Local" {
+	if err != nil || spec.Airport.TimeZone == "Local" || !timeZonePattern.MatchString(spec.Airport.TimeZone) {
 		errs = append(errs, field.Invalid(ap.Child("timeZone"), spec.Airport.TimeZone, "must be an IANA time zone such as Asia/Shanghai"))
 		loc = nil
 	}
@@ -48,6 +62,9 @@ func ValidateSpec(spec *v1alpha1.FlightFeedSpec, root *field.Path) (*time.Locati
 
 	db := child("database")
 	errs = append(errs, between(db.Child("maxConns"), int64(spec.Database.MaxConns), 2, 64)...)
+	if spec.Database.TLS != nil {
+		errs = append(errs, serverName(db.Child("tls", "serverName"), spec.Database.TLS.ServerName)...)
+	}
 
 	errs = append(errs, validateKafka(&spec.Kafka, child("kafka"))...)
 	errs = append(errs, validateRequests(&spec.Requests, child("requests"))...)
@@ -89,6 +106,8 @@ func validateMailbox(mb *v1alpha1.MailboxSpec, path *field.Path) field.ErrorList
 	}
 	if in.ValidStatus == "" || len(in.ValidStatus) > 32 {
 		errs = append(errs, field.Invalid(ip.Child("validStatus"), in.ValidStatus, "must be 1 to 32 characters"))
+	} else {
+		errs = append(errs, code(ip.Child("validStatus"), in.ValidStatus)...)
 	}
 	op := path.Child("outbound")
 	out := &mb.Outbound
@@ -97,6 +116,9 @@ func validateMailbox(mb *v1alpha1.MailboxSpec, path *field.Path) field.ErrorList
 		{"dateSentColumn", out.DateSentColumn}, {"routingIdColumn", out.RoutingIDColumn}, {"bodyColumn", out.BodyColumn},
 	} {
 		errs = append(errs, identifier(op.Child(c.name), c.value)...)
+	}
+	if mb.TLS != nil {
+		errs = append(errs, serverName(path.Child("tls", "serverName"), mb.TLS.ServerName)...)
 	}
 	errs = append(errs, atLeast(path.Child("pollInterval"), mb.PollInterval, time.Millisecond)...)
 	if mb.PollInterval != nil && mb.PollInterval.Duration > time.Minute {
@@ -138,6 +160,10 @@ func validateKafka(k *v1alpha1.KafkaSpec, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(bp.Index(i), shown, "must be host:port"))
 			continue
 		}
+		if net.ParseIP(host) == nil && !serverNamePattern.MatchString(host) {
+			errs = append(errs, field.Invalid(bp.Index(i), shown, "host must be a DNS name or an IP address"))
+			continue
+		}
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 			errs = append(errs, field.Invalid(bp.Index(i), shown, "port must be 1 to 65535"))
 		}
@@ -164,6 +190,11 @@ func validateKafka(k *v1alpha1.KafkaSpec, path *field.Path) field.ErrorList {
 	}
 	if len(k.ClientID) > 128 {
 		errs = append(errs, field.TooLong(path.Child("clientId"), k.ClientID, 128))
+	} else if !clientIDPattern.MatchString(k.ClientID) {
+		errs = append(errs, field.Invalid(path.Child("clientId"), k.ClientID, "may hold only letters, digits and ._-"))
+	}
+	if k.TLS != nil {
+		errs = append(errs, serverName(path.Child("tls", "serverName"), k.TLS.ServerName)...)
 	}
 	if !txnPrefixPattern.MatchString(k.TransactionalIDPrefix) {
 		errs = append(errs, field.Invalid(path.Child("transactionalIdPrefix"), k.TransactionalIDPrefix,
@@ -196,9 +227,16 @@ func validateRequests(r *v1alpha1.RequestsSpec, path *field.Path) field.ErrorLis
 	}
 	errs = append(errs, atLeast(path.Child("interval"), r.Interval, time.Second)...)
 	errs = append(errs, atLeast(path.Child("timeout"), r.Timeout, time.Second)...)
-	errs = append(errs, length(path.Child("routingId"), r.RoutingID, 64)...)
-	errs = append(errs, length(path.Child("sender"), r.Sender, 32)...)
-	errs = append(errs, length(path.Child("receiver"), r.Receiver, 32)...)
+	for _, c := range []struct {
+		name, value string
+		maxLen      int
+	}{{"routingId", r.RoutingID, 64}, {"sender", r.Sender, 32}, {"receiver", r.Receiver, 32}} {
+		if e := length(path.Child(c.name), c.value, c.maxLen); e != nil {
+			errs = append(errs, e...)
+			continue
+		}
+		errs = append(errs, code(path.Child(c.name), c.value)...)
+	}
 	return errs
 }
 
@@ -222,6 +260,23 @@ func identifier(path *field.Path, v string) field.ErrorList {
 		return nil
 	}
 	return field.ErrorList{field.Invalid(path, v, "must be a plain SQL identifier ([A-Za-z_][A-Za-z0-9_$]*, at most 64 characters)")}
+}
+
+// code refuses a mailbox or SIS code with a character outside codePattern.
+func code(path *field.Path, v string) field.ErrorList {
+	if codePattern.MatchString(v) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path, v, codeMessage)}
+}
+
+// serverName refuses a TLS server name that is neither empty (the DSN's
+// host is checked) nor a DNS name or IP address.
+func serverName(path *field.Path, v string) field.ErrorList {
+	if v == "" || serverNamePattern.MatchString(v) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path, v, serverNameMessage)}
 }
 
 func between(path *field.Path, v, lo, hi int64) field.ErrorList {
