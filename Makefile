@@ -72,6 +72,11 @@ helm-check: ## helm lint + template, accepted by a real API server (helm pinned,
 bench: build ## The end-to-end benchmark: the built binary drains a RESP and FLOP backlogs to Kafka, with CPU seconds by process (hack/bench/e2e; about 1 min).
 	go run ./hack/bench/e2e -bin bin/flightfeed $(BENCH_ARGS)
 
+.PHONY: bench-sweep
+bench-sweep: build ## Full-day RESP time against flight count, 500 to 9,999 (Markdown table; chart hack/bench/performance.svg; about 2 min).
+	go run ./hack/bench/e2e -bin bin/flightfeed -backlogs= -latency=0 -big-flights=0 \
+		-sweep 500,1000,2000,4000,6000,8000,9999 -chart hack/bench/performance.svg $(BENCH_ARGS)
+
 .PHONY: test-unit
 test-unit: ## Pure packages only (no services needed).
 	go test ./internal/flight/... ./internal/sis/... ./internal/config/...

@@ -80,11 +80,15 @@ type options struct {
 	keep        bool
 	stmtLog     string
 	work        string
+	// sweep are the flight counts of the RESP sweep (sweep.go), chart its
+	// SVG file.
+	sweep []int
+	chart string
 }
 
 func main() {
 	var o options
-	var backlogs string
+	var backlogs, sweepCounts string
 	flag.StringVar(&o.bin, "bin", "bin/flightfeed", "the built flightfeed binary")
 	flag.IntVar(&o.flights, "flights", 2000, "flights in the RESP before the backlogs")
 	flag.IntVar(&o.bigFlights, "big-flights", 9999, "flights in the large RESP (0 skips it)")
@@ -96,21 +100,36 @@ func main() {
 	flag.StringVar(&o.compression, "compression", "", "kafka.compression: zstd, lz4 or none (empty: the feed's default)")
 	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of every pump run into this directory (pump --cpuprofile)")
 	flag.StringVar(&o.stmtLog, "statement-log", "", "PostgreSQL's server log: log every statement of the feed's database (log_min_duration_statement 0) and print each drain's statements ranked by the backend's CPU (log_statement_stats), with their durations")
+	flag.StringVar(&sweepCounts, "sweep", "", "flight counts of a RESP sweep, each on fresh databases (e.g. 500,1000,2000,4000,6000,8000,9999): a Markdown table of time against flights")
+	flag.StringVar(&o.chart, "chart", "", "with -sweep: write the sweep as an SVG chart to this file")
 	flag.BoolVar(&o.keep, "keep", false, "keep the databases and the pump logs (their names are printed)")
 	flag.Parse()
-	for _, s := range strings.Split(backlogs, ",") {
+	var err error
+	if o.backlogs, err = counts("-backlogs", backlogs); err != nil {
+		fatal(err)
+	}
+	if o.sweep, err = counts("-sweep", sweepCounts); err != nil {
+		fatal(err)
+	}
+	if err := run(context.Background(), o); err != nil {
+		fatal(err)
+	}
+}
+
+// counts parses a flag's comma-separated positive numbers.
+func counts(name, list string) ([]int, error) {
+	var out []int
+	for _, s := range strings.Split(list, ",") {
 		if s = strings.TrimSpace(s); s == "" {
 			continue
 		}
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
-			fatal(fmt.Errorf("-backlogs: %q is not a positive number", s))
+			return nil, fmt.Errorf("%s: %q is not a positive number", name, s)
 		}
-		o.backlogs = append(o.backlogs, n)
+		out = append(out, n)
 	}
-	if err := run(context.Background(), o); err != nil {
-		fatal(err)
-	}
+	return out, nil
 }
 
 func fatal(err error) {
@@ -164,7 +183,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	fmt.Printf("empty drain (start, connect, check, exit): %s, peak RSS %d MB\n  %s\n", ms(empty.took), empty.rssMB, empty.cpu)
-	if err := f.resp(ctx, o.flights, empty.took); err != nil {
+	if _, err := f.resp(ctx, o.flights, empty); err != nil {
 		return err
 	}
 	for _, n := range o.backlogs {
@@ -187,9 +206,12 @@ func run(ctx context.Context, o options) error {
 		if err != nil {
 			return err
 		}
-		if err := big.resp(ctx, o.bigFlights, bigEmpty.took); err != nil {
+		if _, err := big.resp(ctx, o.bigFlights, bigEmpty); err != nil {
 			return err
 		}
+	}
+	if len(o.sweep) > 0 {
+		return sweep(ctx, o, tps)
 	}
 	return nil
 }
@@ -339,27 +361,29 @@ func (f *feed) opts(flights int) simulate.Options {
 }
 
 // resp puts a full-day RESP of n flights and drains it.
-func (f *feed) resp(ctx context.Context, n int, empty time.Duration) error {
+func (f *feed) resp(ctx context.Context, n int, empty result) (result, error) {
 	opts := f.opts(n)
 	f.seqn++
 	if err := f.put(ctx, []simulate.Message{simulate.Response(opts)}); err != nil {
-		return err
+		return result{}, err
 	}
 	r, err := f.drain(ctx, fmt.Sprintf("resp%d", n))
 	if err != nil {
-		return err
+		return result{}, err
 	}
 	k, err := f.readKafka(ctx, n, 0)
 	if err != nil {
-		return err
+		return result{}, err
 	}
 	if k.state < n {
-		return fmt.Errorf("RESP of %d flights: %d state records in Kafka", n, k.state)
+		return result{}, fmt.Errorf("RESP of %d flights: %d state records in Kafka", n, k.state)
 	}
 	fmt.Printf("RESP %5d flights to Kafka: %s (process %s), %d state + %d notice records, peak RSS %d MB\n",
-		n, ms(r.took-empty), ms(r.took), k.state, k.notice, r.rssMB)
+		n, ms(r.took-empty.took), ms(r.took), k.state, k.notice, r.rssMB)
 	fmt.Printf("  %s\n", r.cpu)
-	return nil
+	r.took -= empty.took
+	r.cpuTotal -= empty.cpuTotal
+	return r, nil
 }
 
 // backlog puts n FLOPs over the day's flights and drains them.
