@@ -1,0 +1,287 @@
+//go:build reliability
+
+package security_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/yaml"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flightfeed/flightfeed/internal/testsupport/await"
+	"github.com/flightfeed/flightfeed/internal/testsupport/feedtest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/hostile"
+	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
+)
+
+// The API server itself refuses every hostile value in every naming
+// setting of a FlightFeed (the CRD's patterns and lengths), so a namespace
+// editor cannot even store one for the operator to trip over; the same
+// object with ordinary values is accepted, so the refusals are the
+// values' doing.
+func TestAPIServerRefusesHostileIdentifiers(t *testing.T) {
+	cfg, _ := kubetest.Start(t)
+	c := kubetest.Client(t, cfg)
+	ctx := t.Context()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hostile-" + utilrand.String(5)}}
+	if err := c.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	feed := feedtest.Feed{MailboxDSN: "x", DatabaseDSN: "x", Brokers: []string{"kafka:9092"}}
+	base := func(t *testing.T, name string) *unstructured.Unstructured {
+		t.Helper()
+		var obj map[string]any
+		if err := yaml.Unmarshal([]byte(feed.Manifest(name, ns.Name)), &obj); err != nil {
+			t.Fatal(err)
+		}
+		spec := obj["spec"].(map[string]any)
+		// The TLS sections exist only when set; give them a Secret so
+		// serverName is the only thing that can be wrong.
+		spec["mailbox"].(map[string]any)["tls"] = map[string]any{"secretRef": map[string]any{"name": "tls"}}
+		spec["database"].(map[string]any)["tls"] = map[string]any{"secretRef": map[string]any{"name": "tls"}}
+		spec["kafka"].(map[string]any)["tls"] = map[string]any{"secretRef": map[string]any{"name": "tls"}}
+		return &unstructured.Unstructured{Object: obj}
+	}
+	set := func(u *unstructured.Unstructured, path []string, v string) {
+		fields := append([]string{"spec"}, path...)
+		if path[len(path)-1] == "brokers" {
+			if err := unstructured.SetNestedStringSlice(u.Object, []string{v + ":9092"}, fields...); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		if err := unstructured.SetNestedField(u.Object, v, fields...); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ok := base(t, "ordinary")
+	if err := c.Create(ctx, ok); err != nil {
+		t.Fatalf("the ordinary feed is refused, so no refusal below would mean anything: %v", err)
+	}
+	var refused int
+	for _, path := range hostile.NamingFields {
+		name := "spec." + strings.Join(path, ".")
+		for i, v := range hostile.Values {
+			u := base(t, fmt.Sprintf("h-%s-%d", strings.ToLower(path[len(path)-1]), i))
+			set(u, path, v)
+			err := c.Create(ctx, u)
+			if err == nil {
+				t.Errorf("%s = hostile value %d %q: stored", name, i, v)
+				continue
+			}
+			if !apierrors.IsInvalid(err) {
+				t.Errorf("%s = %q: %v, want Invalid", name, v, err)
+				continue
+			}
+			if !strings.Contains(err.Error(), name) {
+				t.Errorf("%s = %q: the refusal does not name the field: %v", name, v, err)
+			}
+			refused++
+		}
+	}
+	t.Logf("%d naming settings x %d hostile values: %d refused by the API server", len(hostile.NamingFields), len(hostile.Values), refused)
+}
+
+// credentialMarker is in every password of the feed below.
+const credentialMarker = "Rk4Secret"
+
+// A pump whose every credential carries a marker is driven through
+// dependency faults — its PostgreSQL sessions terminated and its mailbox
+// sessions killed, repeatedly, while it drains a simulated day — at the
+// highest log verbosity; then every reading command runs on the same
+// config. The marker is in none of their outputs.
+func TestNoCredentialInAnyOutputUnderFaults(t *testing.T) {
+	ctx := t.Context()
+	bin := proctest.Binary(t)
+	mdsn := mysqltest.NewMailbox(t)
+	pdsn := pgtest.New(t)
+	brokers := kafkatest.New(t, "KAFKA_SCHD", "KAFKA_MSG")
+
+	// A mailbox user whose password holds the marker.
+	mcfg, err := mysql.ParseDSN(mdsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := "ffrel_" + utilrand.String(6)
+	admin, err := sql.Open("mysql", mysqltest.Server())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = admin.ExecContext(context.Background(), "DROP USER IF EXISTS '"+user+"'@'%', '"+user+"'@'localhost'")
+		_ = admin.Close()
+	})
+	for _, host := range []string{"%", "localhost"} {
+		for _, stmt := range []string{
+			"CREATE USER '" + user + "'@'" + host + "' IDENTIFIED BY '" + credentialMarker + "-mbx'",
+			"GRANT ALL ON `" + mcfg.DBName + "`.* TO '" + user + "'@'" + host + "'",
+		} {
+			if _, err := admin.ExecContext(ctx, stmt); err != nil {
+				t.Fatalf("%s: %v", stmt, err)
+			}
+		}
+	}
+	mcfg.User, mcfg.Passwd = user, credentialMarker+"-mbx"
+	// PostgreSQL here trusts loopback: the password is sent and ignored.
+	pgDSN := strings.Replace(pdsn, "postgres://postgres@", "postgres://postgres:"+credentialMarker+"-pg@", 1)
+	if pgDSN == pdsn {
+		t.Fatalf("cannot put a password into %s", pdsn)
+	}
+	feed := feedtest.Feed{MailboxDSN: mcfg.FormatDSN(), DatabaseDSN: pgDSN, Brokers: brokers,
+		PollInterval: "20ms", BatchSize: 8, Pump: "backoffInitial: 50ms, backoffMax: 1s"}
+	config := feed.WriteConfig(t, "feed")
+
+	var outputs []string
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, bin, args...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("flightfeed %s: %v\n%s", strings.Join(args, " "), err, proctest.Tail(string(out), 20))
+		}
+		outputs = append(outputs, "flightfeed "+strings.Join(args, " ")+":\n"+string(out))
+		return string(out)
+	}
+	run("simulate", "--config", config, "--create-mailbox", "--answer-requests=false", "--flights", "60", "--malformed", "5")
+
+	// The pump at the highest verbosity, its output kept whole.
+	var pumpOut proctest.Output
+	pump := exec.CommandContext(ctx, bin, "pump", "--config", config, "--drain", "--zap-log-level=10")
+	pump.Env = append(os.Environ(), "PGAPPNAME=flightfeed-security-pump")
+	pump.Stdout, pump.Stderr = &pumpOut, &pumpOut
+	if err := pump.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- pump.Wait() }()
+
+	pg, err := pgx.Connect(ctx, pdsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = pg.Close(context.Background()) }()
+	// Faults start once the pump is past its start (migrations, first
+	// batch): a pump that cannot start exits 1 and is restarted by its
+	// supervisor, which is not the case under test.
+	mbox, err := sql.Open("mysql", mdsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = mbox.Close() }()
+	await.Eventually(t, "the pump to process its first rows", 2*time.Minute, func() (bool, string) {
+		var n int
+		err := mbox.QueryRowContext(ctx, `SELECT COUNT(*) FROM CMINMSGS WHERE CMINMSGS_DATE_PROCESSED IS NOT NULL`).Scan(&n)
+		return err == nil && n > 0, fmt.Sprintf("%d rows processed (%v)", n, err)
+	})
+	var faults int
+	deadline := time.Now().Add(2 * time.Minute)
+faulting:
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("pump: %v\n%s", err, proctest.Tail(pumpOut.String(), 30))
+			}
+			break faulting
+		case <-time.After(150 * time.Millisecond):
+		}
+		var n int
+		if faults%2 == 0 {
+			err = pg.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'flightfeed-security-pump'`).Scan(&n)
+		} else {
+			n, err = killSessions(ctx, admin, user)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			faults++
+		}
+	}
+	if pump.ProcessState == nil {
+		// Still running after the faults: give it the time to finish.
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("pump: %v\n%s", err, proctest.Tail(pumpOut.String(), 30))
+			}
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("the pump did not drain\n%s", proctest.Tail(pumpOut.String(), 30))
+		}
+	}
+	outputs = append(outputs, "flightfeed pump --drain --zap-log-level=10:\n"+pumpOut.String())
+	if faults == 0 {
+		t.Fatal("no fault was injected: the drain proves nothing")
+	}
+
+	for _, args := range [][]string{
+		{"dead", "--config", config}, {"dead", "--config", config, "-o", "json"},
+		{"ledger", "--config", config}, {"export", "--config", config}, {"parked", "--config", config},
+	} {
+		run(args...)
+	}
+	all := strings.Join(outputs, "\n")
+	// The faults must have reached the log (an error path is where a DSN
+	// would leak), or the grep below proves nothing.
+	if !strings.Contains(all, "terminating connection") && !strings.Contains(all, "bad connection") &&
+		!strings.Contains(all, "invalid connection") && !strings.Contains(all, "connection reset") {
+		t.Fatalf("no fault shows in the outputs: the grep below would prove nothing\n%s", proctest.Tail(pumpOut.String(), 30))
+	}
+	for _, o := range outputs {
+		if i := strings.Index(o, credentialMarker); i >= 0 {
+			line := o[strings.LastIndex(o[:i], "\n")+1:]
+			if j := strings.Index(line, "\n"); j >= 0 {
+				line = line[:j]
+			}
+			t.Errorf("a credential shows in %s\n%s", strings.SplitN(o, "\n", 2)[0], line)
+		}
+	}
+	t.Logf("%d faults injected (PostgreSQL sessions terminated, mailbox sessions killed); %d bytes of output searched; marker found 0 times",
+		faults, len(all))
+}
+
+// killSessions kills every MariaDB session of user and returns how many.
+func killSessions(ctx context.Context, admin *sql.DB, user string) (int, error) {
+	rows, err := admin.QueryContext(ctx, `SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ?`, user)
+	if err != nil {
+		return 0, fmt.Errorf("list sessions: %w", err)
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			_ = rows.Close()
+			return 0, err
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Close(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		if _, err := admin.ExecContext(ctx, fmt.Sprintf("KILL %d", id)); err == nil {
+			n++
+		}
+	}
+	return n, nil
+}
