@@ -265,16 +265,16 @@ func killSessions(ctx context.Context, admin *sql.DB, user string) (int, error) 
 	if err != nil {
 		return 0, fmt.Errorf("list sessions: %w", err)
 	}
+	defer func() { _ = rows.Close() }()
 	var ids []int64
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
-			_ = rows.Close()
 			return 0, err
 		}
 		ids = append(ids, id)
 	}
-	if err := rows.Close(); err != nil {
+	if err := rows.Err(); err != nil {
 		return 0, err
 	}
 	n := 0
