@@ -316,7 +316,7 @@ func TestTerminalRowIsOnlyBackfilledAgain(t *testing.T) {
 	if diff := cmp.Diff(applied{1, version}, applied{attempts, h.flights()[9].StateVersion}); diff != "" {
 		t.Fatalf("the row was applied twice (-want +got):\n%s", diff)
 	}
-	if h.count(`SELECT count(*) FROM msg_event WHERE message_id = $1`, id) != 2 {
+	if h.count(`SELECT count(*) FROM msg_event_record WHERE message_id = $1`, id) != 2 {
 		t.Fatal("events duplicated")
 	}
 }
@@ -379,7 +379,7 @@ func TestStopIsClean(t *testing.T) {
 	// Whatever was committed is complete: every processed row has its
 	// flight and its events, every flight has its processed row.
 	processed := h.count(`SELECT count(*) FROM proc_state WHERE status = 'SUCCEEDED'`)
-	if len(h.flights()) != processed || h.count(`SELECT count(*) FROM msg_event`) != 2*processed {
+	if len(h.flights()) != processed || h.count(`SELECT count(*) FROM msg_event_record`) != 2*processed {
 		t.Fatalf("partial state after stop: %d processed, %d flights", processed, len(h.flights()))
 	}
 	h.drain(h.newPump())
