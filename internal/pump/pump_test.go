@@ -469,7 +469,7 @@ func TestLedgerInconsistentIsDeadAndChangesNothing(t *testing.T) {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
-	events := h.count(`SELECT count(*) FROM msg_event`)
+	events := h.count(`SELECT count(*) FROM msg_event_record`)
 	bad := h.put(h.schd("DNLD", fltr(1, "CA1-NEW", "09")))
 	next := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"))
 	h.drain(p)
@@ -482,7 +482,7 @@ func TestLedgerInconsistentIsDeadAndChangesNothing(t *testing.T) {
 	}
 	type ledger struct{ Version, Roster, Events int }
 	if diff := cmp.Diff(ledger{1, 2, events + 2}, ledger{h.count(`SELECT version FROM schd_gen WHERE operation_day = '2026-09-09'`),
-		h.count(`SELECT count(*) FROM schd_gen_flid WHERE operation_day = '2026-09-09'`), h.count(`SELECT count(*) FROM msg_event`)}); diff != "" {
+		h.count(`SELECT count(*) FROM schd_gen_flid WHERE operation_day = '2026-09-09'`), h.count(`SELECT count(*) FROM msg_event_record`)}); diff != "" {
 		t.Fatalf("the refused snapshot changed the ledger or queued events (-want +got):\n%s", diff)
 	}
 	if n := h.count(`SELECT count(*) FROM schd_snap_log WHERE msg_id = $1 AND result = 'ROLLED_BACK'`, bad); n != 1 {
