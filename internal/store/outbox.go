@@ -270,11 +270,12 @@ func queueEvents(b *pgx.Batch, events []outboxEvent) {
 		flids, versions, days, msgs, notices, evs, states)
 }
 
-// copyEventsMin is the number of events from which they are sent with
-// COPY: a snapshot's thousands of full-state documents stream to the
+// copyEventsMin is the number of events (rows) from which they are sent
+// with COPY: a snapshot's thousands of full-state documents stream to the
 // server row by row instead of travelling as one array parameter that the
-// server materialises before inserting.
-const copyEventsMin = 2000
+// server materialises before inserting. A thousand flights, as when each
+// was two rows of 2,000.
+const copyEventsMin = 1000
 
 // copyEvents inserts events with COPY, in order (one round trip).
 func (t *Tx) copyEvents(ctx context.Context, events []outboxEvent) error {
