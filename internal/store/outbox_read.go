@@ -14,8 +14,10 @@ import (
 // The dispatcher's side of the outbox (msg_event). The outbox is append-only:
 // delivery changes no msg_event row. The dispatcher's cursor
 // (msg_event_cursor.delivered_id) says which rows are done: every row at or
-// below it was delivered, superseded by a newer state of its flight, or
-// parked; every row above it is pending. These statements run outside the
+// below it is done — its notice delivered or parked, its state delivered,
+// parked or superseded by a newer state of its flight; every row above it
+// is pending. A row is one message's effect on one flight and holds up to
+// two records (OutboxEvent: its notice, its state), read and parked apart. These statements run outside the
 // pump's write transactions and never touch state tables. Each is one
 // statement (one round trip), whatever the number of rows; the ones that
 // change anything check the caller's fencing epoch in that same statement
