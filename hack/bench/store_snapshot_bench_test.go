@@ -187,7 +187,7 @@ func naiveSnapshot(conn *pgx.Conn, recs []store.SnapshotRecord) error {
 				}
 			}
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO msg_event (kind, event, flid, state_version, message_id, payload) VALUES ('KAFKA_SCHD', 'UPSERT', $1, $2, 1, '{}')`,
+		if _, err := tx.Exec(ctx, `INSERT INTO msg_event (event, flid, state_version, message_id, state, notice) VALUES ('UPSERT', $1, $2, 1, '{}', '{}')`,
 			flid, v+1); err != nil {
 			return err
 		}

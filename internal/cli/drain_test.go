@@ -106,7 +106,7 @@ requests: {disabled: true}
 	}
 	defer func() { _ = conn.Close(context.Background()) }()
 	var backfills, pending int64
-	if err := conn.QueryRow(ctx, `SELECT (SELECT coalesce(sum(cardinality(message_ids)), 0) FROM backfill_todo), (SELECT count(*) FROM msg_event WHERE id > (SELECT delivered_id FROM msg_event_cursor) AND id NOT IN (SELECT event_id FROM msg_event_parked))`).Scan(&backfills, &pending); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT (SELECT coalesce(sum(cardinality(message_ids)), 0) FROM backfill_todo), (SELECT count(*) FROM msg_event_record WHERE id > (SELECT delivered_id FROM msg_event_cursor) AND (id, kind) NOT IN (SELECT event_id, kind FROM msg_event_parked))`).Scan(&backfills, &pending); err != nil {
 		t.Fatal(err)
 	}
 	want := []int64{unprocessed, backfills, pending}

@@ -66,8 +66,8 @@ func TestDrainEndsWhenKafkaRefusesForGood(t *testing.T) {
 	}
 	defer func() { _ = pg.Close(context.Background()) }()
 	big := `{"FLID":"7","REMC":"` + noiseText(1, 100_000) + `","STATE_VERSION":1}`
-	if _, err := pg.Exec(t.Context(), `INSERT INTO msg_event (kind, event, flid, state_version, message_id, payload)
-		VALUES ('KAFKA_SCHD', 'UPSERT', 7, 1, 0, $1)`, big); err != nil {
+	if _, err := pg.Exec(t.Context(), `INSERT INTO msg_event (event, flid, state_version, message_id, state)
+		VALUES ('UPSERT', 7, 1, 0, $1)`, big); err != nil {
 		t.Fatal(err)
 	}
 

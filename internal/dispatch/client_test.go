@@ -235,7 +235,7 @@ func TestTransactionalIDRefusedStopsTheDispatcher(t *testing.T) {
 	if n, err := d.DeliverOnce(t.Context()); n != 0 || !errors.Is(err, dispatch.ErrProducerFailed) {
 		t.Fatalf("a stopped dispatcher delivered %d (%v)", n, err)
 	}
-	if n := e.count(`SELECT count(*) FROM msg_event WHERE NOT (` + pending + `) OR attempts > 0`); n != 0 {
+	if n := e.count(`SELECT count(*) FROM msg_event_record WHERE NOT (` + pending + `) OR attempts > 0`); n != 0 {
 		t.Fatalf("%d events marked by a dispatcher that never produced", n)
 	}
 }

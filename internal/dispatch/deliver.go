@@ -15,7 +15,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
-// maxAhead bounds the events a dispatcher remembers as done above the
+// maxAhead bounds the rows a dispatcher remembers as done above the
 // cursor and leaves out of its reads: while a record fails at the cursor
 // (a state topic missing, say), the rows after it go on being delivered
 // until this many are; then the window stays at the cursor until the
@@ -120,10 +120,13 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, again bool, err e
 		d.txnOpen = false
 	}
 	var skip []int64
-	if len(d.ahead) <= maxAhead {
-		skip = slices.Collect(maps.Keys(d.ahead))
+	if len(d.aheadRows) <= maxAhead {
+		skip = slices.Collect(maps.Keys(d.aheadRows))
 	}
-	win, err := d.store.ReadWindow(ctx, d.opts.BatchSize, skip)
+	// Options.BatchSize bounds the records of a pass; a row holds up to
+	// two (its notice and its state), so the window takes half as many
+	// rows, and the records beyond the bound wait for the next pass.
+	win, err := d.store.ReadWindow(ctx, (d.opts.BatchSize+1)/2, skip)
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, false, ctx.Err()
@@ -132,9 +135,14 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, again bool, err e
 		d.recordFailure(err)
 		return 0, false, err
 	}
-	for id := range d.ahead {
+	for k := range d.ahead {
+		if k.ID <= win.Cursor {
+			delete(d.ahead, k)
+		}
+	}
+	for id := range d.aheadRows {
 		if id <= win.Cursor {
-			delete(d.ahead, id)
+			delete(d.aheadRows, id)
 		}
 	}
 	full, window := win.Full, win.Events
@@ -152,9 +160,12 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, again bool, err e
 	// earlier pass) are not sent again; they only let the cursor pass.
 	events := make([]store.OutboxEvent, 0, len(window))
 	for _, e := range window {
-		if _, done := d.ahead[e.ID]; !done && !e.Parked {
+		if _, done := d.ahead[e.Key()]; !done && !e.Parked {
 			events = append(events, e)
 		}
+	}
+	if len(events) > d.opts.BatchSize {
+		events, full = events[:d.opts.BatchSize], true
 	}
 	// After a pass saw records refused for good, the next ones isolate
 	// them: one event per pass, alone in its batch, until each suspect is
@@ -362,7 +373,7 @@ func (d *Dispatcher) settle(ctx context.Context, win store.Window, events []stor
 	for i, e := range events {
 		err := results[i]
 		if err == nil {
-			delete(d.suspects, e.ID)
+			delete(d.suspects, e.Key())
 		}
 		switch {
 		case err == nil:
@@ -377,10 +388,10 @@ func (d *Dispatcher) settle(ctx context.Context, win store.Window, events []stor
 			// longer holds back its flight; the other suspects are sent
 			// with the next pass as usual.
 			err = d.explain(err)
-			parks, parkEvents = append(parks, store.Park{ID: e.ID, Error: err.Error()}), append(parkEvents, e)
+			parks, parkEvents = append(parks, store.Park{ID: e.ID, Kind: e.Kind, Error: err.Error()}), append(parkEvents, e)
 			clear(d.suspects)
 		case permanentForRecord(err):
-			d.suspects[e.ID] = suspect{err: err.Error(), size: len(e.Payload)}
+			d.suspects[e.Key()] = suspect{err: err.Error(), size: len(e.Payload)}
 			d.log.V(1).Info("record refused for good in a pass of several; it will be sent alone",
 				"flid", e.FLID.String(), "msg_id", e.MessageID, "kind", e.Kind, "state_version", e.StateVersion,
 				"error", err.Error())
@@ -396,12 +407,12 @@ func (d *Dispatcher) settle(ctx context.Context, win store.Window, events []stor
 		}
 	}
 	out := outcome{delivered: len(acked), suspects: len(d.suspects) > 0}
-	done := make(map[int64]struct{}, len(acked)+len(parks)+len(d.ahead))
-	for id := range d.ahead {
-		done[id] = struct{}{}
+	done := make(map[store.RecordKey]struct{}, len(acked)+len(parks)+len(d.ahead))
+	for k := range d.ahead {
+		done[k] = struct{}{}
 	}
 	for _, e := range acked {
-		done[e.ID] = struct{}{}
+		done[e.Key()] = struct{}{}
 		if e.Kind == store.KindState {
 			out.superseded += int64(len(e.Covers))
 			if slices.Contains(e.Covers, e.ID) {
@@ -410,9 +421,9 @@ func (d *Dispatcher) settle(ctx context.Context, win store.Window, events []stor
 		}
 	}
 	for _, p := range parks {
-		done[p.ID] = struct{}{}
+		done[store.RecordKey{ID: p.ID, Kind: p.Kind}] = struct{}{}
 	}
-	to := win.DoneUpTo(done)
+	to, doneRows := win.WindowDone(done)
 	if to > win.Cursor || len(acked) > 0 || len(parks) > 0 {
 		adv := store.Advance{Parked: parks, Delivered: acked}
 		if to > win.Cursor {
@@ -432,11 +443,16 @@ func (d *Dispatcher) settle(ctx context.Context, win store.Window, events []stor
 			d.log.Error(err, "acknowledged records not recorded delivered; they will be sent again", "records", len(acked))
 		default:
 			out.superseded += dropped
-			for id := range done {
-				if id > to {
-					d.ahead[id] = struct{}{}
+			for k := range done {
+				if k.ID > to {
+					d.ahead[k] = struct{}{}
 				} else {
-					delete(d.ahead, id)
+					delete(d.ahead, k)
+				}
+			}
+			for _, id := range doneRows {
+				if id > to {
+					d.aheadRows[id] = struct{}{}
 				}
 			}
 			for i, e := range parkEvents {
@@ -523,18 +539,18 @@ func (d *Dispatcher) isolate(events []store.OutboxEvent) (store.OutboxEvent, boo
 	if len(d.suspects) == 0 {
 		return store.OutboxEvent{}, false
 	}
-	in := make(map[int64]bool, len(events))
+	in := make(map[store.RecordKey]bool, len(events))
 	for _, e := range events {
-		in[e.ID] = true
+		in[e.Key()] = true
 	}
-	best, bestSize := int64(0), -1
-	for id, s := range d.suspects {
-		if !in[id] {
-			delete(d.suspects, id)
+	best, bestSize := store.RecordKey{}, -1
+	for k, s := range d.suspects {
+		if !in[k] {
+			delete(d.suspects, k)
 			continue
 		}
-		if s.size > bestSize || (s.size == bestSize && id < best) {
-			best, bestSize = id, s.size
+		if s.size > bestSize || (s.size == bestSize && recordBefore(k, best)) {
+			best, bestSize = k, s.size
 		}
 	}
 	if bestSize < 0 {
@@ -542,7 +558,7 @@ func (d *Dispatcher) isolate(events []store.OutboxEvent) (store.OutboxEvent, boo
 	}
 	var target store.OutboxEvent
 	for _, e := range events {
-		if e.ID == best {
+		if e.Key() == best {
 			target = e
 		}
 	}
@@ -552,6 +568,15 @@ func (d *Dispatcher) isolate(events []store.OutboxEvent) (store.OutboxEvent, boo
 		}
 	}
 	return target, true
+}
+
+// recordBefore orders records as a pass sends them: by row, a row's state
+// before its notice.
+func recordBefore(a, b store.RecordKey) bool {
+	if a.ID != b.ID {
+		return a.ID < b.ID
+	}
+	return a.Kind == store.KindState && b.Kind != store.KindState
 }
 
 // heldKeys are the topic/key pairs with a failed record in a pass.

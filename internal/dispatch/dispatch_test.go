@@ -70,11 +70,11 @@ func TestCoalescesTenFLOPsIntoOneRecord(t *testing.T) {
 		t.Fatalf("notice values differ from the committed payloads:\n%q\n%q", values(notices), want)
 	}
 
-	if n := e.count(`SELECT count(*) FROM msg_event WHERE ` + pending); n != 0 {
+	if n := e.count(`SELECT count(*) FROM msg_event_record WHERE ` + pending); n != 0 {
 		t.Fatalf("%d events still pending", n)
 	}
 	// All 10 state rows are done and only the newest was sent: 9 superseded.
-	if n := e.count(`SELECT count(*) FROM msg_event WHERE kind = 'KAFKA_SCHD' AND NOT (` + pending + `)`); n != 10 || len(state) != 1 {
+	if n := e.count(`SELECT count(*) FROM msg_event_record WHERE kind = 'KAFKA_SCHD' AND NOT (` + pending + `)`); n != 10 || len(state) != 1 {
 		t.Fatalf("%d state rows done (%d sent), want 10 (1)", n, len(state))
 	}
 	st := d.Status()

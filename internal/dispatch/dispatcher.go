@@ -39,7 +39,8 @@ type Options struct {
 	// notified about, such as those left by a previous process (default
 	// DefaultScanInterval).
 	ScanInterval time.Duration
-	// BatchSize bounds the events of one pass (default DefaultBatchSize,
+	// BatchSize bounds the records of one pass (its window takes half as
+	// many outbox rows, each a notice and maybe a state) (default DefaultBatchSize,
 	// at most 10000).
 	BatchSize int
 	// BackoffInitial and BackoffMax bound the retry delay after a failed
@@ -95,13 +96,16 @@ type Dispatcher struct {
 	// refuses a partition's batch whole, so such a pass cannot tell which
 	// of its records is at fault: the next passes send the suspects one at
 	// a time, alone, and park the one refused alone (touched like txnOpen).
-	suspects map[int64]suspect
-	// ahead are events done (delivered or parked) above the outbox
-	// cursor, by id: the cursor stops below the first row of a window
-	// that is not done, and the next passes skip these instead of sending
-	// them again (touched like txnOpen). Lost with the process: a new
-	// leader sends them again, at their version (at-least-once).
-	ahead map[int64]struct{}
+	suspects map[store.RecordKey]suspect
+	// ahead are records done (delivered or parked) above the outbox
+	// cursor: the cursor stops below the first row of a window that is
+	// not done, and the next passes do not send these again (touched like
+	// txnOpen). aheadRows are the rows above the cursor whose every
+	// record is done: the next reads leave them out. Lost with the
+	// process: a new leader sends them again, at their version
+	// (at-least-once).
+	ahead     map[store.RecordKey]struct{}
+	aheadRows map[int64]struct{}
 
 	// passMu serialises passes (Run, DeliverOnce). prev is closed when the
 	// previous pass has settled: a pass abandoned because its context
@@ -152,9 +156,9 @@ func New(st *store.Store, client *kgo.Client, feed *config.Feed, opts Options) (
 	return &Dispatcher{
 		store: st, client: client, topics: topics, opts: opts,
 		log: opts.Log, clock: opts.Clock, watch: watchOf(client),
-		wake: make(chan struct{}, 1), prev: prev, txn: feed.TransactionsOn(), suspects: map[int64]suspect{},
-		ahead: map[int64]struct{}{},
-		rand:  rand.New(rand.NewPCG(uint64(opts.Clock.Now().UnixNano()), 0xd15a)), //nolint:gosec // jitter only
+		wake: make(chan struct{}, 1), prev: prev, txn: feed.TransactionsOn(), suspects: map[store.RecordKey]suspect{},
+		ahead: map[store.RecordKey]struct{}{}, aheadRows: map[int64]struct{}{},
+		rand: rand.New(rand.NewPCG(uint64(opts.Clock.Now().UnixNano()), 0xd15a)), //nolint:gosec // jitter only
 	}, nil
 }
 

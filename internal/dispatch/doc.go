@@ -31,21 +31,30 @@
 // Both constructors take the feed as package config defaulted it and set
 // no defaults of their own.
 //
-// Records carry the payload exactly as committed and the headers
-// state-version, event (UPSERT, DELETE or NOTICE) and operation-day (absent
-// while the flight's day is NULL). A pass reads the oldest pending rows in
-// id order, sends their notices and, per FLID, only its newest state event,
-// and waits for every acknowledgement before the next pass; the cursor then
-// moves over every row of the window whose event is done (the older state
-// rows of a FLID with its newest), up to the first that is not. Events done
-// above the cursor are kept in memory, left out of the next reads and not
-// sent again; a new leader sends them again (at-least-once). Records of one FLID share a partition, and a failed record
+// An outbox row is one message's effect on one flight and holds up to two
+// records: its change notice (always, unless it is a re-delivered state)
+// and its full state or tombstone (only on the newest version of its
+// flight among the rows the pump wrote together). Records carry the
+// payload exactly as committed and the headers state-version, event
+// (UPSERT, DELETE or NOTICE) and operation-day (absent while the flight's
+// day is NULL). A pass reads the oldest pending rows in id order (half of
+// Options.BatchSize: each row up to two records), sends their notices and,
+// per FLID, only its newest state above the cursor, at most BatchSize
+// records, and waits for every acknowledgement before the next pass. A row
+// is done when its notice is (delivered or parked) and its state is, or a
+// newer state of its flight that covers it; the cursor then moves over
+// every row of the window that is done, up to the first that is not.
+// Records done above the cursor are kept in memory and not sent again,
+// rows whose every record is done are left out of the next reads; a new
+// leader sends them again (at-least-once). Parking names the record (row
+// and kind), so a row's notice and its state are parked apart. Records of one FLID share a partition, and a failed record
 // holds back later records of its FLID, so a FLID's versions on the state
 // topic never decrease. Records already sent are never abandoned: a stalled
 // pass keeps waiting and Status reports it as failing meanwhile.
 //
 // The package owns no decisions about flight state and never writes state
-// tables: it reads pending rows, moves msg_event_cursor, lists parked events
-// in msg_event_parked and counts failed attempts on msg_event. It must not be on the pump's path: the pump
-// commits without waiting for Kafka.
+// tables: it reads pending rows, moves msg_event_cursor, lists parked
+// records in msg_event_parked and counts failed attempts on msg_event rows.
+// It must not be on the pump's path: the pump commits without waiting for
+// Kafka.
 package dispatch

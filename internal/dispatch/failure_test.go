@@ -132,7 +132,7 @@ func TestMissingTopicIsRetriedUntilCreated(t *testing.T) {
 	eventually(t, "notices delivered", func() bool {
 		return e.noticesOnTopic(t, brokers)
 	})
-	if n := e.count(`SELECT count(*) FROM msg_event WHERE kind = 'KAFKA_SCHD' AND attempts > 0 AND ` + pending); n == 0 {
+	if n := e.count(`SELECT count(*) FROM msg_event_record WHERE kind = 'KAFKA_SCHD' AND attempts > 0 AND ` + pending); n == 0 {
 		t.Fatal("state events not pending with attempts")
 	}
 
@@ -205,7 +205,7 @@ func TestRunStopsDuringOutage(t *testing.T) {
 				// failed attempts, with the reason the broker could not
 				// be reached.
 				eventually(t, "a failed attempt is recorded", func() bool {
-					return e.count(`SELECT count(*) FROM msg_event WHERE attempts > 0
+					return e.count(`SELECT count(*) FROM msg_event_record WHERE attempts > 0
 						AND last_error LIKE '%timed out%connection refused%' AND `+pending) == c.attempts
 				})
 				if st := d.Status(); !strings.Contains(st.LastError, "connection refused") {
@@ -225,7 +225,7 @@ func TestRunStopsDuringOutage(t *testing.T) {
 				t.Fatal("undelivered events were dropped")
 			}
 			if c.attempts == 0 {
-				if n := e.count(`SELECT count(*) FROM msg_event WHERE attempts > 0`); n != 0 {
+				if n := e.count(`SELECT count(*) FROM msg_event_record WHERE attempts > 0`); n != 0 {
 					t.Fatalf("%d attempts counted without a producer", n)
 				}
 			}

@@ -199,7 +199,7 @@ func TestDeposedLeaderCannotPublish(t *testing.T) {
 			t.Errorf("notice %s seen %d times", k, n)
 		}
 	}
-	if want := e.count(`SELECT count(*) FROM msg_event WHERE kind = 'KAFKA_MSG'`); int64(len(notices)) != want {
+	if want := e.count(`SELECT count(*) FROM msg_event_record WHERE kind = 'KAFKA_MSG'`); int64(len(notices)) != want {
 		t.Errorf("%d notices on %s, want the %d committed", len(notices), noticeTopic, want)
 	}
 	if total := int64(len(state) + len(notices)); total != a.Status().Delivered+b.Status().Delivered {
@@ -221,7 +221,7 @@ func TestDeposedLeaderCannotPublish(t *testing.T) {
 			t.Errorf("flight %s: kcat reads versions %v, franz-go %v", key, got, vs)
 		}
 	}
-	if n := e.count(`SELECT count(*) FROM msg_event WHERE ` + pending); n != 0 {
+	if n := e.count(`SELECT count(*) FROM msg_event_record WHERE ` + pending); n != 0 {
 		t.Errorf("%d events pending", n)
 	}
 }
@@ -300,7 +300,7 @@ func TestCrashBetweenCommitAndMarkResendsTheSameVersions(t *testing.T) {
 	if len(committed) != flights {
 		t.Fatalf("%d state records committed before the crash, want %d", len(committed), flights)
 	}
-	if n := e.count(`SELECT count(*) FROM msg_event WHERE ` + pending); n != 2*flights {
+	if n := e.count(`SELECT count(*) FROM msg_event_record WHERE ` + pending); n != 2*flights {
 		t.Fatalf("%d events pending after the crash, want all %d", n, 2*flights)
 	}
 
@@ -334,7 +334,7 @@ func TestCrashBetweenCommitAndMarkResendsTheSameVersions(t *testing.T) {
 	if err := waitRun(t, aDone); !errors.Is(err, dispatch.ErrFenced) {
 		t.Fatalf("A's Run returned %v, want ErrFenced", err)
 	}
-	if n := e.count(`SELECT count(*) FROM msg_event WHERE ` + pending); n != 0 {
+	if n := e.count(`SELECT count(*) FROM msg_event_record WHERE ` + pending); n != 0 {
 		t.Errorf("%d events pending", n)
 	}
 }

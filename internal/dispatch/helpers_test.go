@@ -207,14 +207,14 @@ func (e *env) export() [][]byte {
 // pending is the SQL condition of an outbox row not done: above the
 // dispatcher's cursor and not parked (the rows the old status column said
 // PENDING).
-const pending = `id > (SELECT delivered_id FROM msg_event_cursor) AND id NOT IN (SELECT event_id FROM msg_event_parked)`
+const pending = `id > (SELECT delivered_id FROM msg_event_cursor) AND (id, kind) NOT IN (SELECT event_id, kind FROM msg_event_parked)`
 
 // noticesOnTopic reports whether every committed notice is on the notice
 // topic exactly once (a notice delivered ahead of a failing record at the
 // cursor is not sent again).
 func (e *env) noticesOnTopic(t *testing.T, brokers []string, opts ...kgo.Opt) bool {
 	t.Helper()
-	return int64(len(dispatchtest.Records(t, brokers, noticeTopic, opts...))) == e.count(`SELECT count(*) FROM msg_event WHERE kind = 'KAFKA_MSG'`)
+	return int64(len(dispatchtest.Records(t, brokers, noticeTopic, opts...))) == e.count(`SELECT count(*) FROM msg_event_record WHERE kind = 'KAFKA_MSG'`)
 }
 
 func (e *env) count(sql string, args ...any) int64 {
@@ -229,7 +229,7 @@ func (e *env) count(sql string, args ...any) int64 {
 // payloads returns the committed payloads of one outbox kind, by id.
 func (e *env) payloads(kind string) []string {
 	e.t.Helper()
-	rows, err := e.conn.Query(context.Background(), `SELECT payload FROM msg_event WHERE kind = $1 ORDER BY id`, kind)
+	rows, err := e.conn.Query(context.Background(), `SELECT payload FROM msg_event_record WHERE kind = $1 ORDER BY id`, kind)
 	if err != nil {
 		e.t.Fatal(err)
 	}

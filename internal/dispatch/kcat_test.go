@@ -198,7 +198,7 @@ func TestKcatReadsTheTopics(t *testing.T) {
 			t.Errorf("flight %s:\nkcat   %s\nexport %s", flid, got[flid], doc)
 		}
 	}
-	if n := len(kcatRead(t, brokers[0], notice)); int64(n) != e.count(`SELECT count(*) FROM msg_event WHERE kind = 'KAFKA_MSG'`) {
+	if n := len(kcatRead(t, brokers[0], notice)); int64(n) != e.count(`SELECT count(*) FROM msg_event_record WHERE kind = 'KAFKA_MSG'`) {
 		t.Errorf("kcat reads %d notices", n)
 	}
 

@@ -86,7 +86,7 @@ func TestRecordRefusedForGoodIsParked(t *testing.T) {
 			if n := e.count(`SELECT count(*) FROM msg_event_parked`); n != 0 {
 				t.Fatalf("%d events still parked after a newer state of the flight was delivered", n)
 			}
-			if n := e.count(`SELECT count(*) FROM msg_event WHERE kind = 'KAFKA_SCHD' AND flid = 2 AND state_version = $1
+			if n := e.count(`SELECT count(*) FROM msg_event_record WHERE kind = 'KAFKA_SCHD' AND flid = 2 AND state_version = $1
 				AND id <= (SELECT delivered_id FROM msg_event_cursor)`, bigV); n != 1 {
 				t.Fatalf("the parked state v%d is not done (superseded)", bigV)
 			}

@@ -535,7 +535,7 @@ func (w *feedWorld) assertTopics(export string) {
 	state := dispatchtest.Records(w.t, w.brokers, "KAFKA_SCHD")
 	dispatchtest.AssertVersionsRise(w.t, state)
 	dispatchtest.AssertConverged(w.t, w.brokers, "KAFKA_SCHD", bytes.Split([]byte(export), []byte("\n")))
-	rows, err := w.pool.Query(w.t.Context(), `SELECT flid::text, state_version FROM msg_event WHERE kind = 'KAFKA_MSG'`)
+	rows, err := w.pool.Query(w.t.Context(), `SELECT flid::text, state_version FROM msg_event_record WHERE kind = 'KAFKA_MSG'`)
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -303,7 +303,7 @@ func (w *feedWorld) waitDrained(n int) {
 	w.t.Helper()
 	await.Eventually(w.t, fmt.Sprintf("%s: all %d mailbox rows processed and the outbox delivered", w.name, n), waitLong, func() (bool, string) {
 		p := w.processed()
-		pending := w.pgCount(`SELECT COUNT(*) FROM msg_event WHERE id > (SELECT delivered_id FROM msg_event_cursor) AND id NOT IN (SELECT event_id FROM msg_event_parked)`)
+		pending := w.pgCount(`SELECT COUNT(*) FROM msg_event_record WHERE id > (SELECT delivered_id FROM msg_event_cursor) AND (id, kind) NOT IN (SELECT event_id, kind FROM msg_event_parked)`)
 		return p == n && pending == 0, fmt.Sprintf("%d of %d rows processed, %d events pending", p, n, pending)
 	})
 }

@@ -170,7 +170,7 @@ history: {disabled: true}
 
 func checkVersionsRise(t *testing.T, h *harness) {
 	t.Helper()
-	rows, err := h.db.Query(t.Context(), `SELECT flid, state_version FROM msg_event WHERE kind = 'KAFKA_SCHD' ORDER BY id`)
+	rows, err := h.db.Query(t.Context(), `SELECT flid, state_version FROM msg_event_record WHERE kind = 'KAFKA_SCHD' ORDER BY id`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func TestEmptyRecordTagClearsStoredField(t *testing.T) {
 		t.Errorf("state version %d -> %d, want one bump per FLOP", before.StateVersion, after.StateVersion)
 	}
 	var payload string
-	if err := h.db.QueryRow(t.Context(), `SELECT payload FROM msg_event WHERE flid = 1 AND kind = 'KAFKA_SCHD' ORDER BY id DESC LIMIT 1`).Scan(&payload); err != nil {
+	if err := h.db.QueryRow(t.Context(), `SELECT payload FROM msg_event_record WHERE flid = 1 AND kind = 'KAFKA_SCHD' ORDER BY id DESC LIMIT 1`).Scan(&payload); err != nil {
 		t.Fatal(err)
 	}
 	for _, tag := range tags {

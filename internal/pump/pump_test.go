@@ -316,7 +316,7 @@ func TestTerminalRowIsOnlyBackfilledAgain(t *testing.T) {
 	if diff := cmp.Diff(applied{1, version}, applied{attempts, h.flights()[9].StateVersion}); diff != "" {
 		t.Fatalf("the row was applied twice (-want +got):\n%s", diff)
 	}
-	if h.count(`SELECT count(*) FROM msg_event WHERE message_id = $1`, id) != 2 {
+	if h.count(`SELECT count(*) FROM msg_event_record WHERE message_id = $1`, id) != 2 {
 		t.Fatal("events duplicated")
 	}
 }
@@ -379,7 +379,7 @@ func TestStopIsClean(t *testing.T) {
 	// Whatever was committed is complete: every processed row has its
 	// flight and its events, every flight has its processed row.
 	processed := h.count(`SELECT count(*) FROM proc_state WHERE status = 'SUCCEEDED'`)
-	if len(h.flights()) != processed || h.count(`SELECT count(*) FROM msg_event`) != 2*processed {
+	if len(h.flights()) != processed || h.count(`SELECT count(*) FROM msg_event_record`) != 2*processed {
 		t.Fatalf("partial state after stop: %d processed, %d flights", processed, len(h.flights()))
 	}
 	h.drain(h.newPump())
@@ -469,7 +469,7 @@ func TestLedgerInconsistentIsDeadAndChangesNothing(t *testing.T) {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
-	events := h.count(`SELECT count(*) FROM msg_event`)
+	events := h.count(`SELECT count(*) FROM msg_event_record`)
 	bad := h.put(h.schd("DNLD", fltr(1, "CA1-NEW", "09")))
 	next := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"))
 	h.drain(p)
@@ -482,7 +482,7 @@ func TestLedgerInconsistentIsDeadAndChangesNothing(t *testing.T) {
 	}
 	type ledger struct{ Version, Roster, Events int }
 	if diff := cmp.Diff(ledger{1, 2, events + 2}, ledger{h.count(`SELECT version FROM schd_gen WHERE operation_day = '2026-09-09'`),
-		h.count(`SELECT count(*) FROM schd_gen_flid WHERE operation_day = '2026-09-09'`), h.count(`SELECT count(*) FROM msg_event`)}); diff != "" {
+		h.count(`SELECT count(*) FROM schd_gen_flid WHERE operation_day = '2026-09-09'`), h.count(`SELECT count(*) FROM msg_event_record`)}); diff != "" {
 		t.Fatalf("the refused snapshot changed the ledger or queued events (-want +got):\n%s", diff)
 	}
 	if n := h.count(`SELECT count(*) FROM schd_snap_log WHERE msg_id = $1 AND result = 'ROLLED_BACK'`, bad); n != 1 {

@@ -134,9 +134,9 @@ func (h *harness) ledger() string {
 func (h *harness) outboxDump() string {
 	h.t.Helper()
 	rows, err := h.db.Query(h.t.Context(), `SELECT kind, event, flid, state_version, message_id,
-		CASE WHEN id IN (SELECT event_id FROM msg_event_parked) THEN 'PARKED'
+		CASE WHEN (id, kind) IN (SELECT event_id, kind FROM msg_event_parked) THEN 'PARKED'
 			WHEN id <= (SELECT delivered_id FROM msg_event_cursor) THEN 'DELIVERED' ELSE 'PENDING' END, payload
-		FROM msg_event ORDER BY id`)
+		FROM msg_event_record ORDER BY id, kind DESC`)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -30,8 +30,10 @@
 //	state_write.go  flight rows written: main rows, child rows, deletions with the roster
 //	state_read.go   flight rows read back into flight.State
 //	columns.go      the storage layout, derived from flight's field table
-//	outbox.go       msg_event rows rendered and queued with the state they carry
-//	outbox_read.go  the dispatcher's side of msg_event: its window, its fenced cursor
-//	outbox_parked.go  parked events (msg_event_parked) and their re-delivery
+//	outbox.go       msg_event rows rendered and queued with the state they carry: one
+//	                row per message effect, its notice and, on each flight's newest
+//	                version written together, its state
+//	outbox_read.go  the dispatcher's side of msg_event: its window of records, its fenced cursor
+//	outbox_parked.go  parked records (msg_event_parked, by row and kind) and their re-delivery
 //	read.go         consistent reads: ReadFlights (whole or one keyset page), EachFlight, Ledger
 package store

@@ -155,14 +155,20 @@ func TestIncrementCreatesUnknownFlightWithNullDay(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = f.flights()[77]
-	// Each changed record is its own version, with its state and notice,
-	// in record order (the pump decides messages the same way).
+	// Each changed record is its own version and notice, in record order
+	// (the pump decides messages the same way); only the newest version
+	// carries the state: one outbox row each, the first a notice alone.
 	ev := f.events(f.msgID)
-	if got.Scalars["ESTT"] != "09SEP261100" || got.Scalars["ACTT"] != "09SEP261105" || len(ev) != 4 {
+	if got.Scalars["ESTT"] != "09SEP261100" || got.Scalars["ACTT"] != "09SEP261105" || len(ev) != 3 {
 		t.Fatalf("%+v events %d", got.Scalars, len(ev))
 	}
-	if ev[0].Version >= ev[2].Version || ev[2].Version != got.StateVersion || strings.Contains(ev[0].Payload, "ACTT") {
+	if ev[0].Kind != store.KindNotice || ev[1].Kind != store.KindState || ev[2].Kind != store.KindNotice ||
+		ev[0].Version >= ev[1].Version || ev[1].Version != got.StateVersion || ev[2].Version != got.StateVersion ||
+		strings.Contains(ev[0].Payload, "ACTT") || !strings.Contains(ev[2].Payload, "ACTT") || !strings.Contains(ev[1].Payload, `"ACTT":"09SEP261105"`) {
 		t.Fatalf("record order not kept: %+v", ev)
+	}
+	if n := f.count(`SELECT count(*) FROM msg_event WHERE message_id = $1`, f.msgID); n != 2 {
+		t.Fatalf("%d outbox rows, want 2 (one per changed record)", n)
 	}
 	// A later full-day snapshot sets the day.
 	f.mustSnapshot(day9, rec(77, "CA77", day9))

@@ -72,7 +72,8 @@ func TestLargeSnapshotReadsBackExactly(t *testing.T) {
 
 // checkEvents asserts that message msgID wrote exactly one KAFKA_SCHD
 // upsert (the flight's canonical state as read back) and one KAFKA_MSG
-// notice per written flight, in record order, with the flight's day.
+// notice per written flight, in record order, with the flight's day, in
+// one outbox row per flight.
 func checkEvents(t *testing.T, f *fixture, msgID int64, states map[flight.FLID]flight.State, versions map[flight.FLID]int64, day string) {
 	t.Helper()
 	events := f.events(msgID)
@@ -95,6 +96,12 @@ func checkEvents(t *testing.T, f *fixture, msgID int64, states map[flight.FLID]f
 		if st.Payload != string(doc) {
 			t.Fatalf("flight %s: KAFKA_SCHD payload differs from the stored state:\n%s\n%s", id, st.Payload, doc)
 		}
+	}
+	// One outbox row per flight, with its state and its notice (COPY, for
+	// a snapshot of copyEventsMin flights or more).
+	if rows := f.count(`SELECT count(*) FROM msg_event WHERE message_id = $1 AND state IS NOT NULL AND notice IS NOT NULL`, msgID); rows != len(versions) ||
+		f.count(`SELECT count(*) FROM msg_event WHERE message_id = $1`, msgID) != rows {
+		t.Fatalf("message %d: %d outbox rows with state and notice, want one per flight (%d)", msgID, rows, len(versions))
 	}
 	var wrongDay int
 	if err := f.conn.QueryRow(context.Background(),

@@ -29,6 +29,15 @@ func Migrate(ctx context.Context, dsn string, opts ...ConnOption) ([]MigrationRe
 	})
 }
 
+// MigrateUpTo applies pending migrations up to version and no further.
+// Only the migration tests call it, to write rows as an older schema had
+// them before the newer migrations carry them over.
+func MigrateUpTo(ctx context.Context, dsn string, version int64, opts ...ConnOption) ([]MigrationResult, error) {
+	return withProvider(ctx, dsn, opts, func(p *goose.Provider) ([]*goose.MigrationResult, error) {
+		return p.UpTo(ctx, version)
+	})
+}
+
 // MigrateDownTo rolls migrations back until version is the newest applied
 // (0 removes the whole schema). Only the migration tests call it: no
 // command does, and the pump never does.

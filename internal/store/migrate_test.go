@@ -440,7 +440,10 @@ func TestOutboxCursorCarriesOverUpAndDown(t *testing.T) {
 			i+1, status, done, map[bool]int{true: 3}[status == "PARKED"], map[bool]*string{true: ptr("too large")}[status == "PARKED"])
 	}
 
-	if _, err := store.Migrate(ctx, dsn); err != nil {
+	// Up to 18 only: migration 19 keys msg_event_parked by record (see
+	// TestOutboxRowsCarryOverUpAndDown); the last step below goes to the
+	// newest with these rows.
+	if _, err := store.MigrateUpTo(ctx, dsn, 18); err != nil {
 		t.Fatalf("up to 17 with rows: %v", err)
 	}
 	var cursor, rows int64
@@ -495,4 +498,162 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// oldRecord is a msg_event row as migrations 17 and 18 have it: one record.
+type oldRecord struct {
+	ID                 int64
+	Kind, Event        string
+	FLID, Version, Msg int64
+	Payload            string
+}
+
+func oldRecords(t *testing.T, conn *pgx.Conn) []oldRecord {
+	t.Helper()
+	out, err := pgx.CollectRows(must(conn.Query(context.Background(),
+		`SELECT id, kind, event, flid, state_version, message_id, payload FROM msg_event ORDER BY id`)), pgx.RowToStructByPos[oldRecord])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Migration 19 merges each state row with the notice row that follows it
+// (same message, flight and version) into one row with the notice's id,
+// unless the cursor lies between them (the state done, the notice
+// pending: both stay, alone); re-delivered copies stay alone. Parked
+// entries follow their record. Every record keeps its side of the cursor,
+// so nothing done is sent again and nothing pending is lost. New rows take
+// ids two apart, and Down splits every row of two records back in place
+// (the state at id - 1): the old rows come back exactly, and the cursor
+// and the parked list keep their meaning.
+func TestOutboxRowsCarryOverUpAndDown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := pgtest.New(t)
+	if _, err := store.MigrateUpTo(ctx, dsn, 18); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	old := []oldRecord{
+		{1, "KAFKA_SCHD", "UPSERT", 1, 1, 1, `{"s":1}`}, // a pair at or below the cursor
+		{2, "KAFKA_MSG", "NOTICE", 1, 1, 1, `{"n":1}`},
+		{3, "KAFKA_SCHD", "UPSERT", 2, 2, 2, `{"s":2}`}, // the cursor splits this pair
+		{4, "KAFKA_MSG", "NOTICE", 2, 2, 2, `{"n":2}`},
+		{5, "KAFKA_SCHD", "DELETE", 3, 3, 3, `{"s":3}`}, // a pair above, its state parked
+		{6, "KAFKA_MSG", "NOTICE", 3, 3, 3, `{"n":3}`},
+		{7, "KAFKA_SCHD", "DELETE", 3, 3, 3, `{"s":3}`}, // a re-delivered copy
+		{8, "KAFKA_MSG", "NOTICE", 4, 4, 4, `{"n":4}`},  // a lone notice, parked
+		{9, "KAFKA_SCHD", "UPSERT", 5, 5, 5, `{"s":5}`}, // a pair above, its notice parked
+		{10, "KAFKA_MSG", "NOTICE", 5, 5, 5, `{"n":5}`},
+	}
+	for _, r := range old {
+		exec(t, conn, `INSERT INTO msg_event (id, kind, event, flid, state_version, message_id, payload) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			r.ID, r.Kind, r.Event, r.FLID, r.Version, r.Msg, r.Payload)
+	}
+	exec(t, conn, `SELECT setval('msg_event_id_seq', 10)`)
+	exec(t, conn, `UPDATE msg_event_cursor SET delivered_id = 3`)
+	exec(t, conn, `INSERT INTO msg_event_parked (event_id, last_error, attempts) VALUES (5, 'too large', 2), (8, 'invalid', 1), (10, 'invalid', 1)`)
+
+	if _, err := store.Migrate(ctx, dsn); err != nil {
+		t.Fatalf("up to 19 with rows: %v", err)
+	}
+	type row struct {
+		ID            int64
+		Event         *string
+		State, Notice *string
+	}
+	rows, err := pgx.CollectRows(must(conn.Query(ctx, `SELECT id, event, state, notice FROM msg_event ORDER BY id`)), pgx.RowToStructByPos[row])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := func(v string) *string { return &v }
+	want := []row{
+		{2, s("UPSERT"), s(`{"s":1}`), s(`{"n":1}`)},
+		{3, s("UPSERT"), s(`{"s":2}`), nil},
+		{4, nil, nil, s(`{"n":2}`)},
+		{6, s("DELETE"), s(`{"s":3}`), s(`{"n":3}`)},
+		{7, s("DELETE"), s(`{"s":3}`), nil},
+		{8, nil, nil, s(`{"n":4}`)},
+		{10, s("UPSERT"), s(`{"s":5}`), s(`{"n":5}`)},
+	}
+	if diff := cmp.Diff(want, rows); diff != "" {
+		t.Fatalf("rows after up (-want +got):\n%s", diff)
+	}
+	type parked struct {
+		ID       int64
+		Kind     string
+		Error    string
+		Attempts int
+	}
+	parkedNow := func() []parked {
+		got, err := pgx.CollectRows(must(conn.Query(ctx, `SELECT event_id, kind, last_error, attempts FROM msg_event_parked ORDER BY event_id, kind`)),
+			pgx.RowToStructByPos[parked])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if diff := cmp.Diff([]parked{{6, "KAFKA_SCHD", "too large", 2}, {8, "KAFKA_MSG", "invalid", 1}, {10, "KAFKA_MSG", "invalid", 1}}, parkedNow()); diff != "" {
+		t.Fatalf("parked after up (-want +got):\n%s", diff)
+	}
+	// The records on each side of the cursor are the old rows on that side
+	// (as the view shows them), and the dispatcher counts the same pending.
+	var below, above int64
+	if err := conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE id <= 3), count(*) FILTER (WHERE id > 3) FROM msg_event_record`).Scan(&below, &above); err != nil {
+		t.Fatal(err)
+	}
+	if below != 3 || above != 7 {
+		t.Fatalf("records at or below the cursor %d, above %d; want 3 and 7 as the old rows", below, above)
+	}
+	st, err := store.Open(ctx, dsn, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if pending, parkedN, _, err := st.OutboxFigures(ctx); err != nil || pending != 4 || parkedN != 3 {
+		t.Fatalf("pending %d parked %d %v; want 4 (rows 4, 6, 7, 9 before) and 3", pending, parkedN, err)
+	}
+
+	// A row written after the migration: its id is two past the last, and
+	// its state parked.
+	var fresh int64
+	if err := conn.QueryRow(ctx, `INSERT INTO msg_event (flid, state_version, message_id, event, state, notice)
+		VALUES (6, 6, 6, 'UPSERT', '{"s":6}', '{"n":6}') RETURNING id`).Scan(&fresh); err != nil {
+		t.Fatal(err)
+	}
+	if fresh < 12 || conn.QueryRow(ctx, `SELECT 1 FROM msg_event WHERE id = $1`, fresh-1).Scan(new(int)) != pgx.ErrNoRows {
+		t.Fatalf("new row %d: want the id below it free and past the old ids", fresh)
+	}
+	exec(t, conn, `INSERT INTO msg_event_parked (event_id, kind, last_error) VALUES ($1, 'KAFKA_SCHD', 'too large')`, fresh)
+
+	if _, err := store.MigrateDownTo(ctx, dsn, 18); err != nil {
+		t.Fatalf("down to 18 with rows: %v", err)
+	}
+	back := append(old, oldRecord{fresh - 1, "KAFKA_SCHD", "UPSERT", 6, 6, 6, `{"s":6}`}, oldRecord{fresh, "KAFKA_MSG", "NOTICE", 6, 6, 6, `{"n":6}`})
+	if diff := cmp.Diff(back, oldRecords(t, conn)); diff != "" {
+		t.Fatalf("rows after down (-want +got):\n%s", diff)
+	}
+	ids, err := pgx.CollectRows(must(conn.Query(ctx, `SELECT event_id FROM msg_event_parked ORDER BY event_id`)), pgx.RowTo[int64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int64{5, 8, 10, fresh - 1}, ids); diff != "" {
+		t.Fatalf("parked after down (-want +got):\n%s", diff)
+	}
+	var cursor int64
+	if err := conn.QueryRow(ctx, `SELECT delivered_id FROM msg_event_cursor`).Scan(&cursor); err != nil || cursor != 3 {
+		t.Fatalf("cursor %d %v, want 3", cursor, err)
+	}
+	var next int64
+	if err := conn.QueryRow(ctx, `SELECT nextval('msg_event_id_seq')`).Scan(&next); err != nil || next != fresh+1 {
+		t.Fatalf("next id %d %v, want %d: one apart again", next, err, fresh+1)
+	}
+	if _, err := store.Migrate(ctx, dsn); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
 }

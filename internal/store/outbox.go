@@ -74,8 +74,9 @@ func RecordHeaders(event string, version int64, day string) []recsize.Header {
 	return h
 }
 
-// checkDoor measures the record of one event against the door.
-func checkDoor(door *recsize.Measure, e *outboxEvent) error {
+// checkDoor measures one record against the door: kind says which of
+// the event's records (its state or its notice).
+func checkDoor(door *recsize.Measure, e *outboxEvent, kind string) error {
 	if door == nil {
 		return nil
 	}
@@ -83,13 +84,17 @@ func checkDoor(door *recsize.Measure, e *outboxEvent) error {
 	if e.day != nil {
 		day = *e.day
 	}
+	event, payload := EventNotice, e.notice
+	if kind == KindState {
+		event, payload = e.event, e.state
+	}
 	key := strconv.AppendInt(nil, e.flid, 10)
-	size := door.Of(key, []byte(e.payload), RecordHeaders(e.event, e.version, day))
+	size := door.Of(key, []byte(payload), RecordHeaders(event, e.version, day))
 	if door.Fits(size) {
 		return nil
 	}
-	tl := &TooLarge{FLID: flight.FLID(e.flid), Kind: e.kind, Size: size, Limit: door.Max()} //nolint:gosec // 12 digits
-	tl.Field, tl.FieldBytes, tl.Items = largestField([]byte(e.payload))
+	tl := &TooLarge{FLID: flight.FLID(e.flid), Kind: kind, Size: size, Limit: door.Max()} //nolint:gosec // 12 digits
+	tl.Field, tl.FieldBytes, tl.Items = largestField([]byte(payload))
 	return tl
 }
 
@@ -121,7 +126,12 @@ func largestField(doc []byte) (name string, size, items int) {
 	return name, size, items
 }
 
-// Outbox event kinds and events (msg_event.kind / msg_event.event).
+// Outbox record kinds and events. A msg_event row is one effect of a
+// message on a flight and carries up to two records: its change notice
+// (kind KAFKA_MSG, event NOTICE, column notice) and its full state or
+// tombstone (kind KAFKA_SCHD, event UPSERT or DELETE, columns state and
+// event), the latter only when the effect is the newest version of its
+// flight among the effects written together (newestStateOnly).
 const (
 	KindState  = "KAFKA_SCHD"
 	KindNotice = "KAFKA_MSG"
@@ -131,13 +141,17 @@ const (
 	EventNotice = "NOTICE"
 )
 
+// outboxEvent is one msg_event row: a message's effect on a flight.
 type outboxEvent struct {
-	kind, event string
-	flid        int64
-	version     int64
-	day         *string
-	messageID   int64
-	payload     string
+	flid      int64
+	version   int64
+	day       *string
+	messageID int64
+	// notice is the KAFKA_MSG document; event and state the KAFKA_SCHD
+	// record's event (UPSERT or DELETE) and document, both "" when the row
+	// carries no state.
+	notice       string
+	event, state string
 }
 
 // appendNotice renders the KAFKA_MSG document (SPEC §3.3), keys sorted:
@@ -169,41 +183,62 @@ func appendNotice(buf []byte, changed []string, flid flight.FLID, meta Meta, ver
 	return append(buf, '}')
 }
 
-// upsertEvents are the two events of a changed flight, computed from the one
-// next state that is also written (SPEC §2.1).
-func upsertEvents(next *flight.State, changed []string, meta Meta) ([]outboxEvent, error) {
+// upsertEvent is the event of a changed flight, computed from the one
+// next state that is also written (SPEC §2.1): its notice and its state,
+// each measured against the door, whether or not the state is written in
+// the end (newestStateOnly): a message is refused or accepted alone,
+// whatever the batch it comes in.
+func upsertEvent(next *flight.State, changed []string, meta Meta) (outboxEvent, error) {
 	doc, err := flight.CanonicalJSON(*next)
 	if err != nil {
-		return nil, fmt.Errorf("state of flight %s: %w", next.FLID, err)
+		return outboxEvent{}, fmt.Errorf("state of flight %s: %w", next.FLID, err)
 	}
 	n := appendNotice(nil, changed, next.FLID, meta, next.StateVersion)
-	flid := int64(next.FLID) //nolint:gosec // at most 12 digits
-	day := dayPtr(next.OperationDay)
-	events := []outboxEvent{
-		{kind: KindState, event: EventUpsert, flid: flid, version: next.StateVersion, day: day, messageID: meta.MessageID, payload: string(doc)},
-		{kind: KindNotice, event: EventNotice, flid: flid, version: next.StateVersion, day: day, messageID: meta.MessageID, payload: string(n)},
-	}
-	for i := range events {
-		if err := checkDoor(meta.Door, &events[i]); err != nil {
-			return nil, err
+	e := outboxEvent{flid: int64(next.FLID), version: next.StateVersion, day: dayPtr(next.OperationDay), //nolint:gosec // at most 12 digits
+		messageID: meta.MessageID, notice: string(n), event: EventUpsert, state: string(doc)}
+	for _, kind := range []string{KindState, KindNotice} {
+		if err := checkDoor(meta.Door, &e, kind); err != nil {
+			return outboxEvent{}, err
 		}
 	}
-	return events, nil
+	return e, nil
 }
 
-// deleteEvents are the tombstone (seed 000 §7.3) and its notice, whose
-// CHANGED is ["DELETED"].
-func deleteEvents(flid flight.FLID, version int64, day string, meta Meta) ([]outboxEvent, error) {
+// deleteEvent is the event of a deleted flight: its tombstone (seed 000
+// §7.3) and its notice, whose CHANGED is ["DELETED"].
+func deleteEvent(flid flight.FLID, version int64, day string, meta Meta) (outboxEvent, error) {
 	tomb, err := flight.TombstoneJSON(flid, version)
 	if err != nil {
-		return nil, fmt.Errorf("tombstone of flight %s: %w", flid, err)
+		return outboxEvent{}, fmt.Errorf("tombstone of flight %s: %w", flid, err)
 	}
 	n := appendNotice(nil, []string{flight.KeyDeleted}, flid, meta, version)
-	id := int64(flid) //nolint:gosec // at most 12 digits
-	return []outboxEvent{
-		{kind: KindState, event: EventDelete, flid: id, version: version, day: dayPtr(day), messageID: meta.MessageID, payload: string(tomb)},
-		{kind: KindNotice, event: EventNotice, flid: id, version: version, day: dayPtr(day), messageID: meta.MessageID, payload: string(n)},
-	}, nil
+	return outboxEvent{flid: int64(flid), version: version, day: dayPtr(day), messageID: meta.MessageID, //nolint:gosec // at most 12 digits
+		notice: string(n), event: EventDelete, state: string(tomb)}, nil
+}
+
+// newestStateOnly keeps the state only on the newest version of each
+// flight among events written together (one transaction's, in version
+// order): the older ones keep their notice alone. The dispatcher sends a
+// flight's newest state above its cursor only, and these commit together,
+// so no older state of them could ever be sent.
+func newestStateOnly(events []outboxEvent) {
+	if len(events) < 2 {
+		return
+	}
+	newest := make(map[int64]int, len(events))
+	for i := range events {
+		if events[i].state == "" {
+			continue
+		}
+		if j, ok := newest[events[i].flid]; ok {
+			if events[j].version > events[i].version {
+				events[i].event, events[i].state = "", ""
+				continue
+			}
+			events[j].event, events[j].state = "", ""
+		}
+		newest[events[i].flid] = i
+	}
 }
 
 func dayPtr(day string) *string {
@@ -213,37 +248,41 @@ func dayPtr(day string) *string {
 	return &day
 }
 
-// queueEvents inserts all events with one statement.
+// queueEvents inserts all events with one statement, one row each.
 func queueEvents(b *pgx.Batch, events []outboxEvent) {
 	if len(events) == 0 {
 		return
 	}
+	newestStateOnly(events)
 	n := len(events)
-	kinds, evs, payloads := make([]string, n), make([]string, n), make([]string, n)
+	evs, states, notices := make([]*string, n), make([]*string, n), make([]*string, n)
 	flids, versions, msgs := make([]int64, n), make([]int64, n), make([]int64, n)
 	days := make([]*string, n)
-	for i, e := range events {
-		kinds[i], evs[i], flids[i], versions[i], days[i], msgs[i], payloads[i] =
-			e.kind, e.event, e.flid, e.version, e.day, e.messageID, e.payload
+	for i := range events {
+		e := &events[i]
+		flids[i], versions[i], days[i], msgs[i] = e.flid, e.version, e.day, e.messageID
+		evs[i], states[i], notices[i] = nonEmpty(e.event), nonEmpty(e.state), nonEmpty(e.notice)
 	}
-	b.Queue(`INSERT INTO msg_event (kind, event, flid, state_version, operation_day, message_id, payload)
-		SELECT kind, event, flid, state_version, operation_day::date, message_id, payload
-		FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[], $7::text[])
-		AS u(kind, event, flid, state_version, operation_day, message_id, payload)`,
-		kinds, evs, flids, versions, days, msgs, payloads)
+	b.Queue(`INSERT INTO msg_event (flid, state_version, operation_day, message_id, notice, event, state)
+		SELECT flid, state_version, operation_day::date, message_id, notice, event, state
+		FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[])
+		AS u(flid, state_version, operation_day, message_id, notice, event, state)`,
+		flids, versions, days, msgs, notices, evs, states)
 }
 
-// copyEventsMin is the number of events from which they are sent with
-// COPY: a snapshot's thousands of full-state documents stream to the
+// copyEventsMin is the number of events (rows) from which they are sent
+// with COPY: a snapshot's thousands of full-state documents stream to the
 // server row by row instead of travelling as one array parameter that the
-// server materialises before inserting.
-const copyEventsMin = 2000
+// server materialises before inserting. A thousand flights, as when each
+// was two rows of 2,000.
+const copyEventsMin = 1000
 
 // copyEvents inserts events with COPY, in order (one round trip).
 func (t *Tx) copyEvents(ctx context.Context, events []outboxEvent) error {
+	newestStateOnly(events)
 	src := &eventCopySource{events: events, i: -1}
 	n, err := t.tx.CopyFrom(ctx, pgx.Identifier{"msg_event"},
-		[]string{"kind", "event", "flid", "state_version", "operation_day", "message_id", "payload"}, src)
+		[]string{"flid", "state_version", "operation_day", "message_id", "notice", "event", "state"}, src)
 	if err != nil {
 		return fmt.Errorf("copy events: %w", err)
 	}
@@ -271,7 +310,7 @@ func (s *eventCopySource) Values() ([]any, error) {
 		}
 		day = pgtype.Date{Time: d, Valid: true}
 	}
-	s.row = [7]any{e.kind, e.event, e.flid, e.version, day, e.messageID, e.payload}
+	s.row = [7]any{e.flid, e.version, day, e.messageID, nonEmpty(e.notice), nonEmpty(e.event), nonEmpty(e.state)}
 	return s.row[:], nil
 }
 
@@ -280,17 +319,15 @@ func (s *eventCopySource) Err() error { return nil }
 // eventsFor renders the events of many changed flights; a large snapshot
 // spreads the JSON work over the cores (order is kept).
 func eventsFor(writes []stateWrite, meta Meta) ([]outboxEvent, error) {
-	out := make([][]outboxEvent, len(writes))
+	events := make([]outboxEvent, len(writes))
 	errs := make([]error, len(writes))
 	inParallel(len(writes), func(i int) {
-		out[i], errs[i] = upsertEvents(&writes[i].next, writes[i].changed, meta)
+		events[i], errs[i] = upsertEvent(&writes[i].next, writes[i].changed, meta)
 	})
-	events := make([]outboxEvent, 0, 2*len(writes))
 	for i := range writes {
 		if errs[i] != nil {
 			return nil, errs[i]
 		}
-		events = append(events, out[i]...)
 	}
 	return events, nil
 }

@@ -16,7 +16,9 @@ import (
 // back nothing, and waits for `flightfeed parked --redeliver` or for a newer
 // delivered state of its flight, which drops it from the list.
 
-// ParkedEvent is one parked msg_event row, without its payload.
+// ParkedEvent is one parked record, without its payload: ID is its
+// msg_event row, Kind says which of the row's records (a row can have its
+// notice and its state parked, two entries with one ID).
 type ParkedEvent struct {
 	ID           int64
 	Kind, Event  string
@@ -39,9 +41,11 @@ func (s *Store) ParkedEvents(ctx context.Context, limit int) ([]ParkedEvent, err
 		limit = 1 << 30
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT e.id, e.kind, e.event, e.flid, e.state_version, coalesce(e.operation_day::text, ''), e.message_id,
-			octet_length(e.payload), p.attempts, p.last_error, e.created_at, p.parked_at
-		FROM msg_event_parked p JOIN msg_event e ON e.id = p.event_id ORDER BY p.event_id LIMIT $1`, limit)
+		SELECT e.id, p.kind, CASE WHEN p.kind = 'KAFKA_SCHD' THEN e.event ELSE 'NOTICE' END,
+			e.flid, e.state_version, coalesce(e.operation_day::text, ''), e.message_id,
+			octet_length(CASE WHEN p.kind = 'KAFKA_SCHD' THEN e.state ELSE e.notice END),
+			p.attempts, p.last_error, e.created_at, p.parked_at
+		FROM msg_event_parked p JOIN msg_event e ON e.id = p.event_id ORDER BY p.event_id, p.kind DESC LIMIT $1`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read parked outbox events: %w", err)
 	}
@@ -59,7 +63,7 @@ func (s *Store) ParkedEvents(ctx context.Context, limit int) ([]ParkedEvent, err
 	return out, nil
 }
 
-// ParkedCount counts parked events.
+// ParkedCount counts parked records.
 func (s *Store) ParkedCount(ctx context.Context) (int64, error) {
 	var n int64
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM msg_event_parked`).Scan(&n); err != nil {
@@ -68,11 +72,12 @@ func (s *Store) ParkedCount(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// RedeliverParked sends parked events again, once their cause is fixed
-// (the topic accepts larger records, say): ids, or every parked event when
-// ids is empty. Each is inserted again as a new outbox row (same kind,
-// flight, version, message and payload; attempts from the parked entry)
-// and leaves msg_event_parked, in one transaction that holds the
+// RedeliverParked sends parked records again, once their cause is fixed
+// (the topic accepts larger records, say): those of the rows ids, or every
+// parked record when ids is empty. The parked records of a row are
+// inserted again as one new outbox row (same flight, version, message and
+// payloads, only the parked records; attempts from the parked entries)
+// and leave msg_event_parked, in one transaction that holds the
 // pipeline_lock row like the pump's, so outbox ids still commit in order
 // (the cursor relies on it). The dispatcher sends them with its next pass,
 // in id order with the rest; a state event that a newer delivered state of
@@ -94,17 +99,23 @@ func (s *Store) RedeliverParked(ctx context.Context, ids []int64) ([]int64, erro
 		WITH gone AS (
 			DELETE FROM msg_event_parked
 			WHERE cardinality($1::bigint[]) = 0 OR event_id = ANY($1)
-			RETURNING event_id, attempts, last_error
+			RETURNING event_id, kind, attempts, last_error
+		), per_row AS (
+			SELECT event_id, bool_or(kind = 'KAFKA_SCHD') AS state, bool_or(kind = 'KAFKA_MSG') AS notice,
+				max(attempts) AS attempts, (array_agg(last_error ORDER BY kind DESC))[1] AS last_error
+			FROM gone GROUP BY event_id
 		), copied AS (
-			INSERT INTO msg_event (kind, event, flid, state_version, operation_day, message_id, payload,
+			INSERT INTO msg_event (flid, state_version, operation_day, message_id, event, state, notice,
 				attempts, last_error, created_at)
-			SELECT e.kind, e.event, e.flid, e.state_version, e.operation_day, e.message_id, e.payload,
+			SELECT e.flid, e.state_version, e.operation_day, e.message_id,
+				CASE WHEN g.state THEN e.event END, CASE WHEN g.state THEN e.state END,
+				CASE WHEN g.notice THEN e.notice END,
 				g.attempts, g.last_error, e.created_at
-			FROM gone g JOIN msg_event e ON e.id = g.event_id
+			FROM per_row g JOIN msg_event e ON e.id = g.event_id
 			ORDER BY g.event_id
 			RETURNING 1
 		)
-		SELECT event_id FROM gone WHERE (SELECT count(*) FROM copied) >= 0 ORDER BY event_id`, ids)
+		SELECT event_id FROM per_row WHERE (SELECT count(*) FROM copied) >= 0 ORDER BY event_id`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("re-deliver parked outbox events: %w", err)
 	}
@@ -118,20 +129,24 @@ func (s *Store) RedeliverParked(ctx context.Context, ids []int64) ([]int64, erro
 	return out, nil
 }
 
-// OutboxFigures counts pending events (rows above the cursor, parked ones
-// excepted: superseded-to-be rows included) and parked ones, and returns
-// the creation time of the oldest pending one (zero when none is pending),
-// in one statement.
+// OutboxFigures counts pending records (the notices and states of the
+// rows above the cursor, parked ones excepted: superseded-to-be states
+// included) and parked ones, and returns the creation time of the oldest
+// row with a pending record (zero when none is pending), in one statement.
 func (s *Store) OutboxFigures(ctx context.Context) (pending, parked int64, oldest time.Time, err error) {
 	var first *time.Time
 	err = s.pool.QueryRow(ctx, `
 		WITH p AS MATERIALIZED (
-			SELECT e.created_at FROM msg_event e
+			SELECT e.created_at,
+				(e.notice IS NOT NULL AND NOT EXISTS (
+					SELECT 1 FROM msg_event_parked k WHERE k.event_id = e.id AND k.kind = 'KAFKA_MSG'))::int
+				+ (e.state IS NOT NULL AND NOT EXISTS (
+					SELECT 1 FROM msg_event_parked k WHERE k.event_id = e.id AND k.kind = 'KAFKA_SCHD'))::int AS records
+			FROM msg_event e
 			WHERE e.id > (SELECT delivered_id FROM msg_event_cursor)
-			  AND NOT EXISTS (SELECT 1 FROM msg_event_parked k WHERE k.event_id = e.id)
 		)
-		SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM msg_event_parked),
-			(SELECT min(created_at) FROM p)`).Scan(&pending, &parked, &first)
+		SELECT (SELECT coalesce(sum(records), 0) FROM p), (SELECT count(*) FROM msg_event_parked),
+			(SELECT min(created_at) FROM p WHERE records > 0)`).Scan(&pending, &parked, &first)
 	if err != nil {
 		return 0, 0, time.Time{}, fmt.Errorf("count pending outbox events: %w", err)
 	}

@@ -14,8 +14,10 @@ import (
 // The dispatcher's side of the outbox (msg_event). The outbox is append-only:
 // delivery changes no msg_event row. The dispatcher's cursor
 // (msg_event_cursor.delivered_id) says which rows are done: every row at or
-// below it was delivered, superseded by a newer state of its flight, or
-// parked; every row above it is pending. These statements run outside the
+// below it is done — its notice delivered or parked, its state delivered,
+// parked or superseded by a newer state of its flight; every row above it
+// is pending. A row is one message's effect on one flight and holds up to
+// two records (OutboxEvent: its notice, its state), read and parked apart. These statements run outside the
 // pump's write transactions and never touch state tables. Each is one
 // statement (one round trip), whatever the number of rows; the ones that
 // change anything check the caller's fencing epoch in that same statement
@@ -27,8 +29,10 @@ import (
 // RedeliverParked), so the transactions that insert rows are serial and a
 // lower id is never committed after a higher one is visible.
 
-// OutboxEvent is one pending msg_event row.
+// OutboxEvent is one pending record: a msg_event row's notice or its
+// state.
 type OutboxEvent struct {
+	// ID is its msg_event row; with Kind, the record's identity (Key).
 	ID int64
 	// Kind is KindState (KAFKA_SCHD) or KindNotice (KAFKA_MSG); Event is
 	// EventUpsert, EventDelete or EventNotice.
@@ -40,41 +44,52 @@ type OutboxEvent struct {
 	// MessageID is the mailbox row whose transaction queued the event.
 	MessageID int64
 	// Payload is the exact value to publish, as committed.
-	Payload   []byte
+	Payload []byte
+	// Attempts counts the failed attempts of the row's records.
 	Attempts  int32
 	CreatedAt time.Time
-	// Covers are the rows of the window that are done once this event is
-	// (delivered or parked): a notice covers itself, a flight's newest
-	// state every state row of that flight in the window (the event
-	// itself too when it lies in the window). Ascending.
+	// Covers are the rows of the window whose record of this kind is done
+	// once this event is (delivered or parked): a notice covers its own
+	// row, a flight's newest state the state of every row of that flight
+	// in the window (its own row too when it lies in the window).
+	// Ascending.
 	Covers []int64
-	// Parked: the event is listed in msg_event_parked (it was refused for
+	// Parked: the record is listed in msg_event_parked (it was refused for
 	// good): it is not sent, and it is done (a parked newest state
 	// supersedes the older ones, as when it was parked).
 	Parked bool
 }
 
+// RecordKey identifies one record of the outbox: its row and its kind.
+type RecordKey struct {
+	ID   int64
+	Kind string
+}
+
+// Key is the event's record identity.
+func (e OutboxEvent) Key() RecordKey { return RecordKey{ID: e.ID, Kind: e.Kind} }
+
 // Window is one read of the pending outbox.
 type Window struct {
 	// Cursor is the cursor the window was read above.
 	Cursor int64
-	// Events are the window's events, coalesced, in id order.
+	// Events are the window's records, coalesced, in id order (a row's
+	// state before its notice).
 	Events []OutboxEvent
 	// Full: the window held limit rows, so more may be pending.
 	Full bool
 }
 
-// PendingEvents returns the next pending events to publish, coalesced, in
+// PendingEvents returns the next pending records to publish, coalesced, in
 // id (commit) order: it takes the oldest limit rows above the cursor (the
-// window), keeps their KAFKA_MSG notices as they are, and replaces the
-// KAFKA_SCHD rows of each FLID in the window by that FLID's newest
-// KAFKA_SCHD row above the cursor (which may lie beyond the window), so
-// each FLID's full state appears at most once, at its newest version (seed
-// 000 §7.3). At most limit events are returned, and none only when nothing
-// is pending.
+// window), keeps their notices as they are, and replaces the states of
+// each FLID in the window by that FLID's newest state above the cursor
+// (which may lie beyond the window), so each FLID's full state appears at
+// most once, at its newest version (seed 000 §7.3). At most 2*limit
+// records are returned, and none only when nothing is pending.
 //
-// The window is read by primary key from the cursor, the newest rows from
-// msg_event_state and each event by primary key (OFFSET 0 keeps it a
+// The window is read by primary key from the cursor, the newest states
+// from msg_event_state and each row by primary key (OFFSET 0 keeps it a
 // lookup rather than a merge over every row up to the furthest newest
 // state), so a pass costs the same however long the backlog is.
 func (s *Store) PendingEvents(ctx context.Context, limit int) ([]OutboxEvent, error) {
@@ -82,16 +97,17 @@ func (s *Store) PendingEvents(ctx context.Context, limit int) ([]OutboxEvent, er
 	return w.Events, err
 }
 
-// ReadWindow is PendingEvents with the cursor it read above, each event's
-// covered rows (what AdvanceCursor needs) and whether the window was full
-// (limit rows): only then can more rows be pending than the read took, so
-// a dispatcher that was not notified of a new commit since need not read
-// again at once. The rows done lists
-// (events a dispatcher delivered or parked above the cursor) are left out
-// of the window, so a row that keeps failing at the cursor does not stop
-// the rows after it: the window moves on past the done ones. A flight's
-// newest state is returned even when done lists it (its older rows are
-// covered by it, and the caller knows not to send it again).
+// ReadWindow is PendingEvents with the cursor it read above, each
+// record's covered rows (what AdvanceCursor needs) and whether the window
+// was full (limit rows): only then can more rows be pending than the read
+// took, so a dispatcher that was not notified of a new commit since need
+// not read again at once. The rows done lists (rows whose every record a
+// dispatcher delivered or parked above the cursor, WindowDone) are left
+// out of the window, so a row that keeps failing at the cursor does not
+// stop the rows after it: the window moves on past the done ones. A
+// flight's newest state is returned even when its row is done (its older
+// rows are covered by it, and the caller knows not to send it again); so
+// is a notice delivered earlier whose row still waits for its state.
 func (s *Store) ReadWindow(ctx context.Context, limit int, done []int64) (Window, error) {
 	if done == nil {
 		done = []int64{}
@@ -100,27 +116,29 @@ func (s *Store) ReadWindow(ctx context.Context, limit int, done []int64) (Window
 		WITH c AS MATERIALIZED (
 			SELECT delivered_id AS at FROM msg_event_cursor
 		), w AS MATERIALIZED (
-			SELECT id, kind, flid FROM msg_event
+			SELECT id, flid, state IS NOT NULL AS has_state, notice IS NOT NULL AS has_notice FROM msg_event
 			WHERE id > (SELECT at FROM c) AND id NOT IN (SELECT unnest($2::bigint[]))
 			ORDER BY id LIMIT $1
 		), newest AS (
 			SELECT f.covers, x.id
-			FROM (SELECT flid, array_agg(id ORDER BY id) AS covers FROM w WHERE kind = 'KAFKA_SCHD' GROUP BY flid) f
+			FROM (SELECT flid, array_agg(id ORDER BY id) AS covers FROM w WHERE has_state GROUP BY flid) f
 			CROSS JOIN LATERAL (
 				SELECT n.id FROM msg_event n
-				WHERE n.kind = 'KAFKA_SCHD' AND n.flid = f.flid AND n.id > (SELECT at FROM c)
+				WHERE n.state IS NOT NULL AND n.flid = f.flid AND n.id > (SELECT at FROM c)
 				ORDER BY n.state_version DESC LIMIT 1) x
 		), pick AS (
-			SELECT id, ARRAY[id] AS covers FROM w WHERE kind <> 'KAFKA_SCHD'
+			SELECT id, 'KAFKA_MSG' AS kind, ARRAY[id] AS covers FROM w WHERE has_notice
 			UNION ALL
-			SELECT id, covers FROM newest
+			SELECT id, 'KAFKA_SCHD', covers FROM newest
 		)
-		SELECT e.id, e.kind, e.event, e.flid, e.state_version, coalesce(e.operation_day::text, ''),
-			e.message_id, e.payload, e.attempts, e.created_at, p.covers,
-			EXISTS (SELECT 1 FROM msg_event_parked k WHERE k.event_id = e.id),
+		SELECT e.id, p.kind, CASE WHEN p.kind = 'KAFKA_SCHD' THEN e.event ELSE 'NOTICE' END,
+			e.flid, e.state_version, coalesce(e.operation_day::text, ''),
+			e.message_id, CASE WHEN p.kind = 'KAFKA_SCHD' THEN e.state ELSE e.notice END,
+			e.attempts, e.created_at, p.covers,
+			EXISTS (SELECT 1 FROM msg_event_parked k WHERE k.event_id = e.id AND k.kind = p.kind),
 			(SELECT count(*) FROM w), (SELECT at FROM c)
 		FROM pick p CROSS JOIN LATERAL (SELECT * FROM msg_event x WHERE x.id = p.id OFFSET 0) e
-		ORDER BY e.id`, limit, done)
+		ORDER BY e.id, p.kind DESC`, limit, done)
 	if err != nil {
 		return Window{}, fmt.Errorf("read pending outbox events: %w", err)
 	}
@@ -146,39 +164,58 @@ func (s *Store) ReadWindow(ctx context.Context, limit int, done []int64) (Window
 	return Window{Cursor: cursor, Events: events, Full: window >= int64(limit)}, nil
 }
 
-// DoneUpTo returns how far the cursor may move once the events in done
-// are (delivered or parked; an event marked Parked is done anyway): every
-// row of the window is covered by one of its events, and the cursor passes
-// the window's rows in id order up to the first whose event is not done.
-// done must hold the rows the read left out (ReadWindow's done): they lie
-// between the window's rows or after them, and when the window is not
-// full and all its rows are done, the cursor passes them all (every row
-// above the cursor was either read or left out).
-func (w Window) DoneUpTo(done map[int64]struct{}) int64 {
+// DoneUpTo returns how far the cursor may move once the records in done
+// are (delivered or parked; a record marked Parked is done anyway): every
+// record of a window row is covered by one of the window's events, a row
+// is done when all of its are, and the cursor passes the window's rows in
+// id order up to the first that is not done. done must hold the records
+// of the rows the read left out (ReadWindow's done): they lie between the
+// window's rows or after them, and when the window is not full and all its
+// rows are done, the cursor passes them all (every row above the cursor
+// was either read or left out).
+func (w Window) DoneUpTo(done map[RecordKey]struct{}) int64 {
+	to, _ := w.WindowDone(done)
+	return to
+}
+
+// WindowDone is DoneUpTo with the window's rows whose every record is done
+// (ascending): a dispatcher leaves them out of its next reads.
+func (w Window) WindowDone(done map[RecordKey]struct{}) (to int64, rows []int64) {
 	owner := map[int64]bool{}
-	var rows []int64
 	for _, e := range w.Events {
-		_, ok := done[e.ID]
+		_, ok := done[e.Key()]
 		ok = ok || e.Parked
 		for _, id := range e.Covers {
-			owner[id] = ok
-			rows = append(rows, id)
+			if prev, seen := owner[id]; seen {
+				owner[id] = prev && ok
+			} else {
+				owner[id] = ok
+			}
 		}
 	}
-	slices.Sort(rows)
-	to := w.Cursor
-	for _, id := range rows {
+	all := make([]int64, 0, len(owner))
+	for id := range owner {
+		all = append(all, id)
+	}
+	slices.Sort(all)
+	to = w.Cursor
+	stopped := false
+	for _, id := range all {
 		if !owner[id] {
-			return to
+			stopped = true
+			continue
 		}
-		to = id
-	}
-	if !w.Full {
-		for id := range done {
-			to = max(to, id)
+		rows = append(rows, id)
+		if !stopped {
+			to = id
 		}
 	}
-	return to
+	if !stopped && !w.Full {
+		for k := range done {
+			to = max(to, k.ID)
+		}
+	}
+	return to, rows
 }
 
 // OutboxCursor returns the dispatcher's cursor: every msg_event row at or
@@ -191,9 +228,10 @@ func (s *Store) OutboxCursor(ctx context.Context) (int64, error) {
 	return at, nil
 }
 
-// Park is an event refused by the broker for good.
+// Park is a record refused by the broker for good: its row and kind.
 type Park struct {
 	ID    int64
+	Kind  string
 	Error string
 }
 
@@ -202,7 +240,7 @@ type Advance struct {
 	// To moves the cursor up (never down): every row at or below To is
 	// done. Zero leaves it.
 	To int64
-	// Parked events are listed in msg_event_parked (one attempt, their
+	// Parked records are listed in msg_event_parked (one attempt, their
 	// error), whether or not the cursor passes them.
 	Parked []Park
 	// Delivered are the state events acknowledged by the broker: an older
@@ -219,9 +257,9 @@ type Advance struct {
 // park anything. It returns the number of parked entries dropped as
 // superseded.
 func (s *Store) AdvanceCursor(ctx context.Context, epoch int64, a Advance) (superseded int64, err error) {
-	parkIDs, parkErrs := make([]int64, len(a.Parked)), make([]string, len(a.Parked))
+	parkIDs, parkKinds, parkErrs := make([]int64, len(a.Parked)), make([]string, len(a.Parked)), make([]string, len(a.Parked))
 	for i, p := range a.Parked {
-		parkIDs[i], parkErrs[i] = p.ID, p.Error
+		parkIDs[i], parkKinds[i], parkErrs[i] = p.ID, p.Kind, p.Error
 	}
 	var flids, versions []int64
 	for _, e := range a.Delivered {
@@ -238,22 +276,22 @@ func (s *Store) AdvanceCursor(ctx context.Context, epoch int64, a Advance) (supe
 			WHERE delivered_id < $3 AND EXISTS (SELECT 1 FROM fence)
 			RETURNING 1
 		), p AS (
-			INSERT INTO msg_event_parked (event_id, last_error, attempts)
-			SELECT u.id, left(u.err, 1000), e.attempts + 1
-			FROM unnest($4::bigint[], $5::text[]) AS u(id, err) JOIN msg_event e ON e.id = u.id
+			INSERT INTO msg_event_parked (event_id, kind, last_error, attempts)
+			SELECT u.id, u.kind, left(u.err, 1000), e.attempts + 1
+			FROM unnest($4::bigint[], $5::text[], $8::text[]) AS u(id, err, kind) JOIN msg_event e ON e.id = u.id
 			WHERE EXISTS (SELECT 1 FROM fence)
-			ON CONFLICT (event_id) DO NOTHING
+			ON CONFLICT (event_id, kind) DO NOTHING
 			RETURNING 1
 		), s AS (
 			DELETE FROM msg_event_parked k
 			USING msg_event e, unnest($6::bigint[], $7::bigint[]) AS d(flid, v)
 			WHERE cardinality($6::bigint[]) > 0 AND EXISTS (SELECT 1 FROM fence)
-			  AND e.id = k.event_id AND e.kind = 'KAFKA_SCHD' AND e.flid = d.flid AND e.state_version < d.v
+			  AND e.id = k.event_id AND k.kind = 'KAFKA_SCHD' AND e.flid = d.flid AND e.state_version < d.v
 			RETURNING 1
 		)
 		SELECT (SELECT epoch FROM pipeline_lock WHERE name = $1),
 			(SELECT count(*) FROM c) + (SELECT count(*) FROM p) * 0, (SELECT count(*) FROM s)`,
-		LockName, epoch, a.To, parkIDs, parkErrs, flids, versions).Scan(&current, new(int64), &superseded)
+		LockName, epoch, a.To, parkIDs, parkErrs, flids, versions, parkKinds).Scan(&current, new(int64), &superseded)
 	if err != nil {
 		return 0, fmt.Errorf("advance the outbox cursor to %d: %w", a.To, err)
 	}
@@ -263,8 +301,9 @@ func (s *Store) AdvanceCursor(ctx context.Context, epoch int64, a Advance) (supe
 	return superseded, nil
 }
 
-// MarkFailed counts one more failed attempt for each event and keeps its
-// error (errs[i] belongs to ids[i]). The events stay pending: a failed event
+// MarkFailed counts one more failed attempt for each row (ids: the rows of
+// the failed records; a row listed twice counts once) and keeps its error
+// (errs[i] belongs to ids[i]). The events stay pending: a failed event
 // is retried until delivered, never expired (seed 000 §7.3). Rows the cursor
 // passed are left alone. Fenced like AdvanceCursor: ErrFenced, and nothing changed, once epoch is superseded.
 func (s *Store) MarkFailed(ctx context.Context, epoch int64, ids []int64, errs []string) error {
@@ -294,8 +333,8 @@ func (s *Store) MarkFailed(ctx context.Context, epoch int64, ids []int64, errs [
 	return nil
 }
 
-// OutboxStats counts pending events (rows above the cursor, parked ones
-// excepted: superseded-to-be rows included) and returns the creation time
+// OutboxStats counts pending records (above the cursor, parked ones
+// excepted: superseded-to-be states included) and returns the creation time
 // of the oldest (zero when none is pending).
 func (s *Store) OutboxStats(ctx context.Context) (pending int64, oldest time.Time, err error) {
 	pending, _, oldest, err = s.OutboxFigures(ctx)

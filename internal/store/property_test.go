@@ -318,7 +318,7 @@ func checkAgainstModel(t *testing.T, f *fixture, m *model, lastVersion map[fligh
 		}
 	}
 	// state_version strictly rises per FLID, across delete and re-create.
-	rows, err := f.conn.Query(ctx, `SELECT flid, state_version FROM msg_event WHERE kind = 'KAFKA_SCHD' AND id > $1 ORDER BY id`, lastVersion[0])
+	rows, err := f.conn.Query(ctx, `SELECT flid, state_version FROM msg_event_record WHERE kind = 'KAFKA_SCHD' AND id > $1 ORDER BY id`, lastVersion[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +335,7 @@ func checkAgainstModel(t *testing.T, f *fixture, m *model, lastVersion map[fligh
 	}
 	// Every flight's current state was queued for Kafka: its newest state
 	// event carries its state_version (a lost event would leave an older one).
-	rows, err = f.conn.Query(ctx, `SELECT flid, max(state_version) FROM msg_event WHERE kind = 'KAFKA_SCHD' GROUP BY flid`)
+	rows, err = f.conn.Query(ctx, `SELECT flid, max(state_version) FROM msg_event_record WHERE kind = 'KAFKA_SCHD' GROUP BY flid`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -291,11 +291,11 @@ func (t *Tx) writeFlights(ctx context.Context, b *pgx.Batch, meta Meta, writes [
 		v := versions[len(writes)+i]
 		assigned[d.FLID] = v
 		ids[i] = int64(d.FLID) //nolint:gosec // at most 12 digits
-		ev, err := deleteEvents(d.FLID, v, d.OperationDay, meta)
+		ev, err := deleteEvent(d.FLID, v, d.OperationDay, meta)
 		if err != nil {
 			return nil, err
 		}
-		events = append(events, ev...)
+		events = append(events, ev)
 	}
 	queueDeletes(b, ids)
 	queueEvents(b, events)

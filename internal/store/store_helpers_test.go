@@ -149,7 +149,7 @@ type event struct {
 func (f *fixture) events(msgID int64) []event {
 	f.t.Helper()
 	rows, err := f.conn.Query(context.Background(),
-		`SELECT kind, event, flid, state_version, message_id, payload FROM msg_event WHERE message_id = $1 ORDER BY id`, msgID)
+		`SELECT kind, event, flid, state_version, message_id, payload FROM msg_event_record WHERE message_id = $1 ORDER BY id, kind DESC`, msgID)
 	if err != nil {
 		f.t.Fatal(err)
 	}

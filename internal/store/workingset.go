@@ -87,8 +87,8 @@ func (w *WorkingSet) current(f flight.FLID) (flight.State, bool, error) {
 // Increment merges increment records (FLOP, ADFT) into the set, in memory
 // (seed 000 §6.1): absent fields are kept, the operation day is kept (NULL
 // for a flight it creates), each changed record gets a new state_version
-// and its KAFKA_SCHD and KAFKA_MSG events. Records for one FLID apply in
-// order. On error nothing of the message is kept.
+// and its outbox event (notice and state; the set writes the state of a
+// flight's newest version only). Records for one FLID apply in order. On error nothing of the message is kept.
 func (w *WorkingSet) Increment(meta Meta, records []flight.Commands) (IncrementEffect, error) {
 	out := IncrementEffect{Versions: map[flight.FLID]int64{}}
 	staged := map[flight.FLID]*flight.State{}
@@ -130,11 +130,11 @@ func (w *WorkingSet) Increment(meta Meta, records []flight.Commands) (IncrementE
 			return IncrementEffect{}, err
 		}
 		next.StateVersion, next.LastMessageID, next.UpdatedAt = v, meta.MessageID, w.now
-		ev, err := upsertEvents(&next, wr.changed, meta)
+		ev, err := upsertEvent(&next, wr.changed, meta)
 		if err != nil {
 			return IncrementEffect{}, err
 		}
-		events = append(events, ev...)
+		events = append(events, ev)
 		out.Versions[r.FLID] = v
 	}
 	for _, f := range order {
@@ -172,11 +172,11 @@ func (w *WorkingSet) Delete(meta Meta, flids []flight.FLID) (DeleteEffect, error
 		if err != nil {
 			return DeleteEffect{}, err
 		}
-		ev, err := deleteEvents(f, v, cur.OperationDay, meta)
+		ev, err := deleteEvent(f, v, cur.OperationDay, meta)
 		if err != nil {
 			return DeleteEffect{}, err
 		}
-		w.events = append(w.events, ev...)
+		w.events = append(w.events, ev)
 		w.cur[f] = nil
 		if _, inDB := w.base[f]; inDB {
 			w.recycled[f] = true
@@ -220,7 +220,8 @@ func (w *WorkingSet) written() {
 
 // queue adds the set's statements to b: flights deleted in the set go
 // first (children, main row, roster), then every surviving changed flight
-// is written whole against its database state, then the events.
+// is written whole against its database state, then the events: one row
+// each, the state only on each flight's newest.
 func (w *WorkingSet) queue(b *pgx.Batch, loc *time.Location) error {
 	var gone []int64
 	var writes []stateWrite

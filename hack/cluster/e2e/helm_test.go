@@ -228,7 +228,7 @@ func (w *world) processed() int {
 func (w *world) pendingEvents() int {
 	w.t.Helper()
 	var n int
-	if err := w.pool.QueryRow(w.t.Context(), `SELECT COUNT(*) FROM msg_event WHERE id > (SELECT delivered_id FROM msg_event_cursor) AND id NOT IN (SELECT event_id FROM msg_event_parked)`).Scan(&n); err != nil {
+	if err := w.pool.QueryRow(w.t.Context(), `SELECT COUNT(*) FROM msg_event_record WHERE id > (SELECT delivered_id FROM msg_event_cursor) AND (id, kind) NOT IN (SELECT event_id, kind FROM msg_event_parked)`).Scan(&n); err != nil {
 		w.t.Fatal(err)
 	}
 	return n

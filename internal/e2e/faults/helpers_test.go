@@ -274,7 +274,7 @@ func (w *world) pendingEvents() int {
 	w.t.Helper()
 	var n int
 	w.pg(func(ctx context.Context, conn *pgx.Conn) error {
-		return conn.QueryRow(ctx, `SELECT COUNT(*) FROM msg_event WHERE id > (SELECT delivered_id FROM msg_event_cursor) AND id NOT IN (SELECT event_id FROM msg_event_parked)`).Scan(&n)
+		return conn.QueryRow(ctx, `SELECT COUNT(*) FROM msg_event_record WHERE id > (SELECT delivered_id FROM msg_event_cursor) AND (id, kind) NOT IN (SELECT event_id, kind FROM msg_event_parked)`).Scan(&n)
 	})
 	return n
 }
@@ -530,7 +530,7 @@ func (w *world) outcome() outcome {
 	o.ledger = lines(w.run("ledger"))
 	o.mailbox = w.mailboxRows()
 	w.pg(func(ctx context.Context, conn *pgx.Conn) error {
-		rows, err := conn.Query(ctx, `SELECT payload FROM msg_event WHERE kind = 'KAFKA_MSG' ORDER BY id`)
+		rows, err := conn.Query(ctx, `SELECT payload FROM msg_event_record WHERE kind = 'KAFKA_MSG' ORDER BY id`)
 		if err != nil {
 			return err
 		}
