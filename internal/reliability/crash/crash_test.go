@@ -44,7 +44,7 @@ var hits = map[string][]int{
 	failpoint.BeforeCommit:     {40, 1, 80, 30},
 	failpoint.AfterCommit:      {40, 1, 80, 30},
 	failpoint.AfterWriteBack:   {40, 1, 80, 30},
-	failpoint.AfterKafkaCommit: {8, 1, 20, 5},
+	failpoint.AfterKafkaCommit: {8, 1, 40, 20},
 	failpoint.StatusWrite:      {200, 2, 250, 80},
 }
 
@@ -55,10 +55,7 @@ func full() bool { return os.Getenv(ModeEnv) == "full" }
 // restarted until an unarmed restart drains; the outcome equals the clean
 // run's.
 func TestCrashAtEveryFailPoint(t *testing.T) {
-	bin, err := proctest.BuildTagged(t.TempDir(), "reliability")
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := proctest.BinaryTagged(t, "reliability")
 	day, loc := check.Today(t)
 	rows := check.Day(day, loc, messages)
 	base := time.Now().UTC().Truncate(time.Second)
