@@ -185,7 +185,7 @@ type proc struct {
 func start(t *testing.T, w *check.World, arming string) *proc {
 	t.Helper()
 	p := &proc{out: &proctest.Output{}, done: make(chan struct{})}
-	p.cmd = exec.Command(w.Binary, "pump", "--config", w.Config, "--drain") //nolint:gosec // the test's own binary
+	p.cmd = exec.Command(w.Binary, "pump", "--config", w.Config, "--drain")
 	p.cmd.Env = append(os.Environ(), failpoint.Env+"="+arming)
 	var sink io.Writer = p.out
 	if os.Getenv("FLIGHTFEED_TEST_LOG") != "" {
