@@ -69,7 +69,7 @@ type Mailbox struct {
 }
 
 type queries struct {
-	headIDs, bodies, depth, backfillPrefix, request string
+	headIDs, bodies, depth, backfillPrefix, request, findRequest string
 	// The AODB side (aodb.go).
 	put, unsent, markSent string
 	// The body as UTF-8 text (converted by the server) and as stored.
@@ -286,6 +286,8 @@ func buildQueries(spec v1alpha1.MailboxSpec) (queries, error) {
 		// of scanning the table against the derived one.
 		backfillPrefix: "UPDATE " + t + " m JOIN (%s) v ON m." + id + " = v.id AND m." + recv + " = v.recv SET m." + done + " = v.done, m." + result + " = v.result, m." + note + " = v.note WHERE m." + id + " IN (%s)",
 		request:        "INSERT INTO " + ot + " (" + oins + ", " + orout + ", " + obody + ") VALUES (?, ?, ?)",
+		findRequest: "SELECT " + oid + " FROM " + ot + " WHERE " + orout + " = ? AND " + oins + " >= ? AND " + obody + " LIKE ?" +
+			" ORDER BY " + oid + " DESC LIMIT 1",
 		put:            "INSERT INTO " + t + " (" + recv + ", " + status + ", " + body + ") VALUES (?, ?, ?)",
 		unsent:         "SELECT " + oid + ", " + obody + " FROM " + ot + " WHERE " + osent + " IS NULL ORDER BY " + oid,
 		markSent:       "UPDATE " + ot + " SET " + osent + " = ? WHERE " + oid + " = ?",
@@ -430,6 +432,21 @@ func (m *Mailbox) SendRequest(ctx context.Context, routingID string, body []byte
 		return 0, fmt.Errorf("insert outbound request: %w", err)
 	}
 	return id, nil
+}
+
+// FindRequest looks for an outbound request of routingID inserted at or
+// after since whose body carries the SEQN seqn (as sis.Seqn prints it):
+// a request whose insert committed while the pump died before recording
+// it. It returns the row's id, or found false.
+func (m *Mailbox) FindRequest(ctx context.Context, routingID, seqn string, since time.Time) (id int64, found bool, err error) {
+	err = m.db.QueryRowContext(ctx, m.q.findRequest, routingID, since.UTC(), "%<SEQN>"+seqn+"</SEQN>%").Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("look for an outbound request with SEQN %s: %w", seqn, err)
+	}
+	return id, true, nil
 }
 
 // FitNote makes a note fit the mailbox's note column: valid UTF-8, at most

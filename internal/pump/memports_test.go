@@ -103,6 +103,9 @@ func (m *memInbox) Depth(context.Context) (int64, time.Time, error) {
 func (m *memInbox) SendRequest(context.Context, string, []byte, time.Time) (int64, error) {
 	return 0, nil
 }
+func (m *memInbox) FindRequest(context.Context, string, string, time.Time) (int64, bool, error) {
+	return 0, false, nil
+}
 func (m *memInbox) Close() error { return nil }
 
 // memStore is the feed's database in memory (pump.Store): processing

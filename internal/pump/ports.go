@@ -28,6 +28,9 @@ type Inbox interface {
 	Depth(ctx context.Context) (int64, time.Time, error)
 	// SendRequest inserts an outbound request and returns its row id.
 	SendRequest(ctx context.Context, routingID string, body []byte, now time.Time) (int64, error)
+	// FindRequest finds an outbound request of routingID inserted at or
+	// after since whose body carries the SEQN seqn.
+	FindRequest(ctx context.Context, routingID, seqn string, since time.Time) (int64, bool, error)
 	Close() error
 }
 

@@ -161,12 +161,27 @@ func (r *requester) send(ctx context.Context, req *store.Request) error {
 		return err
 	}
 	now := r.p.clock.Now()
-	body, err := sis.EncodeRQFD(sis.RequestMeta{Sndr: spec.Sender, Rcvr: spec.Receiver, Seqn: sis.Seqn(req.Seqn), //nolint:gosec // 1..999999
+	// A pump that died between inserting the request and recording it
+	// left it in the outbound table: it is recorded, not sent twice (the
+	// AODB would answer both with a full-day snapshot).
+	seqn := sis.Seqn(req.Seqn) //nolint:gosec // 1..999999
+	outID, found, err := r.p.mbox.FindRequest(ctx, spec.RoutingID, seqn.String(), req.RequestedAt.Add(-requestClockSkew))
+	if err != nil {
+		return err
+	}
+	if found {
+		if err := r.p.store.RequestSent(ctx, req.ID, outID, now); err != nil {
+			return err
+		}
+		r.p.log.Info("full-day request found already sent", "day", req.Day, "seqn", req.Seqn, "outbound_id", outID)
+		return nil
+	}
+	body, err := sis.EncodeRQFD(sis.RequestMeta{Sndr: spec.Sender, Rcvr: spec.Receiver, Seqn: seqn,
 		Time: now, Location: r.p.feed.Location}, start, end)
 	if err != nil {
 		return fmt.Errorf("encode request for %s: %w", req.Day, err)
 	}
-	outID, err := r.p.mbox.SendRequest(ctx, spec.RoutingID, body, now)
+	outID, err = r.p.mbox.SendRequest(ctx, spec.RoutingID, body, now)
 	if err != nil {
 		return err
 	}
@@ -176,6 +191,11 @@ func (r *requester) send(ctx context.Context, req *store.Request) error {
 	r.p.log.Info("full-day request sent", "day", req.Day, "seqn", req.Seqn, "outbound_id", outID)
 	return nil
 }
+
+// requestClockSkew is a margin before the request's opening for its
+// outbound row's date: both come from the pump's clock, the row's later,
+// but the pump that opened the request may have run on another host.
+const requestClockSkew = time.Minute
 
 func (r *requester) timeOut(ctx context.Context, req *store.Request) error {
 	tx, err := r.p.store.Begin(ctx, r.p.epoch)

@@ -280,3 +280,34 @@ func TestRestartStormSendsOneRequestPerDay(t *testing.T) {
 		t.Fatalf("requests sent by 10 restarts: %v (%d in all), want one per day; req_track %v", perDay, len(h.outbound()), h.requests())
 	}
 }
+
+// A pump that dies after inserting its request into the outbound table and
+// before recording it sent (here: the record undone) does not send it
+// again on restart: the next pump finds the row by its SEQN and records it.
+// Found by TestRestartStormSendsOneRequestPerDay, whose pump was stopped
+// in that window now and then and sent a day's request twice.
+func TestRequestInsertedButNotRecordedIsNotSentTwice(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 5m, routingId: AODB}")
+	h.drain(h.newPump())
+	if n := len(h.outbound()); n != 1 {
+		t.Fatalf("first pump sent %d requests, want 1", n)
+	}
+	var seqn int
+	if err := h.db.QueryRow(t.Context(), `UPDATE req_track SET sent_at = NULL, outbox_id = NULL RETURNING seqn`).Scan(&seqn); err != nil {
+		t.Fatal(err)
+	}
+	h.drain(h.newPump())
+	out := h.outbound()
+	if len(out) != 1 {
+		t.Fatalf("after the restart: %d requests in the outbound table, want the first one only: %+v", len(out), out)
+	}
+	var outboxID *int64
+	var sent bool
+	if err := h.db.QueryRow(t.Context(), `SELECT outbox_id, sent_at IS NOT NULL FROM req_track WHERE seqn = $1`, seqn).Scan(&outboxID, &sent); err != nil {
+		t.Fatal(err)
+	}
+	if !sent || outboxID == nil || *outboxID != out[0].ID {
+		t.Fatalf("the request is not recorded as sent with outbound row %d: sent %v, outbox_id %v", out[0].ID, sent, outboxID)
+	}
+}
