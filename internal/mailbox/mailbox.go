@@ -288,9 +288,9 @@ func buildQueries(spec v1alpha1.MailboxSpec) (queries, error) {
 		request:        "INSERT INTO " + ot + " (" + oins + ", " + orout + ", " + obody + ") VALUES (?, ?, ?)",
 		findRequest: "SELECT " + oid + " FROM " + ot + " WHERE " + orout + " = ? AND " + oins + " >= ? AND " + obody + " LIKE ?" +
 			" ORDER BY " + oid + " DESC LIMIT 1",
-		put:            "INSERT INTO " + t + " (" + recv + ", " + status + ", " + body + ") VALUES (?, ?, ?)",
-		unsent:         "SELECT " + oid + ", " + obody + " FROM " + ot + " WHERE " + osent + " IS NULL ORDER BY " + oid,
-		markSent:       "UPDATE " + ot + " SET " + osent + " = ? WHERE " + oid + " = ?",
+		put:      "INSERT INTO " + t + " (" + recv + ", " + status + ", " + body + ") VALUES (?, ?, ?)",
+		unsent:   "SELECT " + oid + ", " + obody + " FROM " + ot + " WHERE " + osent + " IS NULL ORDER BY " + oid,
+		markSent: "UPDATE " + ot + " SET " + osent + " = ? WHERE " + oid + " = ?",
 	}, nil
 }
 
