@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/flightfeed/flightfeed/internal/failpoint"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
@@ -305,6 +306,7 @@ func (d *Dispatcher) endTransaction(ctx context.Context, results []error, refuse
 	}
 	err := d.client.EndTransaction(ctx, kgo.TryCommit)
 	if err == nil {
+		failpoint.Hit(failpoint.AfterKafkaCommit)
 		d.txnOpen = false
 		if d.afterCommit != nil {
 			d.afterCommit(ctx)

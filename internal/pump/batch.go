@@ -8,6 +8,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/flightfeed/flightfeed/internal/failpoint"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/sis"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -115,9 +116,11 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 	if err := tx.FinishBatch(ctx, archive, run.set, results); err != nil {
 		return p.infraFailure(ctx, rows, done, err)
 	}
+	failpoint.Hit(failpoint.BeforeCommit)
 	if err := tx.Commit(ctx); err != nil {
 		return p.infraFailure(ctx, rows, done, err)
 	}
+	failpoint.Hit(failpoint.AfterCommit)
 	p.cache.Keep(run.set)
 	maps.Copy(p.lastSeqn, run.seqn)
 	for _, it := range b.items[:len(done)] {
@@ -185,6 +188,7 @@ func (p *Pump) decodeBatch(rows []mailbox.Row) decodedBatch {
 		b.items[i] = it
 	}
 	b.request.Since = since.Add(-p.feed.Spec.Mailbox.DedupWindow.Duration)
+	failpoint.Hit(failpoint.AfterDecode)
 	return b
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flightfeed/flightfeed/internal/failpoint"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
@@ -429,6 +430,7 @@ func (p *Pump) backfill(ctx context.Context, results []store.Backfill) error {
 		}
 		return fmt.Errorf("write %d results back (intents kept for retry): %w", len(rows), err)
 	}
+	failpoint.Hit(failpoint.AfterWriteBack)
 	if err := p.store.BackfillDone(ctx, ids); err != nil {
 		return fmt.Errorf("backfill: %w", err)
 	}

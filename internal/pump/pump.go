@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/failpoint"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/recsize"
 	"github.com/flightfeed/flightfeed/internal/sis"
@@ -254,6 +255,7 @@ func (p *Pump) update(fn func(*Status)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	fn(&p.status)
+	failpoint.Hit(failpoint.StatusWrite)
 }
 
 // Drained reports whether every mailbox row is processed and every result

@@ -1,6 +1,7 @@
 // Package proctest runs the built flightfeed binary in tests: it builds
-// it from the repository's main.go (Build; Binary into the test's
-// temporary directory), collects a process's output (Output), copies it to
+// it from the repository's main.go (Build; BuildTagged with build tags
+// such as "reliability"; Binary into the test's temporary directory),
+// collects a process's output (Output), copies it to
 // the test's stderr line by line (Prefixed) and shows its last lines in a
 // failure (Tail).
 package proctest
@@ -22,14 +23,22 @@ import (
 
 // Build builds the repository's main.go into dir/flightfeed and returns
 // its path.
-func Build(dir string) (string, error) {
+func Build(dir string) (string, error) { return BuildTagged(dir) }
+
+// BuildTagged is Build with build tags: "reliability" compiles the fail
+// points in (internal/failpoint).
+func BuildTagged(dir string, tags ...string) (string, error) {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		return "", errors.New("proctest: cannot locate the repository")
 	}
 	bin := filepath.Join(dir, "flightfeed")
+	args := []string{"build", "-o", bin}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
 	// Bounded by the test binary's own timeout, like everything it runs.
-	cmd := exec.CommandContext(context.Background(), "go", "build", "-o", bin, ".") //nolint:gosec // the test's own output path
+	cmd := exec.CommandContext(context.Background(), "go", append(args, ".")...) //nolint:gosec // the test's own output path
 	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..", "..")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build flightfeed: %w\n%s", err, out)

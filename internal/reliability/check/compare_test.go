@@ -1,0 +1,142 @@
+package check
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
+)
+
+func state(flid string, v int, extra string) string {
+	return fmt.Sprintf(`{"FLID":"%s","STATE_VERSION":%d,"UPDATED_AT":"2026-12-04T10:00:%02dZ"%s}`, flid, v, v%60, extra)
+}
+
+func notice(flid string, v, msg int) string {
+	return fmt.Sprintf(`{"CHANGED":["ESTT"],"FLID":"%s","MSG_ID":%d,"STATE_VERSION":%d,"STYP":"ESTT","TYPE":"FLOP"}`, flid, msg, v)
+}
+
+func rec(offset int64, flid, value string) dispatchtest.Record {
+	return dispatchtest.Record{Partition: 0, Offset: offset, Key: flid, Value: []byte(value)}
+}
+
+// outcome is a consistent drained run whose versions start at base:
+// flights 1 and 2, flight 3 deleted.
+func outcome(base int) Outcome {
+	s1, s2 := state("1", base+1, `,"ESTT":"x"`), state("2", base+2, "")
+	return Outcome{
+		Export:    map[string]string{"1": s1, "2": s2},
+		Ledger:    []string{`{"day":"2026-12-04","version":1,"last_message_id":3,"flights":2}`},
+		Mailbox:   []MailboxRow{{1, true, "SUCCEEDED", ""}, {2, true, "DEAD", "MALFORMED: x"}, {3, true, "SUCCEEDED", ""}},
+		ProcState: []string{"1 SUCCEEDED   0", "2 DEAD MALFORMED x 0", "3 SUCCEEDED   0"},
+		State: []dispatchtest.Record{rec(0, "1", state("1", base, "")), rec(1, "3", state("3", base, "")), rec(2, "1", s1), rec(3, "2", s2),
+			rec(4, "3", fmt.Sprintf(`{"DELETED":true,"FLID":"3","STATE_VERSION":%d}`, base+3))},
+		Notice: []dispatchtest.Record{rec(0, "1", notice("1", base+1, 1)), rec(1, "2", notice("2", base+2, 3)), rec(2, "1", notice("1", base+4, 2))},
+	}
+}
+
+func TestCompare(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(o *Outcome)
+		want   Counts
+	}{
+		{name: "the same run, other versions and times", mutate: func(*Outcome) {}},
+		{name: "a state record and a notice sent again", want: Counts{Redelivered: 2}, mutate: func(o *Outcome) {
+			o.State = append(o.State, rec(5, "2", o.Export["2"]))
+			o.Notice = append(o.Notice, o.Notice[0])
+		}},
+		{name: "a mailbox result missing", want: Counts{Lost: 1}, mutate: func(o *Outcome) {
+			o.Mailbox[2] = MailboxRow{ID: 3}
+		}},
+		{name: "an exported flight differs, and so its last record", want: Counts{Lost: 1}, mutate: func(o *Outcome) {
+			o.Export["2"] = state("2", 12, `,"GATE":"B1"`)
+			o.State = append(o.State, rec(5, "2", o.Export["2"]))
+		}},
+		{name: "the last state record is not the export", want: Counts{Lost: 1}, mutate: func(o *Outcome) {
+			o.State = o.State[:3]
+			o.State = append(o.State, rec(4, "3", `{"DELETED":true,"FLID":"3","STATE_VERSION":13}`))
+		}},
+		{name: "a deletion not delivered", want: Counts{Lost: 1}, mutate: func(o *Outcome) {
+			o.State = o.State[:4]
+		}},
+		{name: "a version goes back", want: Counts{Regressions: 1, Redelivered: 1}, mutate: func(o *Outcome) {
+			o.State = append(o.State, rec(5, "1", state("1", 9, `,"ESTT":"old"`)), rec(6, "1", o.Export["1"]))
+		}},
+		{name: "a FLID in two partitions", want: Counts{Regressions: 1, Redelivered: 1}, mutate: func(o *Outcome) {
+			o.State[3].Partition = 1
+			o.State = append(o.State, dispatchtest.Record{Partition: 0, Offset: 9, Key: "2", Value: []byte(o.Export["2"])})
+		}},
+		{name: "an older notice delivered late", want: Counts{Regressions: 1}, mutate: func(o *Outcome) {
+			o.Notice = []dispatchtest.Record{o.Notice[2], o.Notice[1], o.Notice[0]}
+		}},
+		{name: "a message applied twice", want: Counts{Duplicated: 2}, mutate: func(o *Outcome) {
+			o.Notice = append(o.Notice, rec(2, "1", notice("1", 14, 1)))
+			o.ProcState = append(o.ProcState, "3 SUCCEEDED   1")
+		}},
+		{name: "a ledger version more", want: Counts{Lost: 1, Duplicated: 1}, mutate: func(o *Outcome) {
+			o.Ledger[0] = `{"day":"2026-12-04","version":2,"last_message_id":3,"flights":2}`
+		}},
+		{name: "a notice missing", want: Counts{Lost: 1}, mutate: func(o *Outcome) {
+			o.Notice = o.Notice[:2]
+		}},
+		{name: "left pending: outbox, parked, write-back", want: Counts{Lost: 2 + 1 + 5}, mutate: func(o *Outcome) {
+			o.OutboxPending, o.OutboxParked, o.BackfillPending = 2, 1, 5
+		}},
+		{name: "a flight the clean run does not have", want: Counts{Duplicated: 1}, mutate: func(o *Outcome) {
+			o.Export["4"] = state("4", 15, "")
+			o.State = append(o.State, rec(5, "4", o.Export["4"]))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ref, got := outcome(0), outcome(10)
+			if r := Self(ref); !r.OK() || r.Counts != (Counts{}) {
+				t.Fatalf("the reference is not consistent: %+v", r)
+			}
+			tc.mutate(&got)
+			r := Compare(ref, got)
+			if diff := cmp.Diff(tc.want, r.Counts); diff != "" {
+				t.Errorf("counts (-want +got):\n%s\nproblems: %q", diff, r.Problems)
+			}
+			if ok := tc.want.Lost+tc.want.Regressions+tc.want.Duplicated == 0; r.OK() != ok {
+				t.Errorf("OK() = %v, want %v; problems %q", r.OK(), ok, r.Problems)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	if err := Validate(outcome(0), 3); err != nil {
+		t.Errorf("a full reference: %v", err)
+	}
+	short := outcome(0)
+	short.Mailbox[1].Processed = false
+	if err := Validate(short, 3); err == nil {
+		t.Error("a reference with a row unprocessed passed")
+	}
+	if err := Validate(outcome(0), 4); err == nil {
+		t.Error("a reference missing a row passed")
+	}
+}
+
+func TestSummaryString(t *testing.T) {
+	s := Summary{Scenario: "crash/after-commit", Runs: 3, Faults: 2, Messages: 2000, Counts: Counts{Redelivered: 4}}
+	want := "reliability crash/after-commit: runs 3, faults injected 2, messages 2000, lost 0, regressions 0, duplicated effects 0, redelivered 4"
+	if got := s.String(); got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	if got := s.Add(s); got.Runs != 6 || got.Faults != 4 || got.Messages != 4000 || got.Redelivered != 8 {
+		t.Errorf("Add: %+v", got)
+	}
+}
+
+func TestDay(t *testing.T) {
+	rows := Day("2026-12-04", nil, 2000)
+	if len(rows) != 2000 {
+		t.Fatalf("%d rows, want 2000", len(rows))
+	}
+	if again := Day("2026-12-04", nil, 2000); !cmp.Equal(rows, again) {
+		t.Error("Day is not deterministic")
+	}
+}

@@ -1,0 +1,224 @@
+//go:build reliability
+
+package crash_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flightfeed/flightfeed/internal/failpoint"
+	"github.com/flightfeed/flightfeed/internal/reliability/check"
+	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
+)
+
+// ModeEnv selects the mode: "full" crashes several times per point.
+const ModeEnv = "FLIGHTFEED_RELIABILITY"
+
+// messages is the size of the day every scenario runs.
+const messages = 2000
+
+// runTimeout bounds one pump process; a drain of the day takes seconds.
+const runTimeout = 3 * time.Minute
+
+// hits are the hit counts at which each point crashes the pump, one
+// process after another: bounded mode takes the first only. Each count
+// counts from its own process's start, and every count is reached well
+// before the drain ends (a batch of 8 rows is one decode, one commit and
+// one write-back; the status is written several times a batch; the
+// dispatcher commits a Kafka transaction per pass), so every armed
+// process must crash: one that drains instead fails the scenario.
+var hits = map[string][]int{
+	failpoint.AfterDecode:      {40, 3, 90, 25},
+	failpoint.BeforeCommit:     {40, 1, 90, 25},
+	failpoint.AfterCommit:      {40, 1, 90, 25},
+	failpoint.AfterWriteBack:   {40, 1, 90, 25},
+	failpoint.AfterKafkaCommit: {8, 1, 20, 5},
+	failpoint.StatusWrite:      {200, 2, 500, 120},
+}
+
+func full() bool { return os.Getenv(ModeEnv) == "full" }
+
+// TestCrashAtEveryFailPoint: for each fail point, the day's rows in a
+// fresh feed, the pump crashed there (SIGKILL to itself, no cleanup) and
+// restarted until an unarmed restart drains; the outcome equals the clean
+// run's.
+func TestCrashAtEveryFailPoint(t *testing.T) {
+	bin, err := proctest.BuildTagged(t.TempDir(), "reliability")
+	if err != nil {
+		t.Fatal(err)
+	}
+	day, loc := check.Today(t)
+	rows := check.Day(day, loc, messages)
+	base := time.Now().UTC().Truncate(time.Second)
+
+	clean := check.NewWorld(t, "clean", bin, check.WorldOptions{})
+	clean.Put(rows, base)
+	if p := start(t, clean, ""); p.wait(t) != nil {
+		t.Fatalf("clean drain: %v\n%s", p.err, proctest.Tail(p.out.String(), 40))
+	}
+	ref := check.Read(t, clean.Feed)
+	if err := check.Validate(ref, messages); err != nil {
+		t.Fatal(err)
+	}
+	check.Self(ref).Assert(t, "clean run")
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	total := check.Summary{Scenario: "crash (all points)"}
+	for _, point := range failpoint.Names() {
+		counts := hits[point]
+		if !full() {
+			counts = counts[:1]
+		}
+		t.Run(point, func(t *testing.T) {
+			s := crashScenario(t, bin, point, counts, rows, base, ref)
+			check.Record(t, s)
+			total = total.Add(s)
+		})
+	}
+	total.Scenario = "crash (all points)"
+	check.Record(t, total)
+}
+
+// crashScenario plays one point: an armed pump per count, each crashing
+// there, then an unarmed drain; it compares the outcome with ref.
+func crashScenario(t *testing.T, bin, point string, counts []int, rows []string, base time.Time, ref check.Outcome) check.Summary {
+	w := check.NewWorld(t, point, bin, check.WorldOptions{})
+	w.Put(rows, base)
+	s := check.Summary{Scenario: "crash/" + point, Messages: len(rows)}
+	var at []string
+	for _, n := range counts {
+		arming := fmt.Sprintf("%s@%d", point, n)
+		p := start(t, w, arming)
+		s.Runs++
+		err := p.wait(t)
+		if err == nil {
+			t.Fatalf("%s: the pump drained without reaching the fail point (%d of %d rows processed): the scenario proves nothing",
+				arming, w.Processed(), len(rows))
+		}
+		if !killedAtPoint(err, p.out.String(), point, n) {
+			t.Fatalf("%s: the pump ended %v, not by the fail point\n%s", arming, err, proctest.Tail(p.out.String(), 40))
+		}
+		s.Faults++
+		at = append(at, fmt.Sprintf("%s: %d rows processed, %s", arming, w.Processed(), evidence(t, w, point)))
+	}
+	p := start(t, w, "")
+	s.Runs++
+	if err := p.wait(t); err != nil {
+		t.Fatalf("%s: the unarmed restart failed: %v\n%s", point, err, proctest.Tail(p.out.String(), 40))
+	}
+	r := check.Compare(ref, check.Read(t, w.Feed))
+	r.Assert(t, point)
+	s.Counts = r.Counts
+	t.Logf("crashed at %s", strings.Join(at, "; "))
+	return s
+}
+
+// evidence checks that the crash left what its step must leave: a
+// committed batch not yet written back (after-commit, after-write-back:
+// its intent is still there) or a committed Kafka transaction not yet
+// marked delivered (after-kafka-commit: events pending). It returns the
+// figures it read.
+func evidence(t *testing.T, w *check.World, point string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := store.Open(ctx, w.DatabaseDSN, store.Options{ReadOnly: true, MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	backfills, err := st.CountBackfills(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending, _, _, err := st.OutboxFigures(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch point {
+	case failpoint.AfterCommit, failpoint.AfterWriteBack:
+		if backfills == 0 {
+			t.Errorf("%s: no backfill intent left by the crash: it did not land between commit and intent delete", point)
+		}
+	case failpoint.AfterKafkaCommit:
+		if pending == 0 {
+			t.Errorf("%s: no outbox event pending after the crash: it did not land between the Kafka commit and the delivered mark", point)
+		}
+	}
+	return fmt.Sprintf("%d results not written back, %d events pending", backfills, pending)
+}
+
+// killedAtPoint reports whether the process died of SIGKILL having said
+// that the fail point's n-th hit crashed it.
+func killedAtPoint(err error, out, point string, n int) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL &&
+		strings.Contains(out, fmt.Sprintf("failpoint: %s hit %d: crashing", point, n))
+}
+
+// proc is one `flightfeed pump --drain` process.
+type proc struct {
+	cmd  *exec.Cmd
+	out  *proctest.Output
+	done chan struct{}
+	err  error
+}
+
+// start starts `flightfeed pump --config F --drain` on w with the fail
+// points armed as arming ("" arms none). FLIGHTFEED_TEST_LOG=1 streams its
+// log.
+func start(t *testing.T, w *check.World, arming string) *proc {
+	t.Helper()
+	p := &proc{out: &proctest.Output{}, done: make(chan struct{})}
+	p.cmd = exec.Command(w.Binary, "pump", "--config", w.Config, "--drain") //nolint:gosec // the test's own binary
+	p.cmd.Env = append(os.Environ(), failpoint.Env+"="+arming)
+	var sink io.Writer = p.out
+	if os.Getenv("FLIGHTFEED_TEST_LOG") != "" {
+		sink = io.MultiWriter(p.out, proctest.Prefixed(t.Name()+" "+w.Name+": "))
+	}
+	p.cmd.Stdout, p.cmd.Stderr = sink, sink
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("%s: start the pump: %v", w.Name, err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+// wait waits for the process to end (at most runTimeout) and returns its
+// exit error.
+func (p *proc) wait(t *testing.T) error {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(runTimeout):
+		t.Fatalf("the pump did not end within %s\n%s", runTimeout, proctest.Tail(p.out.String(), 40))
+		return nil
+	}
+}
