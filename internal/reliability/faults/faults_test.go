@@ -61,7 +61,9 @@ func newScenario(t *testing.T, name string) *scenario {
 	return s
 }
 
-func (s *scenario) note(format string, args ...any) { s.notes = append(s.notes, fmt.Sprintf(format, args...)) }
+func (s *scenario) note(format string, args ...any) {
+	s.notes = append(s.notes, fmt.Sprintf(format, args...))
+}
 
 // end waits for the drain, compares the outcome with the reference and
 // records the summary.
