@@ -7,6 +7,11 @@
 #               end-to-end test on the local cluster
 #   make test-short  the same Go tests with -short: the end-to-end, crash,
 #               failover and fault tests skip (no vet, lint or cluster)
+#   make reliability  the reliability suite (issue 31) in full: the binary
+#               built with `-tags reliability` crashed at every fail point
+#               several times per point, and the other scenarios under
+#               internal/reliability; prints one summary line per scenario.
+#               `make test` runs the same suite bounded (one crash per point)
 
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -63,6 +68,16 @@ test: ## Everything: services, envtest assets, Kafka test broker, vet, lint, tes
 .PHONY: test-short
 test-short: ## The fast lane: go test -short, no process kills or multi-second timers (about 75 s warm on 2 cores).
 	bash hack/test-env.sh go test -short -count=1 ./...
+
+# The reliability suite's figures: one line per scenario (check.SummaryEnv).
+RELIABILITY_SUMMARY ?= bin/reliability-summary.txt
+
+.PHONY: reliability
+reliability: ## The reliability suite in full mode (build tag reliability, FLIGHTFEED_RELIABILITY=full): crashes at every fail point, faults; one summary line per scenario.
+	@mkdir -p $(dir $(RELIABILITY_SUMMARY)) && rm -f $(RELIABILITY_SUMMARY)
+	FLIGHTFEED_RELIABILITY=full FLIGHTFEED_RELIABILITY_SUMMARY=$(abspath $(RELIABILITY_SUMMARY)) \
+		bash hack/test-env.sh go test -tags reliability -count=1 -v -timeout 60m ./internal/failpoint/ ./internal/reliability/...
+	@echo "== reliability summary ($(RELIABILITY_SUMMARY))" && cat $(RELIABILITY_SUMMARY)
 
 .PHONY: helm-check
 helm-check: ## helm lint + template, accepted by a real API server (helm pinned, cached).

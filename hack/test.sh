@@ -69,6 +69,15 @@ make --no-print-directory lint
 step "tests"
 go test -race -count=1 -timeout 20m ./...
 
+# The reliability suite (issue 31) in its bounded form: the binary built
+# with `-tags reliability` crashed once at every fail point, and the other
+# scenarios under internal/reliability (make reliability runs them in full).
+step "reliability (bounded)"
+go vet -tags reliability ./...
+FLIGHTFEED_RELIABILITY_SUMMARY="$work/reliability-summary.txt" \
+  go test -tags reliability -count=1 -timeout 15m ./internal/failpoint/ ./internal/reliability/...
+cat "$work/reliability-summary.txt" >&2
+
 step "real cluster: build (first run only), image, up"
 # The end-to-end test of the chart on a real single-node Kubernetes cluster
 # (hack/cluster/): helm install with the local image, takeover, upgrade,

@@ -7,5 +7,8 @@
 // database through small ports it owns (ports.go: Inbox, Store, Tx; the
 // real ones are *mailbox.Mailbox and Postgres), so its loop and failure
 // handling are tested in memory too. It imports no Kubernetes package: it
-// runs the same under `flightfeed pump` and under the operator.
+// runs the same under `flightfeed pump` and under the operator. Its
+// crash-critical steps carry fail points (internal/failpoint: after
+// decode, before and after the commit, after the write-back, during the
+// status write), compiled in only for the reliability suite.
 package pump

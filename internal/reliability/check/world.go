@@ -133,7 +133,7 @@ func (w *World) Put(rows []string, base time.Time) {
 		for i := from; i < to; i++ {
 			args = append(args, base.Add(time.Duration(i)*time.Millisecond).UTC(), rows[i])
 		}
-		q := `INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES ` +
+		q := `INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES ` + //nolint:gosec // only placeholders are appended
 			strings.TrimSuffix(strings.Repeat("(?, ?), ", to-from), ", ")
 		if _, err := w.Mailbox.ExecContext(context.Background(), q, args...); err != nil {
 			w.t.Fatalf("%s: insert mailbox rows %d–%d: %v", w.Name, from, to-1, err)
@@ -164,7 +164,7 @@ const DayFlights = 40
 func Day(day string, loc *time.Location, n int) []string {
 	rows := []string{simulate.Response(simulate.Options{Day: day, Flights: DayFlights, Seed: 1, FirstSeqn: 1, Location: loc}).Body}
 	for k := 0; len(rows) < n; k++ {
-		for _, m := range simulate.Stream(simulate.Options{Day: day, Flights: DayFlights, Seed: uint64(k + 2), //nolint:gosec // k is small
+		for _, m := range simulate.Stream(simulate.Options{Day: day, Flights: DayFlights, Seed: uint64(k + 2),
 			FirstSeqn: 1000 * (k + 1), Malformed: 2, Location: loc}) {
 			rows = append(rows, m.Body)
 		}

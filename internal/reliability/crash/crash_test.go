@@ -31,18 +31,21 @@ const runTimeout = 3 * time.Minute
 
 // hits are the hit counts at which each point crashes the pump, one
 // process after another: bounded mode takes the first only. Each count
-// counts from its own process's start, and every count is reached well
-// before the drain ends (a batch of 8 rows is one decode, one commit and
-// one write-back; the status is written several times a batch; the
-// dispatcher commits a Kafka transaction per pass), so every armed
-// process must crash: one that drains instead fails the scenario.
+// counts from its own process's start. Measured on the day (mailbox
+// batches of 8 rows): a batch is one decode, one commit and one
+// write-back, about 250 of each for the day; the dispatcher commits a
+// Kafka transaction per pass, one per 8 rows or so; the status is written
+// about once per 2.5 rows. The counts of a point add up to well under its
+// day's total, so every armed process must crash (one that drains instead
+// fails the scenario), and the crashes land early, at the very first hit
+// of a restart, and in the middle of the day.
 var hits = map[string][]int{
-	failpoint.AfterDecode:      {40, 3, 90, 25},
-	failpoint.BeforeCommit:     {40, 1, 90, 25},
-	failpoint.AfterCommit:      {40, 1, 90, 25},
-	failpoint.AfterWriteBack:   {40, 1, 90, 25},
-	failpoint.AfterKafkaCommit: {8, 1, 20, 5},
-	failpoint.StatusWrite:      {200, 2, 500, 120},
+	failpoint.AfterDecode:      {40, 1, 80, 30},
+	failpoint.BeforeCommit:     {40, 1, 80, 30},
+	failpoint.AfterCommit:      {40, 1, 80, 30},
+	failpoint.AfterWriteBack:   {40, 1, 80, 30},
+	failpoint.AfterKafkaCommit: {8, 1, 40, 20},
+	failpoint.StatusWrite:      {200, 2, 250, 80},
 }
 
 func full() bool { return os.Getenv(ModeEnv) == "full" }
@@ -52,10 +55,7 @@ func full() bool { return os.Getenv(ModeEnv) == "full" }
 // restarted until an unarmed restart drains; the outcome equals the clean
 // run's.
 func TestCrashAtEveryFailPoint(t *testing.T) {
-	bin, err := proctest.BuildTagged(t.TempDir(), "reliability")
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := proctest.BinaryTagged(t, "reliability")
 	day, loc := check.Today(t)
 	rows := check.Day(day, loc, messages)
 	base := time.Now().UTC().Truncate(time.Second)
@@ -185,7 +185,7 @@ type proc struct {
 func start(t *testing.T, w *check.World, arming string) *proc {
 	t.Helper()
 	p := &proc{out: &proctest.Output{}, done: make(chan struct{})}
-	p.cmd = exec.Command(w.Binary, "pump", "--config", w.Config, "--drain") //nolint:gosec // the test's own binary
+	p.cmd = exec.Command(w.Binary, "pump", "--config", w.Config, "--drain")
 	p.cmd.Env = append(os.Environ(), failpoint.Env+"="+arming)
 	var sink io.Writer = p.out
 	if os.Getenv("FLIGHTFEED_TEST_LOG") != "" {

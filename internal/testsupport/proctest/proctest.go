@@ -57,6 +57,16 @@ func Binary(t testing.TB) string {
 	return bin
 }
 
+// BinaryTagged is Binary built with build tags (BuildTagged).
+func BinaryTagged(t testing.TB, tags ...string) string {
+	t.Helper()
+	bin, err := BuildTagged(t.TempDir(), tags...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
 // Output collects a process's output; safe for concurrent use.
 type Output struct {
 	mu  sync.Mutex
