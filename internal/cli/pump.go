@@ -90,7 +90,7 @@ func fencedError(ctx context.Context, r *feedrun.Runner, err error) error {
 	defer cancel()
 	h, herr := r.Holder(hctx)
 	if herr != nil {
-		return fmt.Errorf("another pump took over this feed's database (its identity could not be read: %v): %w", herr, err)
+		return fmt.Errorf("another pump took over this feed's database (its identity could not be read: %w): %w", herr, err)
 	}
 	return fmt.Errorf("another pump took over this feed's database: pump %q holds it (epoch %d, taken %s); "+
 		"run one pump per feed database, or stop that one: %w",
