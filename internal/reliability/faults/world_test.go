@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -115,7 +114,7 @@ func reference(t *testing.T) check.Outcome {
 		// the scenario that happened to build it.
 		clean := check.NewWorld(t, "clean", flightfeed(t), check.WorldOptions{})
 		clean.Put(w.rows, w.base)
-		cmd := exec.Command(clean.Binary, "pump", "--config", clean.Config, "--drain") //nolint:gosec // the test's own binary
+		cmd := exec.Command(clean.Binary, "pump", "--config", clean.Config, "--drain")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			refErr = fmt.Sprintf("clean drain: %v\n%s", err, proctest.Tail(string(out), 40))
@@ -315,7 +314,7 @@ type proc struct {
 func startPump(t *testing.T, name, bin, config string, args ...string) *proc {
 	t.Helper()
 	p := &proc{t: t, name: name, out: &proctest.Output{}, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, append([]string{"pump", "--config", config}, args...)...) //nolint:gosec // the test's own binary
+	p.cmd = exec.Command(bin, append([]string{"pump", "--config", config}, args...)...)
 	var sink io.Writer = p.out
 	if os.Getenv("FLIGHTFEED_TEST_LOG") != "" {
 		sink = io.MultiWriter(p.out, proctest.Prefixed(t.Name()+" "+name+": "))
@@ -425,10 +424,4 @@ func (w *world) waitProcessed(p *proc, n int) int {
 		w.t.Fatalf("%s: all %d rows were processed before the fault at %d: the scenario proves nothing", w.Name, messages, n)
 	}
 	return got
-}
-
-// hostPort is addr's port, for messages.
-func hostPort(addr string) string {
-	_, port, _ := net.SplitHostPort(addr)
-	return port
 }

@@ -64,7 +64,7 @@ func reference(t *testing.T) check.Outcome {
 		rows, base := workload(t)
 		clean := check.NewWorld(t, "clean", binary, check.WorldOptions{})
 		clean.Put(rows, base)
-		out, err := exec.Command(binary, "pump", "--config", clean.Config, "--drain").CombinedOutput() //nolint:gosec // the test's own binary
+		out, err := exec.Command(binary, "pump", "--config", clean.Config, "--drain").CombinedOutput()
 		if err != nil {
 			refErr = fmt.Sprintf("clean drain: %v\n%s", err, proctest.Tail(string(out), 40))
 			return
@@ -200,11 +200,6 @@ func (f *feed) count(query string) int64 {
 	return n
 }
 
-// applied counts the messages done in proc_state.
-func (f *feed) applied() int64 {
-	return f.count(`SELECT count(*) FROM proc_state WHERE status IN ('SUCCEEDED', 'SKIPPED', 'DEAD')`)
-}
-
 // waitSettled waits until every row is processed and written back and
 // every event delivered, while a pump keeps running.
 func (f *feed) waitSettled() {
@@ -235,7 +230,7 @@ type proc struct {
 func start(t *testing.T, id string, env []string, args ...string) *proc {
 	t.Helper()
 	p := &proc{t: t, id: id, out: &proctest.Output{}, done: make(chan struct{})}
-	p.cmd = exec.Command(binary, args...) //nolint:gosec // the test's own binary
+	p.cmd = exec.Command(binary, args...)
 	p.cmd.Env = append(append(os.Environ(), "PGAPPNAME="+id), env...)
 	var sink io.Writer = p.out
 	if os.Getenv("FLIGHTFEED_TEST_LOG") != "" {

@@ -135,7 +135,7 @@ func Start(upstream string) (*Proxy, error) {
 // StartOn is Start on a given loopback address ("127.0.0.1:0" for any
 // port).
 func StartOn(addr, upstream string) (*Proxy, error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy: listen on %s: %w", addr, err)
 	}
@@ -153,7 +153,7 @@ func serve(upstream string, ln net.Listener) *Proxy {
 func listenLow() (net.Listener, error) {
 	var last error
 	for range 100 {
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))) //nolint:gosec // a port, not a secret
+		ln, err := listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))) //nolint:gosec // a port, not a secret
 		if err == nil {
 			return ln, nil
 		}
@@ -170,7 +170,7 @@ func listenLow() (net.Listener, error) {
 // close the proxy.
 func Listen(onProxy func(*Proxy)) func(network, address string) (net.Listener, error) {
 	return func(network, address string) (net.Listener, error) {
-		inner, err := net.Listen(network, "127.0.0.1:0")
+		inner, err := listen(network, "127.0.0.1:0")
 		if err != nil {
 			return nil, fmt.Errorf("faultproxy: listen for the server: %w", err)
 		}
@@ -187,6 +187,12 @@ func Listen(onProxy func(*Proxy)) func(network, address string) (net.Listener, e
 		onProxy(p)
 		return advertised{Listener: inner, addr: p.ln.Addr()}, nil
 	}
+}
+
+// listen listens on a loopback address; a listener lives until closed.
+func listen(network, addr string) (net.Listener, error) {
+	var lc net.ListenConfig
+	return lc.Listen(context.Background(), network, addr)
 }
 
 type advertised struct {
@@ -220,7 +226,7 @@ func (p *Proxy) SetMode(m Mode) error {
 		return nil
 	}
 	if old == Refuse {
-		ln, err := net.Listen("tcp", p.addr)
+		ln, err := listen("tcp", p.addr)
 		if err != nil {
 			return fmt.Errorf("faultproxy: listen on %s again: %w", p.addr, err)
 		}

@@ -345,7 +345,7 @@ func TestLostCommitAcknowledgementWithPgx(t *testing.T) {
 	})
 	host, port, _ := net.SplitHostPort(p.Addr())
 	cfg.Host = host
-	cfg.Port = uint16(mustAtoi(t, port)) //nolint:gosec // a port
+	cfg.Port = uint16(mustAtoi(t, port))
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
