@@ -13,7 +13,9 @@
 //     refused, connections reset) for 5 s; stalled (nothing forwarded,
 //     connections held) for 8 s;
 //   - MariaDB: the head read cut, the write-back cut (three times each);
-//     a stall of 8 s at the head read and at the write-back; down for 5 s;
+//     a stall of 8 s at the head read and at the write-back (the mailbox
+//     DSN with the driver's readTimeout and writeTimeout, 2 s: without
+//     them a stalled connection waits for ever); down for 5 s;
 //   - Kafka: unreachable for 30 s; every request 2 s late for 20 s.
 //
 // Kafka clients learn broker addresses from metadata, so a proxy on the
@@ -25,13 +27,18 @@
 // export, ledger, mailbox results and proc_state equal; the topics read
 // read_committed converge to the export with per-FLID versions never
 // decreasing; nothing pending. While PostgreSQL or the mailbox is down or
-// stalled the head must not move (proc_state, read directly); down, the
-// pump's log names the dependency and the error ("batch rolled back" for
+// stalled the head must not move (proc_state, read directly); down (and
+// the mailbox stalled past its readTimeout), the pump's log names the
+// dependency and the error ("batch rolled back" for
 // PostgreSQL, "mailbox unreachable" for the mailbox, the dispatcher's
 // "waiting for the broker" for Kafka; `pump` has no status endpoint: the
 // same reasons are the operator's DatabaseReachable, MailboxReachable and
-// KafkaReachable conditions). While Kafka is down the pump keeps applying
-// (events wait in the outbox) and the drain does not end.
+// KafkaReachable conditions). A stalled PostgreSQL connection is reported
+// by nothing: the pump has no client-side deadline on the database (the
+// server's statement_timeout cannot answer through a stall), so the
+// scenario asserts only that the head waits and that the drain ends where
+// the clean run does once PostgreSQL answers. While Kafka is down the pump
+// keeps applying (events wait in the outbox) and the drain does not end.
 //
 // Bounded mode (the default, `make test`): three strikes per repeated
 // fault. Full mode (FLIGHTFEED_RELIABILITY=full): six.

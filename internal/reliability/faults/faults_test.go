@@ -38,7 +38,10 @@ const (
 	// kafkaLatency is added to every request to the broker while slow.
 	kafkaLatency = 2 * time.Second
 	stallFor     = 8 * time.Second
-	downFor      = 5 * time.Second
+	// mailboxTimeout is the mailbox DSN's readTimeout and writeTimeout in
+	// the MariaDB stall scenarios.
+	mailboxTimeout = 2 * time.Second
+	downFor        = 5 * time.Second
 )
 
 // scenario is one faulted drain of the workload, compared at the end with
@@ -54,9 +57,16 @@ type scenario struct {
 
 func newScenario(t *testing.T, name string) *scenario {
 	t.Helper()
+	return newScenarioWith(t, name, 0)
+}
+
+// newScenarioWith is newScenario with the pump's mailbox DSN's
+// readTimeout and writeTimeout set to mailboxTimeout (0: none).
+func newScenarioWith(t *testing.T, name string, mailboxTimeout time.Duration) *scenario {
+	t.Helper()
 	t.Parallel()
 	reference(t) // built once; fails early when the clean run does
-	s := &scenario{t: t, name: name, w: newWorld(t, name)}
+	s := &scenario{t: t, name: name, w: newWorld(t, name, mailboxTimeout)}
 	s.p = s.w.drain()
 	return s
 }
@@ -242,7 +252,11 @@ func TestMariaDB(t *testing.T) {
 			s.end()
 		})
 		t.Run("stall-"+tc.name, func(t *testing.T) {
-			s := newScenario(t, "mariadb/stall-"+tc.name)
+			// With the driver's readTimeout and writeTimeout on the
+			// mailbox DSN, a stalled mailbox is an error the pump reports
+			// (without them a stalled connection waits for ever, as a
+			// stalled PostgreSQL one does).
+			s := newScenarioWith(t, "mariadb/stall-"+tc.name, mailboxTimeout)
 			at := s.w.waitProcessed(s.p, messages/2)
 			px := s.w.mysql
 			// The proxy stalls at the next matching chunk, before it is
@@ -257,8 +271,10 @@ func TestMariaDB(t *testing.T) {
 			await.EventuallyEvery(t, s.name+": the stall", waitLong, poll, func() (bool, string) { return stalled.Load(), "" })
 			px.SetInspector(nil)
 			s.faults++
+			l := s.p.waitLog("the stalled mailbox reported", "mailbox unreachable; the head waits with backoff",
+				errorMentions("timeout", "invalid connection", "bad connection"))
 			s.blocked(stallFor)
-			s.note("stalled at the %s near %d; the pump logged %d error lines meanwhile", tc.name, at, errorLines(s.p))
+			s.note("stalled at the %s near %d: %q", tc.name, at, l.str("error"))
 			pass(t, px)
 			s.end()
 		})

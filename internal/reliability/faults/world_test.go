@@ -158,7 +158,10 @@ type world struct {
 	pgDB    string
 }
 
-func newWorld(t *testing.T, name string) *world {
+// mailboxTimeout, when set, is the pump's mailbox DSN's readTimeout and
+// writeTimeout (the MySQL driver's; README, What each DSN option does):
+// without it a stalled mailbox connection waits for ever.
+func newWorld(t *testing.T, name string, mailboxTimeout time.Duration) *world {
 	t.Helper()
 	w := &world{t: t}
 	w.Name, w.Binary = name, flightfeed(t)
@@ -192,6 +195,7 @@ func newWorld(t *testing.T, name string) *world {
 	}
 	w.mysql = startProxy(t, mcfg.Addr)
 	mcfg.Addr = w.mysql.Addr()
+	mcfg.ReadTimeout, mcfg.WriteTimeout = mailboxTimeout, mailboxTimeout
 
 	f := feedtest.Feed{MailboxDSN: w.MailboxDSN, DatabaseDSN: w.DatabaseDSN, Brokers: w.Brokers,
 		PollInterval: "20ms", BatchSize: 8, Pump: pumpOptions}
