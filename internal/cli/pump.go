@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -72,11 +74,27 @@ exits 1 with a one-line summary when any is parked.`,
 			err = r.Run(ctx)
 		}
 		if errors.Is(err, pump.ErrFenced) {
-			return fmt.Errorf("another pump took over this feed's database: %w", err)
+			return fencedError(ctx, r, err)
 		}
 		return err
 	}
 	return cmd
+}
+
+// fencedError says that another pump took the feed over and, read from
+// pipeline_lock, which one: two `flightfeed pump` processes on one
+// database (two hosts given the same --config) are told apart by
+// --identity, and the fenced one names the one that goes on.
+func fencedError(ctx context.Context, r *feedrun.Runner, err error) error {
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	h, herr := r.Holder(hctx)
+	if herr != nil {
+		return fmt.Errorf("another pump took over this feed's database (its identity could not be read: %w): %w", herr, err)
+	}
+	return fmt.Errorf("another pump took over this feed's database: pump %q holds it (epoch %d, taken %s); "+
+		"run one pump per feed database, or stop that one: %w",
+		h.Holder, h.Epoch, h.AcquiredAt.UTC().Format(time.RFC3339), err)
 }
 
 // startCPUProfile profiles the process into path until stop is called.

@@ -272,6 +272,12 @@ func (r *Runner) Status() Status {
 	return s
 }
 
+// Holder reads who holds the feed's fencing epoch now (pipeline_lock):
+// after Run returned pump.ErrFenced, the pump that took the feed over.
+func (r *Runner) Holder(ctx context.Context) (store.EpochHolder, error) {
+	return r.st.CurrentHolder(ctx)
+}
+
 // DrainNotices returns the pump's notable outcomes since the last call.
 func (r *Runner) DrainNotices() []pump.Notice { return r.pump.DrainNotices() }
 

@@ -5,7 +5,9 @@
 // shared one `make test` runs (kafkatest), and an envtest control plane
 // with its TestMain and client (kubetest); the built binary with its
 // output (proctest) and the SPEC §4 feed as its --config file and as a
-// FlightFeed manifest (feedtest); golden files (golden); and the two waits
+// FlightFeed manifest (feedtest); an in-process TCP proxy that resets,
+// refuses, stalls, slows or cuts a dependency's connections (faultproxy);
+// golden files (golden); and the two waits
 // every package shares: one Eventually (await) and one free loopback
 // address (loopback).
 // storetest also holds ApplyIncrement and DeleteFlights, the one-message
