@@ -626,7 +626,7 @@ func TestOutboxRowsCarryOverUpAndDown(t *testing.T) {
 		VALUES (6, 6, 6, 'UPSERT', '{"s":6}', '{"n":6}') RETURNING id`).Scan(&fresh); err != nil {
 		t.Fatal(err)
 	}
-	if fresh < 12 || conn.QueryRow(ctx, `SELECT 1 FROM msg_event WHERE id = $1`, fresh-1).Scan(new(int)) != pgx.ErrNoRows {
+	if fresh < 12 || !errors.Is(conn.QueryRow(ctx, `SELECT 1 FROM msg_event WHERE id = $1`, fresh-1).Scan(new(int)), pgx.ErrNoRows) {
 		t.Fatalf("new row %d: want the id below it free and past the old ids", fresh)
 	}
 	exec(t, conn, `INSERT INTO msg_event_parked (event_id, kind, last_error) VALUES ($1, 'KAFKA_SCHD', 'too large')`, fresh)
