@@ -94,6 +94,16 @@ func Open(ctx context.Context, dsn string, spec v1alpha1.MailboxSpec, opts ...Op
 	if cfg.Loc == nil {
 		cfg.Loc = time.UTC
 	}
+	// A mailbox server that stops answering (stalled, or a network path
+	// that holds the connection and carries nothing) fails the call after
+	// this much silence instead of holding the head for ever without a
+	// word; the DSN's own readTimeout/writeTimeout win.
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = ioTimeout
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = ioTimeout
+	}
 	interpolate(cfg, dsn)
 	q, err := buildQueries(spec)
 	if err != nil {
@@ -156,6 +166,17 @@ func applyTLS(cfg *mysql.Config, t *tls.Config) {
 		cfg.TLS.ServerName = host
 	}
 }
+
+// DefaultIOTimeout is the mailbox connection's readTimeout and
+// writeTimeout when the DSN sets none: silence on the connection for this
+// long fails the call (the head then waits with backoff and the pump says
+// the mailbox is unreachable). It is longer than MariaDB's default
+// innodb_lock_wait_timeout (50 s), so a write-back waiting for a row lock
+// the AODB holds gets the server's own answer first.
+const DefaultIOTimeout = 60 * time.Second
+
+// ioTimeout is DefaultIOTimeout (tests shorten it).
+var ioTimeout = DefaultIOTimeout
 
 // FeedConnector is a driver connector to the feed's mailbox as Open makes
 // it (the DSN checked, mailbox.tls applied), for SQL of its own (the

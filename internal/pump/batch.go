@@ -262,13 +262,22 @@ func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, attempted [
 	}
 	p.infraAttempts++
 	now := p.clock.Now()
+	// The ping runs before the status lock is taken, and is bounded: a
+	// stalled database must not hold the status every reader waits on.
+	answered := store.IsServerAnswer(err)
+	reachable := true
+	if !answered {
+		pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
+		reachable = p.store.Ping(pingCtx) == nil
+		cancel()
+	}
 	p.update(func(s *Status) {
 		if s.HeadID != head || s.HeadBlockedSince.IsZero() {
 			s.HeadBlockedSince = now
 		}
 		s.HeadID, s.HeadLastError = head, err.Error()
-		if !store.IsServerAnswer(err) {
-			s.DatabaseReachable, s.DatabaseError = p.store.Ping(ctx) == nil, err.Error()
+		if !answered {
+			s.DatabaseReachable, s.DatabaseError = reachable, err.Error()
 		}
 	})
 	if limit := p.feed.Spec.Pump.InfraRetryLimit; limit > 0 && p.infraAttempts > int(limit) {
@@ -280,6 +289,9 @@ func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, attempted [
 	}
 	return batchOutcome{blocked: true, wait: p.backoff()}
 }
+
+// pingTimeout bounds the database ping after a failed batch.
+const pingTimeout = 5 * time.Second
 
 // giveUp makes the head DEAD in a transaction of its own: after the
 // configured number of infrastructure retries, or at once when the

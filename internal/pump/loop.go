@@ -49,9 +49,15 @@ func (p *Pump) run(ctx context.Context, drainIdle func(context.Context) (bool, e
 		defer close(renewed)
 		p.renewEpoch(ctx, cancel)
 	}()
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		p.watchDatabase(ctx)
+	}()
 	defer func() {
 		cancel(nil)
 		<-renewed
+		<-watched
 	}()
 
 	// Results committed before a crash are written back first, and the

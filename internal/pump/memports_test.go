@@ -427,3 +427,6 @@ func (sp memSavepoint) ApplySnapshot(_ context.Context, meta store.Meta, _ store
 func (sp memSavepoint) CompleteRequest(context.Context, int64, int64) error { return nil }
 
 var _ pump.Store = (*memStore)(nil)
+
+// Unanswered: a call of the in-memory store is never left waiting.
+func (*memStore) Unanswered() (time.Time, string) { return time.Time{}, "" }

@@ -1,6 +1,11 @@
 package pump
 
-import "time"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
 
 // outageLogEvery bounds how often a lasting mailbox outage is logged
 // again: the first failure is logged at once, then one line per interval
@@ -50,4 +55,75 @@ func (p *Pump) mailboxAnswered(wroteBack bool) {
 		*o = outage{}
 	}
 	p.update(func(s *Status) { s.MailboxReachable, s.MailboxError = true, "" })
+}
+
+// DatabaseStallAfter is how long a database call may stay unanswered
+// before the pump reports the database as not answering: far longer than
+// any statement of a batch takes (a 9,999-flight snapshot's COPY takes
+// well under a second), far shorter than an operator waits before looking.
+// A stalled server or a network path that holds the connection open and
+// carries nothing fails no call and closes nothing, and the server's
+// statement_timeout cannot fire through it: without this the head would
+// wait in silence.
+const DatabaseStallAfter = 15 * time.Second
+
+// watchDatabase reports, while ctx lasts, a database call left unanswered
+// for DatabaseStallAfter: DatabaseReachable false with the call and since
+// when it waits, the head blocked since the call began, and a log line
+// (repeated at most once per outageLogEvery); and the database answering
+// again once no call waits that long. It only reads the store's tracker
+// and never waits on the database itself, so it reports what a stuck
+// batch cannot.
+func (p *Pump) watchDatabase(ctx context.Context) {
+	t := p.clock.NewTicker(time.Second)
+	defer t.Stop()
+	var stalled, logged time.Time
+	var reported string // the DatabaseError this watch set last
+	for {
+		stopping := false
+		select {
+		case <-ctx.Done():
+			stopping = true
+		case <-t.C():
+		}
+		since, what := p.store.Unanswered()
+		now := p.clock.Now()
+		if stopping && (stalled.IsZero() || (!since.IsZero() && now.Sub(since) >= DatabaseStallAfter)) {
+			return
+		}
+		if since.IsZero() || now.Sub(since) < DatabaseStallAfter {
+			if !stalled.IsZero() {
+				p.log.Info("database answering again", "after", now.Sub(stalled).Round(time.Second).String())
+				p.update(func(s *Status) {
+					if s.DatabaseError == reported {
+						s.DatabaseReachable, s.DatabaseError = true, ""
+					}
+				})
+				stalled, reported = time.Time{}, ""
+			}
+			if stopping {
+				return
+			}
+			continue
+		}
+		waited := now.Sub(since).Round(time.Second)
+		// The reason stays the same for the whole stall (no status churn).
+		msg := fmt.Sprintf("the database has not answered since %s (%s in progress)", since.UTC().Format(time.RFC3339), what)
+		reported = msg
+		p.update(func(s *Status) {
+			s.DatabaseReachable, s.DatabaseError = false, msg
+			if s.HeadBlockedSince.IsZero() {
+				s.HeadBlockedSince, s.HeadLastError = since, msg
+			}
+		})
+		switch {
+		case stalled.IsZero():
+			stalled, logged = since, now
+			p.obs.ServiceError(ServiceDatabase)
+			p.log.Error(errors.New(msg), "database not answering; the head waits", "for", waited.String(), "call", what)
+		case now.Sub(logged) >= outageLogEvery:
+			logged = now
+			p.log.Error(errors.New(msg), "database still not answering", "for", waited.String(), "call", what)
+		}
+	}
 }

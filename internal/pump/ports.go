@@ -58,6 +58,9 @@ type Store interface {
 	// PendingReplays lists up to limit PENDING replay requests, oldest
 	// first (`flightfeed replay` records them).
 	PendingReplays(ctx context.Context, limit int) ([]store.ReplayRequest, error)
+	// Unanswered is since when the oldest database call in progress has
+	// waited, and what it is (zero time: none) (store.Store.Unanswered).
+	Unanswered() (since time.Time, what string)
 }
 
 // Session is what the pump asks once when it starts, and the database's

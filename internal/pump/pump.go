@@ -30,7 +30,7 @@ type Observer interface {
 	// IgnoredTags counts SIS tags the module does not map.
 	IgnoredTags(tags map[string]int)
 	// ServiceError counts a failed read or write against a service the
-	// pump depends on (ServiceMailbox).
+	// pump depends on (ServiceMailbox, ServiceDatabase).
 	ServiceError(service string)
 	// SnapshotFlag counts one flag of a snapshot's trace row (an alert).
 	SnapshotFlag(flag string)
@@ -48,6 +48,10 @@ type Observer interface {
 
 // ServiceMailbox names the mailbox in ServiceError.
 const ServiceMailbox = "mailbox"
+
+// ServiceDatabase names the feed's PostgreSQL database in ServiceError
+// (counted once per stall: a call unanswered for DatabaseStallAfter).
+const ServiceDatabase = "database"
 
 // NopObserver ignores every observation.
 type NopObserver struct{}

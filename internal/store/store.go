@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/multitracer"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"k8s.io/utils/clock"
 
@@ -66,6 +67,8 @@ type Store struct {
 	loc    *time.Location
 	clock  clock.PassiveClock
 	schema int64
+	// inFlight tracks the calls in progress (Unanswered).
+	inFlight *inFlight
 }
 
 // Open connects to the database; it does not migrate (see Migrate). Its
@@ -102,8 +105,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if opts.ReadOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
+	// Calls in progress are tracked with the wall clock: a stall is real
+	// time, whatever clock the caller stamps rows with.
+	calls := newInFlight(time.Now)
+	cfg.ConnConfig.Tracer = calls
 	if opts.Tracer != nil {
-		cfg.ConnConfig.Tracer = opts.Tracer
+		cfg.ConnConfig.Tracer = multitracer.New(calls, opts.Tracer)
 	}
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = 4
@@ -116,7 +123,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, dsnError(dsn, "connect to database %s/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
 	}
-	s := &Store{pool: pool, loc: opts.Location, clock: opts.Clock, schema: opts.SchemaVersion}
+	s := &Store{pool: pool, loc: opts.Location, clock: opts.Clock, schema: opts.SchemaVersion, inFlight: calls}
 	if s.loc == nil {
 		s.loc = time.UTC
 	}

@@ -33,11 +33,12 @@
 // PostgreSQL, "mailbox unreachable" for the mailbox, the dispatcher's
 // "waiting for the broker" for Kafka; `pump` has no status endpoint: the
 // same reasons are the operator's DatabaseReachable, MailboxReachable and
-// KafkaReachable conditions). A stalled PostgreSQL connection is reported
-// by nothing: the pump has no client-side deadline on the database (the
-// server's statement_timeout cannot answer through a stall), so the
-// scenario asserts only that the head waits and that the drain ends where
-// the clean run does once PostgreSQL answers. While Kafka is down the pump
+// KafkaReachable conditions). A stalled PostgreSQL (no call fails, and the
+// server's statement_timeout cannot answer through the stall) is reported
+// once a call has waited pump.DatabaseStallAfter: "database not
+// answering; the head waits" with the call in progress, and "database
+// answering again" after (DatabaseReachable false with the same reason
+// under the operator). While Kafka is down the pump
 // keeps applying (events wait in the outbox) and the drain does not end.
 //
 // Bounded mode (the default, `make test`): three strikes per repeated
