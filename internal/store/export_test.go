@@ -7,3 +7,7 @@ func SetSnapshotChunk(n int) (restore func()) {
 	snapshotChunk = n
 	return func() { snapshotChunk = old }
 }
+
+// StreamArchiveMin is the body size from which FinishBatch archives a new
+// row by a streamed COPY.
+var StreamArchiveMin = streamArchiveMin
