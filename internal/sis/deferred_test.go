@@ -14,7 +14,7 @@ import (
 // gives them back exactly as a plain decode holds them, in any chunking,
 // with one worker or several.
 func TestDeferredRecordsLoadAsDecoded(t *testing.T) {
-	raw := sistest.DNLD(57)
+	raw := sistest.DNLD(300)
 	want, err := DecodeString(string(raw), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func TestDeferredRecordsLoadAsDecoded(t *testing.T) {
 		if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(Message{}, "Records", "Positions")); diff != "" {
 			t.Fatalf("%d workers: message besides its records (-plain +deferred):\n%s", workers, diff)
 		}
-		for _, size := range []int{1, 10, 57} {
+		for _, size := range []int{7, 150, 300} {
 			var loaded []Record
 			for lo := 0; lo < len(got.Records); lo += size {
 				recs, err := got.LoadRecords(lo, min(lo+size, len(got.Records)))
@@ -106,5 +106,29 @@ func TestDeferredDecodeRefusesAsPlain(t *testing.T) {
 	}
 	if msg != nil && (msg.Deferred() || msg.Records != nil) {
 		t.Fatal("a refused message keeps records")
+	}
+}
+
+// A panic while LoadRecords decodes is raised in its caller's goroutine
+// as a *WorkerPanic, as Decode raises one.
+func TestLoadRecordsPanicReachesTheCaller(t *testing.T) {
+	msg, err := DecodeString(string(sistest.DNLD(300)), Options{Workers: 2, DeferRecordsFrom: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := onChunk
+	onChunk = func(c chunk) {
+		if c.firstIndex > 1 {
+			panic("boom while loading")
+		}
+	}
+	t.Cleanup(func() { onChunk = old })
+	var got any
+	func() {
+		defer func() { got = recover() }()
+		_, _ = msg.LoadRecords(0, 300)
+	}()
+	if wp, ok := got.(*WorkerPanic); !ok || wp.String() != "boom while loading" {
+		t.Fatalf("recovered %#v, want the *WorkerPanic of the loading worker", got)
 	}
 }

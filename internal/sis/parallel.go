@@ -336,22 +336,49 @@ func (m *Message) LoadRecords(lo, hi int) ([]Record, error) {
 	if lo == hi {
 		return nil, nil
 	}
-	c := chunk{lo: def.starts[lo], hi: def.end, firstIndex: lo + 1, count: hi - lo}
-	if hi < len(def.starts) {
-		c.hi = def.starts[hi]
-	}
+	// The run is cut into one part per worker, decoded side by side; a
+	// worker's panic is raised again here, as Decode raises it.
 	parent := &decoder{opts: def.opts, scan: &scanner{input: def.input, lim: def.lim}, msg: &Message{Kind: def.kind}}
-	res := parent.decodeChunk(c, tally{}, &sharedTally{}, false)
-	if !res.ok {
+	parts := min(parent.workers(), max((hi-lo)/minLoadPart, 1))
+	results := make([]chunkResult, parts)
+	panics := make([]*WorkerPanic, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		from, to := lo+(hi-lo)*p/parts, lo+(hi-lo)*(p+1)/parts
+		c := chunk{lo: def.starts[from], hi: def.end, firstIndex: from + 1, count: to - from}
+		if to < len(def.starts) {
+			c.hi = def.starts[to]
+		}
+		wg.Go(func() {
+			defer func() {
+				if r := recover(); r != nil {
+					panics[p] = &WorkerPanic{Value: r, Stack: debug.Stack()}
+				}
+			}()
+			onChunk(c)
+			results[p] = parent.decodeChunk(c, tally{}, &sharedTally{}, false)
+		})
+	}
+	wg.Wait()
+	for _, p := range panics {
+		if p != nil {
+			panic(p)
+		}
+	}
+	records, ok := mergeChunks(results, hi-lo)
+	if !ok {
 		return nil, fmt.Errorf("records %d–%d of a checked message no longer decode", lo+1, hi)
 	}
-	for i, r := range res.records {
+	for i, r := range records {
 		if r.FLID != m.Records[lo+i].FLID {
 			return nil, fmt.Errorf("record %d decoded again as FLID %s, was %s", lo+i+1, r.FLID, m.Records[lo+i].FLID)
 		}
 	}
-	return res.records, nil
+	return records, nil
 }
+
+// minLoadPart is the fewest records LoadRecords gives one worker.
+const minLoadPart = 64
 
 // subDecoder decodes input[lo:hi] inside <SCHD> into scratch state,
 // counting against the message-wide limits from seed.
