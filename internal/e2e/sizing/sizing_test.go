@@ -158,7 +158,15 @@ history: {disabled: true}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
-	err = cmd.Run()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sampled := make(chan rssSample)
+	stop := make(chan struct{})
+	go func() { sampled <- sampleRSS(cmd.Process.Pid, stop) }()
+	err = cmd.Wait()
+	close(stop)
+	parts := <-sampled
 	d := drained{took: time.Since(start), pdsn: pdsn}
 	if cmd.ProcessState != nil {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
@@ -166,8 +174,9 @@ history: {disabled: true}
 		}
 	}
 	kills := oomKills(t, cg)
-	t.Logf("pump --drain: %s, peak RSS %d MiB (%.1f MB), cgroup peak %d MiB, OOM kills %d", d.took.Round(time.Millisecond),
-		d.peak>>20, float64(d.peak)/1e6, readInt(t, filepath.Join(cg, "memory.max_usage_in_bytes"))>>20, kills)
+	t.Logf("pump --drain: %s, peak RSS %d MiB (%.1f MB; sampled: anonymous %.1f MB, file %.1f MB at most), cgroup peak %d MiB, OOM kills %d",
+		d.took.Round(time.Millisecond), d.peak>>20, float64(d.peak)/1e6, float64(parts.anon)/1e6, float64(parts.file)/1e6,
+		readInt(t, filepath.Join(cg, "memory.max_usage_in_bytes"))>>20, kills)
 	if err != nil || kills > 0 {
 		t.Fatalf("pump --drain in %d MiB: %v, %d OOM kill(s)\n%s", chartMemoryLimit>>20, err, kills, proctest.Tail(out.String(), 40))
 	}
@@ -197,6 +206,39 @@ history: {disabled: true}
 		t.Fatalf("results %v, want %d SUCCEEDED", results, len(msgs))
 	}
 	return d
+}
+
+// rssSample is the most anonymous and file-backed resident memory seen.
+type rssSample struct{ anon, file int64 }
+
+// sampleRSS reads RssAnon and RssFile of process pid every few
+// milliseconds until stop is closed, and returns the most of each: where
+// the peak RSS (which counts the binary's mapped pages too) comes from.
+func sampleRSS(pid int, stop <-chan struct{}) rssSample {
+	var s rssSample
+	status := fmt.Sprintf("/proc/%d/status", pid)
+	for {
+		if b, err := os.ReadFile(status); err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				field, value, ok := strings.Cut(line, ":")
+				if !ok {
+					continue
+				}
+				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
+				switch field {
+				case "RssAnon":
+					s.anon = max(s.anon, kb<<10)
+				case "RssFile":
+					s.file = max(s.file, kb<<10)
+				}
+			}
+		}
+		select {
+		case <-stop:
+			return s
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // withoutEnv is env without the variable name.
