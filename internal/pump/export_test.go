@@ -40,3 +40,7 @@ func (p *Pump) InjectPanics(decode, applied func(id int64)) {
 
 // SetBatchSize sets the size of the next batch the loop reads.
 func (p *Pump) SetBatchSize(n int) { p.batchSize = n }
+
+// DeferRecordsFrom is the body size from which a snapshot's records are
+// decoded again as the store applies them.
+const DeferRecordsFrom = deferRecordsFrom

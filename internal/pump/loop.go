@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/flightfeed/flightfeed/internal/failpoint"
@@ -294,9 +295,26 @@ func (p *Pump) readAhead(ctx context.Context, applying []mailbox.Row) *reading {
 			r.err = err
 			return
 		}
+		collectAfterLargeRead(rows)
 		r.rows, r.batch = rows, p.decodeBatch(rows)
 	}()
 	return r
+}
+
+// collectAfterLargeRead runs a garbage collection once rows holding a body
+// of deferRecordsFrom bytes or more are read. The MySQL driver reads such a
+// body through packet buffers and a joined copy, about three times its size,
+// which are garbage as soon as the rows are scanned; a collection that
+// happened to mark while they were live would let the heap grow to twice
+// all of that before the next one (a full-day DNLD: 100 MB more at peak).
+// Collected now, the heap's next goal follows from what stays: the bodies.
+func collectAfterLargeRead(rows []mailbox.Row) {
+	for _, r := range rows {
+		if len(r.Body) >= deferRecordsFrom {
+			runtime.GC()
+			return
+		}
+	}
 }
 
 // dropAhead waits for the read-ahead and forgets its rows (its write-back

@@ -294,10 +294,18 @@ func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta store.Meta
 	start := p.clock.Now()
 	trace := attemptTrace(msg, row)
 	days := make([]string, len(msg.Records))
-	records := make([]store.SnapshotRecord, len(msg.Records))
 	for i, r := range msg.Records {
 		days[i] = r.OperationDay
-		records[i] = store.SnapshotRecord{Cmds: r.Commands, Day: r.OperationDay}
+	}
+	var records []store.SnapshotRecord
+	var source store.RecordSource
+	if msg.Deferred() {
+		source = messageRecords{msg}
+	} else {
+		records = make([]store.SnapshotRecord, len(msg.Records))
+		for i, r := range msg.Records {
+			records[i] = store.SnapshotRecord{Cmds: r.Commands, Day: r.OperationDay}
+		}
 	}
 	pending, err := tx.PendingRequest(ctx, requestKind)
 	if err != nil {
@@ -323,8 +331,8 @@ func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta store.Meta
 	if err != nil {
 		return false, trace, err
 	}
-	out, err := tx.ApplySnapshot(ctx, meta, store.Snapshot{FullDay: cov.FullDay, Day: cov.Day, Records: records, SentAt: msg.Meta.ParsedTime,
-		SkipConflicts: skipConflicts})
+	out, err := tx.ApplySnapshot(ctx, meta, store.Snapshot{FullDay: cov.FullDay, Day: cov.Day, Records: records, Source: source,
+		SentAt: msg.Meta.ParsedTime, SkipConflicts: skipConflicts})
 	trace.OldVersion, trace.NewVersion, trace.DeletedCount = out.OldVersion, out.NewVersion, len(out.Deleted)
 	trace.OldDigest, trace.NewDigest = out.OldDigest, out.NewDigest
 	trace.Duration = p.clock.Since(start)
@@ -352,6 +360,36 @@ func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta store.Meta
 		}
 	}
 	return len(out.Versions) > 0, trace, nil
+}
+
+// deferRecordsFrom is the body size from which a snapshot is decoded
+// without keeping its records' commands (sis.Options.DeferRecordsFrom): the
+// store decodes them again a chunk at a time as it applies them
+// (messageRecords), so a full-day DNLD (31.5 MB, about 100 MB of decoded
+// commands) is applied within the chart's 512 MiB. Smaller snapshots keep
+// theirs and are decoded once.
+const deferRecordsFrom = 8 << 20
+
+// messageRecords is a deferred snapshot's records as a store.RecordSource:
+// each chunk is decoded from the body when the store asks for it.
+type messageRecords struct{ msg *sis.Message }
+
+func (m messageRecords) Len() int { return len(m.msg.Records) }
+
+func (m messageRecords) Key(i int) (flight.FLID, string) {
+	return m.msg.Records[i].FLID, m.msg.Records[i].OperationDay
+}
+
+func (m messageRecords) Chunk(lo, hi int) ([]store.SnapshotRecord, error) {
+	recs, err := m.msg.LoadRecords(lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.SnapshotRecord, len(recs))
+	for i, r := range recs {
+		out[i] = store.SnapshotRecord{Cmds: r.Commands, Day: r.OperationDay}
+	}
+	return out, nil
 }
 
 // attemptTrace starts the trace row of one attempt to apply a snapshot.

@@ -212,7 +212,7 @@ func New(ctx context.Context, opts Options) (*Pump, error) {
 		opts: opts, feed: feed, store: st, mbox: mbox, epoch: opts.Epoch,
 		log: opts.Log, clock: opts.Clock, obs: opts.Observer,
 		rand:       rand.New(rand.NewPCG(uint64(opts.Clock.Now().UnixNano()), 0x5eed)), //nolint:gosec // jitter only
-		decode:     sis.Options{MaxBytes: feed.Spec.Mailbox.MaxMessageBytes, Location: feed.Location},
+		decode:     sis.Options{MaxBytes: feed.Spec.Mailbox.MaxMessageBytes, Location: feed.Location, DeferRecordsFrom: deferRecordsFrom},
 		lastSeqn:   map[string]int{},
 		cache:      store.NewStateCache(0),
 		emptyReads: -1,

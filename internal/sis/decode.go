@@ -45,7 +45,7 @@ func DecodeString(raw string, opts Options) (*Message, error) {
 	msg, err := d.decode()
 	if err != nil {
 		if msg != nil {
-			msg.Records, msg.Deletions = nil, nil
+			msg.Records, msg.Deletions, msg.Positions = nil, nil, nil
 		}
 		return msg, err
 	}

@@ -13,7 +13,12 @@
 // Decoding streams encoding/xml tokens and holds one record's element tree
 // at a time; a large SCHD body is cut at <FLTR> boundaries and decoded on up
 // to Options.Workers goroutines, with a sequential fallback that makes the
-// outcome (message or error) identical either way.
+// outcome (message or error) identical either way. With
+// Options.DeferRecordsFrom, a snapshot of at least that many bytes is
+// checked whole but keeps only each record's index, FLID and day
+// (Message.Deferred); Message.LoadRecords decodes a run of records again,
+// in full, when the caller applies them, so a full-day DNLD's commands
+// (about three times its 31.5 MB) are never all in memory.
 //
 // What a message may cost is bounded, whatever its size in bytes: Options
 // limit the elements and attributes of the message, the attributes of one

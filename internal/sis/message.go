@@ -93,6 +93,10 @@ type Message struct {
 	// change (ResendFields): two copies with the same identity and the same
 	// ContentDigest are one message sent twice. Set on success only.
 	ContentDigest []byte `json:"-"`
+	// Positions is set when Records carry no commands
+	// (Options.DeferRecordsFrom): where each record is in the input, for
+	// LoadRecords. Nil otherwise.
+	Positions *RecordPositions `json:"-"`
 }
 
 // IsFullSnapshot reports whether records are full snapshots (DNLD/RESP).

@@ -110,6 +110,17 @@ type Options struct {
 	// SCHD message in parallel: 0 = GOMAXPROCS (at most 4), 1 = sequential.
 	// The result is the same either way.
 	Workers int
+	// DeferRecordsFrom (bytes; 0: never) makes a snapshot (DNLD, RESP) of
+	// at least this size decode its records without keeping their
+	// commands: the message is checked whole as always, but each Record
+	// holds only its Index, FLID, Full and OperationDay, and
+	// Message.LoadRecords decodes a run of them again, in full, when they
+	// are applied. A full-day DNLD's decoded commands are three times its
+	// 31.5 MB; deferred, they are held a chunk at a time. It applies to
+	// bodies of the plain shape real feeds send (FLTR records only inside
+	// SCHD, no comment, CDATA or processing instruction there); any other
+	// body keeps its records as usual (Message.Deferred says which).
+	DeferRecordsFrom int
 }
 
 func (o Options) withDefaults() Options {

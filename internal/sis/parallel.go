@@ -115,7 +115,8 @@ func (s *sharedTally) add(now, from tally, o Options) bool {
 func (d *decoder) tryParallelSCHD(st *schdState) bool {
 	workers := d.workers()
 	input := d.scan.input
-	if workers < 2 || len(input) < parallelMinBytes || d.scan.base != 0 {
+	deferring := d.deferring()
+	if (workers < 2 && !deferring) || (len(input) < parallelMinBytes && !deferring) || d.scan.base != 0 {
 		return false
 	}
 	pos := d.scan.offset()
@@ -128,7 +129,10 @@ func (d *decoder) tryParallelSCHD(st *schdState) bool {
 		return false
 	}
 	starts := tagStarts(rest[:end], "FLTR")
-	if len(starts) < 2*workers {
+	if len(starts) < 2*workers && !deferring {
+		return false
+	}
+	if len(starts) == 0 {
 		return false
 	}
 	prefix, ok := d.decodeSCHDPrefix(st, pos, pos+starts[0])
@@ -153,7 +157,7 @@ func (d *decoder) tryParallelSCHD(st *schdState) bool {
 				}
 			}()
 			onChunk(c)
-			results[i] = d.decodeChunk(c, prefix.tally, shared)
+			results[i] = d.decodeChunk(c, prefix.tally, shared, deferring)
 		}()
 	}
 	wg.Wait()
@@ -189,6 +193,13 @@ func (d *decoder) tryParallelSCHD(st *schdState) bool {
 		}
 	}
 	d.msg.Records = append(d.msg.Records, records...)
+	if deferring {
+		abs := make([]int, len(starts))
+		for i, s := range starts {
+			abs[i] = pos + s
+		}
+		d.msg.Positions = &RecordPositions{input: input, starts: abs, end: pos + end, opts: d.opts, lim: d.scan.lim, kind: d.msg.Kind}
+	}
 	d.scan = remainder
 	d.items, d.ignored = total.items, total.ignored
 	return true
@@ -236,8 +247,9 @@ func (d *decoder) decodeSCHDPrefix(st *schdState, lo, hi int) (prefixResult, boo
 
 // decodeChunk decodes a run of FLTR elements, counting from seed and adding
 // its counts to shared after each record; anything else, or a message over
-// a limit, fails the chunk.
-func (d *decoder) decodeChunk(c chunk, seed tally, shared *sharedTally) chunkResult {
+// a limit, fails the chunk. light keeps each record without its commands
+// (Options.DeferRecordsFrom).
+func (d *decoder) decodeChunk(c chunk, seed tally, shared *sharedTally, light bool) chunkResult {
 	sub := d.subDecoder(c.lo, c.hi, seed)
 	counted := seed
 	full := d.msg.Kind == KindSnapshot
@@ -266,6 +278,9 @@ func (d *decoder) decodeChunk(c chunk, seed tally, shared *sharedTally) chunkRes
 			if err != nil {
 				return chunkResult{}
 			}
+			if light {
+				rec.Cmds = nil
+			}
 			records = append(records, rec)
 			now := sub.tally()
 			if !shared.add(now, counted, d.opts) {
@@ -285,6 +300,85 @@ func (d *decoder) decodeChunk(c chunk, seed tally, shared *sharedTally) chunkRes
 	}
 	return chunkResult{records: records, ignored: sub.msg.IgnoredTags, ok: true}
 }
+
+// deferring reports whether this message's records are decoded without
+// their commands (Options.DeferRecordsFrom).
+func (d *decoder) deferring() bool {
+	return d.msg.Kind == KindSnapshot && d.opts.DeferRecordsFrom > 0 && len(d.scan.input) >= d.opts.DeferRecordsFrom
+}
+
+// RecordPositions is what Message.LoadRecords needs to decode a deferred
+// message's records again: the input and where each FLTR starts.
+type RecordPositions struct {
+	input  string
+	starts []int // absolute offset of each FLTR start tag
+	end    int   // offset of </SCHD>
+	opts   Options
+	lim    scanLimits
+	kind   Kind
+}
+
+// Deferred reports whether the message's records carry no commands
+// (Options.DeferRecordsFrom): LoadRecords decodes them.
+func (m *Message) Deferred() bool { return m.Positions != nil }
+
+// LoadRecords returns records lo..hi-1 (0-based, in input order) in full:
+// for a deferred message decoded again from the input, which the decode
+// checked whole already; otherwise the held records themselves.
+func (m *Message) LoadRecords(lo, hi int) ([]Record, error) {
+	if lo < 0 || hi > len(m.Records) || lo > hi {
+		return nil, fmt.Errorf("records %d–%d of %d", lo+1, hi, len(m.Records))
+	}
+	def := m.Positions
+	if def == nil {
+		return m.Records[lo:hi], nil
+	}
+	if lo == hi {
+		return nil, nil
+	}
+	// The run is cut into one part per worker, decoded side by side; a
+	// worker's panic is raised again here, as Decode raises it.
+	parent := &decoder{opts: def.opts, scan: &scanner{input: def.input, lim: def.lim}, msg: &Message{Kind: def.kind}}
+	parts := min(parent.workers(), max((hi-lo)/minLoadPart, 1))
+	results := make([]chunkResult, parts)
+	panics := make([]*WorkerPanic, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		from, to := lo+(hi-lo)*p/parts, lo+(hi-lo)*(p+1)/parts
+		c := chunk{lo: def.starts[from], hi: def.end, firstIndex: from + 1, count: to - from}
+		if to < len(def.starts) {
+			c.hi = def.starts[to]
+		}
+		wg.Go(func() {
+			defer func() {
+				if r := recover(); r != nil {
+					panics[p] = &WorkerPanic{Value: r, Stack: debug.Stack()}
+				}
+			}()
+			onChunk(c)
+			results[p] = parent.decodeChunk(c, tally{}, &sharedTally{}, false)
+		})
+	}
+	wg.Wait()
+	for _, p := range panics {
+		if p != nil {
+			panic(p)
+		}
+	}
+	records, ok := mergeChunks(results, hi-lo)
+	if !ok {
+		return nil, fmt.Errorf("records %d–%d of a checked message no longer decode", lo+1, hi)
+	}
+	for i, r := range records {
+		if r.FLID != m.Records[lo+i].FLID {
+			return nil, fmt.Errorf("record %d decoded again as FLID %s, was %s", lo+i+1, r.FLID, m.Records[lo+i].FLID)
+		}
+	}
+	return records, nil
+}
+
+// minLoadPart is the fewest records LoadRecords gives one worker.
+const minLoadPart = 64
 
 // subDecoder decodes input[lo:hi] inside <SCHD> into scratch state,
 // counting against the message-wide limits from seed.

@@ -11,6 +11,15 @@
 // Tx.FinishBatch, each a fixed number of round trips whatever the batch's
 // size.
 //
+// A snapshot is decided on its FLIDs and days alone (coverage, owners,
+// diff-delete victims, from the stored days rather than stored states),
+// then merged and written a chunk of 1,000 records at a time: the chunk's
+// stored states, merged states, rows (COPY for large child tables) and
+// outbox events (COPY) are all it holds in memory, whatever the snapshot's
+// size; a RecordSource lets the caller hand the records over a chunk at a
+// time too. A large new message body is archived by a streamed COPY,
+// without a second copy in pgx's send buffer.
+//
 // Files by job:
 //
 //	store.go        Open, TakeEpoch, Begin (fenced), Tx, savepoints, batch plumbing

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,6 +22,9 @@ type Snapshot struct {
 	FullDay bool
 	Day     string
 	Records []SnapshotRecord
+	// Source, when set, gives the records instead of Records: a large
+	// snapshot's are decoded a chunk at a time (RecordSource).
+	Source RecordSource
 	// SentAt is the message's META send time; a full-day snapshot records
 	// it as the day's last (zero: unknown).
 	SentAt time.Time
@@ -82,14 +86,16 @@ func (t *Tx) ApplySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 
 func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (SnapshotEffect, error) {
 	var out SnapshotEffect
-	records := make([]snapshot.Record, len(snap.Records))
-	flids := make([]flight.FLID, len(snap.Records))
-	for i, r := range snap.Records {
-		if !r.Cmds.Full {
-			return out, fmt.Errorf("flight %s: snapshot records carry full-snapshot commands", r.Cmds.FLID)
-		}
-		records[i] = snapshot.Record{FLID: r.Cmds.FLID, Day: r.Day}
-		flids[i] = r.Cmds.FLID
+	src := snap.source()
+	n := src.Len()
+	// The decisions before any write need only the records' FLIDs and
+	// days; their commands are read a chunk at a time below.
+	records := make([]snapshot.Record, n)
+	flids := make([]flight.FLID, n)
+	for i := range n {
+		f, day := src.Key(i)
+		records[i] = snapshot.Record{FLID: f, Day: day}
+		flids[i] = f
 	}
 
 	var (
@@ -136,78 +142,52 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 	}
 
 	candidates := snapshot.DiffDelete(roster, flids)
-	current, err := t.loadByFLID(ctx, append(append([]flight.FLID{}, flids...), candidates...))
+	stored, err := t.storedDays(ctx, append(append([]flight.FLID{}, flids...), candidates...))
 	if err != nil {
 		return out, err
 	}
-	stored := make(map[flight.FLID]string, len(current))
-	for f, s := range current {
-		stored[f] = s.OperationDay
-	}
+	var skip map[flight.FLID]bool
 	if err := snapshot.CheckOwners(records, stored); err != nil {
 		var rej *snapshot.Rejection
 		if !snap.SkipConflicts || !errors.As(err, &rej) || rej.Reason != snapshot.ReasonDayMismatch {
 			return out, err
 		}
-		snap.Records, flids, candidates = withoutFLIDs(snap.Records, flids, candidates, rej.FLIDs)
+		skip = make(map[flight.FLID]bool, len(rej.FLIDs))
+		for _, f := range rej.FLIDs {
+			skip[f] = true
+		}
+		flids, candidates = without(flids, skip), without(candidates, skip)
 		out.Skipped = rej.FLIDs
 		if snap.FullDay {
 			out.NewDigest, out.NewRoster = snapshot.Digest(flids), len(flids)
 		}
 	}
+	records = nil
 	victimIDs, err := snapshot.Victims(snap.Day, candidates, stored)
 	if err != nil {
 		return out, err
 	}
-
-	// The merges are pure and independent: a large snapshot spreads them
-	// over the cores, then they are taken in record order.
-	type merged struct {
-		w       stateWrite
-		changed bool
-		err     error
-	}
-	merges := make([]merged, len(snap.Records))
-	inParallel(len(snap.Records), func(i int) {
-		r := snap.Records[i]
-		cur, exists := current[r.Cmds.FLID]
-		merges[i].w, merges[i].changed, merges[i].err = mergeOne(cur, exists, r.Cmds)
-	})
-	var writes []stateWrite
-	for i, r := range snap.Records {
-		cur, exists := current[r.Cmds.FLID]
-		w, changed, err := merges[i].w, merges[i].changed, merges[i].err
-		if err != nil {
-			return out, err
-		}
-		if snap.FullDay && (!exists || cur.OperationDay == "") {
-			// The full-day snapshot sets the day once (seed 000 §5.3).
-			if !changed {
-				w = stateWrite{next: cur.Clone()}
-			}
-			w.next.OperationDay = snap.Day
-			w.changed = append(w.changed, flight.KeyOperationDay)
-			w.isNew = !exists
-			changed = true
-		}
-		if !changed {
-			out.Unchanged++
-			continue
-		}
-		writes = append(writes, w)
-	}
-	out.Upserted = len(writes)
 	victims := make([]flight.State, len(victimIDs))
 	for i, f := range victimIDs {
-		victims[i] = current[f]
+		victims[i] = flight.State{FLID: f, OperationDay: stored[f]}
+	}
+	stored = nil
+
+	out.Versions = make(map[flight.FLID]int64, len(flids)+len(victimIDs))
+	for lo := 0; lo < n; lo += snapshotChunk {
+		hi := min(lo+snapshotChunk, n)
+		if err := t.applySnapshotChunk(ctx, meta, snap, src, lo, hi, skip, &out); err != nil {
+			return out, err
+		}
 	}
 	out.Deleted = victimIDs
 
 	b := &pgx.Batch{}
-	out.Versions, err = t.writeFlights(ctx, b, meta, writes, victims)
+	deleted, err := t.writeFlights(ctx, b, meta, nil, victims)
 	if err != nil {
 		return out, err
 	}
+	maps.Copy(out.Versions, deleted)
 	if snap.FullDay {
 		// Roster replace: the diff-deleted left it in writeFlights; the rest of
 		// O − N (already gone) leaves here; N − O joins.
@@ -240,6 +220,156 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 	return out, nil
 }
 
+// snapshotChunk is how many of a snapshot's records are merged and written
+// at a time: their commands, stored and merged states, rows and events are
+// what a snapshot holds in memory at once, whatever its size. A variable
+// so tests can cut small snapshots into several chunks.
+var snapshotChunk = 1000
+
+// applySnapshotChunk merges and writes records lo..hi of a snapshot (those
+// in skip left out): it loads their stored states, merges them (pure, spread
+// over the cores), and writes the changed ones with their events, adding
+// to out's counts and versions.
+func (t *Tx) applySnapshotChunk(ctx context.Context, meta Meta, snap Snapshot, src RecordSource, lo, hi int,
+	skip map[flight.FLID]bool, out *SnapshotEffect) error {
+	recs, err := src.Chunk(lo, hi)
+	if err != nil {
+		return fmt.Errorf("records %d–%d: %w", lo+1, hi, err)
+	}
+	if len(recs) != hi-lo {
+		return fmt.Errorf("records %d–%d: %d records read", lo+1, hi, len(recs))
+	}
+	if len(skip) > 0 {
+		kept := recs[:0:0]
+		for _, r := range recs {
+			if !skip[r.Cmds.FLID] {
+				kept = append(kept, r)
+			}
+		}
+		recs = kept
+	}
+	ids := make([]flight.FLID, len(recs))
+	for i, r := range recs {
+		if !r.Cmds.Full {
+			return fmt.Errorf("flight %s: snapshot records carry full-snapshot commands", r.Cmds.FLID)
+		}
+		ids[i] = r.Cmds.FLID
+	}
+	current, err := t.loadByFLID(ctx, ids)
+	if err != nil {
+		return err
+	}
+
+	// The merges are pure and independent: a large chunk spreads them over
+	// the cores, then they are taken in record order.
+	type merged struct {
+		w       stateWrite
+		changed bool
+		err     error
+	}
+	merges := make([]merged, len(recs))
+	inParallel(len(recs), func(i int) {
+		r := recs[i]
+		cur, exists := current[r.Cmds.FLID]
+		merges[i].w, merges[i].changed, merges[i].err = mergeOne(cur, exists, r.Cmds)
+	})
+	var writes []stateWrite
+	for i, r := range recs {
+		cur, exists := current[r.Cmds.FLID]
+		w, changed, err := merges[i].w, merges[i].changed, merges[i].err
+		if err != nil {
+			return err
+		}
+		if snap.FullDay && (!exists || cur.OperationDay == "") {
+			// The full-day snapshot sets the day once (seed 000 §5.3).
+			if !changed {
+				w = stateWrite{next: cur.Clone()}
+			}
+			w.next.OperationDay = snap.Day
+			w.changed = append(w.changed, flight.KeyOperationDay)
+			w.isNew = !exists
+			changed = true
+		}
+		if !changed {
+			out.Unchanged++
+			continue
+		}
+		writes = append(writes, w)
+	}
+	out.Upserted += len(writes)
+	b := &pgx.Batch{}
+	versions, err := t.writeFlights(ctx, b, meta, writes, nil)
+	if err != nil {
+		return err
+	}
+	maps.Copy(out.Versions, versions)
+	if err := t.sendBatch(ctx, b); err != nil {
+		return err
+	}
+	return nil
+}
+
+// RecordSource gives a snapshot's records to ApplySnapshot: every record's
+// FLID and operation day up front, for the decisions that precede any write,
+// and the records themselves a chunk at a time, so a large snapshot's
+// decoded commands need not all be in memory at once.
+type RecordSource interface {
+	// Len is the number of records.
+	Len() int
+	// Key returns record i's FLID and operation day.
+	Key(i int) (flight.FLID, string)
+	// Chunk returns records lo..hi-1 in full, in order.
+	Chunk(lo, hi int) ([]SnapshotRecord, error)
+}
+
+// source is the snapshot's RecordSource: Source, or Records.
+func (s Snapshot) source() RecordSource {
+	if s.Source != nil {
+		return s.Source
+	}
+	return recordSlice(s.Records)
+}
+
+// recordSlice is a RecordSource over records held in memory.
+type recordSlice []SnapshotRecord
+
+func (r recordSlice) Len() int { return len(r) }
+
+func (r recordSlice) Key(i int) (flight.FLID, string) { return r[i].Cmds.FLID, r[i].Day }
+
+func (r recordSlice) Chunk(lo, hi int) ([]SnapshotRecord, error) { return r[lo:hi], nil }
+
+// storedDays returns the operation day of each of flids that exists ("" for
+// a flight without one): what the owner and diff-delete checks need, without
+// loading whole states.
+func (t *Tx) storedDays(ctx context.Context, flids []flight.FLID) (map[flight.FLID]string, error) {
+	out := make(map[flight.FLID]string, len(flids))
+	if len(flids) == 0 {
+		return out, nil
+	}
+	ids := make([]int64, len(flids))
+	for i, f := range flids {
+		ids[i] = int64(f) //nolint:gosec // at most 12 digits
+	}
+	rows, err := t.tx.Query(ctx, `SELECT flid, coalesce(operation_day::text, '') FROM flight_schd WHERE `+flidIn, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read stored days: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var f int64
+		var day string
+		if err := rows.Scan(&f, &day); err != nil {
+			return nil, fmt.Errorf("read stored days: %w", err)
+		}
+		out[flight.FLID(f)] = day //nolint:gosec // checked column
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read stored days: %w", err)
+	}
+	return out, nil
+}
+
 // sendBatchCAS is sendBatch that also requires statement casIndex to have
 // changed exactly one row.
 func (t *Tx) sendBatchCAS(ctx context.Context, b *pgx.Batch, casIndex int) error {
@@ -261,26 +391,14 @@ func (t *Tx) sendBatchCAS(ctx context.Context, b *pgx.Batch, casIndex int) error
 	return nil
 }
 
-// withoutFLIDs drops skip from a snapshot's records, FLIDs and diff-delete
-// candidates (a skip-conflicts replay leaves them untouched).
-func withoutFLIDs(recs []SnapshotRecord, flids, candidates, skip []flight.FLID) ([]SnapshotRecord, []flight.FLID, []flight.FLID) {
-	drop := make(map[flight.FLID]bool, len(skip))
-	for _, f := range skip {
-		drop[f] = true
-	}
-	keepRecs := make([]SnapshotRecord, 0, len(recs))
-	keepFLIDs := make([]flight.FLID, 0, len(flids))
-	for i, r := range recs {
-		if !drop[r.Cmds.FLID] {
-			keepRecs = append(keepRecs, r)
-			keepFLIDs = append(keepFLIDs, flids[i])
-		}
-	}
-	var keepCands []flight.FLID
-	for _, f := range candidates {
+// without returns flids less those in drop (a skip-conflicts replay
+// leaves them untouched).
+func without(flids []flight.FLID, drop map[flight.FLID]bool) []flight.FLID {
+	var keep []flight.FLID
+	for _, f := range flids {
 		if !drop[f] {
-			keepCands = append(keepCands, f)
+			keep = append(keep, f)
 		}
 	}
-	return keepRecs, keepFLIDs, keepCands
+	return keep
 }

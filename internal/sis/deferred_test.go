@@ -1,0 +1,134 @@
+package sis
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/flightfeed/flightfeed/internal/sis/sistest"
+)
+
+// A deferred snapshot holds its records without commands, and LoadRecords
+// gives them back exactly as a plain decode holds them, in any chunking,
+// with one worker or several.
+func TestDeferredRecordsLoadAsDecoded(t *testing.T) {
+	raw := sistest.DNLD(300)
+	want, err := DecodeString(string(raw), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Deferred() {
+		t.Fatal("a message decoded without DeferRecordsFrom is deferred")
+	}
+	for _, workers := range []int{1, 2, 4} {
+		got, err := DecodeString(string(raw), Options{Workers: workers, DeferRecordsFrom: len(raw)})
+		if err != nil {
+			t.Fatalf("%d workers: %v", workers, err)
+		}
+		if !got.Deferred() {
+			t.Fatalf("%d workers: a snapshot of DeferRecordsFrom bytes is not deferred", workers)
+		}
+		if len(got.Records) != len(want.Records) {
+			t.Fatalf("%d workers: %d records, want %d", workers, len(got.Records), len(want.Records))
+		}
+		for i, r := range got.Records {
+			w := want.Records[i]
+			if r.Cmds != nil || r.FLID != w.FLID || r.Index != w.Index || r.OperationDay != w.OperationDay || r.Full != w.Full {
+				t.Fatalf("%d workers: light record %d = %+v, want FLID %s, index %d, day %s, no commands", workers, i, r, w.FLID, w.Index, w.OperationDay)
+			}
+		}
+		if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(Message{}, "Records", "Positions")); diff != "" {
+			t.Fatalf("%d workers: message besides its records (-plain +deferred):\n%s", workers, diff)
+		}
+		for _, size := range []int{7, 150, 300} {
+			var loaded []Record
+			for lo := 0; lo < len(got.Records); lo += size {
+				recs, err := got.LoadRecords(lo, min(lo+size, len(got.Records)))
+				if err != nil {
+					t.Fatalf("%d workers, chunks of %d: %v", workers, size, err)
+				}
+				loaded = append(loaded, recs...)
+			}
+			if diff := cmp.Diff(want.Records, loaded); diff != "" {
+				t.Fatalf("%d workers, chunks of %d: loaded records (-plain +loaded):\n%s", workers, size, diff)
+			}
+		}
+	}
+}
+
+// Below DeferRecordsFrom, or in a body of another shape (a comment among
+// the records), or for a message that is no snapshot, the records keep
+// their commands; LoadRecords then returns them.
+func TestRecordsAreKeptWhenNotDeferred(t *testing.T) {
+	raw := string(sistest.DNLD(20))
+	commented := strings.Replace(raw, "<FLTR>", "<!-- a comment --><FLTR>", 1)
+	adft := strings.Replace(raw, "<STYP>DNLD</STYP>", "<STYP>ADFT</STYP>", 1)
+	for name, c := range map[string]struct {
+		raw  string
+		from int
+	}{
+		"smaller than DeferRecordsFrom": {raw, len(raw) + 1},
+		"comment among the records":     {commented, 1},
+		"ADFT":                          {adft, 1},
+	} {
+		msg, err := DecodeString(c.raw, Options{DeferRecordsFrom: c.from})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if msg.Deferred() {
+			t.Fatalf("%s: deferred", name)
+		}
+		for _, r := range msg.Records {
+			if len(r.Cmds) == 0 {
+				t.Fatalf("%s: record %d has no commands", name, r.Index)
+			}
+		}
+		recs, err := msg.LoadRecords(2, 5)
+		if err != nil || len(recs) != 3 || recs[0].Index != 3 {
+			t.Fatalf("%s: LoadRecords(2, 5) = %d records, %v", name, len(recs), err)
+		}
+	}
+	if _, err := (&Message{Records: make([]Record, 3)}).LoadRecords(2, 4); err == nil {
+		t.Fatal("LoadRecords beyond the records: no error")
+	}
+}
+
+// A deferred message that the decoder refuses is refused as a plain decode
+// refuses it (the chunked path falls back to the sequential one).
+func TestDeferredDecodeRefusesAsPlain(t *testing.T) {
+	raw := strings.Replace(string(sistest.DNLD(30)), "<FLID>100007</FLID>", "<FLID>100003</FLID>", 1)
+	_, plain := DecodeString(raw, Options{})
+	msg, deferred := DecodeString(raw, Options{DeferRecordsFrom: 1})
+	if plain == nil || deferred == nil || plain.Error() != deferred.Error() {
+		t.Fatalf("plain decode: %v; deferred: %v", plain, deferred)
+	}
+	if msg != nil && (msg.Deferred() || msg.Records != nil) {
+		t.Fatal("a refused message keeps records")
+	}
+}
+
+// A panic while LoadRecords decodes is raised in its caller's goroutine
+// as a *WorkerPanic, as Decode raises one.
+func TestLoadRecordsPanicReachesTheCaller(t *testing.T) {
+	msg, err := DecodeString(string(sistest.DNLD(300)), Options{Workers: 2, DeferRecordsFrom: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := onChunk
+	onChunk = func(c chunk) {
+		if c.firstIndex > 1 {
+			panic("boom while loading")
+		}
+	}
+	t.Cleanup(func() { onChunk = old })
+	var got any
+	func() {
+		defer func() { got = recover() }()
+		_, _ = msg.LoadRecords(0, 300)
+	}()
+	if wp, ok := got.(*WorkerPanic); !ok || wp.String() != "boom while loading" {
+		t.Fatalf("recovered %#v, want the *WorkerPanic of the loading worker", got)
+	}
+}

@@ -1,0 +1,13 @@
+package store
+
+// SetSnapshotChunk makes ApplySnapshot merge and write n records at a time
+// until restore is called. Only for tests that do not run in parallel.
+func SetSnapshotChunk(n int) (restore func()) {
+	old := snapshotChunk
+	snapshotChunk = n
+	return func() { snapshotChunk = old }
+}
+
+// StreamArchiveMin is the body size from which FinishBatch archives a new
+// row by a streamed COPY.
+var StreamArchiveMin = streamArchiveMin
