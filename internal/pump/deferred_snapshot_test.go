@@ -54,10 +54,10 @@ func TestDeferredSnapshotStoresWhatItsRecordsSay(t *testing.T) {
 			t.Fatalf("flight %s anomalies (-decoded once +stored):\n%s", f, diff)
 		}
 	}
-	if n := h.count(`SELECT count(*) FROM msg_event WHERE kind = $1`, store.KindState); n != len(want) {
+	if n := h.count(`SELECT count(*) FROM msg_event_record WHERE kind = $1`, store.KindState); n != len(want) {
 		t.Fatalf("%d state events, want %d", n, len(want))
 	}
-	if n := h.count(`SELECT count(*) FROM msg_event WHERE kind = $1`, store.KindNotice); n != len(want) {
+	if n := h.count(`SELECT count(*) FROM msg_event_record WHERE kind = $1`, store.KindNotice); n != len(want) {
 		t.Fatalf("%d notices, want %d", n, len(want))
 	}
 }

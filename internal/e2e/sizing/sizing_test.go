@@ -78,11 +78,11 @@ func TestPumpAppliesAFullDayDNLDWithin300MB(t *testing.T) {
 	defer func() { _ = pg.Close() }()
 	var flights, events int
 	if err := pg.QueryRow(`SELECT (SELECT count(*) FROM flight_schd),
-		(SELECT count(*) FROM msg_event)`).Scan(&flights, &events); err != nil {
+		(SELECT count(*) FROM msg_event_record)`).Scan(&flights, &events); err != nil {
 		t.Fatal(err)
 	}
 	if flights != 9999 || events != 2*9999 {
-		t.Fatalf("after the drain: %d flights, %d outbox events; want 9999 and %d", flights, events, 2*9999)
+		t.Fatalf("after the drain: %d flights, %d outbox records (state and notice); want 9999 and %d", flights, events, 2*9999)
 	}
 	if d.peak <= 0 {
 		t.Fatal("the pump's VmHWM was never read")
