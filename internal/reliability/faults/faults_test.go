@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -91,9 +92,39 @@ func (s *scenario) end() {
 // accepts, once, and waits until it did.
 func (s *scenario) cutOnce(px *faultproxy.Proxy, what string, match func([]byte) bool, verdict faultproxy.Verdict) {
 	s.t.Helper()
+	s.cutOnceChunk(px, what, func(c faultproxy.Chunk) bool { return match(c.Data) }, verdict)
+}
+
+// inTransaction matches the first chunk a PostgreSQL connection sends
+// after its "begin" (the statement that takes pipeline_lock in a write
+// transaction: a pump batch, seldom a request's bookkeeping), and nothing
+// of the dispatcher's or the epoch renewal's, which run without BEGIN. A
+// matcher on statement text would miss: pgx prepares a statement once per
+// connection and later sends only its name.
+func inTransaction() func(faultproxy.Chunk) bool {
+	var mu sync.Mutex
+	begun := map[int64]bool{}
+	return func(c faultproxy.Chunk) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(c.Data) > 5 && c.Data[0] == 'Q' && strings.HasPrefix(strings.ToLower(string(c.Data[5:])), "begin") {
+			begun[c.Conn] = true
+			return false
+		}
+		if begun[c.Conn] {
+			delete(begun, c.Conn)
+			return true
+		}
+		return false
+	}
+}
+
+// cutOnceChunk is cutOnce with a matcher that sees the connection too.
+func (s *scenario) cutOnceChunk(px *faultproxy.Proxy, what string, match func(faultproxy.Chunk) bool, verdict faultproxy.Verdict) {
+	s.t.Helper()
 	var fired atomic.Bool
 	px.SetInspector(func(c faultproxy.Chunk) faultproxy.Verdict {
-		if !fired.Load() && match(c.Data) && fired.CompareAndSwap(false, true) {
+		if !fired.Load() && match(c) && fired.CompareAndSwap(false, true) {
 			return verdict
 		}
 		return faultproxy.Forward
@@ -150,9 +181,7 @@ func TestPostgres(t *testing.T) {
 		s := newScenario(t, "postgres/reset-mid-batch")
 		before := len(s.p.logs("batch rolled back"))
 		s.strikeEach(func(at int) {
-			s.cutOnce(s.w.pg, "a statement inside a transaction cut", func(b []byte) bool {
-				return len(b) > 0 && (b[0] == 'B' || b[0] == 'P' || b[0] == 'Q') && !faultproxy.PostgresCommit(b)
-			}, faultproxy.Cut)
+			s.cutOnceChunk(s.w.pg, "a statement inside a transaction cut", inTransaction(), faultproxy.Cut)
 			s.note("cut at %d", at)
 		})
 		s.p.waitLog("a rolled-back batch", "batch rolled back", func(logLine) bool { return len(s.p.logs("batch rolled back")) > before })

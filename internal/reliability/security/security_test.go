@@ -6,14 +6,14 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
+	"net/url"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
+	"github.com/flightfeed/flightfeed/internal/testsupport/faultproxy"
 	"github.com/flightfeed/flightfeed/internal/testsupport/feedtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/hostile"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
@@ -105,9 +106,9 @@ func TestAPIServerRefusesHostileIdentifiers(t *testing.T) {
 const credentialMarker = "Rk4Secret"
 
 // A pump whose every credential carries a marker is driven through
-// dependency faults — its PostgreSQL sessions terminated and its mailbox
-// sessions killed, repeatedly, while it drains a simulated day — at the
-// highest log verbosity; then every reading command runs on the same
+// dependency faults — its write transactions and mailbox requests cut
+// through fault proxies, repeatedly, while it drains a simulated day — at
+// the highest log verbosity; then every reading command runs on the same
 // config. The marker is in none of their outputs.
 func TestNoCredentialInAnyOutputUnderFaults(t *testing.T) {
 	ctx := t.Context()
@@ -146,6 +147,25 @@ func TestNoCredentialInAnyOutputUnderFaults(t *testing.T) {
 	if pgDSN == pdsn {
 		t.Fatalf("cannot put a password into %s", pdsn)
 	}
+	// The pump reaches both databases through proxies that cut its
+	// connections once armed (below).
+	pgURL, err := url.Parse(pgDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgProxy, err := faultproxy.Start(pgURL.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pgProxy.Close)
+	pgURL.Host = pgProxy.Addr()
+	pgDSN = pgURL.String()
+	mboxProxy, err := faultproxy.Start(mcfg.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(mboxProxy.Close)
+	mcfg.Addr = mboxProxy.Addr()
 	feed := feedtest.Feed{MailboxDSN: mcfg.FormatDSN(), DatabaseDSN: pgDSN, Brokers: brokers,
 		PollInterval: "20ms", BatchSize: 8, Pump: "backoffInitial: 50ms, backoffMax: 1s"}
 	config := feed.WriteConfig(t, "feed")
@@ -161,12 +181,11 @@ func TestNoCredentialInAnyOutputUnderFaults(t *testing.T) {
 		outputs = append(outputs, "flightfeed "+strings.Join(args, " ")+":\n"+string(out))
 		return string(out)
 	}
-	run("simulate", "--config", config, "--create-mailbox", "--answer-requests=false", "--flights", "60", "--malformed", "5")
+	run("simulate", "--config", config, "--create-mailbox", "--answer-requests=false", "--flights", "300", "--malformed", "5")
 
 	// The pump at the highest verbosity, its output kept whole.
 	var pumpOut proctest.Output
 	pump := exec.CommandContext(ctx, bin, "pump", "--config", config, "--drain", "--zap-log-level=10")
-	pump.Env = append(os.Environ(), "PGAPPNAME=flightfeed-security-pump")
 	pump.Stdout, pump.Stderr = &pumpOut, &pumpOut
 	if err := pump.Start(); err != nil {
 		t.Fatal(err)
@@ -174,14 +193,12 @@ func TestNoCredentialInAnyOutputUnderFaults(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- pump.Wait() }()
 
-	pg, err := pgx.Connect(ctx, pdsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = pg.Close(context.Background()) }()
 	// Faults start once the pump is past its start (migrations, first
 	// batch): a pump that cannot start exits 1 and is restarted by its
-	// supervisor, which is not the case under test.
+	// supervisor, which is not the case under test. From then on every
+	// third write transaction loses its connection at its first statement,
+	// and every fifteenth mailbox request its connection, six times each:
+	// the faults follow the pump's own progress, however fast it runs.
 	mbox, err := sql.Open("mysql", mdsn)
 	if err != nil {
 		t.Fatal(err)
@@ -192,42 +209,50 @@ func TestNoCredentialInAnyOutputUnderFaults(t *testing.T) {
 		err := mbox.QueryRowContext(ctx, `SELECT COUNT(*) FROM CMINMSGS WHERE CMINMSGS_DATE_PROCESSED IS NOT NULL`).Scan(&n)
 		return err == nil && n > 0, fmt.Sprintf("%d rows processed (%v)", n, err)
 	})
-	var faults int
-	deadline := time.Now().Add(2 * time.Minute)
-faulting:
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("pump: %v\n%s", err, proctest.Tail(pumpOut.String(), 30))
+	const cutsEach = 6
+	var mu sync.Mutex
+	begun := map[int64]bool{}
+	var transactions, pgCuts, chunks, mboxCuts int
+	pgProxy.SetInspector(func(c faultproxy.Chunk) faultproxy.Verdict {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(c.Data) > 5 && c.Data[0] == 'Q' && strings.HasPrefix(strings.ToLower(string(c.Data[5:])), "begin") {
+			begun[c.Conn] = true
+			return faultproxy.Forward
+		}
+		if begun[c.Conn] {
+			delete(begun, c.Conn)
+			transactions++
+			if transactions%3 == 0 && pgCuts < cutsEach {
+				pgCuts++
+				return faultproxy.Cut
 			}
-			break faulting
-		case <-time.After(150 * time.Millisecond):
 		}
-		var n int
-		if faults%2 == 0 {
-			err = pg.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'flightfeed-security-pump'`).Scan(&n)
-		} else {
-			n, err = killSessions(ctx, admin, user)
+		return faultproxy.Forward
+	})
+	mboxProxy.SetInspector(func(faultproxy.Chunk) faultproxy.Verdict {
+		mu.Lock()
+		defer mu.Unlock()
+		chunks++
+		if chunks%15 == 0 && mboxCuts < cutsEach {
+			mboxCuts++
+			return faultproxy.Cut
 		}
+		return faultproxy.Forward
+	})
+	select {
+	case err := <-done:
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("pump: %v\n%s", err, proctest.Tail(pumpOut.String(), 30))
 		}
-		if n > 0 {
-			faults++
-		}
+	case <-time.After(4 * time.Minute):
+		t.Fatalf("the pump did not drain\n%s", proctest.Tail(pumpOut.String(), 30))
 	}
-	if pump.ProcessState == nil {
-		// Still running after the faults: give it the time to finish.
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("pump: %v\n%s", err, proctest.Tail(pumpOut.String(), 30))
-			}
-		case <-time.After(2 * time.Minute):
-			t.Fatalf("the pump did not drain\n%s", proctest.Tail(pumpOut.String(), 30))
-		}
-	}
+	pgProxy.SetInspector(nil)
+	mboxProxy.SetInspector(nil)
+	mu.Lock()
+	faults := pgCuts + mboxCuts
+	mu.Unlock()
 	outputs = append(outputs, "flightfeed pump --drain --zap-log-level=10:\n"+pumpOut.String())
 	if faults == 0 {
 		t.Fatal("no fault was injected: the drain proves nothing")
@@ -255,33 +280,6 @@ faulting:
 			t.Errorf("a credential shows in %s\n%s", strings.SplitN(o, "\n", 2)[0], line)
 		}
 	}
-	t.Logf("%d faults injected (PostgreSQL sessions terminated, mailbox sessions killed); %d bytes of output searched; marker found 0 times",
-		faults, len(all))
-}
-
-// killSessions kills every MariaDB session of user and returns how many.
-func killSessions(ctx context.Context, admin *sql.DB, user string) (int, error) {
-	rows, err := admin.QueryContext(ctx, `SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ?`, user)
-	if err != nil {
-		return 0, fmt.Errorf("list sessions: %w", err)
-	}
-	defer func() { _ = rows.Close() }()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return 0, err
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, id := range ids {
-		if _, err := admin.ExecContext(ctx, fmt.Sprintf("KILL %d", id)); err == nil {
-			n++
-		}
-	}
-	return n, nil
+	t.Logf("%d faults injected (%d write transactions and %d mailbox requests cut); %d bytes of output searched; marker found 0 times",
+		faults, pgCuts, mboxCuts, len(all))
 }
