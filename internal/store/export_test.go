@@ -1,5 +1,7 @@
 package store
 
+import "context"
+
 // SetSnapshotChunk makes ApplySnapshot merge and write n records at a time
 // until restore is called. Only for tests that do not run in parallel.
 func SetSnapshotChunk(n int) (restore func()) {
@@ -11,3 +13,10 @@ func SetSnapshotChunk(n int) (restore func()) {
 // StreamArchiveMin is the body size from which FinishBatch archives a new
 // row by a streamed COPY.
 var StreamArchiveMin = streamArchiveMin
+
+// Setting is a run-time parameter of one of the store's sessions (SHOW).
+func (s *Store) Setting(ctx context.Context, name string) (string, error) {
+	var v string
+	err := s.pool.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v)
+	return v, err
+}

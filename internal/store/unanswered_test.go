@@ -55,3 +55,12 @@ func TestUnansweredNamesTheCallThatWaits(t *testing.T) {
 		t.Errorf("after the call returned: %s in progress since %s", what, since)
 	}
 }
+
+// The store's sessions run without JIT compilation, whatever the server's
+// default (the DSN policy allows no jit key, so nothing turns it back on).
+func TestSessionsRunWithoutJIT(t *testing.T) {
+	db := storetest.New(t, store.Options{})
+	if v, err := db.Store.Setting(t.Context(), "jit"); err != nil || v != "off" {
+		t.Fatalf("jit = %q (%v), want off", v, err)
+	}
+}
