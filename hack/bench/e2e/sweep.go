@@ -72,7 +72,7 @@ func sweepSVG(points []sweepPoint) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n", w, h, w, h)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="%.0f" y="18" font-size="14">Full-day RESP to Kafka: time against flights (make bench -sweep)</text>`+"\n", left)
+	fmt.Fprintf(&b, `<text x="%.0f" y="18" font-size="14">Full-day RESP to Kafka: time against flights (make bench-sweep)</text>`+"\n", left)
 	for i := 0; i <= 5; i++ {
 		vx, vy := maxX*float64(i)/5, maxY*float64(i)/5
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", left, y(vy), w-right, y(vy))
