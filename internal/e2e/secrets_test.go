@@ -1,9 +1,7 @@
 package e2e_test
 
 import (
-	"context"
 	"crypto/tls"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,7 +17,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,33 +50,13 @@ func TestNoSecretAnywhere(t *testing.T) {
 	ctx := t.Context()
 
 	// A mailbox user whose password holds the marker.
-	mcfg, err := mysql.ParseDSN(w.mboxDSN)
+	mcfg, err := mysql.ParseDSN(mysqltest.WithUser(t, w.mboxDSN, "ffsec_", secretMarker+"-mbx"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	user := "ffsec_" + utilrand.String(6)
-	admin, err := sql.Open("mysql", mysqltest.Server())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// A fresh context on purpose: the test's own is done.
-		_, _ = admin.ExecContext(context.Background(), "DROP USER IF EXISTS '"+user+"'@'%', '"+user+"'@'localhost'")
-		_ = admin.Close()
-	})
-	for _, host := range []string{"%", "localhost"} {
-		for _, stmt := range []string{
-			"CREATE USER '" + user + "'@'" + host + "' IDENTIFIED BY '" + secretMarker + "-mbx'",
-			"GRANT ALL ON `" + mcfg.DBName + "`.* TO '" + user + "'@'" + host + "'",
-		} {
-			if _, err := admin.ExecContext(ctx, stmt); err != nil {
-				t.Fatalf("%s: %v", stmt, err)
-			}
-		}
 	}
 	mailboxDSN := func(password string) string {
 		c := mcfg.Clone()
-		c.User, c.Passwd = user, password
+		c.Passwd = password
 		return c.FormatDSN()
 	}
 	// PostgreSQL here trusts local connections: the password is sent and

@@ -162,7 +162,9 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 			out.NewDigest, out.NewRoster = snapshot.Digest(flids), len(flids)
 		}
 	}
-	records = nil
+	// records and, after the victims, stored are not used again: the
+	// collector frees them during the chunks (Go's liveness analysis; no
+	// nil assignment needed).
 	victimIDs, err := snapshot.Victims(snap.Day, candidates, stored)
 	if err != nil {
 		return out, err
@@ -171,7 +173,6 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 	for i, f := range victimIDs {
 		victims[i] = flight.State{FLID: f, OperationDay: stored[f]}
 	}
-	stored = nil
 
 	out.Versions = make(map[flight.FLID]int64, len(flids)+len(victimIDs))
 	for lo := 0; lo < n; lo += snapshotChunk {

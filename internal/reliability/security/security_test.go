@@ -3,7 +3,6 @@
 package security_test
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"net/url"
@@ -118,30 +117,10 @@ func TestNoCredentialInAnyOutputUnderFaults(t *testing.T) {
 	brokers := kafkatest.New(t, "KAFKA_SCHD", "KAFKA_MSG")
 
 	// A mailbox user whose password holds the marker.
-	mcfg, err := mysql.ParseDSN(mdsn)
+	mcfg, err := mysql.ParseDSN(mysqltest.WithUser(t, mdsn, "ffrel_", credentialMarker+"-mbx"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	user := "ffrel_" + utilrand.String(6)
-	admin, err := sql.Open("mysql", mysqltest.Server())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = admin.ExecContext(context.Background(), "DROP USER IF EXISTS '"+user+"'@'%', '"+user+"'@'localhost'")
-		_ = admin.Close()
-	})
-	for _, host := range []string{"%", "localhost"} {
-		for _, stmt := range []string{
-			"CREATE USER '" + user + "'@'" + host + "' IDENTIFIED BY '" + credentialMarker + "-mbx'",
-			"GRANT ALL ON `" + mcfg.DBName + "`.* TO '" + user + "'@'" + host + "'",
-		} {
-			if _, err := admin.ExecContext(ctx, stmt); err != nil {
-				t.Fatalf("%s: %v", stmt, err)
-			}
-		}
-	}
-	mcfg.User, mcfg.Passwd = user, credentialMarker+"-mbx"
 	// PostgreSQL here trusts loopback: the password is sent and ignored.
 	pgDSN := strings.Replace(pdsn, "postgres://postgres@", "postgres://postgres:"+credentialMarker+"-pg@", 1)
 	if pgDSN == pdsn {

@@ -5,6 +5,7 @@ package mysqltest
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"fmt"
 	"os"
@@ -116,4 +117,50 @@ func Results(t testing.TB, db *sql.DB) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// WithUser creates a MariaDB user (name prefix plus random letters) with
+// password and every privilege on dsn's database, and returns dsn as that
+// user. The user is dropped when t ends. The security tests use it to put
+// a marker into a mailbox password the server checks.
+func WithUser(t testing.TB, dsn, prefix, password string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatalf("mysqltest: parse %s: %v", dsn, err)
+	}
+	admin, err := sql.Open("mysql", Server())
+	if err != nil {
+		t.Fatalf("mysqltest: open: %v", err)
+	}
+	defer func() { _ = admin.Close() }()
+	user := prefix + strings.ToLower(rand.Text()[:6])
+	t.Cleanup(func() {
+		// A fresh context on purpose: the test's own may be cancelled.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		db, err := sql.Open("mysql", Server())
+		if err != nil {
+			t.Errorf("mysqltest: drop user %s: %v", user, err)
+			return
+		}
+		defer func() { _ = db.Close() }()
+		if _, err := db.ExecContext(ctx, "DROP USER IF EXISTS '"+user+"'@'%', '"+user+"'@'localhost'"); err != nil {
+			t.Errorf("mysqltest: drop user %s: %v", user, err)
+		}
+	})
+	for _, host := range []string{"%", "localhost"} {
+		for _, stmt := range []string{
+			"CREATE USER '" + user + "'@'" + host + "' IDENTIFIED BY '" + strings.ReplaceAll(password, "'", "''") + "'",
+			"GRANT ALL ON `" + cfg.DBName + "`.* TO '" + user + "'@'" + host + "'",
+		} {
+			if _, err := admin.ExecContext(ctx, stmt); err != nil {
+				t.Fatalf("mysqltest: create user %s: %v", user, err)
+			}
+		}
+	}
+	cfg.User, cfg.Passwd = user, password
+	return cfg.FormatDSN()
 }
