@@ -228,29 +228,13 @@ func (w *world) run(command string, args ...string) string {
 // (the same for every world fed with the same rows), fifty to a statement.
 func (w *world) put(rows []string, base time.Time) {
 	w.t.Helper()
-	for from := 0; from < len(rows); from += 50 {
-		to := min(from+50, len(rows))
-		var args []any
-		for i := from; i < to; i++ {
-			args = append(args, base.Add(time.Duration(i)*time.Millisecond).UTC(), rows[i])
-		}
-		q := `INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES ` +
-			strings.TrimSuffix(strings.Repeat("(?, ?), ", to-from), ", ")
-		if _, err := w.mbox.ExecContext(w.t.Context(), q, args...); err != nil {
-			w.t.Fatalf("%s: insert mailbox rows %d–%d: %v", w.name, from, to-1, err)
-		}
-	}
+	mysqltest.PutRows(w.t, w.mbox, w.name, rows, base)
 }
 
 // processed counts the mailbox rows that carry their result.
 func (w *world) processed() int {
 	w.t.Helper()
-	var n int
-	err := w.mbox.QueryRowContext(w.t.Context(), `SELECT COUNT(*) FROM CMINMSGS WHERE CMINMSGS_DATE_PROCESSED IS NOT NULL`).Scan(&n)
-	if err != nil {
-		w.t.Fatalf("%s: count processed mailbox rows: %v", w.name, err)
-	}
-	return n
+	return mysqltest.ProcessedRows(w.t, w.mbox, w.name)
 }
 
 // pg runs fn on a connection of its own to the world's database (never a

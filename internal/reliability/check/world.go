@@ -122,34 +122,17 @@ func NewWorld(t testing.TB, name, binary string, opts WorldOptions) *World {
 	return w
 }
 
-// Put inserts the rows into the mailbox as the AODB would, row i received
-// at base + i ms (the same for every world fed the same rows, so their
-// results compare), fifty to a statement.
+// Put inserts the rows into the mailbox as the AODB would (mysqltest.PutRows).
 func (w *World) Put(rows []string, base time.Time) {
 	w.t.Helper()
-	for from := 0; from < len(rows); from += 50 {
-		to := min(from+50, len(rows))
-		var args []any
-		for i := from; i < to; i++ {
-			args = append(args, base.Add(time.Duration(i)*time.Millisecond).UTC(), rows[i])
-		}
-		q := `INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES ` + //nolint:gosec // only placeholders are appended
-			strings.TrimSuffix(strings.Repeat("(?, ?), ", to-from), ", ")
-		if _, err := w.Mailbox.ExecContext(context.Background(), q, args...); err != nil {
-			w.t.Fatalf("%s: insert mailbox rows %d–%d: %v", w.Name, from, to-1, err)
-		}
-	}
+	mysqltest.PutRows(w.t, w.Mailbox, w.Name, rows, base)
 }
 
-// Processed counts the mailbox rows that carry their result.
+// Processed counts the mailbox rows that carry their result
+// (mysqltest.ProcessedRows).
 func (w *World) Processed() int {
 	w.t.Helper()
-	var n int
-	err := w.Mailbox.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM CMINMSGS WHERE CMINMSGS_DATE_PROCESSED IS NOT NULL`).Scan(&n)
-	if err != nil {
-		w.t.Fatalf("%s: count processed mailbox rows: %v", w.Name, err)
-	}
-	return n
+	return mysqltest.ProcessedRows(w.t, w.Mailbox, w.Name)
 }
 
 // DayFlights is the number of flights of Day's schedule.

@@ -164,7 +164,7 @@ func (s *scenario) blocked(d time.Duration) {
 // errorMentions is a log-line matcher: an error naming one of words.
 func errorMentions(words ...string) func(logLine) bool {
 	return func(l logLine) bool {
-		e := l.str("error")
+		e := l.Str("error")
 		for _, w := range words {
 			if strings.Contains(e, w) {
 				return true
@@ -204,7 +204,7 @@ func TestPostgres(t *testing.T) {
 		// head message the database has as done, once.
 		var heads []string
 		for _, l := range s.p.logs("batch rolled back") {
-			if strings.Contains(l.str("error"), "commit:") {
+			if strings.Contains(l.Str("error"), "commit:") {
 				heads = append(heads, fmt.Sprint(l["msg_id"]))
 			}
 		}
@@ -234,7 +234,7 @@ func TestPostgres(t *testing.T) {
 			errorMentions("connect", "refused", "reset", "EOF", "closed"))
 		s.blocked(downFor)
 		pass(t, s.w.pg)
-		s.note("down at %d: %q", at, l.str("error"))
+		s.note("down at %d: %q", at, l.Str("error"))
 		s.end()
 	})
 
@@ -253,10 +253,10 @@ func TestPostgres(t *testing.T) {
 		s.faults++
 		s.blocked(stallFor)
 		l := s.p.waitLog("the stalled database reported", "database not answering; the head waits",
-			func(l logLine) bool { return l.str("call") != "" && l.str("for") != "" })
+			func(l logLine) bool { return l.Str("call") != "" && l.Str("for") != "" })
 		pass(t, s.w.pg)
 		s.p.waitLog("the database answering again", "database answering again", func(logLine) bool { return true })
-		s.note("stalled at %d: reported after %s with %q in progress", at, l.str("for"), l.str("call"))
+		s.note("stalled at %d: reported after %s with %q in progress", at, l.Str("for"), l.Str("call"))
 		s.end()
 	})
 }
@@ -309,7 +309,7 @@ func TestMariaDB(t *testing.T) {
 			l := s.p.waitLog("the stalled mailbox reported", "mailbox unreachable; the head waits with backoff",
 				errorMentions("timeout", "invalid connection", "bad connection"))
 			s.blocked(stallFor)
-			s.note("stalled at the %s near %d: %q", tc.name, at, l.str("error"))
+			s.note("stalled at the %s near %d: %q", tc.name, at, l.Str("error"))
 			pass(t, px)
 			s.end()
 		})
@@ -323,7 +323,7 @@ func TestMariaDB(t *testing.T) {
 		s.blocked(downFor)
 		pass(t, s.w.mysql)
 		l := s.p.logs("mailbox unreachable; the head waits with backoff")
-		s.note("down at %d: %q", at, l[0].str("error"))
+		s.note("down at %d: %q", at, l[0].Str("error"))
 		s.end()
 	})
 }
@@ -340,7 +340,7 @@ func TestKafka(t *testing.T) {
 		s.faults++
 		since := time.Now()
 		l := s.p.waitLog("the dispatcher failing", "", func(l logLine) bool {
-			return l.str("logger") == "dispatch" && l.str("level") == "error"
+			return l.Str("logger") == "dispatch" && l.Str("level") == "error"
 		})
 		for time.Since(since) < kafkaOutage {
 			if s.p.exited() {
@@ -357,7 +357,7 @@ func TestKafka(t *testing.T) {
 		}
 		pass(t, s.w.kafka)
 		s.note("unreachable at %d rows for %s; %d applied and %d events pending at its end; the dispatcher: %s %q",
-			at, kafkaOutage, applied, pending, l.str("msg"), l.str("error"))
+			at, kafkaOutage, applied, pending, l.Str("msg"), l.Str("error"))
 		s.end()
 	})
 

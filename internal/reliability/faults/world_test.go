@@ -5,7 +5,6 @@ package faults_test
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
@@ -223,32 +222,17 @@ func startProxy(t *testing.T, upstream string) *faultproxy.Proxy {
 	return p
 }
 
-// put inserts the rows as the AODB would, fifty to a statement.
+// put inserts the rows as the AODB would (mysqltest.PutRows).
 func (w *world) put(rows []string, base time.Time) {
 	w.t.Helper()
-	for from := 0; from < len(rows); from += 50 {
-		to := min(from+50, len(rows))
-		var args []any
-		for i := from; i < to; i++ {
-			args = append(args, base.Add(time.Duration(i)*time.Millisecond).UTC(), rows[i])
-		}
-		q := `INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES ` +
-			strings.TrimSuffix(strings.Repeat("(?, ?), ", to-from), ", ")
-		if _, err := w.mbox.ExecContext(context.Background(), q, args...); err != nil {
-			w.t.Fatalf("%s: insert mailbox rows %d–%d: %v", w.Name, from, to-1, err)
-		}
-	}
+	mysqltest.PutRows(w.t, w.mbox, w.Name, rows, base)
 }
 
 // processed counts the mailbox rows that carry their result (read
 // directly, not through the proxy).
 func (w *world) processed() int {
 	w.t.Helper()
-	var n int
-	if err := w.mbox.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM CMINMSGS WHERE CMINMSGS_DATE_PROCESSED IS NOT NULL`).Scan(&n); err != nil {
-		w.t.Fatalf("%s: count processed mailbox rows: %v", w.Name, err)
-	}
-	return n
+	return mysqltest.ProcessedRows(w.t, w.mbox, w.Name)
 }
 
 // pgQuery runs fn on a direct connection of its own to the feed's
@@ -367,29 +351,12 @@ func (p *proc) finish() {
 	}
 }
 
-// logLine is one JSON line of the pump's log.
-type logLine map[string]any
-
-func (l logLine) str(k string) string {
-	s, _ := l[k].(string)
-	return s
-}
+// logLine is one JSON line of a process's log.
+type logLine = proctest.LogLine
 
 // logs returns the log lines whose message is msg (every line when msg
 // is empty).
-func (p *proc) logs(msg string) []logLine {
-	var out []logLine
-	for _, raw := range strings.Split(p.out.String(), "\n") {
-		var l logLine
-		if json.Unmarshal([]byte(raw), &l) != nil {
-			continue
-		}
-		if msg == "" || l.str("msg") == msg {
-			out = append(out, l)
-		}
-	}
-	return out
-}
+func (p *proc) logs(msg string) []logLine { return proctest.LogLines(p.out.String(), msg) }
 
 // waitLog waits until the pump logged a line with message msg whose
 // error satisfies match, and returns it.

@@ -4,7 +4,6 @@ package partition_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
@@ -290,24 +289,11 @@ func (p *proc) wait() error {
 }
 
 // logLine is one JSON line of a process's log.
-type logLine map[string]any
+type logLine = proctest.LogLine
 
-func (l logLine) str(k string) string {
-	s, _ := l[k].(string)
-	return s
-}
-
-// logs returns the lines whose message is msg.
-func (p *proc) logs(msg string) []logLine {
-	var out []logLine
-	for _, raw := range strings.Split(p.out.String(), "\n") {
-		var l logLine
-		if json.Unmarshal([]byte(raw), &l) == nil && l.str("msg") == msg {
-			out = append(out, l)
-		}
-	}
-	return out
-}
+// logs returns the log lines whose message is msg (every line when msg
+// is empty).
+func (p *proc) logs(msg string) []logLine { return proctest.LogLines(p.out.String(), msg) }
 
 // ---- Kafka records with their producer ----------------------------------------------
 

@@ -164,3 +164,35 @@ func WithUser(t testing.TB, dsn, prefix, password string) string {
 	cfg.User, cfg.Passwd = user, password
 	return cfg.FormatDSN()
 }
+
+// PutRows inserts the rows into the default mailbox table of db as the
+// AODB would, row i received at base + i ms (the same for every world fed
+// the same rows, so their results compare), fifty to a statement; name
+// says whose mailbox in a failure.
+func PutRows(t testing.TB, db *sql.DB, name string, rows []string, base time.Time) {
+	t.Helper()
+	for from := 0; from < len(rows); from += 50 {
+		to := min(from+50, len(rows))
+		var args []any
+		for i := from; i < to; i++ {
+			args = append(args, base.Add(time.Duration(i)*time.Millisecond).UTC(), rows[i])
+		}
+		q := `INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES ` + //nolint:gosec // only placeholders are appended
+			strings.TrimSuffix(strings.Repeat("(?, ?), ", to-from), ", ")
+		if _, err := db.ExecContext(context.Background(), q, args...); err != nil {
+			t.Fatalf("%s: insert mailbox rows %d–%d: %v", name, from, to-1, err)
+		}
+	}
+}
+
+// ProcessedRows counts the rows of db's default mailbox table that carry
+// their result.
+func ProcessedRows(t testing.TB, db *sql.DB, name string) int {
+	t.Helper()
+	var n int
+	err := db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM CMINMSGS WHERE CMINMSGS_DATE_PROCESSED IS NOT NULL`).Scan(&n)
+	if err != nil {
+		t.Fatalf("%s: count processed mailbox rows: %v", name, err)
+	}
+	return n
+}

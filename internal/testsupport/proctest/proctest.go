@@ -9,6 +9,7 @@ package proctest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -107,4 +108,29 @@ func Tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// LogLine is one JSON line of a process's structured (zap) log.
+type LogLine map[string]any
+
+// Str is the line's field k as a string ("" when absent or not a string).
+func (l LogLine) Str(k string) string {
+	s, _ := l[k].(string)
+	return s
+}
+
+// LogLines returns the JSON lines of out whose message is msg (every JSON
+// line when msg is empty); other lines are skipped.
+func LogLines(out, msg string) []LogLine {
+	var lines []LogLine
+	for _, raw := range strings.Split(out, "\n") {
+		var l LogLine
+		if json.Unmarshal([]byte(raw), &l) != nil {
+			continue
+		}
+		if msg == "" || l.Str("msg") == msg {
+			lines = append(lines, l)
+		}
+	}
+	return lines
 }
