@@ -14,11 +14,11 @@ import (
 func (m *Mailbox) Put(ctx context.Context, body string, received time.Time) (int64, error) {
 	res, err := m.db.ExecContext(ctx, m.q.put, received.UTC(), m.validStatus, body)
 	if err != nil {
-		return 0, fmt.Errorf("insert inbound row: %w", err)
+		return 0, fmt.Errorf("insert inbound row: %w", m.bound.explain(err))
 	}
 	id, err := res.LastInsertId()
 	if err != nil {
-		return 0, fmt.Errorf("insert inbound row: %w", err)
+		return 0, fmt.Errorf("insert inbound row: %w", m.bound.explain(err))
 	}
 	return id, nil
 }
@@ -34,23 +34,23 @@ type Outbound struct {
 func (m *Mailbox) TakeOutbound(ctx context.Context, now time.Time) ([]Outbound, error) {
 	rows, err := m.db.QueryContext(ctx, m.q.unsent)
 	if err != nil {
-		return nil, fmt.Errorf("read outbound requests: %w", err)
+		return nil, fmt.Errorf("read outbound requests: %w", m.bound.explain(err))
 	}
 	defer func() { _ = rows.Close() }()
 	var out []Outbound
 	for rows.Next() {
 		var o Outbound
 		if err := rows.Scan(&o.ID, &o.Body); err != nil {
-			return nil, fmt.Errorf("read outbound requests: %w", err)
+			return nil, fmt.Errorf("read outbound requests: %w", m.bound.explain(err))
 		}
 		out = append(out, o)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read outbound requests: %w", err)
+		return nil, fmt.Errorf("read outbound requests: %w", m.bound.explain(err))
 	}
 	for _, o := range out {
 		if _, err := m.db.ExecContext(ctx, m.q.markSent, now.UTC(), o.ID); err != nil {
-			return nil, fmt.Errorf("mark request %d sent: %w", o.ID, err)
+			return nil, fmt.Errorf("mark request %d sent: %w", o.ID, m.bound.explain(err))
 		}
 	}
 	return out, nil

@@ -66,6 +66,8 @@ type Mailbox struct {
 	// maxFetch is the largest body the server can send in one packet
 	// (max_allowed_packet less a margin; 0 when unknown).
 	maxFetch int64
+	// bound limits what the server may send on each connection (bound.go).
+	bound *bound
 }
 
 type queries struct {
@@ -109,6 +111,9 @@ func Open(ctx context.Context, dsn string, spec v1alpha1.MailboxSpec, opts ...Op
 	if err != nil {
 		return nil, err
 	}
+	// Every connection is dialled under the feed's byte bound (bound.go).
+	b := newBound(spec)
+	cfg.DialFunc = b.dial
 	// The connector uses cfg as checked and forced, not a re-parsed text.
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
@@ -119,9 +124,9 @@ func Open(ctx context.Context, dsn string, spec v1alpha1.MailboxSpec, opts ...Op
 	db.SetConnMaxIdleTime(time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()
-		return nil, dsnError(dsn, "connect to mailbox %s/%s: %w", cfg.Addr, cfg.DBName, err)
+		return nil, dsnError(dsn, "connect to mailbox %s/%s: %w", cfg.Addr, cfg.DBName, b.explain(err))
 	}
-	m := &Mailbox{db: db, validStatus: spec.Inbound.ValidStatus, q: q}
+	m := &Mailbox{db: db, validStatus: spec.Inbound.ValidStatus, q: q, bound: b}
 	m.noteExpr = m.noteExpression(ctx, spec.Inbound)
 	if m.binaryBody(ctx, spec.Inbound) {
 		// Converting bytes "USING utf8mb4" replaces every byte that is not
@@ -193,6 +198,7 @@ func FeedConnector(feed *config.Feed) (driver.Connector, error) {
 		return nil, err
 	}
 	applyTLS(cfg, t)
+	cfg.DialFunc = newBound(feed.Spec.Mailbox).dial
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, dsnError(dsn, "open mailbox: %w", err)
@@ -323,7 +329,9 @@ func buildQueries(spec v1alpha1.MailboxSpec) (queries, error) {
 // takes its first row, however large, so the head moves on, while a read
 // ahead takes only what fits beside the batch being applied. A body larger
 // than maxBytes is fetched only up to maxBytes and marked Truncated, so an
-// oversize message never has to fit in memory.
+// oversize message never has to fit in memory. maxBytes must not exceed the
+// mailbox.maxMessageBytes given to Open (plus BoundMargin): a larger body
+// fails the connection as a server crossing its bound (bound.go).
 func (m *Mailbox) Head(ctx context.Context, limit int, budget, maxBytes int64, skip map[int64]bool) ([]Row, error) {
 	packetLimited := m.maxFetch > 0 && m.maxFetch < maxBytes
 	if packetLimited {
@@ -331,7 +339,7 @@ func (m *Mailbox) Head(ctx context.Context, limit int, budget, maxBytes int64, s
 	}
 	rows, err := m.db.QueryContext(ctx, m.q.headIDs, m.validStatus, limit+len(skip))
 	if err != nil {
-		return nil, fmt.Errorf("read mailbox head: %w", err)
+		return nil, fmt.Errorf("read mailbox head: %w", m.bound.explain(err))
 	}
 	defer func() { _ = rows.Close() }()
 	var head []Row
@@ -340,7 +348,7 @@ func (m *Mailbox) Head(ctx context.Context, limit int, budget, maxBytes int64, s
 		var r Row
 		var size sql.NullInt64
 		if err := rows.Scan(&r.ID, &r.Received, &size); err != nil {
-			return nil, fmt.Errorf("read mailbox head: %w", err)
+			return nil, fmt.Errorf("read mailbox head: %w", m.bound.explain(err))
 		}
 		if skip[r.ID] {
 			continue
@@ -359,10 +367,10 @@ func (m *Mailbox) Head(ctx context.Context, limit int, budget, maxBytes int64, s
 		head = append(head, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read mailbox head: %w", err)
+		return nil, fmt.Errorf("read mailbox head: %w", m.bound.explain(err))
 	}
 	if err := rows.Close(); err != nil {
-		return nil, fmt.Errorf("read mailbox head: %w", err)
+		return nil, fmt.Errorf("read mailbox head: %w", m.bound.explain(err))
 	}
 	if len(head) == 0 {
 		return nil, nil
@@ -381,7 +389,7 @@ func (m *Mailbox) fillBodies(ctx context.Context, head []Row, maxBytes int64) er
 	}
 	rows, err := m.db.QueryContext(ctx, fmt.Sprintf(m.q.bodies, strings.Join(marks, ",")), args...)
 	if err != nil {
-		return fmt.Errorf("read mailbox bodies: %w", err)
+		return fmt.Errorf("read mailbox bodies: %w", m.bound.explain(err))
 	}
 	defer func() { _ = rows.Close() }()
 	for rows.Next() {
@@ -389,14 +397,14 @@ func (m *Mailbox) fillBodies(ctx context.Context, head []Row, maxBytes int64) er
 		var null bool
 		var body []byte
 		if err := rows.Scan(&id, &null, &body); err != nil {
-			return fmt.Errorf("read mailbox bodies: %w", err)
+			return fmt.Errorf("read mailbox bodies: %w", m.bound.explain(err))
 		}
 		if i, ok := index[id]; ok {
 			head[i].Body, head[i].Null = body, null
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read mailbox bodies: %w", err)
+		return fmt.Errorf("read mailbox bodies: %w", m.bound.explain(err))
 	}
 	return nil
 }
@@ -406,7 +414,7 @@ func (m *Mailbox) Depth(ctx context.Context) (int64, time.Time, error) {
 	var n int64
 	var oldest sql.NullTime
 	if err := m.db.QueryRowContext(ctx, m.q.depth, m.validStatus).Scan(&n, &oldest); err != nil {
-		return 0, time.Time{}, fmt.Errorf("count mailbox head: %w", err)
+		return 0, time.Time{}, fmt.Errorf("count mailbox head: %w", m.bound.explain(err))
 	}
 	return n, oldest.Time, nil
 }
@@ -437,7 +445,7 @@ func (m *Mailbox) Backfill(ctx context.Context, results []Result) error {
 	}
 	stmt := fmt.Sprintf(m.q.backfillPrefix, strings.Join(selects, " UNION ALL "), strings.Join(marks, ","))
 	if _, err := m.db.ExecContext(ctx, stmt, args...); err != nil {
-		return fmt.Errorf("backfill %d mailbox rows: %w", len(results), err)
+		return fmt.Errorf("backfill %d mailbox rows: %w", len(results), m.bound.explain(err))
 	}
 	return nil
 }
@@ -446,11 +454,11 @@ func (m *Mailbox) Backfill(ctx context.Context, results []Result) error {
 func (m *Mailbox) SendRequest(ctx context.Context, routingID string, body []byte, now time.Time) (int64, error) {
 	res, err := m.db.ExecContext(ctx, m.q.request, now.UTC(), routingID, string(body))
 	if err != nil {
-		return 0, fmt.Errorf("insert outbound request: %w", err)
+		return 0, fmt.Errorf("insert outbound request: %w", m.bound.explain(err))
 	}
 	id, err := res.LastInsertId()
 	if err != nil {
-		return 0, fmt.Errorf("insert outbound request: %w", err)
+		return 0, fmt.Errorf("insert outbound request: %w", m.bound.explain(err))
 	}
 	return id, nil
 }
@@ -465,7 +473,7 @@ func (m *Mailbox) FindRequest(ctx context.Context, routingID, seqn string, since
 		return 0, false, nil
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("look for an outbound request with SEQN %s: %w", seqn, err)
+		return 0, false, fmt.Errorf("look for an outbound request with SEQN %s: %w", seqn, m.bound.explain(err))
 	}
 	return id, true, nil
 }

@@ -4,7 +4,9 @@
 // query with a LOCAL INFILE request (0xFB) naming a file, recording every
 // byte the client sends back. With TLS set it offers CLIENT_SSL and
 // upgrades a client that asks, recording whether the TLS handshake
-// completed.
+// completed. With Flood it sends, in place of its greeting or of its
+// answer to a query, one packet that claims far more than any mailbox
+// row (Flood).
 package fakemysql
 
 import (
@@ -16,6 +18,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -54,16 +57,51 @@ type Server struct {
 	tlsDone int
 	tlsErrs []error
 	wg      sync.WaitGroup
+	// flood is the huge packet to send (Flood); flooded counts its bytes
+	// sent, headers included.
+	flood   flood
+	flooded atomic.Int64
+}
+
+// Stage is where a flood replaces the server's normal packet.
+type Stage int
+
+const (
+	// AtGreeting: the server's first packet, before any authentication.
+	AtGreeting Stage = iota
+	// AtQuery: the answer to every COM_QUERY (after authentication, and
+	// after the TLS upgrade when there is one).
+	AtQuery
+)
+
+type flood struct {
+	size int64
+	at   Stage
+}
+
+// Option changes a fake server.
+type Option func(*Server)
+
+// Flood makes the server send, at the given stage, one packet claiming size
+// bytes: fragments of 16 MiB - 1 each announcing the next, as MySQL splits
+// a large packet, streamed from one zeroed buffer (the fake itself holds
+// almost nothing) until the packet is complete or the client hangs up. A
+// client that reassembles it would hold size bytes.
+func Flood(size int64, at Stage) Option {
+	return func(s *Server) { s.flood = flood{size: size, at: at} }
 }
 
 // Start listens on a free loopback port until the test ends.
-func Start(t testing.TB, infileName string, tlsConfig *tls.Config) *Server {
+func Start(t testing.TB, infileName string, tlsConfig *tls.Config, opts ...Option) *Server {
 	t.Helper()
 	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &Server{InfileName: infileName, TLS: tlsConfig, ln: ln}
+	for _, o := range opts {
+		o(s)
+	}
 	s.wg.Add(1)
 	go s.accept()
 	t.Cleanup(func() {
@@ -81,6 +119,9 @@ type Stats struct {
 	Conns, InfileRequests, EmptyTerminators, TLSDone int
 	AfterInfile                                      []byte
 	TLSErrors                                        []error
+	// Flooded is the bytes of flood packets sent (Flood), summed over
+	// connections.
+	Flooded int64
 }
 
 // Stats returns a copy of what the server saw so far.
@@ -88,7 +129,8 @@ func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return Stats{Conns: s.conns, InfileRequests: s.infileRequests, EmptyTerminators: s.emptyTerminators,
-		TLSDone: s.tlsDone, AfterInfile: bytes.Clone(s.afterInfile), TLSErrors: append([]error(nil), s.tlsErrs...)}
+		TLSDone: s.tlsDone, AfterInfile: bytes.Clone(s.afterInfile), TLSErrors: append([]error(nil), s.tlsErrs...),
+		Flooded: s.flooded.Load()}
 }
 
 func (s *Server) accept() {
@@ -139,6 +181,41 @@ func (c *conn) write(p []byte) error {
 
 var okPacket = []byte{0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00}
 
+// maxFragment is the longest fragment of a packet; one this long is
+// continued by the next (a packet of an exact multiple ends with an empty
+// one).
+const maxFragment = 1<<24 - 1
+
+// zeros is what a flood streams.
+var zeros = make([]byte, 64<<10)
+
+// sendFlood sends the flood packet until it is complete or a write fails.
+func (s *Server) sendFlood(c *conn) error {
+	left := s.flood.size
+	for {
+		n := min(left, maxFragment)
+		h := []byte{byte(n), byte(n >> 8), byte(n >> 16), c.seq}
+		c.seq++
+		if _, err := c.rw.Write(h); err != nil {
+			return err
+		}
+		s.flooded.Add(int64(len(h)))
+		left -= n
+		for rest := n; rest > 0; {
+			k, err := c.rw.Write(zeros[:min(rest, int64(len(zeros)))])
+			s.flooded.Add(int64(k))
+			if err != nil {
+				return err
+			}
+			rest -= int64(k)
+		}
+		// A shorter fragment ends the packet.
+		if n < maxFragment {
+			return nil
+		}
+	}
+}
+
 func (s *Server) serve(nc net.Conn) error {
 	c := &conn{rw: nc}
 	caps := uint32(capLongPassword | capLongFlag | capConnectWithDB | capLocalFiles | capProtocol41 |
@@ -159,6 +236,9 @@ func (s *Server) serve(nc net.Conn) error {
 	hs = append(hs, make([]byte, 10)...)
 	hs = append(hs, "ijklmnopqrst\x00"...) // auth data, part 2
 	hs = append(hs, "mysql_native_password\x00"...)
+	if s.flood.size > 0 && s.flood.at == AtGreeting {
+		return s.sendFlood(c)
+	}
 	if err := c.write(hs); err != nil {
 		return err
 	}
@@ -203,6 +283,12 @@ func (s *Server) serve(nc net.Conn) error {
 				return err
 			}
 		case 0x03: // COM_QUERY
+			if s.flood.size > 0 && s.flood.at == AtQuery {
+				if err := s.sendFlood(c); err != nil {
+					return err
+				}
+				continue
+			}
 			s.mu.Lock()
 			s.infileRequests++
 			s.mu.Unlock()
