@@ -3,9 +3,7 @@ package mailbox_test
 import (
 	"context"
 	"errors"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/testsupport/fakemysql"
+	"github.com/flightfeed/flightfeed/internal/testsupport/heapwatch"
 	"github.com/flightfeed/flightfeed/internal/testsupport/testpki"
 )
 
@@ -84,7 +83,7 @@ func TestHugePacketFailsTheMailboxConnectionInBoundedMemory(t *testing.T) {
 				t.Cleanup(func() { _ = m.Close() })
 			}
 			before := srv.Stats().Flooded
-			peak, total := measure(func() {
+			peak, total := heapwatch.Run(func() {
 				if m == nil {
 					m, err = mailbox.OpenFeed(ctx, feed)
 					if err == nil {
@@ -113,43 +112,4 @@ func TestHugePacketFailsTheMailboxConnectionInBoundedMemory(t *testing.T) {
 			}
 		})
 	}
-}
-
-// measure runs f and returns how far the heap in use rose above where it
-// started at its highest (sampled every millisecond) and the bytes
-// allocated in all meanwhile.
-func measure(f func()) (peak, total uint64) {
-	runtime.GC()
-	var before runtime.MemStats
-	runtime.ReadMemStats(&before)
-	var mu sync.Mutex
-	high := before.HeapAlloc
-	sample := func() {
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		mu.Lock()
-		high = max(high, ms.HeapAlloc)
-		mu.Unlock()
-	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				sample()
-			}
-		}
-	})
-	f()
-	close(done)
-	wg.Wait()
-	sample()
-	var after runtime.MemStats
-	runtime.ReadMemStats(&after)
-	return high - before.HeapAlloc, after.TotalAlloc - before.TotalAlloc
 }
