@@ -49,9 +49,16 @@ func (e *reasonError) Unwrap() error { return e.err }
 // parseConnConfig parses a database DSN with pgconn's allow-list of keys
 // (config.DatabaseKeys): a key that would read a local file (passfile,
 // sslrootcert…) is refused before the file system is touched, whatever
-// config.CheckDatabaseDSN made of the DSN.
+// config.CheckDatabaseDSN made of the DSN. Its connections refuse a
+// server message above MessageBound(0) (bound.go); Open raises that to
+// the feed's.
 func parseConnConfig(dsn string) (*pgx.ConnConfig, error) {
-	return pgx.ParseConfigWithOptions(dsn, pgx.ParseConfigOptions{ParseConfigOptions: config.DatabaseParseOptions()})
+	cfg, err := pgx.ParseConfigWithOptions(dsn, pgx.ParseConfigOptions{ParseConfigOptions: config.DatabaseParseOptions()})
+	if err != nil {
+		return nil, err
+	}
+	cfg.BuildFrontend = boundFrontend(0)
+	return cfg, nil
 }
 
 // parsePoolConfig is parseConnConfig for a pool. pgxpool parses its own

@@ -59,6 +59,9 @@ type Options struct {
 	// TLS, when set (config.Feed.DatabaseTLS), is used for every
 	// connection, verified, whatever the DSN's sslmode says (WithTLS).
 	TLS *tls.Config
+	// MaxMessageBytes is the feed's mailbox.maxMessageBytes: a connection
+	// refuses a server message above MessageBound of it (0: the default's).
+	MaxMessageBytes int64
 }
 
 // Store is the PostgreSQL state database of one feed.
@@ -85,6 +88,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, dsnError(dsn, "parse database DSN %s: %w", config.RedactDSN(dsn), parseReason(err))
 	}
 	applyTLS(&cfg.ConnConfig.Config, opts.TLS)
+	cfg.ConnConfig.BuildFrontend = boundFrontend(opts.MaxMessageBytes)
 	cfg.MaxConns = opts.MaxConns
 	idle := opts.IdleInTransactionTimeout
 	if idle <= 0 {
