@@ -90,6 +90,8 @@ func NewClient(feed *config.Feed, opts ...kgo.Opt) (*kgo.Client, error) {
 		kgo.RecordDeliveryTimeout(DefaultDeliveryTimeout),
 		kgo.WithHooks(&connWatch{}),
 	}
+	// A broker's response is bounded by the record size (bound.go).
+	base = append(base, boundOpts(k.MaxRecordBytes)...)
 	if k.MaxRecordBytes > 0 {
 		// The producer refuses a record whose batch alone would be larger,
 		// and batches records up to it: the topics' limit, which the pump
