@@ -38,8 +38,12 @@ all: build
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC into config/.
 	$(CONTROLLER_GEN) rbac:roleName=flightfeed-manager crd paths="./api/...;./controllers/..." \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	# The pump pods' rights without resource names (the operator renders
+	# them per feed with names; a test checks the two agree).
+	$(CONTROLLER_GEN) rbac:roleName=flightfeed-pump paths="./internal/pumppod/..." output:rbac:artifacts:config=config/rbac/pump
 	# The chart ships copies; hack/helm-check.sh fails when they drift.
-	cp config/crd/bases/*.yaml charts/flightfeed/files/crds/ && cp config/rbac/role.yaml charts/flightfeed/files/rbac/
+	cp config/crd/bases/*.yaml charts/flightfeed/files/crds/ && cp config/rbac/role.yaml charts/flightfeed/files/rbac/ && \
+		cp config/rbac/pump/role.yaml charts/flightfeed/files/rbac/pump-role.yaml
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods.

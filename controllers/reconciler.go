@@ -2,65 +2,100 @@ package controllers
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
-	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/feednames"
 )
 
-// DefaultSecretResync is how often a feed's Secrets are read again when
-// FlightFeedReconciler.SecretResync is zero (manager flag
-// --secret-resync-period).
-const DefaultSecretResync = time.Minute
+// RBAC of the operator (config/rbac/role.yaml is generated from these
+// markers). It makes each feed's objects and writes status.pumpPods; it
+// reads no Secret data itself. Creating the pump's Role, which may get the
+// Secrets the feed names, needs that right in the feed's namespace: the
+// operator binds itself there to one fixed ClusterRole (bind, never
+// escalate), see FlightFeedReconciler.SecretGrant.
+// +kubebuilder:rbac:groups=flightfeed.aero,resources=flightfeeds,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=flightfeed.aero,resources=flightfeeds/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=flightfeed.aero,resources=flightfeeds/finalizers,verbs=update
+// +kubebuilder:rbac:groups=flightfeed.aero,resources=flightfeeddays,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=flightfeed.aero,resources=flightfeeddays/status,verbs=get;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;serviceaccounts,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// stopPoll is how often a deletion is looked at again while the pump stops.
-const stopPoll = 500 * time.Millisecond
+// FieldOwner names the operator's writes.
+const FieldOwner = "flightfeed-operator"
 
-// FlightFeedReconciler runs on every replica. For each FlightFeed it
-// validates the spec, resolves the Secrets and hands the result to the
-// feed's supervisor (which contends for the Lease and, as holder, runs the
-// pump and writes the status). It never writes status itself. Deletion
-// waits, through a finalizer, until no replica runs the pump any more.
+// FlightFeedReconciler makes and keeps each FlightFeed's pump objects and
+// reports their pods in status.pumpPods.
 type FlightFeedReconciler struct {
-	// Client reads FlightFeeds through the cache and writes finalizers.
+	// Client reads through the cache (FlightFeeds and the objects labelled
+	// feednames.LabelManagedBy) and writes.
 	Client client.Client
-	// SecretReader reads Secrets one at a time by name, uncached (the
-	// manager's API reader): the operator neither lists nor watches them.
-	SecretReader client.Reader
-	// SecretResync is how often each feed is reconciled again to read its
-	// Secrets anew (default DefaultSecretResync): a rotation restarts the
-	// pump when the resolved credentials' digest changes, and a Secret
-	// created or labelled after its FlightFeed is picked up.
-	SecretResync time.Duration
-	// Leases reads the Lease when deciding whether a deletion may finish.
-	Leases client.Reader
-	// Supervisors run the feeds.
-	Supervisors *Supervisors
-	// Directory receives every resolved feed, for the read API (optional).
-	Directory *FeedDirectory
+	// APIReader reads uncached: Leases, and a FlightFeed's status before
+	// the write (the optimistic lock needs a fresh resourceVersion).
+	APIReader client.Reader
+	// Defaults complete every pump Deployment.
+	Defaults PumpDefaults
+	// OperatorNamespace is where releases that ran the pumps inside the
+	// operator kept every feed's Lease. While a pump of such a release
+	// holds a feed's Lease there, the feed's Deployment is not made (the
+	// fencing epoch would stop two pumps committing anyway; this avoids the
+	// fight). Empty: no such check.
+	OperatorNamespace string
+	// SecretGrant, when set, is how the operator may create a Role that
+	// grants get on the Secrets a feed names: it binds its own
+	// ServiceAccount, in each namespace that holds a FlightFeed, to a fixed
+	// ClusterRole that grants get on Secrets (it holds bind on that
+	// ClusterRole, not escalate). Empty: the operator already holds that
+	// right (envtest, or a chart that grants it per namespace).
+	SecretGrant *SecretGrant
+	// AuthDelegator, when set, names the ClusterRoleBinding to
+	// system:auth-delegator whose subjects the operator keeps equal to
+	// every feed's pump ServiceAccount: the pumps authenticate read API and
+	// metrics callers (TokenReview, SubjectAccessReview).
+	AuthDelegator string
 	// Clock judges Lease expiry (default: real).
 	Clock clock.PassiveClock
 }
 
-// Reconcile brings one feed's supervisor in line with its FlightFeed.
+// SecretGrant is the operator's own binding to the Secret-reading
+// ClusterRole, per namespace.
+type SecretGrant struct {
+	// ClusterRole grants get on Secrets.
+	ClusterRole string
+	// ServiceAccount is the operator's own, namespace/name.
+	ServiceAccount types.NamespacedName
+	// BindingName is the RoleBinding made in each feed namespace.
+	BindingName string
+}
+
+// Reconcile brings one feed's pump objects in line with its FlightFeed.
 func (r *FlightFeedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
 	var ff v1alpha1.FlightFeed
@@ -68,190 +103,371 @@ func (r *FlightFeedReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		if !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, fmt.Errorf("get flightfeed: %w", err)
 		}
-		r.Directory.remove(req.NamespacedName)
-		if !r.Supervisors.stop(req.NamespacedName, true) {
-			return ctrl.Result{RequeueAfter: stopPoll}, nil
-		}
-		return ctrl.Result{}, nil
+		// Its objects are owned: the garbage collector removes them.
+		return ctrl.Result{}, r.syncAuthDelegator(ctx)
 	}
 	if !ff.DeletionTimestamp.IsZero() {
-		return r.finalize(ctx, &ff)
-	}
-	if !controllerutil.ContainsFinalizer(&ff, v1alpha1.Finalizer) {
-		orig := ff.DeepCopy()
-		controllerutil.AddFinalizer(&ff, v1alpha1.Finalizer)
-		if err := r.Client.Patch(ctx, &ff, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
-		}
-	}
-
-	d := feedDesired{Generation: ff.Generation, UID: ff.UID}
-	feed, err := ResolveFeed(ctx, r.SecretReader, &ff)
-	switch {
-	case err == nil:
-		d.Feed = feed
-		d.Hash = configHash(ff.UID, feed)
-		r.Directory.set(req.NamespacedName, feed)
-	case configReason(err) != "":
-		// Reported by the holder in the status; the next resync or a spec
-		// change brings the feed back here.
-		d.ConfigErr = err
-		r.Directory.remove(req.NamespacedName)
-		log.V(1).Info("feed cannot run", "reason", configReason(err), "error", err.Error())
-	default:
-		return ctrl.Result{}, err
-	}
-	if err := r.Supervisors.ensure(ctx, req.NamespacedName, d); err != nil {
-		return ctrl.Result{}, err
-	}
-	// No Secret is watched: the feed's Secrets are read again at the next
-	// resync, and a changed digest (d.Hash) restarts the pump.
-	return ctrl.Result{RequeueAfter: r.secretResync()}, nil
-}
-
-func (r *FlightFeedReconciler) secretResync() time.Duration {
-	if r.SecretResync > 0 {
-		return r.SecretResync
-	}
-	return DefaultSecretResync
-}
-
-// finalize stops this replica's supervisor and, once no replica holds a
-// live Lease, removes the finalizer.
-func (r *FlightFeedReconciler) finalize(ctx context.Context, ff *v1alpha1.FlightFeed) (ctrl.Result, error) {
-	key := client.ObjectKeyFromObject(ff)
-	r.Directory.remove(key)
-	if !controllerutil.ContainsFinalizer(ff, v1alpha1.Finalizer) {
-		r.Supervisors.stop(key, true)
 		return ctrl.Result{}, nil
 	}
-	if !r.Supervisors.stop(key, true) {
-		return ctrl.Result{RequeueAfter: stopPoll}, nil
+	if err := r.dropLegacyFinalizer(ctx, &ff); err != nil {
+		return ctrl.Result{}, err
 	}
-	held, err := r.leaseHeldElsewhere(ctx, key)
+	if wait, again, err := r.legacyPumpRunning(ctx, req.NamespacedName); err != nil {
+		return ctrl.Result{}, err
+	} else if wait != "" {
+		log.Info("not starting the pump pods yet", "reason", wait)
+		if err := r.writePumpPods(ctx, &ff, nil, wait); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: again}, nil
+	}
+	d, err := r.Defaults.withDefaults()
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if held {
-		// Another replica still runs the pump; it releases the Lease when
-		// it reconciles the deletion.
-		return ctrl.Result{RequeueAfter: r.Supervisors.Timings().RetryPeriod}, nil
-	}
-	if err := r.deleteLease(ctx, key); err != nil {
+	objs := renderPumpObjects(&ff, d)
+	if err := r.grantSecrets(ctx, &ff); err != nil {
 		return ctrl.Result{}, err
+	}
+	if err := r.apply(ctx, &ff, objs); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.syncAuthDelegator(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	var dep appsv1.Deployment
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(objs.Deployment), &dep); err != nil {
+		return ctrl.Result{}, fmt.Errorf("get deployment %s: %w", objs.Deployment.Name, err)
+	}
+	return ctrl.Result{}, r.writePumpPods(ctx, &ff, &dep, "")
+}
+
+// dropLegacyFinalizer removes the finalizer releases that ran the pumps
+// inside the operator put on every FlightFeed: the pump pods are owned
+// objects now, and deleting the feed deletes them.
+func (r *FlightFeedReconciler) dropLegacyFinalizer(ctx context.Context, ff *v1alpha1.FlightFeed) error {
+	if !controllerutil.ContainsFinalizer(ff, v1alpha1.Finalizer) {
+		return nil
 	}
 	orig := ff.DeepCopy()
 	controllerutil.RemoveFinalizer(ff, v1alpha1.Finalizer)
 	if err := r.Client.Patch(ctx, ff, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
+		return fmt.Errorf("remove the finalizer of the previous release: %w", err)
 	}
-	logf.FromContext(ctx).Info("pump stopped everywhere; finalizer removed")
-	return ctrl.Result{}, nil
+	return nil
 }
 
-// leaseHeldElsewhere reports whether another replica holds the feed's
-// Lease (or, while migrating, its legacy Lease) and renewed it recently
-// enough for it to be valid.
-func (r *FlightFeedReconciler) leaseHeldElsewhere(ctx context.Context, key types.NamespacedName) (bool, error) {
-	keys := []types.NamespacedName{r.Supervisors.LeaseKey(key)}
-	if r.Supervisors.LegacyLeases() {
-		keys = append(keys, legacyLeaseKey(key))
+// legacyPumpRunning says why the feed's pods must wait: a pump of a
+// release that ran inside the operator still holds the feed's Lease in the
+// operator's namespace. It returns when to look again.
+func (r *FlightFeedReconciler) legacyPumpRunning(ctx context.Context, key types.NamespacedName) (string, time.Duration, error) {
+	if r.OperatorNamespace == "" || r.OperatorNamespace == key.Namespace {
+		// Same namespace: the pods contend for that very Lease.
+		return "", 0, nil
 	}
-	for _, lk := range keys {
-		var lease coordinationv1.Lease
-		err := r.Leases.Get(ctx, lk, &lease)
+	var lease coordinationv1.Lease
+	lk := types.NamespacedName{Namespace: r.OperatorNamespace, Name: feednames.Lease(key)}
+	if err := r.APIReader.Get(ctx, lk, &lease); err != nil {
 		if apierrors.IsNotFound(err) {
-			continue
+			return "", 0, nil
 		}
-		if err != nil {
-			return false, fmt.Errorf("get lease %s of %s: %w", lk, key, err)
-		}
-		if r.heldElsewhere(&lease) {
-			return true, nil
-		}
+		return "", 0, fmt.Errorf("get the previous release's lease %s: %w", lk, err)
 	}
-	return false, nil
-}
-
-func (r *FlightFeedReconciler) heldElsewhere(lease *coordinationv1.Lease) bool {
 	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
-	if holder == "" || holder == r.Supervisors.Identity() {
-		return false
-	}
-	if lease.Spec.RenewTime == nil {
-		return true
+	if holder == "" || lease.Spec.RenewTime == nil {
+		return "", 0, nil
 	}
 	clk := r.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
 	valid := time.Duration(ptr.Deref(lease.Spec.LeaseDurationSeconds, 0)) * time.Second
-	return clk.Now().Before(lease.Spec.RenewTime.Add(valid))
+	left := lease.Spec.RenewTime.Add(valid).Sub(clk.Now())
+	if left <= 0 {
+		return "", 0, nil
+	}
+	return fmt.Sprintf("a pump of the previous release (%s) holds Lease %s; the pump pods start when it lets go",
+		holder, lk), min(left+time.Second, 2*time.Second), nil
 }
 
-// deleteLease removes the feed's Lease once the feed is gone everywhere:
-// in the manager's namespace it has no owner to be collected with. The
-// precondition keeps a Lease someone renewed meanwhile.
-func (r *FlightFeedReconciler) deleteLease(ctx context.Context, key types.NamespacedName) error {
-	var lease coordinationv1.Lease
-	lk := r.Supervisors.LeaseKey(key)
-	if err := r.Leases.Get(ctx, lk, &lease); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if r.heldElsewhere(&lease) {
+// grantSecrets binds the operator to the Secret-reading ClusterRole in the
+// feed's namespace, with this feed among the binding's owners (so the
+// binding goes with the last FlightFeed of the namespace).
+func (r *FlightFeedReconciler) grantSecrets(ctx context.Context, ff *v1alpha1.FlightFeed) error {
+	g := r.SecretGrant
+	if g == nil {
 		return nil
 	}
-	err := r.Client.Delete(ctx, &lease, client.Preconditions{UID: &lease.UID, ResourceVersion: &lease.ResourceVersion})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("delete lease %s of %s: %w", lk, key, err)
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: g.BindingName, Namespace: ff.Namespace}}
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, rb, func() error {
+		if rb.Labels == nil {
+			rb.Labels = map[string]string{}
+		}
+		rb.Labels[feednames.LabelManagedBy] = feednames.ManagedBy
+		rb.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: g.ClusterRole}
+		rb.Subjects = []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: g.ServiceAccount.Namespace, Name: g.ServiceAccount.Name}}
+		ref := metav1.OwnerReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "FlightFeed", Name: ff.Name, UID: ff.UID}
+		if !slices.ContainsFunc(rb.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == ff.UID }) {
+			rb.OwnerReferences = append(rb.OwnerReferences, ref)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("bind the operator to %s in %s: %w", g.ClusterRole, ff.Namespace, err)
 	}
 	return nil
 }
 
-// configHash identifies a resolved configuration. It covers the
-// credentials, so a rotated Secret restarts the pump; it is never logged.
-func configHash(uid types.UID, feed *config.Feed) string {
-	b, err := json.Marshal(struct {
-		UID     types.UID
-		Spec    v1alpha1.FlightFeedSpec
-		Secrets config.Secrets
-	}{uid, feed.Spec, feed.Secrets})
-	if err != nil {
-		// Marshalling these plain types cannot fail; a constant keeps the
-		// feed running rather than restarting it for nothing.
-		return "unhashable"
+// apply creates or updates every object of the feed's pump, and removes
+// the PodDisruptionBudget and NetworkPolicy when they are not wanted.
+func (r *FlightFeedReconciler) apply(ctx context.Context, ff *v1alpha1.FlightFeed, o pumpObjects) error {
+	steps := []struct {
+		obj    client.Object
+		mutate func(existing client.Object)
+	}{
+		{&corev1.ServiceAccount{ObjectMeta: o.ServiceAccount.ObjectMeta}, func(client.Object) {}},
+		{&rbacv1.Role{ObjectMeta: o.Role.ObjectMeta}, func(e client.Object) { e.(*rbacv1.Role).Rules = o.Role.Rules }},
+		{&rbacv1.RoleBinding{ObjectMeta: o.RoleBinding.ObjectMeta}, func(e client.Object) {
+			rb := e.(*rbacv1.RoleBinding)
+			rb.RoleRef, rb.Subjects = o.RoleBinding.RoleRef, o.RoleBinding.Subjects
+		}},
+		{&corev1.Service{ObjectMeta: o.Service.ObjectMeta}, func(e client.Object) {
+			s := e.(*corev1.Service)
+			s.Spec.Selector, s.Spec.Ports, s.Spec.Type = o.Service.Spec.Selector, o.Service.Spec.Ports, o.Service.Spec.Type
+		}},
+		{&appsv1.Deployment{ObjectMeta: o.Deployment.ObjectMeta}, func(e client.Object) {
+			dep := e.(*appsv1.Deployment)
+			if dep.CreationTimestamp.IsZero() {
+				dep.Spec.Selector = o.Deployment.Spec.Selector // immutable once made
+			}
+			dep.Spec.Replicas, dep.Spec.Strategy = o.Deployment.Spec.Replicas, o.Deployment.Spec.Strategy
+			dep.Spec.RevisionHistoryLimit, dep.Spec.Template = o.Deployment.Spec.RevisionHistoryLimit, o.Deployment.Spec.Template
+		}},
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	if o.PDB != nil {
+		steps = append(steps, struct {
+			obj    client.Object
+			mutate func(existing client.Object)
+		}{&policyv1.PodDisruptionBudget{ObjectMeta: o.PDB.ObjectMeta}, func(e client.Object) {
+			p := e.(*policyv1.PodDisruptionBudget)
+			p.Spec.MaxUnavailable, p.Spec.MinAvailable = o.PDB.Spec.MaxUnavailable, nil
+			if p.CreationTimestamp.IsZero() {
+				p.Spec.Selector = o.PDB.Spec.Selector
+			}
+		}})
+	}
+	if o.NetworkPolicy != nil {
+		steps = append(steps, struct {
+			obj    client.Object
+			mutate func(existing client.Object)
+		}{&networkingv1.NetworkPolicy{ObjectMeta: o.NetworkPolicy.ObjectMeta}, func(e client.Object) {
+			e.(*networkingv1.NetworkPolicy).Spec = o.NetworkPolicy.Spec
+		}})
+	}
+	for _, s := range steps {
+		want := s.obj.DeepCopyObject().(client.Object)
+		obj := s.obj
+		_, err := controllerutil.CreateOrUpdate(ctx, r.Client, obj, func() error {
+			created := obj.GetCreationTimestamp()
+			if !ownedBy(obj, ff.UID) && !created.IsZero() {
+				return fmt.Errorf("%T %s exists and is not this FlightFeed's: rename or remove it", obj, obj.GetName())
+			}
+			obj.SetLabels(mergeLabels(obj.GetLabels(), want.GetLabels()))
+			obj.SetOwnerReferences(want.GetOwnerReferences())
+			s.mutate(obj)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("apply %T %s/%s: %w", obj, ff.Namespace, obj.GetName(), err)
+		}
+	}
+	if o.PDB == nil {
+		if err := r.deleteOwned(ctx, ff, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: feednames.Pump(ff.Name), Namespace: ff.Namespace}}); err != nil {
+			return err
+		}
+	}
+	if o.NetworkPolicy == nil {
+		if err := r.deleteOwned(ctx, ff, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: feednames.Pump(ff.Name), Namespace: ff.Namespace}}); err != nil {
+			return err
+		}
+	}
+	return r.ensureLease(ctx, o.Lease)
 }
 
-// SetupWithManager registers the reconciler: it watches FlightFeeds only.
-// Secrets are neither watched nor listed (RBAC grants only get): each
-// reconcile reads the feed's Secrets by name and requeues itself after
-// SecretResync to notice a rotation.
+func ownedBy(obj client.Object, uid types.UID) bool {
+	return slices.ContainsFunc(obj.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.UID == uid })
+}
+
+func mergeLabels(have, want map[string]string) map[string]string {
+	if have == nil {
+		have = map[string]string{}
+	}
+	for k, v := range want {
+		have[k] = v
+	}
+	return have
+}
+
+// deleteOwned deletes obj if it exists and is the feed's.
+func (r *FlightFeedReconciler) deleteOwned(ctx context.Context, ff *v1alpha1.FlightFeed, obj client.Object) error {
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !ownedBy(obj, ff.UID) {
+		return nil
+	}
+	if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete %T %s: %w", obj, obj.GetName(), err)
+	}
+	return nil
+}
+
+// ensureLease makes the feed's Lease when it is missing; it never touches
+// one that exists (the pumps hold it).
+func (r *FlightFeedReconciler) ensureLease(ctx context.Context, lease *coordinationv1.Lease) error {
+	var have coordinationv1.Lease
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(lease), &have)
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("get lease %s: %w", lease.Name, err)
+	}
+	if err := r.Client.Create(ctx, lease.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create lease %s: %w", lease.Name, err)
+	}
+	return nil
+}
+
+// syncAuthDelegator keeps the subjects of the AuthDelegator binding equal
+// to the pump ServiceAccounts of every FlightFeed there is.
+func (r *FlightFeedReconciler) syncAuthDelegator(ctx context.Context) error {
+	if r.AuthDelegator == "" {
+		return nil
+	}
+	var feeds v1alpha1.FlightFeedList
+	if err := r.Client.List(ctx, &feeds); err != nil {
+		return fmt.Errorf("list flightfeeds: %w", err)
+	}
+	subjects := make([]rbacv1.Subject, 0, len(feeds.Items))
+	for _, f := range feeds.Items {
+		if f.DeletionTimestamp.IsZero() {
+			subjects = append(subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: f.Namespace, Name: feednames.Pump(f.Name)})
+		}
+	}
+	slices.SortFunc(subjects, func(a, b rbacv1.Subject) int {
+		if a.Namespace != b.Namespace {
+			return compare(a.Namespace, b.Namespace)
+		}
+		return compare(a.Name, b.Name)
+	})
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: r.AuthDelegator}}
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, crb, func() error {
+		if crb.Labels == nil {
+			crb.Labels = map[string]string{}
+		}
+		crb.Labels[feednames.LabelManagedBy] = feednames.ManagedBy
+		crb.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:auth-delegator"}
+		crb.Subjects = subjects
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("bind the pumps to system:auth-delegator (%s): %w", r.AuthDelegator, err)
+	}
+	return nil
+}
+
+func compare(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// pumpPodsStatus is status.pumpPods for the Deployment dep (nil: not made
+// yet, waiting says why) on top of the previous one.
+func pumpPodsStatus(ff *v1alpha1.FlightFeed, dep *appsv1.Deployment, waiting string) *v1alpha1.PumpPodsStatus {
+	s := &v1alpha1.PumpPodsStatus{Deployment: feednames.Pump(ff.Name), Waiting: waiting}
+	if prev := ff.Status.PumpPods; prev != nil {
+		s.Generation = prev.Generation
+	}
+	if dep == nil {
+		s.Ready = "0/0"
+		return s
+	}
+	want := ptr.Deref(dep.Spec.Replicas, 1)
+	s.Replicas, s.ReadyReplicas, s.UpdatedReplicas = want, dep.Status.ReadyReplicas, dep.Status.UpdatedReplicas
+	s.Ready = fmt.Sprintf("%d/%d", dep.Status.ReadyReplicas, want)
+	if gen, ok := templateGeneration(dep); ok {
+		s.ObservedGeneration = gen
+		// Rolled out: the controller saw this template, every pod runs it
+		// and no pod of an older one is left.
+		if dep.Status.ObservedGeneration >= dep.Generation && dep.Status.UpdatedReplicas == want &&
+			dep.Status.Replicas == want && dep.Status.AvailableReplicas == want {
+			s.Generation = gen
+		}
+	}
+	return s
+}
+
+func templateGeneration(dep *appsv1.Deployment) (int64, bool) {
+	v, ok := dep.Spec.Template.Annotations[AnnotationGeneration]
+	if !ok {
+		return 0, false
+	}
+	var gen int64
+	if _, err := fmt.Sscan(v, &gen); err != nil {
+		return 0, false
+	}
+	return gen, true
+}
+
+// writePumpPods writes status.pumpPods — the operator's one field of the
+// status — read fresh and patched under an optimistic lock, only when it
+// changed. The merge patch names pumpPods alone, so the leading pump's
+// fields are never touched.
+func (r *FlightFeedReconciler) writePumpPods(ctx context.Context, ff *v1alpha1.FlightFeed, dep *appsv1.Deployment, waiting string) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var fresh v1alpha1.FlightFeed
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(ff), &fresh); err != nil {
+			return err
+		}
+		if fresh.UID != ff.UID {
+			return nil
+		}
+		want := pumpPodsStatus(&fresh, dep, waiting)
+		if equality.Semantic.DeepEqual(fresh.Status.PumpPods, want) {
+			return nil
+		}
+		orig := fresh.DeepCopy()
+		fresh.Status.PumpPods = want
+		return r.Client.Status().Patch(ctx, &fresh, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner))
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("write status.pumpPods of %s/%s: %w", ff.Namespace, ff.Name, err)
+	}
+	return nil
+}
+
+// SetupWithManager watches FlightFeeds and the objects the operator owns
+// (a changed or deleted Deployment, Service, ... is put back; the
+// Deployment's status feeds status.pumpPods).
 func (r *FlightFeedReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("flightfeed").
-		For(&v1alpha1.FlightFeed{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
-			predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionPredicate()))).
-		WithOptions(controllerOptions()).
-		Complete(r)
-}
-
-// deletionPredicate passes updates that set a deletion timestamp or change
-// finalizers (a status update changes neither and is ignored).
-func deletionPredicate() predicate.Funcs {
-	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		return !e.ObjectNew.GetDeletionTimestamp().Equal(e.ObjectOld.GetDeletionTimestamp()) ||
-			len(e.ObjectNew.GetFinalizers()) != len(e.ObjectOld.GetFinalizers())
-	}}
-}
-
-// controllerOptions lets a few feeds reconcile at once: a reconcile only
-// resolves Secrets and hands over, it never waits on a pump.
-func controllerOptions() controller.Options {
-	return controller.Options{MaxConcurrentReconciles: 4}
+		For(&v1alpha1.FlightFeed{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ServiceAccount{}).
+		Owns(&rbacv1.Role{}).
+		Owns(&rbacv1.RoleBinding{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4})
+	if r.Defaults.NetworkPolicy != nil {
+		b = b.Owns(&networkingv1.NetworkPolicy{})
+	}
+	return b.Complete(r)
 }

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -668,7 +669,44 @@ type PumpSpec struct {
 	// +optional
 	// +kubebuilder:default="1m"
 	BackoffMax *metav1.Duration `json:"backoffMax,omitempty"`
+
+	// Replicas is the number of pump pods (Deployment <name>-pump): one
+	// leads the feed on its Lease, the others stand by to take over.
+	// Default 2; 1 runs without a standby (and without a
+	// PodDisruptionBudget).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=5
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Resources of the pump container. Default: the operator's
+	// (chart value pump.resources).
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// NodeSelector of the pump pods. Default: the operator's.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Tolerations of the pump pods. Default: the operator's.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// Affinity of the pump pods. Default: the operator's.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// TopologySpreadConstraints of the pump pods. Default: the
+	// operator's, which spreads a feed's pods over nodes
+	// (kubernetes.io/hostname, ScheduleAnyway).
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 }
+
+// DefaultPumpReplicas is spec.pump.replicas when unset.
+const DefaultPumpReplicas = 2
 
 // MaxStatusDays bounds status.operationDays: the newest days of the ledger
 // are listed there, every day of the ledger has its FlightFeedDay.
@@ -723,6 +761,40 @@ type FlightFeedStatus struct {
 	// ReadAPI says how the read API reaches the feed's database.
 	// +optional
 	ReadAPI *ReadAPIStatus `json:"readApi,omitempty"`
+
+	// PumpPods describes the feed's pump pods (Deployment <name>-pump).
+	// The operator writes it, and only it; every other field of the
+	// status is the leading pump pod's.
+	// +optional
+	PumpPods *PumpPodsStatus `json:"pumpPods,omitempty"`
+}
+
+// PumpPodsStatus is the operator's view of a feed's pump Deployment.
+type PumpPodsStatus struct {
+	// Deployment is the name of the pump Deployment.
+	Deployment string `json:"deployment"`
+	// Replicas is the desired number of pump pods.
+	Replicas int32 `json:"replicas"`
+	// ReadyReplicas counts pump pods that are Ready (leader and standbys).
+	ReadyReplicas int32 `json:"readyReplicas"`
+	// Ready is ReadyReplicas/Replicas, as kubectl shows it ("2/2").
+	Ready string `json:"ready"`
+	// UpdatedReplicas counts pods that run the newest pod template.
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
+	// Generation is the FlightFeed generation every pump pod runs, once
+	// the rollout of that generation has completed (0 while none has).
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+	// ObservedGeneration is the FlightFeed generation the operator last
+	// rendered into the Deployment.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Waiting says why the operator has not created or updated the
+	// Deployment yet (for instance while a pump of the previous release,
+	// inside the operator, still holds the feed's Lease).
+	// +optional
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // ReadAPIDatabaseAccess is how the read API reaches a feed's database.
@@ -868,6 +940,7 @@ type OperationDayStatus struct {
 // +kubebuilder:printcolumn:name="Lag",type=string,JSONPath=`.status.pump.lag`
 // +kubebuilder:printcolumn:name="Latest-Day",type=string,JSONPath=`.status.latestSnapshot.day`
 // +kubebuilder:printcolumn:name="Version",type=integer,JSONPath=`.status.latestSnapshot.version`
+// +kubebuilder:printcolumn:name="Pods",type=string,JSONPath=`.status.pumpPods.ready`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`

@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
-	"github.com/flightfeed/flightfeed/controllers"
+	"github.com/flightfeed/flightfeed/internal/pumppod"
 	"github.com/flightfeed/flightfeed/internal/config"
-	"github.com/flightfeed/flightfeed/internal/operator"
+	"github.com/flightfeed/flightfeed/internal/pumpserver"
 )
 
 // feedLoader returns the feed a command's flags name (see feedSource and
@@ -52,7 +52,7 @@ func feedSource(cmd *cobra.Command) feedLoader {
 		if err != nil {
 			return nil, err
 		}
-		scheme, err := operator.Scheme()
+		scheme, err := pumpserver.Scheme()
 		if err != nil {
 			return nil, err
 		}
@@ -64,8 +64,8 @@ func feedSource(cmd *cobra.Command) feedLoader {
 		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, &ff); err != nil {
 			return nil, fmt.Errorf("FlightFeed %s: %w", *name, err)
 		}
-		feed, err := controllers.ResolveFeed(ctx, c, &ff)
-		var ce *controllers.ConfigError
+		feed, err := pumppod.ResolveFeed(ctx, c, &ff)
+		var ce *pumppod.ConfigError
 		if errors.As(err, &ce) {
 			return nil, usageError{fmt.Errorf("FlightFeed %s: %w", *name, err)}
 		}

@@ -1,10 +1,14 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/flightfeed/flightfeed/controllers"
@@ -14,11 +18,16 @@ import (
 func newManagerCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "manager",
-		Short: "Run the Kubernetes operator (every FlightFeed, Lease-elected pumps, status, read API)",
-		Long: `manager reconciles every FlightFeed on every replica. Per feed, the replica that
-holds the feed's Lease takes a fencing epoch in the feed's database and runs its
-pump and Kafka dispatcher; it alone writes the feed's status and FlightFeedDay
-objects. Every replica serves metrics, probes and the read API.`,
+		Short: "Run the Kubernetes operator: each FlightFeed becomes pump pods of its own",
+		Long: `manager is the control plane. For each FlightFeed it creates and owns, in the
+feed's namespace, a Deployment <name>-pump whose pods run
+'flightfeed pump --feed NS/NAME', their ServiceAccount, Role and RoleBinding
+(the Secrets the feed names, nothing else), a PodDisruptionBudget, the read
+API's Service and, when enabled, a NetworkPolicy; it reports the pods in
+status.pumpPods. It connects to no mailbox, database or broker: the pump
+pods do. Its replicas elect one leader (--leader-elect).`,
+		Example: `  # against the cluster of the current kubeconfig context, one local process
+  flightfeed manager --pump-image registry.example.com/flightfeed:1.4.0 --metrics-secure=false`,
 		Args: cobra.NoArgs,
 	}
 	f := cmd.Flags()
@@ -27,43 +36,69 @@ objects. Every replica serves metrics, probes and the read API.`,
 	metricsSecure := f.Bool("metrics-secure", true, "serve metrics over HTTPS to bearer tokens allowed to get /metrics; false serves plain HTTP to anyone (local runs only)")
 	metricsCertDir := f.String("metrics-cert-dir", "", "folder with tls.crt and tls.key for the metrics endpoint, reloaded on change (default: a self-signed certificate made at start)")
 	probeAddr := f.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz (0 disables)")
-	apiAddr := f.String("api-bind-address", ":8082", "address of the read API, HTTPS with bearer tokens (0 disables)")
-	apiMaxConcurrent := f.Int("api-max-concurrent-requests", operator.DefaultMaxConcurrentRequests,
-		"read API requests served at once (after authorization); more are refused with 429 and Retry-After")
-	apiCertDir := f.String("api-cert-dir", "", "folder with tls.crt and tls.key for the read API, reloaded on change (default: a self-signed certificate made at start)")
-	enableHTTP2 := f.Bool("enable-http2", false, "offer HTTP/2 on the metrics and read API endpoints")
-	identity := f.String("identity", "", "identity in Leases and the database writer lock (default: $POD_NAME, else the host name)")
-	leaseDuration := f.Duration("lease-duration", 15*time.Second, "how long a feed's Lease is valid without renewal")
-	renewDeadline := f.Duration("renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it stops its pump")
-	retryPeriod := f.Duration("retry-period", 2*time.Second, "how often Lease acquisition and renewal are tried")
-	statusInterval := f.Duration("status-interval", 5*time.Second, "period of the status reports")
-	figuresInterval := f.Duration("status-figures-interval", 30*time.Second,
-		"write fast-moving figures (counts, rates, lag) to a feed's status at most this often; condition changes are written at once")
-	secretResync := f.Duration("secret-resync-period", controllers.DefaultSecretResync,
-		"how often each feed's Secrets are read again (by name; Secrets are never listed or watched): a rotated Secret restarts the feed's pump within this period")
+	enableHTTP2 := f.Bool("enable-http2", false, "offer HTTP/2 on the metrics endpoint")
+	identity := f.String("identity", "", "identity in the operator's leader election (default: $POD_NAME, else the host name)")
+	leaderElect := f.Bool("leader-elect", false, "elect one active replica on the Lease flightfeed-operator in the operator's namespace (on in the chart)")
+	leaseDuration := f.Duration("lease-duration", 15*time.Second, "how long the operator's leader election Lease is valid without renewal")
+	renewDeadline := f.Duration("renew-deadline", 10*time.Second, "how long the operator's leader keeps trying to renew")
+	retryPeriod := f.Duration("retry-period", 2*time.Second, "how often the operator's leader election is tried")
 	namespaces := f.StringSlice("namespaces", nil, "watch only these namespaces (default: all)")
-	leaseNamespace := f.String("lease-namespace", "", "namespace of every feed's Lease, the manager's own (default: $POD_NAMESPACE, else default)")
-	legacyLeases := f.Bool("legacy-leases", false,
-		"also take each feed's Lease in the feed's namespace, where releases before the namespaced Leases kept it, so that no replica of such a release pumps at the same time (upgrades from them)")
+	namespace := f.String("namespace", "", "the operator's own namespace (default: $POD_NAMESPACE, else default)")
+	pumpImage := f.String("pump-image", "", "image of the pump pods: the operator's own (overrides the pump defaults file)")
+	pumpDefaults := f.String("pump-defaults", "", "YAML file of the pump pods' defaults (image, resources, placement, flags, NetworkPolicy; the chart's pump.* values)")
+	secretReader := f.String("secret-reader-clusterrole", "", "ClusterRole granting get on Secrets that the operator binds itself to in each namespace holding a FlightFeed, so it may grant a feed's pump its named Secrets (empty: the operator holds that right already)")
+	serviceAccount := f.String("service-account", "", "the operator's own ServiceAccount, NAMESPACE/NAME, bound to --secret-reader-clusterrole (default: $POD_NAMESPACE/$SERVICE_ACCOUNT)")
+	authDelegator := f.String("auth-delegator-binding", "", "ClusterRoleBinding to system:auth-delegator whose subjects the operator keeps equal to the pump ServiceAccounts (they authenticate read API and metrics callers); empty: none")
 	logFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if *apiMaxConcurrent < 1 {
-			return usageError{fmt.Errorf("--api-max-concurrent-requests %d: must be at least 1", *apiMaxConcurrent)}
-		}
 		log := newLogger(cmd)
 		logf.SetLogger(log)
-		id := *identity
-		if id == "" {
-			id = hostIdentity()
+		var defaults controllers.PumpDefaults
+		if *pumpDefaults != "" {
+			d, err := controllers.LoadPumpDefaults(*pumpDefaults)
+			if err != nil {
+				return usageError{err}
+			}
+			defaults = d
+		}
+		if *pumpImage != "" {
+			defaults.Image = *pumpImage
+		}
+		if defaults.Image == "" {
+			return usageError{errors.New("the pump image is required: --pump-image or image in --pump-defaults")}
+		}
+		var grant *controllers.SecretGrant
+		if *secretReader != "" {
+			sa, err := operatorServiceAccount(*serviceAccount)
+			if err != nil {
+				return usageError{err}
+			}
+			grant = &controllers.SecretGrant{ClusterRole: *secretReader, ServiceAccount: sa, BindingName: *secretReader}
 		}
 		return operator.Run(cmd.Context(), operator.Options{
-			Kubeconfig: *kubeconfig, MetricsAddr: *metricsAddr, ProbeAddr: *probeAddr, APIAddr: *apiAddr, APIMaxConcurrentRequests: *apiMaxConcurrent,
-			InsecureMetrics: !*metricsSecure, MetricsCertDir: *metricsCertDir, APICertDir: *apiCertDir, EnableHTTP2: *enableHTTP2,
-			Identity: id, LeaseDuration: *leaseDuration, RenewDeadline: *renewDeadline, RetryPeriod: *retryPeriod,
-			StatusInterval: *statusInterval, StatusFiguresInterval: *figuresInterval, Namespaces: *namespaces, Log: log,
-			LeaseNamespace: *leaseNamespace, LegacyLeases: *legacyLeases, SecretResync: *secretResync,
-			Factory: controllers.StartFeed,
+			Kubeconfig: *kubeconfig, MetricsAddr: *metricsAddr, ProbeAddr: *probeAddr,
+			InsecureMetrics: !*metricsSecure, MetricsCertDir: *metricsCertDir, EnableHTTP2: *enableHTTP2,
+			LeaderElection: *leaderElect, Identity: *identity, LeaseDuration: *leaseDuration, RenewDeadline: *renewDeadline,
+			RetryPeriod: *retryPeriod, Namespace: *namespace, Namespaces: *namespaces, Pump: defaults,
+			SecretGrant: grant, AuthDelegator: *authDelegator, Log: log,
 		})
 	}
 	return cmd
+}
+
+// operatorServiceAccount is --service-account, or the pod's own from the
+// environment the chart sets.
+func operatorServiceAccount(flag string) (types.NamespacedName, error) {
+	if flag == "" {
+		ns, name := os.Getenv("POD_NAMESPACE"), os.Getenv("SERVICE_ACCOUNT")
+		if ns == "" || name == "" {
+			return types.NamespacedName{}, errors.New("--secret-reader-clusterrole needs --service-account NAMESPACE/NAME (or POD_NAMESPACE and SERVICE_ACCOUNT)")
+		}
+		return types.NamespacedName{Namespace: ns, Name: name}, nil
+	}
+	ns, name, ok := strings.Cut(flag, "/")
+	if !ok || ns == "" || name == "" {
+		return types.NamespacedName{}, fmt.Errorf("--service-account %q: want NAMESPACE/NAME", flag)
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, nil
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/pump"
@@ -18,25 +20,55 @@ import (
 
 func newPumpCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "pump --config F [--drain]",
-		Short: "Run one feed's pump and Kafka dispatcher without Kubernetes",
+		Use:   "pump (--feed NS/NAME | --config F [--drain])",
+		Short: "Run one feed's pump: a pump pod of a FlightFeed, or one feed without Kubernetes",
 		Long: `pump reads the feed's mailbox in FIFO order and applies every message to the
 state database (migrating it first), writes results back to the mailbox, sends
 the full-day requests and runs the lifecycle jobs; beside it the dispatcher
-publishes the outbox to Kafka. It runs until SIGINT or SIGTERM; a transaction in
-flight is rolled back, never half-applied. With --drain it exits 0 once every
-mailbox row is processed and written back and every event is delivered; a
-signal before that makes it exit 1 and say what was left. Events Kafka refused
-for good (PARKED, see flightfeed parked) do not hold the drain: it ends, and
-exits 1 with a one-line summary when any is parked.`,
+publishes the outbox to Kafka. A transaction in flight at SIGINT or SIGTERM is
+rolled back, never half-applied.
+
+With --feed NS/NAME it is one of the FlightFeed's pump pods (the Deployment
+<name>-pump the operator makes runs it so): the pods elect a leader on the
+feed's Lease; the leader runs the pump and writes the feed's status, the others
+stand by (and are Ready). Every pod serves the feed's read API, metrics and
+probes. It reads the FlightFeed and the Secrets it names with its own
+ServiceAccount (or --kubeconfig).
+
+With --config F it runs one feed without Kubernetes. With --drain it exits 0
+once every mailbox row is processed and written back and every event is
+delivered; a signal before that makes it exit 1 and say what was left. Events
+Kafka refused for good (PARKED, see flightfeed parked) do not hold the drain:
+it ends, and exits 1 with a one-line summary when any is parked.`,
+		Example: `  # one of the pump pods of FlightFeed pek in namespace airports, from a workstation
+  flightfeed pump --feed airports/pek --kubeconfig ~/.kube/config --metrics-secure=false
+
+  # one feed without Kubernetes, until its mailbox is empty
+  flightfeed pump --config pek.yaml --drain`,
 		Args: cobra.NoArgs,
 	}
 	load := configFlag(cmd)
-	drain := cmd.Flags().Bool("drain", false, "exit 0 once every mailbox row is processed and written back and the outbox is delivered")
-	identity := cmd.Flags().String("identity", "", "name of this pump in the database's writer lock (default: host name)")
-	cpuProfile := cmd.Flags().String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof; for `make bench`)")
+	f := cmd.Flags()
+	feedRef := f.String("feed", "", "run as a pump pod of the FlightFeed NS/NAME (Kubernetes)")
+	drain := f.Bool("drain", false, "with --config: exit 0 once every mailbox row is processed and written back and the outbox is delivered")
+	identity := f.String("identity", "", "name of this pump in the feed's Lease and the database's writer lock (default: $POD_NAME, else the host name)")
+	cpuProfile := f.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof; for `make bench`)")
+	pod := podFlags(cmd)
 	logFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) (err error) {
+		if *feedRef != "" {
+			if cmd.Flags().Changed("config") || *drain {
+				return usageError{errors.New("--feed runs a pump pod of a FlightFeed; --config and --drain run one feed without Kubernetes: use one or the other")}
+			}
+			key, err := parseFeedRef(*feedRef)
+			if err != nil {
+				return usageError{err}
+			}
+			return pod.run(cmd, key, *identity)
+		}
+		if changed := pod.changed(cmd); changed != "" {
+			return usageError{fmt.Errorf("--%s needs --feed NS/NAME", changed)}
+		}
 		feed, err := load(cmd.Context())
 		if err != nil {
 			return err
@@ -79,6 +111,15 @@ exits 1 with a one-line summary when any is parked.`,
 		return err
 	}
 	return cmd
+}
+
+// parseFeedRef reads NS/NAME.
+func parseFeedRef(ref string) (types.NamespacedName, error) {
+	ns, name, ok := strings.Cut(ref, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return types.NamespacedName{}, fmt.Errorf("--feed %q: want NAMESPACE/NAME", ref)
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, nil
 }
 
 // fencedError says that another pump took the feed over and, read from

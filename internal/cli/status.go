@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
-	"github.com/flightfeed/flightfeed/controllers"
+	"github.com/flightfeed/flightfeed/internal/pumppod"
 )
 
 func newStatusCommand() *cobra.Command {
@@ -186,7 +186,7 @@ func gatherStatus(ctx context.Context, c client.Reader, key types.NamespacedName
 // Leases everywhere gives --lease-namespace); else the legacy Lease in the
 // feed's namespace (a feed run by an earlier release). Nil: none.
 func findLease(ctx context.Context, c client.Reader, key types.NamespacedName, leaseNS string) (*coordinationv1.Lease, error) {
-	name := controllers.FeedLeaseName(key)
+	name := pumppod.FeedLeaseName(key)
 	var lease coordinationv1.Lease
 	if leaseNS != "" {
 		switch err := c.Get(ctx, types.NamespacedName{Namespace: leaseNS, Name: name}, &lease); {
@@ -197,18 +197,18 @@ func findLease(ctx context.Context, c client.Reader, key types.NamespacedName, l
 		}
 	} else {
 		var list coordinationv1.LeaseList
-		err := c.List(ctx, &list, client.MatchingLabels{controllers.LabelLeaseFeed: "true"},
+		err := c.List(ctx, &list, client.MatchingLabels{pumppod.LabelLeaseFeed: "true"},
 			client.MatchingFields{"metadata.name": name})
 		if err != nil && !apierrors.IsForbidden(err) {
 			return nil, fmt.Errorf("find the Lease of %s: %w", key, err)
 		}
 		for i := range list.Items {
-			if list.Items[i].Annotations[controllers.AnnotationLeaseFeed] == key.String() {
+			if list.Items[i].Annotations[pumppod.AnnotationLeaseFeed] == key.String() {
 				return &list.Items[i], nil
 			}
 		}
 	}
-	switch err := c.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: controllers.LegacyLeaseName(key.Name)}, &lease); {
+	switch err := c.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: pumppod.LegacyLeaseName(key.Name)}, &lease); {
 	case err == nil:
 		return &lease, nil
 	case apierrors.IsNotFound(err):
@@ -284,7 +284,7 @@ type ledgerReport struct {
 const maxStatusText = 200
 
 // deadReasons are the Event reasons of messages the pump refused for good.
-var deadReasons = []string{controllers.ReasonDeadMessage, controllers.ReasonDayMismatch, controllers.ReasonMessagePanicked}
+var deadReasons = []string{pumppod.ReasonDeadMessage, pumppod.ReasonDayMismatch, pumppod.ReasonMessagePanicked}
 
 // buildStatusReport decides what to show; no I/O.
 func buildStatusReport(in statusInput, deadN int, now time.Time) statusReport {

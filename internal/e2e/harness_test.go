@@ -33,7 +33,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
-	"github.com/flightfeed/flightfeed/controllers"
+	"github.com/flightfeed/flightfeed/internal/pumppod"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
@@ -669,7 +669,7 @@ func threadStates(pid int) (string, error) {
 // leaseHolder is the holder of the feed's Lease ("" while free or absent).
 func (e *env) leaseHolder(ctx context.Context, key types.NamespacedName) (string, error) {
 	var l coordinationv1.Lease
-	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: controllers.FeedLeaseName(key)}, &l); err != nil {
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: pumppod.FeedLeaseName(key)}, &l); err != nil {
 		return "", client.IgnoreNotFound(err)
 	}
 	return ptr.Deref(l.Spec.HolderIdentity, ""), nil

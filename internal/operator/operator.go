@@ -2,156 +2,96 @@ package operator
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	stdlog "log"
-	"net"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/controllers"
+	"github.com/flightfeed/flightfeed/internal/feednames"
+	"github.com/flightfeed/flightfeed/internal/serving"
 )
 
 // Defaults of Options.
 const (
-	DefaultMetricsAddr     = ":8080"
-	DefaultProbeAddr       = ":8081"
-	DefaultAPIAddr         = ":8082"
-	DefaultShutdownTimeout = 30 * time.Second
-	// EventSource is the reporting controller of FlightFeed Events.
-	EventSource = "flightfeed-operator"
+	DefaultMetricsAddr = ":8080"
+	DefaultProbeAddr   = ":8081"
+	// LeaderElectionID is the Lease, in the operator's namespace, its
+	// replicas elect on: one reconciles, the others stand by.
+	LeaderElectionID = "flightfeed-operator"
 )
 
-// Options configure the manager (`flightfeed manager`).
+// Options configure the operator (`flightfeed manager`).
 type Options struct {
 	// Kubeconfig is a kubeconfig file; empty means $KUBECONFIG, then the
-	// in-cluster configuration, then ~/.kube/config.
+	// in-cluster configuration, then ~/.kube/config. RestConfig, when set,
+	// is used instead.
 	Kubeconfig string
-	// RestConfig, when set, is used instead of Kubeconfig.
 	RestConfig *rest.Config
 
-	// MetricsAddr serves /metrics (Prometheus). "0" disables it. Default :8080.
-	MetricsAddr string
-	// InsecureMetrics serves /metrics over plain HTTP to anyone (for local
-	// runs: `flightfeed manager --metrics-secure=false`). By default it is
-	// HTTPS, and a scraper needs a bearer token whose user may `get` the
-	// non-resource URL /metrics (TokenReview, SubjectAccessReview).
+	// MetricsAddr serves /metrics ("0" disables; default :8080), over
+	// HTTPS to bearer tokens allowed to get /metrics unless
+	// InsecureMetrics; MetricsCertDir holds tls.crt and tls.key (default a
+	// self-signed certificate). ProbeAddr serves /healthz and /readyz
+	// (default :8081). EnableHTTP2 offers HTTP/2 on metrics.
+	MetricsAddr     string
 	InsecureMetrics bool
-	// MetricsCertDir holds tls.crt and tls.key for /metrics, reloaded when
-	// they change; without them a self-signed certificate is made at start.
-	MetricsCertDir string
-	// ProbeAddr serves /healthz and /readyz. "0" disables it. Default :8081.
-	ProbeAddr string
-	// APIAddr serves the read API over HTTPS, to bearer tokens allowed to
-	// read the feed (see Access). "0" disables it. Default :8082.
-	APIAddr string
-	// APIMaxConcurrentRequests caps the read API requests served at once
-	// (after authorization); one more is refused with 429 and Retry-After.
-	// Default DefaultMaxConcurrentRequests (8).
-	APIMaxConcurrentRequests int
-	// APICertDir holds tls.crt and tls.key for the read API, reloaded when
-	// they change; without them a self-signed certificate is made at start.
-	APICertDir string
-	// EnableHTTP2 offers HTTP/2 on the metrics and read API endpoints (off
-	// by default: its stream handling had denial of service flaws).
-	EnableHTTP2 bool
+	MetricsCertDir  string
+	ProbeAddr       string
+	EnableHTTP2     bool
 
-	// Identity names this replica in every feed's Lease and in
-	// pipeline_lock; it must be unique among replicas. Default: $POD_NAME,
-	// then the host name.
-	Identity string
-	// LeaseDuration, RenewDeadline and RetryPeriod time the per-feed
-	// Leases (defaults 15s, 10s, 2s).
+	// LeaderElection makes one replica reconcile at a time (the Lease
+	// LeaderElectionID in Namespace). Off for a single local process.
+	LeaderElection bool
+	// Namespace is the operator's own: its leader election Lease is there,
+	// and releases that ran the pumps inside the operator kept every
+	// feed's Lease there. Default $POD_NAMESPACE, else "default".
+	Namespace string
+	// Identity names this replica in its leader election (default
+	// $POD_NAME, else the host name); LeaseDuration, RenewDeadline and
+	// RetryPeriod time it (controller-runtime's defaults when zero).
+	Identity                                  string
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-	// StatusInterval between periodic status reports (default 5s).
-	StatusInterval time.Duration
-	// StatusFiguresInterval: fast-moving figures alone are written to a
-	// feed's status at most this often (default 30s; see
-	// controllers.SupervisorOptions.FiguresInterval).
-	StatusFiguresInterval time.Duration
-	// SecretResync is how often every feed's Secrets are read again (by
-	// name, uncached; the operator neither lists nor watches Secrets): a
-	// rotated Secret restarts the feed's pump within this period. Default
-	// controllers.DefaultSecretResync (1m).
-	SecretResync time.Duration
-	// ShutdownTimeout bounds stopping the pumps and releasing the Leases
-	// on exit (default 30s).
-	ShutdownTimeout time.Duration
-	// RestartBackoff and MaxRestartBackoff pace a failing or fenced
-	// runner's restarts (default 1s doubling to 1m); FencedHolderSilence is
-	// how long the pump that fenced a runner must stop renewing its epoch
-	// before the runner takes the feed back (default 30s). See
-	// controllers.SupervisorOptions.
-	RestartBackoff, MaxRestartBackoff, FencedHolderSilence time.Duration
-
-	// Factory builds a feed's runner (pump + dispatcher) on the replica
-	// that leads the feed. Required.
-	Factory controllers.RunnerFactory
-
-	// LeaseNamespace holds every feed's Lease: the manager's own
-	// namespace. Default: $POD_NAMESPACE, else "default".
-	LeaseNamespace string
-	// LegacyLeases also takes each feed's Lease where releases before
-	// the namespaced Leases kept it (the feed's namespace), for upgrading
-	// from them without two pumps (README "Upgrade notes").
-	LegacyLeases bool
 
 	// Namespaces limits the operator to FlightFeeds in these namespaces;
 	// empty means every namespace.
 	Namespaces []string
 
+	// Pump completes every pump Deployment (image, resources, placement,
+	// flags, NetworkPolicy).
+	Pump controllers.PumpDefaults
+	// SecretGrant and AuthDelegator: see controllers.FlightFeedReconciler.
+	SecretGrant   *controllers.SecretGrant
+	AuthDelegator string
+
 	// Log is the manager's logger (default: controller-runtime's global).
 	Log logr.Logger
-	// Registry receives the FlightFeed metrics (default: the registry the
-	// manager's /metrics endpoint serves).
-	Registry prometheus.Registerer
 }
 
-// DefaultIdentity is $POD_NAME, else the host name.
-func DefaultIdentity() (string, error) {
-	if name := os.Getenv("POD_NAME"); name != "" {
-		return name, nil
-	}
-	host, err := os.Hostname()
-	if err != nil {
-		return "", fmt.Errorf("identity: no POD_NAME and no host name: %w", err)
-	}
-	return host, nil
-}
-
-// DefaultLeaseNamespace is $POD_NAMESPACE (the chart sets it from the
-// downward API), else "default".
-func DefaultLeaseNamespace() string {
-	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
-		return ns
-	}
-	return "default"
-}
-
-// Scheme is the API scheme of the manager: the built-in types and the
+// Scheme is the API scheme of the operator: the built-in types and the
 // FlightFeed API.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
@@ -164,10 +104,7 @@ func Scheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// Run runs the operator until ctx ends: the FlightFeed reconciler and the
-// per-feed supervisors on every replica, the metrics and probe endpoints
-// and the read API. On the way out every pump is stopped, its last status
-// written and its Lease released.
+// Run runs the operator until ctx ends.
 func Run(ctx context.Context, o Options) error {
 	mgr, err := New(o)
 	if err != nil {
@@ -178,28 +115,17 @@ func Run(ctx context.Context, o Options) error {
 
 // New builds the manager Run starts (tests start it themselves).
 func New(o Options) (manager.Manager, error) {
-	if o.Factory == nil {
-		return nil, errors.New("operator: a RunnerFactory is required")
-	}
-	timings := controllers.LeaseTimings{LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod}.WithDefaults()
-	if err := timings.Validate(); err != nil {
-		return nil, fmt.Errorf("operator: %w", err)
-	}
-	if o.SecretResync < 0 {
-		return nil, fmt.Errorf("operator: the Secret resync period must be positive, got %s", o.SecretResync)
-	}
-	if o.Identity == "" {
-		id, err := DefaultIdentity()
-		if err != nil {
-			return nil, err
-		}
-		o.Identity = id
+	if o.Pump.Image == "" {
+		return nil, errors.New("operator: the pump image is required (--pump-image or the pump defaults file)")
 	}
 	if o.Log.GetSink() == nil {
-		o.Log = ctrl.Log.WithName("flightfeed")
+		o.Log = ctrl.Log.WithName("flightfeed-operator")
 	}
-	if o.LeaseNamespace == "" {
-		o.LeaseNamespace = DefaultLeaseNamespace()
+	if o.Namespace == "" {
+		o.Namespace = os.Getenv("POD_NAMESPACE")
+	}
+	if o.Namespace == "" {
+		o.Namespace = "default"
 	}
 	cfg, err := restConfig(o)
 	if err != nil {
@@ -209,147 +135,127 @@ func New(o Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	metricsAddr := o.MetricsAddr
+	if metricsAddr == "" {
+		metricsAddr = DefaultMetricsAddr
+	}
+	probeAddr := o.ProbeAddr
+	if probeAddr == "" {
+		probeAddr = DefaultProbeAddr
+	}
+	var lock resourcelock.Interface
+	if o.LeaderElection {
+		if lock, err = electionLock(cfg, o); err != nil {
+			return nil, err
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Logger:                 o.Log,
-		Metrics:                metricsOptions(o),
-		HealthProbeBindAddress: orDefault(o.ProbeAddr, DefaultProbeAddr),
-		// Every replica reconciles every feed; each feed elects its own
-		// pump through its own Lease.
-		LeaderElection:          false,
-		GracefulShutdownTimeout: ptr.To(durationOr(o.ShutdownTimeout, DefaultShutdownTimeout)),
-		Cache:                   cacheOptions(o.Namespaces),
+		Scheme:                              scheme,
+		Logger:                              o.Log,
+		Metrics:                             serving.MetricsOptions(metricsAddr, o.InsecureMetrics, o.MetricsCertDir, o.EnableHTTP2),
+		HealthProbeBindAddress:              probeAddr,
+		LeaderElection:                      o.LeaderElection,
+		LeaderElectionID:                    LeaderElectionID,
+		LeaderElectionNamespace:             o.Namespace,
+		LeaderElectionResourceLockInterface: lock,
+		LeaseDuration:                       durationOrNil(o.LeaseDuration),
+		RenewDeadline:                       durationOrNil(o.RenewDeadline),
+		RetryPeriod:                         durationOrNil(o.RetryPeriod),
+		// Hand the leadership over at once on a clean exit.
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       ptr.To(15 * time.Second),
+		Cache:                         cacheOptions(o.Namespaces),
 		Client: client.Options{Cache: &client.CacheOptions{
-			// Secrets and Leases are read one at a time from the API
-			// server, never cached: caching would list and watch every
-			// Secret and Lease of the cluster, which costs memory, widens
-			// what a compromised process holds and needs RBAC the manager
-			// does not have (Secrets: get only).
-			DisableFor: []client.Object{&corev1.Secret{}, &coordinationv1.Lease{}},
+			// Leases are read one at a time, never cached (every Lease of
+			// the cluster would be); Secrets are never read at all.
+			DisableFor: []client.Object{&coordinationv1.Lease{}, &corev1.Secret{}},
 		}},
-		Controller: ctrlconfig.Controller{
-			// Tests run several managers in one process.
-			SkipNameValidation: ptr.To(true),
-		},
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("operator: new manager: %w", err)
+	}
+	rec := &controllers.FlightFeedReconciler{
+		Client:            mgr.GetClient(),
+		APIReader:         mgr.GetAPIReader(),
+		Defaults:          o.Pump,
+		OperatorNamespace: o.Namespace,
+		SecretGrant:       o.SecretGrant,
+		AuthDelegator:     o.AuthDelegator,
+	}
+	if err := rec.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("operator: set up the reconciler: %w", err)
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("operator: kubernetes client: %w", err)
 	}
-	reg := o.Registry
-	if reg == nil {
-		reg = crmetrics.Registry
-	}
-	metrics, err := controllers.NewMetrics(reg)
-	if err != nil {
-		return nil, fmt.Errorf("operator: register metrics: %w", err)
-	}
-	sup, err := controllers.NewSupervisors(controllers.SupervisorOptions{
-		Client:         mgr.GetClient(),
-		APIReader:      mgr.GetAPIReader(),
-		Leases:         kube.CoordinationV1(),
-		LeaseNamespace: o.LeaseNamespace,
-		LegacyLeases:   o.LegacyLeases,
-		Recorder:       mgr.GetEventRecorder(EventSource),
-		Factory:        o.Factory,
-		Identity:       o.Identity,
-		Lease:          timings,
-		ReportInterval: o.StatusInterval,
-		// Metrics get every report; etcd gets figures at most this often.
-		FiguresInterval: o.StatusFiguresInterval,
-		// Zero: the supervisors' defaults.
-		RestartBackoff:      o.RestartBackoff,
-		MaxRestartBackoff:   o.MaxRestartBackoff,
-		FencedHolderSilence: o.FencedHolderSilence,
-		Metrics:             metrics,
-		Log:                 o.Log.WithName("supervisor"),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("operator: %w", err)
-	}
-	if err := mgr.Add(sup); err != nil {
-		return nil, fmt.Errorf("operator: add supervisors: %w", err)
-	}
-	dir := controllers.NewFeedDirectory()
-	rec := &controllers.FlightFeedReconciler{
-		Client:       mgr.GetClient(),
-		SecretReader: mgr.GetAPIReader(),
-		SecretResync: o.SecretResync,
-		Leases:       mgr.GetAPIReader(),
-		Supervisors:  sup,
-		Directory:    dir,
-	}
-	if err := rec.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("operator: set up the reconciler: %w", err)
-	}
-	if err := mgr.AddHealthzCheck("leases", sup.LivenessCheck); err != nil {
+	if err := mgr.AddHealthzCheck("ping", func(*http.Request) error { return nil }); err != nil {
 		return nil, fmt.Errorf("operator: healthz: %w", err)
 	}
-	// Readiness is the manager's alone: the API server answers and the
-	// informers synced. A feed's trouble (its database down, its pump
-	// failing) is in the feed's conditions and metrics; were it here, one
-	// database outage would make every replica unready and, with the
-	// PodDisruptionBudget, block node drains.
 	if err := mgr.AddReadyzCheck("apiserver", apiServerReachable(kube)); err != nil {
 		return nil, fmt.Errorf("operator: readyz: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("informers", cacheSynced(mgr)); err != nil {
-		return nil, fmt.Errorf("operator: readyz: %w", err)
-	}
-	if addr := orDefault(o.APIAddr, DefaultAPIAddr); addr != "0" {
-		access := NewAccess(kube.AuthenticationV1().TokenReviews(), kube.AuthorizationV1().SubjectAccessReviews(), nil)
-		api := NewReadAPI(dir, access, o.APIMaxConcurrentRequests, metrics.ReadAPIRejected(), o.Log.WithName("read-api"))
-		if err := mgr.Add(&apiServer{addr: addr, api: api, certDir: o.APICertDir, http2: o.EnableHTTP2, log: o.Log.WithName("read-api")}); err != nil {
-			return nil, fmt.Errorf("operator: add read api: %w", err)
-		}
 	}
 	return mgr, nil
 }
 
-// metricsOptions serve /metrics the way kubebuilder's scaffold does: HTTPS
-// (a mounted certificate, reloaded, or a self-signed one), HTTP/2 off, and
-// every request authenticated (TokenReview) and authorized
-// (SubjectAccessReview for `get` on the non-resource URL /metrics) through
-// the API server — unless InsecureMetrics asks for plain HTTP.
-func metricsOptions(o Options) metricsserver.Options {
-	m := metricsserver.Options{BindAddress: orDefault(o.MetricsAddr, DefaultMetricsAddr)}
-	if o.InsecureMetrics {
-		return m
+// electionLock is the operator's leader election Lease under this
+// replica's identity (controller-runtime would name it by host name and a
+// random suffix).
+func electionLock(cfg *rest.Config, o Options) (resourcelock.Interface, error) {
+	id := o.Identity
+	if id == "" {
+		id = os.Getenv("POD_NAME")
 	}
-	m.SecureServing = true
-	m.FilterProvider = filters.WithAuthenticationAndAuthorization
-	m.CertDir, m.CertName, m.KeyName = o.MetricsCertDir, CertName, KeyName
-	if !o.EnableHTTP2 {
-		m.TLSOpts = []func(*tls.Config){disableHTTP2}
-	}
-	return m
-}
-
-// cacheOptions watches the given namespaces only, or all of them.
-func cacheOptions(namespaces []string) cache.Options {
-	if len(namespaces) == 0 {
-		return cache.Options{}
-	}
-	ns := make(map[string]cache.Config, len(namespaces))
-	for _, n := range namespaces {
-		ns[n] = cache.Config{}
-	}
-	return cache.Options{DefaultNamespaces: ns}
-}
-
-// cacheSynced is ready once the informers have synced.
-func cacheSynced(mgr manager.Manager) func(*http.Request) error {
-	return func(r *http.Request) error {
-		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
-		defer cancel()
-		if !mgr.GetCache().WaitForCacheSync(ctx) {
-			return errors.New("informers not synced yet")
+	if id == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("operator: identity: no POD_NAME and no host name: %w", err)
 		}
+		id = host
+	}
+	kube, err := kubernetes.NewForConfig(rest.AddUserAgent(cfg, "flightfeed-operator-leader-election"))
+	if err != nil {
+		return nil, fmt.Errorf("operator: leader election client: %w", err)
+	}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.Namespace, LeaderElectionID,
+		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
+	if err != nil {
+		return nil, fmt.Errorf("operator: leader election lock: %w", err)
+	}
+	return lock, nil
+}
+
+func durationOrNil(d time.Duration) *time.Duration {
+	if d <= 0 {
 		return nil
 	}
+	return &d
+}
+
+// cacheOptions caches FlightFeeds (in the given namespaces, or all) and,
+// of the kinds the operator owns, only the objects it made (labelled
+// feednames.LabelManagedBy): its memory grows with the feeds, not with the
+// cluster.
+func cacheOptions(namespaces []string) cache.Options {
+	owned := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{feednames.LabelManagedBy: feednames.ManagedBy})}
+	o := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&appsv1.Deployment{}:            owned,
+		&corev1.Service{}:               owned,
+		&corev1.ServiceAccount{}:        owned,
+		&rbacv1.Role{}:                  owned,
+		&rbacv1.RoleBinding{}:           owned,
+		&rbacv1.ClusterRoleBinding{}:    owned,
+		&policyv1.PodDisruptionBudget{}: owned,
+		&networkingv1.NetworkPolicy{}:   owned,
+	}}
+	if len(namespaces) > 0 {
+		o.DefaultNamespaces = make(map[string]cache.Config, len(namespaces))
+		for _, n := range namespaces {
+			o.DefaultNamespaces[n] = cache.Config{}
+		}
+	}
+	return o
 }
 
 // apiServerReachable is ready while the API server answers /version.
@@ -380,80 +286,4 @@ func restConfig(o Options) (*rest.Config, error) {
 		return nil, fmt.Errorf("operator: find the cluster: %w", err)
 	}
 	return cfg, nil
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
-func durationOr(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
-}
-
-// logrWriter turns net/http's error log lines into logr messages.
-type logrWriter struct{ log logr.Logger }
-
-func (w logrWriter) Write(p []byte) (int, error) {
-	w.log.Info("read api: connection", "error", strings.TrimSpace(string(p)))
-	return len(p), nil
-}
-
-// apiServer runs the read API as a manager Runnable on every replica.
-type apiServer struct {
-	addr    string
-	api     *ReadAPI
-	certDir string
-	http2   bool
-	log     logr.Logger
-}
-
-// NeedLeaderElection is false: every replica serves reads.
-func (s *apiServer) NeedLeaderElection() bool { return false }
-
-// Start serves until ctx ends.
-func (s *apiServer) Start(ctx context.Context) error {
-	defer s.api.Close()
-	tlsCfg, err := servingTLS(ctx, s.certDir, s.http2, s.log)
-	if err != nil {
-		return fmt.Errorf("read api: %w", err)
-	}
-	srv := &http.Server{
-		Addr:              s.addr,
-		Handler:           s.api.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		WriteTimeout:      2 * readTimeout,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-		// TLS handshake failures (port scanners, plain HTTP) are the
-		// caller's problem: debug level, through the manager's logger.
-		ErrorLog: stdlog.New(logrWriter{s.log.V(1)}, "", 0),
-	}
-	if !s.http2 {
-		// A non-nil, empty map: no HTTP/2 even if a client asks for it.
-		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
-	}
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", s.addr)
-	if err != nil {
-		return fmt.Errorf("read api on %s: %w", s.addr, err)
-	}
-	s.log.Info("serving the read API over HTTPS", "address", ln.Addr().String())
-	errs := make(chan error, 1)
-	go func() { errs <- srv.Serve(tls.NewListener(ln, tlsCfg)) }()
-	select {
-	case err := <-errs:
-		return fmt.Errorf("read api on %s: %w", s.addr, err)
-	case <-ctx.Done():
-	}
-	// A fresh context on purpose: ctx is done, in-flight reads may finish.
-	shutdown, cancel := context.WithTimeout(context.Background(), readTimeout)
-	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil {
-		return fmt.Errorf("read api: shutdown: %w", err)
-	}
-	return nil
 }

@@ -42,7 +42,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
-	"github.com/flightfeed/flightfeed/controllers"
+	"github.com/flightfeed/flightfeed/internal/pumppod"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
@@ -415,7 +415,7 @@ func pumpRunning(p corev1.Pod, key types.NamespacedName) float64 {
 
 func (s *suite) leaseHolder(key types.NamespacedName) string {
 	var l coordinationv1.Lease
-	if err := s.c.Get(context.Background(), types.NamespacedName{Namespace: s.ns, Name: controllers.FeedLeaseName(key)}, &l); err != nil {
+	if err := s.c.Get(context.Background(), types.NamespacedName{Namespace: s.ns, Name: pumppod.FeedLeaseName(key)}, &l); err != nil {
 		return ""
 	}
 	return ptr.Deref(l.Spec.HolderIdentity, "")

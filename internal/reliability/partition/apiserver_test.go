@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
-	"github.com/flightfeed/flightfeed/controllers"
+	"github.com/flightfeed/flightfeed/internal/pumppod"
 	"github.com/flightfeed/flightfeed/internal/reliability/check"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/faultproxy"
@@ -228,7 +228,7 @@ func leaseHolder(t *testing.T, c client.Client, key types.NamespacedName) string
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var l coordinationv1.Lease
-	if err := c.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: controllers.FeedLeaseName(key)}, &l); err != nil {
+	if err := c.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: pumppod.FeedLeaseName(key)}, &l); err != nil {
 		return ""
 	}
 	if l.Spec.HolderIdentity == nil {

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/flightfeed/flightfeed/internal/operator"
+	"github.com/flightfeed/flightfeed/internal/pumpserver"
 )
 
 // Start runs a control plane for the test and stops it when t ends.
@@ -113,11 +113,11 @@ func Main(m *testing.M, setup func(cfg *rest.Config) error) int {
 }
 
 // Client is a client of the control plane at cfg that knows the
-// operator's types (operator.Scheme: the built-in kinds and FlightFeed)
+// operator's types (pumpserver.Scheme: the built-in kinds and FlightFeed)
 // and CustomResourceDefinitions.
 func Client(t testing.TB, cfg *rest.Config) client.Client {
 	t.Helper()
-	scheme, err := operator.Scheme()
+	scheme, err := pumpserver.Scheme()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,158 @@
+package controllers
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// PumpDefaults is what the operator puts into every pump Deployment that
+// the FlightFeed does not say itself: the image (the operator's own), the
+// pods' resources and placement, their security context, the pump's
+// command-line flags and the NetworkPolicy. The chart writes it as a file
+// (values pump.*), read by `flightfeed manager --pump-defaults`.
+type PumpDefaults struct {
+	// Image runs the pumps: the operator's own image. Required.
+	Image string `json:"image"`
+	// ImagePullPolicy of the pump container (default IfNotPresent).
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+	// ImagePullSecrets are named in every pump pod (they must exist in the
+	// feed's namespace).
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+	// Resources of the pump container unless spec.pump.resources is set.
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// NodeSelector, Tolerations, Affinity and TopologySpreadConstraints
+	// unless the FlightFeed sets its own. With no topology spread given,
+	// a feed's pods spread over nodes (kubernetes.io/hostname,
+	// ScheduleAnyway).
+	NodeSelector              map[string]string                 `json:"nodeSelector,omitempty"`
+	Tolerations               []corev1.Toleration               `json:"tolerations,omitempty"`
+	Affinity                  *corev1.Affinity                  `json:"affinity,omitempty"`
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	// PriorityClassName of the pump pods.
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+	// PodSecurityContext and SecurityContext (default: non-root 65532,
+	// read-only root file system, no capabilities, RuntimeDefault seccomp).
+	PodSecurityContext *corev1.PodSecurityContext `json:"podSecurityContext,omitempty"`
+	SecurityContext    *corev1.SecurityContext    `json:"securityContext,omitempty"`
+	// TerminationGracePeriod of the pump pods (default 45s: stopping the
+	// pump, the last status and the Lease's release fit in it).
+	TerminationGracePeriod *metav1Duration `json:"terminationGracePeriod,omitempty"`
+	// Args are added to `pump --feed NS/NAME` (lease timings, log level,
+	// ports, ...).
+	Args []string `json:"args,omitempty"`
+	// Env is added to the pump container.
+	Env []corev1.EnvVar `json:"env,omitempty"`
+	// Ports of the pump container: metrics, probes and the read API
+	// (defaults 8080, 8081, 8082; 0 for metrics or api: not served).
+	Ports PumpPorts `json:"ports,omitempty"`
+	// PodLabels and PodAnnotations are added to every pump pod.
+	PodLabels      map[string]string `json:"podLabels,omitempty"`
+	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
+	// NetworkPolicy, when set, is rendered around each feed's pump pods.
+	NetworkPolicy *PumpNetworkPolicy `json:"networkPolicy,omitempty"`
+}
+
+// metav1Duration is a duration in a YAML file ("45s").
+type metav1Duration struct{ time.Duration }
+
+// UnmarshalJSON reads "45s".
+func (d *metav1Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := yaml.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", s, err)
+	}
+	d.Duration = v
+	return nil
+}
+
+// PumpPorts are the pump container's ports.
+type PumpPorts struct {
+	Metrics int32 `json:"metrics,omitempty"`
+	Probes  int32 `json:"probes,omitempty"`
+	API     int32 `json:"api,omitempty"`
+}
+
+// PumpNetworkPolicy is the NetworkPolicy of each feed's pump pods.
+// Ingress: the read API and metrics ports from the listed peers, the probe
+// port from anywhere (the kubelet). Egress: the listed rules (DNS, the API
+// server, the dependencies' CIDRs) and, for each Kafka broker the
+// FlightFeed names by IP address, that address on its port.
+type PumpNetworkPolicy struct {
+	IngressFrom []networkingv1.NetworkPolicyPeer       `json:"ingressFrom,omitempty"`
+	Egress      []networkingv1.NetworkPolicyEgressRule `json:"egress,omitempty"`
+}
+
+// Default ports of the pump container.
+const (
+	DefaultMetricsPort = 8080
+	DefaultProbesPort  = 8081
+	DefaultAPIPort     = 8082
+	// DefaultTerminationGracePeriod of the pump pods.
+	DefaultTerminationGracePeriod = 45 * time.Second
+)
+
+// LoadPumpDefaults reads a PumpDefaults file (YAML or JSON); unknown keys
+// are an error, so a misspelt chart value is not silently ignored.
+func LoadPumpDefaults(path string) (PumpDefaults, error) {
+	b, err := os.ReadFile(path) //nolint:gosec // the operator's own configuration file
+	if err != nil {
+		return PumpDefaults{}, fmt.Errorf("pump defaults: %w", err)
+	}
+	var d PumpDefaults
+	if err := yaml.UnmarshalStrict(b, &d); err != nil {
+		return PumpDefaults{}, fmt.Errorf("pump defaults %s: %w", path, err)
+	}
+	return d, nil
+}
+
+// withDefaults fills what is unset and checks what is required.
+func (d PumpDefaults) withDefaults() (PumpDefaults, error) {
+	if d.Image == "" {
+		return d, errors.New("pump defaults: image is required (the operator's own image)")
+	}
+	if d.ImagePullPolicy == "" {
+		d.ImagePullPolicy = corev1.PullIfNotPresent
+	}
+	if d.Ports.Metrics == 0 {
+		d.Ports.Metrics = DefaultMetricsPort
+	}
+	if d.Ports.Probes == 0 {
+		d.Ports.Probes = DefaultProbesPort
+	}
+	if d.Ports.API == 0 {
+		d.Ports.API = DefaultAPIPort
+	}
+	if d.PodSecurityContext == nil {
+		d.PodSecurityContext = defaultPodSecurityContext()
+	}
+	if d.SecurityContext == nil {
+		d.SecurityContext = defaultSecurityContext()
+	}
+	if d.TerminationGracePeriod == nil {
+		d.TerminationGracePeriod = &metav1Duration{DefaultTerminationGracePeriod}
+	}
+	return d, nil
+}
+
+func defaultPodSecurityContext() *corev1.PodSecurityContext {
+	id := int64(65532)
+	yes := true
+	return &corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: &id, RunAsGroup: &id, FSGroup: &id,
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+}
+
+func defaultSecurityContext() *corev1.SecurityContext {
+	no, yes := false, true
+	return &corev1.SecurityContext{AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,
+		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
+}

@@ -1,0 +1,325 @@
+package controllers
+
+import (
+	"maps"
+	"net"
+	"slices"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/feednames"
+)
+
+// AnnotationGeneration on a pump pod template is the FlightFeed generation
+// it was rendered from: a spec change rolls the pods, and a completed
+// rollout tells which generation the pods run.
+const AnnotationGeneration = "flightfeed.aero/generation"
+
+// pumpObjects are the objects one feed's data plane runs in.
+type pumpObjects struct {
+	ServiceAccount *corev1.ServiceAccount
+	Role           *rbacv1.Role
+	RoleBinding    *rbacv1.RoleBinding
+	Deployment     *appsv1.Deployment
+	Service        *corev1.Service
+	// PDB is nil with one replica (a budget of one pod would block every
+	// node drain).
+	PDB *policyv1.PodDisruptionBudget
+	// NetworkPolicy is nil unless the defaults enable it.
+	NetworkPolicy *networkingv1.NetworkPolicy
+	// Lease is the feed's Lease, made empty here so that the pump pods
+	// need only get and update it (RBAC cannot limit create to one name).
+	Lease *coordinationv1.Lease
+}
+
+// renderPumpObjects renders the objects of ff's pump from its spec and the
+// operator's defaults. It is pure: same inputs, same objects.
+func renderPumpObjects(ff *v1alpha1.FlightFeed, d PumpDefaults) pumpObjects {
+	name := feednames.Pump(ff.Name)
+	key := types.NamespacedName{Namespace: ff.Namespace, Name: ff.Name}
+	meta := func(n string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: n, Namespace: ff.Namespace, Labels: objectLabels(ff.Name),
+			OwnerReferences: []metav1.OwnerReference{controllerRef(ff)}}
+	}
+	replicas := ptr.Deref(ff.Spec.Pump.Replicas, v1alpha1.DefaultPumpReplicas)
+	o := pumpObjects{
+		ServiceAccount: &corev1.ServiceAccount{ObjectMeta: meta(name)},
+		Role:           &rbacv1.Role{ObjectMeta: meta(name), Rules: pumpRules(ff)},
+		RoleBinding: &rbacv1.RoleBinding{ObjectMeta: meta(name),
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ff.Namespace}}},
+		Deployment: renderDeployment(ff, d, meta(name), replicas),
+		Service:    renderService(ff, d, meta(name)),
+		Lease:      &coordinationv1.Lease{ObjectMeta: meta(feednames.Lease(key))},
+	}
+	if replicas > 1 {
+		o.PDB = &policyv1.PodDisruptionBudget{ObjectMeta: meta(name), Spec: policyv1.PodDisruptionBudgetSpec{
+			// One pod may go at a time: the leader or its standby, never both.
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			Selector:       &metav1.LabelSelector{MatchLabels: feednames.PodLabels(ff.Name)},
+		}}
+	}
+	if d.NetworkPolicy != nil {
+		o.NetworkPolicy = renderNetworkPolicy(ff, d, meta(name))
+	}
+	return o
+}
+
+func objectLabels(feed string) map[string]string {
+	l := feednames.PodLabels(feed)
+	l[feednames.LabelManagedBy] = feednames.ManagedBy
+	l[feednames.LabelFeed] = feednames.FeedLabelValue(feed)
+	return l
+}
+
+func controllerRef(ff *v1alpha1.FlightFeed) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "FlightFeed", Name: ff.Name, UID: ff.UID,
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
+}
+
+// secretNames are the Secrets ff names, sorted and unique: the only ones
+// its pump may read.
+func secretNames(ff *v1alpha1.FlightFeed) []string {
+	s := ff.Spec
+	names := []string{s.Mailbox.DSNSecretRef.Name, s.Database.DSNSecretRef.Name}
+	if r := s.Database.ReadDSNSecretRef; r != nil {
+		names = append(names, r.Name)
+	}
+	if t := s.Kafka.TLS; t != nil && t.SecretRef != nil {
+		names = append(names, t.SecretRef.Name)
+	}
+	if s.Kafka.SASL != nil {
+		names = append(names, s.Kafka.SASL.SecretRef.Name)
+	}
+	if t := s.Mailbox.TLS; t != nil && t.SecretRef != nil {
+		names = append(names, t.SecretRef.Name)
+	}
+	if t := s.Database.TLS; t != nil && t.SecretRef != nil {
+		names = append(names, t.SecretRef.Name)
+	}
+	names = slices.DeleteFunc(names, func(n string) bool { return n == "" })
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// pumpRules are everything a feed's pump pods may do, in the feed's
+// namespace only: read their own FlightFeed and write its status, keep its
+// FlightFeedDays, hold its Lease, record Events, and get the Secrets it
+// names — no other Secret. (Authenticating read API and metrics callers,
+// TokenReview and SubjectAccessReview, is cluster-scoped: the operator
+// binds the pump's ServiceAccount to system:auth-delegator separately.)
+func pumpRules(ff *v1alpha1.FlightFeed) []rbacv1.PolicyRule {
+	key := types.NamespacedName{Namespace: ff.Namespace, Name: ff.Name}
+	rules := []rbacv1.PolicyRule{
+		// list and watch with resourceNames: the pump's cache asks for its
+		// one FlightFeed with a metadata.name field selector.
+		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"flightfeeds"},
+			ResourceNames: []string{ff.Name}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"flightfeeds/status"},
+			ResourceNames: []string{ff.Name}, Verbs: []string{"get", "patch", "update"}},
+		// FlightFeedDays are named per day: no resourceNames possible.
+		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"flightfeeddays"},
+			Verbs: []string{"get", "list", "watch", "create", "delete"}},
+		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"flightfeeddays/status"},
+			Verbs: []string{"get", "patch"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
+			ResourceNames: []string{feednames.Lease(key)}, Verbs: []string{"get", "update"}},
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	}
+	if names := secretNames(ff); len(names) > 0 {
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"},
+			ResourceNames: names, Verbs: []string{"get"}})
+	}
+	return rules
+}
+
+func renderDeployment(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.ObjectMeta, replicas int32) *appsv1.Deployment {
+	p := ff.Spec.Pump
+	podLabels := feednames.PodLabels(ff.Name)
+	tmplLabels := maps.Clone(d.PodLabels)
+	if tmplLabels == nil {
+		tmplLabels = map[string]string{}
+	}
+	maps.Copy(tmplLabels, podLabels)
+	annotations := maps.Clone(d.PodAnnotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[AnnotationGeneration] = strconv.FormatInt(ff.Generation, 10)
+
+	resources := d.Resources
+	if p.Resources != nil {
+		resources = *p.Resources
+	}
+	nodeSelector := d.NodeSelector
+	if p.NodeSelector != nil {
+		nodeSelector = p.NodeSelector
+	}
+	tolerations := d.Tolerations
+	if p.Tolerations != nil {
+		tolerations = p.Tolerations
+	}
+	affinity := d.Affinity
+	if p.Affinity != nil {
+		affinity = p.Affinity
+	}
+	spread := p.TopologySpreadConstraints
+	if spread == nil {
+		spread = d.TopologySpreadConstraints
+	}
+	if spread == nil {
+		spread = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname,
+			WhenUnsatisfiable: corev1.ScheduleAnyway}}
+	}
+	// Every constraint selects this feed's pods, whoever wrote it.
+	spread = slices.Clone(spread)
+	for i := range spread {
+		if spread[i].LabelSelector == nil {
+			spread[i].LabelSelector = &metav1.LabelSelector{MatchLabels: podLabels}
+		}
+	}
+	args := append([]string{"pump", "--feed", ff.Namespace + "/" + ff.Name,
+		"--metrics-bind-address", portAddr(d.Ports.Metrics),
+		"--health-probe-bind-address", portAddr(d.Ports.Probes),
+		"--api-bind-address", portAddr(d.Ports.API)}, d.Args...)
+	env := append([]corev1.EnvVar{
+		// The pod's name is its identity in the Lease and in pipeline_lock.
+		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+	}, d.Env...)
+	ports := []corev1.ContainerPort{{Name: "probes", ContainerPort: d.Ports.Probes}}
+	if d.Ports.Metrics > 0 {
+		ports = append(ports, corev1.ContainerPort{Name: "metrics", ContainerPort: d.Ports.Metrics})
+	}
+	if d.Ports.API > 0 {
+		ports = append(ports, corev1.ContainerPort{Name: "api", ContainerPort: d.Ports.API})
+	}
+	grace := int64(d.TerminationGracePeriod.Seconds())
+	return &appsv1.Deployment{
+		ObjectMeta: meta,
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: podLabels},
+			// A new pod stands by before an old one goes: a rollout hands
+			// the Lease over once, from a stopping leader to a ready pod.
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromInt32(1))}},
+			RevisionHistoryLimit: ptr.To(int32(3)),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: tmplLabels, Annotations: annotations},
+				Spec: corev1.PodSpec{
+					ServiceAccountName:            meta.Name,
+					ImagePullSecrets:              d.ImagePullSecrets,
+					PriorityClassName:             d.PriorityClassName,
+					SecurityContext:               d.PodSecurityContext,
+					TerminationGracePeriodSeconds: &grace,
+					NodeSelector:                  nodeSelector,
+					Tolerations:                   tolerations,
+					Affinity:                      affinity,
+					TopologySpreadConstraints:     spread,
+					EnableServiceLinks:            ptr.To(false),
+					Containers: []corev1.Container{{
+						Name:            "pump",
+						Image:           d.Image,
+						ImagePullPolicy: d.ImagePullPolicy,
+						Args:            args,
+						Env:             env,
+						Ports:           ports,
+						Resources:       resources,
+						SecurityContext: d.SecurityContext,
+						// /healthz fails when the held Lease is not renewed or
+						// a stopped pump hangs; /readyz while the API server
+						// does not answer: a standby is Ready.
+						LivenessProbe: &corev1.Probe{ProbeHandler: httpGet("/healthz", "probes"),
+							InitialDelaySeconds: 10, PeriodSeconds: 10},
+						ReadinessProbe: &corev1.Probe{ProbeHandler: httpGet("/readyz", "probes"), PeriodSeconds: 5},
+					}},
+				},
+			},
+		},
+	}
+}
+
+func portAddr(port int32) string {
+	if port <= 0 {
+		return "0"
+	}
+	return ":" + strconv.Itoa(int(port))
+}
+
+func httpGet(path, port string) corev1.ProbeHandler {
+	return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(port)}}
+}
+
+func renderService(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.ObjectMeta) *corev1.Service {
+	var ports []corev1.ServicePort
+	if d.Ports.API > 0 {
+		ports = append(ports, corev1.ServicePort{Name: "api", Port: d.Ports.API, TargetPort: intstr.FromString("api"), Protocol: corev1.ProtocolTCP})
+	}
+	if d.Ports.Metrics > 0 {
+		ports = append(ports, corev1.ServicePort{Name: "metrics", Port: d.Ports.Metrics, TargetPort: intstr.FromString("metrics"), Protocol: corev1.ProtocolTCP})
+	}
+	if len(ports) == 0 {
+		// A Service needs a port; the probes' one carries no data.
+		ports = append(ports, corev1.ServicePort{Name: "probes", Port: d.Ports.Probes, TargetPort: intstr.FromString("probes"), Protocol: corev1.ProtocolTCP})
+	}
+	return &corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{
+		Type:     corev1.ServiceTypeClusterIP,
+		Selector: feednames.PodLabels(ff.Name),
+		Ports:    ports,
+	}}
+}
+
+func renderNetworkPolicy(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.ObjectMeta) *networkingv1.NetworkPolicy {
+	tcp := corev1.ProtocolTCP
+	port := func(p int32) networkingv1.NetworkPolicyPort {
+		return networkingv1.NetworkPolicyPort{Protocol: &tcp, Port: ptr.To(intstr.FromInt32(p))}
+	}
+	var dataPorts []networkingv1.NetworkPolicyPort
+	if d.Ports.API > 0 {
+		dataPorts = append(dataPorts, port(d.Ports.API))
+	}
+	if d.Ports.Metrics > 0 {
+		dataPorts = append(dataPorts, port(d.Ports.Metrics))
+	}
+	ingress := []networkingv1.NetworkPolicyIngressRule{{Ports: []networkingv1.NetworkPolicyPort{port(d.Ports.Probes)}}}
+	if len(dataPorts) > 0 && len(d.NetworkPolicy.IngressFrom) > 0 {
+		ingress = append(ingress, networkingv1.NetworkPolicyIngressRule{Ports: dataPorts, From: d.NetworkPolicy.IngressFrom})
+	}
+	egress := slices.Clone(d.NetworkPolicy.Egress)
+	// Kafka brokers the feed names by address: exactly those, on their
+	// ports. Brokers named by host name need the chart's egress CIDRs.
+	for _, b := range ff.Spec.Kafka.Brokers {
+		host, p, err := net.SplitHostPort(b)
+		ip := net.ParseIP(host)
+		n, perr := strconv.ParseInt(p, 10, 32)
+		if err != nil || ip == nil || perr != nil {
+			continue
+		}
+		bits := 32
+		if ip.To4() == nil {
+			bits = 128
+		}
+		egress = append(egress, networkingv1.NetworkPolicyEgressRule{
+			To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: ip.String() + "/" + strconv.Itoa(bits)}}},
+			Ports: []networkingv1.NetworkPolicyPort{port(int32(n))},
+		})
+	}
+	return &networkingv1.NetworkPolicy{ObjectMeta: meta, Spec: networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{MatchLabels: feednames.PodLabels(ff.Name)},
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+		Ingress:     ingress,
+		Egress:      egress,
+	}}
+}

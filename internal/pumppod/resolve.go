@@ -1,0 +1,192 @@
+package pumppod
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/config"
+)
+
+// ConfigError means a FlightFeed cannot run as it stands: its spec does not
+// validate, or a referenced Secret is missing or not labelled
+// v1alpha1.SecretLabel=true. It is reported in the status (Reason); the
+// reconciler reads the Secrets again at every resync, so a Secret created or
+// labelled later is picked up without touching the FlightFeed.
+type ConfigError struct {
+	Reason v1alpha1.ConditionReason
+	Err    error
+}
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Keys of the TLS Secrets (kafka.tls, mailbox.tls, database.tls) and of
+// the SASL Secret.
+const (
+	KeyCA       = "ca.crt"
+	KeyCert     = corev1.TLSCertKey
+	KeyKey      = corev1.TLSPrivateKeyKey
+	KeyUsername = corev1.BasicAuthUsernameKey
+	KeyPassword = corev1.BasicAuthPasswordKey
+)
+
+// ResolveFeed turns a FlightFeed into the resolved feed its pump runs: the
+// spec with defaults applied and validated (config.SetDefaults and
+// config.ValidateSpec, errors named under "spec"), and the credentials read
+// from its Secrets. The resource itself is not modified. A *ConfigError
+// names what the user must fix; any other error is transient (reading a
+// Secret failed) and worth a retry.
+func ResolveFeed(ctx context.Context, secrets client.Reader, ff *v1alpha1.FlightFeed) (*config.Feed, error) {
+	spec := *ff.Spec.DeepCopy()
+	config.SetDefaults(&spec)
+	loc, errs := config.ValidateSpec(&spec, field.NewPath("spec"))
+	if len(errs) > 0 {
+		return nil, &ConfigError{Reason: v1alpha1.ReasonInvalidSpec, Err: errs.ToAggregate()}
+	}
+	r := secretReader{ctx: ctx, reader: secrets, namespace: ff.Namespace, cache: map[string]*corev1.Secret{}}
+	sp := field.NewPath("spec")
+	var out config.Secrets
+	var err error
+	mp, dp := sp.Child("mailbox", "dsnSecretRef"), sp.Child("database", "dsnSecretRef")
+	if out.MailboxDSN, err = r.key(mp, mp.Child("key"), spec.Mailbox.DSNSecretRef); err != nil {
+		return nil, err
+	}
+	if out.DatabaseDSN, err = r.key(dp, dp.Child("key"), spec.Database.DSNSecretRef); err != nil {
+		return nil, err
+	}
+	if err := checkDSN(mp, ff.Namespace, spec.Mailbox.DSNSecretRef, "mailbox", config.CheckMailboxDSN(out.MailboxDSN)); err != nil {
+		return nil, err
+	}
+	if err := checkDSN(dp, ff.Namespace, spec.Database.DSNSecretRef, "database", config.CheckDatabaseDSN(out.DatabaseDSN)); err != nil {
+		return nil, err
+	}
+	if ref := spec.Database.ReadDSNSecretRef; ref != nil {
+		rp := sp.Child("database", "readDsnSecretRef")
+		if out.ReadDatabaseDSN, err = r.key(rp, rp.Child("key"), *ref); err != nil {
+			return nil, err
+		}
+		if err := checkDSN(rp, ff.Namespace, *ref, "database", config.CheckDatabaseDSN(out.ReadDatabaseDSN)); err != nil {
+			return nil, err
+		}
+	}
+	if t := spec.Kafka.TLS; t != nil && t.SecretRef != nil {
+		path := sp.Child("kafka", "tls", "secretRef")
+		s, err := r.secret(path, t.SecretRef.Name)
+		if err != nil {
+			return nil, err
+		}
+		out.Kafka.CA, out.Kafka.Cert, out.Kafka.Key = s.Data[KeyCA], s.Data[KeyCert], s.Data[KeyKey]
+		if (len(out.Kafka.Cert) == 0) != (len(out.Kafka.Key) == 0) {
+			return nil, &ConfigError{Reason: v1alpha1.ReasonSecretUnavailable, Err: fmt.Errorf(
+				"%s: secret %s/%s must hold both %s and %s, or neither", path, ff.Namespace, t.SecretRef.Name, KeyCert, KeyKey)}
+		}
+	}
+	for _, t := range []struct {
+		spec *v1alpha1.ServerTLS
+		path *field.Path
+		out  *config.TLSMaterial
+	}{
+		{spec.Mailbox.TLS, sp.Child("mailbox", "tls", "secretRef"), &out.MailboxTLS},
+		{spec.Database.TLS, sp.Child("database", "tls", "secretRef"), &out.DatabaseTLS},
+	} {
+		if t.spec == nil || t.spec.SecretRef == nil {
+			continue
+		}
+		s, err := r.secret(t.path, t.spec.SecretRef.Name)
+		if err != nil {
+			return nil, err
+		}
+		*t.out = config.TLSMaterial{CA: s.Data[KeyCA], Cert: s.Data[KeyCert], Key: s.Data[KeyKey]}
+		if _, err := config.ClientTLS(t.spec, *t.out); err != nil {
+			return nil, &ConfigError{Reason: v1alpha1.ReasonInvalidSecret, Err: fmt.Errorf(
+				"%s: secret %s/%s: %w", t.path, ff.Namespace, t.spec.SecretRef.Name, err)}
+		}
+	}
+	if s := spec.Kafka.SASL; s != nil {
+		path := sp.Child("kafka", "sasl", "secretRef")
+		// The keys are fixed, so a missing one is charged to the Secret's name.
+		if out.Kafka.Username, err = r.key(path, path.Child("name"), v1alpha1.SecretKeyRef{Name: s.SecretRef.Name, Key: KeyUsername}); err != nil {
+			return nil, err
+		}
+		if out.Kafka.Password, err = r.key(path, path.Child("name"), v1alpha1.SecretKeyRef{Name: s.SecretRef.Name, Key: KeyPassword}); err != nil {
+			return nil, err
+		}
+	}
+	return &config.Feed{Namespace: ff.Namespace, Name: ff.Name, Spec: spec, Location: loc, Secrets: out}, nil
+}
+
+// checkDSN turns what config refused in a DSN read from a Secret into a
+// *ConfigError (InvalidSecret) that names the Secret and key, never the
+// DSN: the config checks quote no credential, and the DSN is not quoted
+// at all.
+func checkDSN(path *field.Path, namespace string, ref v1alpha1.SecretKeyRef, what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &ConfigError{Reason: v1alpha1.ReasonInvalidSecret,
+		Err: fmt.Errorf("%s: secret %s/%s key %q: %s DSN: %w", path, namespace, ref.Name, ref.Key, what, err)}
+}
+
+// secretReader reads each Secret once per resolution.
+type secretReader struct {
+	ctx       context.Context //nolint:containedctx // lives for one ResolveFeed call
+	reader    client.Reader
+	namespace string
+	cache     map[string]*corev1.Secret
+}
+
+func (r *secretReader) secret(path *field.Path, name string) (*corev1.Secret, error) {
+	if s, ok := r.cache[name]; ok {
+		return s, nil
+	}
+	var s corev1.Secret
+	err := r.reader.Get(r.ctx, types.NamespacedName{Namespace: r.namespace, Name: name}, &s)
+	if apierrors.IsNotFound(err) {
+		return nil, &ConfigError{Reason: v1alpha1.ReasonSecretUnavailable,
+			Err: fmt.Errorf("%s: secret %s/%s not found", path.Child("name"), r.namespace, name)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read secret %s/%s for %s: %w", r.namespace, name, path, err)
+	}
+	if s.Labels[v1alpha1.SecretLabel] != "true" {
+		// Its data is dropped at once: an unlabelled Secret is not the
+		// feed's to use.
+		return nil, &ConfigError{Reason: v1alpha1.ReasonSecretNotLabeled,
+			Err: fmt.Errorf("%s: secret %s/%s is not labelled %s=true, and the operator uses only Secrets so labelled: "+
+				"kubectl label secret -n %s %s %s=true", path.Child("name"), r.namespace, name, v1alpha1.SecretLabel,
+				r.namespace, name, v1alpha1.SecretLabel)}
+	}
+	r.cache[name] = &s
+	return &s, nil
+}
+
+func (r *secretReader) key(refPath, keyPath *field.Path, ref v1alpha1.SecretKeyRef) (string, error) {
+	s, err := r.secret(refPath, ref.Name)
+	if err != nil {
+		return "", err
+	}
+	v, ok := s.Data[ref.Key]
+	if !ok || len(v) == 0 {
+		return "", &ConfigError{Reason: v1alpha1.ReasonSecretUnavailable,
+			Err: fmt.Errorf("%s: secret %s/%s has no (or an empty) key %q", keyPath, r.namespace, ref.Name, ref.Key)}
+	}
+	return string(v), nil
+}
+
+// configReason returns the reason of a *ConfigError, or "" for other errors.
+func configReason(err error) v1alpha1.ConditionReason {
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		return ce.Reason
+	}
+	return ""
+}

@@ -1,0 +1,165 @@
+package pumppod_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/pumppod"
+	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/testpki"
+)
+
+// TestResolveFeed reads the Secrets a FlightFeed references from the API
+// server and reports what is missing by field.
+func TestResolveFeed(t *testing.T) {
+	c := kubetest.Client(t, restCfg)
+	ctx := t.Context()
+	ns := "t-resolve-" + utilrand.String(6)
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	secret := func(name string, data map[string]string) {
+		if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: name, Namespace: ns}, StringData: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret("mbx", map[string]string{"dsn": "root@tcp(127.0.0.1:3306)/mbx"})
+	secret("db", map[string]string{"dsn": "postgres://postgres@127.0.0.1:5432/ff", "other": "x"})
+	secret("tls", map[string]string{"ca.crt": "CA", "tls.crt": "CERT", "tls.key": "KEY"})
+	secret("tls-half", map[string]string{"tls.crt": "CERT"})
+	secret("sasl", map[string]string{"username": "u", "password": "p"})
+	secret("sasl-nopass", map[string]string{"username": "u"})
+	// Unlabelled, or labelled other than "true": not the operator's to use.
+	for name, label := range map[string]string{"db-unlabelled": "", "sasl-labelled-yes": "yes"} {
+		obj := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			StringData: map[string]string{"dsn": "postgres://postgres:unlabelled-marker@127.0.0.1:5432/ff", "username": "u", "password": "unlabelled-marker"}}
+		if label != "" {
+			obj.Labels = map[string]string{v1alpha1.SecretLabel: label}
+		}
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pki := testpki.New(t, "database CA", "db.test")
+	secret("db-tls", map[string]string{"ca.crt": string(pki.CAPEM), "tls.crt": string(pki.ClientCertPEM), "tls.key": string(pki.ClientKeyPEM)})
+	secret("db-tls-badca", map[string]string{"ca.crt": "not PEM"})
+	secret("mbx-files", map[string]string{"dsn": "root:Zq9Marker@tcp(127.0.0.1:3306)/mbx?allowAllFiles=true"})
+	secret("db-passfile", map[string]string{"dsn": "postgres://postgres:Zq9Marker@127.0.0.1:5432/ff?passfile=/etc/passwd"})
+
+	base := func() *v1alpha1.FlightFeed {
+		return &v1alpha1.FlightFeed{
+			ObjectMeta: metav1.ObjectMeta{Name: "pek", Namespace: ns},
+			Spec: v1alpha1.FlightFeedSpec{
+				Airport:  v1alpha1.AirportSpec{IATA: "PEK"},
+				Mailbox:  v1alpha1.MailboxSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: "mbx", Key: "dsn"}},
+				Database: v1alpha1.DatabaseSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: "db", Key: "dsn"}},
+				Kafka: v1alpha1.KafkaSpec{Brokers: []string{"127.0.0.1:9092"},
+					TLS:  &v1alpha1.KafkaTLS{SecretRef: &v1alpha1.SecretRef{Name: "tls"}},
+					SASL: &v1alpha1.KafkaSASL{Mechanism: "PLAIN", SecretRef: v1alpha1.SecretRef{Name: "sasl"}}},
+			},
+		}
+	}
+
+	ff := base()
+	feed, err := pumppod.ResolveFeed(ctx, c, ff)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := feed.Secrets
+	if s.MailboxDSN != "root@tcp(127.0.0.1:3306)/mbx" || s.DatabaseDSN != "postgres://postgres@127.0.0.1:5432/ff" ||
+		string(s.Kafka.CA) != "CA" || string(s.Kafka.Cert) != "CERT" || string(s.Kafka.Key) != "KEY" ||
+		s.Kafka.Username != "u" || s.Kafka.Password != "p" {
+		t.Fatalf("secrets %+v", s)
+	}
+	if feed.Spec.Mailbox.BatchSize != config.DefaultBatchSize || feed.Location.String() != "Asia/Shanghai" || ff.Spec.Mailbox.BatchSize != 0 {
+		t.Fatal("defaults were not applied to the resolved copy only")
+	}
+
+	for _, tc := range []struct {
+		name   string
+		mod    func(*v1alpha1.FlightFeed)
+		reason v1alpha1.ConditionReason
+		want   string
+	}{
+		{"missing secret", func(f *v1alpha1.FlightFeed) { f.Spec.Database.DSNSecretRef.Name = "nope" },
+			v1alpha1.ReasonSecretUnavailable, "spec.database.dsnSecretRef.name: secret " + ns + "/nope not found"},
+		{"missing key", func(f *v1alpha1.FlightFeed) { f.Spec.Mailbox.DSNSecretRef.Key = "password" },
+			v1alpha1.ReasonSecretUnavailable, "spec.mailbox.dsnSecretRef.key: secret " + ns + `/mbx has no (or an empty) key "password"`},
+		{"certificate without key", func(f *v1alpha1.FlightFeed) { f.Spec.Kafka.TLS.SecretRef.Name = "tls-half" },
+			v1alpha1.ReasonSecretUnavailable, "spec.kafka.tls.secretRef: secret " + ns + "/tls-half must hold both tls.crt and tls.key"},
+		{"SASL without password", func(f *v1alpha1.FlightFeed) { f.Spec.Kafka.SASL.SecretRef.Name = "sasl-nopass" },
+			v1alpha1.ReasonSecretUnavailable, "spec.kafka.sasl.secretRef.name: secret " + ns + `/sasl-nopass has no (or an empty) key "password"`},
+		{"unlabelled secret", func(f *v1alpha1.FlightFeed) { f.Spec.Database.DSNSecretRef.Name = "db-unlabelled" },
+			v1alpha1.ReasonSecretNotLabeled, "spec.database.dsnSecretRef.name: secret " + ns + "/db-unlabelled is not labelled flightfeed.aero/secret=true, " +
+				"and the operator uses only Secrets so labelled: kubectl label secret -n " + ns + " db-unlabelled flightfeed.aero/secret=true"},
+		{"secret labelled other than true", func(f *v1alpha1.FlightFeed) { f.Spec.Kafka.SASL.SecretRef.Name = "sasl-labelled-yes" },
+			v1alpha1.ReasonSecretNotLabeled, "spec.kafka.sasl.secretRef.name: secret " + ns + "/sasl-labelled-yes is not labelled"},
+		{"mailbox DSN with allowAllFiles", func(f *v1alpha1.FlightFeed) { f.Spec.Mailbox.DSNSecretRef.Name = "mbx-files" },
+			v1alpha1.ReasonInvalidSecret, "spec.mailbox.dsnSecretRef: secret " + ns + `/mbx-files key "dsn": mailbox DSN: option allowAllFiles=true is refused`},
+		{"database DSN with passfile", func(f *v1alpha1.FlightFeed) { f.Spec.Database.DSNSecretRef.Name = "db-passfile" },
+			v1alpha1.ReasonInvalidSecret, "spec.database.dsnSecretRef: secret " + ns + `/db-passfile key "dsn": database DSN: key "passfile" is refused`},
+		{"read DSN with passfile", func(f *v1alpha1.FlightFeed) {
+			f.Spec.Database.ReadDSNSecretRef = &v1alpha1.SecretKeyRef{Name: "db-passfile", Key: "dsn"}
+		}, v1alpha1.ReasonInvalidSecret, "spec.database.readDsnSecretRef: secret " + ns + `/db-passfile key "dsn": database DSN: key "passfile" is refused`},
+		{"mailbox TLS secret missing", func(f *v1alpha1.FlightFeed) {
+			f.Spec.Mailbox.TLS = &v1alpha1.ServerTLS{SecretRef: &v1alpha1.SecretRef{Name: "nope"}}
+		}, v1alpha1.ReasonSecretUnavailable, "spec.mailbox.tls.secretRef.name: secret " + ns + "/nope not found"},
+		{"database TLS CA not PEM", func(f *v1alpha1.FlightFeed) {
+			f.Spec.Database.TLS = &v1alpha1.ServerTLS{SecretRef: &v1alpha1.SecretRef{Name: "db-tls-badca"}}
+		}, v1alpha1.ReasonInvalidSecret, "spec.database.tls.secretRef: secret " + ns + "/db-tls-badca: ca.crt holds no PEM certificate"},
+		{"database TLS certificate without key", func(f *v1alpha1.FlightFeed) {
+			f.Spec.Database.TLS = &v1alpha1.ServerTLS{SecretRef: &v1alpha1.SecretRef{Name: "tls-half"}}
+		}, v1alpha1.ReasonInvalidSecret, "spec.database.tls.secretRef: secret " + ns + "/tls-half: tls.crt and tls.key must be given together"},
+		{"unknown time zone", func(f *v1alpha1.FlightFeed) { f.Spec.Airport.TimeZone = "Mars/Olympus_Mons" },
+			v1alpha1.ReasonInvalidSpec, "spec.airport.timeZone"},
+		{"same topics", func(f *v1alpha1.FlightFeed) { f.Spec.Kafka.Topics = v1alpha1.KafkaTopics{State: "T", Notice: "T"} },
+			v1alpha1.ReasonInvalidSpec, "spec.kafka.topics.notice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ff := base()
+			tc.mod(ff)
+			_, err := pumppod.ResolveFeed(ctx, c, ff)
+			var ce *pumppod.ConfigError
+			if err == nil || !errors.As(err, &ce) || ce.Reason != tc.reason || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %s: %s", err, tc.reason, tc.want)
+			}
+			if strings.Contains(err.Error(), "unlabelled-marker") {
+				t.Fatalf("the error carries the Secret's data: %v", err)
+			}
+			if strings.Contains(err.Error(), "Zq9Marker") {
+				t.Fatalf("the error shows a password: %v", err)
+			}
+		})
+	}
+
+	// mailbox.tls and database.tls read their Secrets' keys.
+	ff = base()
+	ff.Spec.Mailbox.TLS = &v1alpha1.ServerTLS{SecretRef: &v1alpha1.SecretRef{Name: "db-tls"}, ServerName: "mailbox.test"}
+	ff.Spec.Database.TLS = &v1alpha1.ServerTLS{SecretRef: &v1alpha1.SecretRef{Name: "db-tls"}}
+	if feed, err = pumppod.ResolveFeed(ctx, c, ff); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []config.TLSMaterial{feed.Secrets.MailboxTLS, feed.Secrets.DatabaseTLS} {
+		if string(m.CA) != string(pki.CAPEM) || string(m.Cert) != string(pki.ClientCertPEM) || string(m.Key) != string(pki.ClientKeyPEM) {
+			t.Fatalf("TLS material %+v", m)
+		}
+	}
+	if cfg, err := feed.MailboxTLS(); err != nil || cfg.ServerName != "mailbox.test" || cfg.RootCAs == nil || len(cfg.Certificates) != 1 {
+		t.Fatalf("mailbox TLS %+v, %v", cfg, err)
+	}
+
+	// Without TLS material the Secret is optional; a plain feed resolves.
+	ff = base()
+	ff.Spec.Kafka.TLS = &v1alpha1.KafkaTLS{ServerName: "kafka"}
+	ff.Spec.Kafka.SASL = nil
+	if _, err := pumppod.ResolveFeed(ctx, c, ff); err != nil {
+		t.Fatal(err)
+	}
+}

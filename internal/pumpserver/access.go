@@ -1,0 +1,191 @@
+package pumpserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	authzclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+)
+
+// What a read API caller needs: `get` on the (virtual) subresource
+// flightfeeds/flights of the feed, in the feed's namespace. RBAC accepts
+// rules for subresources the API server does not serve, so a Role with
+//
+//   - apiGroups: ["flightfeed.aero"]
+//     resources: ["flightfeeds/flights"]
+//     verbs: ["get"]
+//
+// lets its subjects read the flights of the namespace's feeds (resourceNames
+// narrows it to some feeds), and nothing else: it grants no access to the
+// FlightFeed objects themselves.
+const (
+	ReadVerb        = "get"
+	ReadResource    = "flightfeeds"
+	ReadSubresource = "flights"
+)
+
+// Decisions are cached this long: a revoked RoleBinding or a deleted
+// ServiceAccount stops working within accessAllowTTL, a new one starts
+// working within accessDenyTTL.
+const (
+	accessAllowTTL = 10 * time.Second
+	accessDenyTTL  = 3 * time.Second
+	// accessCacheMax bounds the cache; past it, expired entries are swept
+	// and, if that is not enough, the cache starts over.
+	accessCacheMax = 4096
+	// accessTimeout bounds one TokenReview plus SubjectAccessReview.
+	accessTimeout = 10 * time.Second
+)
+
+// Decision is the outcome of an access check.
+type Decision int
+
+const (
+	// Unauthenticated means no bearer token, or the API server does not accept it (401).
+	Unauthenticated Decision = iota
+	// Forbidden means the token's user may not read the feed's flights (403).
+	Forbidden
+	// Allowed means serve the request.
+	Allowed
+)
+
+// ErrAccessCheck wraps a failure to ask the API server (503): nothing is
+// decided and nothing is cached.
+var ErrAccessCheck = errors.New("access check failed")
+
+// Access decides whether a bearer token may read a feed's flights, by asking
+// the API server: a TokenReview authenticates the token, a
+// SubjectAccessReview authorizes its user for ReadVerb on
+// ReadResource/ReadSubresource of the feed. Decisions are cached briefly,
+// keyed by a SHA-256 of the token and the feed: the token itself is neither
+// kept nor logged.
+type Access struct {
+	tokens authnclient.TokenReviewInterface
+	sars   authzclient.SubjectAccessReviewInterface
+	clock  clock.PassiveClock
+
+	mu    sync.Mutex
+	cache map[[sha256.Size]byte]cachedDecision
+}
+
+type cachedDecision struct {
+	decision Decision
+	// user names the token's user for logs; never the token.
+	user    string
+	expires time.Time
+}
+
+// NewAccess asks the API server through the given clients.
+func NewAccess(tokens authnclient.TokenReviewInterface, sars authzclient.SubjectAccessReviewInterface, clk clock.PassiveClock) *Access {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &Access{tokens: tokens, sars: sars, clock: clk, cache: map[[sha256.Size]byte]cachedDecision{}}
+}
+
+// BearerToken is the token of an "Authorization: Bearer" header, or "".
+func BearerToken(r *http.Request) string {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
+}
+
+// accessKey is the cache key: a hash, so a memory dump of the cache does
+// not hand out tokens.
+func accessKey(token, namespace, name string) [sha256.Size]byte {
+	return sha256.Sum256([]byte(token + "\x00" + namespace + "\x00" + name))
+}
+
+// Check decides whether token may read the flights of feed namespace/name.
+// user is the token's user name when the API server knows it ("" when it
+// does not). An error (ErrAccessCheck) means the API server could not be
+// asked.
+func (a *Access) Check(ctx context.Context, token, namespace, name string) (decision Decision, user string, err error) {
+	if token == "" {
+		return Unauthenticated, "", nil
+	}
+	key := accessKey(token, namespace, name)
+	now := a.clock.Now()
+	a.mu.Lock()
+	if c, ok := a.cache[key]; ok && now.Before(c.expires) {
+		a.mu.Unlock()
+		return c.decision, c.user, nil
+	}
+	a.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(ctx, accessTimeout)
+	defer cancel()
+	decision, user, err = a.ask(ctx, token, namespace, name)
+	if err != nil {
+		return Unauthenticated, "", err
+	}
+	ttl := accessDenyTTL
+	if decision == Allowed {
+		ttl = accessAllowTTL
+	}
+	a.remember(key, cachedDecision{decision: decision, user: user, expires: now.Add(ttl)}, now)
+	return decision, user, nil
+}
+
+// ask runs the TokenReview and, for an authenticated user, the
+// SubjectAccessReview.
+func (a *Access) ask(ctx context.Context, token, namespace, name string) (Decision, string, error) {
+	tr, err := a.tokens.Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+	if err != nil {
+		// The client's error names the request, never its body (the token).
+		return Unauthenticated, "", fmt.Errorf("%w: token review: %w", ErrAccessCheck, err)
+	}
+	if !tr.Status.Authenticated {
+		return Unauthenticated, "", nil
+	}
+	u := tr.Status.User
+	extra := make(map[string]authorizationv1.ExtraValue, len(u.Extra))
+	for k, v := range u.Extra {
+		extra[k] = authorizationv1.ExtraValue(v)
+	}
+	sar, err := a.sars.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: namespace, Verb: ReadVerb, Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version,
+			Resource: ReadResource, Subresource: ReadSubresource, Name: name,
+		},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		return Unauthenticated, "", fmt.Errorf("%w: subject access review for %s: %w", ErrAccessCheck, u.Username, err)
+	}
+	if !sar.Status.Allowed || sar.Status.Denied {
+		return Forbidden, u.Username, nil
+	}
+	return Allowed, u.Username, nil
+}
+
+func (a *Access) remember(key [sha256.Size]byte, c cachedDecision, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.cache) >= accessCacheMax {
+		for k, old := range a.cache {
+			if !now.Before(old.expires) {
+				delete(a.cache, k)
+			}
+		}
+		if len(a.cache) >= accessCacheMax {
+			clear(a.cache)
+		}
+	}
+	a.cache[key] = c
+}

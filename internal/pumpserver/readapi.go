@@ -1,0 +1,429 @@
+package pumpserver
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/semaphore"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+// Read API limits.
+const (
+	DefaultPageSize = 500
+	MaxPageSize     = 5000
+	// readTimeout bounds one request's database work.
+	readTimeout = 30 * time.Second
+	// DefaultMaxConcurrentRequests is how many read API requests a
+	// replica serves at once by default; more are refused with 429.
+	DefaultMaxConcurrentRequests = 8
+	// busyRetryAfter is the Retry-After of a 429, in seconds.
+	busyRetryAfter = "1"
+)
+
+// listBudget is how many flights the list requests being served may read
+// at once: maxConcurrent default-size pages, and never less than one
+// page of MaxPageSize. A page's memory grows with its flights (about
+// 20 kB a fully populated flight, read and rendered), so counting
+// requests alone would let eight limit=5000 lists hold 40,000 flights.
+func listBudget(maxConcurrent int) int64 {
+	return int64(max(maxConcurrent*DefaultPageSize, MaxPageSize))
+}
+
+// FlightReader is the part of the store the read API uses.
+type FlightReader interface {
+	ReadFlights(ctx context.Context, f store.Filter) ([]flight.State, error)
+}
+
+// FeedLookup finds a runnable feed's configuration
+// (*controllers.FeedDirectory).
+type FeedLookup interface {
+	Lookup(key types.NamespacedName) (*config.Feed, bool)
+}
+
+// ReadAPI serves a feed's current flight state from its PostgreSQL
+// database, read-only, on every replica:
+//
+//	GET /api/v1/feeds/{namespace}/{name}/flights?day=&updatedSince=&limit=&cursor=
+//	GET /api/v1/feeds/{namespace}/{name}/flights/{flid}
+//
+// Each response is read in one consistent (REPEATABLE READ, READ ONLY)
+// transaction; documents are the canonical JSON of SPEC §3.3, the same
+// bytes as KAFKA_SCHD and `flightfeed export`.
+//
+// Every request carries a bearer token (Authorization: Bearer); Access
+// authenticates and authorizes it through the API server before the feed is
+// even looked up: no or a rejected token is 401, a user without `get` on
+// flightfeeds/flights of the feed is 403, each with a JSON error body.
+//
+// A list reads one page in SQL (keyset: FLID > cursor ORDER BY flid LIMIT
+// limit+1), never the feed. At most maxConcurrent authorized requests are
+// served at once, each holding its slot from the feed's lookup to the end
+// of its response; one more is refused at once with 429 and Retry-After.
+// The slot is taken after authorization, so callers without a valid token
+// never take one. A list also takes its limit from a budget of flights
+// (listBudget): lists asking for more than is left are refused the same
+// way, so big pages cannot add up beyond what default pages would.
+type ReadAPI struct {
+	dir    FeedLookup
+	access *Access
+	open   func(context.Context, *config.Feed) (FlightReader, func(), error)
+	log    logr.Logger
+	// slots holds a token per request being served (the concurrency cap).
+	slots chan struct{}
+	// flights is the budget of flights the lists being served read at
+	// once (listBudget); budget is its size.
+	flights *semaphore.Weighted
+	budget  int64
+	// rejected counts the requests refused with 429.
+	rejected prometheus.Counter
+	// readTimeout bounds one request's database work (the package's
+	// readTimeout; tests that load a busy machine lengthen it).
+	readTimeout time.Duration
+
+	mu     sync.Mutex
+	stores map[types.NamespacedName]*readStore
+}
+
+type readStore struct {
+	dsn    string
+	reader FlightReader
+	close  func()
+}
+
+// NewReadAPI serves the feeds of dir to the callers access allows, at
+// most maxConcurrent requests at once (DefaultMaxConcurrentRequests when
+// not positive), counting the refused ones in rejected (may be nil).
+func NewReadAPI(dir FeedLookup, access *Access, maxConcurrent int, rejected prometheus.Counter, log logr.Logger) *ReadAPI {
+	if maxConcurrent <= 0 {
+		maxConcurrent = DefaultMaxConcurrentRequests
+	}
+	if rejected == nil {
+		rejected = prometheus.NewCounter(prometheus.CounterOpts{Name: "flightfeed_read_api_rejected_total"})
+	}
+	return &ReadAPI{dir: dir, access: access, open: openReadStore, log: log, stores: map[types.NamespacedName]*readStore{},
+		slots: make(chan struct{}, maxConcurrent), rejected: rejected,
+		flights: semaphore.NewWeighted(listBudget(maxConcurrent)), budget: listBudget(maxConcurrent), readTimeout: readTimeout}
+}
+
+// readDSN is the DSN the read API connects with: the feed's read-only
+// role when it has one, else the writer's.
+func readDSN(feed *config.Feed) string {
+	if feed.Secrets.ReadDatabaseDSN != "" {
+		return feed.Secrets.ReadDatabaseDSN
+	}
+	return feed.Secrets.DatabaseDSN
+}
+
+// openReadStore connects to a feed's database without migrating it: the
+// leader migrates, readers only read.
+func openReadStore(ctx context.Context, feed *config.Feed) (FlightReader, func(), error) {
+	dbTLS, err := feed.DatabaseTLS()
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := openRead(ctx, readDSN(feed), feed.Location, dbTLS)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, s.Close, nil
+}
+
+// OpenReadStore opens the read API's pool: two connections, every session
+// opened with default_transaction_read_only = on — the only guard when dsn
+// is the writer's, a second one under a read-only role.
+func OpenReadStore(ctx context.Context, dsn string, loc *time.Location) (*store.Store, error) {
+	return openRead(ctx, dsn, loc, nil)
+}
+
+// openRead is OpenReadStore with the feed's database.tls.
+func openRead(ctx context.Context, dsn string, loc *time.Location, dbTLS *tls.Config) (*store.Store, error) {
+	return store.Open(ctx, dsn, store.Options{MaxConns: 2, Location: loc, ReadOnly: true, TLS: dbTLS})
+}
+
+// Handler routes the API. A request without a bearer token is refused
+// whatever its path; the feed routes authorize the token for their feed.
+func (a *ReadAPI) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/feeds/{namespace}/{name}/flights", a.authorized(a.limited(a.list)))
+	mux.HandleFunc("GET /api/v1/feeds/{namespace}/{name}/flights/{flid}", a.authorized(a.limited(a.one)))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if BearerToken(r) == "" {
+			unauthorized(w, "a bearer token is required (Authorization: Bearer <token>)")
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// authorized serves next only to a token allowed to read the feed of the
+// path. The token is never logged; the user name is.
+func (a *ReadAPI) authorized(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ns, name := r.PathValue("namespace"), r.PathValue("name")
+		decision, user, err := a.access.Check(r.Context(), BearerToken(r), ns, name)
+		switch {
+		case err != nil:
+			a.log.Error(err, "read api: access check", "flightfeed", ns+"/"+name)
+			httpError(w, http.StatusServiceUnavailable, "cannot check the token with the API server now; try again")
+		case decision == Unauthenticated:
+			unauthorized(w, "the bearer token is not valid (the API server's TokenReview refused it)")
+		case decision == Forbidden:
+			a.log.V(1).Info("read api: forbidden", "user", user, "flightfeed", ns+"/"+name)
+			httpError(w, http.StatusForbidden, "%s may not %s %s/%s of flightfeed %s/%s (needs a Role with %s on %s/%s in group %s)",
+				user, ReadVerb, ReadResource, ReadSubresource, ns, name, ReadVerb, ReadResource, ReadSubresource, v1alpha1.GroupVersion.Group)
+		default:
+			next(w, r)
+		}
+	}
+}
+
+// limited serves next while fewer than cap(a.slots) requests are being
+// served, and refuses at once (429, Retry-After) otherwise: a request
+// never queues, so the caller, not this process, holds the backlog.
+func (a *ReadAPI) limited(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case a.slots <- struct{}{}:
+		default:
+			a.busy(w, r, fmt.Sprintf("%d read API requests are already being served by this replica", cap(a.slots)))
+			return
+		}
+		defer func() { <-a.slots }()
+		next(w, r)
+	}
+}
+
+// busy refuses a request for want of capacity: 429 with Retry-After,
+// counted; why says which capacity.
+func (a *ReadAPI) busy(w http.ResponseWriter, r *http.Request, why string) {
+	a.rejected.Inc()
+	a.log.V(1).Info("read api: busy", "flightfeed", r.PathValue("namespace")+"/"+r.PathValue("name"), "why", why)
+	w.Header().Set("Retry-After", busyRetryAfter)
+	httpError(w, http.StatusTooManyRequests, "%s; retry after %s s", why, busyRetryAfter)
+}
+
+func unauthorized(w http.ResponseWriter, msg string) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="flightfeed"`)
+	httpError(w, http.StatusUnauthorized, "%s", msg)
+}
+
+// Close closes every database connection.
+func (a *ReadAPI) Close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, s := range a.stores {
+		s.close()
+		delete(a.stores, k)
+	}
+}
+
+// page is the list response.
+type page struct {
+	Items []json.RawMessage `json:"items"`
+	// Cursor continues the listing (pass it as ?cursor=); absent on the
+	// last page.
+	Cursor string `json:"cursor,omitempty"`
+}
+
+func (a *ReadAPI) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var filter store.Filter
+	if day := q.Get("day"); day != "" {
+		if _, err := time.Parse(time.DateOnly, day); err != nil {
+			httpError(w, http.StatusBadRequest, "day %q: must be YYYY-MM-DD", day)
+			return
+		}
+		filter.Day = day
+	}
+	var since time.Time
+	if v := q.Get("updatedSince"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			httpError(w, http.StatusBadRequest, "updatedSince %q: must be an RFC 3339 time", v)
+			return
+		}
+		since = t
+	}
+	limit := DefaultPageSize
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxPageSize {
+			httpError(w, http.StatusBadRequest, "limit %q: must be 1 to %d", v, MaxPageSize)
+			return
+		}
+		limit = n
+	}
+	var after flight.FLID
+	if v := q.Get("cursor"); v != "" {
+		id, err := decodeCursor(v)
+		if err != nil {
+			httpError(w, http.StatusBadRequest, "cursor %q: not a cursor this API returned", v)
+			return
+		}
+		after = id
+	}
+	// The page's flights come out of the budget (a page larger than the
+	// whole budget waits for all of it).
+	weight := min(int64(limit), a.budget)
+	if !a.flights.TryAcquire(weight) {
+		a.busy(w, r, fmt.Sprintf("the lists being served by this replica read up to %d flights at once and this one asks for %d more than are left", a.budget, limit))
+		return
+	}
+	defer a.flights.Release(weight)
+	// One page in SQL: the limit+1 lowest FLIDs after the cursor, the
+	// extra one only telling that another page follows.
+	filter.UpdatedSince, filter.After, filter.Limit = since, &after, limit+1
+	states, ok := a.read(w, r, filter)
+	if !ok {
+		return
+	}
+	out := page{Items: make([]json.RawMessage, 0, min(len(states), limit))}
+	if len(states) > limit {
+		states = states[:limit]
+		// The cursor is the last FLID listed.
+		out.Cursor = encodeCursor(states[limit-1].FLID)
+	}
+	for _, s := range states {
+		doc, err := flight.CanonicalJSON(s)
+		if err != nil {
+			a.log.Error(err, "render flight", "flid", s.FLID.String())
+			httpError(w, http.StatusInternalServerError, "render flight %s", s.FLID)
+			return
+		}
+		out.Items = append(out.Items, doc)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (a *ReadAPI) one(w http.ResponseWriter, r *http.Request) {
+	id, err := flight.ParseFLID(r.PathValue("flid"))
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "flid: %v", err)
+		return
+	}
+	states, ok := a.read(w, r, store.Filter{FLID: &id})
+	if !ok {
+		return
+	}
+	if len(states) == 0 {
+		httpError(w, http.StatusNotFound, "flight %s not found", id)
+		return
+	}
+	doc, err := flight.CanonicalJSON(states[0])
+	if err != nil {
+		a.log.Error(err, "render flight", "flid", id.String())
+		httpError(w, http.StatusInternalServerError, "render flight %s", id)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(doc) // canonical JSON served as application/json with nosniff, never HTML
+}
+
+// read finds the feed and reads the flights f selects (with f.Limit, one
+// page) in one consistent transaction. It writes the error response itself
+// when it fails.
+func (a *ReadAPI) read(w http.ResponseWriter, r *http.Request, f store.Filter) ([]flight.State, bool) {
+	key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+	feed, ok := a.dir.Lookup(key)
+	if !ok {
+		a.forget(key)
+		httpError(w, http.StatusNotFound, "flightfeed %s not found, or it cannot run (see its status)", key)
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), a.readTimeout)
+	defer cancel()
+	reader, err := a.reader(ctx, key, feed)
+	if err != nil {
+		a.log.Info("read api: open database", "flightfeed", key.String(), "error", err.Error())
+		httpError(w, http.StatusServiceUnavailable, "database of %s unavailable", key)
+		return nil, false
+	}
+	states, err := reader.ReadFlights(ctx, f)
+	if err != nil {
+		a.log.Info("read api: read flights", "flightfeed", key.String(), "error", err.Error())
+		httpError(w, http.StatusServiceUnavailable, "reading %s failed", key)
+		return nil, false
+	}
+	return states, true
+}
+
+// reader returns the feed's connection, reopened when its DSN changed.
+func (a *ReadAPI) reader(ctx context.Context, key types.NamespacedName, feed *config.Feed) (FlightReader, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	dsn := readDSN(feed)
+	if s, ok := a.stores[key]; ok {
+		if s.dsn == dsn {
+			return s.reader, nil
+		}
+		s.close()
+		delete(a.stores, key)
+	}
+	reader, closeFn, err := a.open(ctx, feed)
+	if err != nil {
+		return nil, err
+	}
+	a.stores[key] = &readStore{dsn: dsn, reader: reader, close: closeFn}
+	return reader, nil
+}
+
+// forget closes the connection of a feed that is gone.
+func (a *ReadAPI) forget(key types.NamespacedName) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s, ok := a.stores[key]; ok {
+		s.close()
+		delete(a.stores, key)
+	}
+}
+
+// Cursors are opaque to clients; today they carry the last FLID listed.
+func encodeCursor(id flight.FLID) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("flid:" + id.String()))
+}
+
+func decodeCursor(s string) (flight.FLID, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return 0, err
+	}
+	const prefix = "flid:"
+	if len(b) <= len(prefix) || string(b[:len(prefix)]) != prefix {
+		return 0, errors.New("bad cursor")
+	}
+	return flight.ParseFLID(string(b[len(prefix):]))
+}
+
+type apiError struct {
+	Error string `json:"error"`
+}
+
+func httpError(w http.ResponseWriter, code int, format string, args ...any) {
+	writeJSON(w, code, apiError{Error: fmt.Sprintf(format, args...)})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}

@@ -1,0 +1,442 @@
+package pumpserver
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	stdlog "log"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/serving"
+	"github.com/flightfeed/flightfeed/internal/pumppod"
+)
+
+// Defaults of Options.
+const (
+	DefaultMetricsAddr     = ":8080"
+	DefaultProbeAddr       = ":8081"
+	DefaultAPIAddr         = ":8082"
+	DefaultShutdownTimeout = 30 * time.Second
+	// EventSource is the reporting controller of FlightFeed Events.
+	EventSource = "flightfeed-operator"
+)
+
+// Options configure the manager (`flightfeed manager`).
+type Options struct {
+	// Kubeconfig is a kubeconfig file; empty means $KUBECONFIG, then the
+	// in-cluster configuration, then ~/.kube/config.
+	Kubeconfig string
+	// RestConfig, when set, is used instead of Kubeconfig.
+	RestConfig *rest.Config
+
+	// MetricsAddr serves /metrics (Prometheus). "0" disables it. Default :8080.
+	MetricsAddr string
+	// InsecureMetrics serves /metrics over plain HTTP to anyone (for local
+	// runs: `flightfeed manager --metrics-secure=false`). By default it is
+	// HTTPS, and a scraper needs a bearer token whose user may `get` the
+	// non-resource URL /metrics (TokenReview, SubjectAccessReview).
+	InsecureMetrics bool
+	// MetricsCertDir holds tls.crt and tls.key for /metrics, reloaded when
+	// they change; without them a self-signed certificate is made at start.
+	MetricsCertDir string
+	// ProbeAddr serves /healthz and /readyz. "0" disables it. Default :8081.
+	ProbeAddr string
+	// APIAddr serves the read API over HTTPS, to bearer tokens allowed to
+	// read the feed (see Access). "0" disables it. Default :8082.
+	APIAddr string
+	// APIMaxConcurrentRequests caps the read API requests served at once
+	// (after authorization); one more is refused with 429 and Retry-After.
+	// Default DefaultMaxConcurrentRequests (8).
+	APIMaxConcurrentRequests int
+	// APICertDir holds tls.crt and tls.key for the read API, reloaded when
+	// they change; without them a self-signed certificate is made at start.
+	APICertDir string
+	// EnableHTTP2 offers HTTP/2 on the metrics and read API endpoints (off
+	// by default: its stream handling had denial of service flaws).
+	EnableHTTP2 bool
+
+	// Identity names this replica in every feed's Lease and in
+	// pipeline_lock; it must be unique among replicas. Default: $POD_NAME,
+	// then the host name.
+	Identity string
+	// LeaseDuration, RenewDeadline and RetryPeriod time the per-feed
+	// Leases (defaults 15s, 10s, 2s).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// StatusInterval between periodic status reports (default 5s).
+	StatusInterval time.Duration
+	// StatusFiguresInterval: fast-moving figures alone are written to a
+	// feed's status at most this often (default 30s; see
+	// pumppod.SupervisorOptions.FiguresInterval).
+	StatusFiguresInterval time.Duration
+	// SecretResync is how often every feed's Secrets are read again (by
+	// name, uncached; the operator neither lists nor watches Secrets): a
+	// rotated Secret restarts the feed's pump within this period. Default
+	// pumppod.DefaultSecretResync (1m).
+	SecretResync time.Duration
+	// ShutdownTimeout bounds stopping the pumps and releasing the Leases
+	// on exit (default 30s).
+	ShutdownTimeout time.Duration
+	// RestartBackoff and MaxRestartBackoff pace a failing or fenced
+	// runner's restarts (default 1s doubling to 1m); FencedHolderSilence is
+	// how long the pump that fenced a runner must stop renewing its epoch
+	// before the runner takes the feed back (default 30s). See
+	// pumppod.SupervisorOptions.
+	RestartBackoff, MaxRestartBackoff, FencedHolderSilence time.Duration
+
+	// Factory builds a feed's runner (pump + dispatcher) on the replica
+	// that leads the feed. Required.
+	Factory pumppod.RunnerFactory
+
+	// LegacyLeases also takes each feed's Lease where releases before
+	// the namespaced Leases kept it (the feed's namespace), for upgrading
+	// from them without two pumps (README "Upgrade notes").
+	LegacyLeases bool
+
+	// Feed is the one FlightFeed this pump pod runs (`flightfeed pump
+	// --feed NS/NAME`): the cache holds that FlightFeed alone and the
+	// FlightFeedDays of its namespace, which is all the pod's Role lets it
+	// read. Empty (test harnesses only): every FlightFeed of Namespaces.
+	Feed types.NamespacedName
+	// Namespaces limits the harness's pump to FlightFeeds in these
+	// namespaces when Feed is empty; empty means every namespace.
+	Namespaces []string
+
+	// Log is the manager's logger (default: controller-runtime's global).
+	Log logr.Logger
+	// Registry receives the FlightFeed metrics (default: the registry the
+	// manager's /metrics endpoint serves).
+	Registry prometheus.Registerer
+}
+
+// DefaultIdentity is $POD_NAME, else the host name.
+func DefaultIdentity() (string, error) {
+	if name := os.Getenv("POD_NAME"); name != "" {
+		return name, nil
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("identity: no POD_NAME and no host name: %w", err)
+	}
+	return host, nil
+}
+
+// Scheme is the API scheme of the manager: the built-in types and the
+// FlightFeed API.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Run runs the operator until ctx ends: the FlightFeed reconciler and the
+// per-feed supervisors on every replica, the metrics and probe endpoints
+// and the read API. On the way out every pump is stopped, its last status
+// written and its Lease released.
+func Run(ctx context.Context, o Options) error {
+	mgr, err := New(o)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// New builds the manager Run starts (tests start it themselves).
+func New(o Options) (manager.Manager, error) {
+	if o.Factory == nil {
+		return nil, errors.New("operator: a RunnerFactory is required")
+	}
+	timings := pumppod.LeaseTimings{LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod}.WithDefaults()
+	if err := timings.Validate(); err != nil {
+		return nil, fmt.Errorf("operator: %w", err)
+	}
+	if o.SecretResync < 0 {
+		return nil, fmt.Errorf("operator: the Secret resync period must be positive, got %s", o.SecretResync)
+	}
+	if o.Identity == "" {
+		id, err := DefaultIdentity()
+		if err != nil {
+			return nil, err
+		}
+		o.Identity = id
+	}
+	if o.Log.GetSink() == nil {
+		o.Log = ctrl.Log.WithName("flightfeed")
+	}
+	cfg, err := restConfig(o)
+	if err != nil {
+		return nil, err
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Logger:                 o.Log,
+		Metrics:                metricsOptions(o),
+		HealthProbeBindAddress: orDefault(o.ProbeAddr, DefaultProbeAddr),
+		// Every replica reconciles every feed; each feed elects its own
+		// pump through its own Lease.
+		LeaderElection:          false,
+		GracefulShutdownTimeout: ptr.To(durationOr(o.ShutdownTimeout, DefaultShutdownTimeout)),
+		Cache:                   cacheOptions(o.Feed, o.Namespaces),
+		Client: client.Options{Cache: &client.CacheOptions{
+			// Secrets and Leases are read one at a time from the API
+			// server, never cached: caching would list and watch every
+			// Secret and Lease of the cluster, which costs memory, widens
+			// what a compromised process holds and needs RBAC the manager
+			// does not have (Secrets: get only).
+			DisableFor: []client.Object{&corev1.Secret{}, &coordinationv1.Lease{}},
+		}},
+		Controller: ctrlconfig.Controller{
+			// Tests run several managers in one process.
+			SkipNameValidation: ptr.To(true),
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("operator: new manager: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("operator: kubernetes client: %w", err)
+	}
+	reg := o.Registry
+	if reg == nil {
+		reg = crmetrics.Registry
+	}
+	metrics, err := pumppod.NewMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("operator: register metrics: %w", err)
+	}
+	sup, err := pumppod.NewSupervisors(pumppod.SupervisorOptions{
+		Client:         mgr.GetClient(),
+		APIReader:      mgr.GetAPIReader(),
+		Leases:         kube.CoordinationV1(),
+		LegacyLeases:   o.LegacyLeases,
+		Recorder:       mgr.GetEventRecorder(EventSource),
+		Factory:        o.Factory,
+		Identity:       o.Identity,
+		Lease:          timings,
+		ReportInterval: o.StatusInterval,
+		// Metrics get every report; etcd gets figures at most this often.
+		FiguresInterval: o.StatusFiguresInterval,
+		// Zero: the supervisors' defaults.
+		RestartBackoff:      o.RestartBackoff,
+		MaxRestartBackoff:   o.MaxRestartBackoff,
+		FencedHolderSilence: o.FencedHolderSilence,
+		Metrics:             metrics,
+		Log:                 o.Log.WithName("supervisor"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("operator: %w", err)
+	}
+	if err := mgr.Add(sup); err != nil {
+		return nil, fmt.Errorf("operator: add supervisors: %w", err)
+	}
+	dir := pumppod.NewFeedDirectory()
+	rec := &pumppod.FlightFeedReconciler{
+		Client:       mgr.GetClient(),
+		SecretReader: mgr.GetAPIReader(),
+		SecretResync: o.SecretResync,
+		Supervisors:  sup,
+		Directory:    dir,
+	}
+	if err := rec.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("operator: set up the reconciler: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("leases", sup.LivenessCheck); err != nil {
+		return nil, fmt.Errorf("operator: healthz: %w", err)
+	}
+	// Readiness is the manager's alone: the API server answers and the
+	// informers synced. A feed's trouble (its database down, its pump
+	// failing) is in the feed's conditions and metrics; were it here, one
+	// database outage would make every replica unready and, with the
+	// PodDisruptionBudget, block node drains.
+	if err := mgr.AddReadyzCheck("apiserver", apiServerReachable(kube)); err != nil {
+		return nil, fmt.Errorf("operator: readyz: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("informers", cacheSynced(mgr)); err != nil {
+		return nil, fmt.Errorf("operator: readyz: %w", err)
+	}
+	if addr := orDefault(o.APIAddr, DefaultAPIAddr); addr != "0" {
+		access := NewAccess(kube.AuthenticationV1().TokenReviews(), kube.AuthorizationV1().SubjectAccessReviews(), nil)
+		api := NewReadAPI(dir, access, o.APIMaxConcurrentRequests, metrics.ReadAPIRejected(), o.Log.WithName("read-api"))
+		if err := mgr.Add(&apiServer{addr: addr, api: api, certDir: o.APICertDir, http2: o.EnableHTTP2, log: o.Log.WithName("read-api")}); err != nil {
+			return nil, fmt.Errorf("operator: add read api: %w", err)
+		}
+	}
+	return mgr, nil
+}
+
+func metricsOptions(o Options) metricsserver.Options {
+	return serving.MetricsOptions(orDefault(o.MetricsAddr, DefaultMetricsAddr), o.InsecureMetrics, o.MetricsCertDir, o.EnableHTTP2)
+}
+
+// cacheOptions watches the one feed (and its namespace's FlightFeedDays),
+// or the given namespaces, or all of them.
+func cacheOptions(feed types.NamespacedName, namespaces []string) cache.Options {
+	if feed.Name != "" {
+		return cache.Options{
+			DefaultNamespaces: map[string]cache.Config{feed.Namespace: {}},
+			ByObject: map[client.Object]cache.ByObject{&v1alpha1.FlightFeed{}: {
+				Field: fields.OneTermEqualSelector("metadata.name", feed.Name)}},
+		}
+	}
+	if len(namespaces) == 0 {
+		return cache.Options{}
+	}
+	ns := make(map[string]cache.Config, len(namespaces))
+	for _, n := range namespaces {
+		ns[n] = cache.Config{}
+	}
+	return cache.Options{DefaultNamespaces: ns}
+}
+
+// cacheSynced is ready once the informers have synced.
+func cacheSynced(mgr manager.Manager) func(*http.Request) error {
+	return func(r *http.Request) error {
+		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("informers not synced yet")
+		}
+		return nil
+	}
+}
+
+// apiServerReachable is ready while the API server answers /version.
+func apiServerReachable(kube kubernetes.Interface) func(*http.Request) error {
+	return func(r *http.Request) error {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := kube.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
+			return fmt.Errorf("API server unreachable: %w", err)
+		}
+		return nil
+	}
+}
+
+func restConfig(o Options) (*rest.Config, error) {
+	if o.RestConfig != nil {
+		return o.RestConfig, nil
+	}
+	if o.Kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("operator: kubeconfig %s: %w", o.Kubeconfig, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("operator: find the cluster: %w", err)
+	}
+	return cfg, nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func durationOr(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// logrWriter turns net/http's error log lines into logr messages.
+type logrWriter struct{ log logr.Logger }
+
+func (w logrWriter) Write(p []byte) (int, error) {
+	w.log.Info("read api: connection", "error", strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// apiServer runs the read API as a manager Runnable on every replica.
+type apiServer struct {
+	addr    string
+	api     *ReadAPI
+	certDir string
+	http2   bool
+	log     logr.Logger
+}
+
+// NeedLeaderElection is false: every replica serves reads.
+func (s *apiServer) NeedLeaderElection() bool { return false }
+
+// Start serves until ctx ends.
+func (s *apiServer) Start(ctx context.Context) error {
+	defer s.api.Close()
+	tlsCfg, err := serving.TLS(ctx, s.certDir, s.http2, s.log)
+	if err != nil {
+		return fmt.Errorf("read api: %w", err)
+	}
+	srv := &http.Server{
+		Addr:              s.addr,
+		Handler:           s.api.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		WriteTimeout:      2 * readTimeout,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		// TLS handshake failures (port scanners, plain HTTP) are the
+		// caller's problem: debug level, through the manager's logger.
+		ErrorLog: stdlog.New(logrWriter{s.log.V(1)}, "", 0),
+	}
+	if !s.http2 {
+		// A non-nil, empty map: no HTTP/2 even if a client asks for it.
+		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+	}
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("read api on %s: %w", s.addr, err)
+	}
+	s.log.Info("serving the read API over HTTPS", "address", ln.Addr().String())
+	errs := make(chan error, 1)
+	go func() { errs <- srv.Serve(tls.NewListener(ln, tlsCfg)) }()
+	select {
+	case err := <-errs:
+		return fmt.Errorf("read api on %s: %w", s.addr, err)
+	case <-ctx.Done():
+	}
+	// A fresh context on purpose: ctx is done, in-flight reads may finish.
+	shutdown, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		return fmt.Errorf("read api: shutdown: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,522 @@
+package pumpserver_test
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/pumppod"
+	"github.com/flightfeed/flightfeed/internal/feedrun"
+	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/pumpserver"
+	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/await"
+	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/loopback"
+	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/storetest"
+)
+
+var restCfg *rest.Config
+
+func TestMain(m *testing.M) {
+	os.Exit(kubetest.Main(m, func(cfg *rest.Config) error {
+		restCfg = cfg
+		return nil
+	}))
+}
+
+// idleRunner is a pump that reports itself running and does nothing: the
+// read API needs no pump, only the feed's database.
+type idleRunner struct{ running atomic.Bool }
+
+func (r *idleRunner) Run(ctx context.Context) error {
+	r.running.Store(true)
+	<-ctx.Done()
+	r.running.Store(false)
+	return nil
+}
+
+func (r *idleRunner) Status() feedrun.Status {
+	return feedrun.Status{Status: pump.Status{Running: r.running.Load(), MailboxReachable: true, DatabaseReachable: true}, KafkaReachable: true}
+}
+
+func idleFactory(context.Context, pumppod.RunParams) (pumppod.FeedRunner, error) {
+	return &idleRunner{}, nil
+}
+
+const (
+	day9  = "2026-09-09"
+	day10 = "2026-09-10"
+)
+
+// seed writes two days of flights the way the pump does.
+func seed(t *testing.T, dsn string) []flight.State {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := store.Migrate(ctx, dsn); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(ctx, dsn, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	epoch, err := db.TakeEpoch(ctx, "seed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, snap := range []store.Snapshot{
+		{FullDay: true, Day: day9, Records: []store.SnapshotRecord{storetest.Record(3, "CA3", day9), storetest.Record(1, "CA1", day9), storetest.Record(2, "CA2", day9)}},
+		{FullDay: true, Day: day10, Records: []store.SnapshotRecord{storetest.Record(4, "CA4", day10)}},
+	} {
+		tx, err := db.Begin(ctx, epoch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.ApplySnapshot(ctx, store.Meta{MessageID: int64(i + 1), Type: "SCHD", Styp: "RESP"}, snap); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	states, err := db.ReadFlights(ctx, store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return states
+}
+
+// tlsClient talks to the manager's self-signed endpoints without verifying
+// their certificate (curl -k): the bearer token is what is tested here.
+var tlsClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+	TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
+}}
+
+// getAs GETs u with the bearer token (none when empty).
+func getAs(t *testing.T, token, u string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := tlsClient.Do(req)
+	if err != nil {
+		return 0, []byte(err.Error())
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, body
+}
+
+// waitLong bounds every wait of the package.
+const waitLong = 60 * time.Second
+
+type page struct {
+	Items  []json.RawMessage `json:"items"`
+	Cursor string            `json:"cursor"`
+}
+
+// served is a manager — the one `flightfeed manager` runs — leading the
+// feed pek whose database seed filled, with its read API, probe and
+// metrics addresses.
+type served struct {
+	ns, api, probe, metrics string
+	// reader's token may read the feed's flights (a RoleBinding in ns);
+	// scraper's may get /metrics (a ClusterRoleBinding).
+	reader, scraper string
+	// states are the seeded flights in FLID order.
+	states []flight.State
+}
+
+// serve seeds a feed's database and starts a manager that leads it (with
+// an idle runner: the read API needs only the database).
+func serve(t *testing.T) served {
+	t.Helper()
+	dsn := pgtest.New(t)
+	return serveDB(t, dsn, seed(t, dsn), "")
+}
+
+// serveDB starts the manager for a feed of the seeded database dsn, whose
+// read API connects with readDSN when it is not empty
+// (spec.database.readDsnSecretRef).
+func serveDB(t *testing.T, dsn string, states []flight.State, readDSN string) served {
+	t.Helper()
+	ctx := t.Context()
+	srv := served{ns: "t-read-" + utilrand.String(6), states: states}
+	c := kubetest.Client(t, restCfg)
+	database := v1alpha1.DatabaseSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: "db", Key: "dsn"}}
+	if readDSN != "" {
+		database.ReadDSNSecretRef = &v1alpha1.SecretKeyRef{Name: "db", Key: "read-dsn"}
+	}
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: srv.ns}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: "db", Namespace: srv.ns}, StringData: map[string]string{"dsn": dsn, "read-dsn": readDSN}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: "mbx", Namespace: srv.ns}, StringData: map[string]string{"dsn": "root@tcp(127.0.0.1:3306)/unused"}},
+		&v1alpha1.FlightFeed{ObjectMeta: metav1.ObjectMeta{Name: "pek", Namespace: srv.ns}, Spec: v1alpha1.FlightFeedSpec{
+			Airport:  v1alpha1.AirportSpec{IATA: "PEK"},
+			Mailbox:  v1alpha1.MailboxSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: "mbx", Key: "dsn"}},
+			Database: database,
+			Kafka:    v1alpha1.KafkaSpec{Brokers: []string{"127.0.0.1:9092"}},
+		}},
+	} {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	srv.api, srv.probe, srv.metrics = loopback.FreeAddr(t), loopback.FreeAddr(t), loopback.FreeAddr(t)
+	mgr, err := pumpserver.New(pumpserver.Options{
+		RestConfig: restCfg, APIAddr: srv.api, ProbeAddr: srv.probe, MetricsAddr: srv.metrics,
+		Identity: "replica-a", LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond,
+		StatusInterval: 300 * time.Millisecond, Factory: idleFactory, Namespaces: []string{srv.ns},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	srv.reader = saToken(t, srv.ns, "reader", readerRole(srv.ns))
+	srv.scraper = saToken(t, srv.ns, "scraper", metricsReaderRole(srv.ns))
+	await.Eventually(t, "the metrics endpoint to answer", waitLong, func() (bool, string) {
+		code, body := getAs(t, srv.scraper, "https://"+srv.metrics+"/metrics")
+		return code == http.StatusOK, fmt.Sprint(code, " ", string(body[:min(len(body), 200)]))
+	})
+	await.Eventually(t, "the read API to serve the feed", waitLong, func() (bool, string) {
+		code, body := getAs(t, srv.reader, srv.flights())
+		return code == http.StatusOK, fmt.Sprint(code, " ", string(body))
+	})
+	return srv
+}
+
+// get reads u as the feed's reader.
+func (s served) get(t *testing.T, u string) (int, []byte) {
+	t.Helper()
+	return getAs(t, s.reader, u)
+}
+
+// readerRole grants what the README tells users to grant for the read API:
+// get on flightfeeds/flights in the namespace.
+func readerRole(ns string) client.Object {
+	return &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "flight-reader", Namespace: ns}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{"flightfeed.aero"}, Resources: []string{"flightfeeds/flights"}, Verbs: []string{"get"}}}}
+}
+
+// metricsReaderRole is the chart's metrics-reader ClusterRole
+// (charts/flightfeed/templates/metrics-reader-rbac.yaml), one per test.
+func metricsReaderRole(ns string) client.Object {
+	return &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ns + "-metrics-reader"}, Rules: []rbacv1.PolicyRule{{
+		NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
+}
+
+// saToken creates the ServiceAccount ns/name, binds it to role (a Role in
+// ns or a ClusterRole; nil: no binding) and returns a token the API server
+// issued for it (TokenRequest, as `kubectl create token` does).
+func saToken(t *testing.T, ns, name string, role client.Object) string {
+	t.Helper()
+	ctx := t.Context()
+	c := kubetest.Client(t, restCfg)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	if err := c.Create(ctx, sa); err != nil {
+		t.Fatal(err)
+	}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}
+	switch r := role.(type) {
+	case nil:
+	case *rbacv1.Role:
+		if err := c.Create(ctx, r); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		if err := c.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: r.Name}}); err != nil {
+			t.Fatal(err)
+		}
+	case *rbacv1.ClusterRole:
+		if err := c.Create(ctx, r); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		if err := c.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name}, Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: r.Name}}); err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Fatalf("saToken: %T is not a role", role)
+	}
+	kube, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// flights is the read API's URL of the feed's flights.
+func (s served) flights() string {
+	return "https://" + s.api + "/api/v1/feeds/" + s.ns + "/pek/flights"
+}
+
+// list reads a page of flights with the query.
+func (s served) list(t *testing.T, query url.Values) page {
+	t.Helper()
+	code, body := s.get(t, s.flights()+"?"+query.Encode())
+	if code != http.StatusOK {
+		t.Fatalf("%s: %d %s", query.Encode(), code, body)
+	}
+	var p page
+	if err := json.Unmarshal(body, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// flids lists a page's FLIDs, comma-separated.
+func flids(t *testing.T, p page) string {
+	t.Helper()
+	var out []string
+	for _, it := range p.Items {
+		var doc struct{ FLID string }
+		if err := json.Unmarshal(it, &doc); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, doc.FLID)
+	}
+	return strings.Join(out, ",")
+}
+
+// The manager `flightfeed manager` runs serves a feed's flights through
+// its read API — one consistent read, canonical JSON, filters and paging,
+// a JSON error for every bad request — its metrics and its probes; one
+// subtest per concern, on one manager.
+func TestManagerServesReadsMetricsAndProbes(t *testing.T) {
+	srv := serve(t)
+	base := srv.flights()
+
+	t.Run("every flight in one read, as its canonical document", func(t *testing.T) {
+		all := srv.list(t, nil)
+		if len(all.Items) != 4 || all.Cursor != "" {
+			t.Fatalf("list: %d items, cursor %q", len(all.Items), all.Cursor)
+		}
+		for i, s := range srv.states {
+			want, err := flight.CanonicalJSON(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(all.Items[i]) != string(want) {
+				t.Fatalf("item %d:\n%s\nwant the canonical document\n%s", i, all.Items[i], want)
+			}
+		}
+	})
+
+	t.Run("filters and paging", func(t *testing.T) {
+		if got := flids(t, srv.list(t, url.Values{"day": {day9}})); got != "1,2,3" {
+			t.Fatalf("day %s: %s", day9, got)
+		}
+		p1 := srv.list(t, url.Values{"limit": {"3"}})
+		if flids(t, p1) != "1,2,3" || p1.Cursor == "" {
+			t.Fatalf("page 1: %s cursor %q", flids(t, p1), p1.Cursor)
+		}
+		p2 := srv.list(t, url.Values{"limit": {"3"}, "cursor": {p1.Cursor}})
+		if flids(t, p2) != "4" || p2.Cursor != "" {
+			t.Fatalf("page 2: %s cursor %q", flids(t, p2), p2.Cursor)
+		}
+		if got := flids(t, srv.list(t, url.Values{"updatedSince": {time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}})); got != "" {
+			t.Fatalf("updatedSince in the future: %s", got)
+		}
+		if got := flids(t, srv.list(t, url.Values{"updatedSince": {srv.states[0].UpdatedAt.Add(-time.Second).UTC().Format(time.RFC3339Nano)}})); got != "1,2,3,4" {
+			t.Fatalf("updatedSince before every update: %s", got)
+		}
+	})
+
+	t.Run("one flight", func(t *testing.T) {
+		code, body := srv.get(t, base+"/4")
+		want, _ := flight.CanonicalJSON(srv.states[3])
+		if code != http.StatusOK || string(body) != string(want) {
+			t.Fatalf("flight 4: %d %s", code, body)
+		}
+	})
+
+	t.Run("a JSON error for every bad request", func(t *testing.T) {
+		for _, tc := range []struct {
+			path string
+			code int
+		}{
+			{base + "/99", http.StatusNotFound},
+			{base + "/abc", http.StatusBadRequest},
+			{base + "?day=9-9-2026", http.StatusBadRequest},
+			{base + "?limit=0", http.StatusBadRequest},
+			{base + "?cursor=zzz", http.StatusBadRequest},
+			{base + "?updatedSince=yesterday", http.StatusBadRequest},
+			{"https://" + srv.api + "/api/v1/feeds/" + srv.ns + "/nope/flights", http.StatusNotFound},
+		} {
+			if code, body := srv.get(t, tc.path); code != tc.code || !json.Valid(body) {
+				t.Errorf("%s: %d %s, want %d with a JSON error", tc.path, code, body, tc.code)
+			}
+		}
+	})
+
+	t.Run("the leader's metrics", func(t *testing.T) {
+		await.Eventually(t, "the leader's metrics on /metrics", waitLong, func() (bool, string) {
+			code, body := getAs(t, srv.scraper, "https://"+srv.metrics+"/metrics")
+			return code == http.StatusOK && strings.Contains(string(body), `flightfeed_leader{feed="pek",feed_namespace="`+srv.ns+`"} 1`), fmt.Sprint(code)
+		})
+	})
+
+	t.Run("the status says the read API's sessions are read-only", func(t *testing.T) {
+		c := kubetest.Client(t, restCfg)
+		await.Eventually(t, "status.readApi.databaseAccess ReadOnlySessions", waitLong, func() (bool, string) {
+			var ff v1alpha1.FlightFeed
+			if err := c.Get(t.Context(), client.ObjectKey{Namespace: srv.ns, Name: "pek"}, &ff); err != nil {
+				return false, err.Error()
+			}
+			return ff.Status.ReadAPI != nil && ff.Status.ReadAPI.DatabaseAccess == v1alpha1.ReadAPIReadOnlySessions, fmt.Sprintf("%+v", ff.Status.ReadAPI)
+		})
+	})
+
+	t.Run("the probes", func(t *testing.T) {
+		await.Eventually(t, "the probes", waitLong, func() (bool, string) {
+			h, _ := getHTTP(t, "http://"+srv.probe+"/healthz")
+			r, body := getHTTP(t, "http://"+srv.probe+"/readyz")
+			return h == http.StatusOK && r == http.StatusOK, fmt.Sprint(h, r, string(body))
+		})
+	})
+}
+
+// The read API and /metrics answer only bearer tokens the API server
+// accepts (TokenReview) for users it allows (SubjectAccessReview): no
+// token or a bad one is 401, a ServiceAccount without the right binding
+// 403, with it 200; the read API's refusals are JSON. Both are HTTPS.
+func TestReadAPIAndMetricsRequireAnAllowedToken(t *testing.T) {
+	srv := serve(t)
+	outsider := saToken(t, srv.ns, "outsider", nil)
+	// Allowed to read flights elsewhere, not in srv.ns.
+	otherNS := srv.ns + "-other"
+	if err := kubetest.Client(t, restCfg).Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: otherNS}}); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := saToken(t, otherNS, "reader", readerRole(otherNS))
+	// Bound to the metrics reader, not to the flights.
+	scraper := srv.scraper
+	feed, metrics := srv.flights(), "https://"+srv.metrics+"/metrics"
+
+	for _, tc := range []struct {
+		name, token, url string
+		code             int
+	}{
+		{"read API, no token", "", feed, http.StatusUnauthorized},
+		{"read API, unknown path, no token", "", "https://" + srv.api + "/", http.StatusUnauthorized},
+		{"read API, a token the API server did not issue", "not-a-token", feed, http.StatusUnauthorized},
+		{"read API, a ServiceAccount without a RoleBinding", outsider, feed, http.StatusForbidden},
+		{"read API, a reader of another namespace", elsewhere, feed, http.StatusForbidden},
+		{"read API, the metrics scraper", scraper, feed, http.StatusForbidden},
+		{"read API, the reader", srv.reader, feed, http.StatusOK},
+		{"metrics, no token", "", metrics, http.StatusUnauthorized},
+		{"metrics, a ServiceAccount without a binding", outsider, metrics, http.StatusForbidden},
+		{"metrics, the flights reader", srv.reader, metrics, http.StatusForbidden},
+		{"metrics, the scraper", scraper, metrics, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := getAs(t, tc.token, tc.url)
+			if code != tc.code {
+				t.Fatalf("%d %s, want %d", code, body, tc.code)
+			}
+			if strings.HasPrefix(tc.url, feed) && !json.Valid(body) {
+				t.Fatalf("%d with a body that is not JSON: %s", code, body)
+			}
+		})
+	}
+
+	t.Run("plain HTTP is not served", func(t *testing.T) {
+		for _, u := range []string{"http://" + srv.api + "/api/v1/feeds/" + srv.ns + "/pek/flights", "http://" + srv.metrics + "/metrics"} {
+			if code, body := getHTTP(t, u); code == http.StatusOK {
+				t.Errorf("%s: %d %s over plain HTTP", u, code, body)
+			}
+		}
+	})
+
+	t.Run("HTTP/2 is not offered", func(t *testing.T) {
+		for _, addr := range []string{srv.api, srv.metrics} {
+			conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			proto := conn.ConnectionState().NegotiatedProtocol
+			_ = conn.Close()
+			if proto == "h2" {
+				t.Errorf("%s negotiated HTTP/2", addr)
+			}
+		}
+	})
+}
+
+// getHTTP GETs a plain HTTP URL (the probes).
+func getHTTP(t *testing.T, u string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, []byte(err.Error())
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, body
+}
+
+func TestNewChecksOptions(t *testing.T) {
+	if _, err := pumpserver.New(pumpserver.Options{RestConfig: restCfg}); err == nil {
+		t.Fatal("a manager without a RunnerFactory was built")
+	}
+	_, err := pumpserver.New(pumpserver.Options{RestConfig: restCfg, Factory: idleFactory, Identity: "x",
+		LeaseDuration: 5 * time.Second, RenewDeadline: 10 * time.Second, MetricsAddr: "0", ProbeAddr: "0", APIAddr: "0"})
+	if err == nil || !strings.Contains(err.Error(), "renew deadline") {
+		t.Fatalf("lease shorter than the renew deadline: %v", err)
+	}
+	_, err = pumpserver.New(pumpserver.Options{RestConfig: restCfg, Factory: idleFactory, Identity: "x", SecretResync: -time.Second,
+		MetricsAddr: "0", ProbeAddr: "0", APIAddr: "0"})
+	if err == nil || !strings.Contains(err.Error(), "Secret resync period must be positive") {
+		t.Fatalf("a negative Secret resync period: %v", err)
+	}
+	t.Setenv("POD_NAME", "flightfeed-7d9f-abcde")
+	if id, err := pumpserver.DefaultIdentity(); err != nil || id != "flightfeed-7d9f-abcde" {
+		t.Fatalf("identity %q %v", id, err)
+	}
+}
