@@ -221,6 +221,11 @@ func (r *FlightFeedReconciler) grantSecrets(ctx context.Context, ff *v1alpha1.Fl
 // apply creates or updates every object of the feed's pump, and removes
 // the PodDisruptionBudget and NetworkPolicy when they are not wanted.
 func (r *FlightFeedReconciler) apply(ctx context.Context, ff *v1alpha1.FlightFeed, o pumpObjects) error {
+	// The Lease first: a pod that starts finds it, and its Role (get and
+	// update of that one Lease) needs nothing more.
+	if err := r.ensureLease(ctx, o.Lease); err != nil {
+		return err
+	}
 	steps := []struct {
 		obj    client.Object
 		mutate func(existing client.Object)
@@ -291,7 +296,7 @@ func (r *FlightFeedReconciler) apply(ctx context.Context, ff *v1alpha1.FlightFee
 			return err
 		}
 	}
-	return r.ensureLease(ctx, o.Lease)
+	return nil
 }
 
 func ownedBy(obj client.Object, uid types.UID) bool {

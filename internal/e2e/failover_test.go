@@ -116,7 +116,7 @@ func otherOf(id string) string {
 }
 
 func startTwo(e *env, lt leaseTimings) map[string]*manager {
-	return map[string]*manager{"manager-a": e.startManager("manager-a", lt), "manager-b": e.startManager("manager-b", lt)}
+	return map[string]*manager{"manager-a": e.startPump("manager-a", "pek", lt), "manager-b": e.startPump("manager-b", "pek", lt)}
 }
 
 // TestTwoManagersOnePumpPerFeed runs two `flightfeed manager` processes on

@@ -65,6 +65,8 @@ type env struct {
 	t  *testing.T
 	c  client.Client
 	ns string
+	// operator is the `flightfeed manager` process of the namespace.
+	operator *manager
 }
 
 func newEnv(t *testing.T) *env {
@@ -77,7 +79,48 @@ func newEnv(t *testing.T) *env {
 	ns += "-" + utilrand.String(5)
 	e := &env{t: t, c: c, ns: ns}
 	e.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	e.operator = e.startOperator()
 	return e
+}
+
+// startOperator runs `flightfeed manager`, the control plane, watching
+// e's namespace: it makes each feed's pump objects (envtest runs no pods:
+// the tests start the pods' processes themselves, startPump).
+func (e *env) startOperator() *manager {
+	e.t.Helper()
+	m := &manager{t: e.t, id: "operator", probe: loopback.FreeAddr(e.t), out: &proctest.Output{}, done: make(chan struct{})}
+	m.cmd = exec.Command(binary, "manager",
+		"--kubeconfig", kubeconfig,
+		"--namespaces", e.ns,
+		"--namespace", e.ns,
+		"--pump-image", "flightfeed:e2e",
+		"--metrics-bind-address", "0",
+		"--health-probe-bind-address", m.probe,
+	)
+	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	var sink io.Writer = m.out
+	if os.Getenv("FLIGHTFEED_TEST_LOG") != "" {
+		sink = io.MultiWriter(m.out, proctest.Prefixed("operator "))
+	}
+	m.cmd.Stdout, m.cmd.Stderr = sink, sink
+	if err := m.cmd.Start(); err != nil {
+		e.t.Fatalf("start the operator: %v", err)
+	}
+	go func() {
+		_ = m.cmd.Wait()
+		close(m.done)
+	}()
+	e.t.Cleanup(m.shutdown)
+	await.Eventually(e.t, "the operator to be ready", waitLong, func() (bool, string) {
+		select {
+		case <-m.done:
+			e.t.Fatalf("the operator exited: %s\n%s", m.cmd.ProcessState, proctest.Tail(m.out.String(), 40))
+		default:
+		}
+		code, body := httpGet("http://" + m.probe + "/readyz")
+		return code == http.StatusOK, fmt.Sprint(code, " ", body)
+	})
+	return m
 }
 
 func (e *env) create(obj client.Object) {
@@ -452,7 +495,8 @@ func (w *feedWorld) checkAudit() []auditRow {
 
 // ---- manager processes -------------------------------------------------------
 
-// manager is one `flightfeed manager` process.
+// manager is one flightfeed process: a pump pod (`flightfeed pump --feed`,
+// startPump) or the operator (`flightfeed manager`, startOperator).
 type manager struct {
 	t       *testing.T
 	id      string
@@ -466,20 +510,20 @@ type manager struct {
 	frozen bool
 }
 
-// startManager runs `flightfeed manager` as identity against the shared
-// control plane, watching only e's namespace. PGAPPNAME makes the
+// startPump runs `flightfeed pump --feed NS/FEED --kubeconfig K` as
+// identity against the shared control plane: one of the feed's pump pods,
+// as the operator's Deployment would run it. PGAPPNAME makes the
 // process's PostgreSQL sessions carry its identity as application_name
 // (pgx reads it from the environment), which is how the write audit and
-// pg_stat_activity tell the replicas apart.
+// pg_stat_activity tell the pods apart.
 // extra flags come last, so they override the harness's.
-func (e *env) startManager(identity string, lt leaseTimings, extra ...string) *manager {
+func (e *env) startPump(identity, feed string, lt leaseTimings, extra ...string) *manager {
 	e.t.Helper()
 	m := &manager{t: e.t, id: identity, metrics: loopback.FreeAddr(e.t), probe: loopback.FreeAddr(e.t), out: &proctest.Output{}, done: make(chan struct{})}
-	m.cmd = exec.Command(binary, "manager",
+	m.cmd = exec.Command(binary, "pump",
+		"--feed", e.ns+"/"+feed,
 		"--kubeconfig", kubeconfig,
 		"--identity", identity,
-		"--namespaces", e.ns,
-		"--lease-namespace", e.ns,
 		"--lease-duration", lt.duration.String(),
 		"--renew-deadline", lt.renew.String(),
 		"--retry-period", lt.retry.String(),
@@ -500,7 +544,7 @@ func (e *env) startManager(identity string, lt leaseTimings, extra ...string) *m
 	}
 	m.cmd.Stdout, m.cmd.Stderr = sink, sink
 	if err := m.cmd.Start(); err != nil {
-		e.t.Fatalf("start manager %s: %v", identity, err)
+		e.t.Fatalf("start pump %s: %v", identity, err)
 	}
 	go func() {
 		_ = m.cmd.Wait()
@@ -510,7 +554,7 @@ func (e *env) startManager(identity string, lt leaseTimings, extra ...string) *m
 	await.Eventually(e.t, identity+" to be ready", waitLong, func() (bool, string) {
 		select {
 		case <-m.done:
-			e.t.Fatalf("manager %s exited: %s\n%s", identity, m.cmd.ProcessState, proctest.Tail(m.out.String(), 40))
+			e.t.Fatalf("%s exited: %s\n%s", identity, m.cmd.ProcessState, proctest.Tail(m.out.String(), 40))
 		default:
 		}
 		code, body := httpGet("http://" + m.probe + "/readyz")
@@ -593,7 +637,7 @@ func (m *manager) shutdown() {
 		}
 		_ = m.cmd.Process.Signal(syscall.SIGTERM)
 		if !m.wait(30 * time.Second) {
-			m.t.Errorf("manager %s did not stop on SIGTERM", m.id)
+			m.t.Errorf("%s did not stop on SIGTERM", m.id)
 			_ = m.cmd.Process.Kill()
 			m.wait(waitLong)
 		}

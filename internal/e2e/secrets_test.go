@@ -85,7 +85,7 @@ func TestNoSecretAnywhere(t *testing.T) {
 	key := types.NamespacedName{Namespace: e.ns, Name: "pek"}
 
 	api := loopback.FreeAddr(t)
-	m := e.startManager("replica-a", leaseTimings{duration: 4 * time.Second, renew: 3 * time.Second, retry: 500 * time.Millisecond},
+	m := e.startPump("replica-a", "pek", leaseTimings{duration: 4 * time.Second, renew: 3 * time.Second, retry: 500 * time.Millisecond},
 		"--zap-log-level=10", "--api-bind-address", api)
 
 	// 1. The wrong mailbox password: the pump cannot start, and says so.

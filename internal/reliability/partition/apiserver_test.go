@@ -38,15 +38,14 @@ const (
 	retryPeriod   = 500 * time.Millisecond
 )
 
-// startManager runs `flightfeed manager` as id on the kubeconfig, watching
-// only namespace ns.
-func startManager(t *testing.T, id, kubeconfig, ns string) *proc {
+// startPump runs `flightfeed pump --feed NS/NAME` as id on the kubeconfig:
+// one of the feed's pump pods, as the operator's Deployment runs it.
+func startPump(t *testing.T, id, kubeconfig string, feed types.NamespacedName) *proc {
 	t.Helper()
-	return start(t, id, []string{"KUBECONFIG=" + kubeconfig}, "manager",
+	return start(t, id, []string{"KUBECONFIG=" + kubeconfig}, "pump",
+		"--feed", feed.String(),
 		"--kubeconfig", kubeconfig,
 		"--identity", id,
-		"--namespaces", ns,
-		"--lease-namespace", ns,
 		"--lease-duration", leaseDuration.String(),
 		"--renew-deadline", renewDeadline.String(),
 		"--retry-period", retryPeriod.String(),
@@ -83,7 +82,7 @@ func TestLeaderCutOffFromTheAPIServer(t *testing.T) {
 	}
 	t.Cleanup(api.Close)
 
-	a := startManager(t, "manager-a", kubeconfigVia(t, api.Addr()), ns)
+	a := startPump(t, "manager-a", kubeconfigVia(t, api.Addr()), types.NamespacedName{Namespace: ns, Name: "split"})
 	key := applyFeed(t, c, ns, f)
 	var epochA int64
 	await.EventuallyEvery(t, "manager-a to lead the feed", waitLong, poll, func() (bool, string) {
@@ -92,7 +91,7 @@ func TestLeaderCutOffFromTheAPIServer(t *testing.T) {
 		epochA = ep
 		return lh == "manager-a" && ph == "manager-a", fmt.Sprintf("Lease %q, pipeline_lock %q@%d", lh, ph, ep)
 	})
-	b := startManager(t, "manager-b", kubeconfigVia(t, apiAddr(t)), ns)
+	b := startPump(t, "manager-b", kubeconfigVia(t, apiAddr(t)), key)
 
 	third := len(rows) / 3
 	put := func(from, to int) {

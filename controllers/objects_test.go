@@ -1,0 +1,213 @@
+package controllers
+
+import (
+	"slices"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+)
+
+func testFeed(edit func(*v1alpha1.FlightFeed)) *v1alpha1.FlightFeed {
+	ff := &v1alpha1.FlightFeed{
+		ObjectMeta: metav1.ObjectMeta{Name: "pek", Namespace: "airports", UID: "uid-1", Generation: 7},
+		Spec: v1alpha1.FlightFeedSpec{
+			Mailbox:  v1alpha1.MailboxSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: "pek-mailbox", Key: "dsn"}},
+			Database: v1alpha1.DatabaseSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: "pek-db", Key: "dsn"}},
+			Kafka:    v1alpha1.KafkaSpec{Brokers: []string{"10.1.2.3:9093", "kafka.example:9092"}},
+		},
+	}
+	if edit != nil {
+		edit(ff)
+	}
+	return ff
+}
+
+var testDefaults = func() PumpDefaults {
+	d, err := PumpDefaults{
+		Image:        "registry.example/flightfeed:1.2.3",
+		Args:         []string{"--lease-duration=15s"},
+		Resources:    corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}},
+		NodeSelector: map[string]string{"pool": "default"},
+	}.withDefaults()
+	if err != nil {
+		panic(err)
+	}
+	return d
+}()
+
+func TestRenderPumpObjects(t *testing.T) {
+	spread := []corev1.TopologySpreadConstraint{{MaxSkew: 2, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.DoNotSchedule}}
+	cases := []struct {
+		name  string
+		edit  func(*v1alpha1.FlightFeed)
+		check func(t *testing.T, o pumpObjects)
+	}{
+		{"defaults: two pods, spread over nodes, a budget of one", nil, func(t *testing.T, o pumpObjects) {
+			d := o.Deployment
+			if d.Name != "pek-pump" || d.Namespace != "airports" || *d.Spec.Replicas != 2 {
+				t.Errorf("deployment %s/%s replicas %d", d.Namespace, d.Name, *d.Spec.Replicas)
+			}
+			c := d.Spec.Template.Spec.Containers[0]
+			if !slices.Equal(c.Args[:3], []string{"pump", "--feed", "airports/pek"}) || !slices.Contains(c.Args, "--lease-duration=15s") {
+				t.Errorf("args %q", c.Args)
+			}
+			if c.Image != testDefaults.Image || c.Resources.Limits.Memory().String() != "256Mi" {
+				t.Errorf("image %s resources %v", c.Image, c.Resources)
+			}
+			if d.Spec.Template.Spec.NodeSelector["pool"] != "default" {
+				t.Errorf("node selector %v", d.Spec.Template.Spec.NodeSelector)
+			}
+			ts := d.Spec.Template.Spec.TopologySpreadConstraints
+			if len(ts) != 1 || ts[0].TopologyKey != corev1.LabelHostname || ts[0].LabelSelector == nil ||
+				ts[0].LabelSelector.MatchLabels["app.kubernetes.io/instance"] != "pek" {
+				t.Errorf("spread %+v", ts)
+			}
+			if d.Spec.Template.Annotations[AnnotationGeneration] != "7" {
+				t.Errorf("template annotations %v", d.Spec.Template.Annotations)
+			}
+			if d.Spec.Template.Spec.ServiceAccountName != "pek-pump" || o.RoleBinding.Subjects[0].Name != "pek-pump" {
+				t.Errorf("service account %q, binding %+v", d.Spec.Template.Spec.ServiceAccountName, o.RoleBinding.Subjects)
+			}
+			if o.PDB == nil || o.PDB.Spec.MaxUnavailable.IntValue() != 1 {
+				t.Errorf("pdb %+v", o.PDB)
+			}
+			if o.NetworkPolicy != nil {
+				t.Error("a NetworkPolicy without the defaults enabling it")
+			}
+			if o.Lease.Name != "flightfeed.airports.pek" || o.Lease.Namespace != "airports" {
+				t.Errorf("lease %s/%s", o.Lease.Namespace, o.Lease.Name)
+			}
+			for _, m := range []metav1.ObjectMeta{d.ObjectMeta, o.Service.ObjectMeta, o.Role.ObjectMeta, o.Lease.ObjectMeta, o.ServiceAccount.ObjectMeta} {
+				if len(m.OwnerReferences) != 1 || m.OwnerReferences[0].UID != "uid-1" || !ptr.Deref(m.OwnerReferences[0].Controller, false) {
+					t.Errorf("%s: owners %+v", m.Name, m.OwnerReferences)
+				}
+			}
+			if sel := o.Service.Spec.Selector; sel["app.kubernetes.io/component"] != "pump" || sel["app.kubernetes.io/instance"] != "pek" {
+				t.Errorf("service selector %v", sel)
+			}
+		}},
+		{"one replica: no budget", func(ff *v1alpha1.FlightFeed) { ff.Spec.Pump.Replicas = ptr.To(int32(1)) }, func(t *testing.T, o pumpObjects) {
+			if *o.Deployment.Spec.Replicas != 1 || o.PDB != nil {
+				t.Errorf("replicas %d pdb %+v", *o.Deployment.Spec.Replicas, o.PDB)
+			}
+		}},
+		{"the spec's placement and resources win", func(ff *v1alpha1.FlightFeed) {
+			ff.Spec.Pump.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
+			ff.Spec.Pump.NodeSelector = map[string]string{"pool": "airports"}
+			ff.Spec.Pump.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
+			ff.Spec.Pump.TopologySpreadConstraints = spread
+		}, func(t *testing.T, o pumpObjects) {
+			p := o.Deployment.Spec.Template.Spec
+			if p.Containers[0].Resources.Limits.Memory().String() != "1Gi" || p.NodeSelector["pool"] != "airports" ||
+				len(p.Tolerations) != 1 || len(p.TopologySpreadConstraints) != 1 || p.TopologySpreadConstraints[0].MaxSkew != 2 ||
+				p.TopologySpreadConstraints[0].LabelSelector == nil {
+				t.Errorf("pod spec %+v", p)
+			}
+			if spread[0].LabelSelector != nil {
+				t.Error("rendering changed the FlightFeed's own constraint")
+			}
+		}},
+		{"the Role names the feed's own objects and Secrets, nothing else", func(ff *v1alpha1.FlightFeed) {
+			ff.Spec.Kafka.SASL = &v1alpha1.KafkaSASL{SecretRef: v1alpha1.SecretRef{Name: "pek-sasl"}}
+			ff.Spec.Kafka.TLS = &v1alpha1.KafkaTLS{SecretRef: &v1alpha1.SecretRef{Name: "pek-db"}}
+			ff.Spec.Database.ReadDSNSecretRef = &v1alpha1.SecretKeyRef{Name: "pek-read", Key: "dsn"}
+		}, func(t *testing.T, o pumpObjects) {
+			var secrets, leases, feeds []string
+			for _, r := range o.Role.Rules {
+				switch {
+				case slices.Contains(r.Resources, "secrets"):
+					secrets = r.ResourceNames
+					if !slices.Equal(r.Verbs, []string{"get"}) {
+						t.Errorf("secret verbs %v", r.Verbs)
+					}
+				case slices.Contains(r.Resources, "leases"):
+					leases = r.ResourceNames
+				case slices.Contains(r.Resources, "flightfeeds"):
+					feeds = r.ResourceNames
+				}
+				if slices.Contains(r.Verbs, "*") || slices.Contains(r.Resources, "*") {
+					t.Errorf("wildcard rule %+v", r)
+				}
+			}
+			if !slices.Equal(secrets, []string{"pek-db", "pek-mailbox", "pek-read", "pek-sasl"}) {
+				t.Errorf("secrets %v", secrets)
+			}
+			if !slices.Equal(leases, []string{"flightfeed.airports.pek"}) || !slices.Equal(feeds, []string{"pek"}) {
+				t.Errorf("leases %v feeds %v", leases, feeds)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ff := testFeed(c.edit)
+			c.check(t, renderPumpObjects(ff, testDefaults))
+		})
+	}
+}
+
+func TestRenderNetworkPolicy(t *testing.T) {
+	d := testDefaults
+	dns := networkingv1.NetworkPolicyEgressRule{Ports: []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstrPort(53))}}}
+	d.NetworkPolicy = &PumpNetworkPolicy{Egress: []networkingv1.NetworkPolicyEgressRule{dns}}
+	np := renderPumpObjects(testFeed(nil), d).NetworkPolicy
+	if np == nil {
+		t.Fatal("no NetworkPolicy")
+	}
+	// DNS, then the broker named by address; the one named by host name
+	// needs the chart's CIDRs.
+	if len(np.Spec.Egress) != 2 || np.Spec.Egress[1].To[0].IPBlock.CIDR != "10.1.2.3/32" || np.Spec.Egress[1].Ports[0].Port.IntValue() != 9093 {
+		t.Errorf("egress %+v", np.Spec.Egress)
+	}
+	if len(np.Spec.Ingress) != 1 || np.Spec.Ingress[0].Ports[0].Port.IntValue() != DefaultProbesPort {
+		t.Errorf("ingress without peers: %+v", np.Spec.Ingress)
+	}
+}
+
+func TestPumpPodsStatus(t *testing.T) {
+	ff := testFeed(nil)
+	ff.Status.PumpPods = &v1alpha1.PumpPodsStatus{Generation: 6}
+	dep := renderPumpObjects(ff, testDefaults).Deployment
+	dep.Generation = 3
+	cases := []struct {
+		name    string
+		status  appsv1.DeploymentStatus
+		wantGen int64
+		ready   string
+	}{
+		{"rolling out: the pods still run the previous generation",
+			appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 3, UpdatedReplicas: 1, ReadyReplicas: 2, AvailableReplicas: 2}, 6, "2/2"},
+		{"controller has not seen the new template",
+			appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}, 6, "2/2"},
+		{"rolled out",
+			appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}, 7, "2/2"},
+		{"no pod ready", appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2}, 6, "0/2"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dep.Status = c.status
+			s := pumpPodsStatus(ff, dep, "")
+			if s.Generation != c.wantGen || s.Ready != c.ready || s.ObservedGeneration != 7 || s.Deployment != "pek-pump" {
+				t.Errorf("%+v", s)
+			}
+		})
+	}
+	if s := pumpPodsStatus(ff, nil, "waiting"); s.Waiting != "waiting" || s.Generation != 6 || s.Ready != "0/0" {
+		t.Errorf("waiting: %+v", s)
+	}
+}
+
+func TestPumpDefaultsNeedAnImage(t *testing.T) {
+	if _, err := (PumpDefaults{}).withDefaults(); err == nil {
+		t.Fatal("no image accepted")
+	}
+}
+
+func intstrPort(p int) intstr.IntOrString { return intstr.FromInt(p) }
