@@ -67,7 +67,8 @@ func countLeftover(ctx context.Context, feed *config.Feed) (leftover, error) {
 	if err != nil {
 		return left, err
 	}
-	st, err := store.Open(ctx, feed.Secrets.DatabaseDSN, store.Options{MaxConns: 2, Location: feed.Location, TLS: dbTLS})
+	st, err := store.Open(ctx, feed.Secrets.DatabaseDSN, store.Options{MaxConns: 2, Location: feed.Location, TLS: dbTLS,
+		MaxMessageBytes: feed.Spec.Mailbox.MaxMessageBytes})
 	if err != nil {
 		return left, err
 	}

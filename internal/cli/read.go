@@ -60,7 +60,8 @@ func openStoreAs(ctx context.Context, feed *config.Feed, dsn string, readOnly bo
 		return nil, fmt.Errorf("database schema is at version %d, this binary needs %d: run `flightfeed migrate --config F`", current, latest)
 	}
 	return store.Open(ctx, dsn, store.Options{
-		MaxConns: feed.Spec.Database.MaxConns, Location: feed.Location, ReadOnly: readOnly, TLS: dbTLS})
+		MaxConns: feed.Spec.Database.MaxConns, Location: feed.Location, ReadOnly: readOnly, TLS: dbTLS,
+		MaxMessageBytes: feed.Spec.Mailbox.MaxMessageBytes})
 }
 
 // exportPageSize is how many flights `export` reads per keyset page.

@@ -21,6 +21,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/dispatch"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/panics"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/recsize"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -69,7 +70,8 @@ func Open(ctx context.Context, feed *config.Feed) (*store.Store, error) {
 		return nil, fmt.Errorf("migrate the database: %w", err)
 	}
 	st, err := store.Open(ctx, feed.Secrets.DatabaseDSN, store.Options{
-		MaxConns: feed.Spec.Database.MaxConns, Location: feed.Location, SchemaVersion: version, TLS: dbTLS})
+		MaxConns: feed.Spec.Database.MaxConns, Location: feed.Location, SchemaVersion: version, TLS: dbTLS,
+		MaxMessageBytes: feed.Spec.Mailbox.MaxMessageBytes})
 	if err != nil {
 		return nil, fmt.Errorf("open the database: %w", err)
 	}
@@ -206,12 +208,14 @@ func (r *Runner) run(ctx context.Context, pumpRun func(context.Context) error) e
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		// nil when ctx ends; an error only when it stopped for good.
-		if dispErr = r.disp.Run(ctx); dispErr != nil {
+		// nil when ctx ends; an error only when it stopped for good. A
+		// panic of the dispatcher stops the feed as an error (the pod
+		// restarts it), not the process.
+		if dispErr = panics.Guard(func() error { return r.disp.Run(ctx) }); dispErr != nil {
 			cancel()
 		}
 	}()
-	err := pumpRun(ctx)
+	err := panics.Guard(func() error { return pumpRun(ctx) })
 	cancel()
 	wg.Wait()
 	if dispErr != nil && (err == nil || errors.Is(err, context.Canceled)) {

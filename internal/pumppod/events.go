@@ -16,6 +16,9 @@ const (
 	ReasonSteppedDown = "SteppedDown"
 	// ReasonPumpFailed (Warning): the pump stopped or could not start.
 	ReasonPumpFailed = "PumpFailed"
+	// ReasonPumpPanicked: the pump or its dispatcher panicked outside a
+	// message; the pod restarts its pump with backoff.
+	ReasonPumpPanicked = "PumpPanicked"
 	// ReasonFenced (Warning): another pump took a newer fencing epoch.
 	ReasonFenced = "Fenced"
 	// ReasonSchemaTooNew and ReasonSchemaTooOld (Warning): the pump refuses

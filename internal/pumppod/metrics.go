@@ -41,6 +41,7 @@ type Metrics struct {
 	snapshotFlags  *prometheus.CounterVec
 	traceLogErrors *prometheus.CounterVec
 	panics         *prometheus.CounterVec
+	runnerPanics   *prometheus.CounterVec
 	seqnRegress    *prometheus.CounterVec
 	queueDepth     *prometheus.GaugeVec
 	queueLag       *prometheus.GaugeVec
@@ -140,6 +141,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "flightfeed_message_panics_total",
 			Help: "Messages made DEAD (INTERNAL) because decoding or applying them panicked (a bug of FlightFeed; the stack is in the log).",
 		}, feed),
+		runnerPanics: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flightfeed_pump_panics_total",
+			Help: "Times the feed's pump or dispatcher panicked outside a message (a bug of FlightFeed; the stack is in the log): the pod restarted its pump with backoff.",
+		}, feed),
 		seqnRegress: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flightfeed_seqn_regressions_total",
 			Help: "Messages (snapshots, FLOP, ADFT, FDEL) whose SEQN was lower than their sender's previous one in the session, flagged SEQN_REGRESSION (seed 000 §9: an alert, the message is applied).",
@@ -223,7 +228,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // register adds the series to reg. Series already registered there (a
 // second manager in the same process) are shared, not duplicated.
 func (m *Metrics) register(reg prometheus.Registerer) error {
-	for _, p := range []any{&m.messages, &m.txDuration, &m.batchSize, &m.ignoredTags, &m.serviceErrors, &m.snapshotFlags, &m.traceLogErrors, &m.panics, &m.seqnRegress, &m.queueDepth, &m.queueLag,
+	for _, p := range []any{&m.messages, &m.txDuration, &m.batchSize, &m.ignoredTags, &m.serviceErrors, &m.snapshotFlags, &m.traceLogErrors, &m.panics, &m.runnerPanics, &m.seqnRegress, &m.queueDepth, &m.queueLag,
 		&m.headBlocked, &m.outboxPending, &m.outboxOldest, &m.backfillPending, &m.snapshotVersion, &m.leader, &m.fenced, &m.pumpRunning, &m.buildInfo, &m.kafkaReachable, &m.outboxParked,
 		&m.mailboxReachable, &m.databaseReachable, &m.kafkaRenewed, &m.readAPIRejected} {
 		var err error
@@ -281,6 +286,14 @@ func (m *Metrics) setLeader(key types.NamespacedName, leading bool) {
 	}
 	m.leader.WithLabelValues(key.Namespace, key.Name).Set(0)
 	m.dropPumpSeries(key)
+}
+
+// countRunnerPanic counts a panic of the feed's runner.
+func (m *Metrics) countRunnerPanic(key types.NamespacedName) {
+	if m == nil {
+		return
+	}
+	m.runnerPanics.WithLabelValues(key.Namespace, key.Name).Inc()
 }
 
 // setFenced says whether the feed's leader waits for another pump that

@@ -19,6 +19,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/backoff"
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/feedrun"
+	"github.com/flightfeed/flightfeed/internal/panics"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
@@ -424,6 +425,12 @@ func (s *feedSupervisor) runLoop(ctx context.Context) {
 			s.log.Error(err, "refusing to run the pump on this database schema; checking again later",
 				"schemaVersion", schemaErr.Current, "knownVersion", schemaErr.Known, "after", wait)
 			s.event(corev1.EventTypeWarning, reason, "Pump", "the pump refuses to run: %s", err.Error())
+		case errors.As(err, new(*panics.Error)):
+			var pe *panics.Error
+			errors.As(err, &pe)
+			s.deps.metrics.countRunnerPanic(s.key)
+			s.log.Error(err, "pump panicked; restarting", "after", wait, "stack", string(pe.Stack))
+			s.event(corev1.EventTypeWarning, ReasonPumpPanicked, "Pump", "the pump panicked (a FlightFeed bug, stack in the pod's log), restarting in %s: %s", wait, err.Error())
 		default:
 			s.log.Error(err, "pump stopped; restarting", "after", wait)
 			s.event(corev1.EventTypeWarning, ReasonPumpFailed, "Pump", "pump failed, restarting in %s: %s", wait, err.Error())
@@ -522,8 +529,13 @@ func (s *feedSupervisor) runOnce(ctx context.Context, d feedDesired) error {
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
 	log := s.log.WithValues("epoch", epoch)
-	runner, err := s.deps.factory(logf.IntoContext(runCtx, log), RunParams{Feed: d.Feed, Identity: s.deps.identity, Epoch: epoch,
-		Store: db, Observer: s.deps.metrics.Observer(s.key), Registerer: s.deps.metrics.FeedRegisterer(s.key), Log: log})
+	var runner FeedRunner
+	err = panics.Guard(func() error {
+		var ferr error
+		runner, ferr = s.deps.factory(logf.IntoContext(runCtx, log), RunParams{Feed: d.Feed, Identity: s.deps.identity, Epoch: epoch,
+			Store: db, Observer: s.deps.metrics.Observer(s.key), Registerer: s.deps.metrics.FeedRegisterer(s.key), Log: log})
+		return ferr
+	})
 	if err != nil {
 		return fmt.Errorf("build the pump: %w", err)
 	}
@@ -532,7 +544,7 @@ func (s *feedSupervisor) runOnce(ctx context.Context, d feedDesired) error {
 	})
 	log.Info("pump started")
 	done := make(chan error, 1)
-	go func() { done <- runner.Run(runCtx) }()
+	go func() { done <- panics.Guard(func() error { return runner.Run(runCtx) }) }()
 
 	for {
 		select {
