@@ -225,7 +225,9 @@ func TestBindingsFollowTheFeeds(t *testing.T) {
 		sa = types.NamespacedName{Namespace: o.Namespace, Name: "flightfeed"}
 		o.SecretGrant = &controllers.SecretGrant{ClusterRole: "ff-secret-reader", ServiceAccount: sa, BindingName: "ff-secret-reader"}
 	})
-	t.Cleanup(func() { _ = e.c.Delete(context.Background(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: crb}}) })
+	t.Cleanup(func() {
+		_ = e.c.Delete(context.Background(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: crb}})
+	})
 	a := e.feed("pek", nil)
 	e.feed("can", nil)
 	subjects := func() []string {

@@ -26,10 +26,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
-	"github.com/flightfeed/flightfeed/internal/pumppod"
 	"github.com/flightfeed/flightfeed/internal/dispatch"
 	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/pumppod"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/storetest"
@@ -177,7 +177,7 @@ func TestFeedRunsAndMirrorsTheLedger(t *testing.T) {
 	// kubectl get flightfeeds / flightfeeddays: server-side printing.
 	checkTable(t, h.ns, "flightfeeds", "pek", map[string]string{
 		"Ready": "True", "Leader": "replica-a", "Lag": "0s", "Latest-Day": day10, "Version": "1", "Reason": "Running",
-	}, []string{"Name", "Ready", "Leader", "Lag", "Latest-Day", "Version", "Age", "Reason", "Message"}, []string{"Reason", "Message"})
+	}, []string{"Name", "Ready", "Leader", "Lag", "Latest-Day", "Version", "Pods", "Age", "Reason", "Message"}, []string{"Reason", "Message"})
 	checkTable(t, h.ns, "flightfeeddays", pumppod.DayName("pek", day9), map[string]string{
 		"Day": day9, "Version": "2", "Flights": "2", "Last-Message": "102", "Feed": "pek",
 	}, []string{"Name", "Day", "Version", "Flights", "Last-Message", "Committed", "Age", "Feed"}, []string{"Feed"})
@@ -459,7 +459,7 @@ func TestFailoverFencesTheOldEpoch(t *testing.T) {
 	h.waitReady(key)
 
 	// With both replicas up again, deleting the FlightFeed stops the pump
-	// wherever it runs and only then lets the object go.
+	// wherever it runs and releases the Lease.
 	h.startReplica(first)
 	ff, err = h.getFeed(key)
 	if err != nil {
@@ -468,9 +468,21 @@ func TestFailoverFencesTheOldEpoch(t *testing.T) {
 	if err := h.c.Delete(h.ctx(), ff); err != nil {
 		t.Fatal(err)
 	}
-	await.Eventually(t, "the FlightFeed to be gone", waitLong, func() (bool, string) {
+	// No finalizer: the FlightFeed goes at once, and the pump stops when
+	// its pod sees it gone (the operator's Deployment goes with it).
+	await.Eventually(t, "the FlightFeed gone and the pump stopped", waitLong, func() (bool, string) {
 		_, err := h.getFeed(key)
-		return err != nil && client.IgnoreNotFound(err) == nil, fmt.Sprint(err)
+		return apierrors.IsNotFound(err) && r3.stopped(), fmt.Sprintf("feed: %v, pump stopped: %v", err, r3.stopped())
+	})
+	// The Lease is released, and owned by the FlightFeed: the garbage
+	// collector (which envtest does not run) removes it with the feed.
+	await.Eventually(t, "the Lease released", waitLong, func() (bool, string) {
+		lease, err := h.lease(key)
+		if err != nil {
+			return false, err.Error()
+		}
+		return ptr.Deref(lease.Spec.HolderIdentity, "") == "" && len(lease.OwnerReferences) == 1 && lease.OwnerReferences[0].UID == ff.UID,
+			fmt.Sprintf("holder %q owners %+v", ptr.Deref(lease.Spec.HolderIdentity, ""), lease.OwnerReferences)
 	})
 	for _, r := range h.runners.all() {
 		if !r.stopped() {
@@ -481,7 +493,7 @@ func TestFailoverFencesTheOldEpoch(t *testing.T) {
 
 // TestSpecChangeRestartsAndDeletionStops: a spec change restarts the pump
 // with the new configuration and a new epoch; deleting the FlightFeed
-// stops the pump, releases the Lease and lets the object go.
+// stops the pump and releases the Lease, which the FlightFeed owns.
 func TestSpecChangeRestartsAndDeletionStops(t *testing.T) {
 	h := newHarness(t)
 	h.startReplica("replica-a")
@@ -530,18 +542,22 @@ func TestSpecChangeRestartsAndDeletionStops(t *testing.T) {
 	if err := h.c.Delete(h.ctx(), ff); err != nil {
 		t.Fatal(err)
 	}
-	await.Eventually(t, "the FlightFeed to be gone", waitLong, func() (bool, string) {
+	// No finalizer: the FlightFeed goes at once, and the pump stops when
+	// its pod sees it gone.
+	await.Eventually(t, "the FlightFeed gone and the pump stopped", waitLong, func() (bool, string) {
 		_, err := h.getFeed(key)
-		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprint(err)
+		return apierrors.IsNotFound(err) && r3.stopped(), fmt.Sprintf("feed: %v, pump stopped: %v", err, r3.stopped())
 	})
-	if !r3.stopped() {
-		t.Fatal("the pump still runs after its FlightFeed was deleted")
-	}
-	// The Lease has no owner to be collected with: the last replica
-	// deleted it before it let the FlightFeed go.
-	if lease, err := h.lease(key); !apierrors.IsNotFound(err) {
-		t.Fatalf("the Lease outlived its FlightFeed: %+v (%v)", lease, err)
-	}
+	// Released, and owned by the FlightFeed: the garbage collector (which
+	// envtest does not run) removes it with the feed.
+	await.Eventually(t, "the Lease released", waitLong, func() (bool, string) {
+		lease, err := h.lease(key)
+		if err != nil {
+			return false, err.Error()
+		}
+		return ptr.Deref(lease.Spec.HolderIdentity, "") == "" && len(lease.OwnerReferences) == 1 && lease.OwnerReferences[0].UID == ff.UID,
+			fmt.Sprintf("holder %q owners %+v", ptr.Deref(lease.Spec.HolderIdentity, ""), lease.OwnerReferences)
+	})
 	for _, r := range h.runners.all() {
 		if !r.stopped() {
 			t.Fatalf("%s still runs", describe(r))

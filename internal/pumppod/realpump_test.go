@@ -18,9 +18,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
-	"github.com/flightfeed/flightfeed/internal/pumppod"
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
 	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/pumppod"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
@@ -211,7 +211,7 @@ func TestRealPumpMirrorsTheLedger(t *testing.T) {
 	// kubectl get flightfeeds / flightfeeddays.
 	checkTable(t, h.ns, "flightfeeds", "pek", map[string]string{
 		"Ready": "True", "Leader": "replica-a", "Lag": "0s", "Latest-Day": day, "Version": "1", "Reason": "Running",
-	}, []string{"Name", "Ready", "Leader", "Lag", "Latest-Day", "Version", "Age", "Reason", "Message"}, []string{"Reason", "Message"})
+	}, []string{"Name", "Ready", "Leader", "Lag", "Latest-Day", "Version", "Pods", "Age", "Reason", "Message"}, []string{"Reason", "Message"})
 	checkTable(t, h.ns, "flightfeeddays", pumppod.DayName("pek", day), map[string]string{
 		"Day": day, "Version": "1", "Flights": fmt.Sprint(flights), "Last-Message": fmt.Sprint(respID), "Feed": "pek",
 	}, []string{"Name", "Day", "Version", "Flights", "Last-Message", "Committed", "Age", "Feed"}, []string{"Feed"})

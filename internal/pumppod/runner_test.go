@@ -12,10 +12,10 @@ import (
 	_ "github.com/go-sql-driver/mysql" // the mailbox driver
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/flightfeed/flightfeed/internal/pumppod"
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/pumppod"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 

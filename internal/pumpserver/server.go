@@ -33,8 +33,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
-	"github.com/flightfeed/flightfeed/internal/serving"
 	"github.com/flightfeed/flightfeed/internal/pumppod"
+	"github.com/flightfeed/flightfeed/internal/serving"
 )
 
 // Defaults of Options.
