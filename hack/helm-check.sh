@@ -40,6 +40,8 @@ for f in "$chart"/files/crds/*.yaml; do
 done
 cmp -s config/rbac/role.yaml "$chart/files/rbac/role.yaml" ||
   fail "$chart/files/rbac/role.yaml differs from config/rbac/role.yaml: run 'cp config/rbac/role.yaml $chart/files/rbac/'"
+cmp -s config/rbac/pump/role.yaml "$chart/files/rbac/pump-role.yaml" ||
+  fail "$chart/files/rbac/pump-role.yaml differs from config/rbac/pump/role.yaml: run 'make manifests'"
 
 # The chart's README is generated from values.yaml's comments (helm-docs
 # style, hack/chartdocs): it must not drift.
@@ -59,9 +61,10 @@ count() { grep -c "^kind: $2\$" "$work/$1.yaml" || true; }
 has() { local n=$1; shift; [ "$1" = -- ] && shift; grep -qE -- "$1" "$work/$n.yaml" || fail "$n: rendered chart lacks /$1/"; }
 hasnot() { local n=$1; shift; [ "$1" = -- ] && shift; ! grep -qE -- "$1" "$work/$n.yaml" || fail "$n: rendered chart has /$1/"; }
 
-# 3. Default values: everything, CRDs kept, two hardened replicas.
+# 3. Default values: everything, CRDs kept, two hardened operator replicas
+# (leader-elected) and the pump pods' defaults.
 render default
-for kind in CustomResourceDefinition:2 Deployment:1 ClusterRole:4 ClusterRoleBinding:1 Role:1 RoleBinding:1 ServiceAccount:1 Service:1 PodDisruptionBudget:1 NetworkPolicy:1; do
+for kind in CustomResourceDefinition:2 Deployment:1 ClusterRole:5 ClusterRoleBinding:1 Role:1 RoleBinding:1 ServiceAccount:1 Service:1 PodDisruptionBudget:1 NetworkPolicy:1 ConfigMap:1; do
   [ "$(count default "${kind%%:*}")" = "${kind##*:}" ] || fail "default: want ${kind##*:} ${kind%%:*}, got $(count default "${kind%%:*}")"
 done
 has default 'name: flightfeeds.flightfeed.aero'
@@ -74,9 +77,27 @@ has default 'allowPrivilegeEscalation: false'
 has default 'path: /healthz'
 has default 'path: /readyz'
 has default 'fieldPath: metadata.name'
+# The operator: control plane only, leader-elected, its pump defaults
+# mounted and their checksum on the pod template.
+has default -- '- --leader-elect$'
+has default -- '- --pump-defaults=/etc/flightfeed/pump/defaults.yaml'
+has default -- '- --secret-reader-clusterrole=ff-flightfeed-secret-reader'
+has default -- '- --auth-delegator-binding=ff-flightfeed-pumps-auth-delegator'
+has default 'name: SERVICE_ACCOUNT'
+has default 'checksum/pump-defaults: [0-9a-f]{64}'
+has default 'name: ff-flightfeed-pump-defaults'
+hasnot default -- '--api-bind-address'
+hasnot default 'containerPort: 8082'
+hasnot default 'escalate'
+# The pump pods' defaults: the operator's image, lease timings, the read API.
+has default 'image: "flightfeed:'
 has default -- '- --lease-duration=15s'
 has default -- '- --secret-resync-period=1m'
-has default -- '- --api-bind-address=:8082'
+has default -- '- --metrics-secure=true'
+has default 'api: 8082'
+has default 'terminationGracePeriod: 45s'
+has default 'memory: 64Mi'
+has default 'ingressFrom:'
 # Secure metrics by default, and the ClusterRole scrapers are bound to.
 has default '- --metrics-secure=true'
 has default 'name: ff-flightfeed-metrics-reader'
@@ -100,10 +121,19 @@ render nokeep --set crds.keep=false
 [ "$(count nokeep CustomResourceDefinition)" = 2 ] || fail "crds.keep=false lost the CRDs"
 hasnot nokeep 'helm.sh/resource-policy'
 render quiet --set metrics.enabled=false --set api.enabled=false --set replicaCount=1
-[ "$(count quiet Service)" = 0 ] || fail "no metrics and no API still renders a Service"
+[ "$(count quiet Service)" = 0 ] || fail "no metrics still renders the operator's Service"
 [ "$(count quiet PodDisruptionBudget)" = 0 ] || fail "one replica still renders a PodDisruptionBudget"
 has quiet -- '- --metrics-bind-address=0'
-has quiet -- '- --api-bind-address=0'
+has quiet 'metrics: -1'
+has quiet 'api: -1'
+render pumpvalues --set pump.image.repository=registry.example/ff --set pump.image.tag=v9 --set 'pump.extraArgs={--status-interval=10s}' \
+  --set pump.nodeSelector.pool=feeds --set pump.priorityClassName=feeds --set 'pump.topologySpreadConstraints[0].maxSkew=1' \
+  --set 'pump.topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone' --set 'pump.topologySpreadConstraints[0].whenUnsatisfiable=DoNotSchedule'
+has pumpvalues 'image: "registry.example/ff:v9"'
+has pumpvalues -- '- "--status-interval=10s"'
+has pumpvalues 'pool: feeds'
+has pumpvalues 'priorityClassName: feeds'
+has pumpvalues 'topologyKey: topology.kubernetes.io/zone'
 render apicap --set api.maxConcurrentRequests=3
 has apicap -- '- --api-max-concurrent-requests=3'
 render norbac --set rbac.create=false --set rbac.aggregate=false --set serviceAccount.create=false --set serviceAccount.name=existing
@@ -111,16 +141,16 @@ render norbac --set rbac.create=false --set rbac.aggregate=false --set serviceAc
 [ "$(count norbac Role)" = 0 ] || fail "rbac.create=false still renders a Role"
 has norbac 'serviceAccountName: existing'
 
-# The RBAC modes (controllers/rbac_test.go asserts their exact rules): the
-# namespaced one has a Role and RoleBinding per watched namespace plus the
-# Lease Role, and no ClusterRole for the manager unless it needs a
-# cluster-scoped call; an upgrade migrates the legacy Leases.
+# The RBAC modes (internal/pumppod/rbac_test.go asserts their exact rules):
+# the namespaced one has a Role and RoleBinding per watched namespace plus the
+# leader election Role; its ClusterRole keeps only the auth-delegator
+# binding's rights.
 render namespaced --set 'watchNamespaces={ops,ground}' --is-upgrade \
   --set 'networkPolicy.egress.database.cidrs={10.0.0.0/8}' --set 'networkPolicy.egress.brokers.ports={9092,9093}'
 [ "$(count namespaced Role)" = 3 ] || fail "namespaced: want 3 Roles, got $(count namespaced Role)"
 [ "$(count namespaced RoleBinding)" = 3 ] || fail "namespaced: want 3 RoleBindings, got $(count namespaced RoleBinding)"
 has namespaced -- '- --namespaces=ops,ground'
-has namespaced -- '- --legacy-leases'
+hasnot namespaced -- '--legacy-leases'
 has namespaced 'namespace: ground'
 has namespaced 'cidr: "10.0.0.0/8"'
 has namespaced 'port: 9093, protocol: TCP'
@@ -133,12 +163,10 @@ has insecure 'scheme: http$'
 hasnot insecure 'metrics-reader'
 hasnot insecure 'metrics-scraper'
 hasnot insecure 'authorization:'
-render certs --set metrics.certSecret=metrics-tls --set api.certSecret=api-tls --set monitoring.serviceMonitor.enabled=true \
+render certs --set metrics.certSecret=metrics-tls --set monitoring.serviceMonitor.enabled=true \
   --set 'metrics.scrapers[0].namespace=monitoring' --set 'metrics.scrapers[0].name=prometheus-k8s'
 has certs '- --metrics-cert-dir=/etc/flightfeed/metrics-certs'
-has certs '- --api-cert-dir=/etc/flightfeed/api-certs'
 has certs 'secretName: metrics-tls'
-has certs 'secretName: api-tls'
 has certs 'key: ca.crt'
 has certs 'serverName: ff-flightfeed.flightfeed-system.svc'
 has certs 'name: prometheus-k8s'
@@ -171,15 +199,18 @@ for f in "$work"/*.yaml; do
   ! grep -q "bearerTokenFile" "$f" || fail "$(basename "$f" .yaml): renders the deprecated bearerTokenFile"
 done
 has monitoring 'insecureSkipVerify: true'
-for kind in ServiceMonitor:1 PrometheusRule:1 ConfigMap:1; do
+# Two ServiceMonitors (the operator's, every feed's pump Service); two
+# ConfigMaps (the pump defaults, the dashboard).
+for kind in ServiceMonitor:2 PrometheusRule:1 ConfigMap:2; do
   [ "$(count monitoring "${kind%%:*}")" = "${kind##*:}" ] || fail "monitoring: want ${kind##*:} ${kind%%:*}, got $(count monitoring "${kind%%:*}")"
 done
 has monitoring 'grafana_dashboard: "1"'
 has monitoring 'alert: FlightFeedHeadBlocked'
 has monitoring 'time\(\) - flightfeed_head_blocked_since_timestamp_seconds > 300'
-for kind in ServiceMonitor PrometheusRule ConfigMap; do
+for kind in ServiceMonitor PrometheusRule; do
   [ "$(count default "$kind")" = 0 ] || fail "default: renders a $kind, the monitoring objects are off by default"
 done
+hasnot default 'grafana_dashboard' 
 "$helm" lint --strict --kube-version "$kube_version" "$chart" --set monitoring.serviceMonitor.enabled=true \
   --set monitoring.prometheusRule.enabled=true --set monitoring.grafanaDashboard.enabled=true >"$work/lint" 2>&1 ||
   { cat "$work/lint" >&2; fail "helm lint with the monitoring objects failed"; }
@@ -207,7 +238,7 @@ grep -q "accepts $(cat "$work/monitoring.yaml" "$work/namespaced.yaml" | grep -c
 # The migration Job hook (opt-in): one container per listed feed, before
 # install and upgrade, with its config Secret; off by default.
 [ "$(count default Job)" = 0 ] || fail "default: renders a migration Job, it is opt-in"
-has default 'terminationGracePeriodSeconds: 45'
+has default 'terminationGracePeriodSeconds: 30'
 render migrate --set migrations.job.enabled=true --set 'migrations.job.feeds[0].name=pek' \
   --set 'migrations.job.feeds[0].configSecret=pek-config' --set 'migrations.job.feeds[1].name=ams' \
   --set 'migrations.job.feeds[1].configSecret=ams-config'
@@ -247,12 +278,16 @@ refuse "a read API cap of zero" --set api.maxConcurrentRequests=0
 refuse "an unknown log level" --set logLevel=loud
 refuse "a zero alert threshold" --set monitoring.prometheusRule.headBlockedSeconds=0
 refuse "a bad watched namespace" --set 'watchNamespaces={Ops}'
-refuse "a bad lease migration" --set leaseMigration=maybe
+refuse "the removed lease migration" --set leaseMigration=auto
+refuse "an unknown pump value" --set pump.replicas=3
+refuse "a bad pump pull policy" --set pump.image.pullPolicy=Sometimes
+refuse "a bad operator lease" --set leaderElection.leaseDuration=soon
 refuse "a NetworkPolicy port out of range" --set 'networkPolicy.egress.database.ports={70000}'
 refuse "a NetworkPolicy CIDR that is none" --set 'networkPolicy.egress.mailbox.cidrs={mailbox.example}'
 refuse "metrics.secure not a boolean" --set-string metrics.secure=maybe
 refuse "a scraper without a namespace" --set 'metrics.scrapers[0].name=prometheus'
-refuse "a grace period shorter than a pump's stop and last status" --set terminationGracePeriodSeconds=30
+refuse "a grace period shorter than a pump's stop and last status" --set pump.terminationGracePeriodSeconds=30
+refuse "a grace period shorter than the operator's shutdown" --set terminationGracePeriodSeconds=10
 refuse "a migration feed without its Secret" --set 'migrations.job.feeds[0].name=pek'
 refuse "an empty scrape token key" --set monitoring.serviceMonitor.authorization.key=
 refuse "a scrape token Secret name that is none" --set monitoring.serviceMonitor.authorization.secretName=Prom_Token
@@ -265,10 +300,19 @@ if command -v kubectl >/dev/null 2>&1; then
   done
   kubectl kustomize config/namespaced >"$work/kustomize-namespaced.yaml" || fail "kubectl kustomize config/namespaced failed"
   grep -q -- '- --namespaces=feeds' "$work/kustomize-namespaced.yaml" || fail "config/namespaced does not pass --namespaces"
-  # Its only ClusterRoleBinding grants the token and access reviews
-  # (config/namespaced/auth_role.yaml); the feeds' rules are Roles.
-  [ "$(grep -c '^kind: ClusterRoleBinding$' "$work/kustomize-namespaced.yaml")" = 1 ] || fail "config/namespaced binds more than the auth ClusterRole"
-  grep -q 'name: flightfeed-manager-auth$' "$work/kustomize-namespaced.yaml" || fail "config/namespaced lacks the token and access review ClusterRole"
+  # Its only ClusterRoleBinding grants the rights around the pumps'
+  # auth-delegator binding (config/rbac/pump_auth_role.yaml); the feeds'
+  # rules are Roles.
+  [ "$(grep -c '^kind: ClusterRoleBinding$' "$work/kustomize-namespaced.yaml")" = 1 ] || fail "config/namespaced binds more than the pump auth ClusterRole"
+  grep -q 'name: flightfeed-manager-pump-auth$' "$work/kustomize-namespaced.yaml" || fail "config/namespaced lacks the pump auth ClusterRole"
+  # The operator, control plane only: leader-elected, pump defaults mounted,
+  # the secret-reader ClusterRole and auth-delegator binding the flags name.
+  for want in '- --leader-elect$' '- --pump-defaults=/etc/flightfeed/pump/defaults.yaml' \
+    '- --secret-reader-clusterrole=flightfeed-secret-reader' '- --auth-delegator-binding=flightfeed-pumps-auth-delegator' \
+    'name: flightfeed-secret-reader$' 'name: flightfeed-pump-defaults$' 'networkPolicy:'; do
+    grep -qE -- "$want" "$work/kustomize.yaml" || fail "config/default lacks /$want/"
+  done
+  ! grep -qE 'escalate|containerPort: 8082' "$work/kustomize.yaml" || fail "config/default grants escalate or serves the read API from the operator"
   grep -q 'name: flightfeed-metrics-reader$' "$work/kustomize.yaml" || fail "config/default lacks the metrics-reader ClusterRole"
   kubectl kustomize config/samples >/dev/null || fail "kubectl kustomize config/samples failed"
 fi

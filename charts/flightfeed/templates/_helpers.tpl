@@ -41,11 +41,127 @@ app.kubernetes.io/component: manager
 {{- end }}
 {{- end }}
 
-{{/* "true" when the manager takes the legacy Leases too (leaseMigration:
-true, or auto during helm upgrade). */}}
-{{- define "flightfeed.leaseMigration" -}}
-{{- $m := toString .Values.leaseMigration }}
-{{- if or (eq $m "true") (and (eq $m "auto") .Release.IsUpgrade) }}true{{ else }}false{{ end }}
+{{/* The operator's image. */}}
+{{- define "flightfeed.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+
+{{/* The ClusterRole granting get on Secrets that the operator binds itself
+to, by a RoleBinding of the same name, in each namespace holding a
+FlightFeed (--secret-reader-clusterrole). */}}
+{{- define "flightfeed.secretReader" -}}
+{{- printf "%s-secret-reader" (include "flightfeed.fullname" .) }}
+{{- end }}
+
+{{/* The ClusterRoleBinding to system:auth-delegator whose subjects the
+operator keeps equal to the pump ServiceAccounts (--auth-delegator-binding). */}}
+{{- define "flightfeed.authDelegator" -}}
+{{- printf "%s-pumps-auth-delegator" (include "flightfeed.fullname" .) }}
+{{- end }}
+
+{{/* The pump pods' defaults (controllers.PumpDefaults), the file
+`flightfeed manager --pump-defaults` reads: values pump.*, the hardened
+security contexts, the ports, lease timings, log level and the
+NetworkPolicy. */}}
+{{- define "flightfeed.pumpDefaults" -}}
+{{- $p := .Values.pump -}}
+{{- $np := .Values.networkPolicy -}}
+image: {{ printf "%s:%s" ($p.image.repository | default .Values.image.repository) ($p.image.tag | default (.Values.image.tag | default .Chart.AppVersion)) | quote }}
+imagePullPolicy: {{ $p.image.pullPolicy | default .Values.image.pullPolicy }}
+{{- with $p.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $p.resources }}
+resources:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $p.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $p.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $p.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $p.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $p.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+podSecurityContext:
+  {{- toYaml .Values.podSecurityContext | nindent 2 }}
+securityContext:
+  {{- toYaml .Values.securityContext | nindent 2 }}
+terminationGracePeriod: {{ printf "%ds" (int $p.terminationGracePeriodSeconds) }}
+args:
+  - --lease-duration={{ .Values.lease.duration }}
+  - --renew-deadline={{ .Values.lease.renewDeadline }}
+  - --retry-period={{ .Values.lease.retryPeriod }}
+  - --secret-resync-period={{ .Values.secretResyncPeriod }}
+  - --metrics-secure={{ .Values.metrics.secure }}
+  - --api-max-concurrent-requests={{ .Values.api.maxConcurrentRequests }}
+  - --zap-log-level={{ .Values.logLevel }}
+  {{- range $p.extraArgs }}
+  - {{ . | quote }}
+  {{- end }}
+{{- with $p.extraEnv }}
+env:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+# -1: not served.
+ports:
+  metrics: {{ if .Values.metrics.enabled }}{{ .Values.metrics.port }}{{ else }}-1{{ end }}
+  probes: {{ .Values.probes.port }}
+  api: {{ if .Values.api.enabled }}{{ .Values.api.port }}{{ else }}-1{{ end }}
+{{- with $p.podLabels }}
+podLabels:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $p.podAnnotations }}
+podAnnotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- if $np.enabled }}
+networkPolicy:
+  # Metrics and the read API: from the labelled namespaces and the API
+  # server's addresses (its service proxy).
+  ingressFrom:
+    - namespaceSelector:
+        matchLabels:
+          {{- toYaml $np.ingressNamespaceLabels | nindent 10 }}
+    {{- range $np.egress.apiServer.cidrs }}
+    - ipBlock: {cidr: {{ . | quote }}}
+    {{- end }}
+  egress:
+    - ports:
+        {{- range $np.egress.dns.ports }}
+        - {port: {{ . }}, protocol: UDP}
+        - {port: {{ . }}, protocol: TCP}
+        {{- end }}
+    {{- range $name := list "apiServer" "mailbox" "database" "brokers" }}
+    {{- $e := index $np.egress $name }}
+    {{- if $e.ports }}
+    # {{ $name }}
+    - ports:
+        {{- range $e.ports }}
+        - {port: {{ . }}, protocol: TCP}
+        {{- end }}
+      {{- with $e.cidrs }}
+      to:
+        {{- range . }}
+        - ipBlock: {cidr: {{ . | quote }}}
+        {{- end }}
+      {{- end }}
+    {{- end }}
+    {{- end }}
+{{- end }}
 {{- end }}
 
 {{/* "true" when the chart makes the ServiceMonitor's scrape token: a
