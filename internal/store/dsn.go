@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -49,7 +50,8 @@ func (e *reasonError) Unwrap() error { return e.err }
 // parseConnConfig parses a database DSN with pgconn's allow-list of keys
 // (config.DatabaseKeys): a key that would read a local file (passfile,
 // sslrootcert…) is refused before the file system is touched, whatever
-// config.CheckDatabaseDSN made of the DSN. Its connections refuse a
+// config.CheckDatabaseDSN made of the DSN. application_name defaults to
+// $POD_NAME (the pump pod's name). Its connections refuse a
 // server message above MessageBound(0) (bound.go); Open raises that to
 // the feed's.
 func parseConnConfig(dsn string) (*pgx.ConnConfig, error) {
@@ -58,6 +60,11 @@ func parseConnConfig(dsn string) (*pgx.ConnConfig, error) {
 		return nil, err
 	}
 	cfg.BuildFrontend = boundFrontend(0)
+	// A pump pod's sessions carry its name (pg_stat_activity), unless the
+	// DSN names them itself: which pod holds a session is visible.
+	if pod := os.Getenv("POD_NAME"); pod != "" && cfg.RuntimeParams["application_name"] == "" {
+		cfg.RuntimeParams["application_name"] = pod
+	}
 	return cfg, nil
 }
 
