@@ -96,6 +96,10 @@ bench-sweep: build ## Full-day RESP time against flight count, 500 to 9,999 (Mar
 	go run ./hack/bench/e2e -bin bin/flightfeed -backlogs= -latency=0 -big-flights=0 \
 		-sweep 500,1000,2000,4000,6000,8000,9999 -chart hack/bench/performance.svg $(BENCH_ARGS)
 
+.PHONY: bench-operator
+bench-operator: build ## The control plane's memory from 1 to 50 FlightFeeds and a pump pod's floor (envtest; about 1 min).
+	KUBEBUILDER_ASSETS=$$(bash hack/envtest-assets.sh) go run ./hack/bench/operator -bin bin/flightfeed $(BENCH_ARGS)
+
 .PHONY: test-unit
 test-unit: ## Pure packages only (no services needed).
 	go test ./internal/flight/... ./internal/sis/... ./internal/config/...

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
-	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 )
@@ -119,7 +118,7 @@ func startTwo(e *env, lt leaseTimings) map[string]*manager {
 	return map[string]*manager{"manager-a": e.startPump("manager-a", "pek", lt), "manager-b": e.startPump("manager-b", "pek", lt)}
 }
 
-// TestTwoManagersOnePumpPerFeed runs two `flightfeed manager` processes on
+// TestTwoPumpPodsOnePumpPerFeed runs two `flightfeed pump --feed` processes on
 // one FlightFeed. Exactly one pump runs — the Lease holder's, which is also
 // the writer in pipeline_lock, while the other replica holds no epoch, runs
 // no pump and has no session on the feed's database. The holder is killed
@@ -129,7 +128,7 @@ func startTwo(e *env, lt leaseTimings) map[string]*manager {
 // results and the KAFKA_SCHD topic — equals an uninterrupted run's on
 // separate databases with the same rows; both topics, read read_committed,
 // never go back in a FLID's versions (see assertTopics).
-func TestTwoManagersOnePumpPerFeed(t *testing.T) {
+func TestTwoPumpPodsOnePumpPerFeed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end: kills a manager and waits out its Lease")
 	}
@@ -179,6 +178,7 @@ func TestTwoManagersOnePumpPerFeed(t *testing.T) {
 		epoch2 = ep
 		return lh == other && ph == other && ep > epoch1, fmt.Sprintf("Lease %q, pipeline_lock %q@%d", lh, ph, ep)
 	})
+	t.Logf("takeover: %s after SIGKILL of the leader (lease duration %s)", time.Since(killedAt).Round(100*time.Millisecond), fastLease.duration)
 	f.wait(t)
 	w.waitDrained(len(rows))
 	e.waitReady(key, other)
@@ -422,105 +422,104 @@ func TestFrozenHolderCannotCommit(t *testing.T) {
 		holder, time.Since(frozeAt).Round(time.Millisecond), other, epoch2, how)
 }
 
-// TestTwoFeedsCanBeLedByDifferentReplicas: each feed elects its own pump;
-// two FlightFeeds on two managers can be led by different replicas.
-//
-// The method is deterministic: feed one is applied and led by one replica
-// (X). X is then frozen (SIGSTOP) and feed two is applied: its Lease is free
-// and only the other replica (Y) is alive to take it. X is resumed well
-// within its renew deadline (these managers run with a 20 s lease and a 15 s
-// renew deadline), so it keeps feed one: a Lease that was renewed a moment
-// ago is not taken over. Both leases then stay where they are, both pumps
-// run at once on different replicas, and both process their mailboxes.
-func TestTwoFeedsCanBeLedByDifferentReplicas(t *testing.T) {
+// TestOneFeedsTakeoverNeverPausesAnother (issue 35): two feeds, each
+// with two pump pods (`flightfeed pump --feed`). Rows stream into both
+// mailboxes; feed one's leader is killed (SIGKILL, as a deleted pod that
+// ignores its grace period) a third of the way through. Its standby takes
+// the Lease and a newer epoch within the lease duration + 10 s, while feed
+// two's leader never stops committing: in every second of the takeover
+// its mailbox count moves, and every write of feed two is its leader's,
+// under one epoch.
+func TestOneFeedsTakeoverNeverPausesAnother(t *testing.T) {
 	if testing.Short() {
-		t.Skip("end to end: freezes a manager, two managers with 20 s Leases")
+		t.Skip("end to end: four pump processes, kills one feed's leader")
 	}
 	e := newEnv(t)
 	w1, w2 := newWorld(t, "one"), newWorld(t, "two")
-	slow := leaseTimings{duration: 20 * time.Second, renew: 15 * time.Second, retry: time.Second}
-	managers := startTwo(e, slow)
+	pods := map[string]*manager{}
+	for _, id := range []string{"one-pump-a", "one-pump-b"} {
+		pods[id] = e.startPump(id, "one", fastLease)
+	}
+	for _, id := range []string{"two-pump-a", "two-pump-b"} {
+		pods[id] = e.startPump(id, "two", fastLease)
+	}
+	k1, k2 := e.apply(w1), e.apply(w2)
+	lead1, epoch1 := e.waitLeader(k1, w1)
+	lead2, epoch2 := e.waitLeader(k2, w2)
+	other1 := map[string]string{"one-pump-a": "one-pump-b", "one-pump-b": "one-pump-a"}[lead1]
+	day1, day2 := w1.waitRequest(), w2.waitRequest()
 
-	k1 := e.apply(w1)
-	x, epoch1 := e.waitLeader(k1, w1)
-	y := otherOf(x)
-	w1.waitRequest() // X's pump is up
-
-	managers[x].freeze()
-	frozeAt := time.Now()
-	k2 := e.apply(w2)
-	await.Eventually(t, y+" to take feed two's Lease while "+x+" is frozen", slow.renew-5*time.Second, func() (bool, string) {
-		lh, err := e.leaseHolder(t.Context(), k2)
-		return err == nil && lh == y, fmt.Sprint(lh, err)
+	rows1, rows2 := workload(day1, w1.loc), workload(day2, w2.loc)
+	base := time.Now().UTC().Truncate(time.Second)
+	f1 := w1.startFeeder(rows1, base, 0, len(rows1), 10*time.Millisecond)
+	f2 := w2.startFeeder(rows2, base, 0, len(rows2), 20*time.Millisecond)
+	await.Eventually(t, "a third of feed one's stream processed", waitLong, func() (bool, string) {
+		n := w1.processed()
+		return n >= len(rows1)/3, fmt.Sprintf("%d of %d", n, len(rows1))
 	})
-	managers[x].thaw()
-	if frozen := time.Since(frozeAt); frozen >= slow.renew {
-		t.Fatalf("%s was frozen for %s, not within its renew deadline %s", x, frozen, slow.renew)
-	}
+	killedAt := time.Now()
+	pods[lead1].kill()
 
-	holder2, epoch2 := e.waitLeader(k2, w2)
-	if holder2 != y {
-		t.Fatalf("feed two led by %s, want %s", holder2, y)
+	// Feed two while feed one has no leader: sampled every 100 ms, its
+	// processed count must move in every second while rows keep arriving.
+	type point struct {
+		at        time.Time
+		processed int
+		inserted  int
 	}
-	e.waitReady(k1, x)
-	e.waitReady(k2, y)
-
-	// Over several renewals both replicas lead one feed each: the Leases,
-	// the writers and the epochs stay, each replica runs only its own pump.
-	steadyUntil := time.Now().Add(3 * slow.retry)
-	for time.Now().Before(steadyUntil) {
-		for _, c := range []struct {
-			key       types.NamespacedName
-			w         *feedWorld
-			lead, not string
-			epoch     int64
-		}{{k1, w1, x, y, epoch1}, {k2, w2, y, x, epoch2}} {
-			lh, err := e.leaseHolder(t.Context(), c.key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ph, ep, err := c.w.lock(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if lh != c.lead || ph != c.lead || ep != c.epoch {
-				t.Fatalf("%s: Lease %q, pipeline_lock %q@%d; want %s@%d", c.key.Name, lh, ph, ep, c.lead, c.epoch)
-			}
-			if v := managers[c.not].pumpRunning(c.key); v == 1 {
-				t.Fatalf("%s runs a pump of %s, led by %s", c.not, c.key.Name, c.lead)
-			}
+	var points []point
+	var took time.Duration
+	deadline := killedAt.Add(fastLease.duration + 10*time.Second)
+	for {
+		points = append(points, point{time.Now(), w2.processed(), f2.count()})
+		lh, err := e.leaseHolder(t.Context(), k1)
+		if err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(200 * time.Millisecond)
+		ph, ep, err := w1.lock(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lh == other1 && ph == other1 && ep > epoch1 && took == 0 {
+			took = time.Since(killedAt)
+		}
+		if took > 0 && time.Since(killedAt) > took+time.Second {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("feed one: no takeover within %s of the kill (Lease %q, pipeline_lock %q@%d)", deadline.Sub(killedAt), lh, ph, ep)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	for _, c := range []struct {
-		key  types.NamespacedName
-		lead string
-	}{{k1, x}, {k2, y}} {
-		await.Eventually(t, c.lead+" to report its pump of "+c.key.Name, waitLong, func() (bool, string) {
-			v, ok := managers[c.lead].metric("flightfeed_pump_running", c.key)
-			return ok && v == 1, fmt.Sprint(v, ok)
-		})
+	t.Logf("feed one's takeover: %s after SIGKILL of its leader (lease duration %s)", took.Round(time.Millisecond), fastLease.duration)
+	for i, p := range points {
+		var j int
+		for j = i; j < len(points) && points[j].at.Sub(p.at) < time.Second; j++ {
+		}
+		if j == len(points) || p.inserted >= len(rows2) {
+			break
+		}
+		if points[j].processed == p.processed {
+			t.Errorf("feed two paused during feed one's takeover: %d processed from %s to %s (%d inserted)",
+				p.processed, p.at.Sub(killedAt).Round(time.Millisecond), points[j].at.Sub(killedAt).Round(time.Millisecond), p.inserted)
+		}
 	}
-
-	// Both pumps work at once: each mailbox's request is answered and
-	// becomes its day's snapshot, written by its own leader.
-	for _, c := range []struct {
-		w    *feedWorld
-		lead string
-	}{{w1, x}, {w2, y}} {
-		day := c.w.waitRequest()
-		resp := simulate.Response(simulate.Options{Day: day, Flights: 5, Seed: 7, FirstSeqn: 1, Location: c.w.loc})
-		c.w.put([]string{resp.Body}, time.Now().UTC(), 0, 1)
-		c.w.waitDrained(1)
-		want := fmt.Sprintf(`{"day":%q,"version":1,"last_message_id":1,"flights":5}`+"\n", day)
-		if got := c.w.run("ledger"); got != want {
-			t.Errorf("%s ledger %q, want %q", c.w.name, got, want)
+	if len(points) < 10 {
+		t.Fatalf("%d samples of feed two: too few to judge", len(points))
+	}
+	f1.wait(t)
+	f2.wait(t)
+	w1.waitDrained(len(rows1))
+	w2.waitDrained(len(rows2))
+	e.waitReady(k1, other1)
+	e.waitReady(k2, lead2)
+	for _, a := range w2.checkAudit() {
+		if a.App != lead2 || a.Epoch != epoch2 {
+			t.Errorf("feed two: a write by %s under epoch %d, led by %s at %d: %s", a.App, a.Epoch, lead2, epoch2, a)
 		}
-		for _, a := range c.w.checkAudit() {
-			if a.App != c.lead {
-				t.Errorf("%s: a write by %s, led by %s: %s", c.w.name, a.App, c.lead, a)
-			}
-		}
+	}
+	if v, ok := pods[lead2].metric("flightfeed_pump_running", k2); !ok || v != 1 {
+		t.Errorf("feed two's leader reports its pump running %v (%v)", v, ok)
 	}
 }
 

@@ -519,6 +519,13 @@ type manager struct {
 // extra flags come last, so they override the harness's.
 func (e *env) startPump(identity, feed string, lt leaseTimings, extra ...string) *manager {
 	e.t.Helper()
+	return e.startPumpIn("", identity, feed, lt, extra...)
+}
+
+// startPumpIn is startPump inside memory cgroup cg (proctest.MemoryCgroup),
+// as a pod under its memory limit; "" is no cgroup.
+func (e *env) startPumpIn(cg, identity, feed string, lt leaseTimings, extra ...string) *manager {
+	e.t.Helper()
 	m := &manager{t: e.t, id: identity, metrics: loopback.FreeAddr(e.t), probe: loopback.FreeAddr(e.t), out: &proctest.Output{}, done: make(chan struct{})}
 	m.cmd = exec.Command(binary, "pump",
 		"--feed", e.ns+"/"+feed,
@@ -537,7 +544,15 @@ func (e *env) startPump(identity, feed string, lt leaseTimings, extra ...string)
 		"--api-bind-address", "0",
 	)
 	m.cmd.Args = append(m.cmd.Args, extra...)
+	if cg != "" {
+		argv := proctest.InCgroup(cg, m.cmd.Args...)
+		m.cmd = exec.Command(argv[0], argv[1:]...)
+	}
 	m.cmd.Env = append(os.Environ(), "PGAPPNAME="+identity, "KUBECONFIG="+kubeconfig)
+	if cg != "" {
+		// The binary sets its soft memory limit from the cgroup's, as in a pod.
+		m.cmd.Env = proctest.WithoutEnv(m.cmd.Env, "GOMEMLIMIT")
+	}
 	var sink io.Writer = m.out
 	if os.Getenv("FLIGHTFEED_TEST_LOG") != "" {
 		sink = io.MultiWriter(m.out, proctest.Prefixed(identity+" "))

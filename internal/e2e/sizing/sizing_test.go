@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -27,9 +26,6 @@ import (
 // chartMemoryLimit is the manager's memory limit in the Helm chart's
 // default values.
 const chartMemoryLimit = 512 << 20
-
-// cgroupRoot is the cgroup v1 memory hierarchy of this machine kind.
-const cgroupRoot = "/sys/fs/cgroup/memory"
 
 // fullDayPeakBound is the most resident memory the pump may reach while
 // it drains one full-day DNLD of 9,999 fully populated flights (31.5 MB)
@@ -108,7 +104,7 @@ type drained struct {
 // message SUCCEEDED.
 func drainInCgroup(t *testing.T, msgs []message) drained {
 	t.Helper()
-	cg := newMemoryCgroup(t, chartMemoryLimit)
+	cg := proctest.MemoryCgroup(t, chartMemoryLimit)
 	binary := proctest.Binary(t)
 	mdsn, pdsn := mysqltest.NewMailbox(t), pgtest.New(t)
 	brokers := kafkatest.New(t, "KAFKA_SCHD", "KAFKA_MSG")
@@ -150,10 +146,10 @@ history: {disabled: true}
 	defer cancel()
 	// The shell joins the cgroup, then becomes the pump: the pump's every
 	// allocation counts against the limit from its first instruction.
-	cmd := exec.CommandContext(ctx, "sh", "-c", `echo $$ > "$1/cgroup.procs" && shift && exec "$@"`,
-		"sh", cg, binary, "pump", "--config", cfg, "--drain")
+	argv := proctest.InCgroup(cg, binary, "pump", "--config", cfg, "--drain")
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	// The binary sets its soft memory limit from the cgroup's, as in a pod.
-	cmd.Env = withoutEnv(os.Environ(), "GOMEMLIMIT")
+	cmd.Env = proctest.WithoutEnv(os.Environ(), "GOMEMLIMIT")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
@@ -167,10 +163,10 @@ history: {disabled: true}
 	close(stop)
 	parts := <-sampled
 	d := drained{took: time.Since(start), pdsn: pdsn, peak: parts.hwm}
-	kills := oomKills(t, cg)
+	kills := proctest.OOMKills(t, cg)
 	t.Logf("pump --drain: %s, peak RSS %d MiB (%.1f MB; anonymous %.1f MB, file %.1f MB at most), cgroup peak %d MiB, OOM kills %d",
 		d.took.Round(time.Millisecond), d.peak>>20, float64(d.peak)/1e6, float64(parts.anon)/1e6, float64(parts.file)/1e6,
-		readInt(t, filepath.Join(cg, "memory.max_usage_in_bytes"))>>20, kills)
+		proctest.CgroupPeak(t, cg)>>20, kills)
 	if err != nil || kills > 0 {
 		t.Fatalf("pump --drain in %d MiB: %v, %d OOM kill(s)\n%s", chartMemoryLimit>>20, err, kills, proctest.Tail(out.String(), 40))
 	}
@@ -242,76 +238,9 @@ func sampleRSS(pid int, stop <-chan struct{}) rssSample {
 	}
 }
 
-// withoutEnv is env without the variable name.
-func withoutEnv(env []string, name string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, name+"=") {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
 
-// newMemoryCgroup makes a memory cgroup with limit bytes and no swap; it
-// is removed when the test ends.
-func newMemoryCgroup(t *testing.T, limit int64) string {
-	t.Helper()
-	if _, err := os.Stat(filepath.Join(cgroupRoot, "memory.limit_in_bytes")); err != nil {
-		t.Fatalf("no cgroup v1 memory hierarchy at %s (this test creates a memory cgroup; run it as root on a cgroup v1 host): %v", cgroupRoot, err)
-	}
-	dir := filepath.Join(cgroupRoot, fmt.Sprintf("flightfeed-sizing-%d", os.Getpid()))
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		t.Fatalf("create memory cgroup (run as root): %v", err)
-	}
-	t.Cleanup(func() {
-		// The cgroup goes once its process has exited; give it a moment.
-		for range 50 {
-			if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Errorf("memory cgroup %s left behind", dir)
-	})
-	write := func(file string, v int64) {
-		if err := os.WriteFile(filepath.Join(dir, file), []byte(strconv.FormatInt(v, 10)), 0o600); err != nil {
-			t.Fatalf("set %s: %v", file, err)
-		}
-	}
-	write("memory.limit_in_bytes", limit)
-	if _, err := os.Stat(filepath.Join(dir, "memory.memsw.limit_in_bytes")); err == nil {
-		write("memory.memsw.limit_in_bytes", limit)
-	}
-	return dir
-}
 
-func oomKills(t *testing.T, cg string) int64 {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(cg, "memory.oom_control"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n
-		}
-	}
-	// Older kernels have no oom_kill line; the failure count says whether
-	// the limit was hit at all (a kill shows as the pump's exit too).
-	return 0
-}
 
-func readInt(t *testing.T, path string) int64 {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	return n
-}
 
 const meta = `<META><SNDR>AODB</SNDR><RCVR>RMS</RCVR><SEQN>%d</SEQN><DDTM>20260909100000</DDTM><TYPE>%s</TYPE><STYP>%s</STYP></META>`
 

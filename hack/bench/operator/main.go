@@ -1,0 +1,177 @@
+// Command operator measures what the control plane costs as feeds are
+// added (issue 35): the built `flightfeed manager` runs against an envtest
+// control plane; FlightFeeds are created in steps (1, 10, 25, 50 by
+// default) and, once the operator has made every feed's Deployment, its
+// resident memory is read from /proc. It then starts one pump pod of one
+// feed (`flightfeed pump --feed`, a standby: no database is reachable, so
+// it never leads) and reads that too: a pump pod's floor. Each line gives
+// the ratio to the one-feed figure measured in the same run.
+//
+//	KUBEBUILDER_ASSETS=$(bash hack/envtest-assets.sh) go run ./hack/bench/operator -bin bin/flightfeed
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/operator"
+	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
+)
+
+func main() {
+	bin := flag.String("bin", "bin/flightfeed", "the built flightfeed binary")
+	steps := flag.String("feeds", "1,10,25,50", "feed counts to measure at, ascending")
+	flag.Parse()
+	if err := run(*bin, *steps); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/operator:", err)
+		os.Exit(1)
+	}
+}
+
+func run(bin, steps string) error {
+	var counts []int
+	for _, s := range strings.Split(steps, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return fmt.Errorf("-feeds %q: want ascending positive counts", steps)
+		}
+		counts = append(counts, n)
+	}
+	cfg, stop, err := kubetest.StartMain()
+	if err != nil {
+		return err
+	}
+	defer stop()
+	dir, err := os.MkdirTemp("", "bench-operator")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := kubetest.WriteKubeconfig(cfg, kubeconfig); err != nil {
+		return err
+	}
+	scheme, err := operator.Scheme()
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	const ns = "bench"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return err
+	}
+	op := exec.CommandContext(ctx, bin, "manager", "--kubeconfig", kubeconfig, "--pump-image", "flightfeed:bench",
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--namespace", ns)
+	op.Env = append(os.Environ(), "GOMEMLIMIT=")
+	if err := op.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = op.Process.Kill(); _ = op.Wait() }()
+
+	fmt.Printf("# flightfeed manager against envtest, %s\n", time.Now().UTC().Format(time.RFC3339))
+	fmt.Printf("%-8s %-12s %-12s %s\n", "feeds", "RSS MiB", "peak MiB", "ratio to 1 feed")
+	made, base := 0, 0.0
+	for _, n := range counts {
+		for ; made < n; made++ {
+			if err := c.Create(ctx, feed(ns, fmt.Sprintf("f%03d", made))); err != nil {
+				return err
+			}
+		}
+		if err := waitDeployments(ctx, c, ns, n); err != nil {
+			return err
+		}
+		time.Sleep(3 * time.Second) // let the reconciles and caches settle
+		rss, hwm, err := memory(op.Process.Pid)
+		if err != nil {
+			return err
+		}
+		if base == 0 {
+			base = rss
+		}
+		fmt.Printf("%-8d %-12.1f %-12.1f %.2f\n", n, rss, hwm, rss/base)
+	}
+
+	pod := exec.CommandContext(ctx, bin, "pump", "--feed", ns+"/f000", "--kubeconfig", kubeconfig, "--identity", "f000-pump-bench",
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--api-bind-address", "0")
+	if err := pod.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = pod.Process.Kill(); _ = pod.Wait() }()
+	time.Sleep(8 * time.Second)
+	rss, hwm, err := memory(pod.Process.Pid)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("pump pod, no database reachable (standby floor): RSS %.1f MiB, peak %.1f MiB\n", rss, hwm)
+	return nil
+}
+
+func feed(ns, name string) *v1alpha1.FlightFeed {
+	return &v1alpha1.FlightFeed{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1alpha1.FlightFeedSpec{
+		Airport:  v1alpha1.AirportSpec{IATA: "PEK", TimeZone: "Asia/Shanghai"},
+		Mailbox:  v1alpha1.MailboxSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: name + "-mailbox", Key: "dsn"}},
+		Database: v1alpha1.DatabaseSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: name + "-db", Key: "dsn"}},
+		Kafka:    v1alpha1.KafkaSpec{Brokers: []string{"127.0.0.1:9"}},
+	}}
+}
+
+func waitDeployments(ctx context.Context, c client.Client, ns string, n int) error {
+	for {
+		var list appsv1.DeploymentList
+		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(list.Items) >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d Deployments made: %w", len(list.Items), n, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// memory reads VmRSS and VmHWM of pid in MiB.
+func memory(pid int) (rss, hwm float64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		field, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+		switch field {
+		case "VmRSS":
+			rss = kb / 1024
+		case "VmHWM":
+			hwm = kb / 1024
+		}
+	}
+	if rss == 0 {
+		return 0, 0, errors.New("no VmRSS")
+	}
+	return rss, hwm, nil
+}
