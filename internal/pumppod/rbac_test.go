@@ -13,17 +13,24 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/controllers"
+	"github.com/flightfeed/flightfeed/internal/feednames"
+	"github.com/flightfeed/flightfeed/internal/operator"
 	"github.com/flightfeed/flightfeed/internal/pumppod"
 	"github.com/flightfeed/flightfeed/internal/pumpserver"
 	"github.com/flightfeed/flightfeed/internal/simulate"
@@ -32,41 +39,58 @@ import (
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
 )
 
-// What the manager's code calls, per scope: "group resource verb". Every
-// rule of the chart's manager roles must be here and every entry must be
-// granted; TestManagerRunsUnderTheNamespacedRole proves the set enough.
+// What the operator's code calls, per scope: "group resource verb
+// [resourceNames]". Every rule of the chart's operator roles must be here
+// and every entry must be granted; TestOperatorAndPumpRunUnderTheChartsRBAC
+// proves the set enough.
 var (
-	// feedScope: in every namespace whose FlightFeeds the manager runs.
-	feedScope = []string{
-		"flightfeed.aero flightfeeds get", "flightfeed.aero flightfeeds list", "flightfeed.aero flightfeeds watch",
-		"flightfeed.aero flightfeeds patch", // the finalizer
-		"flightfeed.aero flightfeeds/status get", "flightfeed.aero flightfeeds/status patch",
-		"flightfeed.aero flightfeeds/finalizers update",
-		"flightfeed.aero flightfeeddays get", "flightfeed.aero flightfeeddays list", "flightfeed.aero flightfeeddays watch",
-		"flightfeed.aero flightfeeddays create", "flightfeed.aero flightfeeddays delete",
-		"flightfeed.aero flightfeeddays/status get", "flightfeed.aero flightfeeddays/status patch",
-		// Read one at a time by name, never listed or watched: the
-		// manager uses only those labelled flightfeed.aero/secret=true.
-		" secrets get",
-		"events.k8s.io events create", "events.k8s.io events patch",
-	}
-	// leaseScope: the manager's own namespace, where every feed's Lease is.
-	leaseScope = []string{
-		"coordination.k8s.io leases get", "coordination.k8s.io leases create", "coordination.k8s.io leases update",
-		"coordination.k8s.io leases delete", // the Lease of a deleted feed
-	}
-	// migrationScope: added to feedScope while migrating (--legacy-leases).
-	migrationScope = []string{
-		"coordination.k8s.io leases get", "coordination.k8s.io leases create", "coordination.k8s.io leases update",
-	}
-	// clusterScope: cluster-scoped calls: the read API and the secure
-	// metrics authenticate tokens and authorize their users through the
-	// API server (controllers/readapi_rbac.go).
+	// feedScope: in every namespace whose FlightFeeds the operator runs
+	// (config/rbac/role.yaml, from the markers in controllers/). The pump
+	// objects it makes; the feed's Lease (made empty, then never touched);
+	// status.pumpPods; and what the pump's Role grants, which RBAC lets
+	// only a holder grant. No Secret: see secretGrant.
+	feedScope = join(
+		crud("apps deployments"), crud(" services"), crud(" serviceaccounts"), crud("policy poddisruptionbudgets"),
+		crud("networking.k8s.io networkpolicies"), crud("rbac.authorization.k8s.io roles"),
+		crud("rbac.authorization.k8s.io rolebindings"),
+		[]string{
+			"flightfeed.aero flightfeeds get", "flightfeed.aero flightfeeds list", "flightfeed.aero flightfeeds watch",
+			"flightfeed.aero flightfeeds patch", "flightfeed.aero flightfeeds update", // the previous release's finalizer
+			"flightfeed.aero flightfeeds/status get", "flightfeed.aero flightfeeds/status patch", "flightfeed.aero flightfeeds/status update",
+			"flightfeed.aero flightfeeds/finalizers update",
+			"flightfeed.aero flightfeeddays get", "flightfeed.aero flightfeeddays list", "flightfeed.aero flightfeeddays watch",
+			"flightfeed.aero flightfeeddays create", "flightfeed.aero flightfeeddays delete",
+			"flightfeed.aero flightfeeddays/status get", "flightfeed.aero flightfeeddays/status patch",
+			"coordination.k8s.io leases get", "coordination.k8s.io leases create", "coordination.k8s.io leases update",
+			"events.k8s.io events create", "events.k8s.io events patch",
+		})
+	// clusterScope: the ClusterRoleBinding of every pump ServiceAccount to
+	// system:auth-delegator (the pumps authenticate read API and metrics
+	// callers): its cache lists and watches ClusterRoleBindings, it creates
+	// that one and changes no other, and may bind that ClusterRole only.
 	clusterScope = []string{
-		"authentication.k8s.io tokenreviews create",
-		"authorization.k8s.io subjectaccessreviews create",
+		"rbac.authorization.k8s.io clusterrolebindings create", "rbac.authorization.k8s.io clusterrolebindings get",
+		"rbac.authorization.k8s.io clusterrolebindings list", "rbac.authorization.k8s.io clusterrolebindings watch",
+		"rbac.authorization.k8s.io clusterrolebindings patch [ff-flightfeed-pumps-auth-delegator]",
+		"rbac.authorization.k8s.io clusterrolebindings update [ff-flightfeed-pumps-auth-delegator]",
+		"rbac.authorization.k8s.io clusterroles bind [system:auth-delegator]",
 	}
+	// secretGrant: bind (never escalate) on the one ClusterRole that may
+	// get Secrets, for the operator's own RoleBinding in each namespace
+	// holding a FlightFeed.
+	secretGrant = []string{"rbac.authorization.k8s.io clusterroles bind [ff-flightfeed-secret-reader]"}
+	// leaderScope: the operator's namespace, its leader election Lease.
+	leaderScope = []string{"coordination.k8s.io leases create", "coordination.k8s.io leases get", "coordination.k8s.io leases update"}
 )
+
+// crud is every verb the operator uses on the objects it owns.
+func crud(groupResource string) []string {
+	var out []string
+	for _, v := range []string{"get", "list", "watch", "create", "update", "patch", "delete"} {
+		out = append(out, groupResource+" "+v)
+	}
+	return out
+}
 
 // helmBinary is the pinned helm of hack/helm-check.sh (installed into the
 // tool cache the first time).
@@ -87,7 +111,7 @@ var helmBinary = sync.OnceValues(func() (string, error) {
 
 var repoRoot = func() string {
 	wd, _ := os.Getwd()
-	return filepath.Join(wd, "..")
+	return filepath.Join(wd, "..", "..")
 }()
 
 // renderChart renders charts/flightfeed as release ff in namespace ns with
@@ -184,13 +208,17 @@ func flatten(t *testing.T, rules []rbacv1.PolicyRule) []string {
 	t.Helper()
 	var out []string
 	for _, r := range rules {
-		if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
-			t.Errorf("rule %+v: resourceNames or nonResourceURLs, which the manager does not use", r)
+		if len(r.NonResourceURLs) > 0 {
+			t.Errorf("rule %+v: nonResourceURLs, which the operator does not use", r)
+		}
+		names := ""
+		if len(r.ResourceNames) > 0 {
+			names = " [" + strings.Join(sortedSet(r.ResourceNames), ",") + "]"
 		}
 		for _, g := range r.APIGroups {
 			for _, res := range r.Resources {
 				for _, v := range r.Verbs {
-					out = append(out, g+" "+res+" "+v)
+					out = append(out, g+" "+res+" "+v+names)
 				}
 			}
 		}
@@ -236,11 +264,15 @@ func argsOf(t *testing.T, objs []*unstructured.Unstructured) []string {
 	return nil
 }
 
-// The chart grants the manager's ServiceAccount exactly what the code
-// calls, in both RBAC modes and while migrating Leases; the user roles are
-// aggregated; the kustomize namespaced Role equals the generated rules.
-func TestChartGrantsExactlyWhatTheManagerUses(t *testing.T) {
+// The chart grants the operator's ServiceAccount exactly what the code
+// calls, in both RBAC modes: no Secret by its own roles anywhere, bind
+// (never escalate) on the secret-reader ClusterRole alone; the pump
+// defaults the operator reads are valid; the user roles are aggregated; the
+// kustomize tree grants the same.
+func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 	const ns, sa = "flightfeed-system", "ff-flightfeed"
+	wantArgs := []string{"--leader-elect", "--pump-defaults=/etc/flightfeed/pump/defaults.yaml",
+		"--secret-reader-clusterrole=ff-flightfeed-secret-reader", "--auth-delegator-binding=ff-flightfeed-pumps-auth-delegator"}
 	for _, tc := range []struct {
 		name     string
 		args     []string
@@ -249,94 +281,126 @@ func TestChartGrantsExactlyWhatTheManagerUses(t *testing.T) {
 		noArgs   []string
 	}{
 		{
-			name: "cluster-wide",
-			want: map[string][]string{"cluster": join(feedScope, clusterScope), ns: join(leaseScope)},
-			// A fresh install does not migrate.
-			noArgs: []string{"--legacy-leases", "--namespaces"},
+			name:   "cluster-wide",
+			want:   map[string][]string{"cluster": join(feedScope, secretGrant, clusterScope), ns: leaderScope},
+			noArgs: []string{"--legacy-leases", "--namespaces", "--api-bind-address"},
 		},
 		{
 			name:     "namespaced",
 			args:     []string{"--set", "watchNamespaces={ops,ground}"},
-			want:     map[string][]string{"cluster": join(clusterScope), "ops": join(feedScope), "ground": join(feedScope), ns: join(leaseScope)},
+			want:     map[string][]string{"cluster": clusterScope, "ops": join(feedScope, secretGrant), "ground": join(feedScope, secretGrant), ns: leaderScope},
 			wantArgs: []string{"--namespaces=ops,ground"},
 			noArgs:   []string{"--legacy-leases"},
 		},
 		{
-			name:     "cluster-wide upgrade",
-			args:     []string{"--is-upgrade"},
-			want:     map[string][]string{"cluster": join(feedScope, migrationScope, clusterScope), ns: join(leaseScope)},
-			wantArgs: []string{"--legacy-leases"},
-		},
-		{
-			name:     "namespaced upgrade",
-			args:     []string{"--is-upgrade", "--set", "watchNamespaces={ops}"},
-			want:     map[string][]string{"cluster": join(clusterScope), "ops": join(feedScope, migrationScope), ns: join(leaseScope)},
-			wantArgs: []string{"--legacy-leases", "--namespaces=ops"},
-		},
-		{
-			name:   "upgrade, migration off",
-			args:   []string{"--is-upgrade", "--set", "leaseMigration=false"},
-			want:   map[string][]string{"cluster": join(feedScope, clusterScope), ns: join(leaseScope)},
-			noArgs: []string{"--legacy-leases"},
-		},
-		{
-			// Nothing watches Secrets, so an API server without WatchList
-			// by default needs no list either.
-			name:   "cluster-wide, Kubernetes 1.33",
-			args:   []string{"--kube-version", "1.33.4"},
-			want:   map[string][]string{"cluster": join(feedScope, clusterScope), ns: join(leaseScope)},
+			// An upgrade from the release whose pumps ran inside the
+			// operator grants nothing more: the operator only reads the
+			// old Leases of its own namespace.
+			name:   "cluster-wide upgrade",
+			args:   []string{"--is-upgrade"},
+			want:   map[string][]string{"cluster": join(feedScope, secretGrant, clusterScope), ns: leaderScope},
 			noArgs: []string{"--legacy-leases"},
 		},
 		{
 			name:     "namespaced, Kubernetes 1.33",
 			args:     []string{"--kube-version", "1.33.4", "--set", "watchNamespaces={ops}"},
-			want:     map[string][]string{"cluster": join(clusterScope), "ops": join(feedScope), ns: join(leaseScope)},
+			want:     map[string][]string{"cluster": clusterScope, "ops": join(feedScope, secretGrant), ns: leaderScope},
 			wantArgs: []string{"--namespaces=ops"},
-			noArgs:   []string{"--legacy-leases"},
-		},
-		{
-			name:     "install, migration on",
-			args:     []string{"--set", "leaseMigration=true"},
-			want:     map[string][]string{"cluster": join(feedScope, migrationScope, clusterScope), ns: join(leaseScope)},
-			wantArgs: []string{"--legacy-leases"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := renderChart(t, "ff", ns, tc.args...)
 			got := grants(t, objs, ns, sa)
-			for scope := range tc.want {
-				if len(tc.want[scope]) == 0 {
-					delete(tc.want, scope)
-				}
-			}
 			for scope, want := range tc.want {
-				if !slices.Equal(got[scope], want) {
-					t.Errorf("%s: the manager may\n  %s\nwant exactly\n  %s", scope, strings.Join(got[scope], "\n  "), strings.Join(want, "\n  "))
+				if !slices.Equal(got[scope], sortedSet(want)) {
+					t.Errorf("%s: the operator may\n  %s\nwant exactly\n  %s", scope, strings.Join(got[scope], "\n  "), strings.Join(sortedSet(want), "\n  "))
 				}
 			}
 			for scope := range got {
 				if _, ok := tc.want[scope]; !ok {
-					t.Errorf("the manager gets rights in %s: %v", scope, got[scope])
+					t.Errorf("the operator gets rights in %s: %v", scope, got[scope])
 				}
 				for _, g := range got[scope] {
-					if strings.HasPrefix(g, " secrets ") && g != " secrets get" {
-						t.Errorf("%s: the manager may %q; Secrets are only read by name", scope, g)
+					if strings.Contains(g, " secrets ") || strings.Contains(g, "escalate") || strings.Contains(g, "*") {
+						t.Errorf("%s: the operator may %q: its own roles grant no Secret, no escalate, no wildcard", scope, g)
 					}
 				}
 			}
 			args := argsOf(t, objs)
-			for _, a := range tc.wantArgs {
+			for _, a := range append(slices.Clone(wantArgs), tc.wantArgs...) {
 				if !slices.Contains(args, a) {
-					t.Errorf("manager args %v lack %s", args, a)
+					t.Errorf("operator args %v lack %s", args, a)
 				}
 			}
 			for _, a := range tc.noArgs {
 				if slices.ContainsFunc(args, func(s string) bool { return strings.HasPrefix(s, a) }) {
-					t.Errorf("manager args %v have %s", args, a)
+					t.Errorf("operator args %v have %s", args, a)
 				}
+			}
+			// The secret reader: get on Secrets, bound by nothing the chart
+			// renders (the operator binds itself per feed namespace).
+			var reader *unstructured.Unstructured
+			for _, o := range objs {
+				switch o.GetKind() {
+				case "ClusterRole":
+					if o.GetName() == "ff-flightfeed-secret-reader" {
+						reader = o
+					}
+				case "ClusterRoleBinding", "RoleBinding":
+					var b rbacv1.RoleBinding
+					convert(t, o, &b)
+					if b.RoleRef.Name == "ff-flightfeed-secret-reader" {
+						t.Errorf("%s %s binds the secret reader", o.GetKind(), o.GetName())
+					}
+				}
+			}
+			if reader == nil {
+				t.Fatal("no ClusterRole ff-flightfeed-secret-reader")
+			}
+			var r rbacv1.ClusterRole
+			convert(t, reader, &r)
+			if got := sortedSet(flatten(t, r.Rules)); !slices.Equal(got, []string{" secrets get"}) {
+				t.Errorf("the secret reader grants %v, want get on Secrets", got)
 			}
 		})
 	}
+
+	t.Run("pump defaults", func(t *testing.T) {
+		for _, tc := range []struct {
+			args   []string
+			netpol bool
+		}{
+			{netpol: true},
+			{args: []string{"--set", "networkPolicy.enabled=false", "--set", "api.enabled=false", "--set", "lease.duration=20s"}},
+		} {
+			objs := renderChart(t, "ff", ns, tc.args...)
+			d := pumpDefaultsOf(t, objs)
+			if want := imageOf(t, objs); d.Image != want {
+				t.Errorf("%v: the pumps run %q, want the operator's image %q", tc.args, d.Image, want)
+			}
+			if (d.NetworkPolicy != nil) != tc.netpol {
+				t.Errorf("%v: pump NetworkPolicy %+v, want one: %v", tc.args, d.NetworkPolicy, tc.netpol)
+			}
+			if tc.netpol && (len(d.NetworkPolicy.Egress) != 5 || len(d.NetworkPolicy.IngressFrom) != 1) {
+				t.Errorf("pump NetworkPolicy %+v: want DNS, API server, mailbox, database, brokers", d.NetworkPolicy)
+			}
+			lease := "--lease-duration=15s"
+			if !tc.netpol {
+				lease = "--lease-duration=20s"
+				if d.Ports.API >= 0 {
+					t.Errorf("api.enabled=false: the pumps serve the read API on %d", d.Ports.API)
+				}
+			}
+			for _, a := range []string{lease, "--renew-deadline=10s", "--retry-period=2s", "--secret-resync-period=1m", "--metrics-secure=true", "--zap-log-level=info"} {
+				if !slices.Contains(d.Args, a) {
+					t.Errorf("%v: pump args %v lack %s", tc.args, d.Args, a)
+				}
+			}
+			if d.Resources.Limits.Memory().String() != "256Mi" || d.TerminationGracePeriod == nil {
+				t.Errorf("%v: pump resources %v, grace period %v", tc.args, d.Resources, d.TerminationGracePeriod)
+			}
+		}
+	})
 
 	t.Run("user roles", func(t *testing.T) {
 		objs := renderChart(t, "ff", ns)
@@ -413,48 +477,80 @@ func TestChartGrantsExactlyWhatTheManagerUses(t *testing.T) {
 		}
 	})
 
-	t.Run("kustomize namespaced Role", func(t *testing.T) {
+	t.Run("kustomize", func(t *testing.T) {
 		root := kubetest.RepoRoot(t)
-		generated := map[string][]string{}
-		for _, o := range decodeObjects(t, readFile(t, filepath.Join(root, "config", "rbac", "role.yaml"))) {
-			var r rbacv1.Role
-			convert(t, o, &r)
-			generated[o.GetKind()] = sortedSet(flatten(t, r.Rules))
-		}
-		if !slices.Equal(generated["ClusterRole"], join(feedScope, clusterScope)) {
-			t.Errorf("config/rbac/role.yaml ClusterRole: %v, want %v", generated["ClusterRole"], join(feedScope, clusterScope))
-		}
-		if !slices.Equal(generated["Role"], join(leaseScope)) {
-			t.Errorf("config/rbac/role.yaml Role: %v, want %v", generated["Role"], join(leaseScope))
-		}
-		for _, o := range decodeObjects(t, readFile(t, filepath.Join(root, "config", "namespaced", "feeds_role.yaml"))) {
-			if o.GetKind() != "Role" {
-				continue
+		rulesOf := func(file, kind, name string) []string {
+			t.Helper()
+			for _, o := range decodeObjects(t, readFile(t, filepath.Join(root, "config", file))) {
+				if o.GetKind() == kind && (name == "" || o.GetName() == name) {
+					var r rbacv1.Role
+					convert(t, o, &r)
+					return sortedSet(flatten(t, r.Rules))
+				}
 			}
-			var r rbacv1.Role
-			convert(t, o, &r)
-			if got := sortedSet(flatten(t, r.Rules)); !slices.Equal(got, join(feedScope)) {
-				t.Errorf("config/namespaced/feeds_role.yaml: %v, want %v", got, join(feedScope))
-			}
+			t.Fatalf("config/%s has no %s %s", file, kind, name)
+			return nil
 		}
-		// The namespaced install's only cluster-wide rules: the token and
-		// access reviews of the read API and the secure metrics.
-		auth := 0
-		for _, o := range decodeObjects(t, readFile(t, filepath.Join(root, "config", "namespaced", "auth_role.yaml"))) {
-			if o.GetKind() != "ClusterRole" {
-				continue
+		kustomized := func(s []string) []string {
+			out := make([]string, len(s))
+			for i, e := range s {
+				out[i] = strings.ReplaceAll(e, "ff-flightfeed-", "flightfeed-")
 			}
-			auth++
-			var r rbacv1.ClusterRole
-			convert(t, o, &r)
-			if got := sortedSet(flatten(t, r.Rules)); !slices.Equal(got, join(clusterScope)) {
-				t.Errorf("config/namespaced/auth_role.yaml: %v, want %v", got, join(clusterScope))
+			return sortedSet(out)
+		}
+		check := func(what string, got, want []string) {
+			t.Helper()
+			if !slices.Equal(got, want) {
+				t.Errorf("%s:\n  %s\nwant\n  %s", what, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 			}
 		}
-		if auth != 1 {
-			t.Errorf("config/namespaced/auth_role.yaml has %d ClusterRoles, want 1", auth)
+		check("config/rbac/role.yaml (generated)", rulesOf("rbac/role.yaml", "ClusterRole", ""), sortedSet(feedScope))
+		check("config/namespaced/feeds_role.yaml", rulesOf("namespaced/feeds_role.yaml", "Role", ""), kustomized(join(feedScope, secretGrant)))
+		check("config/rbac/pump_auth_role.yaml", rulesOf("rbac/pump_auth_role.yaml", "ClusterRole", "manager-pump-auth"), kustomized(clusterScope))
+		check("config/rbac/secret_reader_role.yaml binder", rulesOf("rbac/secret_reader_role.yaml", "ClusterRole", "secret-reader-binder"), kustomized(secretGrant))
+		check("config/rbac/secret_reader_role.yaml", rulesOf("rbac/secret_reader_role.yaml", "ClusterRole", "secret-reader"), []string{" secrets get"})
+		check("config/rbac/leader_election_role.yaml", rulesOf("rbac/leader_election_role.yaml", "Role", ""), sortedSet(leaderScope))
+		// The pump defaults of both kustomize trees load.
+		for _, file := range []string{"manager/pump_defaults.yaml", "default/pump_defaults_network_policy.yaml"} {
+			pumpDefaultsOf(t, decodeObjects(t, readFile(t, filepath.Join(root, "config", file))))
 		}
 	})
+}
+
+// pumpDefaultsOf loads the pump defaults ConfigMap among objs as
+// `flightfeed manager --pump-defaults` does (unknown keys are errors).
+func pumpDefaultsOf(t *testing.T, objs []*unstructured.Unstructured) controllers.PumpDefaults {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() != "ConfigMap" || !strings.HasSuffix(o.GetName(), "pump-defaults") {
+			continue
+		}
+		doc, _, _ := unstructured.NestedString(o.Object, "data", "defaults.yaml")
+		f := filepath.Join(t.TempDir(), "defaults.yaml")
+		if err := os.WriteFile(f, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		d, err := controllers.LoadPumpDefaults(f)
+		if err != nil {
+			t.Fatalf("the pump defaults %s: %v\n%s", o.GetName(), err, doc)
+		}
+		return d
+	}
+	t.Fatal("no pump defaults ConfigMap")
+	return controllers.PumpDefaults{}
+}
+
+func imageOf(t *testing.T, objs []*unstructured.Unstructured) string {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" {
+			c, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			img, _, _ := unstructured.NestedString(c[0].(map[string]any), "image")
+			return img
+		}
+	}
+	t.Fatal("no Deployment rendered")
+	return ""
 }
 
 // aggregations lists the built-in roles a ClusterRole's labels aggregate
@@ -470,22 +566,59 @@ func aggregations(labels map[string]string) []string {
 	return out
 }
 
-// The manager runs a feed end to end — Secrets appearing after their
-// FlightFeed, the real pump's request, the AODB's answer as the day's
-// snapshot, the FlightFeedDay, Ready, Events, then the deletion and its
-// Lease's removal — as the chart's namespaced-mode ServiceAccount
-// (impersonated), with only the RBAC the chart renders for it.
-func TestManagerRunsUnderTheNamespacedRole(t *testing.T) {
+// impersonate is restCfg acting as ServiceAccount ns/name, and a client
+// with it.
+func impersonate(t *testing.T, scheme client.Options, ns, name string) (*rest.Config, client.WithWatch) {
+	t.Helper()
+	cfg := rest.CopyConfig(restCfg)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":" + name,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
+	c, err := client.NewWithWatch(cfg, scheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, c
+}
+
+// mustForbid fails unless reading Secret ns/name is forbidden to c.
+func mustForbid(t *testing.T, c client.Client, who, ns, name string) {
+	t.Helper()
+	var s corev1.Secret
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &s); !apierrors.IsForbidden(err) {
+		t.Fatalf("%s reading Secret %s/%s: %v, want forbidden", who, ns, name, err)
+	}
+}
+
+// The default install's RBAC, as the chart renders it and nothing more:
+// the operator (impersonating its ServiceAccount, leader-elected, with the
+// chart's pump defaults) turns a FlightFeed into its objects — the pump
+// Deployment, ServiceAccount, Role granting exactly the Secrets the feed
+// names, RoleBinding, Service, Lease, the operator's own binding to the
+// secret reader, the auth-delegator binding — without escalate, and still
+// cannot read a Secret in a namespace holding no FlightFeed; then a pump
+// pod (impersonating <feed>-pump, the operator's objects its only rights)
+// runs the feed end to end — Secrets appearing after their FlightFeed, the
+// real pump's request, the AODB's answer as the day's snapshot, the
+// FlightFeedDay, Ready, Events — and cannot read a Secret its feed does
+// not name.
+func TestOperatorAndPumpRunUnderTheChartsRBAC(t *testing.T) {
 	h := newHarness(t)
 	admin := h.c
-	mgrNS := h.ns + "-sys"
-	if len(mgrNS) > 63 {
-		mgrNS = "sys-" + h.ns[len(h.ns)-20:]
+	opNS := h.ns + "-sys"
+	if len(opNS) > 63 {
+		opNS = "sys-" + h.ns[len(h.ns)-20:]
 	}
-	h.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mgrNS}})
+	otherNS := "other-" + h.ns[len(h.ns)-6:]
+	h.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opNS}})
+	h.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: otherNS}})
+	for _, ns := range []string{otherNS, opNS} {
+		h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "other-db", Namespace: ns,
+			Labels: map[string]string{v1alpha1.SecretLabel: "true"}}, StringData: map[string]string{"dsn": "not yours"}})
+	}
 	// ClusterRoles are cluster-wide: the release name keeps tests apart.
 	release := "rb" + h.ns[len(h.ns)-6:]
-	objs := renderChart(t, release, mgrNS, "--set", "watchNamespaces={"+h.ns+"}", "--set", "crds.enabled=false")
+	full := release + "-flightfeed"
+	objs := renderChart(t, release, opNS, "--set", "crds.enabled=false")
 	var sa string
 	for _, o := range objs {
 		switch o.GetKind() {
@@ -503,40 +636,122 @@ func TestManagerRunsUnderTheNamespacedRole(t *testing.T) {
 			t.Cleanup(func() { _ = admin.Delete(context.Background(), o) })
 		}
 	}
-	user := "system:serviceaccount:" + mgrNS + ":" + sa
+	t.Cleanup(func() {
+		_ = admin.Delete(context.Background(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: full + "-pumps-auth-delegator"}})
+	})
+	opts := client.Options{Scheme: admin.Scheme()}
+	opCfg, asOperator := impersonate(t, opts, opNS, sa)
+	mustForbid(t, asOperator, "the operator", otherNS, "other-db")
+	mustForbid(t, asOperator, "the operator", opNS, "other-db")
 
-	// The impersonated ServiceAccount may not read Secrets elsewhere.
-	cfg := rest.CopyConfig(restCfg)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + mgrNS, "system:authenticated"}}
-	asSA, err := client.NewWithWatch(cfg, client.Options{Scheme: admin.Scheme()})
+	// The operator, as the chart runs it (its flags' values).
+	pump := pumpDefaultsOf(t, objs)
+	pump.Image = "flightfeed:test"
+	op, err := operator.New(operator.Options{
+		RestConfig: opCfg, MetricsAddr: "0", ProbeAddr: "0", Namespace: opNS,
+		LeaderElection: true, Identity: "operator-a", LeaseDuration: testLease, RenewDeadline: testRenew, RetryPeriod: testRetry,
+		Pump: pump,
+		SecretGrant: &controllers.SecretGrant{ClusterRole: full + "-secret-reader",
+			ServiceAccount: types.NamespacedName{Namespace: opNS, Name: sa}, BindingName: full + "-secret-reader"},
+		AuthDelegator: full + "-pumps-auth-delegator",
+		Log:           ctrl.Log.WithName("operator"),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s corev1.Secret
-	if err := asSA.Get(h.ctx(), client.ObjectKey{Namespace: mgrNS, Name: "none"}, &s); !apierrors.IsForbidden(err) {
-		t.Fatalf("the ServiceAccount reading a Secret outside the watched namespace: %v, want forbidden", err)
-	}
-	var list corev1.SecretList
-	if err := asSA.List(h.ctx(), &list, client.InNamespace(h.ns)); !apierrors.IsForbidden(err) {
-		t.Fatalf("the ServiceAccount listing Secrets: %v, want forbidden", err)
-	}
-	if w, err := asSA.Watch(h.ctx(), &corev1.SecretList{}, client.InNamespace(h.ns)); !apierrors.IsForbidden(err) {
-		if w != nil {
-			w.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- op.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("operator: %v", err)
 		}
-		t.Fatalf("the ServiceAccount watching Secrets: %v, want forbidden", err)
-	}
-
-	h.startReplicaWith("replica-a", pumppod.StartFeed, func(o *pumpserver.Options) {
-		o.RestConfig = cfg
 	})
 
-	// The FlightFeed first: its missing Secrets are reported; the manager
-	// reads them again at its next resync (nothing watches Secrets).
+	// The FlightFeed first, its Secrets later (the pump reads them again at
+	// its next resync).
 	key := h.feedToday("pek")
+	name := feednames.Pump(key.Name)
+	var role rbacv1.Role
+	await.Eventually(t, "the operator's objects of the feed", waitLong, func() (bool, string) {
+		var missing []string
+		for _, o := range []client.Object{&appsv1.Deployment{}, &corev1.ServiceAccount{}, &rbacv1.RoleBinding{}, &corev1.Service{}} {
+			if err := admin.Get(h.ctx(), types.NamespacedName{Namespace: key.Namespace, Name: name}, o); err != nil {
+				missing = append(missing, fmt.Sprintf("%T: %v", o, err))
+			}
+		}
+		if err := admin.Get(h.ctx(), types.NamespacedName{Namespace: key.Namespace, Name: name}, &role); err != nil {
+			missing = append(missing, "Role: "+err.Error())
+		}
+		var lease coordinationv1.Lease
+		if err := admin.Get(h.ctx(), types.NamespacedName{Namespace: key.Namespace, Name: feednames.Lease(key)}, &lease); err != nil {
+			missing = append(missing, "Lease: "+err.Error())
+		}
+		var self rbacv1.RoleBinding
+		if err := admin.Get(h.ctx(), types.NamespacedName{Namespace: key.Namespace, Name: full + "-secret-reader"}, &self); err != nil {
+			missing = append(missing, "the operator's own RoleBinding: "+err.Error())
+		} else if self.RoleRef.Name != full+"-secret-reader" || len(self.Subjects) != 1 || self.Subjects[0].Name != sa {
+			missing = append(missing, fmt.Sprintf("the operator's own RoleBinding: %+v %+v", self.RoleRef, self.Subjects))
+		}
+		var crb rbacv1.ClusterRoleBinding
+		if err := admin.Get(h.ctx(), types.NamespacedName{Name: full + "-pumps-auth-delegator"}, &crb); err != nil {
+			missing = append(missing, "the auth-delegator binding: "+err.Error())
+		} else if !slices.ContainsFunc(crb.Subjects, func(s rbacv1.Subject) bool { return s.Namespace == key.Namespace && s.Name == name }) {
+			missing = append(missing, fmt.Sprintf("the auth-delegator binding names %+v", crb.Subjects))
+		}
+		return len(missing) == 0, strings.Join(missing, "; ")
+	})
+	// The pump's Role: the generated pump rules (config/rbac/pump/role.yaml),
+	// named; TokenReview and SubjectAccessReview through system:auth-delegator.
+	var secretNames []string
+	for _, r := range role.Rules {
+		if slices.Contains(r.Resources, "secrets") {
+			secretNames = sortedSet(r.ResourceNames)
+		}
+		if len(r.ResourceNames) == 0 && !slices.Contains(r.Resources, "flightfeeddays") && !slices.Contains(r.Resources, "flightfeeddays/status") &&
+			!slices.Contains(r.Resources, "events") {
+			t.Errorf("the pump's Role grants %+v to every name", r)
+		}
+	}
+	if !slices.Equal(secretNames, []string{"pek-db", "pek-mailbox"}) {
+		t.Errorf("the pump may get Secrets %v, want exactly the feed's [pek-db pek-mailbox]", secretNames)
+	}
+	var generated []string
+	for _, o := range decodeObjects(t, readFile(t, filepath.Join(kubetest.RepoRoot(t), "config", "rbac", "pump", "role.yaml"))) {
+		var r rbacv1.ClusterRole
+		convert(t, o, &r)
+		for _, g := range flatten(t, r.Rules) {
+			if !strings.HasPrefix(g, "authentication.k8s.io ") && !strings.HasPrefix(g, "authorization.k8s.io ") {
+				generated = append(generated, g)
+			}
+		}
+	}
+	unnamed := slices.Clone(role.Rules)
+	for i := range unnamed {
+		unnamed[i].ResourceNames = nil
+	}
+	if got := sortedSet(flatten(t, unnamed)); !slices.Equal(got, sortedSet(generated)) {
+		t.Errorf("the pump's Role (names aside):\n  %s\nconfig/rbac/pump/role.yaml:\n  %s", strings.Join(got, "\n  "), strings.Join(sortedSet(generated), "\n  "))
+	}
+	// Still no Secret where no FlightFeed is.
+	mustForbid(t, asOperator, "the operator", otherNS, "other-db")
+	var list corev1.SecretList
+	if err := asOperator.List(h.ctx(), &list, client.InNamespace(key.Namespace)); !apierrors.IsForbidden(err) {
+		t.Fatalf("the operator listing Secrets: %v, want forbidden", err)
+	}
+
+	// A pump pod of the feed, under the ServiceAccount the operator made.
+	pumpCfg, asPump := impersonate(t, opts, key.Namespace, name)
+	h.startReplicaWith("pek-pump-a", pumppod.StartFeed, func(o *pumpserver.Options) {
+		o.RestConfig = pumpCfg
+		o.Feed = key
+		o.Namespaces = nil
+	})
 	h.waitCondition(key, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonSecretUnavailable)
 	h.secrets("pek")
+	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "pek-other", Namespace: key.Namespace,
+		Labels: map[string]string{v1alpha1.SecretLabel: "true"}}, StringData: map[string]string{"dsn": "not the feed's"}})
 
 	mbox, loc, day := h.pumpRequest()
 	resp := simulate.Response(simulate.Options{Day: day, Flights: 2, Seed: 1, FirstSeqn: 1, Location: loc})
@@ -551,27 +766,18 @@ func TestManagerRunsUnderTheNamespacedRole(t *testing.T) {
 	})
 	h.waitDay(key, ledger)
 	h.waitReady(key)
-	h.waitEvent(key, pumppod.ReasonLeaderElected, "replica-a")
-	var lease struct{ holder string }
-	await.Eventually(t, "the Lease in the manager's namespace", waitLong, func() (bool, string) {
-		l, err := h.leaseIn(mgrNS, key)
-		if err != nil {
-			return false, err.Error()
-		}
-		if l.Spec.HolderIdentity != nil {
-			lease.holder = *l.Spec.HolderIdentity
-		}
-		return lease.holder == "replica-a", lease.holder
-	})
-
-	if err := admin.Delete(h.ctx(), &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "flightfeed.aero/v1alpha1", "kind": "FlightFeed",
-		"metadata": map[string]any{"namespace": key.Namespace, "name": key.Name}}}); err != nil {
-		t.Fatal(err)
+	h.waitEvent(key, pumppod.ReasonLeaderElected, "pek-pump-a")
+	if l, err := h.lease(key); err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != "pek-pump-a" {
+		t.Fatalf("the feed's Lease: %+v, %v", l.Spec, err)
 	}
-	await.Eventually(t, "the FlightFeed and its Lease gone", waitLong, func() (bool, string) {
-		_, ferr := h.getFeed(key)
-		_, lerr := h.leaseIn(mgrNS, key)
-		return apierrors.IsNotFound(ferr) && apierrors.IsNotFound(lerr), fmt.Sprintf("feed: %v, lease: %v", ferr, lerr)
-	})
+	// The pump reads the Secrets its feed names, and no other.
+	var s corev1.Secret
+	if err := asPump.Get(h.ctx(), client.ObjectKey{Namespace: key.Namespace, Name: "pek-db"}, &s); err != nil {
+		t.Fatalf("the pump reading its feed's Secret: %v", err)
+	}
+	mustForbid(t, asPump, "the pump", key.Namespace, "pek-other")
+	mustForbid(t, asPump, "the pump", otherNS, "other-db")
+	if err := asPump.List(h.ctx(), &list, client.InNamespace(key.Namespace)); !apierrors.IsForbidden(err) {
+		t.Fatalf("the pump listing Secrets: %v, want forbidden", err)
+	}
 }
