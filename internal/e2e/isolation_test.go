@@ -47,13 +47,9 @@ func TestRogueMailboxHurtsOnlyItsFeed(t *testing.T) {
 	// goes on: can never waits for pek.
 	good.put(rows, base, 0, len(rows)/2)
 	await.Eventually(t, "pek's mailbox reported failing, naming the bound", waitLong, func() (bool, string) {
-		ff := e.feedObject(badKey)
-		c := findCondition(ff, v1alpha1.ConditionMailboxReachable)
-		if c == nil {
-			c = findCondition(ff, v1alpha1.ConditionPumpRunning)
-		}
-		return c != nil && c.Status != metav1.ConditionTrue && strings.Contains(c.Message, "more than") &&
-			strings.Contains(c.Message, "mailbox"), fmt.Sprintf("%+v", c)
+		c := findCondition(e.feedObject(badKey), v1alpha1.ConditionMailboxReachable)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == string(v1alpha1.ReasonUnreachable) &&
+			strings.Contains(c.Message, "mailbox: server sent a packet of more than"), fmt.Sprintf("%+v", c)
 	})
 	good.put(rows, base, len(rows)/2, len(rows))
 	good.waitDrained(len(rows))

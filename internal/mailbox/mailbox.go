@@ -124,7 +124,7 @@ func Open(ctx context.Context, dsn string, spec v1alpha1.MailboxSpec, opts ...Op
 	db.SetConnMaxIdleTime(time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()
-		return nil, dsnError(dsn, "connect to mailbox %s/%s: %w", cfg.Addr, cfg.DBName, b.explain(err))
+		return nil, dsnError(dsn, "connect to mailbox %s/%s: %w", cfg.Addr, cfg.DBName, &unreachableError{b.explain(err)})
 	}
 	m := &Mailbox{db: db, validStatus: spec.Inbound.ValidStatus, q: q, bound: b}
 	m.noteExpr = m.noteExpression(ctx, spec.Inbound)
@@ -493,6 +493,19 @@ func FitNote(note string) string {
 
 // IsUnavailable reports whether err means the mailbox could not be reached
 // (as opposed to a statement it refused).
+// ErrUnreachable is in the chain of an error of Open when the mailbox did
+// not answer as a MySQL server should (refused, timed out, or beyond the
+// connection's byte bound): the pod reports MailboxReachable=False.
+var ErrUnreachable = errors.New("mailbox unreachable")
+
+// unreachableError marks a connection failure as ErrUnreachable, with the
+// driver's error as its text and its chain.
+type unreachableError struct{ err error }
+
+func (e *unreachableError) Error() string        { return e.err.Error() }
+func (e *unreachableError) Unwrap() error        { return e.err }
+func (e *unreachableError) Is(target error) bool { return target == ErrUnreachable }
+
 func IsUnavailable(err error) bool {
 	var me *mysql.MySQLError
 	return err != nil && !errors.As(err, &me)

@@ -89,6 +89,7 @@ func (s *feedSupervisor) snapshot() (reportInput, *store.Store) {
 		CurrentConfig: st.runnerHash == d.Hash,
 		LastErr:       st.lastErr,
 		DatabaseErr:   st.databaseErr,
+		MailboxErr:    st.mailboxErr,
 		SchemaVersion: st.schemaVersion,
 		Epoch:         st.epoch,
 		Since:         st.since,

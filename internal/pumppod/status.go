@@ -54,6 +54,8 @@ type reportInput struct {
 	// was reaching the database (opening, migrating, taking the epoch).
 	LastErr     error
 	DatabaseErr bool
+	// MailboxErr is set when the failure was connecting to the mailbox.
+	MailboxErr bool
 	// SchemaVersion is the database's schema version found on opening it
 	// (0: not known).
 	SchemaVersion int64
@@ -107,7 +109,11 @@ func buildStatus(in reportInput) statusReport {
 			dbStatus, dbReason, dbMsg = metav1.ConditionTrue, v1alpha1.ReasonReachable,
 				fmt.Sprintf("database answers; its schema is at version %d", in.SchemaVersion)
 		}
-		cond(v1alpha1.ConditionMailboxReachable, metav1.ConditionUnknown, v1alpha1.ReasonNotRunning, "no pump runs")
+		mbStatus, mbReason, mbMsg := metav1.ConditionUnknown, v1alpha1.ReasonNotRunning, "no pump runs"
+		if in.MailboxErr && in.LastErr != nil {
+			mbStatus, mbReason, mbMsg = metav1.ConditionFalse, v1alpha1.ReasonUnreachable, in.LastErr.Error()
+		}
+		cond(v1alpha1.ConditionMailboxReachable, mbStatus, mbReason, mbMsg)
 		cond(v1alpha1.ConditionDatabaseReachable, dbStatus, dbReason, dbMsg)
 		cond(v1alpha1.ConditionKafkaReachable, metav1.ConditionUnknown, v1alpha1.ReasonNotRunning, "no pump runs")
 		cond(v1alpha1.ConditionDegraded, metav1.ConditionUnknown, v1alpha1.ReasonNotRunning, "no pump runs")

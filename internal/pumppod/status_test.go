@@ -125,6 +125,13 @@ func TestBuildStatusConditions(t *testing.T) {
 			v1alpha1.ConditionReady:             {metav1.ConditionFalse, v1alpha1.ReasonPumpFailed, "connect: refused"},
 			v1alpha1.ConditionDatabaseReachable: {metav1.ConditionFalse, v1alpha1.ReasonUnreachable, "connect: refused"},
 		}},
+		{"mailbox unreachable at start", runningInput(func(in *reportInput) {
+			in.Phase, in.LastErr, in.MailboxErr = phaseFailed, errors.New("mailbox: server sent a packet of more than 42991616 bytes"), true
+		}), map[v1alpha1.ConditionType]wantCond{
+			v1alpha1.ConditionReady:             {metav1.ConditionFalse, v1alpha1.ReasonPumpFailed, "more than 42991616 bytes"},
+			v1alpha1.ConditionMailboxReachable:  {metav1.ConditionFalse, v1alpha1.ReasonUnreachable, "more than 42991616 bytes"},
+			v1alpha1.ConditionDatabaseReachable: {metav1.ConditionUnknown, v1alpha1.ReasonNotRunning, "no pump runs"},
+		}},
 		{"stepping down", reportInput{Now: t0, Generation: 3, Identity: "a"}, notRunning(v1alpha1.ReasonNoLeader, "a stepped down")},
 		{"deleted", reportInput{Now: t0, Generation: 3, Identity: "a", Terminating: true}, notRunning(v1alpha1.ReasonTerminating, "")},
 	} {

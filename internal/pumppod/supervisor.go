@@ -19,6 +19,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/backoff"
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/feedrun"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/panics"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
@@ -47,6 +48,8 @@ type leaderState struct {
 	runnerHash  string
 	lastErr     error
 	databaseErr bool
+	// mailboxErr: the runner failed connecting to the mailbox.
+	mailboxErr bool
 	// schemaVersion is the database's schema version as last found on
 	// opening it (0: not yet known).
 	schemaVersion int64
@@ -406,7 +409,7 @@ func (s *feedSupervisor) runLoop(ctx context.Context) {
 		var schemaErr *store.SchemaError
 		refused := errors.As(err, &schemaErr)
 		s.update(func(st *leaderState) {
-			st.phase, st.lastErr = phaseFailed, err
+			st.phase, st.lastErr, st.mailboxErr = phaseFailed, err, errors.Is(err, mailbox.ErrUnreachable)
 			if refused {
 				st.phase, st.schemaVersion = phaseSchemaRefused, schemaErr.Current
 			}
@@ -511,7 +514,7 @@ var errRestart = errors.New("configuration changed")
 // runOnce opens the database, takes a fencing epoch, builds the runner and
 // runs it until it returns, the configuration changes or ctx ends.
 func (s *feedSupervisor) runOnce(ctx context.Context, d feedDesired) error {
-	s.update(func(st *leaderState) { st.phase, st.databaseErr = phaseStarting, false })
+	s.update(func(st *leaderState) { st.phase, st.databaseErr, st.mailboxErr = phaseStarting, false, false })
 	db, err := s.ledgerStore(ctx, d.Feed)
 	if err != nil {
 		// A refused schema is a database that answers.

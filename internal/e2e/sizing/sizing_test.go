@@ -238,10 +238,6 @@ func sampleRSS(pid int, stop <-chan struct{}) rssSample {
 	}
 }
 
-
-
-
-
 const meta = `<META><SNDR>AODB</SNDR><RCVR>RMS</RCVR><SEQN>%d</SEQN><DDTM>20260909100000</DDTM><TYPE>%s</TYPE><STYP>%s</STYP></META>`
 
 // unmappedElements is a DNLD window of records records carrying perRecord
