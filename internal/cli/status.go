@@ -48,7 +48,7 @@ Installed as kubectl-flightfeed on the PATH it is also "kubectl flightfeed statu
 	feedArg := f.String("feed", "", "the FlightFeed, NS/NAME or NAME (default: every FlightFeed)")
 	output := f.StringP("output", "o", "text", "output format: text or json")
 	deadN := f.Int("dead", 10, "how many of the newest DEAD messages to list")
-	leaseNS := f.String("lease-namespace", "", "namespace of the feeds' Leases, the manager's (default: found by listing Leases; else the feed's own, where earlier releases kept it)")
+	leaseNS := f.String("lease-namespace", "", "for a feed still run by a release that ran the pumps inside the operator: that operator's namespace, where it kept the feed's Lease (default: the feed's own namespace, else found by listing Leases)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if *output != "text" && *output != "json" {
 			return usageError{fmt.Errorf("-o %q: must be text or json", *output)}
@@ -180,42 +180,42 @@ func gatherStatus(ctx context.Context, c client.Reader, key types.NamespacedName
 	return in, nil
 }
 
-// findLease reads the feed's Lease: in leaseNS when given; else the one
-// Lease of that name (FeedLeaseName) in any namespace that names the feed
-// (the manager's namespace is not known here; a user who may not list
-// Leases everywhere gives --lease-namespace); else the legacy Lease in the
-// feed's namespace (a feed run by an earlier release). Nil: none.
+// findLease reads the feed's Lease: in the feed's own namespace, where
+// its pump pods elect on it; else, for a feed still run by a release that
+// ran the pumps inside the operator, in leaseNS when given, else the one
+// Lease of that name in any namespace that names the feed (a user who may
+// not list Leases everywhere gives --lease-namespace). Nil: none.
 func findLease(ctx context.Context, c client.Reader, key types.NamespacedName, leaseNS string) (*coordinationv1.Lease, error) {
 	name := pumppod.FeedLeaseName(key)
 	var lease coordinationv1.Lease
+	switch err := c.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: name}, &lease); {
+	case err == nil:
+		return &lease, nil
+	case !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err):
+		return nil, fmt.Errorf("read the Lease of %s: %w", key, err)
+	}
 	if leaseNS != "" {
 		switch err := c.Get(ctx, types.NamespacedName{Namespace: leaseNS, Name: name}, &lease); {
 		case err == nil:
 			return &lease, nil
-		case !apierrors.IsNotFound(err):
+		case apierrors.IsNotFound(err):
+			return nil, nil
+		default:
 			return nil, fmt.Errorf("read the Lease of %s: %w", key, err)
 		}
-	} else {
-		var list coordinationv1.LeaseList
-		err := c.List(ctx, &list, client.MatchingLabels{pumppod.LabelLeaseFeed: "true"},
-			client.MatchingFields{"metadata.name": name})
-		if err != nil && !apierrors.IsForbidden(err) {
-			return nil, fmt.Errorf("find the Lease of %s: %w", key, err)
-		}
-		for i := range list.Items {
-			if list.Items[i].Annotations[pumppod.AnnotationLeaseFeed] == key.String() {
-				return &list.Items[i], nil
-			}
+	}
+	var list coordinationv1.LeaseList
+	err := c.List(ctx, &list, client.MatchingLabels{pumppod.LabelLeaseFeed: "true"},
+		client.MatchingFields{"metadata.name": name})
+	if err != nil && !apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("find the Lease of %s: %w", key, err)
+	}
+	for i := range list.Items {
+		if list.Items[i].Annotations[pumppod.AnnotationLeaseFeed] == key.String() {
+			return &list.Items[i], nil
 		}
 	}
-	switch err := c.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: pumppod.LegacyLeaseName(key.Name)}, &lease); {
-	case err == nil:
-		return &lease, nil
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	default:
-		return nil, fmt.Errorf("read the Lease of %s: %w", key, err)
-	}
+	return nil, nil
 }
 
 // statusReport is what status prints for one feed (-o json prints it as

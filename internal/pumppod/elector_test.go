@@ -31,7 +31,7 @@ func TestLeaseElectorOnAFakeClock(t *testing.T) {
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	key := types.NamespacedName{Namespace: ns, Name: pumppod.LegacyLeaseName("pek")}
+	key := types.NamespacedName{Namespace: ns, Name: pumppod.FeedLeaseName(types.NamespacedName{Namespace: ns, Name: "pek"})}
 	owner := metav1.OwnerReference{APIVersion: "flightfeed.aero/v1alpha1", Kind: "FlightFeed", Name: "pek", UID: "uid-1"}
 	timings := pumppod.LeaseTimings{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
 	clkA := clocktesting.NewFakeClock(time.Date(2026, 9, 9, 8, 0, 0, 0, time.UTC))

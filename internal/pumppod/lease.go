@@ -76,18 +76,6 @@ func (t LeaseTimings) Validate() error {
 	return nil
 }
 
-// legacyLeasePrefix starts the name of a feed's Lease as releases before
-// the namespaced Leases kept it, in the feed's own namespace.
-const legacyLeasePrefix = "flightfeed-"
-
-// LegacyLeaseName is the name of a feed's Lease in the feed's namespace as
-// earlier releases kept it ("flightfeed-<feed>", shortened with a hash
-// when too long). The manager only touches it while migrating
-// (SupervisorOptions.LegacyLeases): see README "Upgrade notes".
-func LegacyLeaseName(feed string) string {
-	return boundedName(legacyLeasePrefix, feed, "")
-}
-
 // FeedLeaseName is the name of the feed's Lease in the feed's namespace
 // (feednames.Lease).
 func FeedLeaseName(feed types.NamespacedName) string { return feednames.Lease(feed) }

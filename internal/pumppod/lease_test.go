@@ -68,10 +68,6 @@ func TestLeaseTimings(t *testing.T) {
 func TestNamesStayValid(t *testing.T) {
 	long := strings.Repeat("a", 240) + "." + strings.Repeat("b", 12)
 	for _, name := range []string{"pek", long, strings.Repeat("x", 253)} {
-		lease := LegacyLeaseName(name)
-		if errs := validation.IsDNS1123Subdomain(lease); len(errs) > 0 {
-			t.Errorf("lease name %q: %v", lease, errs)
-		}
 		day := DayName(name, "2026-09-09")
 		if errs := validation.IsDNS1123Subdomain(day); len(errs) > 0 {
 			t.Errorf("day name %q: %v", day, errs)
@@ -80,17 +76,14 @@ func TestNamesStayValid(t *testing.T) {
 			t.Errorf("day name %q lost its day", day)
 		}
 	}
-	if LegacyLeaseName("pek") != "flightfeed-pek" || DayName("pek", "2026-09-09") != "pek-2026-09-09" {
-		t.Fatalf("short names changed: %s %s", LegacyLeaseName("pek"), DayName("pek", "2026-09-09"))
-	}
-	if LegacyLeaseName(long) == LegacyLeaseName(long[:len(long)-1]+"c") {
-		t.Fatal("two long names share a lease")
+	if DayName("pek", "2026-09-09") != "pek-2026-09-09" {
+		t.Fatalf("short names changed: %s", DayName("pek", "2026-09-09"))
 	}
 }
 
-// The Lease of a feed in the manager's namespace: at most 63 characters,
-// a valid name, readable when short, and never shared by two feeds, nor
-// with any feed's legacy Lease ("flightfeed-<name>") in the same namespace.
+// The Lease of a feed, in its namespace (and, in releases that ran the
+// pumps inside the operator, in the operator's): at most 63 characters, a
+// valid name, readable when short, and never shared by two feeds.
 func TestFeedLeaseName(t *testing.T) {
 	ns63 := strings.Repeat("n", 63)
 	name253 := strings.Repeat("f", 120) + "." + strings.Repeat("g", 132)
@@ -119,7 +112,7 @@ func TestFeedLeaseName(t *testing.T) {
 			t.Errorf("%s/%s: %q: %v", tc.ns, tc.name, got, errs)
 		}
 		if !strings.HasPrefix(got, "flightfeed.") {
-			t.Errorf("%q can meet a legacy Lease name", got)
+			t.Errorf("%q lost its prefix", got)
 		}
 	}
 	// Splits of the same characters between namespace and name, and long
@@ -185,7 +178,7 @@ func nextLine(t *testing.T, lines <-chan string) string {
 // every try, whether acquiring or renewing, instead of looping silently.
 func TestForbiddenLeaseIsLogged(t *testing.T) {
 	t.Parallel()
-	key := types.NamespacedName{Namespace: "ns", Name: LegacyLeaseName("pek")}
+	key := types.NamespacedName{Namespace: "ns", Name: "flightfeed-pek"}
 	timings := LeaseTimings{}.WithDefaults()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 9, 9, 8, 0, 0, 0, time.UTC))
 	e := newLeaseElector(forbiddenLeases{}, key, "replica-a", metav1.ObjectMeta{}, timings, clk)

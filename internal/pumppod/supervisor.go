@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -69,10 +68,7 @@ type feedSupervisor struct {
 	key     types.NamespacedName
 	deps    *supervisorDeps
 	elector *leaseElector
-	// legacy contends for the feed's Lease where earlier releases kept it
-	// (its namespace, LegacyLeaseName) while migrating; nil otherwise.
-	legacy *leaseElector
-	log    logr.Logger
+	log     logr.Logger
 
 	// changed wakes the runner loop when the resolved configuration
 	// changed; poke asks the reporter for a report now.
@@ -105,18 +101,7 @@ func newFeedSupervisor(deps *supervisorDeps, key types.NamespacedName, d feedDes
 		done:    make(chan struct{}),
 		desired: d,
 	}
-	if deps.legacyLeases {
-		// Created as earlier releases created it: owned by the feed.
-		s.legacy = newLeaseElector(deps.leases, legacyLeaseKey(key), deps.identity,
-			metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{ownerRef(key, d.UID)}}, deps.timings, deps.clock)
-	}
 	return s
-}
-
-// legacyLeaseKey is where releases before the namespaced Leases kept the
-// feed's Lease: in the feed's namespace.
-func legacyLeaseKey(key types.NamespacedName) types.NamespacedName {
-	return types.NamespacedName{Namespace: key.Namespace, Name: LegacyLeaseName(key.Name)}
 }
 
 // setDesired records the reconciler's view; a new configuration restarts
@@ -163,74 +148,9 @@ func (s *feedSupervisor) run(ctx context.Context) {
 		if !s.elector.acquire(ctx) {
 			return
 		}
-		if s.legacy != nil && !s.acquireLegacy(ctx) {
-			if ctx.Err() != nil {
-				// A fresh context on purpose: ctx is done, yet the Lease this
-				// replica holds should be given back at once.
-				rel, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.deps.timings.RenewDeadline)
-				if err := s.elector.release(rel); err != nil {
-					s.log.Error(err, "release lease")
-				}
-				cancel()
-				return
-			}
-			continue
-		}
 		s.lead(ctx)
 		if ctx.Err() != nil {
 			return
-		}
-	}
-}
-
-// acquireLegacy is the migration step between holding the feed's Lease
-// and leading (README "Upgrade notes"): a replica of an earlier release
-// knows only the legacy Lease in the feed's namespace, so this replica
-// also takes that one, waiting while another identity holds it validly
-// (the earlier replica pumps: it must stop renewing or release first). It
-// renews the feed's Lease meanwhile, and reports false when ctx ends or
-// that Lease is lost.
-func (s *feedSupervisor) acquireLegacy(ctx context.Context) bool {
-	waitingFor := ""
-	for {
-		callCtx, cancel := context.WithTimeout(ctx, s.deps.timings.RenewDeadline)
-		ok, holder, err := s.legacy.try(callCtx)
-		cancel()
-		if ok {
-			if waitingFor != "" {
-				s.log.Info("took the legacy Lease over", "legacyLease", s.legacy.key.String(), "from", waitingFor)
-			}
-			return true
-		}
-		if ctx.Err() != nil {
-			return false
-		}
-		s.legacy.logFailure(ctx, "acquire", err)
-		if err == nil && holder != waitingFor {
-			waitingFor = holder
-			s.log.Info("holds the Lease but waits: a replica of an earlier release holds the feed's legacy Lease and may run its pump",
-				"legacyLease", s.legacy.key.String(), "holder", holder)
-		}
-		wait := time.Duration(float64(s.deps.timings.RetryPeriod) * (1 + rand.Float64()*(jitterFactor-1))) //nolint:gosec // jitter only
-		select {
-		case <-ctx.Done():
-			return false
-		case <-s.deps.clock.After(wait):
-		}
-		callCtx, cancel = context.WithTimeout(ctx, s.deps.timings.RenewDeadline)
-		ok, holder, err = s.elector.try(callCtx)
-		cancel()
-		if ok {
-			continue
-		}
-		if ctx.Err() != nil {
-			return false
-		}
-		s.elector.logFailure(ctx, "renew", err)
-		if (holder != "" && holder != s.deps.identity) || s.deps.clock.Since(s.elector.lastRenewAt()) > s.deps.timings.RenewDeadline {
-			s.elector.setLeading(false)
-			s.log.Info("lost the Lease while waiting for the legacy one", "holder", holder)
-			return false
 		}
 	}
 }
@@ -254,12 +174,9 @@ func (s *feedSupervisor) lead(ctx context.Context) {
 	// runner has stopped and the last status is written.
 	holdCtx, stopHold := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHold()
-	// Every Lease held (the feed's, and the legacy one while migrating)
-	// is renewed by its own goroutine; losing any stops the pump at once.
+	// Every Lease held is renewed by its own goroutine; losing it stops
+	// the pump at once.
 	holders := []*leaseElector{s.elector}
-	if s.legacy != nil {
-		holders = append(holders, s.legacy)
-	}
 	lost := make(chan error, len(holders))
 	for _, e := range holders {
 		go func() {
@@ -313,8 +230,6 @@ func (s *feedSupervisor) lead(ctx context.Context) {
 		stopHold()
 		lostErr = waitHolds(nil, pending)
 		if lostErr == nil {
-			// The legacy Lease first: an earlier release's replica that takes
-			// it next still finds this one's Lease held until just after.
 			for i := len(holders) - 1; i >= 0; i-- {
 				if err := holders[i].release(final); err != nil {
 					s.log.Error(err, "release lease")

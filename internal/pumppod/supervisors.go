@@ -46,12 +46,6 @@ type SupervisorOptions struct {
 	APIReader client.Reader
 	// Leases is the typed client for coordination.k8s.io/v1 Leases.
 	Leases coordinationv1client.LeasesGetter
-	// LegacyLeases: while migrating from a release that kept each Lease in
-	// its feed's namespace (LegacyLeaseName), a replica also takes and
-	// holds the legacy Lease before it runs the pump, so a replica of the
-	// earlier release never pumps at the same time. It needs get, create
-	// and update on Leases in the feeds' namespaces.
-	LegacyLeases bool
 	// Recorder records Events on FlightFeeds (optional).
 	Recorder events.EventRecorder
 	// Factory builds a feed's runner when this replica leads it.
@@ -98,7 +92,6 @@ type SupervisorOptions struct {
 // supervisorDeps is what every feed supervisor shares.
 type supervisorDeps struct {
 	leases            coordinationv1client.LeasesGetter
-	legacyLeases      bool
 	recorder          events.EventRecorder
 	factory           RunnerFactory
 	identity          string
@@ -165,7 +158,7 @@ func NewSupervisors(o SupervisorOptions) (*Supervisors, error) {
 	}
 	return &Supervisors{
 		deps: &supervisorDeps{
-			leases: o.Leases, legacyLeases: o.LegacyLeases, recorder: o.Recorder, factory: o.Factory, identity: o.Identity, timings: timings,
+			leases: o.Leases, recorder: o.Recorder, factory: o.Factory, identity: o.Identity, timings: timings,
 			reportInterval: o.ReportInterval, figuresInterval: o.FiguresInterval, stopTimeout: o.StopTimeout, restartBackoff: o.RestartBackoff,
 			maxRestartBackoff: o.MaxRestartBackoff, holderSilence: o.FencedHolderSilence, clock: clockOrReal(o.Clock),
 			metrics: o.Metrics, log: o.Log, openStore: o.OpenStore,
@@ -188,9 +181,6 @@ func (s *Supervisors) LeaseKey(feed types.NamespacedName) types.NamespacedName {
 func (d *supervisorDeps) leaseKey(feed types.NamespacedName) types.NamespacedName {
 	return types.NamespacedName{Namespace: feed.Namespace, Name: FeedLeaseName(feed)}
 }
-
-// LegacyLeases reports whether the legacy Leases are taken too (migration).
-func (s *Supervisors) LegacyLeases() bool { return s.deps.legacyLeases }
 
 // Timings are the Lease timings in use.
 func (s *Supervisors) Timings() LeaseTimings { return s.deps.timings }
@@ -276,8 +266,7 @@ func (s *Supervisors) stop(key types.NamespacedName, terminating bool) bool {
 	return true
 }
 
-// Leading reports whether this replica leads the feed (holds its Lease
-// and, while migrating, the legacy one).
+// Leading reports whether this replica leads the feed (holds its Lease).
 func (s *Supervisors) Leading(key types.NamespacedName) bool {
 	s.mu.Lock()
 	f, ok := s.feeds[key]

@@ -113,11 +113,6 @@ type Options struct {
 	// that leads the feed. Required.
 	Factory pumppod.RunnerFactory
 
-	// LegacyLeases also takes each feed's Lease where releases before
-	// the namespaced Leases kept it (the feed's namespace), for upgrading
-	// from them without two pumps (README "Upgrade notes").
-	LegacyLeases bool
-
 	// Feed is the one FlightFeed this pump pod runs (`flightfeed pump
 	// --feed NS/NAME`): the cache holds that FlightFeed alone and the
 	// FlightFeedDays of its namespace, which is all the pod's Role lets it
@@ -243,7 +238,6 @@ func New(o Options) (manager.Manager, error) {
 		Client:         mgr.GetClient(),
 		APIReader:      mgr.GetAPIReader(),
 		Leases:         kube.CoordinationV1(),
-		LegacyLeases:   o.LegacyLeases,
 		Recorder:       mgr.GetEventRecorder(EventSource),
 		Factory:        o.Factory,
 		Identity:       o.Identity,
