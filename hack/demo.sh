@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # `make demo`: FlightFeed as its users meet it, on a real single-node
 # Kubernetes cluster built on this machine (hack/cluster/): `helm install` of
-# the chart with the locally built image (2 replicas), the sample FlightFeed
-# and its Secrets, `flightfeed simulate` playing the AODB, what a user looks
-# at with kubectl, then the leader pod deleted and the other replica taking
-# over. The cluster stays up for a look around; `make demo-down` (this script
+# the chart with the locally built image (the operator, 2 replicas), the
+# sample FlightFeed and its Secrets, which the operator turns into the pump
+# pods pek-pump-* (2, one leading), `flightfeed simulate` playing the AODB,
+# what a user looks at with kubectl, then the leader pump pod deleted and the
+# standby taking over. The cluster stays up for a look around; `make demo-down` (this script
 # with "down") tears it all down. `make demo-cli` is the quick path without
 # Kubernetes.
 #
@@ -74,7 +75,7 @@ echo "$! $work/kfake" >"$pids/demo-kfake.pid"
 poll "the kfake broker" 10 grep -q "kfake listening" "$logs/demo-kfake.log"
 cat "$logs/demo-kfake.log"
 
-say "helm install the chart with the local image ($ref), 2 replicas"
+say "helm install the chart with the local image ($ref): the operator, 2 replicas (one leads)"
 show helm upgrade --install flightfeed charts/flightfeed --namespace "$ns" --create-namespace \
   --set image.repository=flightfeed --set image.tag="${ref##*:}" --wait --timeout 5m
 show kubectl -n "$ns" get deployments,pods -o wide
@@ -85,6 +86,9 @@ sed -e "s|flightfeed:change-me@tcp(mailbox.example:3306)/sis|root@tcp($node_ip:3
     -e "s|\"127.0.0.1:9092\"|\"$node_ip:$broker_port\"|" \
     config/samples/flightfeed_v1alpha1_flightfeed.yaml >"$work/pek.yaml"
 show kubectl apply -f "$work/pek.yaml"
+poll "the pump pods pek-pump-*" 120 sh -c "[ \"\$(kubectl -n default get deployment pek-pump -o jsonpath='{.status.readyReplicas}')\" = 2 ]"
+echo "the operator made the Deployment pek-pump (its ServiceAccount, Role, Service, PodDisruptionBudget) in the feed's namespace:"
+show kubectl get pods -A -l app.kubernetes.io/name=flightfeed -o wide
 rqfds() { [ "$(mbx -N -e "SELECT COUNT(*) FROM COUTMSGS WHERE COUTMSGS_CLOB_MSG LIKE '%<TYPE>RQFD</TYPE>%'")" -ge "$1" ]; }
 poll "the pump's full-day request (RQFD) in COUTMSGS" 120 rqfds 1
 echo "the pump asked the AODB for today's schedule (an RQFD row in COUTMSGS); tomorrow's follows once today's is answered"
@@ -108,7 +112,8 @@ show kubectl get flightfeeddays
 uid=$(kubectl get flightfeeds.flightfeed.aero pek -o jsonpath='{.metadata.uid}')
 show kubectl get events --field-selector "reason=DeadMessage,involvedObject.uid=$uid"
 show mariadb -h 127.0.0.1 -u root flightfeed_demo_mbx -e "SELECT CMINMSGS_ID AS id, CMINMSGS_PROC_RESULT AS result, LEFT(CMINMSGS_PROC_NOTE, 90) AS note FROM CMINMSGS WHERE CMINMSGS_PROC_RESULT <> 'SUCCEEDED'"
-svc=$(kubectl -n "$ns" get service flightfeed -o jsonpath='{.spec.clusterIP}')
+# The read API is served by the pump pods, behind the feed's Service pek-pump.
+svc=$(kubectl -n default get service pek-pump -o jsonpath='{.spec.clusterIP}')
 $ff export --config "$work/host.yaml" >"$work/export.jsonl"
 flid=$(head -n 1 "$work/export.jsonl" | sed -n 's/.*"FLID":"\([0-9A-Za-z_-]*\)".*/\1/p')
 [ -n "$flid" ] || { echo "demo: no flight in the export" >&2; exit 1; }
@@ -133,7 +138,7 @@ YAML
 show curl -sSk -o /dev/null -w '%{http_code} without a token\n' "https://$svc:8082/api/v1/feeds/default/pek/flights/$flid"
 token=$(kubectl -n default create token flight-reader --duration 10m)
 printf '\n$ token=$(kubectl -n default create token flight-reader)\n'
-# -k: the manager's certificate is self-signed (README, Security).
+# -k: the pump pods' certificate is self-signed (README, Security).
 printf '\n$ curl -sSk -H "Authorization: Bearer $token" https://%s:8082/api/v1/feeds/default/pek/flights/%s\n' "$svc" "$flid"
 curl -sSk -H "Authorization: Bearer $token" "https://$svc:8082/api/v1/feeds/default/pek/flights/$flid"
 echo
@@ -145,15 +150,16 @@ echo "KAFKA_SCHD: $(wc -l <"$work/kafka_schd.txt") records (full state, coalesce
 head -n 3 "$work/kafka_schd.txt"
 head -n 2 "$work/kafka_msg.txt"
 
-say "takeover: delete the leader pod; the other replica takes the Lease"
-show kubectl -n "$ns" get lease flightfeed.default.pek
-leader=$(kubectl -n "$ns" get lease flightfeed.default.pek -o jsonpath='{.spec.holderIdentity}')
+say "takeover: delete the leader pump pod; the standby takes the feed's Lease"
+show kubectl get pods -A -l app.kubernetes.io/name=flightfeed
+show kubectl -n default get lease flightfeed.default.pek
+leader=$(kubectl -n default get lease flightfeed.default.pek -o jsonpath='{.spec.holderIdentity}')
 deleted=$(date +%s.%N)
-show kubectl -n "$ns" delete pod "$leader" --wait=false
-took() { h=$(kubectl -n "$ns" get lease flightfeed.default.pek -o jsonpath='{.spec.holderIdentity}'); [ -n "$h" ] && [ "$h" != "$leader" ]; }
+show kubectl -n default delete pod "$leader" --wait=false
+took() { h=$(kubectl -n default get lease flightfeed.default.pek -o jsonpath='{.spec.holderIdentity}'); [ -n "$h" ] && [ "$h" != "$leader" ]; }
 poll "a takeover" 60 took
-awk -v a="$deleted" -v b="$(date +%s.%N)" 'BEGIN {printf "\nthe other replica took the Lease %.1f s after the delete\n", b - a}'
-show kubectl -n "$ns" get lease flightfeed.default.pek
+awk -v a="$deleted" -v b="$(date +%s.%N)" 'BEGIN {printf "\nanother pump pod took the Lease %.1f s after the delete\n", b - a}'
+show kubectl -n default get lease flightfeed.default.pek
 # The new leader's status report follows its first commit; give it a moment.
 poll "the new leader in the status" 30 sh -c "[ \"\$(kubectl get flightfeeds.flightfeed.aero pek -o jsonpath='{.status.pump.holder}')\" != '$leader' ]"
 before=$(mbx -N -e 'SELECT COUNT(*) FROM CMINMSGS')
@@ -164,6 +170,6 @@ echo "the AODB sent $(( $(mbx -N -e 'SELECT COUNT(*) FROM CMINMSGS') - before ))
 sleep 3
 show mariadb -h 127.0.0.1 -u root flightfeed_demo_mbx -e "SELECT CMINMSGS_PROC_RESULT AS result, COUNT(*) AS messages FROM CMINMSGS GROUP BY 1"
 show kubectl get flightfeeds
-show kubectl -n "$ns" get pods -o wide
+show kubectl get pods -A -l app.kubernetes.io/name=flightfeed -o wide
 
 say "done in $(( $(date +%s) - t0 ))s. The cluster stays up: export KUBECONFIG=$KUBECONFIG; 'make demo-down' tears it all down"

@@ -47,10 +47,12 @@ trap cleanup EXIT
 test_env_kafka "$work"
 
 # The real-cluster step at the end needs the cluster's binaries (the first
-# run compiles ~10 minutes of CPU) and the operator's image: build them now at
-# the lowest priority, in the CPU time the steps below leave idle.
+# run compiles ~10 minutes of CPU), the operator's image and the previous
+# release's (the upgrade starts from it; built once from its commit and
+# cached): build them now at the lowest priority, in the CPU time the steps
+# below leave idle.
 prep_log="$work/cluster-prep.log"
-setsid nice -n 19 bash -c 'bash hack/cluster/build.sh >/dev/null && make --no-print-directory image' >"$prep_log" 2>&1 &
+setsid nice -n 19 bash -c 'bash hack/cluster/build.sh >/dev/null && make --no-print-directory image && bash hack/cluster/previous-image.sh >/dev/null' >"$prep_log" 2>&1 &
 prep_pid=$!
 trap 'rc=$?; kill -- -$prep_pid 2>/dev/null || true; cleanup; timings; exit $rc' EXIT
 
@@ -96,7 +98,7 @@ FLIGHTFEED_CLUSTER_HELM=$(bash hack/cluster/helm.sh)
 FLIGHTFEED_CLUSTER_KUBECONFIG=$(bash hack/cluster/env.sh)
 export FLIGHTFEED_CLUSTER_HELM FLIGHTFEED_CLUSTER_KUBECONFIG
 
-step "real cluster: helm install, takeover, upgrade, uninstall"
+step "real cluster: upgrade from the previous release, pump pods, takeover, uninstall"
 go test -tags cluster -count=1 -timeout 15m -v ./hack/cluster/e2e/
 
 step "real cluster: down"

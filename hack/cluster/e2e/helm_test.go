@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,7 +29,6 @@ import (
 	_ "github.com/go-sql-driver/mysql" // the mailbox driver
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kfake"
-	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -42,7 +42,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
-	"github.com/flightfeed/flightfeed/internal/pumppod"
+	"github.com/flightfeed/flightfeed/internal/feednames"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
@@ -74,7 +74,8 @@ type suite struct {
 	helm       string
 	image      string // full reference of the `make image` image
 	binary     string // bin/flightfeed for the host-side commands
-	ns         string
+	ns         string // the release's
+	feedNS     string // the FlightFeeds' and their pump pods'
 	release    string
 }
 
@@ -103,6 +104,7 @@ func newSuite(t *testing.T) *suite {
 	s.c = kubetest.Client(t, cfg)
 	s.binary = proctest.Binary(t)
 	s.ns = "ffc-" + utilrand.String(5)
+	s.feedNS = s.ns + "-feeds"
 	s.release = "ffc"
 	return s
 }
@@ -299,13 +301,13 @@ func (w *world) waitRequest(loc *time.Location) string {
 
 func (w *world) mailboxDump() string { return mysqltest.Results(w.t, w.mbox) }
 
-// sessions counts the database sessions of a pod (its application_name is
-// its identity, the pod name).
-func (w *world) sessions(pod string) int {
+// sessions counts the database sessions of a pod: a pump pod's sessions
+// carry its name as application_name (internal/store, $POD_NAME).
+func (w *world) sessions(pod string) (int, error) {
 	var n int
-	_ = w.pool.QueryRow(context.Background(), `SELECT COUNT(*) FROM pg_stat_activity
+	err := w.pool.QueryRow(context.Background(), `SELECT COUNT(*) FROM pg_stat_activity
 		WHERE datname = current_database() AND application_name = $1`, pod).Scan(&n)
-	return n
+	return n, err
 }
 
 // workload is a day of the AODB: the RESP answering the full-day request,
@@ -313,7 +315,13 @@ func (w *world) sessions(pod string) int {
 // fixed seeds (the same rows for every run).
 func workload(day string, loc *time.Location) []string {
 	rows := []string{simulate.Response(simulate.Options{Day: day, Flights: 30, Seed: 1, FirstSeqn: 1, Location: loc}).Body}
-	for k := range 4 {
+	return append(rows, traffic(day, loc, 0, 4)...)
+}
+
+// traffic is rounds from..to-1 of the day's traffic after the RESP.
+func traffic(day string, loc *time.Location, from, to int) []string {
+	var rows []string
+	for k := from; k < to; k++ {
 		for _, m := range simulate.Stream(simulate.Options{Day: day, Flights: 30, Seed: uint64(k + 2),
 			FirstSeqn: 1000 * (k + 1), Malformed: 2, Location: loc}) {
 			rows = append(rows, m.Body)
@@ -324,17 +332,22 @@ func workload(day string, loc *time.Location) []string {
 
 // ---- the release's pods ------------------------------------------------------------
 
-// managerPods selects the release's manager pods (the chart's selector
-// labels), not the pod `helm test` leaves behind.
-func (s *suite) managerPods() client.MatchingLabels {
-	return client.MatchingLabels{"app.kubernetes.io/instance": s.release, "app.kubernetes.io/component": "manager"}
+// operatorPods selects the release's operator pods (the chart's selector
+// labels; before the upgrade, the previous release's managers, which ran
+// the pumps), not the pod `helm test` leaves behind.
+func (s *suite) operatorPods() []corev1.Pod {
+	return s.list(s.ns, client.MatchingLabels{"app.kubernetes.io/instance": s.release, "app.kubernetes.io/component": "manager"})
 }
 
-func (s *suite) pods() []corev1.Pod {
+// pumpPods are the pods of the feed's pump Deployment <feed>-pump.
+func (s *suite) pumpPods(key types.NamespacedName) []corev1.Pod {
+	return s.list(key.Namespace, client.MatchingLabels(feednames.PodLabels(key.Name)))
+}
+
+func (s *suite) list(ns string, sel client.MatchingLabels) []corev1.Pod {
 	s.t.Helper()
 	var l corev1.PodList
-	if err := s.c.List(s.t.Context(), &l, client.InNamespace(s.ns),
-		s.managerPods()); err != nil {
+	if err := s.c.List(context.Background(), &l, client.InNamespace(ns), sel); err != nil {
 		s.t.Fatal(err)
 	}
 	sort.Slice(l.Items, func(i, j int) bool { return l.Items[i].Name < l.Items[j].Name })
@@ -353,13 +366,13 @@ func ready(p corev1.Pod) bool {
 	return false
 }
 
-// waitPods waits for exactly n pods of the release, all Running and Ready,
+// waitPods waits for exactly n pods listed by pods, all Running and Ready,
 // none of them in except; returns them.
-func (s *suite) waitPods(n int, except map[string]bool) []corev1.Pod {
+func (s *suite) waitPods(what string, pods func() []corev1.Pod, n int, except map[string]bool) []corev1.Pod {
 	s.t.Helper()
 	var out []corev1.Pod
-	await.EventuallyEvery(s.t, fmt.Sprintf("%d Running and Ready replicas", n), waitLong, clusterPoll, func() (bool, string) {
-		out = s.pods()
+	await.EventuallyEvery(s.t, fmt.Sprintf("%d Running and Ready %s", n, what), waitLong, clusterPoll, func() (bool, string) {
+		out = pods()
 		var desc []string
 		ok := len(out) == n
 		for _, p := range out {
@@ -374,7 +387,7 @@ func (s *suite) waitPods(n int, except map[string]bool) []corev1.Pod {
 // httpClient scrapes the pods' self-signed HTTPS metrics endpoints (the
 // token authenticates; the certificate is not verified, as curl -k).
 var httpClient = &http.Client{Timeout: time.Second, Transport: &http.Transport{
-	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the manager's self-signed certificate
+	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the pods' self-signed certificates
 }}
 
 // scrapeToken is the token of the ServiceAccount the chart lets get /metrics.
@@ -413,16 +426,20 @@ func pumpRunning(p corev1.Pod, key types.NamespacedName) float64 {
 	return 0
 }
 
-func (s *suite) leaseHolder(key types.NamespacedName) string {
+// leaseHolder is the holder of the feed's Lease in namespace ns: the
+// feed's own (the pump pods') or, before the upgrade, the operator's
+// namespace (the previous release's managers).
+func (s *suite) leaseHolder(ns string, key types.NamespacedName) string {
 	var l coordinationv1.Lease
-	if err := s.c.Get(context.Background(), types.NamespacedName{Namespace: s.ns, Name: pumppod.FeedLeaseName(key)}, &l); err != nil {
+	if err := s.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: feednames.Lease(key)}, &l); err != nil {
 		return ""
 	}
 	return ptr.Deref(l.Spec.HolderIdentity, "")
 }
 
-// pumpMonitor samples every pod of the release every 200 ms and records
-// each moment more than one pump ran.
+// pumpMonitor samples, every 200 ms, every pod that may run a feed's pump
+// (the release's operator pods, which did before the upgrade, and the
+// feed's pump pods) and records each moment more than one ran it.
 type pumpMonitor struct {
 	mu      sync.Mutex
 	samples int
@@ -431,16 +448,19 @@ type pumpMonitor struct {
 	done    chan struct{}
 }
 
-func (s *suite) monitorPumps(key types.NamespacedName) *pumpMonitor {
+func (s *suite) monitorPumps(keys ...types.NamespacedName) *pumpMonitor {
 	m := &pumpMonitor{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(m.done)
 		for {
-			var l corev1.PodList
-			if err := s.c.List(context.Background(), &l, client.InNamespace(s.ns),
-				s.managerPods()); err == nil {
+			var mgr corev1.PodList
+			_ = s.c.List(context.Background(), &mgr, client.InNamespace(s.ns),
+				client.MatchingLabels{"app.kubernetes.io/instance": s.release, "app.kubernetes.io/component": "manager"})
+			for _, key := range keys {
+				var pods corev1.PodList
+				_ = s.c.List(context.Background(), &pods, client.InNamespace(key.Namespace), client.MatchingLabels(feednames.PodLabels(key.Name)))
 				var running []string
-				for _, p := range l.Items {
+				for _, p := range append(mgr.Items, pods.Items...) {
 					if pumpRunning(p, key) == 1 {
 						running = append(running, p.Name)
 					}
@@ -448,7 +468,7 @@ func (s *suite) monitorPumps(key types.NamespacedName) *pumpMonitor {
 				m.mu.Lock()
 				m.samples++
 				if len(running) > 1 {
-					m.two = append(m.two, time.Now().Format("15:04:05.000")+" "+strings.Join(running, "+"))
+					m.two = append(m.two, time.Now().Format("15:04:05.000")+" "+key.Name+": "+strings.Join(running, "+"))
 				}
 				m.mu.Unlock()
 			}
@@ -470,16 +490,200 @@ func (m *pumpMonitor) halt() (samples int, two []string) {
 	return m.samples, m.two
 }
 
+// progress samples a feed's processed rows every 200 ms and records the
+// longest time it made no progress while rows were waiting.
+type progress struct {
+	mu      sync.Mutex
+	longest time.Duration
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func watchProgress(w *world, inserted func() int) *progress {
+	p := &progress{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		last, since := -1, time.Now()
+		for {
+			var n int
+			if err := w.mbox.QueryRowContext(context.Background(),
+				`SELECT COUNT(*) FROM CMINMSGS WHERE CMINMSGS_DATE_PROCESSED IS NOT NULL`).Scan(&n); err == nil {
+				now := time.Now()
+				if n != last || n >= inserted() {
+					last, since = n, now
+				}
+				p.mu.Lock()
+				p.longest = max(p.longest, now.Sub(since))
+				p.mu.Unlock()
+			}
+			select {
+			case <-p.stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	return p
+}
+
+func (p *progress) halt() time.Duration {
+	close(p.stop)
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.longest
+}
+
+// feedWorld is one FlightFeed on the cluster with its services.
+type feedWorld struct {
+	*world
+	key types.NamespacedName
+}
+
+// newFeed makes a feed's services, its Secrets (the DSNs the pods reach)
+// and its FlightFeed in the feed namespace.
+func (s *suite) newFeed(name string) *feedWorld {
+	s.t.Helper()
+	f := &feedWorld{world: newWorld(s.t, s.binary, name, true), key: types.NamespacedName{Namespace: s.feedNS, Name: name}}
+	for suffix, dsn := range map[string]string{"-mailbox": f.podMbox, "-db": f.podPG} {
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: name + suffix, Namespace: s.feedNS},
+			StringData: map[string]string{"dsn": dsn}}
+		if err := s.c.Create(s.t.Context(), sec); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	var feed unstructured.Unstructured
+	if err := yaml.Unmarshal([]byte(feedtest.Feed{Brokers: f.brokers[:1]}.Manifest(name, s.feedNS)), &feed.Object); err != nil {
+		s.t.Fatal(err)
+	}
+	if err := s.c.Create(s.t.Context(), &feed); err != nil {
+		s.t.Fatal(err)
+	}
+	return f
+}
+
+// waitLeader waits until the holder of the feed's Lease in namespace ns
+// holds pipeline_lock at an epoch above after, and returns both.
+func (s *suite) waitLeader(f *feedWorld, ns string, after int64, within time.Duration, not ...string) (string, int64) {
+	s.t.Helper()
+	var holder string
+	var epoch int64
+	await.EventuallyEvery(s.t, fmt.Sprintf("%s: a Lease holder in %s holding pipeline_lock above epoch %d", f.key.Name, ns, after), within, clusterPoll, func() (bool, string) {
+		lh := s.leaseHolder(ns, f.key)
+		ph, ep, err := f.lock(s.t.Context())
+		if err != nil {
+			return false, err.Error()
+		}
+		holder, epoch = lh, ep
+		return lh != "" && lh == ph && ep > after && !slices.Contains(not, lh), fmt.Sprintf("Lease %q, pipeline_lock %q@%d", lh, ph, ep)
+	})
+	return holder, epoch
+}
+
+// checkOnePump checks, on the feed's pump pods, that the Lease holder alone
+// runs the pump and holds database sessions, and the standby none (its
+// sessions are told by application_name, the pod's name).
+func (s *suite) checkOnePump(f *feedWorld, holder string) {
+	s.t.Helper()
+	await.EventuallyEvery(s.t, f.key.Name+": exactly one pump, the holder's, with the only sessions", 30*time.Second, clusterPoll, func() (bool, string) {
+		var desc []string
+		ok := true
+		pods := s.pumpPods(f.key)
+		for _, p := range pods {
+			r := pumpRunning(p, f.key)
+			n, err := f.sessions(p.Name)
+			if err != nil {
+				s.t.Fatalf("count %s's database sessions: %v", p.Name, err)
+			}
+			desc = append(desc, fmt.Sprintf("%s pump_running=%v sessions=%d", p.Name, r, n))
+			if p.Name == holder {
+				ok = ok && r == 1 && n >= 1
+			} else {
+				ok = ok && r == 0 && n == 0
+			}
+		}
+		return ok && len(pods) == 2, strings.Join(desc, "; ")
+	})
+}
+
+// compareWithUninterrupted feeds the same rows (row i received at base +
+// i ms) into a fresh world drained by one `flightfeed pump --drain`, and
+// compares export, ledger and mailbox.
+func compareWithUninterrupted(t *testing.T, f *feedWorld, binary string, batches []batch) (ledger string) {
+	t.Helper()
+	clean := newWorld(t, binary, f.key.Name+"-clean", false)
+	for _, b := range batches {
+		for i, r := range b.rows {
+			if err := clean.insert(r, b.base.Add(time.Duration(i)*time.Millisecond)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	clean.ff("pump", "--drain")
+	if got, want := versionField.ReplaceAllString(f.ff("export"), ""), versionField.ReplaceAllString(clean.ff("export"), ""); got != want {
+		t.Errorf("%s: export differs from an uninterrupted run's:\n--- cluster\n%s\n--- uninterrupted\n%s", f.key.Name, got, want)
+	}
+	ledger = f.ff("ledger")
+	if want := clean.ff("ledger"); ledger != want {
+		t.Errorf("%s: ledger:\n%s\nuninterrupted:\n%s", f.key.Name, ledger, want)
+	}
+	if got, want := f.mailboxDump(), clean.mailboxDump(); got != want {
+		t.Errorf("%s: mailbox differs from an uninterrupted run's:\n--- cluster\n%s\n--- uninterrupted\n%s", f.key.Name, got, want)
+	}
+	return ledger
+}
+
+// batch is rows fed from base.
+type batch struct {
+	rows []string
+	base time.Time
+}
+
+// podMemory reads a pod's memory cgroup (cgroup v1, the kubelet's cgroupfs
+// driver): current RSS and the peak usage, in MiB; ok false when not found.
+func podMemory(p corev1.Pod) (rss, peak float64, ok bool) {
+	dirs, _ := filepath.Glob("/sys/fs/cgroup/memory/kubepods*/*/pod" + string(p.UID))
+	more, _ := filepath.Glob("/sys/fs/cgroup/memory/kubepods*/pod" + string(p.UID))
+	dirs = append(dirs, more...)
+	if len(dirs) == 0 {
+		return 0, 0, false
+	}
+	stat, err := os.ReadFile(filepath.Join(dirs[0], "memory.stat"))
+	if err != nil {
+		return 0, 0, false
+	}
+	for _, line := range strings.Split(string(stat), "\n") {
+		if v, found := strings.CutPrefix(line, "total_rss "); found {
+			n, _ := strconv.ParseFloat(v, 64)
+			rss = n / (1 << 20)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dirs[0], "memory.max_usage_in_bytes")); err == nil {
+		n, _ := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
+		peak = n / (1 << 20)
+	}
+	return rss, peak, true
+}
+
 // ---- the test ----------------------------------------------------------------------
 
-// TestHelmInstallOnRealCluster installs the chart with the local image on
-// the real cluster and checks what SPEC §4 promises its users: two Ready
-// replicas and one pump; a simulated day applied, the FlightFeedDays equal
-// to the ledger; the leader pod deleted in the middle of the day and the
-// other replica taking over within the lease duration + 10 s with nothing
-// lost (export, ledger and mailbox equal an uninterrupted run's); `helm
-// upgrade` with a changed value rolling the pods without two pumps at once;
-// `helm uninstall` leaving the CRDs (crds.keep) and the data.
+// previousCommit is the last release whose pumps ran inside the operator's
+// replicas (before issue 35's pump pods): its chart and image are what
+// `helm upgrade` starts from.
+const previousCommit = "6d8dea4"
+
+// TestHelmInstallOnRealCluster checks what SPEC §4 promises on a real
+// cluster, starting where an installed user is: the previous release (its
+// chart from git, its image built from that commit) running two feeds
+// inside its operator replicas; `helm upgrade` to this chart in the middle
+// of a day moves each feed to pump pods of its own with never two pumps at
+// once and nothing lost; `kubectl get pods` shows the operator and each
+// feed's two pump pods, the leader alone with database sessions; the
+// leader pump pod of one feed deleted mid-day, the standby (or its
+// replacement) taking over within the lease duration + 10 s while the
+// other feed never pauses; export, ledger and mailbox of both feeds equal
+// to an uninterrupted run's, the FlightFeedDays to the ledger; `helm
+// uninstall` keeping the CRDs, the FlightFeeds and the data.
 func TestHelmInstallOnRealCluster(t *testing.T) {
 	s := newSuite(t)
 	loc, err := time.LoadLocation("Asia/Shanghai")
@@ -488,7 +692,7 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 	}
 	lap := time.Now()
 	timing := func(what string) {
-		t.Logf("timing: %-48s %5.1fs", what, time.Since(lap).Seconds())
+		t.Logf("timing: %-56s %5.1fs", what, time.Since(lap).Seconds())
 		lap = time.Now()
 	}
 
@@ -499,229 +703,237 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 			crd.Annotations["meta.helm.sh/release-name"])
 	}
 
-	// 1. helm install with the local image; both replicas Running and Ready.
+	// 0. The previous release: its chart from git, its image built from
+	// that commit (cached) and imported into the cluster.
+	prevChart := filepath.Join(t.TempDir(), "previous")
+	if err := os.MkdirAll(prevChart, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	archive := exec.Command("sh", "-c", "git archive --format=tar "+previousCommit+" charts/flightfeed | tar -x -C "+prevChart)
+	archive.Dir = s.repo
+	if out, err := archive.CombinedOutput(); err != nil {
+		t.Fatalf("the previous chart from git: %v\n%s", err, out)
+	}
+	prevChart = filepath.Join(prevChart, "charts", "flightfeed")
+	prev := strings.Fields(s.run("bash", "hack/cluster/previous-image.sh", previousCommit))
+	if len(prev) != 2 {
+		t.Fatalf("hack/cluster/previous-image.sh printed %q", prev)
+	}
+	s.run("bash", "hack/cluster/load-image.sh", prev[0])
+	prevTag := prev[1][strings.LastIndexByte(prev[1], ':')+1:]
 	tag := s.image[strings.LastIndexByte(s.image, ':')+1:]
-	s.run(s.helm, "install", s.release, "charts/flightfeed", "--namespace", s.ns, "--create-namespace",
-		"--set", "image.repository=flightfeed", "--set", "image.tag="+tag, "--wait", "--timeout", "3m",
+	timing("the previous release's image")
+
+	// 1. helm install of the previous release; its two replicas Ready.
+	s.run(s.helm, "install", s.release, prevChart, "--namespace", s.ns, "--create-namespace",
+		"--set", "image.repository=flightfeed", "--set", "image.tag="+prevTag, "--wait", "--timeout", "3m",
 		// The metrics are HTTPS with a bearer token: the chart binds this
 		// ServiceAccount to its metrics-reader ClusterRole.
 		"--set", "metrics.scrapers[0].namespace="+s.ns, "--set", "metrics.scrapers[0].name=scraper")
-	s.run("kubectl", "-n", s.ns, "create", "serviceaccount", "scraper")
-	scrapeToken = strings.TrimSpace(s.run("kubectl", "-n", s.ns, "create", "token", "scraper", "--duration", "2h"))
 	t.Cleanup(func() {
 		// Best effort: the cluster is torn down after the test anyway.
 		_ = exec.Command(s.helm, "uninstall", s.release, "--namespace", s.ns, "--kubeconfig", s.kubeconfig).Run()
 	})
-	first := s.waitPods(2, nil)
-	for _, p := range first {
+	s.run("kubectl", "-n", s.ns, "create", "serviceaccount", "scraper")
+	scrapeToken = strings.TrimSpace(s.run("kubectl", "-n", s.ns, "create", "token", "scraper", "--duration", "2h"))
+	s.run("kubectl", "create", "namespace", s.feedNS)
+	s.waitPods("previous managers", s.operatorPods, 2, nil)
+	timing("helm install of the previous release")
+
+	// 2. Two feeds, each pumped by one of the previous release's managers
+	// (their Leases in the operator's namespace).
+	pek, pvg := s.newFeed("pek"), s.newFeed("pvg")
+	feeds := []*feedWorld{pek, pvg}
+	var days []string
+	for _, f := range feeds {
+		s.waitLeader(f, s.ns, 0, waitLong)
+		days = append(days, f.waitRequest(loc))
+	}
+	timing("two feeds on the previous release, RQFDs sent")
+
+	// 3. A day into both mailboxes, one row every 10 ms; `helm upgrade` to
+	// this chart once a third of pek's is processed.
+	mon := s.monitorPumps(pek.key, pvg.key)
+	base := time.Now().UTC().Truncate(time.Second)
+	var rows [][]string
+	var fed []<-chan error
+	for i, f := range feeds {
+		r := workload(days[i], loc)
+		rows = append(rows, r)
+		_, done := f.feed(r, base, 10*time.Millisecond)
+		fed = append(fed, done)
+	}
+	await.EventuallyEvery(t, "a third of pek's day processed", waitLong, clusterPoll, func() (bool, string) {
+		n := pek.processed()
+		return n >= len(rows[0])/3, fmt.Sprintf("%d of %d", n, len(rows[0]))
+	})
+	upgradeAt := pek.processed()
+	s.helmRun("upgrade", s.release, "charts/flightfeed", "--set", "image.repository=flightfeed", "--set", "image.tag="+tag,
+		"--set", "metrics.scrapers[0].namespace="+s.ns, "--set", "metrics.scrapers[0].name=scraper", "--wait", "--timeout", "3m")
+	if upgradeAt >= len(rows[0]) {
+		t.Fatalf("pek's day was over before the upgrade (%d of %d)", upgradeAt, len(rows[0]))
+	}
+	operators := s.waitPods("operator replicas", s.operatorPods, 2, nil)
+	for _, p := range operators {
 		if got := p.Spec.Containers[0].Image; got != "flightfeed:"+tag {
-			t.Errorf("pod %s runs %s, want the local image flightfeed:%s", p.Name, got, tag)
-		}
-		if id := p.Status.ContainerStatuses[0].ImageID; !strings.Contains(id, "sha256:") {
-			t.Errorf("pod %s: image ID %q", p.Name, id)
+			t.Errorf("operator pod %s runs %s, want flightfeed:%s", p.Name, got, tag)
 		}
 	}
-	timing("helm install, 2 replicas Ready")
-	// helm test: the chart's selftest Pod (the operator's own image) finds
-	// the CRDs Established and both managers answering /readyz; helm exits
-	// non-zero (s.run fails the test) when the Pod does not succeed.
+	leaders := map[string]string{}
+	epochs := map[string]int64{}
+	for _, f := range feeds {
+		s.waitPods(f.key.Name+" pump pods", func() []corev1.Pod { return s.pumpPods(f.key) }, 2, nil)
+		leaders[f.key.Name], epochs[f.key.Name] = s.waitLeader(f, s.feedNS, 0, waitLong)
+		if !strings.HasPrefix(leaders[f.key.Name], f.key.Name+"-pump-") {
+			t.Errorf("%s is led by %q after the upgrade, want one of its pump pods", f.key.Name, leaders[f.key.Name])
+		}
+	}
+	t.Logf("helm upgrade with %d of %d of pek's rows processed; pek led by %s (epoch %d), pvg by %s (epoch %d)",
+		upgradeAt, len(rows[0]), leaders["pek"], epochs["pek"], leaders["pvg"], epochs["pvg"])
+	for i, f := range feeds {
+		if err := <-fed[i]; err != nil {
+			t.Fatal(err)
+		}
+		f.waitDrained(len(rows[i]))
+	}
+	samples, two := mon.halt()
+	if len(two) > 0 {
+		t.Errorf("two pumps ran one feed at once (%d of %d samples): %v", len(two), samples, two)
+	}
+	t.Logf("%d samples of every pod's pumps through the upgrade: never two pumps of one feed", samples)
+	timing("helm upgrade mid-day: each feed on its pump pods, drained")
 	if out := s.helmRun("test", s.release, "--timeout", "3m"); !strings.Contains(out, "Succeeded") {
 		t.Errorf("helm test: no test succeeded:\n%s", out)
 	}
-	timing("helm test")
-
-	// 2. The feed: Secrets with DSNs the pods reach, the FlightFeed.
-	w := newWorld(t, s.binary, "cluster", true)
-	key := types.NamespacedName{Namespace: s.ns, Name: "pek"}
-	for name, dsn := range map[string]string{"pek-mailbox": w.podMbox, "pek-db": w.podPG} {
-		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: name, Namespace: s.ns}, StringData: map[string]string{"dsn": dsn}}
-		if err := s.c.Create(t.Context(), sec); err != nil {
-			t.Fatal(err)
-		}
+	t.Logf("kubectl get pods:\n%s%s", s.run("kubectl", "get", "pods", "-n", s.ns, "-o", "wide"),
+		s.run("kubectl", "get", "pods", "-n", s.feedNS, "-o", "wide"))
+	for _, f := range feeds {
+		s.checkOnePump(f, leaders[f.key.Name])
 	}
-	doc := feedtest.Feed{Brokers: w.brokers[:1]}.Manifest("pek", s.ns)
-	var feed unstructured.Unstructured
-	if err := yaml.Unmarshal([]byte(doc), &feed.Object); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.c.Create(t.Context(), &feed); err != nil {
-		t.Fatal(err)
-	}
+	timing("helm test; one pump per feed, only its sessions")
 
-	// Exactly one pump: the Lease holder's, which holds pipeline_lock; the
-	// other replica runs none and has no session on the feed's database.
-	var holder string
-	var epoch1 int64
-	await.EventuallyEvery(t, "a Lease holder that holds pipeline_lock", waitLong, clusterPoll, func() (bool, string) {
-		lh := s.leaseHolder(key)
-		ph, ep, err := w.lock(t.Context())
-		if err != nil {
-			return false, err.Error()
-		}
-		holder, epoch1 = lh, ep
-		return lh != "" && lh == ph && ep > 0, fmt.Sprintf("Lease %q, pipeline_lock %q@%d", lh, ph, ep)
-	})
-	day := w.waitRequest(loc)
-	await.EventuallyEvery(t, "exactly one pump, the holder's", 30*time.Second, clusterPoll, func() (bool, string) {
-		var desc []string
-		ok := true
-		for _, p := range s.pods() {
-			r := pumpRunning(p, key)
-			desc = append(desc, fmt.Sprintf("%s pump_running=%v sessions=%d", p.Name, r, w.sessions(p.Name)))
-			if p.Name == holder {
-				ok = ok && r == 1
-			} else {
-				ok = ok && r == 0 && w.sessions(p.Name) == 0
-			}
-		}
-		return ok, strings.Join(desc, "; ")
-	})
-	timing("FlightFeed applied, one pump, RQFD sent")
-
-	// 3. A simulated day, fed one row every 10 ms; the leader pod is deleted
-	// once a third is processed.
-	mon := s.monitorPumps(key)
-	rows := workload(day, loc)
-	base := time.Now().UTC().Truncate(time.Second)
-	inserted, fed := w.feed(rows, base, 10*time.Millisecond)
-	await.EventuallyEvery(t, "a third of the day processed", waitLong, clusterPoll, func() (bool, string) {
-		n := w.processed()
-		return n >= len(rows)/3, fmt.Sprintf("%d of %d", n, len(rows))
+	// 4. More of the day; pek's leader pump pod is deleted once a third of
+	// it is processed; pvg never pauses.
+	mon = s.monitorPumps(pek.key, pvg.key)
+	base2 := base.Add(time.Hour)
+	var more [][]string
+	var inserted []func() int
+	fed = fed[:0]
+	for i, f := range feeds {
+		r := traffic(days[i], loc, 4, 8)
+		more = append(more, r)
+		n, done := f.feed(r, base2, 10*time.Millisecond)
+		inserted, fed = append(inserted, n), append(fed, done)
+	}
+	pvgProgress := watchProgress(pvg.world, func() int { return len(rows[1]) + inserted[1]() })
+	await.EventuallyEvery(t, "a third more of pek's day processed", waitLong, clusterPoll, func() (bool, string) {
+		n := pek.processed() - len(rows[0])
+		return n >= len(more[0])/3, fmt.Sprintf("%d of %d", n, len(more[0]))
 	})
 	standby := ""
-	for _, p := range first {
-		if p.Name != holder {
+	for _, p := range s.pumpPods(pek.key) {
+		if p.Name != leaders["pek"] {
 			standby = p.Name
 		}
 	}
 	deletedAt := time.Now()
-	if err := s.c.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: holder, Namespace: s.ns}}); err != nil {
+	if err := s.c.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: leaders["pek"], Namespace: s.feedNS}}); err != nil {
 		t.Fatal(err)
 	}
-	atDelete, insertedAtDelete := w.processed(), inserted()
-	if atDelete >= len(rows) || insertedAtDelete >= len(rows) {
-		t.Fatalf("the day was over before the delete (%d processed, %d inserted of %d)", atDelete, insertedAtDelete, len(rows))
+	atDelete := pek.processed() - len(rows[0])
+	if atDelete >= len(more[0]) {
+		t.Fatalf("the day was over before the delete (%d of %d)", atDelete, len(more[0]))
 	}
-	// The other replica takes over: the standby, or the Deployment's
-	// replacement for the deleted pod when it asks first.
 	leaseDuration := 15 * time.Second // the chart's lease.duration
-	var epoch2 int64
-	var next string
-	await.EventuallyEvery(t, "another replica to take the Lease and a newer epoch", time.Until(deletedAt.Add(leaseDuration+10*time.Second)), clusterPoll, func() (bool, string) {
-		lh := s.leaseHolder(key)
-		ph, ep, err := w.lock(t.Context())
-		if err != nil {
-			return false, err.Error()
-		}
-		next, epoch2 = lh, ep
-		return lh != "" && lh != holder && ph == lh && ep > epoch1, fmt.Sprintf("Lease %q, pipeline_lock %q@%d", lh, ph, ep)
-	})
+	next, epoch := s.waitLeader(pek, s.feedNS, epochs["pek"], time.Until(deletedAt.Add(leaseDuration+10*time.Second)), leaders["pek"])
+	takeover := time.Since(deletedAt)
 	who := "the standby"
 	if next != standby {
 		who = "the Deployment's replacement"
 	}
-	t.Logf("%s deleted with %d of %d rows processed; %s %s took over after %.1fs (epoch %d → %d)",
-		holder, atDelete, len(rows), who, next, time.Since(deletedAt).Seconds(), epoch1, epoch2)
-	if err := <-fed; err != nil {
-		t.Fatal(err)
-	}
-	w.waitDrained(len(rows))
-	timing("a day fed, leader deleted, takeover, drained")
-
-	// FlightFeedDay versions equal the ledger.
-	ledger := w.ff("ledger")
-	await.EventuallyEvery(t, "FlightFeedDays equal to the ledger", 60*time.Second, clusterPoll, func() (bool, string) {
-		got, want := s.days(), ledgerVersions(t, ledger)
-		return got == want && want != "", fmt.Sprintf("FlightFeedDays %s, ledger %s", got, want)
-	})
-
-	// Nothing lost: the same rows, one uninterrupted `flightfeed pump --drain`.
-	export := w.ff("export")
-	clean := newWorld(t, s.binary, "clean", false)
-	for i, r := range rows {
-		if err := clean.insert(r, base.Add(time.Duration(i)*time.Millisecond)); err != nil {
+	t.Logf("takeover: %s deleted with %d of %d rows processed; %s %s took over after %.1fs (bound %s; epoch %d → %d)",
+		leaders["pek"], atDelete, len(more[0]), who, next, takeover.Seconds(), leaseDuration+10*time.Second, epochs["pek"], epoch)
+	for i, f := range feeds {
+		if err := <-fed[i]; err != nil {
 			t.Fatal(err)
 		}
+		f.waitDrained(len(rows[i]) + len(more[i]))
 	}
-	clean.ff("pump", "--drain")
-	if got, want := versionField.ReplaceAllString(export, ""), versionField.ReplaceAllString(clean.ff("export"), ""); got != want {
-		t.Errorf("export after the takeover differs from an uninterrupted run's:\n--- takeover\n%s\n--- uninterrupted\n%s", got, want)
+	stall := pvgProgress.halt()
+	if h, ep := s.leaseHolder(s.feedNS, pvg.key), mustEpoch(t, pvg); h != leaders["pvg"] || ep != epochs["pvg"] {
+		t.Errorf("pvg changed hands while pek's leader went: %s@%d, was %s@%d", h, ep, leaders["pvg"], epochs["pvg"])
 	}
-	if want := clean.ff("ledger"); ledger != want {
-		t.Errorf("ledger after the takeover:\n%s\nuninterrupted:\n%s", ledger, want)
+	if stall > 5*time.Second {
+		t.Errorf("pvg paused %.1fs with rows waiting while pek's leader pod went", stall.Seconds())
 	}
-	if got, want := w.mailboxDump(), clean.mailboxDump(); got != want {
-		t.Errorf("mailbox after the takeover differs from an uninterrupted run's:\n--- takeover\n%s\n--- uninterrupted\n%s", got, want)
-	}
-	timing("compared with an uninterrupted run")
-
-	// 4. helm upgrade with a changed value rolls the pods, one pump at a time.
-	s.waitPods(2, nil)
-	before := map[string]bool{}
-	for _, p := range s.pods() {
-		before[p.Name] = true
-	}
-	s.helmRun("upgrade", s.release, "charts/flightfeed", "--reuse-values", "--set", "lease.duration=20s", "--wait", "--timeout", "3m")
-	rolled := s.waitPods(2, before)
-	for _, p := range rolled {
-		if !strings.Contains(strings.Join(p.Spec.Containers[0].Args, " "), "--lease-duration=20s") {
-			t.Errorf("pod %s after the upgrade: args %v", p.Name, p.Spec.Containers[0].Args)
-		}
-	}
-	await.EventuallyEvery(t, "one pump on a new pod after the upgrade", waitLong, clusterPoll, func() (bool, string) {
-		lh := s.leaseHolder(key)
-		ph, _, err := w.lock(t.Context())
-		if err != nil {
-			return false, err.Error()
-		}
-		n := 0
-		for _, p := range rolled {
-			if pumpRunning(p, key) == 1 {
-				n++
-			}
-		}
-		return lh != "" && !before[lh] && lh == ph && n == 1, fmt.Sprintf("Lease %q, pipeline_lock %q, %d pumps running", lh, ph, n)
-	})
-	samples, two := mon.halt()
+	t.Logf("pvg's longest wait with rows pending while pek's leader went: %.1fs", stall.Seconds())
+	samples, two = mon.halt()
 	if len(two) > 0 {
-		t.Errorf("two pumps ran at once (%d of %d samples): %v", len(two), samples, two)
+		t.Errorf("two pumps ran one feed at once (%d of %d samples): %v", len(two), samples, two)
 	}
-	t.Logf("%d samples of every pod's pump from the first row to the end of the upgrade: never two pumps", samples)
-	timing("helm upgrade rolled the pods")
+	timing("pek's leader pod deleted, takeover, both drained")
 
-	// 5. helm uninstall: the CRDs stay (crds.keep), with the FlightFeed, its
-	// FlightFeedDays and the data.
+	// The pods' memory, from their cgroups.
+	for _, p := range append(s.operatorPods(), append(s.pumpPods(pek.key), s.pumpPods(pvg.key)...)...) {
+		if rss, peak, ok := podMemory(p); ok {
+			t.Logf("memory: %-40s RSS %6.1f MiB, peak %6.1f MiB", p.Name, rss, peak)
+		}
+	}
+
+	// 5. Nothing lost: export, ledger and mailbox of each feed equal an
+	// uninterrupted run of the same rows; the FlightFeedDays mirror the
+	// ledger.
+	ledgers := map[string]string{}
+	for i, f := range feeds {
+		ledgers[f.key.Name] = compareWithUninterrupted(t, f, s.binary, []batch{{rows[i], base}, {more[i], base2}})
+		await.EventuallyEvery(t, f.key.Name+"'s FlightFeedDays equal to the ledger", 60*time.Second, clusterPoll, func() (bool, string) {
+			got, want := s.days(f.key), ledgerVersions(t, ledgers[f.key.Name])
+			return got == want && want != "", fmt.Sprintf("FlightFeedDays %s, ledger %s", got, want)
+		})
+	}
+	timing("compared with uninterrupted runs")
+
+	// 6. helm uninstall: the operator goes; the CRDs stay (crds.keep), with
+	// the FlightFeeds, their FlightFeedDays and the data.
 	s.helmRun("uninstall", s.release, "--wait", "--timeout", "2m")
-	await.EventuallyEvery(t, "the release's pods gone", waitLong, clusterPoll, func() (bool, string) {
-		p := s.pods()
+	await.EventuallyEvery(t, "the operator's pods gone", waitLong, clusterPoll, func() (bool, string) {
+		p := s.operatorPods()
 		return len(p) == 0, fmt.Sprintf("%d pods", len(p))
 	})
-	var dep appsv1.DeploymentList
-	if err := s.c.List(t.Context(), &dep, client.InNamespace(s.ns)); err != nil || len(dep.Items) != 0 {
-		t.Errorf("after uninstall: %d Deployments (%v)", len(dep.Items), err)
-	}
 	for _, name := range []string{"flightfeeds.flightfeed.aero", "flightfeeddays.flightfeed.aero"} {
 		if err := s.c.Get(t.Context(), types.NamespacedName{Name: name}, &crd); err != nil {
 			t.Errorf("CRD %s after helm uninstall: %v", name, err)
 		}
 	}
-	var ff v1alpha1.FlightFeed
-	if err := s.c.Get(t.Context(), key, &ff); err != nil {
-		t.Errorf("the FlightFeed after helm uninstall: %v", err)
+	for _, f := range feeds {
+		var ff v1alpha1.FlightFeed
+		if err := s.c.Get(t.Context(), f.key, &ff); err != nil {
+			t.Errorf("FlightFeed %s after helm uninstall: %v", f.key, err)
+		}
+		if got, want := s.days(f.key), ledgerVersions(t, ledgers[f.key.Name]); got != want {
+			t.Errorf("%s's FlightFeedDays after helm uninstall: %s, want %s", f.key.Name, got, want)
+		}
+		if got := f.ff("ledger"); got != ledgers[f.key.Name] {
+			t.Errorf("%s's ledger after helm uninstall:\n%s\nwant\n%s", f.key.Name, got, ledgers[f.key.Name])
+		}
 	}
-	if got, want := s.days(), ledgerVersions(t, ledger); got != want {
-		t.Errorf("FlightFeedDays after helm uninstall: %s, want %s", got, want)
+	timing("helm uninstall kept the CRDs, the FlightFeeds and the data")
+}
+
+func mustEpoch(t *testing.T, f *feedWorld) int64 {
+	t.Helper()
+	_, ep, err := f.lock(t.Context())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := w.ff("ledger"); got != ledger {
-		t.Errorf("the ledger after helm uninstall:\n%s\nwant\n%s", got, ledger)
-	}
-	timing("helm uninstall kept the CRDs and the data")
+	return ep
 }
 
 // days lists the feed's FlightFeedDays as "day=version ..." in day order.
-func (s *suite) days() string {
+func (s *suite) days(key types.NamespacedName) string {
 	var l v1alpha1.FlightFeedDayList
-	if err := s.c.List(context.Background(), &l, client.InNamespace(s.ns)); err != nil {
+	if err := s.c.List(context.Background(), &l, client.InNamespace(key.Namespace),
+		client.MatchingLabels{"flightfeed.aero/feed": key.Name}); err != nil {
 		return err.Error()
 	}
 	var out []string
