@@ -98,11 +98,55 @@ func TestMigrateReportsAnUnreachableDatabase(t *testing.T) {
 	}
 }
 
-// The read API's concurrency cap must allow at least one request; the
-// manager says so before it connects to anything.
-func TestManagerRefusesANonPositiveReadAPICap(t *testing.T) {
-	code, _, errOut := runCLI("manager", "--api-max-concurrent-requests", "0")
+// The read API's concurrency cap must allow at least one request; a pump
+// pod says so before it connects to anything.
+func TestPumpPodRefusesANonPositiveReadAPICap(t *testing.T) {
+	code, _, errOut := runCLI("pump", "--feed", "airports/pek", "--api-max-concurrent-requests", "0")
 	if code != exitUsage || errOut != "flightfeed: --api-max-concurrent-requests 0: must be at least 1\n" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+// `pump` runs either a pump pod (--feed) or one feed without Kubernetes
+// (--config): each bad mix is refused with its reason and exit 2, before
+// anything is connected.
+func TestPumpModesAreKeptApart(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--feed", "airports/pek", "--config", "x.yaml"}, "--feed runs a pump pod of a FlightFeed; --config and --drain run one feed without Kubernetes: use one or the other"},
+		{[]string{"--feed", "airports/pek", "--drain"}, "--feed runs a pump pod of a FlightFeed; --config and --drain run one feed without Kubernetes: use one or the other"},
+		{[]string{"--feed", "pek"}, `--feed "pek": want NAMESPACE/NAME`},
+		{[]string{"--feed", "a/b/c"}, `--feed "a/b/c": want NAMESPACE/NAME`},
+		{[]string{"--config", "x.yaml", "--lease-duration", "5s"}, "--lease-duration needs --feed NS/NAME"},
+		{[]string{"--api-bind-address", ":9"}, "--api-bind-address needs --feed NS/NAME"},
+	} {
+		code, _, errOut := runCLI(append([]string{"pump"}, c.args...)...)
+		if code != exitUsage || errOut != "flightfeed: "+c.want+"\n" {
+			t.Errorf("pump %v: exit %d, stderr %q, want %q", c.args, code, errOut, c.want)
+		}
+	}
+}
+
+// The operator needs the pumps' image, from --pump-image or the defaults
+// file, and refuses a defaults file with an unknown key (a misspelt chart
+// value is not silently dropped).
+func TestManagerNeedsThePumpImage(t *testing.T) {
+	code, _, errOut := runCLI("manager")
+	if code != exitUsage || errOut != "flightfeed: the pump image is required: --pump-image or image in --pump-defaults\n" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	bad := filepath.Join(t.TempDir(), "defaults.yaml")
+	if err := os.WriteFile(bad, []byte("image: flightfeed:1\nresource: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runCLI("manager", "--pump-defaults", bad)
+	if code != exitUsage || !strings.Contains(errOut, `unknown field "resource"`) {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	code, _, errOut = runCLI("manager", "--pump-image", "flightfeed:1", "--secret-reader-clusterrole", "r", "--service-account", "nope")
+	if code != exitUsage || errOut != `flightfeed: --service-account "nope": want NAMESPACE/NAME`+"\n" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 }

@@ -1,7 +1,6 @@
 package pumppod_test
 
 import (
-	"bytes"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,6 +8,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/flightfeed/flightfeed/controllers"
 	"github.com/flightfeed/flightfeed/internal/pumppod"
 	"github.com/flightfeed/flightfeed/internal/pumpserver"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
@@ -19,14 +19,17 @@ import (
 // kubelet's SIGTERM delivery.
 const graceMargin = 10 * time.Second
 
-// The chart's terminationGracePeriodSeconds covers a graceful stop as the
-// code bounds it: the pump's stop (StopTimeout), then the last status
-// write and the Lease release (the renew deadline the chart sets), all
-// inside the manager's graceful-shutdown timeout, plus a margin.
+// The pump pods' terminationGracePeriodSeconds in the chart (pump.*)
+// covers a graceful stop as the code bounds it: the pump's stop
+// (StopTimeout), then the last status write and the Lease release (the
+// renew deadline the chart sets), all inside the pod manager's
+// graceful-shutdown timeout, plus a margin.
 func TestChartGracePeriodCoversTheStop(t *testing.T) {
 	chart := filepath.Join(kubetest.RepoRoot(t), "charts", "flightfeed")
 	var values struct {
-		Grace int `json:"terminationGracePeriodSeconds"`
+		Pump struct {
+			Grace int `json:"terminationGracePeriodSeconds"`
+		} `json:"pump"`
 		Lease struct {
 			RenewDeadline string `json:"renewDeadline"`
 		} `json:"lease"`
@@ -38,65 +41,53 @@ func TestChartGracePeriodCoversTheStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkGrace(t, "the chart", time.Duration(values.Grace)*time.Second, renew)
+	checkGrace(t, "the chart's pump pods", time.Duration(values.Pump.Grace)*time.Second, renew)
+	// A Deployment made without the chart's defaults (the operator's own).
+	checkGrace(t, "the operator's default", controllers.DefaultTerminationGracePeriod, pumppod.DefaultRenewDeadline)
 }
 
-// The kustomize tree's Deployment (config/manager) has the chart's
-// terminationGracePeriodSeconds, and it covers a graceful stop with the
-// renew deadline its own arguments set.
+// The kustomize tree's pump defaults (config/manager/pump_defaults.yaml)
+// have the chart's grace period, and it covers a graceful stop with the
+// renew deadline their own arguments set.
 func TestKustomizeGracePeriodMatchesTheChart(t *testing.T) {
 	root := kubetest.RepoRoot(t)
 	var values struct {
-		Grace int `json:"terminationGracePeriodSeconds"`
+		Pump struct {
+			Grace int `json:"terminationGracePeriodSeconds"`
+		} `json:"pump"`
 	}
 	if err := yaml.Unmarshal(readFile(t, filepath.Join(root, "charts", "flightfeed", "values.yaml")), &values); err != nil {
 		t.Fatal(err)
 	}
-	var found bool
-	for _, doc := range bytes.Split(readFile(t, filepath.Join(root, "config", "manager", "manager.yaml")), []byte("\n---")) {
-		var d struct {
-			Kind string `json:"kind"`
-			Spec struct {
-				Template struct {
-					Spec struct {
-						Grace      *int `json:"terminationGracePeriodSeconds"`
-						Containers []struct {
-							Args []string `json:"args"`
-						} `json:"containers"`
-					} `json:"spec"`
-				} `json:"template"`
-			} `json:"spec"`
-		}
-		if err := yaml.Unmarshal(doc, &d); err != nil {
-			t.Fatal(err)
-		}
-		if d.Kind != "Deployment" {
-			continue
-		}
-		found = true
-		pod := d.Spec.Template.Spec
-		if pod.Grace == nil {
-			t.Fatalf("config/manager sets no terminationGracePeriodSeconds, the chart's is %d", values.Grace)
-		}
-		if *pod.Grace != values.Grace {
-			t.Fatalf("config/manager terminationGracePeriodSeconds %d, the chart's is %d", *pod.Grace, values.Grace)
-		}
-		renew := pumppod.DefaultRenewDeadline
-		for _, c := range pod.Containers {
-			for _, a := range c.Args {
-				if v, ok := strings.CutPrefix(a, "--renew-deadline="); ok {
-					var err error
-					if renew, err = time.ParseDuration(v); err != nil {
-						t.Fatal(err)
-					}
-				}
+	var cm struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := yaml.Unmarshal(readFile(t, filepath.Join(root, "config", "manager", "pump_defaults.yaml")), &cm); err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Grace string   `json:"terminationGracePeriod"`
+		Args  []string `json:"args"`
+	}
+	if err := yaml.Unmarshal([]byte(cm.Data["defaults.yaml"]), &d); err != nil {
+		t.Fatal(err)
+	}
+	grace, err := time.ParseDuration(d.Grace)
+	if err != nil {
+		t.Fatalf("config/manager/pump_defaults.yaml terminationGracePeriod %q: %v", d.Grace, err)
+	}
+	if grace != time.Duration(values.Pump.Grace)*time.Second {
+		t.Fatalf("config/manager pump terminationGracePeriod %s, the chart's is %ds", grace, values.Pump.Grace)
+	}
+	renew := pumppod.DefaultRenewDeadline
+	for _, a := range d.Args {
+		if v, ok := strings.CutPrefix(a, "--renew-deadline="); ok {
+			if renew, err = time.ParseDuration(v); err != nil {
+				t.Fatal(err)
 			}
 		}
-		checkGrace(t, "config/manager", time.Duration(*pod.Grace)*time.Second, renew)
 	}
-	if !found {
-		t.Fatal("config/manager/manager.yaml has no Deployment")
-	}
+	checkGrace(t, "config/manager's pump pods", grace, renew)
 }
 
 // checkGrace fails unless grace covers the pump's stop and the last status
