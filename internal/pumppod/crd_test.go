@@ -160,7 +160,7 @@ func TestManifestsAreAccepted(t *testing.T) {
 	}
 	ctx := t.Context()
 	for _, dir := range []string{"config/default", "config/samples"} {
-		out, err := exec.CommandContext(ctx, kubectl, "kustomize", filepath.Join("..", dir)).Output()
+		out, err := exec.CommandContext(ctx, kubectl, "kustomize", filepath.Join(kubetest.RepoRoot(t), dir)).Output()
 		if err != nil {
 			t.Fatalf("kubectl kustomize %s: %v", dir, err)
 		}
