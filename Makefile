@@ -94,7 +94,7 @@ bench-sweep: build ## Full-day RESP time against flight count, 500 to 9,999 (Mar
 
 .PHONY: test-unit
 test-unit: ## Pure packages only (no services needed).
-	go test ./internal/flight/... ./internal/sis/... ./internal/config/...
+	go test ./internal/flight/... ./internal/sis/... ./internal/engine/... ./internal/config/...
 
 ##@ Build
 
