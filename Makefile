@@ -102,7 +102,7 @@ bench-operator: build ## The control plane's memory from 1 to 50 FlightFeeds and
 
 .PHONY: test-unit
 test-unit: ## Pure packages only (no services needed).
-	go test ./internal/flight/... ./internal/sis/... ./internal/config/...
+	go test ./internal/flight/... ./internal/sis/... ./internal/engine/... ./internal/config/...
 
 ##@ Build
 

@@ -16,6 +16,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/dispatch"
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
+	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
@@ -157,7 +158,7 @@ func (e *env) flop(flid flight.FLID, tag, value string) int64 {
 }
 
 func (e *env) tryFlop(flid flight.FLID, tag, value string) (int64, error) {
-	var out store.IncrementEffect
+	var out engine.IncrementEffect
 	err := e.inTx(func(tx *store.Tx) error {
 		var err error
 		out, err = storetest.ApplyIncrement(context.Background(), tx, e.nextMeta("FLOP", tag),
@@ -178,7 +179,7 @@ func (e *env) fdel(flids ...flight.FLID) map[flight.FLID]int64 {
 }
 
 func (e *env) tryFdel(flids ...flight.FLID) (map[flight.FLID]int64, error) {
-	var out store.DeleteEffect
+	var out engine.DeleteEffect
 	err := e.inTx(func(tx *store.Tx) error {
 		var err error
 		out, err = storetest.DeleteFlights(context.Background(), tx, e.nextMeta("FLOP", "FDEL"), flids)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/dispatch"
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
+	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/recsize"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -118,17 +119,17 @@ func TestDoorAgreesWithTheBroker(t *testing.T) {
 				t.Fatal(err)
 			}
 			ev := store.OutboxEvent{ID: 1, Kind: store.KindState, Event: store.EventUpsert, FLID: 123456789012, StateVersion: 987654, OperationDay: day9}
-			measure := func(n int) recsize.Size {
+			measure := func(n int) engine.RecordSize {
 				ev.Payload = []byte(incompressible(n))
 				rec, err := dispatch.Record(ev, dispatch.Topics{State: stateTopic, Notice: noticeTopic})
 				if err != nil {
 					t.Fatal(err)
 				}
-				var hs []recsize.Header
+				var hs []engine.Header
 				for _, h := range rec.Headers {
-					hs = append(hs, recsize.Header{Key: h.Key, Value: string(h.Value)})
+					hs = append(hs, engine.Header{Key: h.Key, Value: string(h.Value)})
 				}
-				if want := store.RecordHeaders(ev.Event, ev.StateVersion, ev.OperationDay); !slices.Equal(hs, want) {
+				if want := engine.RecordHeaders(ev.Event, ev.StateVersion, ev.OperationDay); !slices.Equal(hs, want) {
 					t.Fatalf("dispatch sends headers %v, the door counts %v", hs, want)
 				}
 				return door.Of(rec.Key, rec.Value, hs)

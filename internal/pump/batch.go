@@ -8,6 +8,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/failpoint"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/sis"
@@ -195,7 +196,7 @@ func (p *Pump) decodeBatch(rows []mailbox.Row) decodedBatch {
 // batchRun is the state of one batch while its messages are decided.
 type batchRun struct {
 	tx     Tx
-	set    *store.WorkingSet
+	set    *engine.WorkingSet
 	priors map[string]store.PriorCopy
 	// seen holds content digests of this batch's processed messages by
 	// identity key, for copies re-sent within one batch.

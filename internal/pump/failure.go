@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flightfeed/flightfeed/internal/backoff"
+	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/sis"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
@@ -42,7 +43,7 @@ const (
 	ReasonEmptyBody = "EMPTY_BODY"
 	// ReasonStateTooLarge: the message would make a flight's state or
 	// notice a Kafka record larger than kafka.maxRecordBytes, which the
-	// topics would refuse for good (store.TooLarge says which flight,
+	// topics would refuse for good (engine.TooLarge says which flight,
 	// which field and how large).
 	ReasonStateTooLarge = "STATE_TOO_LARGE"
 	// ReasonInternal: decoding or applying the message panicked (a bug of
@@ -66,7 +67,7 @@ const (
 func Classify(err error) (Verdict, string) {
 	var rej *snapshot.Rejection
 	var sisErr *sis.Error
-	var tooLarge *store.TooLarge
+	var tooLarge *engine.TooLarge
 	var panicked *panicError
 	switch {
 	case err == nil:

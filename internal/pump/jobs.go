@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
@@ -33,7 +34,7 @@ func (p *Pump) runJobs(ctx context.Context) {
 
 func (p *Pump) lifecycle(ctx context.Context, now time.Time) error {
 	spec := p.feed.Spec
-	meta := store.Meta{Type: "JOB", Styp: "HISTORY_SWEEP"}
+	meta := engine.Meta{Type: "JOB", Styp: "HISTORY_SWEEP"}
 	if !spec.History.Disabled {
 		h := spec.History
 		cut := store.HistoryCutoffs{

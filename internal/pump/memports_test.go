@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pump"
@@ -331,22 +332,22 @@ func (t *memTx) Prefetch(_ context.Context, req store.PrefetchRequest) (*store.P
 }
 
 // newSet is a working set over no flights with n fresh versions (mu held).
-func (s *memStore) newSet(flids []flight.FLID, n int) *store.WorkingSet {
+func (s *memStore) newSet(flids []flight.FLID, n int) *engine.WorkingSet {
 	versions := make([]int64, n)
 	for i := range versions {
 		s.versions++
 		versions[i] = s.versions
 	}
-	return store.NewWorkingSet(flids, nil, versions, testNow)
+	return engine.NewWorkingSet(flids, nil, versions, testNow)
 }
 
-func (t *memTx) LoadSet(_ context.Context, flids []flight.FLID, versions int, _ *store.StateCache) (*store.WorkingSet, error) {
+func (t *memTx) LoadSet(_ context.Context, flids []flight.FLID, versions int, _ *store.StateCache) (*engine.WorkingSet, error) {
 	t.s.mu.Lock()
 	defer t.s.mu.Unlock()
 	return t.s.newSet(flids, versions), nil
 }
 
-func (t *memTx) WriteSet(context.Context, *store.WorkingSet) error { return nil }
+func (t *memTx) WriteSet(context.Context, *engine.WorkingSet) error { return nil }
 
 func (t *memTx) RetireReusedIDs(_ context.Context, reused []store.ReusedID) error {
 	for _, r := range reused {
@@ -355,7 +356,7 @@ func (t *memTx) RetireReusedIDs(_ context.Context, reused []store.ReusedID) erro
 	return nil
 }
 
-func (t *memTx) FinishBatch(_ context.Context, _ []store.ArchivedRow, _ *store.WorkingSet, results []store.Result) error {
+func (t *memTx) FinishBatch(_ context.Context, _ []store.ArchivedRow, _ *engine.WorkingSet, results []store.Result) error {
 	ids := make([]int64, len(results))
 	for i, r := range results {
 		ids[i] = r.MessageID
@@ -387,11 +388,13 @@ func (t *memTx) OpenRequest(context.Context, string, string, string, string, str
 
 func (t *memTx) TimeOutRequest(context.Context, int64) error { return errNotInMemory }
 
-func (t *memTx) SweepHistory(context.Context, store.Meta, store.HistoryCutoffs, int) (int, error) {
+func (t *memTx) SweepHistory(context.Context, engine.Meta, store.HistoryCutoffs, int) (int, error) {
 	return 0, nil
 }
 
-func (t *memTx) SweepNullDay(context.Context, store.Meta, time.Time, int) (int, error) { return 0, nil }
+func (t *memTx) SweepNullDay(context.Context, engine.Meta, time.Time, int) (int, error) {
+	return 0, nil
+}
 
 func (t *memTx) PruneLedger(context.Context, string) ([]string, error) { return nil, nil }
 
@@ -418,7 +421,7 @@ func (sp memSavepoint) RequestedBefore(context.Context, string, string, string) 
 	return false, nil
 }
 
-func (sp memSavepoint) ApplySnapshot(_ context.Context, meta store.Meta, _ store.Snapshot) (store.SnapshotEffect, error) {
+func (sp memSavepoint) ApplySnapshot(_ context.Context, meta engine.Meta, _ store.Snapshot) (store.SnapshotEffect, error) {
 	sp.tx.s.mu.Lock()
 	defer sp.tx.s.mu.Unlock()
 	return store.SnapshotEffect{}, sp.tx.s.fail("snapshot", meta.MessageID)

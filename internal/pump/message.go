@@ -5,12 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 
+	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/sis"
@@ -228,41 +228,22 @@ func (p *Pump) apply(ctx context.Context, run *batchRun, msg *sis.Message, row m
 }
 
 // implausibleTimes flags a message that set a CNCL, NAAT or NEAT farther
-// than history.plausibleWindow from its flight's day: the time is kept as
-// sent, but the history sweep ignores it, so a typo such as 01JAN000000
-// cannot remove a live flight.
+// than history.plausibleWindow from its flight's day (the engine decides
+// which; the time is kept as sent, but drives no history rule).
 func (p *Pump) implausibleTimes(id int64, records []flight.Commands, states map[flight.FLID]*flight.State) []string {
-	window := p.feed.Spec.History.PlausibleWindow.Duration
-	for _, r := range records {
-		if !setsHistoryTime(r) {
-			continue
-		}
-		s, ok := states[r.FLID]
-		if !ok {
-			continue
-		}
-		if tags := flight.ImplausibleTimes(*s, p.feed.Location, window); len(tags) > 0 {
-			p.log.Info("time implausibly far from the flight's day: kept, but drives no history rule",
-				"msg_id", id, "flid", r.FLID.String(), "fields", tags)
-			return []string{FlagImplausibleTime}
-		}
+	f, tags := engine.ImplausibleTimes(records, states, p.feed.Location, p.feed.Spec.History.PlausibleWindow.Duration)
+	if len(tags) == 0 {
+		return nil
 	}
-	return nil
-}
-
-func setsHistoryTime(r flight.Commands) bool {
-	for _, c := range r.Cmds {
-		if c.Op == flight.OpSet && slices.Contains(flight.HistoryTimeTags[:], c.Tag) {
-			return true
-		}
-	}
-	return false
+	p.log.Info("time implausibly far from the flight's day: kept, but drives no history rule",
+		"msg_id", id, "flid", f.String(), "fields", tags)
+	return []string{FlagImplausibleTime}
 }
 
 // applySnapshotIsolated writes what the working set holds so far, applies
 // the snapshot inside a savepoint (rolled back alone when refused), and
 // reloads the working set, whose flights the snapshot may have changed.
-func (p *Pump) applySnapshotIsolated(ctx context.Context, run *batchRun, meta store.Meta, msg *sis.Message, row mailbox.Row) (bool, *store.TraceEntry, error) {
+func (p *Pump) applySnapshotIsolated(ctx context.Context, run *batchRun, meta engine.Meta, msg *sis.Message, row mailbox.Row) (bool, *store.TraceEntry, error) {
 	if run.set.Dirty() {
 		if err := run.tx.WriteSet(ctx, run.set); err != nil {
 			return false, attemptTrace(msg, row), err
@@ -290,7 +271,7 @@ func (p *Pump) applySnapshotIsolated(ctx context.Context, run *batchRun, meta st
 	return changed, trace, applyErr
 }
 
-func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta store.Meta, msg *sis.Message, row mailbox.Row, skipConflicts bool) (bool, *store.TraceEntry, error) {
+func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta engine.Meta, msg *sis.Message, row mailbox.Row, skipConflicts bool) (bool, *store.TraceEntry, error) {
 	start := p.clock.Now()
 	trace := attemptTrace(msg, row)
 	days := make([]string, len(msg.Records))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -13,7 +14,7 @@ import (
 // feed's database (Store, Tx), as small interfaces it owns, so its loop,
 // batches and failure handling can be tested against services in memory.
 // The real ones are *mailbox.Mailbox and Postgres(*store.Store); what
-// crosses the ports (store.Result, store.WorkingSet, mailbox.Row, ...) is
+// crosses the ports (store.Result, engine.WorkingSet, mailbox.Row, ...) is
 // plain data.
 
 // Inbox is what the pump needs of the shared mailbox; *mailbox.Mailbox is
@@ -110,10 +111,10 @@ type Savepoint interface {
 // set, the results (store.Tx's own).
 type BatchTx interface {
 	Prefetch(ctx context.Context, req store.PrefetchRequest) (*store.Prefetched, error)
-	LoadSet(ctx context.Context, flids []flight.FLID, versions int, cache *store.StateCache) (*store.WorkingSet, error)
-	WriteSet(ctx context.Context, set *store.WorkingSet) error
+	LoadSet(ctx context.Context, flids []flight.FLID, versions int, cache *store.StateCache) (*engine.WorkingSet, error)
+	WriteSet(ctx context.Context, set *engine.WorkingSet) error
 	RetireReusedIDs(ctx context.Context, reused []store.ReusedID) error
-	FinishBatch(ctx context.Context, archive []store.ArchivedRow, set *store.WorkingSet, results []store.Result) error
+	FinishBatch(ctx context.Context, archive []store.ArchivedRow, set *engine.WorkingSet, results []store.Result) error
 	// RecordResult writes one result alone (a message given up).
 	RecordResult(ctx context.Context, r store.Result) error
 }
@@ -122,7 +123,7 @@ type BatchTx interface {
 type SnapshotTx interface {
 	PendingRequest(ctx context.Context, kind string) (*store.Request, error)
 	RequestedBefore(ctx context.Context, kind, day, receiver string) (bool, error)
-	ApplySnapshot(ctx context.Context, meta store.Meta, snap store.Snapshot) (store.SnapshotEffect, error)
+	ApplySnapshot(ctx context.Context, meta engine.Meta, snap store.Snapshot) (store.SnapshotEffect, error)
 	CompleteRequest(ctx context.Context, id, msgID int64) error
 }
 
@@ -140,8 +141,8 @@ type ReplayTx interface {
 
 // JobTx runs the lifecycle jobs' transactions.
 type JobTx interface {
-	SweepHistory(ctx context.Context, meta store.Meta, c store.HistoryCutoffs, limit int) (int, error)
-	SweepNullDay(ctx context.Context, meta store.Meta, before time.Time, limit int) (int, error)
+	SweepHistory(ctx context.Context, meta engine.Meta, c store.HistoryCutoffs, limit int) (int, error)
+	SweepNullDay(ctx context.Context, meta engine.Meta, before time.Time, limit int) (int, error)
 	PruneLedger(ctx context.Context, cutoff string) ([]string, error)
 }
 

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/failpoint"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/recsize"
@@ -276,8 +277,14 @@ func (p *Pump) Drained(ctx context.Context) (bool, error) {
 	return depth == 0 && pending == 0, nil
 }
 
-func (p *Pump) meta(m *sis.Message, row mailbox.Row) store.Meta {
-	return store.Meta{MessageID: row.ID, ReceivedAt: row.Received, Type: m.Meta.Type, Styp: m.Meta.Styp, Door: p.opts.Door}
+func (p *Pump) meta(m *sis.Message, row mailbox.Row) engine.Meta {
+	meta := engine.Meta{MessageID: row.ID, ReceivedAt: row.Received, Type: m.Meta.Type, Styp: m.Meta.Styp}
+	if p.opts.Door != nil {
+		// Only a measure that exists: a nil *recsize.Measure in the
+		// interface would not be a nil Door.
+		meta.Door = p.opts.Door
+	}
+	return meta
 }
 
 type mailboxResult = mailbox.Result

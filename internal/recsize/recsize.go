@@ -9,6 +9,9 @@
 // dispatcher sets to the same kafka.maxRecordBytes. A record passes the
 // door when both counts of a batch holding it alone fit: the uncompressed
 // one, and the compressed one with the feed's codec.
+//
+// A *Measure is the engine's Door (engine.Door): the engine decides with
+// it without importing a Kafka client.
 package recsize
 
 import (
@@ -18,14 +21,13 @@ import (
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/flightfeed/flightfeed/internal/engine"
 )
 
 // BatchHeader is the size of a v2 record batch's header, which the broker
 // counts with the records.
 const BatchHeader = 61
-
-// Header is one record header.
-type Header struct{ Key, Value string }
 
 // Measure holds a limit and the codec the producer compresses with. It is
 // safe for concurrent use: the dispatcher lowers the limit (Lower) when a
@@ -80,20 +82,13 @@ func Codec(name string) (kgo.CompressionCodec, bool) {
 	return kgo.CompressionCodec{}, false
 }
 
-// Size is a record's size in a batch of its own.
-type Size struct {
-	// Uncompressed is what the producer counts; Compressed what the broker
-	// counts (equal without compression).
-	Uncompressed, Compressed int
-}
-
 // producerSlack covers what the producer may count beyond a v2 batch (a
 // flexible request's longer length prefixes) before it knows the broker's
 // produce version.
 const producerSlack = 16
 
 // Fits reports whether both counts are within the limit.
-func (m *Measure) Fits(s Size) bool {
+func (m *Measure) Fits(s engine.RecordSize) bool {
 	limit := m.Max()
 	return s.Uncompressed+producerSlack <= limit && s.Compressed <= limit
 }
@@ -103,9 +98,9 @@ func (m *Measure) Fits(s Size) bool {
 // enough to the limit for the codec's worst case to matter (a codec grows
 // incompressible data by well under 1/64): below that the compressed count
 // is taken as the uncompressed one, which bounds it.
-func (m *Measure) Of(key, value []byte, headers []Header) Size {
+func (m *Measure) Of(key, value []byte, headers []engine.Header) engine.RecordSize {
 	n := recordLen(key, value, headers)
-	s := Size{Uncompressed: BatchHeader + n, Compressed: BatchHeader + n}
+	s := engine.RecordSize{Uncompressed: BatchHeader + n, Compressed: BatchHeader + n}
 	limit := m.Max()
 	if s.Uncompressed <= limit-limit/64-64 || m.comp == nil {
 		return s
@@ -126,7 +121,7 @@ func varlen(v int) int {
 
 // bodyLen is a v2 record without its length prefix: attributes, timestamp
 // and offset deltas (0 in a batch of one), key, value and headers.
-func bodyLen(key, value []byte, headers []Header) int {
+func bodyLen(key, value []byte, headers []engine.Header) int {
 	n := 1 + 1 + 1 + varlen(len(key)) + len(key) + varlen(len(value)) + len(value) + varlen(len(headers))
 	for _, h := range headers {
 		n += varlen(len(h.Key)) + len(h.Key) + varlen(len(h.Value)) + len(h.Value)
@@ -134,12 +129,12 @@ func bodyLen(key, value []byte, headers []Header) int {
 	return n
 }
 
-func recordLen(key, value []byte, headers []Header) int {
+func recordLen(key, value []byte, headers []engine.Header) int {
 	b := bodyLen(key, value, headers)
 	return varlen(b) + b
 }
 
-func appendRecord(dst, key, value []byte, headers []Header) []byte {
+func appendRecord(dst, key, value []byte, headers []engine.Header) []byte {
 	dst = binary.AppendVarint(dst, int64(bodyLen(key, value, headers)))
 	dst = append(dst, 0)              // attributes
 	dst = binary.AppendVarint(dst, 0) // timestamp delta

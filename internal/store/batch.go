@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/flightfeed/flightfeed/internal/engine"
 )
 
 // FinishBatch writes what a batch leaves after its messages were decided:
@@ -20,7 +22,7 @@ import (
 // intent go out first, and the server writes them while the working set's
 // state and events are put together here; those follow as a second batch.
 // Two round trips, whatever the number of messages.
-func (t *Tx) FinishBatch(ctx context.Context, archive []ArchivedRow, set *WorkingSet, results []Result) error {
+func (t *Tx) FinishBatch(ctx context.Context, archive []ArchivedRow, set *engine.WorkingSet, results []Result) error {
 	large, archive := splitLarge(archive)
 	if err := t.streamArchive(ctx, large); err != nil {
 		if isUniqueViolation(err) {
@@ -38,7 +40,7 @@ func (t *Tx) FinishBatch(ctx context.Context, archive []ArchivedRow, set *Workin
 	second := &pgx.Batch{}
 	var queueErr error
 	if set != nil {
-		queueErr = set.queue(second, t.store.loc)
+		queueErr = queueSet(second, set, t.store.loc)
 	}
 	if sent != nil {
 		if err := readBatch(sent, first); err != nil {
@@ -55,7 +57,7 @@ func (t *Tx) FinishBatch(ctx context.Context, archive []ArchivedRow, set *Workin
 		return fmt.Errorf("finish batch: state and events: %w", err)
 	}
 	if set != nil {
-		set.written()
+		set.Written()
 	}
 	return nil
 }

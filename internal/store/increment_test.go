@@ -10,14 +10,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/storetest"
 )
 
-func (f *fixture) increment(styp string, records ...flight.Commands) (store.IncrementEffect, error) {
+func (f *fixture) increment(styp string, records ...flight.Commands) (engine.IncrementEffect, error) {
 	f.t.Helper()
-	var out store.IncrementEffect
+	var out engine.IncrementEffect
 	err := f.inTx(func(tx *store.Tx) error {
 		var err error
 		out, err = storetest.ApplyIncrement(context.Background(), tx, f.nextMeta("FLOP", styp), records)
@@ -26,9 +27,9 @@ func (f *fixture) increment(styp string, records ...flight.Commands) (store.Incr
 	return out, err
 }
 
-func (f *fixture) fdel(flids ...flight.FLID) (store.DeleteEffect, error) {
+func (f *fixture) fdel(flids ...flight.FLID) (engine.DeleteEffect, error) {
 	f.t.Helper()
-	var out store.DeleteEffect
+	var out engine.DeleteEffect
 	err := f.inTx(func(tx *store.Tx) error {
 		var err error
 		out, err = storetest.DeleteFlights(context.Background(), tx, f.nextMeta("FLOP", "FDEL"), flids)
@@ -45,9 +46,12 @@ type gateRow struct {
 	Version   int64
 }
 
-// Seed 001 §4.3: CA100 has gates G28 (1) and G33 (2); a GTDT FLOP carrying
-// (1, A1, D) and (3, B2, I) replaces them; nothing else moves.
-func TestSeed001GTDTExample(t *testing.T) {
+// Seed 001 §4.3 as rows (the engine's tests hold the decision, package
+// engine's TestSeedExamples): a GTDT FLOP rewrites flight_gate alone, in
+// input order with each item's sequence and the new version; the other
+// collections keep their rows; the outbox row carries the state as the
+// database holds it; a repeat writes nothing; sequence 0 deletes the rows.
+func TestGTDTRewritesOnlyTheGateRows(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	const ca100 = 121112312
@@ -57,24 +61,18 @@ func TestSeed001GTDTExample(t *testing.T) {
 		flight.Command{Tag: "DELY", Op: flight.OpReplace, Items: []flight.Item{{"CODE": "81", "DURA": "20", "TEXT": "ATC"}}},
 	))
 	before := f.flights()[ca100]
+	gtdt := flight.Commands{FLID: ca100, Cmds: []flight.Command{{Tag: "GTDT", Op: flight.OpReplace,
+		Items: []flight.Item{{"GTNO": "1", "GATE": "A1", "GTYP": "D"}, {"GTNO": "3", "GATE": "B2", "GTYP": "I"}}}}}
 
-	out, err := f.increment("GTDT", flight.Commands{FLID: ca100, Cmds: []flight.Command{{Tag: "GTDT", Op: flight.OpReplace,
-		Items: []flight.Item{{"GTNO": "1", "GATE": "A1", "GTYP": "D"}, {"GTNO": "3", "GATE": "B2", "GTYP": "I"}}}}})
+	out, err := f.increment("GTDT", gtdt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	after := f.flights()[ca100]
-	if after.StateVersion <= before.StateVersion || after.StateVersion != out.Versions[ca100] || after.LastMessageID != f.msgID {
-		t.Fatalf("version %d → %d (outcome %d), last message %d", before.StateVersion, after.StateVersion, out.Versions[ca100], after.LastMessageID)
-	}
-	if after.OperationDay != day9 {
-		t.Fatal("FLOP changed the operation day")
-	}
-	want := before.Clone()
-	want.Lists["GTDT"] = []flight.Item{{"GTNO": "1", "GATE": "A1", "GTYP": "D"}, {"GTNO": "3", "GATE": "B2", "GTYP": "I"}}
-	want.StateVersion, want.LastMessageID, want.UpdatedAt = after.StateVersion, after.LastMessageID, after.UpdatedAt
-	if diff := cmp.Diff(want, after); diff != "" {
-		t.Fatalf("state after GTDT (-want +got):\n%s", diff)
+	if after.StateVersion <= before.StateVersion || after.StateVersion != out.Versions[ca100] || after.LastMessageID != f.msgID ||
+		after.OperationDay != day9 {
+		t.Fatalf("version %d → %d (outcome %d), last message %d, day %q", before.StateVersion, after.StateVersion, out.Versions[ca100],
+			after.LastMessageID, after.OperationDay)
 	}
 
 	rows, err := f.conn.Query(t.Context(), `SELECT ordinal, source_seq, gate, gtyp, record_version FROM flight_gate WHERE flid = $1 ORDER BY ordinal`, ca100)
@@ -99,25 +97,17 @@ func TestSeed001GTDTExample(t *testing.T) {
 		t.Fatalf("events %+v", ev)
 	}
 	for _, e := range ev {
-		switch e.Kind {
-		case store.KindState:
-			if !strings.Contains(e.Payload, `"GTDT":[{"GATE":"A1","GTNO":"1","GTYP":"D"},{"GATE":"B2","GTNO":"3","GTYP":"I"}]`) {
-				t.Errorf("KAFKA_SCHD payload %s", e.Payload)
-			}
-			doc, _ := flight.CanonicalJSON(after)
-			if e.Payload != string(doc) {
-				t.Errorf("payload is not the committed state:\n%s\n%s", e.Payload, doc)
-			}
-		case store.KindNotice:
-			if e.Payload != `{"CHANGED":["GTDT"],"FLID":"121112312","MSG_ID":`+itoa(f.msgID)+`,"STATE_VERSION":`+itoa(after.StateVersion)+`,"STYP":"GTDT","TYPE":"FLOP"}` {
-				t.Errorf("notice %s", e.Payload)
-			}
+		if e.Kind != store.KindState {
+			continue
+		}
+		doc, _ := flight.CanonicalJSON(after)
+		if e.Payload != string(doc) {
+			t.Errorf("payload is not the committed state:\n%s\n%s", e.Payload, doc)
 		}
 	}
 
-	// The same GTDT again changes nothing: no version, no event.
-	out, err = f.increment("GTDT", flight.Commands{FLID: ca100, Cmds: []flight.Command{{Tag: "GTDT", Op: flight.OpReplace,
-		Items: []flight.Item{{"GTNO": "1", "GATE": "A1", "GTYP": "D"}, {"GTNO": "3", "GATE": "B2", "GTYP": "I"}}}}})
+	// The same GTDT again writes nothing: no version, no event.
+	out, err = f.increment("GTDT", gtdt)
 	if err != nil || out.Unchanged != 1 || len(f.events(f.msgID)) != 0 || f.flights()[ca100].StateVersion != after.StateVersion {
 		t.Fatalf("repeat: %v %+v", err, out)
 	}
@@ -177,7 +167,11 @@ func TestIncrementCreatesUnknownFlightWithNullDay(t *testing.T) {
 	}
 }
 
-func TestFDEL(t *testing.T) {
+// FDEL as rows (the engine's tests hold the decision): the main row, its
+// child rows and its roster entry are gone, the day's version is not
+// touched, the tombstone is queued; a repeat writes nothing; a re-created
+// flight's version rises past the tombstone's (one sequence).
+func TestFDELRemovesTheFlightsRows(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.mustSnapshot(day9, rec(1, "CA1", day9, flight.Command{Tag: "ROUT", Op: flight.OpReplace,

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/flight"
 )
 
@@ -47,11 +48,11 @@ type mainRowColumns struct {
 
 // newMainRowColumns selects the columns writes change: every changed
 // tag's slots, and operation_day when inserting or when a write changed it.
-func newMainRowColumns(writes []stateWrite, insert bool) *mainRowColumns {
+func newMainRowColumns(writes []engine.Write, insert bool) *mainRowColumns {
 	use := make([]bool, len(mainSlots))
 	c := &mainRowColumns{withDay: insert}
 	for _, w := range writes {
-		for _, tag := range w.changed {
+		for _, tag := range w.Changed {
 			if tag == flight.KeyOperationDay {
 				c.withDay = true
 				continue
@@ -224,12 +225,12 @@ func (c *mainRowColumns) updateSQL() (string, []any) {
 // callers merge a flight's changes first). The update must find every
 // flight it was given; a flight the store loaded but the database no
 // longer holds fails the batch (retried on a fresh load).
-func queueMainRows(b *pgx.Batch, writes []stateWrite, loc *time.Location) error {
-	fresh, existing := splitNew(writes, func(w stateWrite) bool { return w.isNew })
+func queueMainRows(b *pgx.Batch, writes []engine.Write, loc *time.Location) error {
+	fresh, existing := splitNew(writes, func(w engine.Write) bool { return w.IsNew })
 	if len(fresh) > 0 {
 		c := newMainRowColumns(fresh, true)
 		for i := range fresh {
-			if err := c.add(&fresh[i].next, loc); err != nil {
+			if err := c.add(&fresh[i].Next, loc); err != nil {
 				return err
 			}
 		}
@@ -239,7 +240,7 @@ func queueMainRows(b *pgx.Batch, writes []stateWrite, loc *time.Location) error 
 	if len(existing) > 0 {
 		c := newMainRowColumns(existing, false)
 		for i := range existing {
-			if err := c.add(&existing[i].next, loc); err != nil {
+			if err := c.add(&existing[i].Next, loc); err != nil {
 				return err
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/storetest"
@@ -30,7 +31,7 @@ func TestMainRowUpdateNeedsTheRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	set := store.NewWorkingSet([]flight.FLID{ghost}, map[flight.FLID]flight.State{ghost: base}, []int64{1000}, time.Now())
+	set := engine.NewWorkingSet([]flight.FLID{ghost}, map[flight.FLID]flight.State{ghost: base}, []int64{1000}, time.Now())
 	if _, err := set.Increment(store.Meta{MessageID: 1, Type: "FLOP", Styp: "UPDT"}, []flight.Commands{{FLID: ghost,
 		Cmds: []flight.Command{{Tag: "ESTT", Op: flight.OpSet, Value: "09SEP261200"}}}}); err != nil {
 		t.Fatal(err)

@@ -6,46 +6,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// newestStateOnly keeps the state on each flight's newest version among
-// events written together, and every notice.
-func TestNewestStateOnly(t *testing.T) {
-	ev := func(flid, version int64, event string) outboxEvent {
-		e := outboxEvent{flid: flid, version: version, notice: "n"}
-		if event != "" {
-			e.event, e.state = event, "s"
-		}
-		return e
-	}
-	for name, c := range map[string]struct{ in, want []outboxEvent }{
-		"none":    {nil, nil},
-		"one":     {[]outboxEvent{ev(1, 1, EventUpsert)}, []outboxEvent{ev(1, 1, EventUpsert)}},
-		"flights": {[]outboxEvent{ev(1, 1, EventUpsert), ev(2, 2, EventUpsert)}, []outboxEvent{ev(1, 1, EventUpsert), ev(2, 2, EventUpsert)}},
-		"three of one flight": {
-			[]outboxEvent{ev(1, 1, EventUpsert), ev(1, 2, EventUpsert), ev(1, 3, EventUpsert)},
-			[]outboxEvent{ev(1, 1, ""), ev(1, 2, ""), ev(1, 3, EventUpsert)},
-		},
-		"interleaved": {
-			[]outboxEvent{ev(1, 1, EventUpsert), ev(2, 2, EventUpsert), ev(1, 3, EventUpsert), ev(3, 4, EventUpsert), ev(2, 5, EventDelete)},
-			[]outboxEvent{ev(1, 1, ""), ev(2, 2, ""), ev(1, 3, EventUpsert), ev(3, 4, EventUpsert), ev(2, 5, EventDelete)},
-		},
-		"deleted and created again": {
-			[]outboxEvent{ev(1, 1, EventUpsert), ev(1, 2, EventDelete), ev(1, 3, EventUpsert)},
-			[]outboxEvent{ev(1, 1, ""), ev(1, 2, ""), ev(1, 3, EventUpsert)},
-		},
-		"newest first (versions, not positions, decide)": {
-			[]outboxEvent{ev(1, 5, EventUpsert), ev(1, 4, EventUpsert)},
-			[]outboxEvent{ev(1, 5, EventUpsert), ev(1, 4, "")},
-		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			newestStateOnly(c.in)
-			if diff := cmp.Diff(c.want, c.in, cmp.AllowUnexported(outboxEvent{})); diff != "" {
-				t.Fatalf("(-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 // A window row is done when each of its records is: its notice (delivered
 // or parked) and its state, or the newest state of its flight that covers
 // it. The cursor passes the done rows up to the first that is not; the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/flight"
 )
 
@@ -40,7 +41,7 @@ type PriorCopy struct {
 type Prefetched struct {
 	States map[int64]ProcState
 	Priors map[string]PriorCopy
-	Set    *WorkingSet
+	Set    *engine.WorkingSet
 }
 
 // Prefetch reads processing states, prior copies, the touched flights and

@@ -6,13 +6,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/flight"
 )
 
 // LoadSet starts a new working set over flids with up to versions state
 // versions (after a snapshot changed the database under the old one);
 // flights in cache (may be nil) are checked by version instead of loaded.
-func (t *Tx) LoadSet(ctx context.Context, flids []flight.FLID, versions int, cache *StateCache) (*WorkingSet, error) {
+func (t *Tx) LoadSet(ctx context.Context, flids []flight.FLID, versions int, cache *StateCache) (*engine.WorkingSet, error) {
 	b := &pgx.Batch{}
 	b.Queue(takeVersionsSQL, versions)
 	load := newSetLoad(flids, cache)
@@ -26,34 +27,26 @@ func (t *Tx) LoadSet(ctx context.Context, flids []flight.FLID, versions int, cac
 // then the set load), closes br and reloads the cached flights whose
 // version moved: the end of both LoadSet and Prefetch. what names the read
 // in a close error.
-func (t *Tx) readSetAndClose(ctx context.Context, br pgx.BatchResults, load *setLoad, what string) (*WorkingSet, error) {
-	set, stale, err := t.readSet(br, load)
+func (t *Tx) readSetAndClose(ctx context.Context, br pgx.BatchResults, load *setLoad, what string) (*engine.WorkingSet, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, fmt.Errorf("take state versions: %w", err)
+	}
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("take state versions: %w", err)
+	}
+	states, stale, err := load.read(br)
 	if err != nil {
 		return nil, err
 	}
 	if err := br.Close(); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	if err := t.reload(ctx, stale, set.base); err != nil {
+	if err := t.reload(ctx, stale, states); err != nil {
 		return nil, err
 	}
-	return set, nil
-}
-
-func (t *Tx) readSet(br pgx.BatchResults, load *setLoad) (*WorkingSet, []int64, error) {
-	rows, err := br.Query()
-	if err != nil {
-		return nil, nil, fmt.Errorf("take state versions: %w", err)
-	}
-	versions, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, nil, fmt.Errorf("take state versions: %w", err)
-	}
-	states, stale, err := load.read(br)
-	if err != nil {
-		return nil, nil, err
-	}
-	return NewWorkingSet(load.flids, states, versions, t.now), stale, nil
+	return engine.NewWorkingSet(load.flids, states, versions, t.now), nil
 }
 
 // setLoad is how a working set gets its flights: cached ones are checked

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
 )
@@ -228,9 +229,9 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 var snapshotChunk = 1000
 
 // applySnapshotChunk merges and writes records lo..hi of a snapshot (those
-// in skip left out): it loads their stored states, merges them (pure, spread
-// over the cores), and writes the changed ones with their events, adding
-// to out's counts and versions.
+// in skip left out): it loads their stored states, has the engine merge
+// them, and writes the changed ones with their events, adding to out's
+// counts and versions.
 func (t *Tx) applySnapshotChunk(ctx context.Context, meta Meta, snap Snapshot, src RecordSource, lo, hi int,
 	skip map[flight.FLID]bool, out *SnapshotEffect) error {
 	recs, err := src.Chunk(lo, hi)
@@ -250,53 +251,19 @@ func (t *Tx) applySnapshotChunk(ctx context.Context, meta Meta, snap Snapshot, s
 		recs = kept
 	}
 	ids := make([]flight.FLID, len(recs))
+	cmds := make([]flight.Commands, len(recs))
 	for i, r := range recs {
-		if !r.Cmds.Full {
-			return fmt.Errorf("flight %s: snapshot records carry full-snapshot commands", r.Cmds.FLID)
-		}
-		ids[i] = r.Cmds.FLID
+		ids[i], cmds[i] = r.Cmds.FLID, r.Cmds
 	}
 	current, err := t.loadByFLID(ctx, ids)
 	if err != nil {
 		return err
 	}
-
-	// The merges are pure and independent: a large chunk spreads them over
-	// the cores, then they are taken in record order.
-	type merged struct {
-		w       stateWrite
-		changed bool
-		err     error
+	writes, unchanged, err := engine.MergeSnapshot(cmds, current, snap.FullDay, snap.Day)
+	if err != nil {
+		return err
 	}
-	merges := make([]merged, len(recs))
-	inParallel(len(recs), func(i int) {
-		r := recs[i]
-		cur, exists := current[r.Cmds.FLID]
-		merges[i].w, merges[i].changed, merges[i].err = mergeOne(cur, exists, r.Cmds)
-	})
-	var writes []stateWrite
-	for i, r := range recs {
-		cur, exists := current[r.Cmds.FLID]
-		w, changed, err := merges[i].w, merges[i].changed, merges[i].err
-		if err != nil {
-			return err
-		}
-		if snap.FullDay && (!exists || cur.OperationDay == "") {
-			// The full-day snapshot sets the day once (seed 000 §5.3).
-			if !changed {
-				w = stateWrite{next: cur.Clone()}
-			}
-			w.next.OperationDay = snap.Day
-			w.changed = append(w.changed, flight.KeyOperationDay)
-			w.isNew = !exists
-			changed = true
-		}
-		if !changed {
-			out.Unchanged++
-			continue
-		}
-		writes = append(writes, w)
-	}
+	out.Unchanged += unchanged
 	out.Upserted += len(writes)
 	b := &pgx.Batch{}
 	versions, err := t.writeFlights(ctx, b, meta, writes, nil)

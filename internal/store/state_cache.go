@@ -1,6 +1,7 @@
 package store
 
 import (
+	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/flight"
 )
 
@@ -39,13 +40,13 @@ func (c *StateCache) Len() int { return len(c.states) }
 // Keep records what a working set left after its transaction committed:
 // the flights it holds, and the absence of those it deleted. Call it only
 // after the commit; a set whose transaction rolled back must not be kept.
-func (c *StateCache) Keep(w *WorkingSet) {
+func (c *StateCache) Keep(w *engine.WorkingSet) {
 	if c == nil || w == nil {
 		return
 	}
-	for f := range w.loaded {
-		if s, ok := w.base[f]; ok {
-			c.states[f] = s
+	for f, s := range w.Stored() {
+		if s != nil {
+			c.states[f] = *s
 		} else {
 			delete(c.states, f)
 		}

@@ -3,27 +3,15 @@ package store
 import (
 	"context"
 	"fmt"
-	"slices"
+	"maps"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/flight"
 )
-
-// stateWrite is one flight's next full state and what changed in it.
-type stateWrite struct {
-	next flight.State
-	// changed lists the field tags whose value changed; for a new flight
-	// every present field counts as changed.
-	changed []string
-	isNew   bool
-}
-
-func (w stateWrite) touches(tag string) bool {
-	return w.isNew || slices.Contains(w.changed, tag)
-}
 
 // childInsert writes one child table's rows from parallel arrays, so any
 // number of items costs one statement.
@@ -53,7 +41,7 @@ func childInsert(c childTable) string {
 // writes' states: whole main rows, and child rows only for the collections
 // that changed (delete then insert). The number of statements depends on
 // the number of flights, the number of round trips does not.
-func queueStateWrites(b *pgx.Batch, writes []stateWrite, loc *time.Location) error {
+func queueStateWrites(b *pgx.Batch, writes []engine.Write, loc *time.Location) error {
 	copies, err := queueStateWritesCopying(b, writes, loc, 0)
 	if err != nil {
 		return err
@@ -72,7 +60,7 @@ const copyChildMin = 2000
 // queueStateWritesCopying is queueStateWrites that leaves each child
 // table with at least copyMin new rows (copyMin > 0) out of b and returns
 // it for copyChildren, which must run after b (main rows and deletes).
-func queueStateWritesCopying(b *pgx.Batch, writes []stateWrite, loc *time.Location, copyMin int) ([]*childColumns, error) {
+func queueStateWritesCopying(b *pgx.Batch, writes []engine.Write, loc *time.Location, copyMin int) ([]*childColumns, error) {
 	if err := queueMainRows(b, writes, loc); err != nil {
 		return nil, err
 	}
@@ -82,19 +70,19 @@ func queueStateWritesCopying(b *pgx.Batch, writes []stateWrite, loc *time.Locati
 		for _, f := range c.fields {
 			var stale []int64
 			for _, w := range writes {
-				if !w.touches(f.Tag) {
+				if !w.Touches(f.Tag) {
 					continue
 				}
-				flid := int64(w.next.FLID) //nolint:gosec // at most 12 digits
-				if !w.isNew {
+				flid := int64(w.Next.FLID) //nolint:gosec // at most 12 digits
+				if !w.IsNew {
 					stale = append(stale, flid)
 				}
-				for ord, it := range w.next.Lists[f.Tag] {
+				for ord, it := range w.Next.Lists[f.Tag] {
 					vals, seq, attrs, err := splitItem(it, f.SeqAttr, c.itemColumns, c.textColumn)
 					if err != nil {
-						return nil, fmt.Errorf("flight %s %s[%d]: %w", w.next.FLID, f.Tag, ord+1, err)
+						return nil, fmt.Errorf("flight %s %s[%d]: %w", w.Next.FLID, f.Tag, ord+1, err)
 					}
-					cb.add(flid, f.RouteKind, int32(ord+1), seq, vals, string(attrs), w.next.StateVersion)
+					cb.add(flid, f.RouteKind, int32(ord+1), seq, vals, string(attrs), w.Next.StateVersion)
 				}
 			}
 			if len(stale) > 0 {
@@ -219,45 +207,16 @@ func queueDeletes(b *pgx.Batch, flids []int64) {
 	b.Queue("DELETE FROM schd_gen_flid WHERE "+flidIn, flids)
 }
 
-// mergeOne applies cmds to the flight's current state (or a new one) and
-// returns the write, or false when nothing changed on an existing flight.
-func mergeOne(cur flight.State, exists bool, cmds flight.Commands) (stateWrite, bool, error) {
-	if !exists {
-		cur = flight.NewState(cmds.FLID)
-	}
-	next, changed, err := flight.Apply(cur, cmds)
-	if err != nil {
-		return stateWrite{}, false, fmt.Errorf("merge flight %s: %w", cmds.FLID, err)
-	}
-	if exists && len(changed) == 0 {
-		return stateWrite{}, false, nil
-	}
-	if !exists {
-		changed = presentTags(next)
-	}
-	return stateWrite{next: next, changed: changed, isNew: !exists}, true, nil
-}
-
-// presentTags lists the fields a state holds, in canonical order.
-func presentTags(s flight.State) []string {
-	return flight.ChangedKeys(flight.NewState(s.FLID), s)
-}
-
-// writeFlights assigns versions and bookkeeping to the changed flights, and
-// queues their writes and events.
-func (t *Tx) writeFlights(ctx context.Context, b *pgx.Batch, meta Meta, writes []stateWrite, deletes []flight.State) (map[flight.FLID]int64, error) {
+// writeFlights writes the changed flights of a snapshot's chunk or a
+// sweep with their events: it takes their versions, has the engine stamp
+// them, queues or sends their rows, and queues their events and the
+// deletions' tombstones in b.
+func (t *Tx) writeFlights(ctx context.Context, b *pgx.Batch, meta Meta, writes []engine.Write, deletes []flight.State) (map[flight.FLID]int64, error) {
 	versions, err := t.nextVersions(ctx, len(writes)+len(deletes))
 	if err != nil {
 		return nil, err
 	}
-	assigned := make(map[flight.FLID]int64, len(versions))
-	for i := range writes {
-		w := &writes[i]
-		w.next.StateVersion = versions[i]
-		w.next.LastMessageID = meta.MessageID
-		w.next.UpdatedAt = t.now
-		assigned[w.next.FLID] = versions[i]
-	}
+	assigned := engine.Stamp(writes, versions, meta, t.now)
 	// The state rows go out first; the server writes them while the
 	// events are rendered here (one more round trip, not one per flight).
 	if len(writes) > 0 {
@@ -267,7 +226,7 @@ func (t *Tx) writeFlights(ctx context.Context, b *pgx.Batch, meta Meta, writes [
 			return nil, err
 		}
 		sent := t.tx.SendBatch(ctx, sb)
-		events, evErr := eventsFor(writes, meta)
+		events, evErr := engine.Upserts(writes, meta)
 		if err := readBatch(sent, sb); err != nil {
 			return nil, fmt.Errorf("write flights: %w", err)
 		}
@@ -285,17 +244,14 @@ func (t *Tx) writeFlights(ctx context.Context, b *pgx.Batch, meta Meta, writes [
 			queueEvents(b, events)
 		}
 	}
-	var events []outboxEvent
+	events, deleted, err := engine.Tombstones(deletes, versions[len(writes):], meta)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(assigned, deleted)
 	ids := make([]int64, len(deletes))
 	for i, d := range deletes {
-		v := versions[len(writes)+i]
-		assigned[d.FLID] = v
 		ids[i] = int64(d.FLID) //nolint:gosec // at most 12 digits
-		ev, err := deleteEvent(d.FLID, v, d.OperationDay, meta)
-		if err != nil {
-			return nil, err
-		}
-		events = append(events, ev)
 	}
 	queueDeletes(b, ids)
 	queueEvents(b, events)

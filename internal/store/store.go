@@ -5,8 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"runtime"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -338,29 +336,3 @@ func readBatch(br pgx.BatchResults, b *pgx.Batch) error {
 
 // Ping checks the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
-
-// inParallel calls fn(0..n-1), spread over the cores when n is large
-// enough to pay for it. fn must only touch its own index.
-func inParallel(n int, fn func(i int)) {
-	workers := 1
-	if n >= 256 {
-		workers = min(runtime.GOMAXPROCS(0), 4)
-	}
-	if workers == 1 {
-		for i := range n {
-			fn(i)
-		}
-		return
-	}
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += workers {
-				fn(i)
-			}
-		}()
-	}
-	wg.Wait()
-}

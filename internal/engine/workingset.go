@@ -1,23 +1,21 @@
-package store
+package engine
 
 import (
-	"context"
 	"fmt"
+	"iter"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 )
 
-// WorkingSet applies a run of increment and delete messages in memory and
-// writes their combined effect with one pipelined batch, so a batch of
+// WorkingSet applies a run of increment and delete messages in memory, so
+// that the store writes their combined effect at once and a batch of
 // messages costs a constant number of round trips. Each message is decided
 // before anything is written: a message the engine refuses changes nothing
 // in the set, so per-message atomicity holds without a savepoint each.
-// The flights a run touches must be loaded up front (Tx.Prefetch, or
-// Tx.LoadSet when a snapshot changed the database under the set). A set
-// is data: it does no I/O; Tx.WriteSet and Tx.FinishBatch write it.
+// The flights a run touches must be loaded up front (the store's Prefetch,
+// or LoadSet when a snapshot changed the database under the set). A set
+// is data: the store writes what Pending holds, then calls Written.
 type WorkingSet struct {
 	// base is the database state at load; cur the state now (nil: deleted).
 	base     map[flight.FLID]flight.State
@@ -30,16 +28,15 @@ type WorkingSet struct {
 	// changed back is rewritten, harmlessly).
 	changed  map[flight.FLID][]string
 	versions []int64
-	events   []outboxEvent
+	events   []Event
 	// now stamps the states the set changes (the transaction's time).
 	now time.Time
 }
 
 // NewWorkingSet starts a set over flids whose current states are states
 // (a FLID without a state does not exist), with versions as its pool of
-// state versions, ascending, and now as the transaction's time. Tx.Prefetch
-// and Tx.LoadSet read these from the database; a store in memory gives
-// its own.
+// state versions, ascending, and now as the transaction's time. The store
+// reads these from the database; a store in memory gives its own.
 func NewWorkingSet(flids []flight.FLID, states map[flight.FLID]flight.State, versions []int64, now time.Time) *WorkingSet {
 	w := &WorkingSet{base: states, cur: map[flight.FLID]*flight.State{}, changed: map[flight.FLID][]string{},
 		loaded: make(map[flight.FLID]bool, len(flids)), recycled: map[flight.FLID]bool{}, versions: versions, now: now}
@@ -88,12 +85,13 @@ func (w *WorkingSet) current(f flight.FLID) (flight.State, bool, error) {
 // (seed 000 §6.1): absent fields are kept, the operation day is kept (NULL
 // for a flight it creates), each changed record gets a new state_version
 // and its outbox event (notice and state; the set writes the state of a
-// flight's newest version only). Records for one FLID apply in order. On error nothing of the message is kept.
+// flight's newest version only). Records for one FLID apply in order. On
+// error nothing of the message is kept.
 func (w *WorkingSet) Increment(meta Meta, records []flight.Commands) (IncrementEffect, error) {
 	out := IncrementEffect{Versions: map[flight.FLID]int64{}}
 	staged := map[flight.FLID]*flight.State{}
 	stagedChanges := map[flight.FLID][]string{}
-	var events []outboxEvent
+	var events []Event
 	var order []flight.FLID
 	for _, r := range records {
 		if r.Full {
@@ -106,7 +104,7 @@ func (w *WorkingSet) Increment(meta Meta, records []flight.Commands) (IncrementE
 		if s, ok := staged[r.FLID]; ok {
 			cur, exists = *s, true
 		}
-		wr, changed, err := mergeOne(cur, exists, r)
+		wr, changed, err := Merge(cur, exists, r)
 		if err != nil {
 			return IncrementEffect{}, fmt.Errorf("message %d: %w", meta.MessageID, err)
 		}
@@ -117,12 +115,12 @@ func (w *WorkingSet) Increment(meta Meta, records []flight.Commands) (IncrementE
 		if !exists {
 			out.Created = append(out.Created, r.FLID)
 		}
-		next := wr.next
+		next := wr.Next
 		if _, ok := staged[r.FLID]; !ok {
 			order = append(order, r.FLID)
 		}
 		staged[r.FLID] = &next
-		stagedChanges[r.FLID] = append(stagedChanges[r.FLID], wr.changed...)
+		stagedChanges[r.FLID] = append(stagedChanges[r.FLID], wr.Changed...)
 		// Every changed record is its own version and notice, as the
 		// message's records apply in order.
 		v, err := w.version()
@@ -130,7 +128,7 @@ func (w *WorkingSet) Increment(meta Meta, records []flight.Commands) (IncrementE
 			return IncrementEffect{}, err
 		}
 		next.StateVersion, next.LastMessageID, next.UpdatedAt = v, meta.MessageID, w.now
-		ev, err := upsertEvent(&next, wr.changed, meta)
+		ev, err := upsertEvent(&next, wr.Changed, meta)
 		if err != nil {
 			return IncrementEffect{}, err
 		}
@@ -190,23 +188,48 @@ func (w *WorkingSet) Delete(meta Meta, flids []flight.FLID) (DeleteEffect, error
 // Dirty reports whether the set holds anything to write.
 func (w *WorkingSet) Dirty() bool { return len(w.order) > 0 || len(w.events) > 0 }
 
-// WriteSet writes the set's effect to the transaction in one round trip
-// and empties the set.
-func (t *Tx) WriteSet(ctx context.Context, w *WorkingSet) error {
-	b := &pgx.Batch{}
-	if err := w.queue(b, t.store.loc); err != nil {
-		return err
-	}
-	if err := t.sendBatch(ctx, b); err != nil {
-		return fmt.Errorf("write working set: %w", err)
-	}
-	w.written()
-	return nil
+// Pending is what a set holds to write, in the order the store writes it.
+type Pending struct {
+	// Gone are the flights the set deleted that the database holds: their
+	// rows go first (main row, children, roster entry), even when the set
+	// re-created them since.
+	Gone []flight.FLID
+	// Writes are the surviving changed flights, each whole against what the
+	// database holds (a re-created flight is new again).
+	Writes []Write
+	// Events are the set's outbox rows in version order, the state on each
+	// flight's newest only.
+	Events []Event
 }
 
-// written records that the set's effect is in the transaction: the changed
-// states become the base, and nothing is left to write.
-func (w *WorkingSet) written() {
+// Pending returns what the set holds to write. The set keeps it until
+// Written.
+func (w *WorkingSet) Pending() Pending {
+	var p Pending
+	for _, f := range w.order {
+		s := w.cur[f]
+		_, inDB := w.base[f]
+		if w.recycled[f] {
+			p.Gone = append(p.Gone, f)
+			inDB = false
+		}
+		if s == nil {
+			continue
+		}
+		if !inDB {
+			p.Writes = append(p.Writes, Write{Next: *s, Changed: presentTags(*s), IsNew: true})
+			continue
+		}
+		p.Writes = append(p.Writes, Write{Next: *s, Changed: w.changed[f]})
+	}
+	newestStateOnly(w.events)
+	p.Events = w.events
+	return p
+}
+
+// Written records that what Pending returned is in the transaction: the
+// changed states become the base, and nothing is left to write.
+func (w *WorkingSet) Written() {
 	for _, f := range w.order {
 		if s := w.cur[f]; s != nil {
 			w.base[f] = *s
@@ -218,35 +241,21 @@ func (w *WorkingSet) written() {
 	w.changed = map[flight.FLID][]string{}
 }
 
-// queue adds the set's statements to b: flights deleted in the set go
-// first (children, main row, roster), then every surviving changed flight
-// is written whole against its database state, then the events: one row
-// each, the state only on each flight's newest.
-func (w *WorkingSet) queue(b *pgx.Batch, loc *time.Location) error {
-	var gone []int64
-	var writes []stateWrite
-	for _, f := range w.order {
-		s := w.cur[f]
-		_, inDB := w.base[f]
-		if w.recycled[f] {
-			gone = append(gone, int64(f)) //nolint:gosec // 12 digits
-			inDB = false
+// Stored yields every flight the set was loaded with and its state as the
+// database holds it once what was written commits (nil: it does not
+// exist): what a cache of committed states keeps.
+func (w *WorkingSet) Stored() iter.Seq2[flight.FLID, *flight.State] {
+	return func(yield func(flight.FLID, *flight.State) bool) {
+		for f := range w.loaded {
+			var sp *flight.State
+			if s, ok := w.base[f]; ok {
+				sp = &s
+			}
+			if !yield(f, sp) {
+				return
+			}
 		}
-		if s == nil {
-			continue
-		}
-		if !inDB {
-			writes = append(writes, stateWrite{next: *s, changed: presentTags(*s), isNew: true})
-			continue
-		}
-		writes = append(writes, stateWrite{next: *s, changed: w.changed[f]})
 	}
-	queueDeletes(b, gone)
-	if err := queueStateWrites(b, writes, loc); err != nil {
-		return err
-	}
-	queueEvents(b, w.events)
-	return nil
 }
 
 // IncrementEffect reports what a FLOP or ADFT did.

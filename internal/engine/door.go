@@ -1,0 +1,140 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+)
+
+// Door measures a Kafka record the way the producer and the broker count
+// it, against the largest record the topics accept. The engine only asks;
+// package recsize answers with the producer's codec (the engine imports no
+// Kafka client).
+type Door interface {
+	// Of is the size of the record with key, value and headers in a batch
+	// of its own.
+	Of(key, value []byte, headers []Header) RecordSize
+	// Fits reports whether a record of that size passes.
+	Fits(RecordSize) bool
+	// Max is the limit in force (kafka.maxRecordBytes, or less).
+	Max() int
+}
+
+// Header is one Kafka record header.
+type Header struct{ Key, Value string }
+
+// RecordSize is a record's size in a batch of its own.
+type RecordSize struct {
+	// Uncompressed is what the producer counts; Compressed what the broker
+	// counts (equal without compression).
+	Uncompressed, Compressed int
+}
+
+// Outbox record kinds and events. An outbox row (Event) is one effect of a
+// message on a flight and carries up to two records: its change notice
+// (kind KAFKA_MSG, event NOTICE) and its full state or tombstone (kind
+// KAFKA_SCHD, event UPSERT or DELETE), the latter only when the effect is
+// the newest version of its flight among the effects written together
+// (newestStateOnly).
+const (
+	KindState  = "KAFKA_SCHD"
+	KindNotice = "KAFKA_MSG"
+
+	EventUpsert = "UPSERT"
+	EventDelete = "DELETE"
+	EventNotice = "NOTICE"
+)
+
+// TooLarge refuses a message whose effect would publish a record larger
+// than the topics accept (the pump's STATE_TOO_LARGE).
+type TooLarge struct {
+	FLID flight.FLID
+	// Kind is KindState or KindNotice.
+	Kind string
+	// Size is the record as counted (uncompressed, and compressed as the
+	// broker counts it); Limit is kafka.maxRecordBytes.
+	Size  RecordSize
+	Limit int
+	// Field is the state's largest field (the one that grew), FieldBytes
+	// its size in the document and Items its elements when it is a list.
+	Field      string
+	FieldBytes int
+	Items      int
+}
+
+func (e *TooLarge) Error() string {
+	what := "state"
+	if e.Kind == KindNotice {
+		what = "change notice"
+	}
+	msg := fmt.Sprintf("flight %s: its %s would be a Kafka record of %d bytes (%d compressed), more than kafka.maxRecordBytes %d",
+		e.FLID, what, e.Size.Uncompressed, e.Size.Compressed, e.Limit)
+	if e.Field != "" {
+		msg += fmt.Sprintf("; largest field %s: %d bytes", e.Field, e.FieldBytes)
+		if e.Items > 0 {
+			msg += fmt.Sprintf(" in %d items", e.Items)
+		}
+	}
+	return msg
+}
+
+// RecordHeaders are the headers package dispatch sends with an outbox
+// event's record (SPEC §3.3); the door counts them, and dispatch's tests
+// check that both agree.
+func RecordHeaders(event string, version int64, day string) []Header {
+	h := []Header{{Key: "state-version", Value: strconv.FormatInt(version, 10)}, {Key: "event", Value: event}}
+	if day != "" {
+		h = append(h, Header{Key: "operation-day", Value: day})
+	}
+	return h
+}
+
+// checkDoor measures one record of e against the door: kind says which
+// (its state or its notice).
+func checkDoor(door Door, e *Event, kind string) error {
+	if door == nil {
+		return nil
+	}
+	event, payload := EventNotice, e.Notice
+	if kind == KindState {
+		event, payload = e.Event, e.State
+	}
+	key := strconv.AppendUint(nil, uint64(e.FLID), 10)
+	size := door.Of(key, []byte(payload), RecordHeaders(event, e.Version, e.Day))
+	if door.Fits(size) {
+		return nil
+	}
+	tl := &TooLarge{FLID: e.FLID, Kind: kind, Size: size, Limit: door.Max()}
+	tl.Field, tl.FieldBytes, tl.Items = largestField([]byte(payload))
+	return tl
+}
+
+// largestField names the top-level member of a JSON document with the most
+// bytes (and its elements when it is an array or object), "" when the
+// document is not an object.
+func largestField(doc []byte) (name string, size, items int) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &fields); err != nil {
+		return "", 0, 0
+	}
+	for k, v := range fields {
+		if len(v) > size || (len(v) == size && k < name) {
+			name, size = k, len(v)
+		}
+	}
+	switch v := fields[name]; {
+	case len(v) > 0 && v[0] == '[':
+		var a []json.RawMessage
+		if json.Unmarshal(v, &a) == nil {
+			items = len(a)
+		}
+	case len(v) > 0 && v[0] == '{':
+		var o map[string]json.RawMessage
+		if json.Unmarshal(v, &o) == nil {
+			items = len(o)
+		}
+	}
+	return name, size, items
+}

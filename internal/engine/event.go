@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+)
+
+// Event is one outbox row: a message's effect on a flight, with the
+// records it publishes.
+type Event struct {
+	FLID    flight.FLID
+	Version int64
+	// Day is the flight's operation day, "" while it has none.
+	Day       string
+	MessageID int64
+	// Notice is the KAFKA_MSG document; Event and State the KAFKA_SCHD
+	// record's event (EventUpsert or EventDelete) and document, both ""
+	// when the row carries no state (newestStateOnly).
+	Notice       string
+	Event, State string
+}
+
+// appendNotice renders the KAFKA_MSG document (SPEC §3.3), keys sorted:
+// {"CHANGED":[…],"FLID":"…","MSG_ID":N,"STATE_VERSION":N,"STYP":"…","TYPE":"…"}.
+// CHANGED holds field tags (upper-case ASCII); the strings are quoted with
+// encoding/json so any META value stays valid JSON.
+func appendNotice(buf []byte, changed []string, flid flight.FLID, meta Meta, version int64) []byte {
+	quote := func(b []byte, s string) []byte {
+		q, _ := json.Marshal(s) // a string always marshals
+		return append(b, q...)
+	}
+	buf = append(buf, `{"CHANGED":[`...)
+	for i, c := range changed {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = quote(buf, c)
+	}
+	buf = append(buf, `],"FLID":"`...)
+	buf = strconv.AppendUint(buf, uint64(flid), 10)
+	buf = append(buf, `","MSG_ID":`...)
+	buf = strconv.AppendInt(buf, meta.MessageID, 10)
+	buf = append(buf, `,"STATE_VERSION":`...)
+	buf = strconv.AppendInt(buf, version, 10)
+	buf = append(buf, `,"STYP":`...)
+	buf = quote(buf, meta.Styp)
+	buf = append(buf, `,"TYPE":`...)
+	buf = quote(buf, meta.Type)
+	return append(buf, '}')
+}
+
+// upsertEvent is the event of a changed flight, computed from the one
+// next state that is also written (SPEC §2.1): its notice and its state,
+// each measured against the door, whether or not the state is written in
+// the end (newestStateOnly): a message is refused or accepted alone,
+// whatever the batch it comes in.
+func upsertEvent(next *flight.State, changed []string, meta Meta) (Event, error) {
+	doc, err := flight.CanonicalJSON(*next)
+	if err != nil {
+		return Event{}, fmt.Errorf("state of flight %s: %w", next.FLID, err)
+	}
+	n := appendNotice(nil, changed, next.FLID, meta, next.StateVersion)
+	e := Event{FLID: next.FLID, Version: next.StateVersion, Day: next.OperationDay,
+		MessageID: meta.MessageID, Notice: string(n), Event: EventUpsert, State: string(doc)}
+	for _, kind := range []string{KindState, KindNotice} {
+		if err := checkDoor(meta.Door, &e, kind); err != nil {
+			return Event{}, err
+		}
+	}
+	return e, nil
+}
+
+// deleteEvent is the event of a deleted flight: its tombstone (seed 000
+// §7.3) and its notice, whose CHANGED is ["DELETED"].
+func deleteEvent(flid flight.FLID, version int64, day string, meta Meta) (Event, error) {
+	tomb, err := flight.TombstoneJSON(flid, version)
+	if err != nil {
+		return Event{}, fmt.Errorf("tombstone of flight %s: %w", flid, err)
+	}
+	n := appendNotice(nil, []string{flight.KeyDeleted}, flid, meta, version)
+	return Event{FLID: flid, Version: version, Day: day, MessageID: meta.MessageID,
+		Notice: string(n), Event: EventDelete, State: string(tomb)}, nil
+}
+
+// newestStateOnly keeps the state only on the newest version of each
+// flight among events written together (one transaction's, in version
+// order): the older ones keep their notice alone. The dispatcher sends a
+// flight's newest state above its cursor only, and these commit together,
+// so no older state of them could ever be sent.
+func newestStateOnly(events []Event) {
+	if len(events) < 2 {
+		return
+	}
+	newest := make(map[flight.FLID]int, len(events))
+	for i := range events {
+		if events[i].State == "" {
+			continue
+		}
+		if j, ok := newest[events[i].FLID]; ok {
+			if events[j].Version > events[i].Version {
+				events[i].Event, events[i].State = "", ""
+				continue
+			}
+			events[j].Event, events[j].State = "", ""
+		}
+		newest[events[i].FLID] = i
+	}
+}

@@ -1,0 +1,42 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flightfeed/flightfeed/internal/engine"
+)
+
+// WriteSet writes a working set's effect to the transaction in one round
+// trip and empties the set.
+func (t *Tx) WriteSet(ctx context.Context, w *engine.WorkingSet) error {
+	b := &pgx.Batch{}
+	if err := queueSet(b, w, t.store.loc); err != nil {
+		return err
+	}
+	if err := t.sendBatch(ctx, b); err != nil {
+		return fmt.Errorf("write working set: %w", err)
+	}
+	w.Written()
+	return nil
+}
+
+// queueSet adds to b what the set holds to write: flights deleted in the
+// set go first (children, main row, roster), then every surviving changed
+// flight is written whole against its database state, then the events.
+func queueSet(b *pgx.Batch, w *engine.WorkingSet, loc *time.Location) error {
+	p := w.Pending()
+	gone := make([]int64, len(p.Gone))
+	for i, f := range p.Gone {
+		gone[i] = int64(f) //nolint:gosec // 12 digits
+	}
+	queueDeletes(b, gone)
+	if err := queueStateWrites(b, p.Writes, loc); err != nil {
+		return err
+	}
+	queueEvents(b, p.Events)
+	return nil
+}
