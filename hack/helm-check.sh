@@ -96,7 +96,7 @@ has default -- '- --secret-resync-period=1m'
 has default -- '- --metrics-secure=true'
 has default 'api: 8082'
 has default 'terminationGracePeriod: 45s'
-has default 'memory: 96Mi'
+has default 'memory: 64Mi'
 has default 'ingressFrom:'
 # Secure metrics by default, and the ClusterRole scrapers are bound to.
 has default '- --metrics-secure=true'
