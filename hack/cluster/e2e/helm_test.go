@@ -715,6 +715,7 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 		t.Fatalf("the previous chart from git: %v\n%s", err, out)
 	}
 	prevChart = filepath.Join(prevChart, "charts", "flightfeed")
+	// Cached by commit: hack/test.sh builds it beforehand, in idle time.
 	prev := strings.Fields(s.run("bash", "hack/cluster/previous-image.sh", previousCommit))
 	if len(prev) != 2 {
 		t.Fatalf("hack/cluster/previous-image.sh printed %q", prev)
