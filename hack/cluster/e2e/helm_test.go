@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -665,6 +666,46 @@ func podMemory(p corev1.Pod) (rss, peak float64, ok bool) {
 	return rss, peak, true
 }
 
+// sigkillPump SIGKILLs the processes of the pump container of pod (not its
+// sandbox's pause), found in the pod's cgroup on this machine (the test
+// runs on the cluster's node, as root), and returns their pids. The
+// kubelet restarts the container; the pod is not deleted.
+func sigkillPump(t *testing.T, s *suite, key types.NamespacedName, pod string) []int {
+	t.Helper()
+	var p corev1.Pod
+	if err := s.c.Get(t.Context(), types.NamespacedName{Namespace: key.Namespace, Name: pod}, &p); err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, pattern := range []string{"/sys/fs/cgroup/pids/kubepods*/*/pod%s/*/cgroup.procs", "/sys/fs/cgroup/pids/kubepods*/pod%s/*/cgroup.procs"} {
+		files, _ := filepath.Glob(fmt.Sprintf(pattern, p.UID))
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			for _, field := range strings.Fields(string(b)) {
+				pid, err := strconv.Atoi(field)
+				if err != nil {
+					continue
+				}
+				if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && strings.TrimSpace(string(comm)) == "flightfeed" {
+					pids = append(pids, pid)
+				}
+			}
+		}
+	}
+	if len(pids) == 0 {
+		t.Fatalf("no flightfeed process in pod %s's cgroup (uid %s)", pod, p.UID)
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatalf("kill -9 %d (%s): %v", pid, pod, err)
+		}
+	}
+	return pids
+}
+
 // ---- the test ----------------------------------------------------------------------
 
 // previousCommit is the last release whose pumps ran inside the operator's
@@ -681,7 +722,8 @@ const previousCommit = "6d8dea4"
 // feed's two pump pods, the leader alone with database sessions; the
 // leader pump pod of one feed deleted mid-day, the standby (or its
 // replacement) taking over within the lease duration + 10 s while the
-// other feed never pauses; export, ledger and mailbox of both feeds equal
+// other feed never pauses, then the new leader's container SIGKILLed and a
+// new pump taking over within that bound too; export, ledger and mailbox of both feeds equal
 // to an uninterrupted run's, the FlightFeedDays to the ledger; `helm
 // uninstall` keeping the CRDs, the FlightFeeds and the data.
 func TestHelmInstallOnRealCluster(t *testing.T) {
@@ -874,6 +916,41 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 	}
 	timing("pek's leader pod deleted, takeover, both drained")
 
+	// 4b. The rest of pek's day; its new leader's container is SIGKILLed
+	// (no release of the Lease, no last status): a new pump takes over
+	// within the lease duration + 10 s.
+	mon = s.monitorPumps(pek.key)
+	base3 := base2.Add(time.Hour)
+	last := traffic(days[0], loc, 8, 12)
+	_, done := pek.feed(last, base3, 10*time.Millisecond)
+	before := len(rows[0]) + len(more[0])
+	await.EventuallyEvery(t, "a third of the rest of pek's day processed", waitLong, clusterPoll, func() (bool, string) {
+		n := pek.processed() - before
+		return n >= len(last)/3, fmt.Sprintf("%d of %d", n, len(last))
+	})
+	killed := sigkillPump(t, s, pek.key, next)
+	killedAt := time.Now()
+	atKill := pek.processed() - before
+	// Whoever comes first: the other pod once the Lease expires, or the
+	// killed pod's restarted container, which holds the Lease under the
+	// same identity (its pod name) and so takes it back at once; either
+	// way a new pump process under a new epoch.
+	next2, epoch2 := s.waitLeader(pek, s.feedNS, epoch, time.Until(killedAt.Add(leaseDuration+10*time.Second)))
+	who = "the other pod"
+	if next2 == next {
+		who = "the killed pod's restarted container"
+	}
+	t.Logf("takeover after SIGKILL: %s's pump (pids %v) killed with %d of %d rows processed; %s %s took over after %.1fs (bound %s; epoch %d → %d)",
+		next, killed, atKill, len(last), who, next2, time.Since(killedAt).Seconds(), leaseDuration+10*time.Second, epoch, epoch2)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	pek.waitDrained(before + len(last))
+	if samples, two := mon.halt(); len(two) > 0 {
+		t.Errorf("two pumps ran pek at once (%d of %d samples): %v", len(two), samples, two)
+	}
+	timing("pek's leader SIGKILLed, a new pump, drained")
+
 	// The pods' memory, from their cgroups.
 	for _, p := range append(s.operatorPods(), append(s.pumpPods(pek.key), s.pumpPods(pvg.key)...)...) {
 		if rss, peak, ok := podMemory(p); ok {
@@ -886,7 +963,11 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 	// ledger.
 	ledgers := map[string]string{}
 	for i, f := range feeds {
-		ledgers[f.key.Name] = compareWithUninterrupted(t, f, s.binary, []batch{{rows[i], base}, {more[i], base2}})
+		batches := []batch{{rows[i], base}, {more[i], base2}}
+		if f == pek {
+			batches = append(batches, batch{last, base3})
+		}
+		ledgers[f.key.Name] = compareWithUninterrupted(t, f, s.binary, batches)
 		await.EventuallyEvery(t, f.key.Name+"'s FlightFeedDays equal to the ledger", 60*time.Second, clusterPoll, func() (bool, string) {
 			got, want := s.days(f.key), ledgerVersions(t, ledgers[f.key.Name])
 			return got == want && want != "", fmt.Sprintf("FlightFeedDays %s, ledger %s", got, want)
