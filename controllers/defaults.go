@@ -48,8 +48,10 @@ type PumpDefaults struct {
 	Args []string `json:"args,omitempty"`
 	// Env is added to the pump container.
 	Env []corev1.EnvVar `json:"env,omitempty"`
-	// Ports of the pump container: metrics, probes and the read API
-	// (defaults 8080, 8081, 8082; 0 for metrics or api: not served).
+	// Ports of the pump container: metrics, probes and the read API. 0
+	// takes the default (8080, 8081, 8082); a negative metrics or api port
+	// turns that endpoint off (the chart's metrics.enabled and api.enabled
+	// false).
 	Ports PumpPorts `json:"ports,omitempty"`
 	// PodLabels and PodAnnotations are added to every pump pod.
 	PodLabels      map[string]string `json:"podLabels,omitempty"`

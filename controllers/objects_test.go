@@ -204,6 +204,24 @@ func TestPumpPodsStatus(t *testing.T) {
 	}
 }
 
+// A negative metrics or api port turns the endpoint off: no container port,
+// no Service port, the pump told to serve nothing there.
+func TestPortsTurnedOff(t *testing.T) {
+	d, err := PumpDefaults{Image: "x", Ports: PumpPorts{Metrics: -1, API: -1}}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := renderPumpObjects(testFeed(nil), d)
+	c := o.Deployment.Spec.Template.Spec.Containers[0]
+	if len(c.Ports) != 1 || c.Ports[0].Name != "probes" || !slices.Contains(c.Args, "--api-bind-address") ||
+		c.Args[slices.Index(c.Args, "--api-bind-address")+1] != "0" || c.Args[slices.Index(c.Args, "--metrics-bind-address")+1] != "0" {
+		t.Errorf("container ports %+v args %q", c.Ports, c.Args)
+	}
+	if len(o.Service.Spec.Ports) != 1 || o.Service.Spec.Ports[0].Name != "probes" {
+		t.Errorf("service ports %+v", o.Service.Spec.Ports)
+	}
+}
+
 func TestPumpDefaultsNeedAnImage(t *testing.T) {
 	if _, err := (PumpDefaults{}).withDefaults(); err == nil {
 		t.Fatal("no image accepted")

@@ -491,8 +491,6 @@ func FitNote(note string) string {
 	return string(runes[:keep]) + marker
 }
 
-// IsUnavailable reports whether err means the mailbox could not be reached
-// (as opposed to a statement it refused).
 // ErrUnreachable is in the chain of an error of Open when the mailbox did
 // not answer as a MySQL server should (refused, timed out, or beyond the
 // connection's byte bound): the pod reports MailboxReachable=False.
@@ -506,6 +504,8 @@ func (e *unreachableError) Error() string        { return e.err.Error() }
 func (e *unreachableError) Unwrap() error        { return e.err }
 func (e *unreachableError) Is(target error) bool { return target == ErrUnreachable }
 
+// IsUnavailable reports whether err means the mailbox could not be reached
+// (as opposed to a statement it refused).
 func IsUnavailable(err error) bool {
 	var me *mysql.MySQLError
 	return err != nil && !errors.As(err, &me)

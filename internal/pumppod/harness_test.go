@@ -278,10 +278,3 @@ func (h *harness) runnerOf(identity string, after int64) *testRunner {
 	})
 	return found
 }
-
-// leaseIn reads the feed's Lease in namespace ns (the manager's).
-func (h *harness) leaseIn(ns string, key types.NamespacedName) (*coordinationv1.Lease, error) {
-	var l coordinationv1.Lease
-	err := h.c.Get(h.ctx(), types.NamespacedName{Namespace: ns, Name: pumppod.FeedLeaseName(key)}, &l)
-	return &l, err
-}

@@ -105,7 +105,9 @@ func (b *boundReader) Read(p []byte) (int, error) {
 		}
 		b.nhdr = 0
 		// A length below 4 is malformed; the frontend says so.
-		size := max(int64(int32(binary.BigEndian.Uint32(b.hdr[1:])))-4, 0)
+		// The header is a signed 32-bit length: a value past 2^31 is
+		// negative on the wire and malformed, like one below 4.
+		size := max(int64(int32(binary.BigEndian.Uint32(b.hdr[1:])))-4, 0) //nolint:gosec // G115: the protocol's signed length, read as the frontend reads it
 		if size > b.limit {
 			b.err = &MessageBoundError{Type: b.hdr[0], Size: size, Limit: b.limit}
 			return 0, b.err

@@ -79,6 +79,7 @@ func run(bin, steps string) error {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		return err
 	}
+	//nolint:gosec // G204: the binary under measurement, named by -bin
 	op := exec.CommandContext(ctx, bin, "manager", "--kubeconfig", kubeconfig, "--pump-image", "flightfeed:bench",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--namespace", ns)
 	op.Env = append(os.Environ(), "GOMEMLIMIT=")
@@ -110,6 +111,7 @@ func run(bin, steps string) error {
 		fmt.Printf("%-8d %-12.1f %-12.1f %.2f\n", n, rss, hwm, rss/base)
 	}
 
+	//nolint:gosec // G204: the binary under measurement, named by -bin
 	pod := exec.CommandContext(ctx, bin, "pump", "--feed", ns+"/f000", "--kubeconfig", kubeconfig, "--identity", "f000-pump-bench",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--api-bind-address", "0")
 	if err := pod.Start(); err != nil {

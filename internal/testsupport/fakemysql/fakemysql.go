@@ -67,9 +67,10 @@ type Server struct {
 type Stage int
 
 const (
-	// AtGreeting: the server's first packet, before any authentication.
+	// AtGreeting floods in place of the server's first packet, before any
+	// authentication.
 	AtGreeting Stage = iota
-	// AtQuery: the answer to every COM_QUERY (after authentication, and
+	// AtQuery floods in place of the answer to every COM_QUERY (after authentication, and
 	// after the TLS upgrade when there is one).
 	AtQuery
 )
@@ -194,7 +195,7 @@ func (s *Server) sendFlood(c *conn) error {
 	left := s.flood.size
 	for {
 		n := min(left, maxFragment)
-		h := []byte{byte(n), byte(n >> 8), byte(n >> 16), c.seq}
+		h := []byte{byte(n), byte(n >> 8), byte(n >> 16), c.seq} //nolint:gosec // G115: the 3-byte little-endian length, n ≤ 0xffffff
 		c.seq++
 		if _, err := c.rw.Write(h); err != nil {
 			return err

@@ -26,7 +26,7 @@ func MemoryCgroup(t *testing.T, limit int64) string {
 		t.Fatalf("no cgroup v1 memory hierarchy at %s (this test creates a memory cgroup; run it as root on a cgroup v1 host): %v", cgroupRoot, err)
 	}
 	dir := filepath.Join(cgroupRoot, fmt.Sprintf("flightfeed-test-%d-%d", os.Getpid(), cgroupSeq.Add(1)))
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+	if err := os.Mkdir(dir, 0o750); err != nil && !errors.Is(err, os.ErrExist) {
 		t.Fatalf("create memory cgroup (run as root): %v", err)
 	}
 	t.Cleanup(func() {
@@ -61,7 +61,7 @@ func InCgroup(cg string, argv ...string) []string {
 // exceeding its limit.
 func OOMKills(t *testing.T, cg string) int64 {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(cg, "memory.oom_control"))
+	b, err := os.ReadFile(filepath.Join(cg, "memory.oom_control")) //nolint:gosec // G304: the test's own cgroup
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func OOMKills(t *testing.T, cg string) int64 {
 // CgroupPeak is the most memory cgroup cg's processes used at once.
 func CgroupPeak(t *testing.T, cg string) int64 {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(cg, "memory.max_usage_in_bytes"))
+	b, err := os.ReadFile(filepath.Join(cg, "memory.max_usage_in_bytes")) //nolint:gosec // G304: the test's own cgroup
 	if err != nil {
 		t.Fatal(err)
 	}
