@@ -130,6 +130,17 @@ func (r *FlightFeedReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, err
 	}
 	if err := r.apply(ctx, &ff, objs); err != nil {
+		// Said where the user looks (a value the API server refuses in the
+		// pods' resources or placement, an object of that name that is not
+		// the feed's), then retried with backoff.
+		var have *appsv1.Deployment
+		var dep appsv1.Deployment
+		if gerr := r.Client.Get(ctx, client.ObjectKeyFromObject(objs.Deployment), &dep); gerr == nil {
+			have = &dep
+		}
+		if werr := r.writePumpPods(ctx, &ff, have, err.Error()); werr != nil {
+			log.Error(werr, "report the failed apply")
+		}
 		return ctrl.Result{}, err
 	}
 	if err := r.syncAuthDelegator(ctx); err != nil {

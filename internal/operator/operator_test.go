@@ -260,3 +260,22 @@ func TestBindingsFollowTheFeeds(t *testing.T) {
 		return slices.Equal(got, []string{e.ns + "/can-pump"}), fmt.Sprint(got)
 	})
 }
+
+// A value of the pods' placement that the API server refuses in the
+// Deployment (the CRD takes Kubernetes' own types as they are) is said in
+// status.pumpPods.waiting, and no Deployment is made.
+func TestRefusedPlacementIsReported(t *testing.T) {
+	e := newEnv(t, nil)
+	ff := e.feed("pek", func(ff *v1alpha1.FlightFeed) {
+		ff.Spec.Pump.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: "Sometimes"}}
+	})
+	await.Eventually(t, "the refusal in status.pumpPods.waiting", waitLong, func() (bool, string) {
+		var got v1alpha1.FlightFeed
+		_ = e.get(client.ObjectKeyFromObject(ff), &got)
+		p := got.Status.PumpPods
+		return p != nil && strings.Contains(p.Waiting, "Deployment") && strings.Contains(p.Waiting, "Sometimes"), fmt.Sprintf("%+v", p)
+	})
+	if err := e.get(types.NamespacedName{Namespace: e.ns, Name: feednames.Pump("pek")}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a Deployment with a refused toleration: %v", err)
+	}
+}
