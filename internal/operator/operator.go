@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -127,9 +126,9 @@ func New(o Options) (manager.Manager, error) {
 	if o.Namespace == "" {
 		o.Namespace = "default"
 	}
-	cfg, err := restConfig(o)
+	cfg, err := serving.RestConfig(o.RestConfig, o.Kubeconfig)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("operator: %w", err)
 	}
 	scheme, err := Scheme()
 	if err != nil {
@@ -193,7 +192,7 @@ func New(o Options) (manager.Manager, error) {
 	if err := mgr.AddHealthzCheck("ping", func(*http.Request) error { return nil }); err != nil {
 		return nil, fmt.Errorf("operator: healthz: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("apiserver", apiServerReachable(kube)); err != nil {
+	if err := mgr.AddReadyzCheck("apiserver", serving.APIServerReachable(kube)); err != nil {
 		return nil, fmt.Errorf("operator: readyz: %w", err)
 	}
 	return mgr, nil
@@ -258,32 +257,3 @@ func cacheOptions(namespaces []string) cache.Options {
 	return o
 }
 
-// apiServerReachable is ready while the API server answers /version.
-func apiServerReachable(kube kubernetes.Interface) func(*http.Request) error {
-	return func(r *http.Request) error {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if err := kube.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
-			return fmt.Errorf("API server unreachable: %w", err)
-		}
-		return nil
-	}
-}
-
-func restConfig(o Options) (*rest.Config, error) {
-	if o.RestConfig != nil {
-		return o.RestConfig, nil
-	}
-	if o.Kubeconfig != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("operator: kubeconfig %s: %w", o.Kubeconfig, err)
-		}
-		return cfg, nil
-	}
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return nil, fmt.Errorf("operator: find the cluster: %w", err)
-	}
-	return cfg, nil
-}

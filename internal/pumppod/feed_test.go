@@ -468,22 +468,7 @@ func TestFailoverFencesTheOldEpoch(t *testing.T) {
 	if err := h.c.Delete(h.ctx(), ff); err != nil {
 		t.Fatal(err)
 	}
-	// No finalizer: the FlightFeed goes at once, and the pump stops when
-	// its pod sees it gone (the operator's Deployment goes with it).
-	await.Eventually(t, "the FlightFeed gone and the pump stopped", waitLong, func() (bool, string) {
-		_, err := h.getFeed(key)
-		return apierrors.IsNotFound(err) && r3.stopped(), fmt.Sprintf("feed: %v, pump stopped: %v", err, r3.stopped())
-	})
-	// The Lease is released, and owned by the FlightFeed: the garbage
-	// collector (which envtest does not run) removes it with the feed.
-	await.Eventually(t, "the Lease released", waitLong, func() (bool, string) {
-		lease, err := h.lease(key)
-		if err != nil {
-			return false, err.Error()
-		}
-		return ptr.Deref(lease.Spec.HolderIdentity, "") == "" && len(lease.OwnerReferences) == 1 && lease.OwnerReferences[0].UID == ff.UID,
-			fmt.Sprintf("holder %q owners %+v", ptr.Deref(lease.Spec.HolderIdentity, ""), lease.OwnerReferences)
-	})
+	h.waitDeletedAndReleased(key, ff.UID, r3)
 	for _, r := range h.runners.all() {
 		if !r.stopped() {
 			t.Fatalf("%s still runs after the deletion", describe(r))
@@ -542,22 +527,7 @@ func TestSpecChangeRestartsAndDeletionStops(t *testing.T) {
 	if err := h.c.Delete(h.ctx(), ff); err != nil {
 		t.Fatal(err)
 	}
-	// No finalizer: the FlightFeed goes at once, and the pump stops when
-	// its pod sees it gone.
-	await.Eventually(t, "the FlightFeed gone and the pump stopped", waitLong, func() (bool, string) {
-		_, err := h.getFeed(key)
-		return apierrors.IsNotFound(err) && r3.stopped(), fmt.Sprintf("feed: %v, pump stopped: %v", err, r3.stopped())
-	})
-	// Released, and owned by the FlightFeed: the garbage collector (which
-	// envtest does not run) removes it with the feed.
-	await.Eventually(t, "the Lease released", waitLong, func() (bool, string) {
-		lease, err := h.lease(key)
-		if err != nil {
-			return false, err.Error()
-		}
-		return ptr.Deref(lease.Spec.HolderIdentity, "") == "" && len(lease.OwnerReferences) == 1 && lease.OwnerReferences[0].UID == ff.UID,
-			fmt.Sprintf("holder %q owners %+v", ptr.Deref(lease.Spec.HolderIdentity, ""), lease.OwnerReferences)
-	})
+	h.waitDeletedAndReleased(key, ff.UID, r3)
 	for _, r := range h.runners.all() {
 		if !r.stopped() {
 			t.Fatalf("%s still runs", describe(r))
@@ -826,4 +796,26 @@ func TestRefusedDSNOptionIsReported(t *testing.T) {
 	if len(h.runners.all()) != 0 {
 		t.Fatal("a runner was built for a feed whose mailbox DSN is refused")
 	}
+}
+
+// waitDeletedAndReleased waits, after the FlightFeed key (uid) was deleted,
+// until it is gone and its pump (runner r) stopped — there is no finalizer:
+// the pod's supervisor stops the pump when it sees the feed gone — and its
+// Lease is released and owned by that FlightFeed, so that the garbage
+// collector (which envtest does not run) removes it with the feed.
+func (h *harness) waitDeletedAndReleased(key types.NamespacedName, uid types.UID, r *testRunner) {
+	h.t.Helper()
+	await.Eventually(h.t, "the FlightFeed gone and the pump stopped", waitLong, func() (bool, string) {
+		_, err := h.getFeed(key)
+		return apierrors.IsNotFound(err) && r.stopped(), fmt.Sprintf("feed: %v, pump stopped: %v", err, r.stopped())
+	})
+	await.Eventually(h.t, "the Lease released", waitLong, func() (bool, string) {
+		lease, err := h.lease(key)
+		if err != nil {
+			return false, err.Error()
+		}
+		holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+		return holder == "" && len(lease.OwnerReferences) == 1 && lease.OwnerReferences[0].UID == uid,
+			fmt.Sprintf("holder %q owners %+v", holder, lease.OwnerReferences)
+	})
 }

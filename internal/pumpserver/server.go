@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -169,14 +168,14 @@ func Run(ctx context.Context, o Options) error {
 // New builds the manager Run starts (tests start it themselves).
 func New(o Options) (manager.Manager, error) {
 	if o.Factory == nil {
-		return nil, errors.New("operator: a RunnerFactory is required")
+		return nil, errors.New("pump pod: a RunnerFactory is required")
 	}
 	timings := pumppod.LeaseTimings{LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod}.WithDefaults()
 	if err := timings.Validate(); err != nil {
-		return nil, fmt.Errorf("operator: %w", err)
+		return nil, fmt.Errorf("pump pod: %w", err)
 	}
 	if o.SecretResync < 0 {
-		return nil, fmt.Errorf("operator: the Secret resync period must be positive, got %s", o.SecretResync)
+		return nil, fmt.Errorf("pump pod: the Secret resync period must be positive, got %s", o.SecretResync)
 	}
 	if o.Identity == "" {
 		id, err := DefaultIdentity()
@@ -188,9 +187,9 @@ func New(o Options) (manager.Manager, error) {
 	if o.Log.GetSink() == nil {
 		o.Log = ctrl.Log.WithName("flightfeed")
 	}
-	cfg, err := restConfig(o)
+	cfg, err := serving.RestConfig(o.RestConfig, o.Kubeconfig)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("pump pod: %w", err)
 	}
 	scheme, err := Scheme()
 	if err != nil {
@@ -220,11 +219,11 @@ func New(o Options) (manager.Manager, error) {
 		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("operator: new manager: %w", err)
+		return nil, fmt.Errorf("pump pod: new manager: %w", err)
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("operator: kubernetes client: %w", err)
+		return nil, fmt.Errorf("pump pod: kubernetes client: %w", err)
 	}
 	reg := o.Registry
 	if reg == nil {
@@ -232,7 +231,7 @@ func New(o Options) (manager.Manager, error) {
 	}
 	metrics, err := pumppod.NewMetrics(reg)
 	if err != nil {
-		return nil, fmt.Errorf("operator: register metrics: %w", err)
+		return nil, fmt.Errorf("pump pod: register metrics: %w", err)
 	}
 	sup, err := pumppod.NewSupervisors(pumppod.SupervisorOptions{
 		Client:         mgr.GetClient(),
@@ -253,10 +252,10 @@ func New(o Options) (manager.Manager, error) {
 		Log:                 o.Log.WithName("supervisor"),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("operator: %w", err)
+		return nil, fmt.Errorf("pump pod: %w", err)
 	}
 	if err := mgr.Add(sup); err != nil {
-		return nil, fmt.Errorf("operator: add supervisors: %w", err)
+		return nil, fmt.Errorf("pump pod: add supervisors: %w", err)
 	}
 	dir := pumppod.NewFeedDirectory()
 	rec := &pumppod.FlightFeedReconciler{
@@ -267,27 +266,27 @@ func New(o Options) (manager.Manager, error) {
 		Directory:    dir,
 	}
 	if err := rec.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("operator: set up the reconciler: %w", err)
+		return nil, fmt.Errorf("pump pod: set up the reconciler: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("leases", sup.LivenessCheck); err != nil {
-		return nil, fmt.Errorf("operator: healthz: %w", err)
+		return nil, fmt.Errorf("pump pod: healthz: %w", err)
 	}
 	// Readiness is the manager's alone: the API server answers and the
 	// informers synced. A feed's trouble (its database down, its pump
 	// failing) is in the feed's conditions and metrics; were it here, one
 	// database outage would make every replica unready and, with the
 	// PodDisruptionBudget, block node drains.
-	if err := mgr.AddReadyzCheck("apiserver", apiServerReachable(kube)); err != nil {
-		return nil, fmt.Errorf("operator: readyz: %w", err)
+	if err := mgr.AddReadyzCheck("apiserver", serving.APIServerReachable(kube)); err != nil {
+		return nil, fmt.Errorf("pump pod: readyz: %w", err)
 	}
 	if err := mgr.AddReadyzCheck("informers", cacheSynced(mgr)); err != nil {
-		return nil, fmt.Errorf("operator: readyz: %w", err)
+		return nil, fmt.Errorf("pump pod: readyz: %w", err)
 	}
 	if addr := orDefault(o.APIAddr, DefaultAPIAddr); addr != "0" {
 		access := NewAccess(kube.AuthenticationV1().TokenReviews(), kube.AuthorizationV1().SubjectAccessReviews(), nil)
 		api := NewReadAPI(dir, access, o.APIMaxConcurrentRequests, metrics.ReadAPIRejected(), o.Log.WithName("read-api"))
 		if err := mgr.Add(&apiServer{addr: addr, api: api, certDir: o.APICertDir, http2: o.EnableHTTP2, log: o.Log.WithName("read-api")}); err != nil {
-			return nil, fmt.Errorf("operator: add read api: %w", err)
+			return nil, fmt.Errorf("pump pod: add read api: %w", err)
 		}
 	}
 	return mgr, nil
@@ -329,35 +328,6 @@ func cacheSynced(mgr manager.Manager) func(*http.Request) error {
 	}
 }
 
-// apiServerReachable is ready while the API server answers /version.
-func apiServerReachable(kube kubernetes.Interface) func(*http.Request) error {
-	return func(r *http.Request) error {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if err := kube.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
-			return fmt.Errorf("API server unreachable: %w", err)
-		}
-		return nil
-	}
-}
-
-func restConfig(o Options) (*rest.Config, error) {
-	if o.RestConfig != nil {
-		return o.RestConfig, nil
-	}
-	if o.Kubeconfig != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("operator: kubeconfig %s: %w", o.Kubeconfig, err)
-		}
-		return cfg, nil
-	}
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return nil, fmt.Errorf("operator: find the cluster: %w", err)
-	}
-	return cfg, nil
-}
 
 func orDefault(s, def string) string {
 	if s == "" {
