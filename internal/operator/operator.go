@@ -256,4 +256,3 @@ func cacheOptions(namespaces []string) cache.Options {
 	}
 	return o
 }
-

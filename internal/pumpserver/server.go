@@ -328,7 +328,6 @@ func cacheSynced(mgr manager.Manager) func(*http.Request) error {
 	}
 }
 
-
 func orDefault(s, def string) string {
 	if s == "" {
 		return def
