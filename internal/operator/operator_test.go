@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -135,8 +136,15 @@ func TestFeedBecomesItsPumpObjects(t *testing.T) {
 
 	// envtest runs no controller-manager: play the Deployment controller's
 	// part, and the pods run the generation.
-	dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}
-	if err := e.c.Status().Update(t.Context(), &dep); err != nil {
+	// The operator writes too (the status, the Deployment): re-read on a
+	// conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := e.get(pk, &dep); err != nil {
+			return err
+		}
+		dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}
+		return e.c.Status().Update(t.Context(), &dep)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	await.Eventually(t, "the pods' generation", waitLong, func() (bool, string) {
@@ -148,11 +156,13 @@ func TestFeedBecomesItsPumpObjects(t *testing.T) {
 
 	// A spec change: a new template (the pods roll), one replica, no budget.
 	var cur v1alpha1.FlightFeed
-	if err := e.get(key, &cur); err != nil {
-		t.Fatal(err)
-	}
-	cur.Spec.Pump.Replicas = ptr.To(int32(1))
-	if err := e.c.Update(t.Context(), &cur); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := e.get(key, &cur); err != nil {
+			return err
+		}
+		cur.Spec.Pump.Replicas = ptr.To(int32(1))
+		return e.c.Update(t.Context(), &cur)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	await.Eventually(t, "the new template and no budget", waitLong, func() (bool, string) {
