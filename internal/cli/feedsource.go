@@ -15,7 +15,7 @@ import (
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/pumppod"
-	"github.com/flightfeed/flightfeed/internal/pumpserver"
+	"github.com/flightfeed/flightfeed/internal/serving"
 )
 
 // feedLoader returns the feed a command's flags name (see feedSource and
@@ -52,7 +52,7 @@ func feedSource(cmd *cobra.Command) feedLoader {
 		if err != nil {
 			return nil, err
 		}
-		scheme, err := pumpserver.Scheme()
+		scheme, err := serving.Scheme()
 		if err != nil {
 			return nil, err
 		}

@@ -18,15 +18,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/pumppod"
+	"github.com/flightfeed/flightfeed/internal/serving"
 )
 
 func newStatusCommand() *cobra.Command {
@@ -110,11 +109,9 @@ func parseFeedKey(arg, ns string) (types.NamespacedName, error) {
 // statusClient reads the kinds status needs, uncached: one command, one
 // look.
 func statusClient(cfg *rest.Config) (client.Client, error) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, fmt.Errorf("build the client's scheme: %w", err)
-		}
+	scheme, err := serving.Scheme()
+	if err != nil {
+		return nil, fmt.Errorf("build the client's scheme: %w", err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {

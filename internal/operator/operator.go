@@ -16,9 +16,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
@@ -28,7 +26,6 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/controllers"
 	"github.com/flightfeed/flightfeed/internal/feednames"
 	"github.com/flightfeed/flightfeed/internal/serving"
@@ -90,19 +87,6 @@ type Options struct {
 	Log logr.Logger
 }
 
-// Scheme is the API scheme of the operator: the built-in types and the
-// FlightFeed API.
-func Scheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
 // Run runs the operator until ctx ends.
 func Run(ctx context.Context, o Options) error {
 	mgr, err := New(o)
@@ -130,7 +114,7 @@ func New(o Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("operator: %w", err)
 	}
-	scheme, err := Scheme()
+	scheme, err := serving.Scheme()
 	if err != nil {
 		return nil, err
 	}

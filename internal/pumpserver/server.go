@@ -17,10 +17,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -140,23 +138,9 @@ func DefaultIdentity() (string, error) {
 	return host, nil
 }
 
-// Scheme is the API scheme of the manager: the built-in types and the
-// FlightFeed API.
-func Scheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// Run runs the operator until ctx ends: the FlightFeed reconciler and the
-// per-feed supervisors on every replica, the metrics and probe endpoints
-// and the read API. On the way out every pump is stopped, its last status
-// written and its Lease released.
+// Run runs the pump pod until ctx ends: the feed's reconciler and
+// supervisor, the metrics and probe endpoints and the read API. On the way
+// out the pump is stopped, its last status written and its Lease released.
 func Run(ctx context.Context, o Options) error {
 	mgr, err := New(o)
 	if err != nil {
@@ -191,7 +175,7 @@ func New(o Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pump pod: %w", err)
 	}
-	scheme, err := Scheme()
+	scheme, err := serving.Scheme()
 	if err != nil {
 		return nil, err
 	}

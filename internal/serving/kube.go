@@ -6,10 +6,14 @@ import (
 	"net/http"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
 )
 
 // APIServerReachable is a readiness check that passes while the API server
@@ -43,4 +47,17 @@ func RestConfig(cfg *rest.Config, path string) (*rest.Config, error) {
 		return nil, fmt.Errorf("find the cluster: %w", err)
 	}
 	return c, nil
+}
+
+// Scheme is the API scheme both managers and the CLI use: the built-in
+// types and the FlightFeed API.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
 }

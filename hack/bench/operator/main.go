@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
-	"github.com/flightfeed/flightfeed/internal/operator"
+	"github.com/flightfeed/flightfeed/internal/serving"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
 )
 
@@ -65,7 +65,7 @@ func run(bin, steps string) error {
 	if err := kubetest.WriteKubeconfig(cfg, kubeconfig); err != nil {
 		return err
 	}
-	scheme, err := operator.Scheme()
+	scheme, err := serving.Scheme()
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/flightfeed/flightfeed/internal/pumpserver"
+	"github.com/flightfeed/flightfeed/internal/serving"
 )
 
 // Start runs a control plane for the test and stops it when t ends.
@@ -117,7 +117,7 @@ func Main(m *testing.M, setup func(cfg *rest.Config) error) int {
 // and CustomResourceDefinitions.
 func Client(t testing.TB, cfg *rest.Config) client.Client {
 	t.Helper()
-	scheme, err := pumpserver.Scheme()
+	scheme, err := serving.Scheme()
 	if err != nil {
 		t.Fatal(err)
 	}
