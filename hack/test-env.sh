@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What the Go tests need around them: the local services (PostgreSQL,
 # MariaDB, kcat), the envtest control plane's binaries (KUBEBUILDER_ASSETS)
-# and the shared kfake Kafka test broker (FLIGHTFEED_TEST_KAFKA).
+# the shared kfake Kafka test broker (FLIGHTFEED_TEST_KAFKA) and an address
+# envtest's API server can proxy to (FLIGHTFEED_TEST_POD_IP).
 #
 #   bash hack/test-env.sh CMD...   provide all three, run CMD, stop the
 #                                  broker (make test-short runs the tests so)
@@ -41,6 +42,31 @@ test_env_kafka() {
   echo "Kafka test broker on $FLIGHTFEED_TEST_KAFKA" >&2
 }
 
+# test_env_pod_address: exports FLIGHTFEED_TEST_POD_IP, an address on an
+# interface of our own that a test's read API listens on so that envtest's
+# API server can reach it through its service proxy as it would a pod:
+# the API server refuses loopback endpoints (they would let a user reach
+# the API server's own host), and the workplace's rule is to add no address
+# to an existing interface. A bridge with no ports (no packet leaves it),
+# made once and kept: test_env_pod_address_stop removes it only when this
+# run made it.
+test_pod_bridge=ffpodaddr0
+test_env_pod_address() {
+  local ip=10.254.254.1
+  test_pod_bridge_made=
+  if ! ip link show "$test_pod_bridge" >/dev/null 2>&1; then
+    ip link add "$test_pod_bridge" type bridge
+    ip addr add "$ip/32" dev "$test_pod_bridge"
+    ip link set "$test_pod_bridge" up
+    test_pod_bridge_made=1
+  fi
+  export FLIGHTFEED_TEST_POD_IP=$ip
+}
+
+test_env_pod_address_stop() {
+  if [ -n "${test_pod_bridge_made:-}" ]; then ip link delete "$test_pod_bridge" 2>/dev/null || true; fi
+}
+
 test_env_kafka_stop() {
   if [ -n "${broker_pid:-}" ]; then kill "$broker_pid" 2>/dev/null || true; wait "$broker_pid" 2>/dev/null || true; fi
 }
@@ -51,9 +77,10 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   [ $# -gt 0 ] || { echo "usage: bash hack/test-env.sh CMD..." >&2; exit 2; }
   work=$(mktemp -d)
   broker_pid=
-  trap 'test_env_kafka_stop; rm -rf "$work"' EXIT
+  trap 'test_env_kafka_stop; test_env_pod_address_stop; rm -rf "$work"' EXIT
   test_env_services
   test_env_envtest
   test_env_kafka "$work"
+  test_env_pod_address
   "$@"
 fi

@@ -41,10 +41,12 @@ work=$(mktemp -d)
 broker_pid=
 cleanup() {
   test_env_kafka_stop
+  test_env_pod_address_stop
   rm -rf "$work"
 }
 trap cleanup EXIT
 test_env_kafka "$work"
+test_env_pod_address
 
 # The real-cluster step at the end needs the cluster's binaries (the first
 # run compiles ~10 minutes of CPU), the operator's image and the previous

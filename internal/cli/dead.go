@@ -14,7 +14,7 @@ import (
 
 func newDeadCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "dead (--config F | --kubeconfig K --feed NS/NAME) [--since T] [--reason R] [-o table|json]",
+		Use:   "dead (--feed [NS/]NAME [--service-account SA | --token-file F] | --config F) [--since T] [--reason R] [-o table|json]",
 		Short: "List DEAD and FAILED messages with their reasons, newest first",
 		Long: `dead lists the messages the pump gave up on (DEAD) or is still retrying
 (FAILED), newest received first: mailbox row id, received time, SIS TYPE/STYP,
@@ -28,10 +28,19 @@ For a snapshot refused for SAME_FLID_ACROSS_OPERATION_DAYS the last column
 names the FLIDs it gave another operation day than the one they are stored
 under. Correct the data at the AODB, or once a person has confirmed the rest
 of the snapshot, apply it without them: flightfeed replay --id N --policy
-skip-conflicts.`,
+skip-conflicts.
+
+With --feed the list comes from the feed's read API, through the API
+server's service proxy: you need get on services/proxy of <NAME>-pump, and
+a token for the feed (--service-account, --token-file or $FLIGHTFEED_TOKEN)
+whose user may get flightfeeds/messages. With --config it comes from the
+database directly.`,
+		Example: `  flightfeed dead --feed airport-pek/pek --service-account ops --reason RECS_MISMATCH
+  flightfeed dead -n airport-pek --feed pek --token-file token --since 24h -o json
+  flightfeed dead --config pek.yaml`,
 		Args: cobra.NoArgs,
 	}
-	load := feedSource(cmd)
+	source := opsSource(cmd)
 	since := cmd.Flags().String("since", "", "only messages received since: an RFC 3339 time or a duration back from now (e.g. 24h)")
 	reason := cmd.Flags().String("reason", "", "only messages with this reason code")
 	limit := cmd.Flags().Int("limit", 200, "at most this many messages (0: all)")
@@ -51,12 +60,12 @@ skip-conflicts.`,
 		if *output != "table" && *output != "json" {
 			return usageError{fmt.Errorf("-o %q: must be table or json", *output)}
 		}
-		feed, s, err := openFeedStore(cmd.Context(), load, openStore)
+		b, err := source(cmd.Context())
 		if err != nil {
 			return err
 		}
-		defer s.Close()
-		dead, err := s.DeadMessages(cmd.Context(), filter)
+		defer b.Close()
+		dead, err := b.Dead(cmd.Context(), filter)
 		if err != nil {
 			return err
 		}
@@ -71,7 +80,7 @@ skip-conflicts.`,
 			if d.Type == "" {
 				typ = "-"
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.MessageID, d.ReceivedAt.In(feed.Location).Format("2006-01-02 15:04:05"),
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.MessageID, d.ReceivedAt.In(b.Location()).Format("2006-01-02 15:04:05"),
 				typ, d.Status, d.Reason, d.Attempts, oneLine(d.Note, 120), conflictsCell(d.Conflicts))
 		}
 		if err := tw.Flush(); err != nil {

@@ -4,17 +4,11 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
@@ -97,51 +91,6 @@ func TestDeadListsDeadMessagesNewestFirst(t *testing.T) {
 		if code, _, errOut := runCLI(append([]string{"dead", "--config", cfg}, bad...)...); code != exitUsage {
 			t.Errorf("dead %v: exit %d (%s), want %d", bad, code, errOut, exitUsage)
 		}
-	}
-}
-
-// Without a config file: --kubeconfig and --feed NAMESPACE/NAME resolve the
-// FlightFeed and its Secrets as the manager does.
-func TestDeadResolvesTheFeedInTheCluster(t *testing.T) {
-	mailboxDSN, databaseDSN, broker, _ := deadWorld(t)
-	cfg, _ := kubetest.Start(t)
-	c := kubetest.Client(t, cfg)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := kubetest.WriteKubeconfig(cfg, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	for name, dsn := range map[string]string{"pek-mailbox": mailboxDSN, "pek-db": databaseDSN} {
-		if err := c.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Namespace: "default", Name: name},
-			StringData: map[string]string{"dsn": dsn}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ff := &v1alpha1.FlightFeed{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pek"}, Spec: v1alpha1.FlightFeedSpec{
-		Airport:  v1alpha1.AirportSpec{IATA: "PEK", TimeZone: "Asia/Shanghai"},
-		Mailbox:  v1alpha1.MailboxSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: "pek-mailbox", Key: "dsn"}},
-		Database: v1alpha1.DatabaseSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: "pek-db", Key: "dsn"}},
-		Kafka:    v1alpha1.KafkaSpec{Brokers: []string{broker}},
-	}}
-	if err := c.Create(t.Context(), ff); err != nil {
-		t.Fatal(err)
-	}
-	code, out, errOut := runCLI("dead", "--kubeconfig", kubeconfig, "--feed", "default/pek", "-o", "json")
-	if code != 0 || strings.Count(out, "\n") != 3 || !strings.Contains(out, `"reason":"BAD_FLID"`) {
-		t.Fatalf("dead --feed default/pek: exit %d: %s\n%s", code, errOut, out)
-	}
-	if code, _, errOut := runCLI("dead", "--kubeconfig", kubeconfig, "--feed", "default/nope"); code != exitFailed || !strings.Contains(errOut, "not found") {
-		t.Fatalf("dead --feed default/nope: exit %d: %s", code, errOut)
-	}
-	// replay resolves the feed the same way: it refuses a message that is
-	// not DEAD, and records a request for one that is (no pump runs here,
-	// so it times out waiting).
-	replay := []string{"replay", "--kubeconfig", kubeconfig, "--feed", "default/pek", "--policy", "as-new", "--timeout", "300ms", "--id"}
-	if code, _, errOut := runCLI(append(replay, "1")...); code != exitFailed || !strings.Contains(errOut, "it is SUCCEEDED, not DEAD") {
-		t.Fatalf("replay --feed default/pek --id 1: exit %d: %s", code, errOut)
-	}
-	if code, out, errOut := runCLI(append(replay, "4")...); code != exitFailed || !strings.Contains(out, "replay request 1 recorded: message 4, as-new") ||
-		!strings.Contains(errOut, "no outcome within 300ms") {
-		t.Fatalf("replay --feed default/pek --id 4: exit %d: %s\n%s", code, errOut, out)
 	}
 }
 

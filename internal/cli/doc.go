@@ -1,7 +1,8 @@
 // Package cli holds the cobra commands of the flightfeed binary (SPEC §5):
 // manager, pump (and pump --drain), migrate, export, ledger, simulate, dead,
 // status (also the kubectl plugin kubectl-flightfeed) and replay. Each command parses its flags, loads configuration
-// (package config, or a FlightFeed resolved in the cluster: feedSource) and
+// (package config) or, for dead, parked and replay with --feed, asks the
+// feed's read API through the API server's service proxy (opsBackend), and
 // calls into the packages that do the work. It owns only process concerns:
 // exit codes (2 for a bad command line
 // or config, 1 otherwise, one line on stderr), signals, logging setup, the

@@ -9,13 +9,11 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-
-	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 func newParkedCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "parked (--config F | --kubeconfig K --feed NS/NAME) [-o table|json] [--redeliver IDS|all]",
+		Use:   "parked (--feed [NS/]NAME [--service-account SA | --token-file F] | --config F) [-o table|json] [--redeliver IDS|all]",
 		Short: "List outbox events Kafka refused for good (PARKED); re-deliver them once the cause is fixed",
 		Long: `parked lists the outbox events the dispatcher parked because the broker
 refused their record for good (MESSAGE_TOO_LARGE, INVALID_RECORD, …), oldest
@@ -27,10 +25,19 @@ next version of its flight once that is delivered.
 --redeliver makes parked events PENDING again once their cause is fixed (the
 topic accepts larger records, say): a comma-separated list of event ids, or
 "all". The running pump's dispatcher sends them with its next pass; an event
-refused again is parked again. -o json prints one JSON object per line.`,
+refused again is parked again. -o json prints one JSON object per line.
+
+With --feed it asks the feed's read API through the API server's service
+proxy (get on services/proxy of <NAME>-pump, create too for --redeliver;
+the token's user needs get flightfeeds/messages, and create
+flightfeeds/replays for --redeliver). With --config it works on the
+database directly.`,
+		Example: `  flightfeed parked --feed airport-pek/pek --service-account ops
+  flightfeed parked --feed airport-pek/pek --service-account ops --redeliver 41,42
+  flightfeed parked --config pek.yaml --redeliver all`,
 		Args: cobra.NoArgs,
 	}
-	load := feedSource(cmd)
+	source := opsSource(cmd)
 	limit := cmd.Flags().Int("limit", 200, "list at most this many events (0: all)")
 	output := cmd.Flags().StringP("output", "o", "table", "table or json (one object per line)")
 	redeliver := cmd.Flags().String("redeliver", "", `make these parked events PENDING again: event ids, comma-separated, or "all"`)
@@ -45,16 +52,16 @@ refused again is parked again. -o json prints one JSON object per line.`,
 		if err != nil {
 			return usageError{err}
 		}
-		feed, s, err := openFeedStore(cmd.Context(), load, openStore)
+		b, err := source(cmd.Context())
 		if err != nil {
 			return err
 		}
-		defer s.Close()
+		defer b.Close()
 		w := bufio.NewWriter(cmd.OutOrStdout())
 		if all || len(ids) > 0 {
-			return redeliverParked(cmd.Context(), s, w, ids)
+			return redeliverParked(cmd.Context(), b, w, ids)
 		}
-		parked, err := s.ParkedEvents(cmd.Context(), *limit)
+		parked, err := b.Parked(cmd.Context(), *limit)
 		if err != nil {
 			return err
 		}
@@ -69,7 +76,7 @@ refused again is parked again. -o json prints one JSON object per line.`,
 				day = "-"
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%s\t%s\n", p.ID, p.Kind, p.Event, p.FLID, p.StateVersion, day,
-				p.MessageID, p.Bytes, p.Attempts, p.ParkedAt.In(feed.Location).Format("2006-01-02 15:04:05"), oneLine(p.LastError, 120))
+				p.MessageID, p.Bytes, p.Attempts, p.ParkedAt.In(b.Location()).Format("2006-01-02 15:04:05"), oneLine(p.LastError, 120))
 		}
 		if err := tw.Flush(); err != nil {
 			return fmt.Errorf("write output: %w", err)
@@ -100,8 +107,8 @@ func parseRedeliver(s string) (ids []int64, all bool, err error) {
 
 // redeliverParked makes the events PENDING again (every parked one when
 // ids is empty) and says which; ids that are not parked are named.
-func redeliverParked(ctx context.Context, s *store.Store, w *bufio.Writer, ids []int64) error {
-	done, err := s.RedeliverParked(ctx, ids)
+func redeliverParked(ctx context.Context, b opsBackend, w *bufio.Writer, ids []int64) error {
+	done, err := b.Redeliver(ctx, ids)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ const replayPoll = 250 * time.Millisecond
 
 func newReplayCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "replay (--config F | --kubeconfig K --feed NS/NAME) --id N --policy as-new|skip-conflicts [--timeout D]",
+		Use:   "replay (--feed [NS/]NAME [--service-account SA | --token-file F] | --config F) --id N --policy as-new|skip-conflicts [--timeout D]",
 		Short: "Replay an archived DEAD message under an explicit policy (as-new or skip-conflicts)",
 		Long: `replay asks the pump that holds the feed to apply a DEAD message's archived
 raw text again, and waits for the outcome. --policy as-new runs it through
@@ -31,10 +31,18 @@ The command only records the request (there is one writer); the pump
 applies it between batches. It refuses at once a message that is not DEAD,
 was replayed already or has no archived raw text. It exits non-zero when the
 request is refused, the replay's result is DEAD, or --timeout passes first
-(the request then stays pending and the pump still applies it).`,
+(the request then stays pending and the pump still applies it).
+
+With --feed the request goes to the feed's read API through the API
+server's service proxy (get and create on services/proxy of <NAME>-pump;
+the token's user needs create and get on flightfeeds/replays); any pump pod
+of the feed records it and the leader applies it. With --config it is
+written to the database directly.`,
+		Example: `  flightfeed replay --feed airport-pek/pek --service-account ops --id 4711 --policy as-new
+  flightfeed replay --config pek.yaml --id 4712 --policy skip-conflicts --timeout 5m`,
 		Args: cobra.NoArgs,
 	}
-	load := feedSource(cmd)
+	source := opsSource(cmd)
 	id := cmd.Flags().Int64("id", 0, "mailbox row id of the DEAD message")
 	policy := cmd.Flags().String("policy", "", "as-new or skip-conflicts")
 	timeout := cmd.Flags().Duration("timeout", 2*time.Minute, "how long to wait for the pump's outcome")
@@ -48,18 +56,18 @@ request is refused, the replay's result is DEAD, or --timeout passes first
 		if *timeout <= 0 {
 			return usageError{fmt.Errorf("--timeout %s: must be positive", *timeout)}
 		}
-		_, s, err := openFeedStore(cmd.Context(), load, openStore)
+		b, err := source(cmd.Context())
 		if err != nil {
 			return err
 		}
-		defer s.Close()
-		req, err := s.RequestReplay(cmd.Context(), *id, *policy)
+		defer b.Close()
+		req, err := b.RequestReplay(cmd.Context(), *id, *policy)
 		if err != nil {
 			return err
 		}
 		out := cmd.OutOrStdout()
 		fmt.Fprintf(out, "replay request %d recorded: message %d, %s; waiting for the pump\n", req.ID, req.MessageID, req.Policy)
-		done, err := awaitReplay(cmd.Context(), s, req.ID, *timeout)
+		done, err := awaitReplay(cmd.Context(), b, req.ID, *timeout)
 		if err != nil {
 			return err
 		}
@@ -69,13 +77,13 @@ request is refused, the replay's result is DEAD, or --timeout passes first
 }
 
 // awaitReplay polls request id until it leaves PENDING or timeout passes.
-func awaitReplay(ctx context.Context, s *store.Store, id int64, timeout time.Duration) (store.ReplayRequest, error) {
+func awaitReplay(ctx context.Context, b opsBackend, id int64, timeout time.Duration) (store.ReplayRequest, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tick := time.NewTicker(replayPoll)
 	defer tick.Stop()
 	for {
-		req, err := s.Replay(ctx, id)
+		req, err := b.Replay(ctx, id)
 		if err == nil && req.State != store.ReplayPending {
 			return req, nil
 		}

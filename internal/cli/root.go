@@ -107,9 +107,11 @@ operator (manager) or, for one feed without Kubernetes, as a pump.`,
 	return root
 }
 
+// feedLoader returns the feed a command's --config names.
+type feedLoader func(context.Context) (*config.Feed, error)
+
 // configFlag registers the --config flag shared by the non-Kubernetes
-// commands and returns a loader for it. The loader has feedSource's shape
-// (it needs no context: it reads a file) so that openFeedStore takes either.
+// commands and returns a loader for it.
 func configFlag(cmd *cobra.Command) feedLoader {
 	path := cmd.Flags().String("config", "", "feed configuration file (YAML, the FlightFeed spec's shape with inline DSNs)")
 	return func(context.Context) (*config.Feed, error) {

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/feednames"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/loopback"
 	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
@@ -213,7 +214,7 @@ func (e *env) days(t *testing.T) string {
 }
 
 // readerToken is a token of a ServiceAccount allowed to read the flights of
-// e's namespace.
+// e's namespace, made for the read API of e's feed pek.
 func readerToken(t *testing.T, e *env) string {
 	t.Helper()
 	e.create(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: e.ns}})
@@ -227,7 +228,8 @@ func readerToken(t *testing.T, e *env) string {
 		t.Fatal(err)
 	}
 	tr, err := kube.CoreV1().ServiceAccounts(e.ns).CreateToken(t.Context(), "reader", &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600),
+			Audiences: []string{feednames.Audience(types.NamespacedName{Namespace: e.ns, Name: "pek"})}}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -130,3 +130,16 @@ func feedLabelValue(feed string) string {
 
 // FeedLabelValue is the value of LabelFeed and LabelInstance for feed.
 func FeedLabelValue(feed string) string { return feedLabelValue(feed) }
+
+// APIPort is the name of the read API's port on the pump pods and on the
+// feed's Service: the API server's service proxy reaches the API as
+// "https:<Pump(feed)>:api".
+const APIPort = "api"
+
+// Audience is the token audience the feed's read API accepts: a token
+// made for it (`kubectl create token SA --audience flightfeed.aero/NS/NAME`)
+// is good for this feed's read API only, never for the API server nor
+// another feed, so a receiver cannot replay it anywhere else.
+func Audience(feed types.NamespacedName) string {
+	return "flightfeed.aero/" + feed.Namespace + "/" + feed.Name
+}

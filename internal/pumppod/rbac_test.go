@@ -421,6 +421,15 @@ func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 				rules: join(flatten(t, []rbacv1.PolicyRule{{APIGroups: []string{"flightfeed.aero"}, Resources: []string{"flightfeeds"},
 					Verbs: []string{"create", "update", "patch", "delete", "deletecollection"}}})),
 			},
+			// For the ServiceAccount whose tokens dead|parked|replay
+			// --feed send: what the read API checks, never aggregated.
+			"ff-flightfeed-operations": {
+				labels: nil,
+				rules: join(flatten(t, []rbacv1.PolicyRule{
+					{APIGroups: []string{"flightfeed.aero"}, Resources: []string{"flightfeeds", "flightfeeds/messages"}, Verbs: []string{"get"}},
+					{APIGroups: []string{"flightfeed.aero"}, Resources: []string{"flightfeeds/replays"}, Verbs: []string{"get", "create"}},
+				})),
+			},
 		}
 		for _, o := range objs {
 			w, ok := want[o.GetName()]
@@ -454,13 +463,13 @@ func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 		if got := aggregations(editor.GetLabels()); !slices.Equal(got, []string{"aggregate-to-admin", "aggregate-to-edit"}) {
 			t.Errorf("rbac.aggregateToEdit=true: the editor is aggregated into %v, want edit and admin", got)
 		}
-		if n := len(renderChart(t, "ff", ns, "--set", "rbac.aggregate=false")); n != len(objs)-2 {
-			t.Errorf("rbac.aggregate=false renders %d objects, want %d", n, len(objs)-2)
+		if n := len(renderChart(t, "ff", ns, "--set", "rbac.aggregate=false")); n != len(objs)-3 {
+			t.Errorf("rbac.aggregate=false renders %d objects, want %d", n, len(objs)-3)
 		}
 	})
 
 	t.Run("kustomize user roles", func(t *testing.T) {
-		want := map[string][]string{"viewer": {"aggregate-to-admin", "aggregate-to-edit", "aggregate-to-view"}, "editor": nil}
+		want := map[string][]string{"viewer": {"aggregate-to-admin", "aggregate-to-edit", "aggregate-to-view"}, "editor": nil, "operations": nil}
 		for _, o := range decodeObjects(t, readFile(t, filepath.Join(kubetest.RepoRoot(t), "config", "rbac", "aggregate_roles.yaml"))) {
 			w, ok := want[o.GetName()]
 			if !ok {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -13,16 +14,18 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authzclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/feednames"
 )
 
-// What a read API caller needs: `get` on the (virtual) subresource
-// flightfeeds/flights of the feed, in the feed's namespace. RBAC accepts
-// rules for subresources the API server does not serve, so a Role with
+// Permission is what a read API caller needs: a verb on a (virtual)
+// subresource of the feed, in the feed's namespace. RBAC accepts rules for subresources the
+// API server does not serve, so a Role with
 //
 //   - apiGroups: ["flightfeed.aero"]
 //     resources: ["flightfeeds/flights"]
@@ -31,11 +34,39 @@ import (
 // lets its subjects read the flights of the namespace's feeds (resourceNames
 // narrows it to some feeds), and nothing else: it grants no access to the
 // FlightFeed objects themselves.
-const (
-	ReadVerb        = "get"
-	ReadResource    = "flightfeeds"
-	ReadSubresource = "flights"
+type Permission struct {
+	Verb        string
+	Subresource string
+}
+
+// The read API's permissions, all on subresources of ReadResource.
+var (
+	// ReadFlights reads the flights (the consumers' API).
+	ReadFlights = Permission{Verb: "get", Subresource: "flights"}
+	// ReadMessages lists the DEAD and FAILED messages and the parked
+	// outbox events (`flightfeed dead`, `flightfeed parked`).
+	ReadMessages = Permission{Verb: "get", Subresource: "messages"}
+	// ReadReplays reads a replay request's outcome.
+	ReadReplays = Permission{Verb: "get", Subresource: "replays"}
+	// CreateReplays records a replay of a DEAD message or makes parked
+	// events PENDING again (`flightfeed replay`, `parked --redeliver`).
+	CreateReplays = Permission{Verb: "create", Subresource: "replays"}
 )
+
+// ReadResource is the resource whose subresources the permissions name.
+const ReadResource = "flightfeeds"
+
+// String is the permission as a Role rule says it: "get flightfeeds/flights".
+func (p Permission) String() string {
+	return p.Verb + " " + ReadResource + "/" + p.Subresource
+}
+
+// TokenHeader carries the caller's token ("Bearer <token>") when the
+// request comes through the API server's service proxy: the API server
+// authenticates its own caller by the Authorization header and drops it
+// before proxying, so the read API's token travels in a header of its own.
+// A direct caller may use either.
+const TokenHeader = "X-Flightfeed-Authorization" //nolint:gosec // G101: a header's name, not a credential
 
 // Decisions are cached this long: a revoked RoleBinding or a deleted
 // ServiceAccount stops working within accessAllowTTL, a new one starts
@@ -66,12 +97,13 @@ const (
 // decided and nothing is cached.
 var ErrAccessCheck = errors.New("access check failed")
 
-// Access decides whether a bearer token may read a feed's flights, by asking
-// the API server: a TokenReview authenticates the token, a
-// SubjectAccessReview authorizes its user for ReadVerb on
-// ReadResource/ReadSubresource of the feed. Decisions are cached briefly,
-// keyed by a SHA-256 of the token and the feed: the token itself is neither
-// kept nor logged.
+// Access decides whether a bearer token may use a feed's read API, by
+// asking the API server: a TokenReview authenticates the token for the
+// feed's audience (feednames.Audience: a token made for anything else, the
+// API server included, is refused), a SubjectAccessReview authorizes its
+// user for the Permission on the feed. Decisions are cached briefly, keyed
+// by a SHA-256 of the token, the permission and the feed: the token itself
+// is neither kept nor logged.
 type Access struct {
 	tokens authnclient.TokenReviewInterface
 	sars   authzclient.SubjectAccessReviewInterface
@@ -96,30 +128,32 @@ func NewAccess(tokens authnclient.TokenReviewInterface, sars authzclient.Subject
 	return &Access{tokens: tokens, sars: sars, clock: clk, cache: map[[sha256.Size]byte]cachedDecision{}}
 }
 
-// BearerToken is the token of an "Authorization: Bearer" header, or "".
+// BearerToken is the token of an "Authorization: Bearer" header, else of a
+// TokenHeader one (the service proxy's way), or "".
 func BearerToken(r *http.Request) string {
-	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	if !ok || !strings.EqualFold(scheme, "bearer") {
-		return ""
+	for _, h := range []string{"Authorization", TokenHeader} {
+		scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get(h)), " ")
+		if ok && strings.EqualFold(scheme, "bearer") && strings.TrimSpace(token) != "" {
+			return strings.TrimSpace(token)
+		}
 	}
-	return strings.TrimSpace(token)
+	return ""
 }
 
 // accessKey is the cache key: a hash, so a memory dump of the cache does
 // not hand out tokens.
-func accessKey(token, namespace, name string) [sha256.Size]byte {
-	return sha256.Sum256([]byte(token + "\x00" + namespace + "\x00" + name))
+func accessKey(token string, p Permission, feed types.NamespacedName) [sha256.Size]byte {
+	return sha256.Sum256([]byte(token + "\x00" + p.Verb + "\x00" + p.Subresource + "\x00" + feed.Namespace + "\x00" + feed.Name))
 }
 
-// Check decides whether token may read the flights of feed namespace/name.
-// user is the token's user name when the API server knows it ("" when it
-// does not). An error (ErrAccessCheck) means the API server could not be
-// asked.
-func (a *Access) Check(ctx context.Context, token, namespace, name string) (decision Decision, user string, err error) {
+// Check decides whether token may do p on feed. user is the token's user
+// name when the API server knows it ("" when it does not). An error
+// (ErrAccessCheck) means the API server could not be asked.
+func (a *Access) Check(ctx context.Context, token string, p Permission, feed types.NamespacedName) (decision Decision, user string, err error) {
 	if token == "" {
 		return Unauthenticated, "", nil
 	}
-	key := accessKey(token, namespace, name)
+	key := accessKey(token, p, feed)
 	now := a.clock.Now()
 	a.mu.Lock()
 	if c, ok := a.cache[key]; ok && now.Before(c.expires) {
@@ -130,7 +164,7 @@ func (a *Access) Check(ctx context.Context, token, namespace, name string) (deci
 
 	ctx, cancel := context.WithTimeout(ctx, accessTimeout)
 	defer cancel()
-	decision, user, err = a.ask(ctx, token, namespace, name)
+	decision, user, err = a.ask(ctx, token, p, feed)
 	if err != nil {
 		return Unauthenticated, "", err
 	}
@@ -144,13 +178,16 @@ func (a *Access) Check(ctx context.Context, token, namespace, name string) (deci
 
 // ask runs the TokenReview and, for an authenticated user, the
 // SubjectAccessReview.
-func (a *Access) ask(ctx context.Context, token, namespace, name string) (Decision, string, error) {
-	tr, err := a.tokens.Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+func (a *Access) ask(ctx context.Context, token string, p Permission, feed types.NamespacedName) (Decision, string, error) {
+	audience := feednames.Audience(feed)
+	tr, err := a.tokens.Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: []string{audience}}}, metav1.CreateOptions{})
 	if err != nil {
 		// The client's error names the request, never its body (the token).
 		return Unauthenticated, "", fmt.Errorf("%w: token review: %w", ErrAccessCheck, err)
 	}
-	if !tr.Status.Authenticated {
+	// An authenticator that ignores audiences answers without any: the
+	// token is good only when the API server says it is good for ours.
+	if !tr.Status.Authenticated || !slices.Contains(tr.Status.Audiences, audience) {
 		return Unauthenticated, "", nil
 	}
 	u := tr.Status.User
@@ -161,8 +198,8 @@ func (a *Access) ask(ctx context.Context, token, namespace, name string) (Decisi
 	sar, err := a.sars.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra,
 		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: namespace, Verb: ReadVerb, Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version,
-			Resource: ReadResource, Subresource: ReadSubresource, Name: name,
+			Namespace: feed.Namespace, Verb: p.Verb, Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version,
+			Resource: ReadResource, Subresource: p.Subresource, Name: feed.Name,
 		},
 	}}, metav1.CreateOptions{})
 	if err != nil {

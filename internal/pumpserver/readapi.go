@@ -19,6 +19,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/feednames"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
@@ -45,9 +46,12 @@ func listBudget(maxConcurrent int) int64 {
 	return int64(max(maxConcurrent*DefaultPageSize, MaxPageSize))
 }
 
-// FlightReader is the part of the store the read API uses.
-type FlightReader interface {
+// FeedReader is the part of the store the read API reads with.
+type FeedReader interface {
 	ReadFlights(ctx context.Context, f store.Filter) ([]flight.State, error)
+	DeadMessages(ctx context.Context, f store.DeadFilter) ([]store.DeadMessage, error)
+	ParkedEvents(ctx context.Context, limit int) ([]store.ParkedEvent, error)
+	Replay(ctx context.Context, id int64) (store.ReplayRequest, error)
 }
 
 // FeedLookup finds a runnable feed's configuration
@@ -57,19 +61,22 @@ type FeedLookup interface {
 }
 
 // ReadAPI serves a feed's current flight state from its PostgreSQL
-// database, read-only, on every replica:
+// database, read-only, on every pump pod of the feed:
 //
 //	GET /api/v1/feeds/{namespace}/{name}/flights?day=&updatedSince=&limit=&cursor=
 //	GET /api/v1/feeds/{namespace}/{name}/flights/{flid}
+//
+// and the operations routes (opsapi.go).
 //
 // Each response is read in one consistent (REPEATABLE READ, READ ONLY)
 // transaction; documents are the canonical JSON of SPEC §3.3, the same
 // bytes as KAFKA_SCHD and `flightfeed export`.
 //
-// Every request carries a bearer token (Authorization: Bearer); Access
-// authenticates and authorizes it through the API server before the feed is
-// even looked up: no or a rejected token is 401, a user without `get` on
-// flightfeeds/flights of the feed is 403, each with a JSON error body.
+// Every request carries a bearer token made for the feed (Authorization:
+// Bearer, or TokenHeader through the service proxy); Access authenticates
+// and authorizes it through the API server before the feed is even looked
+// up: no or a rejected token is 401, a user without the route's Permission
+// on the feed is 403, each with a JSON error body.
 //
 // A list reads one page in SQL (keyset: FLID > cursor ORDER BY flid LIMIT
 // limit+1), never the feed. At most maxConcurrent authorized requests are
@@ -82,8 +89,11 @@ type FeedLookup interface {
 type ReadAPI struct {
 	dir    FeedLookup
 	access *Access
-	open   func(context.Context, *config.Feed) (FlightReader, func(), error)
-	log    logr.Logger
+	open   func(context.Context, *config.Feed) (FeedReader, func(), error)
+	// openWriter connects as the feed's writer for one request
+	// (openWriteStore).
+	openWriter func(context.Context, *config.Feed) (FeedWriter, func(), error)
+	log        logr.Logger
 	// slots holds a token per request being served (the concurrency cap).
 	slots chan struct{}
 	// flights is the budget of flights the lists being served read at
@@ -102,7 +112,7 @@ type ReadAPI struct {
 
 type readStore struct {
 	dsn    string
-	reader FlightReader
+	reader FeedReader
 	close  func()
 }
 
@@ -116,7 +126,7 @@ func NewReadAPI(dir FeedLookup, access *Access, maxConcurrent int, rejected prom
 	if rejected == nil {
 		rejected = prometheus.NewCounter(prometheus.CounterOpts{Name: "flightfeed_read_api_rejected_total"})
 	}
-	return &ReadAPI{dir: dir, access: access, open: openReadStore, log: log, stores: map[types.NamespacedName]*readStore{},
+	return &ReadAPI{dir: dir, access: access, open: openReadStore, openWriter: openWriteStore, log: log, stores: map[types.NamespacedName]*readStore{},
 		slots: make(chan struct{}, maxConcurrent), rejected: rejected,
 		flights: semaphore.NewWeighted(listBudget(maxConcurrent)), budget: listBudget(maxConcurrent), readTimeout: readTimeout}
 }
@@ -132,7 +142,7 @@ func readDSN(feed *config.Feed) string {
 
 // openReadStore connects to a feed's database without migrating it: the
 // leader migrates, readers only read.
-func openReadStore(ctx context.Context, feed *config.Feed) (FlightReader, func(), error) {
+func openReadStore(ctx context.Context, feed *config.Feed) (FeedReader, func(), error) {
 	dbTLS, err := feed.DatabaseTLS()
 	if err != nil {
 		return nil, nil, err
@@ -160,35 +170,41 @@ func openRead(ctx context.Context, dsn string, loc *time.Location, dbTLS *tls.Co
 // whatever its path; the feed routes authorize the token for their feed.
 func (a *ReadAPI) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /api/v1/feeds/{namespace}/{name}/flights", a.authorized(a.limited(a.list)))
-	mux.HandleFunc("GET /api/v1/feeds/{namespace}/{name}/flights/{flid}", a.authorized(a.limited(a.one)))
+	mux.HandleFunc("GET /api/v1/feeds/{namespace}/{name}/flights", a.authorized(ReadFlights, a.limited(a.list)))
+	mux.HandleFunc("GET /api/v1/feeds/{namespace}/{name}/flights/{flid}", a.authorized(ReadFlights, a.limited(a.one)))
+	mux.HandleFunc("GET /api/v1/feeds/{namespace}/{name}/dead", a.authorized(ReadMessages, a.limited(a.dead)))
+	mux.HandleFunc("GET /api/v1/feeds/{namespace}/{name}/parked", a.authorized(ReadMessages, a.limited(a.parked)))
+	mux.HandleFunc("POST /api/v1/feeds/{namespace}/{name}/parked/redeliver", a.authorized(CreateReplays, a.limited(a.redeliver)))
+	mux.HandleFunc("POST /api/v1/feeds/{namespace}/{name}/replays", a.authorized(CreateReplays, a.limited(a.requestReplay)))
+	mux.HandleFunc("GET /api/v1/feeds/{namespace}/{name}/replays/{id}", a.authorized(ReadReplays, a.limited(a.replay)))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if BearerToken(r) == "" {
-			unauthorized(w, "a bearer token is required (Authorization: Bearer <token>)")
+			unauthorized(w, "a bearer token is required (Authorization: Bearer <token>, or "+TokenHeader+" through the API server's service proxy)")
 			return
 		}
 		mux.ServeHTTP(w, r)
 	})
 }
 
-// authorized serves next only to a token allowed to read the feed of the
+// authorized serves next only to a token allowed p on the feed of the
 // path. The token is never logged; the user name is.
-func (a *ReadAPI) authorized(next http.HandlerFunc) http.HandlerFunc {
+func (a *ReadAPI) authorized(p Permission, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ns, name := r.PathValue("namespace"), r.PathValue("name")
-		decision, user, err := a.access.Check(r.Context(), BearerToken(r), ns, name)
+		feed := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+		decision, user, err := a.access.Check(r.Context(), BearerToken(r), p, feed)
 		switch {
 		case err != nil:
-			a.log.Error(err, "read api: access check", "flightfeed", ns+"/"+name)
+			a.log.Error(err, "read api: access check", "flightfeed", feed.String())
 			httpError(w, http.StatusServiceUnavailable, "cannot check the token with the API server now; try again")
 		case decision == Unauthenticated:
-			unauthorized(w, "the bearer token is not valid (the API server's TokenReview refused it)")
+			unauthorized(w, fmt.Sprintf("the bearer token is not valid for this feed: the API server's TokenReview refused it for audience %q (make one with kubectl create token SA --audience %s)",
+				feednames.Audience(feed), feednames.Audience(feed)))
 		case decision == Forbidden:
-			a.log.V(1).Info("read api: forbidden", "user", user, "flightfeed", ns+"/"+name)
-			httpError(w, http.StatusForbidden, "%s may not %s %s/%s of flightfeed %s/%s (needs a Role with %s on %s/%s in group %s)",
-				user, ReadVerb, ReadResource, ReadSubresource, ns, name, ReadVerb, ReadResource, ReadSubresource, v1alpha1.GroupVersion.Group)
+			a.log.V(1).Info("read api: forbidden", "user", user, "flightfeed", feed.String(), "permission", p.String())
+			httpError(w, http.StatusForbidden, "%s may not %s of flightfeed %s (needs a Role with %s on %s/%s in group %s)",
+				user, p, feed, p.Verb, ReadResource, p.Subresource, v1alpha1.GroupVersion.Group)
 		default:
-			next(w, r)
+			next(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, user)))
 		}
 	}
 }
@@ -340,11 +356,8 @@ func (a *ReadAPI) one(w http.ResponseWriter, r *http.Request) {
 // page) in one consistent transaction. It writes the error response itself
 // when it fails.
 func (a *ReadAPI) read(w http.ResponseWriter, r *http.Request, f store.Filter) ([]flight.State, bool) {
-	key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
-	feed, ok := a.dir.Lookup(key)
+	key, feed, ok := a.lookup(w, r)
 	if !ok {
-		a.forget(key)
-		httpError(w, http.StatusNotFound, "flightfeed %s not found, or it cannot run (see its status)", key)
 		return nil, false
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), a.readTimeout)
@@ -365,7 +378,7 @@ func (a *ReadAPI) read(w http.ResponseWriter, r *http.Request, f store.Filter) (
 }
 
 // reader returns the feed's connection, reopened when its DSN changed.
-func (a *ReadAPI) reader(ctx context.Context, key types.NamespacedName, feed *config.Feed) (FlightReader, error) {
+func (a *ReadAPI) reader(ctx context.Context, key types.NamespacedName, feed *config.Feed) (FeedReader, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	dsn := readDSN(feed)

@@ -30,10 +30,12 @@ import (
 )
 
 // The feed every test here serves, and the tokens the fake API server
-// knows: reader's user may read its flights, stranger's may not.
+// knows: reader's user may read its flights, operator's its messages and
+// replays (not its flights), stranger's nothing.
 const (
 	testNamespace, testFeed = "airport", "pek"
 	readerToken             = "reader-token"
+	operatorToken           = "operator-token"
 	strangerToken           = "stranger-token"
 )
 
@@ -52,19 +54,24 @@ func fakeAccess() *Access {
 	c := fake.NewClientset()
 	c.PrependReactor("create", "tokenreviews", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
 		tr := a.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenReview).DeepCopy()
+		aud := tr.Spec.Audiences
 		switch tr.Spec.Token {
 		case readerToken:
-			tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{Username: "reader"}}
+			tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{Username: "reader"}, Audiences: aud}
+		case operatorToken:
+			tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{Username: "operator"}, Audiences: aud}
 		case strangerToken:
-			tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{Username: "stranger"}}
+			tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{Username: "stranger"}, Audiences: aud}
 		}
 		return true, tr, nil
 	})
 	c.PrependReactor("create", "subjectaccessreviews", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
 		sar := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview).DeepCopy()
 		ra := sar.Spec.ResourceAttributes
-		sar.Status.Allowed = sar.Spec.User == "reader" && ra.Namespace == testNamespace && ra.Name == testFeed &&
-			ra.Verb == ReadVerb && ra.Resource == ReadResource && ra.Subresource == ReadSubresource
+		asked := Permission{Verb: ra.Verb, Subresource: ra.Subresource}
+		feedOK := ra.Namespace == testNamespace && ra.Name == testFeed && ra.Resource == ReadResource
+		sar.Status.Allowed = feedOK && (sar.Spec.User == "reader" && asked == ReadFlights ||
+			sar.Spec.User == "operator" && (asked == ReadMessages || asked == ReadReplays || asked == CreateReplays))
 		return true, sar, nil
 	})
 	return NewAccess(c.AuthenticationV1().TokenReviews(), c.AuthorizationV1().SubjectAccessReviews(), nil)
@@ -72,12 +79,12 @@ func fakeAccess() *Access {
 
 // testAPI is the read API of the feed airport/pek, whose database is dsn,
 // reading through reader when it is not nil (else the real read store).
-func testAPI(t *testing.T, dsn string, maxConcurrent int, rejected prometheus.Counter, reader FlightReader) *ReadAPI {
+func testAPI(t *testing.T, dsn string, maxConcurrent int, rejected prometheus.Counter, reader FeedReader) *ReadAPI {
 	t.Helper()
 	feed := &config.Feed{Namespace: testNamespace, Name: testFeed, Location: time.UTC, Secrets: config.Secrets{DatabaseDSN: dsn}}
 	a := NewReadAPI(feedMap{{Namespace: testNamespace, Name: testFeed}: feed}, fakeAccess(), maxConcurrent, rejected, logr.Discard())
 	if reader != nil {
-		a.open = func(context.Context, *config.Feed) (FlightReader, func(), error) { return reader, func() {}, nil }
+		a.open = func(context.Context, *config.Feed) (FeedReader, func(), error) { return reader, func() {}, nil }
 	}
 	t.Cleanup(a.Close)
 	return a
@@ -130,13 +137,13 @@ func populate(t *testing.T, n int, full bool) string {
 
 // countingReader counts the flights the store hands the read API.
 type countingReader struct {
-	FlightReader
+	FeedReader
 	mu   sync.Mutex
 	read []int
 }
 
 func (c *countingReader) ReadFlights(ctx context.Context, f store.Filter) ([]flight.State, error) {
-	states, err := c.FlightReader.ReadFlights(ctx, f)
+	states, err := c.FeedReader.ReadFlights(ctx, f)
 	c.mu.Lock()
 	c.read = append(c.read, len(states))
 	c.mu.Unlock()
@@ -178,7 +185,7 @@ func TestReadAPIReadsOnlyThePageFromTheDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	counter := &countingReader{FlightReader: s}
+	counter := &countingReader{FeedReader: s}
 	h := testAPI(t, dsn, 0, nil, counter).Handler()
 
 	rec := httptest.NewRecorder()
@@ -217,6 +224,8 @@ func TestReadAPIReadsOnlyThePageFromTheDatabase(t *testing.T) {
 // blockingReader holds every read until release is closed, saying on
 // entered that one began.
 type blockingReader struct {
+	// FeedReader is nil: only ReadFlights is called.
+	FeedReader
 	entered chan struct{}
 	release chan struct{}
 }

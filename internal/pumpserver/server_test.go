@@ -19,6 +19,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/feednames"
 	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/pump"
@@ -209,7 +211,7 @@ func serveDB(t *testing.T, dsn string, states []flight.State, readDSN string) se
 			t.Errorf("manager: %v", err)
 		}
 	})
-	srv.reader = saToken(t, srv.ns, "reader", readerRole(srv.ns))
+	srv.reader = saToken(t, srv.ns, "reader", readerRole(srv.ns), feedAudience(srv.ns))
 	srv.scraper = saToken(t, srv.ns, "scraper", metricsReaderRole(srv.ns))
 	await.Eventually(t, "the metrics endpoint to answer", waitLong, func() (bool, string) {
 		code, body := getAs(t, srv.scraper, "https://"+srv.metrics+"/metrics")
@@ -242,10 +244,16 @@ func metricsReaderRole(ns string) client.Object {
 		NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
 }
 
+// feedAudience is the audience of tokens for the read API of ns/pek.
+func feedAudience(ns string) string {
+	return feednames.Audience(types.NamespacedName{Namespace: ns, Name: "pek"})
+}
+
 // saToken creates the ServiceAccount ns/name, binds it to role (a Role in
 // ns or a ClusterRole; nil: no binding) and returns a token the API server
-// issued for it (TokenRequest, as `kubectl create token` does).
-func saToken(t *testing.T, ns, name string, role client.Object) string {
+// issued for it (TokenRequest, as `kubectl create token [--audience A]`
+// does) for audiences (none: the API server's own).
+func saToken(t *testing.T, ns, name string, role client.Object, audiences ...string) string {
 	t.Helper()
 	ctx := t.Context()
 	c := kubetest.Client(t, restCfg)
@@ -275,12 +283,18 @@ func saToken(t *testing.T, ns, name string, role client.Object) string {
 	default:
 		t.Fatalf("saToken: %T is not a role", role)
 	}
+	return token(t, ns, name, audiences...)
+}
+
+// token is a new token of the ServiceAccount ns/name for audiences.
+func token(t *testing.T, ns, name string, audiences ...string) string {
+	t.Helper()
 	kube, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600), Audiences: audiences}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +399,13 @@ func TestManagerServesReadsMetricsAndProbes(t *testing.T) {
 			{base + "?updatedSince=yesterday", http.StatusBadRequest},
 			{"https://" + srv.api + "/api/v1/feeds/" + srv.ns + "/nope/flights", http.StatusNotFound},
 		} {
-			if code, body := srv.get(t, tc.path); code != tc.code || !json.Valid(body) {
+			tok := srv.reader
+			if strings.Contains(tc.path, "/nope/") {
+				// A token made for the feed asked for: one for pek is
+				// refused before the lookup (401).
+				tok = token(t, srv.ns, "reader", feednames.Audience(types.NamespacedName{Namespace: srv.ns, Name: "nope"}))
+			}
+			if code, body := getAs(t, tok, tc.path); code != tc.code || !json.Valid(body) {
 				t.Errorf("%s: %d %s, want %d with a JSON error", tc.path, code, body, tc.code)
 			}
 		}
@@ -425,14 +445,21 @@ func TestManagerServesReadsMetricsAndProbes(t *testing.T) {
 func TestReadAPIAndMetricsRequireAnAllowedToken(t *testing.T) {
 	srv := serve(t)
 	outsider := saToken(t, srv.ns, "outsider", nil)
+	outsiderForFeed := token(t, srv.ns, "outsider", feedAudience(srv.ns))
 	// Allowed to read flights elsewhere, not in srv.ns.
 	otherNS := srv.ns + "-other"
 	if err := kubetest.Client(t, restCfg).Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: otherNS}}); err != nil {
 		t.Fatal(err)
 	}
-	elsewhere := saToken(t, otherNS, "reader", readerRole(otherNS))
+	elsewhere := saToken(t, otherNS, "reader", readerRole(otherNS), feedAudience(srv.ns))
+	// The reader's tokens for the API server (what its pod's own token
+	// is) and for another feed: a receiver of either must not be able to
+	// use it here.
+	readerForAPIServer := token(t, srv.ns, "reader")
+	readerForOtherFeed := token(t, srv.ns, "reader", feednames.Audience(types.NamespacedName{Namespace: srv.ns, Name: "pvg"}))
 	// Bound to the metrics reader, not to the flights.
 	scraper := srv.scraper
+	scraperForFeed := token(t, srv.ns, "scraper", feedAudience(srv.ns))
 	feed, metrics := srv.flights(), "https://"+srv.metrics+"/metrics"
 
 	for _, tc := range []struct {
@@ -442,13 +469,15 @@ func TestReadAPIAndMetricsRequireAnAllowedToken(t *testing.T) {
 		{"read API, no token", "", feed, http.StatusUnauthorized},
 		{"read API, unknown path, no token", "", "https://" + srv.api + "/", http.StatusUnauthorized},
 		{"read API, a token the API server did not issue", "not-a-token", feed, http.StatusUnauthorized},
-		{"read API, a ServiceAccount without a RoleBinding", outsider, feed, http.StatusForbidden},
+		{"read API, a ServiceAccount without a RoleBinding", outsiderForFeed, feed, http.StatusForbidden},
+		{"read API, the reader's token for the API server", readerForAPIServer, feed, http.StatusUnauthorized},
+		{"read API, the reader's token for another feed", readerForOtherFeed, feed, http.StatusUnauthorized},
 		{"read API, a reader of another namespace", elsewhere, feed, http.StatusForbidden},
-		{"read API, the metrics scraper", scraper, feed, http.StatusForbidden},
+		{"read API, the metrics scraper", scraperForFeed, feed, http.StatusForbidden},
 		{"read API, the reader", srv.reader, feed, http.StatusOK},
 		{"metrics, no token", "", metrics, http.StatusUnauthorized},
 		{"metrics, a ServiceAccount without a binding", outsider, metrics, http.StatusForbidden},
-		{"metrics, the flights reader", srv.reader, metrics, http.StatusForbidden},
+		{"metrics, the flights reader", readerForAPIServer, metrics, http.StatusForbidden},
 		{"metrics, the scraper", scraper, metrics, http.StatusOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -32,7 +32,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -975,6 +977,12 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 	}
 	timing("compared with uninterrupted runs")
 
+	// 5b. A person with no Secret reaches pek's read API through the API
+	// server's service proxy (the real Service, endpoints and pods):
+	// dead and parked list what --config lists from the database.
+	s.checkOperationsThroughTheAPIServer(pek)
+	timing("dead and parked through the API server's service proxy")
+
 	// 6. helm uninstall: the operator goes; the CRDs stay (crds.keep), with
 	// the FlightFeeds, their FlightFeedDays and the data.
 	s.helmRun("uninstall", s.release, "--wait", "--timeout", "2m")
@@ -1050,3 +1058,63 @@ func ledgerVersions(t *testing.T, ledger string) string {
 // versionField strips what differs between two runs of the same input:
 // state versions and commit times.
 var versionField = regexp.MustCompile(`"STATE_VERSION":\d+,?|"UPDATED_AT":"[^"]*",?`)
+
+// checkOperationsThroughTheAPIServer runs `flightfeed dead` and `parked`
+// with --feed as a person (the admin kubeconfig impersonating a user) who
+// may get the FlightFeed, use services/proxy of the feed's pump Service and
+// make tokens for the ServiceAccount ops, which is bound to the chart's
+// operations ClusterRole: nothing else, no Secret. Their output equals the
+// database's (--config).
+func (s *suite) checkOperationsThroughTheAPIServer(f *feedWorld) {
+	t := s.t
+	ctx := t.Context()
+	ns := f.key.Namespace
+	person := "ffc-ops-person"
+	for _, obj := range []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "ops", Namespace: ns}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ops", Namespace: ns},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "ops"}},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: s.release + "-flightfeed-operations"}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: person, Namespace: ns}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"flightfeed.aero"}, Resources: []string{"flightfeeds"}, Verbs: []string{"get"}},
+			{APIGroups: []string{""}, Resources: []string{"services/proxy"}, ResourceNames: []string{feednames.Pump(f.key.Name)}, Verbs: []string{"get", "create"}},
+			{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, ResourceNames: []string{"ops"}, Verbs: []string{"create"}},
+		}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: person, Namespace: ns},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: person}},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: person}},
+	} {
+		if err := s.c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Impersonate.UserName = person
+	kubeconfig := filepath.Join(t.TempDir(), "person.kubeconfig")
+	if err := kubetest.WriteKubeconfig(cfg, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	if err := kubetest.Client(t, cfg).Get(ctx, types.NamespacedName{Namespace: ns, Name: f.key.Name + "-db"}, &corev1.Secret{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("the person reads the feed's database Secret: %v", err)
+	}
+	for _, args := range [][]string{{"dead", "-o", "json"}, {"dead"}, {"parked"}} {
+		want := f.ff(args[0], args[1:]...)
+		var got string
+		await.EventuallyEvery(t, strings.Join(args, " ")+" through the service proxy", waitLong, clusterPoll, func() (bool, string) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, s.binary, append(args, "--feed", f.key.String(), "--kubeconfig", kubeconfig, "--service-account", "ops")...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			got = string(out)
+			return err == nil, fmt.Sprintf("%v: %s", err, stderr.String())
+		})
+		if got != want {
+			t.Errorf("%v through the service proxy:\n%s\nfrom the database:\n%s", args, got, want)
+		}
+	}
+}

@@ -14,7 +14,8 @@ import (
 // admin credentials, as Start and StartMain return them) to path, so that
 // processes a test starts — `flightfeed manager` — reach the same API
 // server through KUBECONFIG or --kubeconfig. The file holds a private key:
-// it is written with mode 0600.
+// it is written with mode 0600. cfg.Impersonate's user and groups are kept
+// (the kubeconfig's "as"), so a test can act as a person with fewer rights.
 func WriteKubeconfig(cfg *rest.Config, path string) error {
 	server := cfg.Host
 	if !strings.Contains(server, "://") {
@@ -46,6 +47,8 @@ func WriteKubeconfig(cfg *rest.Config, path string) error {
 		Token:                 cfg.BearerToken,
 		Username:              cfg.Username,
 		Password:              cfg.Password,
+		Impersonate:           cfg.Impersonate.UserName,
+		ImpersonateGroups:     cfg.Impersonate.Groups,
 	}
 	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
 	kc.CurrentContext = name

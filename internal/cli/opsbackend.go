@@ -1,0 +1,298 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/feednames"
+	"github.com/flightfeed/flightfeed/internal/pumpserver"
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+// opsBackend is where dead, parked and replay read and record: the feed's
+// database itself (--config, no Kubernetes), or the feed's read API served
+// by its pump pods, reached through the API server's service proxy (--feed),
+// so a person needs Kubernetes RBAC and a token for the feed, never its
+// Secrets or a route to its database.
+type opsBackend interface {
+	// Location is the feed's time zone, for the tables' times.
+	Location() *time.Location
+	Dead(ctx context.Context, f store.DeadFilter) ([]store.DeadMessage, error)
+	Parked(ctx context.Context, limit int) ([]store.ParkedEvent, error)
+	// Redeliver makes the parked events ids (every one when ids is empty)
+	// PENDING again and returns those it did.
+	Redeliver(ctx context.Context, ids []int64) ([]int64, error)
+	RequestReplay(ctx context.Context, id int64, policy string) (store.ReplayRequest, error)
+	Replay(ctx context.Context, id int64) (store.ReplayRequest, error)
+	Close()
+}
+
+// tokenEnv holds a token for the feed's read API when --token-file is not
+// given.
+const tokenEnv = "FLIGHTFEED_TOKEN"
+
+// tokenTTL is how long a token --service-account makes lives.
+const tokenTTL = 10 * time.Minute
+
+// opsSource adds the flags that choose an opsBackend: --config F, or --feed
+// [NS/]NAME with -n, --kubeconfig, --context and the token (--token-file,
+// $FLIGHTFEED_TOKEN or --service-account).
+func opsSource(cmd *cobra.Command) func(context.Context) (opsBackend, error) {
+	f := cmd.Flags()
+	path := f.String("config", "", "feed configuration file (YAML, the FlightFeed spec's shape with inline DSNs): work on the database directly, without Kubernetes")
+	feedArg := f.String("feed", "", "the FlightFeed, NS/NAME or NAME: ask its read API through the API server's service proxy")
+	namespace := f.StringP("namespace", "n", "", "namespace of --feed NAME (default: the context's)")
+	kubeconfig := f.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+	kubeContext := f.String("context", "", "kubeconfig context (default: the current one)")
+	tokenFile := f.String("token-file", "", "file holding a token for the feed's read API, made with kubectl create token SA --audience flightfeed.aero/NS/NAME (default: $"+tokenEnv+")")
+	serviceAccount := f.String("service-account", "", "make a 10-minute token for the feed's read API as this ServiceAccount of the feed's namespace (needs create on serviceaccounts/token)")
+	return func(ctx context.Context) (opsBackend, error) {
+		kube := *feedArg != "" || *namespace != "" || *kubeconfig != "" || *kubeContext != "" || *tokenFile != "" || *serviceAccount != ""
+		switch {
+		case *path != "" && kube:
+			return nil, usageError{errors.New("give either --config F (the database directly) or --feed NAME (its read API in the cluster), not both")}
+		case *path != "":
+			feed, err := config.Load(*path)
+			if err != nil {
+				return nil, usageError{err}
+			}
+			s, err := openStore(ctx, feed)
+			if err != nil {
+				return nil, err
+			}
+			return storeBackend{feed: feed, s: s}, nil
+		case *feedArg == "":
+			return nil, usageError{errors.New("--config F or --feed [NAMESPACE/]NAME is required")}
+		case *tokenFile != "" && *serviceAccount != "":
+			return nil, usageError{errors.New("give either --token-file or --service-account, not both")}
+		}
+		cfg, ns, err := loadKubeconfig(*kubeconfig, *kubeContext, *namespace)
+		if err != nil {
+			return nil, err
+		}
+		key, err := parseFeedKey(*feedArg, ns)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		return dialFeedAPI(ctx, cfg, key, *tokenFile, *serviceAccount)
+	}
+}
+
+// storeBackend works on the feed's database (--config).
+type storeBackend struct {
+	feed *config.Feed
+	s    *store.Store
+}
+
+func (b storeBackend) Location() *time.Location { return b.feed.Location }
+func (b storeBackend) Dead(ctx context.Context, f store.DeadFilter) ([]store.DeadMessage, error) {
+	return b.s.DeadMessages(ctx, f)
+}
+func (b storeBackend) Parked(ctx context.Context, limit int) ([]store.ParkedEvent, error) {
+	return b.s.ParkedEvents(ctx, limit)
+}
+func (b storeBackend) Redeliver(ctx context.Context, ids []int64) ([]int64, error) {
+	return b.s.RedeliverParked(ctx, ids)
+}
+func (b storeBackend) RequestReplay(ctx context.Context, id int64, policy string) (store.ReplayRequest, error) {
+	return b.s.RequestReplay(ctx, id, policy)
+}
+func (b storeBackend) Replay(ctx context.Context, id int64) (store.ReplayRequest, error) {
+	return b.s.Replay(ctx, id)
+}
+func (b storeBackend) Close() { b.s.Close() }
+
+// feedAPI asks a feed's read API through the API server's service proxy:
+// /api/v1/namespaces/NS/services/https:<NAME>-pump:api/proxy/api/v1/feeds/NS/NAME/…
+// The API server authenticates the kubeconfig's user and authorizes it for
+// services/proxy (get; create for the POSTs) on the feed's Service; the pump
+// pod then checks the token in pumpserver.TokenHeader (audience
+// feednames.Audience) and its user's permission on the feed.
+type feedAPI struct {
+	rest  rest.Interface
+	key   types.NamespacedName
+	token string
+	loc   *time.Location
+}
+
+// dialFeedAPI finds the FlightFeed (for its time zone, and to say "not
+// found" before anything else) and gets the token.
+func dialFeedAPI(ctx context.Context, cfg *rest.Config, key types.NamespacedName, tokenFile, serviceAccount string) (*feedAPI, error) {
+	c, err := statusClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var ff v1alpha1.FlightFeed
+	if err := c.Get(ctx, key, &ff); err != nil {
+		return nil, fmt.Errorf("FlightFeed %s: %w", key, err)
+	}
+	loc, err := time.LoadLocation(ff.Spec.Airport.TimeZone)
+	if err != nil {
+		return nil, fmt.Errorf("FlightFeed %s: airport.timeZone %q: %w", key, ff.Spec.Airport.TimeZone, err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to the API server %s: %w", cfg.Host, err)
+	}
+	token, err := readAPIToken(ctx, kube, key, tokenFile, serviceAccount)
+	if err != nil {
+		return nil, err
+	}
+	return &feedAPI{rest: kube.CoreV1().RESTClient(), key: key, token: token, loc: loc}, nil
+}
+
+// readAPIToken is the token from --token-file, $FLIGHTFEED_TOKEN, or one
+// made for --service-account with the feed's audience.
+func readAPIToken(ctx context.Context, kube kubernetes.Interface, key types.NamespacedName, tokenFile, serviceAccount string) (string, error) {
+	audience := feednames.Audience(key)
+	switch {
+	case tokenFile != "":
+		b, err := os.ReadFile(tokenFile) //nolint:gosec // G304: the user names the file to read their own token from
+		if err != nil {
+			return "", usageError{fmt.Errorf("--token-file: %w", err)}
+		}
+		if t := strings.TrimSpace(string(b)); t != "" {
+			return t, nil
+		}
+		return "", usageError{fmt.Errorf("--token-file %s is empty", tokenFile)}
+	case serviceAccount != "":
+		tr, err := kube.CoreV1().ServiceAccounts(key.Namespace).CreateToken(ctx, serviceAccount, &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: ptr.To(int64(tokenTTL / time.Second))},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return "", fmt.Errorf("make a token for ServiceAccount %s/%s with audience %s: %w", key.Namespace, serviceAccount, audience, err)
+		}
+		return tr.Status.Token, nil
+	case strings.TrimSpace(os.Getenv(tokenEnv)) != "":
+		return strings.TrimSpace(os.Getenv(tokenEnv)), nil
+	}
+	return "", usageError{fmt.Errorf("the read API of %s needs a token made for it: --service-account SA (of namespace %s), or --token-file F / $%s with a token from kubectl -n %s create token SA --audience %s",
+		key, key.Namespace, tokenEnv, key.Namespace, audience)}
+}
+
+func (a *feedAPI) Location() *time.Location { return a.loc }
+func (a *feedAPI) Close()                   {}
+
+func (a *feedAPI) Dead(ctx context.Context, f store.DeadFilter) ([]store.DeadMessage, error) {
+	q := url.Values{}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	} else {
+		q.Set("limit", strconv.Itoa(pumpserver.MaxListLimit))
+	}
+	if f.Reason != "" {
+		q.Set("reason", f.Reason)
+	}
+	if !f.Since.IsZero() {
+		q.Set("since", f.Since.Format(time.RFC3339Nano))
+	}
+	var out struct{ Items []store.DeadMessage }
+	return out.Items, a.call(ctx, "GET", "dead", q, nil, &out)
+}
+
+func (a *feedAPI) Parked(ctx context.Context, limit int) ([]store.ParkedEvent, error) {
+	if limit <= 0 {
+		limit = pumpserver.MaxListLimit
+	}
+	var out struct{ Items []store.ParkedEvent }
+	return out.Items, a.call(ctx, "GET", "parked", url.Values{"limit": {strconv.Itoa(limit)}}, nil, &out)
+}
+
+func (a *feedAPI) Redeliver(ctx context.Context, ids []int64) ([]int64, error) {
+	var out pumpserver.RedeliverResult
+	return out.Redelivered, a.call(ctx, "POST", "parked/redeliver", nil, pumpserver.RedeliverRequest{IDs: ids, All: len(ids) == 0}, &out)
+}
+
+func (a *feedAPI) RequestReplay(ctx context.Context, id int64, policy string) (store.ReplayRequest, error) {
+	var out store.ReplayRequest
+	return out, a.call(ctx, "POST", "replays", nil, pumpserver.ReplayRequestBody{ID: id, Policy: policy}, &out)
+}
+
+func (a *feedAPI) Replay(ctx context.Context, id int64) (store.ReplayRequest, error) {
+	var out store.ReplayRequest
+	return out, a.call(ctx, "GET", "replays/"+strconv.FormatInt(id, 10), nil, nil, &out)
+}
+
+// call sends one request through the service proxy and decodes the answer
+// into out.
+func (a *feedAPI) call(ctx context.Context, method, path string, q url.Values, body, out any) error {
+	service := feednames.Pump(a.key.Name)
+	req := a.rest.Verb(method).Namespace(a.key.Namespace).Resource("services").
+		Name("https:"+service+":"+feednames.APIPort).SubResource("proxy").
+		Suffix("api", "v1", "feeds", a.key.Namespace, a.key.Name, path).
+		SetHeader(pumpserver.TokenHeader, "Bearer "+a.token)
+	for k, vs := range q {
+		for _, v := range vs {
+			req = req.Param(k, v)
+		}
+	}
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", method, path, err)
+		}
+		req = req.SetHeader("Content-Type", "application/json").Body(b)
+	}
+	res := req.Do(ctx)
+	raw, err := res.Raw()
+	if err != nil {
+		return a.explain(service, raw, err)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("read API of %s: %s %s: the answer is not the JSON expected: %w", a.key, method, path, err)
+	}
+	return nil
+}
+
+// proxyName is the service proxy's name of the feed's read API: what the
+// URL names and what a Role's resourceNames must list for services/proxy.
+func proxyName(service string) string {
+	return "https:" + service + ":" + feednames.APIPort
+}
+
+// explain names who refused a request: the pump pod (its JSON error body)
+// or the API server (a Status: no right on services/proxy, no pump pod
+// ready, …).
+func (a *feedAPI) explain(service string, raw []byte, err error) error {
+	var pumpErr struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(raw, &pumpErr) == nil && pumpErr.Error != "" {
+		code := 0
+		var se apierrors.APIStatus
+		if errors.As(err, &se) {
+			code = int(se.Status().Code)
+		}
+		return fmt.Errorf("read API of %s (%d): %s", a.key, code, pumpErr.Error)
+	}
+	// client-go's error for a proxied request says only "unknown": the
+	// API server's own refusal is a Status in the body, a failure to reach
+	// the pod its text ("error trying to reach service: …").
+	var status metav1.Status
+	switch body := strings.TrimSpace(string(raw)); {
+	case json.Unmarshal(raw, &status) == nil && status.Kind == "Status" && status.Message != "":
+		err = errors.New(status.Message)
+	case body != "" && !json.Valid(raw):
+		err = fmt.Errorf("%w: %s", err, oneLine(body, 300))
+	}
+	return fmt.Errorf("reach the read API of %s through the API server's service proxy (services/proxy %s/%s): %w",
+		a.key, a.key.Namespace, proxyName(service), err)
+}
