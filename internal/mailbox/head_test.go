@@ -1,4 +1,4 @@
-package mailbox
+package mailbox_test
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 )
 
@@ -17,8 +18,8 @@ import (
 func TestHeadCutsBodiesAtThePacketLimit(t *testing.T) {
 	dsn := mysqltest.NewMailbox(t)
 	m := openDefault(t, dsn)
-	if m.maxFetch <= 0 {
-		t.Fatalf("max_allowed_packet not read: %d", m.maxFetch)
+	if mailbox.MaxFetch(m) <= 0 {
+		t.Fatalf("max_allowed_packet not read: %d", mailbox.MaxFetch(m))
 	}
 	db, err := sql.Open("mysql", dsn)
 	if err != nil {
@@ -30,7 +31,7 @@ func TestHeadCutsBodiesAtThePacketLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	// As if the server's max_allowed_packet were about 64 kB.
-	m.maxFetch = 64 << 10
+	mailbox.SetMaxFetch(m, 64<<10)
 	rows, err := m.Head(t.Context(), 10, 1<<20, 1<<20, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -91,11 +92,11 @@ func TestHeadReadsABinaryBodyColumnAsItsBytes(t *testing.T) {
 
 // openDefault opens the mailbox dsn with the default layout, closed when
 // the test ends.
-func openDefault(t *testing.T, dsn string) *Mailbox {
+func openDefault(t *testing.T, dsn string) *mailbox.Mailbox {
 	t.Helper()
 	var spec v1alpha1.FlightFeedSpec
 	config.SetDefaults(&spec)
-	m, err := Open(t.Context(), dsn, spec.Mailbox)
+	m, err := mailbox.Open(t.Context(), dsn, spec.Mailbox)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,8 +57,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	mailboxddl "github.com/flightfeed/flightfeed/hack/mailbox"
 	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/testsupport/feedtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
@@ -863,10 +863,8 @@ func createMailbox(ctx context.Context, name string) (string, error) {
 		return "", err
 	}
 	defer func() { _ = db.Close() }()
-	for _, stmt := range mailboxddl.DDL() {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			return "", fmt.Errorf("mailbox DDL: %w", err)
-		}
+	if err := mailbox.CreateTables(ctx, db); err != nil {
+		return "", err
 	}
 	return dsn, nil
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/flightfeed/flightfeed/hack/mailbox"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/testsupport"
 )
 
@@ -73,7 +73,7 @@ func New(t testing.TB) string {
 }
 
 // NewMailbox creates a database holding the default SIS mailbox tables
-// (hack/mailbox) and returns its DSN.
+// (mailbox.DDL) and returns its DSN.
 func NewMailbox(t testing.TB) string {
 	t.Helper()
 	dsn := New(t)
@@ -84,10 +84,8 @@ func NewMailbox(t testing.TB) string {
 	defer func() { _ = db.Close() }()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, stmt := range mailbox.DDL() {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			t.Fatalf("mysqltest: mailbox DDL: %v", err)
-		}
+	if err := mailbox.CreateTables(ctx, db); err != nil {
+		t.Fatalf("mysqltest: %v", err)
 	}
 	return dsn
 }
