@@ -17,8 +17,8 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/feedrun"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/pump"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
@@ -67,7 +67,7 @@ func BenchmarkPumpBacklog(b *testing.B) {
 }
 
 func backlogFeed(b *testing.B) (*config.Feed, *sql.DB) {
-	mdsn, pdsn := mysqltest.NewMailbox(b), pgtest.New(b)
+	mdsn, pdsn := mailboxtest.NewMailbox(b), pgtest.New(b)
 	feed, err := config.Parse([]byte(fmt.Sprintf(`airport: {iata: PEK}
 mailbox: {dsn: %q, batchSize: 500}
 database: {dsn: %q}

@@ -13,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
@@ -23,7 +23,7 @@ import (
 // messages (rows 2, 3, 4 are DEAD).
 func deadWorld(t *testing.T) (mailboxDSN, databaseDSN, broker, cfg string) {
 	t.Helper()
-	mailboxDSN, databaseDSN, broker = mysqltest.NewMailbox(t), pgtest.New(t), kafkatest.New(t, "KAFKA_SCHD", "KAFKA_MSG")[0]
+	mailboxDSN, databaseDSN, broker = mailboxtest.NewMailbox(t), pgtest.New(t), kafkatest.New(t, "KAFKA_SCHD", "KAFKA_MSG")[0]
 	cfg = writeFeed(t, mailboxDSN, databaseDSN, broker)
 	mbox, err := sql.Open("mysql", mailboxDSN)
 	if err != nil {

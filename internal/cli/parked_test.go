@@ -16,8 +16,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
@@ -53,7 +53,7 @@ requests: {disabled: true}
 // is PARKED; the drain exits 1 with a one-line summary. `flightfeed parked`
 // lists it and, once the topics accept it, `--redeliver all` sends it.
 func TestDrainEndsWhenKafkaRefusesForGood(t *testing.T) {
-	mailboxDSN, databaseDSN := mysqltest.NewMailbox(t), pgtest.New(t)
+	mailboxDSN, databaseDSN := mailboxtest.NewMailbox(t), pgtest.New(t)
 	broker := kafkatest.NewLimited(t, 65536, 1, "KAFKA_SCHD", "KAFKA_MSG")[0]
 	cfg := parkedFeed(t, mailboxDSN, databaseDSN, broker, 65536)
 	if code, _, errOut := runCLI("migrate", "--config", cfg); code != 0 {

@@ -22,9 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/loopback"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
 
@@ -50,7 +50,7 @@ func TestNoSecretAnywhere(t *testing.T) {
 	ctx := t.Context()
 
 	// A mailbox user whose password holds the marker.
-	mcfg, err := mysql.ParseDSN(mysqltest.WithUser(t, w.mboxDSN, "ffsec_", secretMarker+"-mbx"))
+	mcfg, err := mysql.ParseDSN(mailboxtest.WithUser(t, w.mboxDSN, "ffsec_", secretMarker+"-mbx"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,10 +14,10 @@ import (
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/dispatch"
 	"github.com/flightfeed/flightfeed/internal/feedrun"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
@@ -33,7 +33,7 @@ func TestFencedProducerStopsTheFeed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a feed against all three services")
 	}
-	mdsn, pdsn := mysqltest.NewMailbox(t), pgtest.New(t)
+	mdsn, pdsn := mailboxtest.NewMailbox(t), pgtest.New(t)
 	brokers := kafkatest.New(t, config.DefaultStateTopic, config.DefaultNoticeTopic)
 	feed, err := config.Parse(fmt.Appendf(nil, `airport: {iata: PEK}
 mailbox: {dsn: %q, pollInterval: 20ms}

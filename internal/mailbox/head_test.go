@@ -9,14 +9,14 @@ import (
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 )
 
 // A body larger than the server can send in one packet is read only up to
 // that size and marked as cut by the packet limit: reading it whole would
 // fail the head read every time and block the feed for good.
 func TestHeadCutsBodiesAtThePacketLimit(t *testing.T) {
-	dsn := mysqltest.NewMailbox(t)
+	dsn := mailboxtest.NewMailbox(t)
 	m := openDefault(t, dsn)
 	if mailbox.MaxFetch(m) <= 0 {
 		t.Fatalf("max_allowed_packet not read: %d", mailbox.MaxFetch(m))
@@ -60,7 +60,7 @@ func TestHeadCutsBodiesAtThePacketLimit(t *testing.T) {
 // GBK body, UTF-16 or broken bytes reached the decoder as other, valid
 // text. Sizes and the fetch limit count those bytes.
 func TestHeadReadsABinaryBodyColumnAsItsBytes(t *testing.T) {
-	dsn := mysqltest.NewMailbox(t)
+	dsn := mailboxtest.NewMailbox(t)
 	db, err := sql.Open("mysql", dsn)
 	if err != nil {
 		t.Fatal(err)

@@ -9,13 +9,13 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 
 	"github.com/flightfeed/flightfeed/internal/mailbox"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 )
 
 func TestMailboxRowRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := sql.Open("mysql", mysqltest.NewMailbox(t))
+	db, err := sql.Open("mysql", mailboxtest.NewMailbox(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestMailboxRowRoundTrip(t *testing.T) {
 func TestOutboundRequestRow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := sql.Open("mysql", mysqltest.NewMailbox(t))
+	db, err := sql.Open("mysql", mailboxtest.NewMailbox(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestOutboundRequestRow(t *testing.T) {
 func TestWriteInboundRows(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dsn := mysqltest.NewMailbox(t)
+	dsn := mailboxtest.NewMailbox(t)
 	db, err := sql.Open("mysql", dsn)
 	if err != nil {
 		t.Fatal(err)

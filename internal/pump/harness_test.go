@@ -15,10 +15,10 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
@@ -51,7 +51,7 @@ type harness struct {
 // YAML lines override the defaults (testFeed).
 func newHarness(t *testing.T, extra ...string) *harness {
 	t.Helper()
-	mdsn, pdsn := mysqltest.NewMailbox(t), pgtest.New(t)
+	mdsn, pdsn := mailboxtest.NewMailbox(t), pgtest.New(t)
 	feed := testFeed(t, mdsn, pdsn, extra...)
 	mbox, err := sql.Open("mysql", mdsn)
 	if err != nil {

@@ -59,9 +59,9 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/testsupport/feedtest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
@@ -841,7 +841,7 @@ func printStatements(path string, offset int64, db, label string) error {
 }
 
 func createMailbox(ctx context.Context, name string) (string, error) {
-	cfg, err := mysql.ParseDSN(mysqltest.Server())
+	cfg, err := mysql.ParseDSN(mailboxtest.Server())
 	if err != nil {
 		return "", err
 	}
@@ -870,7 +870,7 @@ func createMailbox(ctx context.Context, name string) (string, error) {
 }
 
 func dropMailbox(ctx context.Context, name string) error {
-	cfg, err := mysql.ParseDSN(mysqltest.Server())
+	cfg, err := mysql.ParseDSN(mailboxtest.Server())
 	if err != nil {
 		return err
 	}
