@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
@@ -39,10 +40,7 @@ func deadWorld(t *testing.T) (mailboxDSN, databaseDSN, broker, cfg string) {
 		`<MSG>` + meta(2, "SCHD", "DNLD") + `<SCHD><RECS>2</RECS><FLTR><FLID>1</FLID><SODT>09SEP260800</SODT></FLTR></SCHD></MSG>`,
 		`<MSG>` + meta(3, "FLOP", "ESTT") + `<FLOP><FLID>12AB</FLID></FLOP></MSG>`,
 	} {
-		if _, err := mbox.ExecContext(t.Context(), `INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (?, ?)`,
-			fmt.Sprintf("2026-09-09 10:00:%02d", i), body); err != nil {
-			t.Fatal(err)
-		}
+		mailboxtest.Write(t, mbox, mailbox.Inbound{Received: time.Date(2026, 9, 9, 10, 0, i, 0, time.UTC), Body: body})
 	}
 	if code, _, errOut := runCLI("pump", "--config", cfg, "--drain"); code != 0 {
 		t.Fatalf("pump --drain: exit %d: %s", code, errOut)

@@ -48,16 +48,12 @@ requests: {disabled: true}
 	}
 	defer func() { _ = mbox.Close() }()
 	const rows = 400
-	var values []string
-	var args []any
+	var bodies []string
 	for i := range rows {
-		values = append(values, "(?)")
-		args = append(args, fmt.Sprintf(`<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DDTM>20260909101500</DDTM><TYPE>FLOP</TYPE><STYP>GTDT</STYP></META>`+
+		bodies = append(bodies, fmt.Sprintf(`<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DDTM>20260909101500</DDTM><TYPE>FLOP</TYPE><STYP>GTDT</STYP></META>`+
 			`<FLOP><FLID>%d</FLID><GTDT GTNO="1"><GATE>A1</GATE><GTYP>D</GTYP></GTDT></FLOP></MSG>`, i+1, 1000+i))
 	}
-	if _, err := mbox.ExecContext(ctx, `INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG) VALUES `+strings.Join(values, ","), args...); err != nil {
-		t.Fatal(err)
-	}
+	mailboxtest.Write(t, mbox, mailboxtest.Bodies(bodies...)...)
 
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, os.Args[0], "pump", "--config", cfg, "--drain")

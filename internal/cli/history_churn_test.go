@@ -56,9 +56,7 @@ requests: {horizon: {from: 1, to: 1}, interval: 1h, timeout: 5m, routingId: AODB
 			seqn, time.Now().In(loc).Format("20060102150405"), flid, flight.FormatSISTime(tomorrow, loc), flight.FormatSISTime(cancelled, loc))
 	}
 	for round := 1; round <= 3; round++ {
-		if _, err := mbox.ExecContext(t.Context(), `INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG) VALUES (?)`, resp(300+round)); err != nil {
-			t.Fatal(err)
-		}
+		mailboxtest.Write(t, mbox, mailboxtest.Bodies(resp(300+round))...)
 		if code, _, errOut := runCLI("pump", "--config", cfg, "--drain"); code != 0 {
 			t.Fatalf("round %d: pump --drain: exit %d\n%s", round, code, errOut)
 		}

@@ -54,9 +54,7 @@ func TestPumpFencedNamesTheHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = mbox.Close() }()
-	if _, err := mbox.ExecContext(ctx, `INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG) VALUES ('not xml')`); err != nil {
-		t.Fatal(err)
-	}
+	mailboxtest.Write(t, mbox, mailboxtest.Bodies("not xml")...)
 	var r result
 	select {
 	case r = <-done:

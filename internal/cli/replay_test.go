@@ -87,9 +87,7 @@ func dnld(seqn int, day string, flids ...string) string {
 func (w replayWorld) put(t *testing.T, bodies ...string) {
 	t.Helper()
 	for _, body := range bodies {
-		if _, err := w.mbox.ExecContext(t.Context(), `INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (now(), ?)`, body); err != nil {
-			t.Fatal(err)
-		}
+		mailboxtest.Write(t, w.mbox, mailboxtest.Bodies(body)...)
 	}
 }
 

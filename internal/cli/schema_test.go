@@ -47,9 +47,7 @@ func TestPumpRefusesASchemaNotItsOwn(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { _ = mbox.Close() }()
-		if _, err := mbox.ExecContext(ctx, `INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG) VALUES (?)`, msg); err != nil {
-			t.Fatal(err)
-		}
+		mailboxtest.Write(t, mbox, mailboxtest.Bodies(msg)...)
 		return mdsn
 	}
 

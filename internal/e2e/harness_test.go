@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/pumppod"
 	"github.com/flightfeed/flightfeed/internal/simulate"
@@ -254,8 +255,7 @@ func (w *feedWorld) put(rows []string, base time.Time, from, to int) {
 }
 
 func (w *feedWorld) insert(body string, received time.Time) error {
-	_, err := w.mbox.ExecContext(context.Background(),
-		`INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (?, ?)`, received.UTC(), body)
+	_, err := mailbox.WriteInbound(context.Background(), w.mbox, mailbox.Inbound{Received: received, Body: body})
 	if err != nil {
 		return fmt.Errorf("insert mailbox row: %w", err)
 	}

@@ -27,9 +27,7 @@ func TestHeadCutsBodiesAtThePacketLimit(t *testing.T) {
 	}
 	defer func() { _ = db.Close() }()
 	big, small := strings.Repeat("b", 100_000), "<MSG/>"
-	if _, err := db.Exec(`INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG) VALUES (?), (?)`, big, small); err != nil {
-		t.Fatal(err)
-	}
+	mailboxtest.Write(t, db, mailboxtest.Bodies(big, small)...)
 	// As if the server's max_allowed_packet were about 64 kB.
 	mailbox.SetMaxFetch(m, 64<<10)
 	rows, err := m.Head(t.Context(), 10, 1<<20, 1<<20, nil)
@@ -70,9 +68,7 @@ func TestHeadReadsABinaryBodyColumnAsItsBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := []byte("<MSG>\xff\xfe \xca\xd7\xb6\xbc \x00 \xe4\xb8</MSG>")
-	if _, err := db.Exec(`INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG) VALUES (?)`, body); err != nil {
-		t.Fatal(err)
-	}
+	mailboxtest.Write(t, db, mailbox.Inbound{Body: string(body)})
 	m := openDefault(t, dsn)
 	rows, err := m.Head(t.Context(), 10, 1<<20, 1<<20, nil)
 	if err != nil {

@@ -433,17 +433,11 @@ func (f *feed) put(ctx context.Context, msgs []simulate.Message) error {
 	const chunk = 1000
 	for start := 0; start < len(msgs); start += chunk {
 		end := min(start+chunk, len(msgs))
-		var q strings.Builder
-		q.WriteString("INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES ")
-		args := make([]any, 0, 2*(end-start))
+		rows := make([]mailbox.Inbound, 0, end-start)
 		for i := start; i < end; i++ {
-			if i > start {
-				q.WriteString(",")
-			}
-			q.WriteString("(?, ?)")
-			args = append(args, base.Add(time.Duration(i)*time.Microsecond), msgs[i].Body)
+			rows = append(rows, mailbox.Inbound{Received: base.Add(time.Duration(i) * time.Microsecond), Body: msgs[i].Body})
 		}
-		if _, err := f.mbox.ExecContext(ctx, q.String(), args...); err != nil {
+		if _, err := mailbox.WriteInbound(ctx, f.mbox, rows...); err != nil {
 			return fmt.Errorf("fill the mailbox: %w", err)
 		}
 	}
@@ -594,7 +588,7 @@ func (f *feed) latencyRun(ctx context.Context) error {
 		<-tick.C
 		now := time.Now()
 		setReceived(received, flidOf.FindStringSubmatch(m.Body)[1], now)
-		if _, err := f.mbox.ExecContext(ctx, "INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (?, ?)", now.UTC(), m.Body); err != nil {
+		if _, err := mailbox.WriteInbound(ctx, f.mbox, mailbox.Inbound{Received: now, Body: m.Body}); err != nil {
 			_ = stop()
 			return err
 		}

@@ -44,6 +44,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/feednames"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -238,8 +239,7 @@ func (w *world) pendingEvents() int {
 }
 
 func (w *world) insert(body string, received time.Time) error {
-	_, err := w.mbox.ExecContext(context.Background(),
-		`INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (?, ?)`, received.UTC(), body)
+	_, err := mailbox.WriteInbound(context.Background(), w.mbox, mailbox.Inbound{Received: received, Body: body})
 	return err
 }
 

@@ -16,6 +16,7 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/sis/sistest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
@@ -123,7 +124,7 @@ func drainInCgroup(t *testing.T, msgs []message) drained {
 
 	var total int
 	for _, m := range msgs {
-		if _, err := mbox.Exec(`INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG) VALUES (?)`, m.body); err != nil {
+		if _, err := mailbox.WriteInbound(context.Background(), mbox, mailbox.Inbound{Body: string(m.body)}); err != nil {
 			t.Fatalf("insert %s (%d bytes): %v", m.name, len(m.body), err)
 		}
 		total += len(m.body)
