@@ -16,7 +16,7 @@
 // databases (for mailboxtest too). `make test` starts the servers these
 // helpers connect to; when one is missing a test fails with the command
 // that fixes it, it never skips. Production code must not import any of
-// them.
+// them (depguard in .golangci.yml makes it a lint error).
 package testsupport
 
 import (

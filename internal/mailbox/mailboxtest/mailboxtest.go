@@ -3,7 +3,7 @@
 // default layout (mailbox.DDL), and drops it when the test ends; it writes
 // inbound rows as the AODB would (Write, PutRows: mailbox.WriteInbound,
 // the one writer) and reads back what the pump wrote. Test support:
-// product code never imports it.
+// product code never imports it (depguard in .golangci.yml).
 package mailboxtest
 
 import (
