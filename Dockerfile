@@ -16,7 +16,6 @@ COPY api/ api/
 COPY controllers/ controllers/
 COPY internal/ internal/
 COPY migrations/ migrations/
-COPY hack/mailbox/ hack/mailbox/
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     GOOS=$TARGETOS GOARCH=$TARGETARCH go build -ldflags="-s -w" -o /out/flightfeed .
 

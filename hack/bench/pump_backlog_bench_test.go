@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,8 +16,9 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/feedrun"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/pump"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
@@ -67,7 +67,7 @@ func BenchmarkPumpBacklog(b *testing.B) {
 }
 
 func backlogFeed(b *testing.B) (*config.Feed, *sql.DB) {
-	mdsn, pdsn := mysqltest.NewMailbox(b), pgtest.New(b)
+	mdsn, pdsn := mailboxtest.NewMailbox(b), pgtest.New(b)
 	feed, err := config.Parse([]byte(fmt.Sprintf(`airport: {iata: PEK}
 mailbox: {dsn: %q, batchSize: 500}
 database: {dsn: %q}
@@ -102,20 +102,14 @@ func fillBacklog(b *testing.B, db *sql.DB, messages, flights int) {
 	const chunk = 1000
 	base := time.Date(2026, 9, 9, 0, 0, 0, 0, time.UTC)
 	for start := 0; start < messages; start += chunk {
-		var q strings.Builder
-		var args []any
-		q.WriteString("INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES ")
+		var rows []mailbox.Inbound
 		for i := start; i < min(start+chunk, messages); i++ {
 			k := r.IntN(len(kinds))
 			body := fmt.Sprintf(`<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DDTM>20260909100000</DDTM><TYPE>FLOP</TYPE><STYP>%s</STYP></META><FLOP><FLID>%d</FLID>%s</FLOP></MSG>`,
 				i%999999+1, styps[k], 1+r.IntN(flights), kinds[k](i))
-			if i > start {
-				q.WriteString(",")
-			}
-			q.WriteString("(?, ?)")
-			args = append(args, base.Add(time.Duration(i)*time.Millisecond), body)
+			rows = append(rows, mailbox.Inbound{Received: base.Add(time.Duration(i) * time.Millisecond), Body: body})
 		}
-		if _, err := db.Exec(q.String(), args...); err != nil {
+		if _, err := mailbox.WriteInbound(context.Background(), db, rows...); err != nil {
 			b.Fatal(err)
 		}
 	}

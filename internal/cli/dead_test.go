@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
@@ -17,7 +18,7 @@ import (
 // messages (rows 2, 3, 4 are DEAD).
 func deadWorld(t *testing.T) (mailboxDSN, databaseDSN, broker, cfg string) {
 	t.Helper()
-	mailboxDSN, databaseDSN, broker = mysqltest.NewMailbox(t), pgtest.New(t), kafkatest.New(t, "KAFKA_SCHD", "KAFKA_MSG")[0]
+	mailboxDSN, databaseDSN, broker = mailboxtest.NewMailbox(t), pgtest.New(t), kafkatest.New(t, "KAFKA_SCHD", "KAFKA_MSG")[0]
 	cfg = writeFeed(t, mailboxDSN, databaseDSN, broker)
 	mbox, err := sql.Open("mysql", mailboxDSN)
 	if err != nil {
@@ -33,10 +34,7 @@ func deadWorld(t *testing.T) (mailboxDSN, databaseDSN, broker, cfg string) {
 		`<MSG>` + meta(2, "SCHD", "DNLD") + `<SCHD><RECS>2</RECS><FLTR><FLID>1</FLID><SODT>09SEP260800</SODT></FLTR></SCHD></MSG>`,
 		`<MSG>` + meta(3, "FLOP", "ESTT") + `<FLOP><FLID>12AB</FLID></FLOP></MSG>`,
 	} {
-		if _, err := mbox.ExecContext(t.Context(), `INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (?, ?)`,
-			fmt.Sprintf("2026-09-09 10:00:%02d", i), body); err != nil {
-			t.Fatal(err)
-		}
+		mailboxtest.Write(t, mbox, mailbox.Inbound{Received: time.Date(2026, 9, 9, 10, 0, i, 0, time.UTC), Body: body})
 	}
 	if code, _, errOut := runCLI("pump", "--config", cfg, "--drain"); code != 0 {
 		t.Fatalf("pump --drain: exit %d: %s", code, errOut)

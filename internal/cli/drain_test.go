@@ -18,7 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
@@ -29,7 +29,7 @@ var summaryLine = regexp.MustCompile(`^flightfeed: pump --drain stopped by a sig
 // non-zero and its last line says what was left. The broker refuses every
 // connection, so the outbox cannot drain however fast the pump is.
 func TestPumpDrainStoppedBySignalSaysWhatIsLeft(t *testing.T) {
-	mdsn, pdsn := mysqltest.NewMailbox(t), pgtest.New(t)
+	mdsn, pdsn := mailboxtest.NewMailbox(t), pgtest.New(t)
 	cfg := filepath.Join(t.TempDir(), "feed.yaml")
 	doc := fmt.Sprintf(`airport: {iata: PEK, timeZone: Asia/Shanghai}
 mailbox: {dsn: %q, pollInterval: 10ms, batchSize: 20}
@@ -48,16 +48,12 @@ requests: {disabled: true}
 	}
 	defer func() { _ = mbox.Close() }()
 	const rows = 400
-	var values []string
-	var args []any
+	var bodies []string
 	for i := range rows {
-		values = append(values, "(?)")
-		args = append(args, fmt.Sprintf(`<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DDTM>20260909101500</DDTM><TYPE>FLOP</TYPE><STYP>GTDT</STYP></META>`+
+		bodies = append(bodies, fmt.Sprintf(`<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DDTM>20260909101500</DDTM><TYPE>FLOP</TYPE><STYP>GTDT</STYP></META>`+
 			`<FLOP><FLID>%d</FLID><GTDT GTNO="1"><GATE>A1</GATE><GTYP>D</GTYP></GTDT></FLOP></MSG>`, i+1, 1000+i))
 	}
-	if _, err := mbox.ExecContext(ctx, `INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG) VALUES `+strings.Join(values, ","), args...); err != nil {
-		t.Fatal(err)
-	}
+	mailboxtest.Write(t, mbox, mailboxtest.Bodies(bodies...)...)
 
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, os.Args[0], "pump", "--config", cfg, "--drain")

@@ -11,8 +11,8 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
 	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
@@ -24,7 +24,7 @@ import (
 // publish it to KAFKA_SCHD once and never delete it: no UPSERT/DELETE
 // churn on Kafka.
 func TestCancelledInAdvanceFlightDoesNotChurn(t *testing.T) {
-	mdsn, pdsn := mysqltest.NewMailbox(t), pgtest.New(t)
+	mdsn, pdsn := mailboxtest.NewMailbox(t), pgtest.New(t)
 	brokers := kafkatest.New(t, "KAFKA_SCHD", "KAFKA_MSG")
 	cfg := filepath.Join(t.TempDir(), "feed.yaml")
 	doc := fmt.Sprintf(`airport: {iata: PEK, timeZone: Asia/Shanghai}
@@ -56,9 +56,7 @@ requests: {horizon: {from: 1, to: 1}, interval: 1h, timeout: 5m, routingId: AODB
 			seqn, time.Now().In(loc).Format("20060102150405"), flid, flight.FormatSISTime(tomorrow, loc), flight.FormatSISTime(cancelled, loc))
 	}
 	for round := 1; round <= 3; round++ {
-		if _, err := mbox.ExecContext(t.Context(), `INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG) VALUES (?)`, resp(300+round)); err != nil {
-			t.Fatal(err)
-		}
+		mailboxtest.Write(t, mbox, mailboxtest.Bodies(resp(300+round))...)
 		if code, _, errOut := runCLI("pump", "--config", cfg, "--drain"); code != 0 {
 			t.Fatalf("round %d: pump --drain: exit %d\n%s", round, code, errOut)
 		}

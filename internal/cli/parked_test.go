@@ -16,8 +16,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
@@ -53,7 +54,7 @@ requests: {disabled: true}
 // is PARKED; the drain exits 1 with a one-line summary. `flightfeed parked`
 // lists it and, once the topics accept it, `--redeliver all` sends it.
 func TestDrainEndsWhenKafkaRefusesForGood(t *testing.T) {
-	mailboxDSN, databaseDSN := mysqltest.NewMailbox(t), pgtest.New(t)
+	mailboxDSN, databaseDSN := mailboxtest.NewMailbox(t), pgtest.New(t)
 	broker := kafkatest.NewLimited(t, 65536, 1, "KAFKA_SCHD", "KAFKA_MSG")[0]
 	cfg := parkedFeed(t, mailboxDSN, databaseDSN, broker, 65536)
 	if code, _, errOut := runCLI("migrate", "--config", cfg); code != 0 {
@@ -96,10 +97,7 @@ func TestDrainEndsWhenKafkaRefusesForGood(t *testing.T) {
 		`<MSG>` + meta(4, "ESTT") + `<FLOP><FLID>10</FLID><ESTT>09SEP260930</ESTT></FLOP></MSG>`,
 	}
 	for i, body := range bodies {
-		if _, err := mbox.ExecContext(t.Context(), `INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (?, ?)`,
-			fmt.Sprintf("2026-09-09 10:00:%02d", i), body); err != nil {
-			t.Fatal(err)
-		}
+		mailboxtest.Write(t, mbox, mailbox.Inbound{Received: time.Date(2026, 9, 9, 10, 0, i, 0, time.UTC), Body: body})
 	}
 
 	// Bounded: the old dispatcher retried the refused record for ever.

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
@@ -23,7 +23,7 @@ func TestPumpFencedNamesTheHolder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a pump against all three services")
 	}
-	mdsn, pdsn := mysqltest.NewMailbox(t), pgtest.New(t)
+	mdsn, pdsn := mailboxtest.NewMailbox(t), pgtest.New(t)
 	cfg := writeFeed(t, mdsn, pdsn, kafkatest.New(t, "KAFKA_SCHD", "KAFKA_MSG")[0])
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -54,9 +54,7 @@ func TestPumpFencedNamesTheHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = mbox.Close() }()
-	if _, err := mbox.ExecContext(ctx, `INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG) VALUES ('not xml')`); err != nil {
-		t.Fatal(err)
-	}
+	mailboxtest.Write(t, mbox, mailboxtest.Bodies("not xml")...)
 	var r result
 	select {
 	case r = <-done:

@@ -11,13 +11,13 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
 func TestPumpDrainThenExport(t *testing.T) {
-	mdsn, pdsn := mysqltest.NewMailbox(t), pgtest.New(t)
+	mdsn, pdsn := mailboxtest.NewMailbox(t), pgtest.New(t)
 	cfg := filepath.Join(t.TempDir(), "feed.yaml")
 	doc := fmt.Sprintf(`airport: {iata: PEK, timeZone: Asia/Shanghai}
 mailbox: {dsn: %q, pollInterval: 10ms, batchSize: 200}
@@ -35,9 +35,7 @@ requests: {disabled: true}
 	defer func() { _ = mbox.Close() }()
 	msg := `<MSG><META><SNDR>AODB</SNDR><SEQN>42</SEQN><DDTM>20260909101500</DDTM><TYPE>FLOP</TYPE><STYP>GTDT</STYP></META>` +
 		`<FLOP><FLID>121112312</FLID><GTDT GTNO="1"><GATE>A1</GATE><GTYP>D</GTYP></GTDT></FLOP></MSG>`
-	if _, err := mbox.ExecContext(context.Background(), `INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG) VALUES (?), ('not xml')`, msg); err != nil {
-		t.Fatal(err)
-	}
+	mailboxtest.Write(t, mbox, mailboxtest.Bodies(msg, "not xml")...)
 
 	code, _, errOut := runCLI("pump", "--config", cfg, "--drain")
 	if code != 0 {

@@ -12,9 +12,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
@@ -34,7 +34,7 @@ type replayWorld struct {
 
 func newReplayWorld(t *testing.T, more ...string) replayWorld {
 	t.Helper()
-	mailboxDSN, databaseDSN, broker := mysqltest.NewMailbox(t), pgtest.New(t), kafkatest.New(t, "KAFKA_SCHD", "KAFKA_MSG")[0]
+	mailboxDSN, databaseDSN, broker := mailboxtest.NewMailbox(t), pgtest.New(t), kafkatest.New(t, "KAFKA_SCHD", "KAFKA_MSG")[0]
 	cfg := filepath.Join(t.TempDir(), "feed.yaml")
 	doc := fmt.Sprintf(`airport: {iata: PEK, timeZone: Asia/Shanghai}
 mailbox: {dsn: %q, pollInterval: 10ms, dnldFullDay: true}
@@ -87,9 +87,7 @@ func dnld(seqn int, day string, flids ...string) string {
 func (w replayWorld) put(t *testing.T, bodies ...string) {
 	t.Helper()
 	for _, body := range bodies {
-		if _, err := w.mbox.ExecContext(t.Context(), `INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (now(), ?)`, body); err != nil {
-			t.Fatal(err)
-		}
+		mailboxtest.Write(t, w.mbox, mailboxtest.Bodies(body)...)
 	}
 }
 

@@ -9,9 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
@@ -41,15 +41,13 @@ func TestPumpRefusesASchemaNotItsOwn(t *testing.T) {
 	}
 	newMailbox := func(t *testing.T) string {
 		t.Helper()
-		mdsn := mysqltest.NewMailbox(t)
+		mdsn := mailboxtest.NewMailbox(t)
 		mbox, err := sql.Open("mysql", mdsn)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer func() { _ = mbox.Close() }()
-		if _, err := mbox.ExecContext(ctx, `INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG) VALUES (?)`, msg); err != nil {
-			t.Fatal(err)
-		}
+		mailboxtest.Write(t, mbox, mailboxtest.Bodies(msg)...)
 		return mdsn
 	}
 

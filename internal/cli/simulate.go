@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	mailboxddl "github.com/flightfeed/flightfeed/hack/mailbox"
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/simulate"
@@ -119,9 +118,10 @@ func appendNew(days []string, day string) []string {
 	return append(days, day)
 }
 
-// createTables applies the shipped mailbox DDL (default layout only). Its
-// errors are scrubbed of the DSN's password like mailbox.Open's: the
-// driver names what it parsed, and a malformed DSN puts the password there.
+// createTables applies the mailbox DDL of the default layout
+// (mailbox.CreateTables). Its errors are scrubbed of the DSN's password
+// like mailbox.Open's: the driver names what it parsed, and a malformed
+// DSN puts the password there.
 func createTables(ctx context.Context, feed *config.Feed) error {
 	dsn := feed.Secrets.MailboxDSN
 	conn, err := mailbox.FeedConnector(feed)
@@ -130,10 +130,8 @@ func createTables(ctx context.Context, feed *config.Feed) error {
 	}
 	db := sql.OpenDB(conn)
 	defer func() { _ = db.Close() }()
-	for _, stmt := range mailboxddl.DDL() {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			return config.RedactError(fmt.Errorf("create mailbox tables: %w", err), dsn)
-		}
+	if err := mailbox.CreateTables(ctx, db); err != nil {
+		return config.RedactError(err, dsn)
 	}
 	return nil
 }

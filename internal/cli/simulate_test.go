@@ -10,15 +10,15 @@ import (
 	"testing"
 
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
 // The demo's flow: the pump asks for today's schedule, simulate answers it
 // and writes the day's traffic, the pump drains it.
 func TestSimulateThenPump(t *testing.T) {
-	mdsn, pdsn := mysqltest.New(t), pgtest.New(t) // mailbox tables come from --create-mailbox
+	mdsn, pdsn := mailboxtest.New(t), pgtest.New(t) // mailbox tables come from --create-mailbox
 	brokers := kafkatest.New(t, "KAFKA_SCHD", "KAFKA_MSG")
 	cfg := filepath.Join(t.TempDir(), "feed.yaml")
 	doc := fmt.Sprintf(`airport: {iata: PEK, timeZone: Asia/Shanghai}

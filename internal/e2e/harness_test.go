@@ -33,6 +33,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/pumppod"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -41,7 +43,6 @@ import (
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/loopback"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
@@ -150,7 +151,7 @@ type feedWorld struct {
 // binary (`flightfeed migrate`), then installs the write audit.
 func newWorld(t *testing.T, name string) *feedWorld {
 	t.Helper()
-	w := &feedWorld{t: t, name: name, pgDSN: pgtest.New(t), mboxDSN: mysqltest.NewMailbox(t),
+	w := &feedWorld{t: t, name: name, pgDSN: pgtest.New(t), mboxDSN: mailboxtest.NewMailbox(t),
 		brokers: kafkatest.New(t, "KAFKA_SCHD", "KAFKA_MSG")}
 	loc, err := time.LoadLocation("Asia/Shanghai")
 	if err != nil {
@@ -254,8 +255,7 @@ func (w *feedWorld) put(rows []string, base time.Time, from, to int) {
 }
 
 func (w *feedWorld) insert(body string, received time.Time) error {
-	_, err := w.mbox.ExecContext(context.Background(),
-		`INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (?, ?)`, received.UTC(), body)
+	_, err := mailbox.WriteInbound(context.Background(), w.mbox, mailbox.Inbound{Received: received, Body: body})
 	if err != nil {
 		return fmt.Errorf("insert mailbox row: %w", err)
 	}
@@ -352,7 +352,7 @@ func (w *feedWorld) waitDrained(n int) {
 }
 
 // mailboxDump lists every row's result, for comparing runs.
-func (w *feedWorld) mailboxDump() string { return mysqltest.Results(w.t, w.mbox) }
+func (w *feedWorld) mailboxDump() string { return mailboxtest.Results(w.t, w.mbox) }
 
 // results counts the mailbox rows by result.
 func (w *feedWorld) results() map[string]int {

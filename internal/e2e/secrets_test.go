@@ -23,9 +23,9 @@ import (
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/feednames"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/loopback"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
 
@@ -51,7 +51,7 @@ func TestNoSecretAnywhere(t *testing.T) {
 	ctx := t.Context()
 
 	// A mailbox user whose password holds the marker.
-	mcfg, err := mysql.ParseDSN(mysqltest.WithUser(t, w.mboxDSN, "ffsec_", secretMarker+"-mbx"))
+	mcfg, err := mysql.ParseDSN(mailboxtest.WithUser(t, w.mboxDSN, "ffsec_", secretMarker+"-mbx"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,10 +14,11 @@ import (
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/dispatch"
 	"github.com/flightfeed/flightfeed/internal/feedrun"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
@@ -33,7 +34,7 @@ func TestFencedProducerStopsTheFeed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a feed against all three services")
 	}
-	mdsn, pdsn := mysqltest.NewMailbox(t), pgtest.New(t)
+	mdsn, pdsn := mailboxtest.NewMailbox(t), pgtest.New(t)
 	brokers := kafkatest.New(t, config.DefaultStateTopic, config.DefaultNoticeTopic)
 	feed, err := config.Parse(fmt.Appendf(nil, `airport: {iata: PEK}
 mailbox: {dsn: %q, pollInterval: 20ms}
@@ -53,9 +54,7 @@ history: {disabled: true}
 	flop := func(seqn int, estt string) {
 		t.Helper()
 		body := fmt.Sprintf(`<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DDTM>20260909100000</DDTM><TYPE>FLOP</TYPE><STYP>ESTT</STYP></META><FLOP><FLID>4711</FLID><ESTT>%s</ESTT></FLOP></MSG>`, seqn, estt)
-		if _, err := mbox.Exec(`INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (?, ?)`, time.Now().UTC(), body); err != nil {
-			t.Fatal(err)
-		}
+		mailboxtest.Write(t, mbox, mailbox.Inbound{Received: time.Now(), Body: body})
 	}
 
 	r, err := feedrun.Start(t.Context(), feed, feedrun.Options{Identity: "leader-a"})

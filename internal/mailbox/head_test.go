@@ -1,4 +1,4 @@
-package mailbox
+package mailbox_test
 
 import (
 	"bytes"
@@ -8,17 +8,18 @@ import (
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/config"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 )
 
 // A body larger than the server can send in one packet is read only up to
 // that size and marked as cut by the packet limit: reading it whole would
 // fail the head read every time and block the feed for good.
 func TestHeadCutsBodiesAtThePacketLimit(t *testing.T) {
-	dsn := mysqltest.NewMailbox(t)
+	dsn := mailboxtest.NewMailbox(t)
 	m := openDefault(t, dsn)
-	if m.maxFetch <= 0 {
-		t.Fatalf("max_allowed_packet not read: %d", m.maxFetch)
+	if mailbox.MaxFetch(m) <= 0 {
+		t.Fatalf("max_allowed_packet not read: %d", mailbox.MaxFetch(m))
 	}
 	db, err := sql.Open("mysql", dsn)
 	if err != nil {
@@ -26,11 +27,9 @@ func TestHeadCutsBodiesAtThePacketLimit(t *testing.T) {
 	}
 	defer func() { _ = db.Close() }()
 	big, small := strings.Repeat("b", 100_000), "<MSG/>"
-	if _, err := db.Exec(`INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG) VALUES (?), (?)`, big, small); err != nil {
-		t.Fatal(err)
-	}
+	mailboxtest.Write(t, db, mailboxtest.Bodies(big, small)...)
 	// As if the server's max_allowed_packet were about 64 kB.
-	m.maxFetch = 64 << 10
+	mailbox.SetMaxFetch(m, 64<<10)
 	rows, err := m.Head(t.Context(), 10, 1<<20, 1<<20, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +58,7 @@ func TestHeadCutsBodiesAtThePacketLimit(t *testing.T) {
 // GBK body, UTF-16 or broken bytes reached the decoder as other, valid
 // text. Sizes and the fetch limit count those bytes.
 func TestHeadReadsABinaryBodyColumnAsItsBytes(t *testing.T) {
-	dsn := mysqltest.NewMailbox(t)
+	dsn := mailboxtest.NewMailbox(t)
 	db, err := sql.Open("mysql", dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -69,9 +68,7 @@ func TestHeadReadsABinaryBodyColumnAsItsBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := []byte("<MSG>\xff\xfe \xca\xd7\xb6\xbc \x00 \xe4\xb8</MSG>")
-	if _, err := db.Exec(`INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG) VALUES (?)`, body); err != nil {
-		t.Fatal(err)
-	}
+	mailboxtest.Write(t, db, mailbox.Inbound{Body: string(body)})
 	m := openDefault(t, dsn)
 	rows, err := m.Head(t.Context(), 10, 1<<20, 1<<20, nil)
 	if err != nil {
@@ -91,11 +88,11 @@ func TestHeadReadsABinaryBodyColumnAsItsBytes(t *testing.T) {
 
 // openDefault opens the mailbox dsn with the default layout, closed when
 // the test ends.
-func openDefault(t *testing.T, dsn string) *Mailbox {
+func openDefault(t *testing.T, dsn string) *mailbox.Mailbox {
 	t.Helper()
 	var spec v1alpha1.FlightFeedSpec
 	config.SetDefaults(&spec)
-	m, err := Open(t.Context(), dsn, spec.Mailbox)
+	m, err := mailbox.Open(t.Context(), dsn, spec.Mailbox)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/faultproxy"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 )
 
 // A mailbox server that stops answering fails the call after
@@ -21,7 +21,7 @@ import (
 // holding its head for ever without a word. A DSN's own timeout wins.
 func TestStalledMailboxFailsTheCallWithoutADSNTimeout(t *testing.T) {
 	defer mailbox.SetIOTimeout(time.Second)()
-	cfg, err := mysql.ParseDSN(mysqltest.NewMailbox(t))
+	cfg, err := mysql.ParseDSN(mailboxtest.NewMailbox(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,10 +15,11 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
@@ -51,7 +52,7 @@ type harness struct {
 // YAML lines override the defaults (testFeed).
 func newHarness(t *testing.T, extra ...string) *harness {
 	t.Helper()
-	mdsn, pdsn := mysqltest.NewMailbox(t), pgtest.New(t)
+	mdsn, pdsn := mailboxtest.NewMailbox(t), pgtest.New(t)
 	feed := testFeed(t, mdsn, pdsn, extra...)
 	mbox, err := sql.Open("mysql", mdsn)
 	if err != nil {
@@ -79,23 +80,16 @@ func newHarness(t *testing.T, extra ...string) *harness {
 // put inserts a mailbox row received a second after the previous one.
 func (h *harness) put(body string) int64 {
 	h.t.Helper()
-	return h.insertRow(body)
+	return h.insertRow(mailbox.Inbound{Body: body})
 }
 
-// insertRow inserts a mailbox row received a second after the previous
-// one, its body column set to body (a string, bytes, or nil for NULL).
-func (h *harness) insertRow(body any) int64 {
+// insertRow inserts row (its body, or NULL) into the mailbox, received a
+// second after the previous one.
+func (h *harness) insertRow(row mailbox.Inbound) int64 {
 	h.t.Helper()
 	h.nextRow = h.nextRow.Add(time.Second)
-	res, err := h.mbox.Exec(`INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (?, ?)`, h.nextRow, body)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	id, err := res.LastInsertId()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return id
+	row.Received = h.nextRow
+	return mailboxtest.Write(h.t, h.mbox, row)
 }
 
 func (h *harness) newPump(opts ...func(*pump.Options)) *pump.Pump {

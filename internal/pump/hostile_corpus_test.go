@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
@@ -143,9 +144,9 @@ func (c hostileCase) wantValue(t *testing.T) (flight.FLID, string, string, bool)
 func (h *harness) putBody(body []byte) int64 {
 	h.t.Helper()
 	if body == nil {
-		return h.insertRow(nil) // NULL
+		return h.insertRow(mailbox.Inbound{Null: true})
 	}
-	return h.insertRow(body)
+	return h.insertRow(mailbox.Inbound{Body: string(body)})
 }
 
 // putCanaryDay puts a full-day snapshot of day 9 (three flights).

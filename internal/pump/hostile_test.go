@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
@@ -338,12 +339,7 @@ func TestNullBodyIsDeadAndArchived(t *testing.T) {
 	if _, err := h.mbox.Exec(`ALTER TABLE CMINMSGS MODIFY CMINMSGS_CLOB_MSG LONGTEXT NULL`); err != nil {
 		t.Fatal(err)
 	}
-	h.nextRow = h.nextRow.Add(time.Second)
-	res, err := h.mbox.Exec(`INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (?, NULL)`, h.nextRow)
-	if err != nil {
-		t.Fatal(err)
-	}
-	null, _ := res.LastInsertId()
+	null := h.insertRow(mailbox.Inbound{Null: true})
 	next := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"))
 	h.drain(h.newPump())
 	r := h.wantRow(null, store.StatusDead, pump.ReasonEmptyBody)

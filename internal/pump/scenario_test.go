@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/golden"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 )
 
 // flopFor renders a FLOP of subtype tag for flid that sets the field.
@@ -156,7 +156,7 @@ func (h *harness) outboxDump() string {
 	return b.String()
 }
 
-func (h *harness) mailboxDump() string { return mysqltest.Results(h.t, h.mbox) }
+func (h *harness) mailboxDump() string { return mailboxtest.Results(h.t, h.mbox) }
 
 func (h *harness) requestsDump() string {
 	h.t.Helper()

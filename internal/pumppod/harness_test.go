@@ -22,13 +22,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/pumppod"
 	"github.com/flightfeed/flightfeed/internal/pumpserver"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/loopback"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
@@ -64,7 +64,7 @@ func newHarness(t *testing.T) *harness {
 		t: t, c: kubetest.Client(t, restCfg),
 		ns:      "t-" + strings.ToLower(strings.NewReplacer("_", "-", "/", "-").Replace(t.Name())),
 		pgDSN:   pgtest.New(t),
-		mboxDSN: mysqltest.NewMailbox(t),
+		mboxDSN: mailboxtest.NewMailbox(t),
 		brokers: kafkatest.New(t, "KAFKA_SCHD", "KAFKA_MSG"),
 		runners: &runnerRegistry{},
 	}

@@ -30,6 +30,8 @@ import (
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/controllers"
 	"github.com/flightfeed/flightfeed/internal/feednames"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/operator"
 	"github.com/flightfeed/flightfeed/internal/pumppod"
 	"github.com/flightfeed/flightfeed/internal/pumpserver"
@@ -764,10 +766,7 @@ func TestOperatorAndPumpRunUnderTheChartsRBAC(t *testing.T) {
 
 	mbox, loc, day := h.pumpRequest()
 	resp := simulate.Response(simulate.Options{Day: day, Flights: 2, Seed: 1, FirstSeqn: 1, Location: loc})
-	if _, err := mbox.ExecContext(h.ctx(), `INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (?, ?)`,
-		time.Now().UTC(), resp.Body); err != nil {
-		t.Fatal(err)
-	}
+	mailboxtest.Write(t, mbox, mailbox.Inbound{Received: time.Now(), Body: resp.Body})
 	var ledger store.LedgerDay
 	await.Eventually(t, "the day's snapshot in the ledger", waitLong, func() (bool, string) {
 		ledger = h.ledger()[day]

@@ -20,6 +20,8 @@ import (
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
 	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/pumppod"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -143,15 +145,7 @@ func TestRealPumpMirrorsTheLedger(t *testing.T) {
 	// The AODB answers: a RESP whose records are all of the requested day.
 	const flights = 3
 	resp := simulate.Response(simulate.Options{Day: day, Flights: flights, Seed: 1, FirstSeqn: 1, Location: loc})
-	res, err := mbox.ExecContext(h.ctx(), `INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (?, ?)`,
-		time.Now().UTC(), resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	respID, err := res.LastInsertId()
-	if err != nil {
-		t.Fatal(err)
-	}
+	respID := mailboxtest.Write(t, mbox, mailbox.Inbound{Received: time.Now(), Body: resp.Body})
 
 	var ledger store.LedgerDay
 	await.Eventually(t, "the RESP to become the day's snapshot in the ledger", waitLong, func() (bool, string) {

@@ -13,6 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flightfeed/flightfeed/internal/cli"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/pumppod"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -47,15 +49,7 @@ func TestStatusCommandShowsTheRealPumpsFeed(t *testing.T) {
 	resp := simulate.Response(simulate.Options{Day: day, Flights: 3, Seed: 1, FirstSeqn: 1, Location: loc})
 	insert := func(body string) int64 {
 		t.Helper()
-		res, err := mbox.ExecContext(h.ctx(), `INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (?, ?)`, time.Now().UTC(), body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		id, err := res.LastInsertId()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id
+		return mailboxtest.Write(t, mbox, mailbox.Inbound{Received: time.Now(), Body: body})
 	}
 	respID := insert(resp.Body)
 	deadID := insert("<MSG><META><SNDR>AODB</SNDR>")

@@ -57,11 +57,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	mailboxddl "github.com/flightfeed/flightfeed/hack/mailbox"
 	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/testsupport/feedtest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
@@ -433,17 +433,11 @@ func (f *feed) put(ctx context.Context, msgs []simulate.Message) error {
 	const chunk = 1000
 	for start := 0; start < len(msgs); start += chunk {
 		end := min(start+chunk, len(msgs))
-		var q strings.Builder
-		q.WriteString("INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES ")
-		args := make([]any, 0, 2*(end-start))
+		rows := make([]mailbox.Inbound, 0, end-start)
 		for i := start; i < end; i++ {
-			if i > start {
-				q.WriteString(",")
-			}
-			q.WriteString("(?, ?)")
-			args = append(args, base.Add(time.Duration(i)*time.Microsecond), msgs[i].Body)
+			rows = append(rows, mailbox.Inbound{Received: base.Add(time.Duration(i) * time.Microsecond), Body: msgs[i].Body})
 		}
-		if _, err := f.mbox.ExecContext(ctx, q.String(), args...); err != nil {
+		if _, err := mailbox.WriteInbound(ctx, f.mbox, rows...); err != nil {
 			return fmt.Errorf("fill the mailbox: %w", err)
 		}
 	}
@@ -594,7 +588,7 @@ func (f *feed) latencyRun(ctx context.Context) error {
 		<-tick.C
 		now := time.Now()
 		setReceived(received, flidOf.FindStringSubmatch(m.Body)[1], now)
-		if _, err := f.mbox.ExecContext(ctx, "INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (?, ?)", now.UTC(), m.Body); err != nil {
+		if _, err := mailbox.WriteInbound(ctx, f.mbox, mailbox.Inbound{Received: now, Body: m.Body}); err != nil {
 			_ = stop()
 			return err
 		}
@@ -841,7 +835,7 @@ func printStatements(path string, offset int64, db, label string) error {
 }
 
 func createMailbox(ctx context.Context, name string) (string, error) {
-	cfg, err := mysql.ParseDSN(mysqltest.Server())
+	cfg, err := mysql.ParseDSN(mailboxtest.Server())
 	if err != nil {
 		return "", err
 	}
@@ -863,16 +857,14 @@ func createMailbox(ctx context.Context, name string) (string, error) {
 		return "", err
 	}
 	defer func() { _ = db.Close() }()
-	for _, stmt := range mailboxddl.DDL() {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			return "", fmt.Errorf("mailbox DDL: %w", err)
-		}
+	if err := mailbox.CreateTables(ctx, db); err != nil {
+		return "", err
 	}
 	return dsn, nil
 }
 
 func dropMailbox(ctx context.Context, name string) error {
-	cfg, err := mysql.ParseDSN(mysqltest.Server())
+	cfg, err := mysql.ParseDSN(mailboxtest.Server())
 	if err != nil {
 		return err
 	}

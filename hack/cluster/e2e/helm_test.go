@@ -46,13 +46,14 @@ import (
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/feednames"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/feedtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
@@ -161,7 +162,7 @@ type world struct {
 // cluster's bridge, where the pods reach it; otherwise on loopback.
 func newWorld(t *testing.T, binary, name string, onBridge bool) *world {
 	t.Helper()
-	w := &world{t: t, binary: binary, pgDSN: pgtest.New(t), mboxDSN: mysqltest.NewMailbox(t)}
+	w := &world{t: t, binary: binary, pgDSN: pgtest.New(t), mboxDSN: mailboxtest.NewMailbox(t)}
 	w.podPG = strings.Replace(w.pgDSN, "127.0.0.1", hostIP, 1)
 	w.podMbox = strings.Replace(w.mboxDSN, "127.0.0.1", hostIP, 1)
 	if onBridge {
@@ -240,8 +241,7 @@ func (w *world) pendingEvents() int {
 }
 
 func (w *world) insert(body string, received time.Time) error {
-	_, err := w.mbox.ExecContext(context.Background(),
-		`INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES (?, ?)`, received.UTC(), body)
+	_, err := mailbox.WriteInbound(context.Background(), w.mbox, mailbox.Inbound{Received: received, Body: body})
 	return err
 }
 
@@ -302,7 +302,7 @@ func (w *world) waitRequest(loc *time.Location) string {
 	return day
 }
 
-func (w *world) mailboxDump() string { return mysqltest.Results(w.t, w.mbox) }
+func (w *world) mailboxDump() string { return mailboxtest.Results(w.t, w.mbox) }
 
 // sessions counts the database sessions of a pod: a pump pod's sessions
 // carry its name as application_name (internal/store, $POD_NAME).

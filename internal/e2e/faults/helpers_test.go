@@ -27,10 +27,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/feedtest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
@@ -183,7 +183,7 @@ type world struct {
 
 func newWorld(t *testing.T, name string) *world {
 	t.Helper()
-	w := &world{t: t, name: name, pgDSN: pgtest.New(t), mboxDSN: mysqltest.NewMailbox(t), broker: newBroker(t)}
+	w := &world{t: t, name: name, pgDSN: pgtest.New(t), mboxDSN: mailboxtest.NewMailbox(t), broker: newBroker(t)}
 	cfg, err := mysql.ParseDSN(w.mboxDSN)
 	if err != nil {
 		t.Fatal(err)
@@ -228,13 +228,13 @@ func (w *world) run(command string, args ...string) string {
 // (the same for every world fed with the same rows), fifty to a statement.
 func (w *world) put(rows []string, base time.Time) {
 	w.t.Helper()
-	mysqltest.PutRows(w.t, w.mbox, w.name, rows, base)
+	mailboxtest.PutRows(w.t, w.mbox, w.name, rows, base)
 }
 
 // processed counts the mailbox rows that carry their result.
 func (w *world) processed() int {
 	w.t.Helper()
-	return mysqltest.ProcessedRows(w.t, w.mbox, w.name)
+	return mailboxtest.ProcessedRows(w.t, w.mbox, w.name)
 }
 
 // pg runs fn on a connection of its own to the world's database (never a

@@ -16,9 +16,10 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/sis/sistest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
@@ -106,7 +107,7 @@ func drainInCgroup(t *testing.T, msgs []message) drained {
 	t.Helper()
 	cg := proctest.MemoryCgroup(t, chartMemoryLimit)
 	binary := proctest.Binary(t)
-	mdsn, pdsn := mysqltest.NewMailbox(t), pgtest.New(t)
+	mdsn, pdsn := mailboxtest.NewMailbox(t), pgtest.New(t)
 	brokers := kafkatest.New(t, "KAFKA_SCHD", "KAFKA_MSG")
 
 	mbox, err := sql.Open("mysql", mdsn)
@@ -123,7 +124,7 @@ func drainInCgroup(t *testing.T, msgs []message) drained {
 
 	var total int
 	for _, m := range msgs {
-		if _, err := mbox.Exec(`INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG) VALUES (?)`, m.body); err != nil {
+		if _, err := mailbox.WriteInbound(context.Background(), mbox, mailbox.Inbound{Body: string(m.body)}); err != nil {
 			t.Fatalf("insert %s (%d bytes): %v", m.name, len(m.body), err)
 		}
 		total += len(m.body)

@@ -11,10 +11,10 @@ import (
 
 	_ "github.com/go-sql-driver/mysql" // the mailbox's driver
 
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/testsupport/feedtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
@@ -109,7 +109,7 @@ func NewWorld(t testing.TB, name, binary string, opts WorldOptions) *World {
 	if opts.Pump == "" {
 		opts.Pump = "backoffInitial: 50ms, backoffMax: 1s"
 	}
-	w := &World{t: t, Feed: Feed{Name: name, Binary: binary, MailboxDSN: mysqltest.NewMailbox(t), DatabaseDSN: pgtest.New(t),
+	w := &World{t: t, Feed: Feed{Name: name, Binary: binary, MailboxDSN: mailboxtest.NewMailbox(t), DatabaseDSN: pgtest.New(t),
 		Brokers: kafkatest.New(t, StateTopic, NoticeTopic), StateTopic: StateTopic, NoticeTopic: NoticeTopic}}
 	w.Config = feedtest.Feed{MailboxDSN: w.MailboxDSN, DatabaseDSN: w.DatabaseDSN, Brokers: w.Brokers,
 		PollInterval: opts.PollInterval, BatchSize: opts.BatchSize, Pump: opts.Pump}.WriteConfig(t, strings.NewReplacer("@", "-", "/", "-").Replace(name))
@@ -122,17 +122,17 @@ func NewWorld(t testing.TB, name, binary string, opts WorldOptions) *World {
 	return w
 }
 
-// Put inserts the rows into the mailbox as the AODB would (mysqltest.PutRows).
+// Put inserts the rows into the mailbox as the AODB would (mailboxtest.PutRows).
 func (w *World) Put(rows []string, base time.Time) {
 	w.t.Helper()
-	mysqltest.PutRows(w.t, w.Mailbox, w.Name, rows, base)
+	mailboxtest.PutRows(w.t, w.Mailbox, w.Name, rows, base)
 }
 
 // Processed counts the mailbox rows that carry their result
-// (mysqltest.ProcessedRows).
+// (mailboxtest.ProcessedRows).
 func (w *World) Processed() int {
 	w.t.Helper()
-	return mysqltest.ProcessedRows(w.t, w.Mailbox, w.Name)
+	return mailboxtest.ProcessedRows(w.t, w.Mailbox, w.Name)
 }
 
 // DayFlights is the number of flights of Day's schedule.

@@ -19,11 +19,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/reliability/check"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/faultproxy"
 	"github.com/flightfeed/flightfeed/internal/testsupport/feedtest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
@@ -164,7 +164,7 @@ func newWorld(t *testing.T, name string, mailboxTimeout time.Duration) *world {
 	t.Helper()
 	w := &world{t: t}
 	w.Name, w.Binary = name, flightfeed(t)
-	w.MailboxDSN, w.DatabaseDSN = mysqltest.NewMailbox(t), pgtest.New(t)
+	w.MailboxDSN, w.DatabaseDSN = mailboxtest.NewMailbox(t), pgtest.New(t)
 
 	var err error
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, check.StateTopic, check.NoticeTopic),
@@ -222,17 +222,17 @@ func startProxy(t *testing.T, upstream string) *faultproxy.Proxy {
 	return p
 }
 
-// put inserts the rows as the AODB would (mysqltest.PutRows).
+// put inserts the rows as the AODB would (mailboxtest.PutRows).
 func (w *world) put(rows []string, base time.Time) {
 	w.t.Helper()
-	mysqltest.PutRows(w.t, w.mbox, w.Name, rows, base)
+	mailboxtest.PutRows(w.t, w.mbox, w.Name, rows, base)
 }
 
 // processed counts the mailbox rows that carry their result (read
 // directly, not through the proxy).
 func (w *world) processed() int {
 	w.t.Helper()
-	return mysqltest.ProcessedRows(w.t, w.mbox, w.Name)
+	return mailboxtest.ProcessedRows(w.t, w.mbox, w.Name)
 }
 
 // pgQuery runs fn on a direct connection of its own to the feed's

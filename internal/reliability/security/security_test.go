@@ -21,13 +21,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/faultproxy"
 	"github.com/flightfeed/flightfeed/internal/testsupport/feedtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/hostile"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
@@ -112,12 +112,12 @@ const credentialMarker = "Rk4Secret"
 func TestNoCredentialInAnyOutputUnderFaults(t *testing.T) {
 	ctx := t.Context()
 	bin := proctest.Binary(t)
-	mdsn := mysqltest.NewMailbox(t)
+	mdsn := mailboxtest.NewMailbox(t)
 	pdsn := pgtest.New(t)
 	brokers := kafkatest.New(t, "KAFKA_SCHD", "KAFKA_MSG")
 
 	// A mailbox user whose password holds the marker.
-	mcfg, err := mysql.ParseDSN(mysqltest.WithUser(t, mdsn, "ffrel_", credentialMarker+"-mbx"))
+	mcfg, err := mysql.ParseDSN(mailboxtest.WithUser(t, mdsn, "ffrel_", credentialMarker+"-mbx"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,10 @@
-// Package mysqltest gives each test a fresh MariaDB/MySQL database on the
-// local server, optionally holding the SIS mailbox tables, and drops it when
-// the test ends.
-package mysqltest
+// Package mailboxtest gives each test a fresh MariaDB/MySQL database on
+// the local server, optionally holding the SIS mailbox tables of the
+// default layout (mailbox.DDL), and drops it when the test ends; it writes
+// inbound rows as the AODB would (Write, PutRows: mailbox.WriteInbound,
+// the one writer) and reads back what the pump wrote. Test support:
+// product code never imports it (depguard in .golangci.yml).
+package mailboxtest
 
 import (
 	"context"
@@ -15,7 +18,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/flightfeed/flightfeed/hack/mailbox"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/testsupport"
 )
 
@@ -41,16 +44,16 @@ func New(t testing.TB) string {
 	defer cancel()
 	cfg, err := mysql.ParseDSN(Server())
 	if err != nil {
-		t.Fatalf("mysqltest: parse %s: %v", Server(), err)
+		t.Fatalf("mailboxtest: parse %s: %v", Server(), err)
 	}
 	admin, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {
-		t.Fatalf("mysqltest: open: %v", err)
+		t.Fatalf("mailboxtest: open: %v", err)
 	}
 	defer func() { _ = admin.Close() }()
 	name := testsupport.DatabaseName(t)
 	if _, err := admin.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4"); err != nil {
-		t.Fatalf("mysqltest: create database %s: %v (is MariaDB running? `bash hack/services.sh` starts it)", name, err)
+		t.Fatalf("mailboxtest: create database %s: %v (is MariaDB running? `bash hack/services.sh` starts it)", name, err)
 	}
 	t.Cleanup(func() {
 		// A fresh context on purpose: the test's own may be cancelled.
@@ -58,12 +61,12 @@ func New(t testing.TB) string {
 		defer cancel()
 		db, err := sql.Open("mysql", cfg.FormatDSN())
 		if err != nil {
-			t.Errorf("mysqltest: drop %s: %v", name, err)
+			t.Errorf("mailboxtest: drop %s: %v", name, err)
 			return
 		}
 		defer func() { _ = db.Close() }()
 		if _, err := db.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
-			t.Errorf("mysqltest: drop %s: %v", name, err)
+			t.Errorf("mailboxtest: drop %s: %v", name, err)
 		}
 	})
 	cfg.DBName = name
@@ -73,21 +76,19 @@ func New(t testing.TB) string {
 }
 
 // NewMailbox creates a database holding the default SIS mailbox tables
-// (hack/mailbox) and returns its DSN.
+// (mailbox.DDL) and returns its DSN.
 func NewMailbox(t testing.TB) string {
 	t.Helper()
 	dsn := New(t)
 	db, err := sql.Open("mysql", dsn)
 	if err != nil {
-		t.Fatalf("mysqltest: open: %v", err)
+		t.Fatalf("mailboxtest: open: %v", err)
 	}
 	defer func() { _ = db.Close() }()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, stmt := range mailbox.DDL() {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			t.Fatalf("mysqltest: mailbox DDL: %v", err)
-		}
+	if err := mailbox.CreateTables(ctx, db); err != nil {
+		t.Fatalf("mailboxtest: %v", err)
 	}
 	return dsn
 }
@@ -129,11 +130,11 @@ func WithUser(t testing.TB, dsn, prefix, password string) string {
 	defer cancel()
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		t.Fatalf("mysqltest: parse %s: %v", dsn, err)
+		t.Fatalf("mailboxtest: parse %s: %v", dsn, err)
 	}
 	admin, err := sql.Open("mysql", Server())
 	if err != nil {
-		t.Fatalf("mysqltest: open: %v", err)
+		t.Fatalf("mailboxtest: open: %v", err)
 	}
 	defer func() { _ = admin.Close() }()
 	user := prefix + strings.ToLower(rand.Text()[:6])
@@ -143,12 +144,12 @@ func WithUser(t testing.TB, dsn, prefix, password string) string {
 		defer cancel()
 		db, err := sql.Open("mysql", Server())
 		if err != nil {
-			t.Errorf("mysqltest: drop user %s: %v", user, err)
+			t.Errorf("mailboxtest: drop user %s: %v", user, err)
 			return
 		}
 		defer func() { _ = db.Close() }()
 		if _, err := db.ExecContext(ctx, "DROP USER IF EXISTS '"+user+"'@'%', '"+user+"'@'localhost'"); err != nil {
-			t.Errorf("mysqltest: drop user %s: %v", user, err)
+			t.Errorf("mailboxtest: drop user %s: %v", user, err)
 		}
 	})
 	for _, host := range []string{"%", "localhost"} {
@@ -157,7 +158,7 @@ func WithUser(t testing.TB, dsn, prefix, password string) string {
 			"GRANT ALL ON `" + cfg.DBName + "`.* TO '" + user + "'@'" + host + "'",
 		} {
 			if _, err := admin.ExecContext(ctx, stmt); err != nil {
-				t.Fatalf("mysqltest: create user %s: %v", user, err)
+				t.Fatalf("mailboxtest: create user %s: %v", user, err)
 			}
 		}
 	}
@@ -173,16 +174,35 @@ func PutRows(t testing.TB, db *sql.DB, name string, rows []string, base time.Tim
 	t.Helper()
 	for from := 0; from < len(rows); from += 50 {
 		to := min(from+50, len(rows))
-		var args []any
+		chunk := make([]mailbox.Inbound, 0, to-from)
 		for i := from; i < to; i++ {
-			args = append(args, base.Add(time.Duration(i)*time.Millisecond).UTC(), rows[i])
+			chunk = append(chunk, mailbox.Inbound{Received: base.Add(time.Duration(i) * time.Millisecond), Body: rows[i]})
 		}
-		q := `INSERT INTO CMINMSGS (CMINMSGS_DATE_RECEIVED, CMINMSGS_CLOB_MSG) VALUES ` + //nolint:gosec // only placeholders are appended
-			strings.TrimSuffix(strings.Repeat("(?, ?), ", to-from), ", ")
-		if _, err := db.ExecContext(context.Background(), q, args...); err != nil {
+		if _, err := mailbox.WriteInbound(context.Background(), db, chunk...); err != nil {
 			t.Fatalf("%s: insert mailbox rows %d–%d: %v", name, from, to-1, err)
 		}
 	}
+}
+
+// Write inserts rows into the default inbound table of db as the AODB
+// would (mailbox.WriteInbound: one statement, in order) and returns the
+// first row's id; an error fails t.
+func Write(t testing.TB, db mailbox.Execer, rows ...mailbox.Inbound) int64 {
+	t.Helper()
+	id, err := mailbox.WriteInbound(context.Background(), db, rows...)
+	if err != nil {
+		t.Fatalf("mailboxtest: %v", err)
+	}
+	return id
+}
+
+// Bodies are rows of these bodies, received on the server's clock.
+func Bodies(bodies ...string) []mailbox.Inbound {
+	rows := make([]mailbox.Inbound, len(bodies))
+	for i, b := range bodies {
+		rows[i] = mailbox.Inbound{Body: b}
+	}
+	return rows
 }
 
 // ProcessedRows counts the rows of db's default mailbox table that carry
