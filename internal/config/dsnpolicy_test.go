@@ -58,12 +58,12 @@ func TestMailboxDSNPolicy(t *testing.T) {
 // '/' does not confuse the option check.
 func TestMailboxDSNAddress(t *testing.T) {
 	for dsn, want := range map[string]string{
-		"app:" + dsnMarker + "@unix(/var/run/mysqld/mysqld.sock)/mbx":  "address unix(…) is refused: the mailbox is reached over TCP",
+		"app:" + dsnMarker + "@unix(/var/run/mysqld/mysqld.sock)/mbx":   "address unix(…) is refused: the mailbox is reached over TCP",
 		"app:" + dsnMarker + "@unix(/run/secrets/x)/mbx?parseTime=true": "address unix(…) is refused",
 		"app:" + dsnMarker + "@tcp(mysql:3306)/mbx":                     "",
 		"app:" + dsnMarker + "@tcp6([::1]:3306)/mbx":                    "",
 		"app:p?w/d@tcp(mysql:3306)/mbx?timeout=1s":                      "",
-		"app:" + dsnMarker + "@/mbx":                                     "",
+		"app:" + dsnMarker + "@/mbx":                                    "",
 	} {
 		_, err := config.MailboxConfig(dsn)
 		if (want == "" && err != nil) || (want != "" && (err == nil || !strings.Contains(err.Error(), want))) {
