@@ -428,8 +428,8 @@ type ServerTLS struct {
 
 // KafkaSASL configures SASL authentication.
 type KafkaSASL struct {
-	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512. PLAIN sends the
-	// password as it is, so it is refused without kafka.tls.
+	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512. Any of them is
+	// refused without kafka.tls: credentials go only over verified TLS.
 	// +kubebuilder:validation:Enum=PLAIN;SCRAM-SHA-256;SCRAM-SHA-512
 	Mechanism string `json:"mechanism"`
 	// SecretRef names a Secret with keys username and password.

@@ -141,7 +141,10 @@ func TestBadFilesNameTheField(t *testing.T) {
 		}, []string{"kafka.sasl.password", "Required"}},
 		{"sasl PLAIN without TLS", func(s string) string {
 			return strings.Replace(s, `topics: {state`, `sasl: {mechanism: PLAIN, username: u, password: p}, topics: {state`, 1)
-		}, []string{"kafka.sasl.mechanism", "PLAIN sends the password in clear text: it needs kafka.tls"}},
+		}, []string{"kafka.sasl.mechanism", "PLAIN sends the password in clear text: SASL credentials go only over verified TLS: it needs kafka.tls"}},
+		{"sasl SCRAM without TLS", func(s string) string {
+			return strings.Replace(s, `topics: {state`, `sasl: {mechanism: SCRAM-SHA-512, username: u, password: p}, topics: {state`, 1)
+		}, []string{"kafka.sasl.mechanism", `"SCRAM-SHA-512": SASL credentials go only over verified TLS: it needs kafka.tls`}},
 		{"mailbox TLS CA not PEM", func(s string) string {
 			return strings.Replace(s, "batchSize: 200", `batchSize: 200, tls: {ca: "not a certificate"}`, 1)
 		}, []string{"mailbox.tls", "ca.crt holds no PEM certificate"}},

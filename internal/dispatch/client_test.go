@@ -38,6 +38,12 @@ func newPKI(t *testing.T) *pki {
 // serverTLS requires a client certificate signed by the CA (mutual TLS).
 func (p *pki) serverTLS() *tls.Config { return p.ServerTLS(p.t) }
 
+// dialTLS is a test client's mutual TLS to the brokers p's CA signed.
+func (p *pki) dialTLS() kgo.Opt {
+	return kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: p.Pool(), ServerName: "kafka.test",
+		Certificates: []tls.Certificate{clientPair(p.t, p)}})
+}
+
 func indent(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n      ") }
 
 // tlsYAML is the kafka.tls section of a config file.
@@ -154,7 +160,9 @@ func TestAuthorizationFailureIsRetriedUntilGranted(t *testing.T) {
 	allow := func(topic string, op kmsg.ACLOperation) kfake.ACL {
 		return kfake.ACL{Resource: kmsg.ACLResourceTypeTopic, Name: topic, Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: op, Allow: true}
 	}
-	c := cluster(t, kfake.EnableSASL(), kfake.EnableACLs(),
+	// SASL goes only over verified TLS.
+	p := newPKI(t)
+	c := cluster(t, kfake.TLS(p.serverTLS()), kfake.EnableSASL(), kfake.EnableACLs(),
 		kfake.Superuser(dispatch.MechanismScramSHA256, "admin", "admin"),
 		kfake.User(dispatch.MechanismScramSHA256, "writer", "secret",
 			allow(noticeTopic, kmsg.ACLOperationWrite), allow(noticeTopic, kmsg.ACLOperationDescribe),
@@ -162,7 +170,7 @@ func TestAuthorizationFailureIsRetriedUntilGranted(t *testing.T) {
 		kfake.SeedTopics(3, stateTopic, noticeTopic))
 	brokers := c.ListenAddrs()
 	e := newEnv(t)
-	d := e.dispatcher(e.feed(brokers, stateTopic, noticeTopic, "  sasl: {mechanism: SCRAM-SHA-256, username: writer, password: secret}\n"),
+	d := e.dispatcher(e.feed(brokers, stateTopic, noticeTopic, p.tlsYAML(true)+"  sasl: {mechanism: SCRAM-SHA-256, username: writer, password: secret}\n"),
 		fastRetry, fastClient()...)
 	run(t, d)
 	e.snapshot(rec(1, "CA1"))
@@ -175,10 +183,10 @@ func TestAuthorizationFailureIsRetriedUntilGranted(t *testing.T) {
 		t.Fatalf("error %q", d.Status().LastError)
 	}
 	eventually(t, "notices delivered", func() bool {
-		return e.noticesOnTopic(t, brokers, kgo.SASL(scram.Auth{User: "admin", Pass: "admin"}.AsSha256Mechanism()))
+		return e.noticesOnTopic(t, brokers, p.dialTLS(), kgo.SASL(scram.Auth{User: "admin", Pass: "admin"}.AsSha256Mechanism()))
 	})
 
-	admin, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.SASL(scram.Auth{User: "admin", Pass: "admin"}.AsSha256Mechanism()))
+	admin, err := kgo.NewClient(kgo.SeedBrokers(brokers...), p.dialTLS(), kgo.SASL(scram.Auth{User: "admin", Pass: "admin"}.AsSha256Mechanism()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +202,7 @@ func TestAuthorizationFailureIsRetriedUntilGranted(t *testing.T) {
 	}
 	idle(t, d)
 	dispatchtest.AssertConverged(t, brokers, stateTopic, e.export(),
-		kgo.SASL(scram.Auth{User: "admin", Pass: "admin"}.AsSha256Mechanism()))
+		p.dialTLS(), kgo.SASL(scram.Auth{User: "admin", Pass: "admin"}.AsSha256Mechanism()))
 }
 
 // allowTxnIDs grants WRITE on the transactional ids starting with prefix,
@@ -213,14 +221,15 @@ func TestTransactionalIDRefusedStopsTheDispatcher(t *testing.T) {
 	allow := func(topic string, op kmsg.ACLOperation) kfake.ACL {
 		return kfake.ACL{Resource: kmsg.ACLResourceTypeTopic, Name: topic, Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: op, Allow: true}
 	}
-	c := cluster(t, kfake.EnableSASL(), kfake.EnableACLs(),
+	p := newPKI(t)
+	c := cluster(t, kfake.TLS(p.serverTLS()), kfake.EnableSASL(), kfake.EnableACLs(),
 		kfake.Superuser(dispatch.MechanismScramSHA256, "admin", "admin"),
 		kfake.User(dispatch.MechanismScramSHA256, "writer", "secret",
 			allow(noticeTopic, kmsg.ACLOperationWrite), allow(noticeTopic, kmsg.ACLOperationDescribe),
 			allow(stateTopic, kmsg.ACLOperationWrite), allow(stateTopic, kmsg.ACLOperationDescribe)),
 		kfake.SeedTopics(3, stateTopic, noticeTopic))
 	e := newEnv(t)
-	d := e.dispatcher(e.feed(c.ListenAddrs(), stateTopic, noticeTopic, "  sasl: {mechanism: SCRAM-SHA-256, username: writer, password: secret}\n"),
+	d := e.dispatcher(e.feed(c.ListenAddrs(), stateTopic, noticeTopic, p.tlsYAML(true)+"  sasl: {mechanism: SCRAM-SHA-256, username: writer, password: secret}\n"),
 		fastRetry, fastClient()...)
 	e.snapshot(rec(1, "CA1"))
 	ctx, cancel := context.WithTimeout(t.Context(), deadline)

@@ -79,7 +79,7 @@ func TestNoSecretAnywhere(t *testing.T) {
 		Mailbox: v1alpha1.MailboxSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: "pek-mailbox", Key: "dsn"}},
 		Database: v1alpha1.DatabaseSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: "pek-db", Key: "dsn"},
 			ReadDSNSecretRef: &v1alpha1.SecretKeyRef{Name: "pek-db", Key: "read"}},
-		Kafka: v1alpha1.KafkaSpec{Brokers: []string{loopback.FreeAddr(t)},
+		Kafka: v1alpha1.KafkaSpec{Brokers: []string{loopback.FreeAddr(t)}, TLS: &v1alpha1.KafkaTLS{},
 			SASL: &v1alpha1.KafkaSASL{Mechanism: "SCRAM-SHA-512", SecretRef: v1alpha1.SecretRef{Name: "pek-sasl"}}},
 		Requests: v1alpha1.RequestsSpec{Disabled: true},
 	}})
