@@ -1,21 +1,11 @@
 package check
 
 import (
-	"bytes"
-	"context"
-	"database/sql"
-	"os/exec"
-	"strings"
+	"fmt"
 	"testing"
 	"time"
 
-	_ "github.com/go-sql-driver/mysql" // the mailbox's driver
-
-	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/testsupport/feedtest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/mysqltest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
 
@@ -24,9 +14,6 @@ const (
 	StateTopic  = "KAFKA_SCHD"
 	NoticeTopic = "KAFKA_MSG"
 )
-
-// RunTimeout bounds one `flightfeed export` or `ledger` run.
-const RunTimeout = 2 * time.Minute
 
 // Feed is one feed whose outcome Read collects: its services, the binary
 // and its --config file.
@@ -56,20 +43,10 @@ func (f Feed) topics() (state, notice string) {
 }
 
 // Run runs `flightfeed <command> --config F args...` to the end and
-// returns its standard output; a failure fails the test with the last
-// lines of its standard error.
+// returns its standard output (proctest.RunCommand).
 func (f Feed) Run(t testing.TB, command string, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), RunTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, f.Binary, append([]string{command, "--config", f.Config}, args...)...) //nolint:gosec // the test's own binary
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s: flightfeed %s: %v\n%s", f.Name, command, err, proctest.Tail(stderr.String(), 40))
-	}
-	return string(out)
+	return proctest.RunCommand(t, f.Name, f.Binary, f.Config, command, args...)
 }
 
 // WorldOptions shape NewWorld's feed; zero values take the defaults.
@@ -83,17 +60,18 @@ type WorldOptions struct {
 	// backoff, "backoffInitial: 50ms, backoffMax: 1s": it only keeps the
 	// retries after a fault quick).
 	Pump string
+	// Brokers, when set, is the feed's Kafka broker (default a fresh
+	// kfake broker of kafkatest).
+	Brokers []string
 }
 
-// World is a feed on fresh services of one test: a PostgreSQL database, a
-// mailbox database with the default tables, an in-process kfake broker
-// with both topics (three partitions each), and its --config file (the
-// test feed of SPEC §4, feedtest).
+// World is a feed on fresh services of one test (proctest.World: a
+// PostgreSQL database, a mailbox database with the default tables, a kfake
+// broker with both topics, three partitions each, and its --config file)
+// and the Feed that Read collects its outcome from.
 type World struct {
-	Feed
-	t testing.TB
-	// Mailbox is a connection pool to the mailbox database.
-	Mailbox *sql.DB
+	*proctest.World
+	Feed Feed
 }
 
 // NewWorld creates a world named name whose `export` and `ledger` run
@@ -109,48 +87,47 @@ func NewWorld(t testing.TB, name, binary string, opts WorldOptions) *World {
 	if opts.Pump == "" {
 		opts.Pump = "backoffInitial: 50ms, backoffMax: 1s"
 	}
-	w := &World{t: t, Feed: Feed{Name: name, Binary: binary, MailboxDSN: mysqltest.NewMailbox(t), DatabaseDSN: pgtest.New(t),
-		Brokers: kafkatest.New(t, StateTopic, NoticeTopic), StateTopic: StateTopic, NoticeTopic: NoticeTopic}}
-	w.Config = feedtest.Feed{MailboxDSN: w.MailboxDSN, DatabaseDSN: w.DatabaseDSN, Brokers: w.Brokers,
-		PollInterval: opts.PollInterval, BatchSize: opts.BatchSize, Pump: opts.Pump}.WriteConfig(t, strings.NewReplacer("@", "-", "/", "-").Replace(name))
-	db, err := sql.Open("mysql", w.MailboxDSN)
-	if err != nil {
-		t.Fatalf("%s: open the mailbox: %v", name, err)
+	w := proctest.NewWorld(t, name, binary, proctest.WorldOptions{Feed: feedtest.Feed{
+		PollInterval: opts.PollInterval, BatchSize: opts.BatchSize, Pump: opts.Pump}, Brokers: opts.Brokers})
+	return &World{World: w, Feed: Feed{Name: name, Binary: binary, Config: w.Config, MailboxDSN: w.MailboxDSN,
+		DatabaseDSN: w.DatabaseDSN, Brokers: w.Brokers, StateTopic: StateTopic, NoticeTopic: NoticeTopic}}
+}
+
+// CleanRun is a scenario's reference: rows (row i received at base + i
+// ms) drained by one `flightfeed pump --drain` of binary on a fresh world,
+// its outcome read into memory (its services may go with the test that
+// happened to make it), refused when it proves too little (Validate) or
+// is not consistent itself (Self).
+func CleanRun(t testing.TB, binary string, rows []string, base time.Time) (Outcome, error) {
+	t.Helper()
+	clean := NewWorld(t, "clean", binary, WorldOptions{})
+	clean.Put(rows, base)
+	p := clean.Start("clean", true, nil, "--drain")
+	if err := p.Wait(); err != nil {
+		return Outcome{}, fmt.Errorf("clean drain: %w\n%s", err, proctest.Tail(p.Output(), 40))
 	}
-	t.Cleanup(func() { _ = db.Close() })
-	w.Mailbox = db
-	return w
-}
-
-// Put inserts the rows into the mailbox as the AODB would (mysqltest.PutRows).
-func (w *World) Put(rows []string, base time.Time) {
-	w.t.Helper()
-	mysqltest.PutRows(w.t, w.Mailbox, w.Name, rows, base)
-}
-
-// Processed counts the mailbox rows that carry their result
-// (mysqltest.ProcessedRows).
-func (w *World) Processed() int {
-	w.t.Helper()
-	return mysqltest.ProcessedRows(w.t, w.Mailbox, w.Name)
+	ref := Read(t, clean.Feed)
+	if err := Validate(ref, len(rows)); err != nil {
+		return Outcome{}, err
+	}
+	if r := Self(ref); !r.OK() {
+		return Outcome{}, fmt.Errorf("the clean run is not consistent itself: %v", r.Problems)
+	}
+	return ref, nil
 }
 
 // DayFlights is the number of flights of Day's schedule.
 const DayFlights = 40
 
 // Day is the simulator's day of n mailbox rows for the airport-local day
-// in loc (`flightfeed simulate`'s generator): row 1 the RESP of the
-// full-day schedule (DayFlights flights), then rounds of the day's traffic
-// — a DNLD window push, a FLOP of every mapped kind, an ADFT, an FDEL and
-// two malformed rows each — cut at n rows. The same arguments give the
-// same rows.
+// in loc (proctest.Workload of DayFlights flights): row 1 the RESP of the
+// full-day schedule, then rounds of the day's traffic — a DNLD window
+// push, a FLOP of every mapped kind, an ADFT, an FDEL and two malformed
+// rows each — cut at n rows. The same arguments give the same rows.
 func Day(day string, loc *time.Location, n int) []string {
-	rows := []string{simulate.Response(simulate.Options{Day: day, Flights: DayFlights, Seed: 1, FirstSeqn: 1, Location: loc}).Body}
+	rows := proctest.Workload(day, loc, DayFlights, 0)
 	for k := 0; len(rows) < n; k++ {
-		for _, m := range simulate.Stream(simulate.Options{Day: day, Flights: DayFlights, Seed: uint64(k + 2),
-			FirstSeqn: 1000 * (k + 1), Malformed: 2, Location: loc}) {
-			rows = append(rows, m.Body)
-		}
+		rows = append(rows, proctest.Traffic(day, loc, DayFlights, k, k+1)...)
 	}
 	return rows[:n]
 }
