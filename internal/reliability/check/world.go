@@ -2,9 +2,12 @@ package check
 
 import (
 	"fmt"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/testsupport/feedtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
@@ -96,9 +99,9 @@ func NewWorld(t testing.TB, name, binary string, opts WorldOptions) *World {
 // CleanRun is a scenario's reference: rows (row i received at base + i
 // ms) drained by one `flightfeed pump --drain` of binary on a fresh world,
 // its outcome read into memory (its services may go with the test that
-// happened to make it), refused when it proves too little (Validate) or
+// happened to make it), refused when it is not want (Validate) or
 // is not consistent itself (Self).
-func CleanRun(t testing.TB, binary string, rows []string, base time.Time) (Outcome, error) {
+func CleanRun(t testing.TB, binary string, rows []string, base time.Time, want Expected) (Outcome, error) {
 	t.Helper()
 	clean := NewWorld(t, "clean", binary, WorldOptions{})
 	clean.Put(rows, base)
@@ -107,7 +110,7 @@ func CleanRun(t testing.TB, binary string, rows []string, base time.Time) (Outco
 		return Outcome{}, fmt.Errorf("clean drain: %w\n%s", err, proctest.Tail(p.Output(), 40))
 	}
 	ref := Read(t, clean.Feed)
-	if err := Validate(ref, len(rows)); err != nil {
+	if err := Validate(ref, want); err != nil {
 		return Outcome{}, err
 	}
 	if r := Self(ref); !r.OK() {
@@ -125,11 +128,67 @@ const DayFlights = 40
 // push, a FLOP of every mapped kind, an ADFT, an FDEL and two malformed
 // rows each — cut at n rows. The same arguments give the same rows.
 func Day(day string, loc *time.Location, n int) []string {
-	rows := proctest.Workload(day, loc, DayFlights, 0)
-	for k := 0; len(rows) < n; k++ {
-		rows = append(rows, proctest.Traffic(day, loc, DayFlights, k, k+1)...)
+	var rows []string
+	for _, m := range dayMessages(day, loc, n) {
+		rows = append(rows, m.Body)
 	}
-	return rows[:n]
+	return rows
+}
+
+func dayMessages(day string, loc *time.Location, n int) []simulate.Message {
+	msgs := []simulate.Message{simulate.Response(simulate.Options{Day: day, Flights: DayFlights, Seed: 1, FirstSeqn: 1, Location: loc})}
+	for k := 0; len(msgs) < n; k++ {
+		msgs = append(msgs, proctest.Messages(day, loc, DayFlights, k, k+1)...)
+	}
+	return msgs[:n]
+}
+
+// Expected is what a clean drain of a Day must leave, read off the
+// workload itself (the generator's labels and FLIDs), never off a run: a
+// defect the clean and the faulted run share then fails the reference
+// instead of comparing equal.
+type Expected struct {
+	// Rows is the number of mailbox rows, each processed.
+	Rows int
+	// Dead are the mailbox row ids (the i-th row inserted has id i) whose
+	// result is DEAD, and no other row's is: the malformed rows.
+	Dead []int64
+	// Flights are the FLIDs the export holds: those the RESP, a DNLD window
+	// push (it upserts) or the ad-hoc ADFT put in, less those an FDEL
+	// deleted after.
+	Flights []string
+	// Ledger maps each operation day to its version: the RESP answers the
+	// one full-day request (the feed's horizon is today), version 1; the
+	// DNLD window pushes do not advance it.
+	Ledger map[string]int64
+}
+
+var flidTag = regexp.MustCompile(`<FLID>(\d+)</FLID>`)
+
+// ExpectDay is the Expected of Day(day, loc, n).
+func ExpectDay(day string, loc *time.Location, n int) Expected {
+	e := Expected{Rows: n, Ledger: map[string]int64{day: 1}}
+	flights := map[string]bool{}
+	for i, m := range dayMessages(day, loc, n) {
+		var flids []string
+		for _, f := range flidTag.FindAllStringSubmatch(m.Body, -1) {
+			flids = append(flids, f[1])
+		}
+		switch {
+		case strings.HasPrefix(m.What, "malformed"):
+			e.Dead = append(e.Dead, int64(i+1))
+		case strings.HasPrefix(m.What, "RESP"), strings.HasPrefix(m.What, "DNLD"), strings.HasPrefix(m.What, "ADFT"):
+			for _, f := range flids {
+				flights[f] = true
+			}
+		case m.What == "FDEL":
+			for _, f := range flids {
+				delete(flights, f)
+			}
+		}
+	}
+	e.Flights = sortedKeys(flights)
+	return e
 }
 
 // Today is the test feed's operation day now (Asia/Shanghai): the day its

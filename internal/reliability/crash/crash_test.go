@@ -56,7 +56,7 @@ func TestCrashAtEveryFailPoint(t *testing.T) {
 	rows := check.Day(day, loc, messages)
 	base := time.Now().UTC().Truncate(time.Second)
 
-	ref, err := check.CleanRun(t, bin, rows, base)
+	ref, err := check.CleanRun(t, bin, rows, base, check.ExpectDay(day, loc, messages))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,6 +85,7 @@ func flightfeed(t *testing.T) string {
 type workload struct {
 	rows []string
 	base time.Time
+	want check.Expected
 }
 
 var (
@@ -96,7 +97,7 @@ func theWorkload(t *testing.T) workload {
 	t.Helper()
 	loadOnce.Do(func() {
 		day, loc := check.Today(t)
-		load = workload{rows: check.Day(day, loc, messages), base: time.Now().UTC().Truncate(time.Second)}
+		load = workload{rows: check.Day(day, loc, messages), base: time.Now().UTC().Truncate(time.Second), want: check.ExpectDay(day, loc, messages)}
 	})
 	return load
 }
@@ -107,7 +108,7 @@ func reference(t *testing.T) check.Outcome {
 	t.Helper()
 	refOnce.Do(func() {
 		w := theWorkload(t)
-		ref, refErr = check.CleanRun(t, flightfeed(t), w.rows, w.base)
+		ref, refErr = check.CleanRun(t, flightfeed(t), w.rows, w.base, w.want)
 	})
 	if refErr != nil {
 		t.Fatal(refErr)

@@ -34,6 +34,7 @@ var (
 	loadOnce sync.Once
 	rows     []string
 	base     time.Time
+	want     check.Expected
 
 	refOnce sync.Once
 	ref     check.Outcome
@@ -45,6 +46,7 @@ func workload(t *testing.T) ([]string, time.Time) {
 	loadOnce.Do(func() {
 		day, loc := check.Today(t)
 		rows, base = check.Day(day, loc, messages), time.Now().UTC().Truncate(time.Second)
+		want = check.ExpectDay(day, loc, messages)
 	})
 	return rows, base
 }
@@ -55,7 +57,7 @@ func reference(t *testing.T) check.Outcome {
 	t.Helper()
 	refOnce.Do(func() {
 		rows, base := workload(t)
-		ref, refErr = check.CleanRun(t, shared.Binary, rows, base)
+		ref, refErr = check.CleanRun(t, shared.Binary, rows, base, want)
 	})
 	if refErr != nil {
 		t.Fatal(refErr)
