@@ -68,7 +68,7 @@ kafka: {brokers: ["$node_ip:$broker_port"], topics: {state: KAFKA_SCHD, notice: 
 requests: {horizon: {from: 0, to: 1}, interval: 1h, timeout: 5m, routingId: AODB}
 YAML
 $ff simulate --config "$work/host.yaml" --create-mailbox --answer-requests=false --traffic=false >/dev/null
-go build -o "$work/kfake" ./hack/cluster/kfake
+go build -o "$work/kfake" ./hack/kfake-broker
 if alive demo-kfake; then read -r pid _ <"$pids/demo-kfake.pid"; kill "$pid"; sleep 0.5; fi
 setsid "$work/kfake" -addr "$node_ip" -port "$broker_port" >"$logs/demo-kfake.log" 2>&1 </dev/null &
 echo "$! $work/kfake" >"$pids/demo-kfake.pid"

@@ -1,8 +1,14 @@
 // Command kfake-broker runs franz-go's kfake, an in-memory Kafka-protocol
-// broker, on loopback TCP ports for tests and the demo. No Kafka package
-// exists on this machine's registries; production points at real brokers.
+// broker, on TCP ports for tests and the demos. No Kafka package exists on
+// this machine's registries; production points at real brokers.
 //
 //	go run ./hack/kfake-broker -port 9092 -topics KAFKA_SCHD,KAFKA_MSG
+//
+// On loopback by default (hack/test-env.sh, hack/demo-cli.sh). -addr puts
+// it on another local address, such as the local cluster's bridge
+// (hack/demo.sh: -addr 10.222.0.1), so that the pods and the host both
+// reach it: a broker advertises the address it listens on, so a broker on
+// loopback would send the pods to their own loopback.
 //
 // It prints "kfake listening on host:port[,host:port]" once ready and runs
 // until SIGINT or SIGTERM.
@@ -12,6 +18,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -28,6 +35,7 @@ func main() {
 }
 
 func run() error {
+	addr := flag.String("addr", "127.0.0.1", "local address to listen on (and advertise)")
 	port := flag.Int("port", 9092, "first TCP port; brokers listen on port, port+1, ...")
 	brokers := flag.Int("brokers", 1, "number of brokers")
 	topics := flag.String("topics", "KAFKA_SCHD,KAFKA_MSG", "comma-separated topics to create")
@@ -42,7 +50,17 @@ func run() error {
 	for i := range ports {
 		ports[i] = *port + i
 	}
-	opts := []kfake.Opt{kfake.NumBrokers(*brokers), kfake.Ports(ports...)}
+	// kfake picks each broker's loopback address from Ports; ListenFn
+	// moves it to -addr, keeping the port.
+	listen := func(network, address string) (net.Listener, error) {
+		_, p, err := net.SplitHostPort(address)
+		if err != nil {
+			return nil, err
+		}
+		var lc net.ListenConfig
+		return lc.Listen(context.Background(), network, net.JoinHostPort(*addr, p))
+	}
+	opts := []kfake.Opt{kfake.NumBrokers(*brokers), kfake.Ports(ports...), kfake.ListenFn(listen)}
 	if names := splitTopics(*topics); len(names) > 0 {
 		opts = append(opts, kfake.SeedTopics(int32(*partitions), names...)) //nolint:gosec // small flag value
 	}

@@ -13,8 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
+	"github.com/flightfeed/flightfeed/internal/reliability/check"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
+	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
 
 // sample is one look at who may write a feed: the Lease holder, the
@@ -78,12 +80,12 @@ func (e *env) sample(key types.NamespacedName, w *feedWorld, managers []*manager
 	if s.lease, err = e.leaseHolder(ctx, key); err != nil {
 		return s, err
 	}
-	if s.holder, s.epoch, err = w.lock(ctx); err != nil {
+	if s.holder, s.epoch, err = w.Lock(ctx); err != nil {
 		return s, err
 	}
 	for _, m := range managers {
 		var n int
-		if err := w.pool.QueryRow(ctx, `SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1`,
+		if err := w.Pool.QueryRow(ctx, `SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1`,
 			m.id).Scan(&n); err != nil {
 			return s, err
 		}
@@ -154,12 +156,12 @@ func TestTwoPumpPodsOnePumpPerFeed(t *testing.T) {
 	base := time.Now().UTC().Truncate(time.Second)
 	f := w.startFeeder(rows, base, 0, len(rows), 10*time.Millisecond)
 	await.Eventually(t, "a third of the stream processed", waitLong, func() (bool, string) {
-		n := w.processed()
+		n := w.Processed()
 		return n >= len(rows)/3, fmt.Sprintf("%d of %d", n, len(rows))
 	})
 	killedAt := time.Now()
-	managers[holder].kill()
-	atKill, insertedAtKill := w.processed(), f.count()
+	managers[holder].Kill()
+	atKill, insertedAtKill := w.Processed(), f.count()
 	if atKill >= len(rows) || insertedAtKill >= len(rows) {
 		t.Fatalf("the stream was over before the kill (%d processed, %d inserted of %d): the test proves too little", atKill, insertedAtKill, len(rows))
 	}
@@ -171,7 +173,7 @@ func TestTwoPumpPodsOnePumpPerFeed(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		ph, ep, err := w.lock(t.Context())
+		ph, ep, err := w.Lock(t.Context())
 		if err != nil {
 			return false, err.Error()
 		}
@@ -232,22 +234,22 @@ func TestTwoPumpPodsOnePumpPerFeed(t *testing.T) {
 		t.Fatalf("messages processed per replica: %v; the kill did not split the stream", byWriter)
 	}
 
-	crashedExport := w.run("export")
+	crashedExport := w.Run("export")
 	w.assertTopics(crashedExport)
 
 	// The uninterrupted run: the same rows on databases of its own, one
 	// `flightfeed pump --drain`.
 	clean := newWorld(t, "clean")
 	clean.put(rows, base, 0, len(rows))
-	clean.run("pump", "--drain")
+	clean.Run("pump", "--drain")
 
-	if got, want := versionField.ReplaceAllString(crashedExport, ""), versionField.ReplaceAllString(clean.run("export"), ""); got != want {
+	if got, want := check.Mask(crashedExport), check.Mask(clean.Run("export")); got != want {
 		t.Errorf("the export after the takeover differs from an uninterrupted run's:\n--- takeover\n%s\n--- uninterrupted\n%s", got, want)
 	}
-	if got, want := w.run("ledger"), clean.run("ledger"); got != want {
+	if got, want := w.Run("ledger"), clean.Run("ledger"); got != want {
 		t.Errorf("ledger after the takeover:\n%s\nuninterrupted:\n%s", got, want)
 	}
-	if got, want := w.mailboxDump(), clean.mailboxDump(); got != want {
+	if got, want := w.MailboxDump(), clean.MailboxDump(); got != want {
 		t.Errorf("mailbox results after the takeover differ from an uninterrupted run's:\n--- takeover\n%s\n--- uninterrupted\n%s", got, want)
 	}
 	t.Logf("%d rows; %s killed with %d processed and %d inserted; %s took over at epoch %d; messages committed: %v",
@@ -267,14 +269,14 @@ func TestTwoPumpPodsOnePumpPerFeed(t *testing.T) {
 func freezeIdle(t *testing.T, m *manager, w *feedWorld) time.Time {
 	t.Helper()
 	for range 50 {
-		m.freeze()
+		m.Freeze()
 		at := time.Now()
 		// Anything it sent just before the stop has reached the server by now.
 		time.Sleep(200 * time.Millisecond)
 		if w.openTransactions(m.id) == 0 {
 			return at
 		}
-		m.thaw()
+		m.Thaw()
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("%s never had its transactions closed", m.id)
@@ -331,7 +333,7 @@ func TestFrozenHolderCannotCommit(t *testing.T) {
 			if err != nil {
 				return false, err.Error()
 			}
-			ph, ep, err := w.lock(t.Context())
+			ph, ep, err := w.Lock(t.Context())
 			if err != nil {
 				return false, err.Error()
 			}
@@ -345,13 +347,13 @@ func TestFrozenHolderCannotCommit(t *testing.T) {
 
 	// Resume the old holder while rows keep arriving, so that its pump
 	// finds work at the head the moment it wakes.
-	audited := w.audit()
+	audited := w.Audit()
 	mark := audited[len(audited)-1].ID
 	f := w.startFeeder(rows, base, 2*third, len(rows), 20*time.Millisecond)
 	await.Eventually(t, "the first rows of the last third", waitLong, func() (bool, string) {
 		return f.count() >= 3, fmt.Sprint(f.count())
 	})
-	old.thaw()
+	old.Thaw()
 	f.wait(t)
 	w.waitDrained(len(rows))
 
@@ -360,21 +362,21 @@ func TestFrozenHolderCannotCommit(t *testing.T) {
 		// pumpRunning is 0 for a series set to 0 or dropped, -1 for no answer.
 		running := old.pumpRunning(key)
 		leader, _ := old.metric("flightfeed_leader", key)
-		logged := strings.Contains(old.logs(), "lost the lease; pump stopped")
+		logged := strings.Contains(old.Output(), "lost the lease; pump stopped")
 		return running == 0 && leader == 0 && logged, fmt.Sprintf("pump_running %v, leader %v, lease loss logged %v", running, leader, logged)
 	})
 	// It did not come back: the new holder is alive and keeps both.
 	if lh, err := e.leaseHolder(t.Context(), key); err != nil || lh != other {
 		t.Fatalf("Lease held by %q (%v), want %s", lh, err, other)
 	}
-	if ph, ep, err := w.lock(t.Context()); err != nil || ph != other || ep != epoch2 {
+	if ph, ep, err := w.Lock(t.Context()); err != nil || ph != other || ep != epoch2 {
 		t.Fatalf("pipeline_lock %q@%d (%v), want %s@%d", ph, ep, err, other, epoch2)
 	}
 	e.waitReady(key, other)
 
 	// The audit: nothing by the old holder after it resumed; every row that
 	// arrived from the freeze on was committed by the new holder.
-	lastWriter := map[int64]auditRow{}
+	lastWriter := map[int64]proctest.Write{}
 	for _, a := range w.checkAudit() {
 		if a.App == holder && (a.ID > mark || a.Epoch != epoch1) {
 			t.Errorf("the old holder committed after it was superseded: %s", a)
@@ -400,10 +402,10 @@ func TestFrozenHolderCannotCommit(t *testing.T) {
 
 	// Both topics, read as consumers must (read_committed): per FLID the
 	// versions never go back, and they converge to the export.
-	w.assertTopics(w.run("export"))
+	w.assertTopics(w.Run("export"))
 
 	// The database refuses the old epoch.
-	st, err := store.Open(t.Context(), w.pgDSN, store.Options{})
+	st, err := store.Open(t.Context(), w.DatabaseDSN, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +417,7 @@ func TestFrozenHolderCannotCommit(t *testing.T) {
 		t.Fatalf("a transaction of epoch %d (current %d) began: %v", epoch1, epoch2, err)
 	}
 	how := "cancelled by its Lease elector before it tried a transaction"
-	if strings.Contains(old.logs(), "pump fenced") {
+	if strings.Contains(old.Output(), "pump fenced") {
 		how = "fenced at its first transaction"
 	}
 	t.Logf("%s frozen for %s; %s took over at epoch %d; after the resume the old pump was %s",
@@ -454,11 +456,11 @@ func TestOneFeedsTakeoverNeverPausesAnother(t *testing.T) {
 	f1 := w1.startFeeder(rows1, base, 0, len(rows1), 10*time.Millisecond)
 	f2 := w2.startFeeder(rows2, base, 0, len(rows2), 20*time.Millisecond)
 	await.Eventually(t, "a third of feed one's stream processed", waitLong, func() (bool, string) {
-		n := w1.processed()
+		n := w1.Processed()
 		return n >= len(rows1)/3, fmt.Sprintf("%d of %d", n, len(rows1))
 	})
 	killedAt := time.Now()
-	pods[lead1].kill()
+	pods[lead1].Kill()
 
 	// Feed two while feed one has no leader: sampled every 100 ms, its
 	// processed count must move in every second while rows keep arriving.
@@ -471,12 +473,12 @@ func TestOneFeedsTakeoverNeverPausesAnother(t *testing.T) {
 	var took time.Duration
 	deadline := killedAt.Add(fastLease.duration + 10*time.Second)
 	for {
-		points = append(points, point{time.Now(), w2.processed(), f2.count()})
+		points = append(points, point{time.Now(), w2.Processed(), f2.count()})
 		lh, err := e.leaseHolder(t.Context(), k1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ph, ep, err := w1.lock(t.Context())
+		ph, ep, err := w1.Lock(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -531,10 +533,10 @@ func TestOneFeedsTakeoverNeverPausesAnother(t *testing.T) {
 // of one already there (a crash between the Kafka commit and the mark).
 func (w *feedWorld) assertTopics(export string) {
 	w.t.Helper()
-	state := dispatchtest.Records(w.t, w.brokers, "KAFKA_SCHD")
+	state := dispatchtest.Records(w.t, w.Brokers, "KAFKA_SCHD")
 	dispatchtest.AssertVersionsRise(w.t, state)
-	dispatchtest.AssertConverged(w.t, w.brokers, "KAFKA_SCHD", bytes.Split([]byte(export), []byte("\n")))
-	rows, err := w.pool.Query(w.t.Context(), `SELECT flid::text, state_version FROM msg_event_record WHERE kind = 'KAFKA_MSG'`)
+	dispatchtest.AssertConverged(w.t, w.Brokers, "KAFKA_SCHD", bytes.Split([]byte(export), []byte("\n")))
+	rows, err := w.Pool.Query(w.t.Context(), `SELECT flid::text, state_version FROM msg_event_record WHERE kind = 'KAFKA_MSG'`)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -550,7 +552,7 @@ func (w *feedWorld) assertTopics(export string) {
 	if err := rows.Err(); err != nil {
 		w.t.Fatal(err)
 	}
-	notices := dispatchtest.Records(w.t, w.brokers, "KAFKA_MSG")
+	notices := dispatchtest.Records(w.t, w.Brokers, "KAFKA_MSG")
 	dispatchtest.AssertNotices(w.t, notices, want)
-	w.t.Logf("%s: %d state records, %d notices read read_committed", w.name, len(state), len(notices))
+	w.t.Logf("%s: %d state records, %d notices read read_committed", w.Name, len(state), len(notices))
 }

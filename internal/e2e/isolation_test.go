@@ -32,7 +32,7 @@ func TestRogueMailboxHurtsOnlyItsFeed(t *testing.T) {
 	e := newEnv(t)
 	rogue := fakemysql.Start(t, "", nil, fakemysql.Flood(1<<30, fakemysql.AtGreeting))
 	bad := newWorld(t, "pek")
-	bad.mboxDSN = "root@tcp(" + rogue.Addr() + ")/mbx"
+	bad.MailboxDSN = "root@tcp(" + rogue.Addr() + ")/mbx"
 	good := newWorld(t, "can")
 	lt := leaseTimings{duration: 4 * time.Second, renew: 3 * time.Second, retry: 500 * time.Millisecond}
 	cgBad, cgGood := proctest.MemoryCgroup(t, pumpPodMemoryLimit), proctest.MemoryCgroup(t, pumpPodMemoryLimit)
@@ -53,7 +53,7 @@ func TestRogueMailboxHurtsOnlyItsFeed(t *testing.T) {
 	})
 	good.put(rows, base, len(rows)/2, len(rows))
 	good.waitDrained(len(rows))
-	if n := good.pgCount(`SELECT COUNT(*) FROM msg_event_record`); n == 0 {
+	if n := good.Count(`SELECT COUNT(*) FROM msg_event_record`); n == 0 {
 		t.Fatal("can published nothing")
 	}
 	// pek keeps failing the same way while can runs: several connections,
@@ -67,8 +67,8 @@ func TestRogueMailboxHurtsOnlyItsFeed(t *testing.T) {
 		pod  *manager
 		cg   string
 	}{{"pek", badPod, cgBad}, {"can", goodPod, cgGood}} {
-		if p.pod.exited() {
-			t.Fatalf("%s's pump exited:\n%s", p.name, proctest.Tail(p.pod.out.String(), 40))
+		if p.pod.Exited() {
+			t.Fatalf("%s's pump exited:\n%s", p.name, proctest.Tail(p.pod.Output(), 40))
 		}
 		kills, peak := proctest.OOMKills(t, p.cg), proctest.CgroupPeak(t, p.cg)
 		t.Logf("%s's pump pod: peak %d MiB of its %d MiB limit (VmHWM %d MiB), %d OOM kills", p.name, peak>>20,
@@ -86,7 +86,7 @@ func TestRogueMailboxHurtsOnlyItsFeed(t *testing.T) {
 // vmHWM is the process's peak resident memory (0 when it cannot be read).
 func vmHWM(t *testing.T, m *manager) int64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", m.Pid()))
 	if err != nil {
 		return 0
 	}

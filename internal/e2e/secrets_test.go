@@ -51,7 +51,7 @@ func TestNoSecretAnywhere(t *testing.T) {
 	ctx := t.Context()
 
 	// A mailbox user whose password holds the marker.
-	mcfg, err := mysql.ParseDSN(mailboxtest.WithUser(t, w.mboxDSN, "ffsec_", secretMarker+"-mbx"))
+	mcfg, err := mysql.ParseDSN(mailboxtest.WithUser(t, w.MailboxDSN, "ffsec_", secretMarker+"-mbx"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,9 +62,9 @@ func TestNoSecretAnywhere(t *testing.T) {
 	}
 	// PostgreSQL here trusts local connections: the password is sent and
 	// ignored, the pump runs. The read-only DSN points at a closed port.
-	pgDSN := strings.Replace(w.pgDSN, "postgres://postgres@", "postgres://postgres:"+secretMarker+"-pg@", 1)
-	if pgDSN == w.pgDSN {
-		t.Fatalf("cannot put a password into %s", w.pgDSN)
+	pgDSN := strings.Replace(w.DatabaseDSN, "postgres://postgres@", "postgres://postgres:"+secretMarker+"-pg@", 1)
+	if pgDSN == w.DatabaseDSN {
+		t.Fatalf("cannot put a password into %s", w.DatabaseDSN)
 	}
 	readDSN := "postgres://reader:" + secretMarker + "-ro@" + loopback.FreeAddr(t) + "/ff?sslmode=disable&connect_timeout=2"
 
@@ -106,7 +106,7 @@ func TestNoSecretAnywhere(t *testing.T) {
 	if err := e.c.Update(ctx, &sec); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.insert("<MSG><META><TYPE>SCHD</TYPE>", time.Now()); err != nil {
+	if err := w.Insert("<MSG><META><TYPE>SCHD</TYPE>", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	await.Eventually(t, "the malformed message DEAD", waitLong, func() (bool, string) {
@@ -134,18 +134,18 @@ func TestNoSecretAnywhere(t *testing.T) {
 	}
 
 	// Every surface, searched.
-	_, metrics := httpGet("http://" + m.metrics + "/metrics")
+	_, metrics := proctest.HTTPGet(nil, "http://"+m.metrics+"/metrics")
 	surfaces := map[string]string{
-		"logs":                  m.logs(),
+		"logs":                  m.Output(),
 		"metrics":               metrics,
 		"read API error bodies": strings.Join(bodies, "\n"),
 		"FlightFeed":            jsonOf(t, e.feedObject(key)),
 		"Events":                e.events(t),
 		"FlightFeedDays":        e.days(t),
 	}
-	if !strings.Contains(m.logs(), `"v":10`) && !strings.Contains(m.logs(), "Access denied") {
+	if !strings.Contains(m.Output(), `"v":10`) && !strings.Contains(m.Output(), "Access denied") {
 		// The search is only worth something if the logs are the verbose ones.
-		t.Logf("logs (tail):\n%s", proctest.Tail(m.logs(), 20))
+		t.Logf("logs (tail):\n%s", proctest.Tail(m.Output(), 20))
 	}
 	for name, text := range surfaces {
 		if text == "" {
@@ -155,8 +155,8 @@ func TestNoSecretAnywhere(t *testing.T) {
 			t.Errorf("%s show a credential: …%s…", name, text[max(0, i-200):min(len(text), i+100)])
 		}
 	}
-	if !strings.Contains(m.logs(), "Access denied") && !strings.Contains(m.logs(), "1045") {
-		t.Errorf("the logs do not show the refused mailbox login, so the search proves little:\n%s", proctest.Tail(m.logs(), 40))
+	if !strings.Contains(m.Output(), "Access denied") && !strings.Contains(m.Output(), "1045") {
+		t.Errorf("the logs do not show the refused mailbox login, so the search proves little:\n%s", proctest.Tail(m.Output(), 40))
 	}
 }
 
@@ -223,7 +223,7 @@ func readerToken(t *testing.T, e *env) string {
 	e.create(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: e.ns},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: e.ns, Name: "reader"}},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "reader"}})
-	kube, err := kubernetes.NewForConfig(restCfg)
+	kube, err := kubernetes.NewForConfig(shared.RestConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -26,6 +25,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
+	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
 
 // feedToday creates the SPEC §4 FlightFeed named name with the request
@@ -59,8 +59,6 @@ func (h *harness) pumpRequest() (mbox *sql.DB, loc *time.Location, day string) {
 	return mbox, loc, day
 }
 
-var rqfdDay = regexp.MustCompile(`<STDB>(\d{2}[A-Za-z]{3}\d{2})0000</STDB>`)
-
 // waitRequest waits for the pump's full-day request in COUTMSGS and
 // returns the day it asks for.
 func (h *harness) waitRequest(mbox *sql.DB, loc *time.Location) string {
@@ -87,15 +85,10 @@ func (h *harness) waitRequest(mbox *sql.DB, loc *time.Location) string {
 			if !strings.Contains(b, "<TYPE>RQFD</TYPE>") {
 				continue
 			}
-			m := rqfdDay.FindStringSubmatch(b)
-			if m == nil {
-				return false, "a request without a day start: " + b
-			}
-			d, err := time.ParseInLocation("02Jan06", m[1], loc)
-			if err != nil {
+			var err error
+			if day, err = proctest.RequestDay(b, loc); err != nil {
 				return false, err.Error()
 			}
-			day = d.Format(time.DateOnly)
 			return true, ""
 		}
 		return false, fmt.Sprintf("%d outbound rows, no RQFD", len(bodies))

@@ -3,11 +3,9 @@
 package e2e_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -28,33 +25,23 @@ import (
 	"time"
 
 	_ "github.com/go-sql-driver/mysql" // the mailbox driver
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kfake"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/feednames"
-	"github.com/flightfeed/flightfeed/internal/mailbox"
-	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
-	"github.com/flightfeed/flightfeed/internal/simulate"
-	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/reliability/check"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/feedtest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
 
@@ -145,26 +132,18 @@ func (s *suite) helmRun(args ...string) string {
 // ---- one feed's services -----------------------------------------------------------
 
 // world is one feed's PostgreSQL database, MariaDB mailbox and Kafka
-// broker, as the host reaches them (config) and as the pods do (podPG,
-// podMbox, brokers).
+// broker (proctest.World: its --config names them as the host reaches
+// them) and the DSNs as the pods reach them (podPG, podMbox).
 type world struct {
-	t              *testing.T
-	pgDSN, mboxDSN string
+	*proctest.World
 	podPG, podMbox string
-	brokers        []string
-	config         string
-	pool           *pgxpool.Pool
-	mbox           *sql.DB
-	binary         string
 }
 
 // newWorld makes a feed's services. onBridge puts its broker on the
 // cluster's bridge, where the pods reach it; otherwise on loopback.
 func newWorld(t *testing.T, binary, name string, onBridge bool) *world {
 	t.Helper()
-	w := &world{t: t, binary: binary, pgDSN: pgtest.New(t), mboxDSN: mailboxtest.NewMailbox(t)}
-	w.podPG = strings.Replace(w.pgDSN, "127.0.0.1", hostIP, 1)
-	w.podMbox = strings.Replace(w.mboxDSN, "127.0.0.1", hostIP, 1)
+	var brokers []string
 	if onBridge {
 		listen := func(network, address string) (net.Listener, error) {
 			_, port, err := net.SplitHostPort(address)
@@ -179,70 +158,12 @@ func newWorld(t *testing.T, binary, name string, onBridge bool) *world {
 			t.Fatalf("kfake on %s: %v", hostIP, err)
 		}
 		t.Cleanup(cluster.Close)
-		w.brokers = cluster.ListenAddrs()
-	} else {
-		w.brokers = kafkatest.New(t, "KAFKA_SCHD", "KAFKA_MSG")
+		brokers = cluster.ListenAddrs()[:1]
 	}
-	w.config = feedtest.Feed{MailboxDSN: w.mboxDSN, DatabaseDSN: w.pgDSN, Brokers: w.brokers[:1]}.WriteConfig(t, name)
-	var err error
-	if w.pool, err = pgxpool.New(t.Context(), w.pgDSN); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.pool.Close)
-	if w.mbox, err = sql.Open("mysql", w.mboxDSN); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.mbox.Close() })
+	w := &world{World: proctest.NewWorld(t, name, binary, proctest.WorldOptions{Brokers: brokers})}
+	w.podPG = strings.Replace(w.DatabaseDSN, "127.0.0.1", hostIP, 1)
+	w.podMbox = strings.Replace(w.MailboxDSN, "127.0.0.1", hostIP, 1)
 	return w
-}
-
-func (w *world) ff(command string, args ...string) string {
-	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, w.binary, append([]string{command, "--config", w.config}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		w.t.Fatalf("flightfeed %s: %v\n%s", command, err, proctest.Tail(stderr.String(), 30))
-	}
-	return string(out)
-}
-
-func (w *world) lock(ctx context.Context) (holder string, epoch int64, err error) {
-	var h *string
-	err = w.pool.QueryRow(ctx, `SELECT holder, epoch FROM pipeline_lock WHERE name = $1`, store.LockName).Scan(&h, &epoch)
-	return ptr.Deref(h, ""), epoch, err
-}
-
-func (w *world) count(db interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, query string) int {
-	w.t.Helper()
-	var n int
-	if err := db.QueryRowContext(w.t.Context(), query).Scan(&n); err != nil {
-		w.t.Fatalf("%s: %v", query, err)
-	}
-	return n
-}
-
-func (w *world) processed() int {
-	return w.count(w.mbox, `SELECT COUNT(*) FROM CMINMSGS WHERE CMINMSGS_DATE_PROCESSED IS NOT NULL`)
-}
-
-func (w *world) pendingEvents() int {
-	w.t.Helper()
-	var n int
-	if err := w.pool.QueryRow(w.t.Context(), `SELECT COUNT(*) FROM msg_event_record WHERE id > (SELECT delivered_id FROM msg_event_cursor) AND (id, kind) NOT IN (SELECT event_id, kind FROM msg_event_parked)`).Scan(&n); err != nil {
-		w.t.Fatal(err)
-	}
-	return n
-}
-
-func (w *world) insert(body string, received time.Time) error {
-	_, err := mailbox.WriteInbound(context.Background(), w.mbox, mailbox.Inbound{Received: received, Body: body})
-	return err
 }
 
 // feed inserts rows one every pace in the background, row i received at
@@ -253,7 +174,7 @@ func (w *world) feed(rows []string, base time.Time, pace time.Duration) (inserte
 	ch := make(chan error, 1)
 	go func() {
 		for i, r := range rows {
-			if err := w.insert(r, base.Add(time.Duration(i)*time.Millisecond)); err != nil {
+			if err := w.Insert(r, base.Add(time.Duration(i)*time.Millisecond)); err != nil {
 				ch <- err
 				return
 			}
@@ -267,70 +188,16 @@ func (w *world) feed(rows []string, base time.Time, pace time.Duration) (inserte
 	return func() int { mu.Lock(); defer mu.Unlock(); return n }, ch
 }
 
-func (w *world) waitDrained(n int) {
-	w.t.Helper()
-	await.EventuallyEvery(w.t, fmt.Sprintf("all %d mailbox rows processed and the outbox delivered", n), waitLong, clusterPoll, func() (bool, string) {
-		p, e := w.processed(), w.pendingEvents()
-		return p == n && e == 0, fmt.Sprintf("%d of %d processed, %d events pending", p, n, e)
-	})
-}
-
-var rqfdDay = regexp.MustCompile(`<STDB>(\d{2}[A-Za-z]{3}\d{2})0000</STDB>`)
-
-// waitRequest waits for the pump's full-day request and returns its day.
-func (w *world) waitRequest(loc *time.Location) string {
-	w.t.Helper()
-	var day string
-	await.EventuallyEvery(w.t, "the pump's RQFD in COUTMSGS", waitLong, clusterPoll, func() (bool, string) {
-		var body string
-		err := w.mbox.QueryRowContext(w.t.Context(),
-			`SELECT COUTMSGS_CLOB_MSG FROM COUTMSGS WHERE COUTMSGS_CLOB_MSG LIKE '%<TYPE>RQFD</TYPE>%' ORDER BY COUTMSGS_ID LIMIT 1`).Scan(&body)
-		if err != nil {
-			return false, err.Error()
-		}
-		m := rqfdDay.FindStringSubmatch(body)
-		if m == nil {
-			return false, "a request without a day: " + body
-		}
-		d, err := time.ParseInLocation("02Jan06", m[1], loc)
-		if err != nil {
-			return false, err.Error()
-		}
-		day = d.Format(time.DateOnly)
-		return true, ""
-	})
-	return day
-}
-
-func (w *world) mailboxDump() string { return mailboxtest.Results(w.t, w.mbox) }
-
-// sessions counts the database sessions of a pod: a pump pod's sessions
-// carry its name as application_name (internal/store, $POD_NAME).
-func (w *world) sessions(pod string) (int, error) {
-	var n int
-	err := w.pool.QueryRow(context.Background(), `SELECT COUNT(*) FROM pg_stat_activity
-		WHERE datname = current_database() AND application_name = $1`, pod).Scan(&n)
-	return n, err
-}
+func (w *world) waitDrained(n int) { w.WaitDrained(n, waitLong, clusterPoll) }
 
 // workload is a day of the AODB: the RESP answering the full-day request,
 // then four rounds of traffic from `flightfeed simulate`'s generator with
 // fixed seeds (the same rows for every run).
-func workload(day string, loc *time.Location) []string {
-	rows := []string{simulate.Response(simulate.Options{Day: day, Flights: 30, Seed: 1, FirstSeqn: 1, Location: loc}).Body}
-	return append(rows, traffic(day, loc, 0, 4)...)
-}
+func workload(day string, loc *time.Location) []string { return proctest.Workload(day, loc, 30, 4) }
 
 // traffic is rounds from..to-1 of the day's traffic after the RESP.
 func traffic(day string, loc *time.Location, from, to int) []string {
-	var rows []string
-	for k := from; k < to; k++ {
-		for _, m := range simulate.Stream(simulate.Options{Day: day, Flights: 30, Seed: uint64(k + 2),
-			FirstSeqn: 1000 * (k + 1), Malformed: 2, Location: loc}) {
-			rows = append(rows, m.Body)
-		}
-	}
-	return rows
+	return proctest.Traffic(day, loc, 30, from, to)
 }
 
 // ---- the release's pods ------------------------------------------------------------
@@ -416,28 +283,16 @@ func pumpRunning(p corev1.Pod, key types.NamespacedName) float64 {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return -1
 	}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "flightfeed_pump_running{") && strings.Contains(line, `feed="`+key.Name+`"`) &&
-			strings.Contains(line, `feed_namespace="`+key.Namespace+`"`) {
-			v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-			return v
-		}
-	}
-	return 0
+	v, _ := proctest.FeedMetric(string(body), "flightfeed_pump_running", key.Namespace, key.Name)
+	return v
 }
 
 // leaseHolder is the holder of the feed's Lease in namespace ns: the
 // feed's own (the pump pods') or, before the upgrade, the operator's
 // namespace (the previous release's managers).
 func (s *suite) leaseHolder(ns string, key types.NamespacedName) string {
-	var l coordinationv1.Lease
-	if err := s.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: feednames.Lease(key)}, &l); err != nil {
-		return ""
-	}
-	return ptr.Deref(l.Spec.HolderIdentity, "")
+	h, _ := proctest.LeaseHolder(context.Background(), s.c, ns, feednames.Lease(key))
+	return h
 }
 
 // pumpMonitor samples, every 200 ms, every pod that may run a feed's pump
@@ -451,37 +306,45 @@ type pumpMonitor struct {
 	done    chan struct{}
 }
 
-func (s *suite) monitorPumps(keys ...types.NamespacedName) *pumpMonitor {
-	m := &pumpMonitor{stop: make(chan struct{}), done: make(chan struct{})}
+// every runs sample every 200 ms in the background until stop is closed,
+// then closes done.
+func every(stop, done chan struct{}, sample func()) {
 	go func() {
-		defer close(m.done)
+		defer close(done)
 		for {
-			var mgr corev1.PodList
-			_ = s.c.List(context.Background(), &mgr, client.InNamespace(s.ns),
-				client.MatchingLabels{"app.kubernetes.io/instance": s.release, "app.kubernetes.io/component": "manager"})
-			for _, key := range keys {
-				var pods corev1.PodList
-				_ = s.c.List(context.Background(), &pods, client.InNamespace(key.Namespace), client.MatchingLabels(feednames.PodLabels(key.Name)))
-				var running []string
-				for _, p := range append(mgr.Items, pods.Items...) {
-					if pumpRunning(p, key) == 1 {
-						running = append(running, p.Name)
-					}
-				}
-				m.mu.Lock()
-				m.samples++
-				if len(running) > 1 {
-					m.two = append(m.two, time.Now().Format("15:04:05.000")+" "+key.Name+": "+strings.Join(running, "+"))
-				}
-				m.mu.Unlock()
-			}
+			sample()
 			select {
-			case <-m.stop:
+			case <-stop:
 				return
 			case <-time.After(200 * time.Millisecond):
 			}
 		}
 	}()
+}
+
+func (s *suite) monitorPumps(keys ...types.NamespacedName) *pumpMonitor {
+	m := &pumpMonitor{stop: make(chan struct{}), done: make(chan struct{})}
+	every(m.stop, m.done, func() {
+		var mgr corev1.PodList
+		_ = s.c.List(context.Background(), &mgr, client.InNamespace(s.ns),
+			client.MatchingLabels{"app.kubernetes.io/instance": s.release, "app.kubernetes.io/component": "manager"})
+		for _, key := range keys {
+			var pods corev1.PodList
+			_ = s.c.List(context.Background(), &pods, client.InNamespace(key.Namespace), client.MatchingLabels(feednames.PodLabels(key.Name)))
+			var running []string
+			for _, p := range append(mgr.Items, pods.Items...) {
+				if pumpRunning(p, key) == 1 {
+					running = append(running, p.Name)
+				}
+			}
+			m.mu.Lock()
+			m.samples++
+			if len(running) > 1 {
+				m.two = append(m.two, time.Now().Format("15:04:05.000")+" "+key.Name+": "+strings.Join(running, "+"))
+			}
+			m.mu.Unlock()
+		}
+	})
 	return m
 }
 
@@ -504,28 +367,20 @@ type progress struct {
 
 func watchProgress(w *world, inserted func() int) *progress {
 	p := &progress{stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		last, since := -1, time.Now()
-		for {
-			var n int
-			if err := w.mbox.QueryRowContext(context.Background(),
-				`SELECT COUNT(*) FROM CMINMSGS WHERE CMINMSGS_DATE_PROCESSED IS NOT NULL`).Scan(&n); err == nil {
-				now := time.Now()
-				if n != last || n >= inserted() {
-					last, since = n, now
-				}
-				p.mu.Lock()
-				p.longest = max(p.longest, now.Sub(since))
-				p.mu.Unlock()
+	last, since := -1, time.Now()
+	every(p.stop, p.done, func() {
+		var n int
+		if err := w.Mailbox.QueryRowContext(context.Background(),
+			`SELECT COUNT(*) FROM CMINMSGS WHERE CMINMSGS_DATE_PROCESSED IS NOT NULL`).Scan(&n); err == nil {
+			now := time.Now()
+			if n != last || n >= inserted() {
+				last, since = n, now
 			}
-			select {
-			case <-p.stop:
-				return
-			case <-time.After(200 * time.Millisecond):
-			}
+			p.mu.Lock()
+			p.longest = max(p.longest, now.Sub(since))
+			p.mu.Unlock()
 		}
-	}()
+	})
 	return p
 }
 
@@ -547,21 +402,8 @@ type feedWorld struct {
 // and its FlightFeed in the feed namespace.
 func (s *suite) newFeed(name string) *feedWorld {
 	s.t.Helper()
-	f := &feedWorld{world: newWorld(s.t, s.binary, name, true), key: types.NamespacedName{Namespace: s.feedNS, Name: name}}
-	for suffix, dsn := range map[string]string{"-mailbox": f.podMbox, "-db": f.podPG} {
-		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: name + suffix, Namespace: s.feedNS},
-			StringData: map[string]string{"dsn": dsn}}
-		if err := s.c.Create(s.t.Context(), sec); err != nil {
-			s.t.Fatal(err)
-		}
-	}
-	var feed unstructured.Unstructured
-	if err := yaml.Unmarshal([]byte(feedtest.Feed{Brokers: f.brokers[:1]}.Manifest(name, s.feedNS)), &feed.Object); err != nil {
-		s.t.Fatal(err)
-	}
-	if err := s.c.Create(s.t.Context(), &feed); err != nil {
-		s.t.Fatal(err)
-	}
+	f := &feedWorld{world: newWorld(s.t, s.binary, name, true)}
+	f.key = proctest.ApplyFeed(s.t, s.c, s.feedNS, name, feedtest.Feed{MailboxDSN: f.podMbox, DatabaseDSN: f.podPG, Brokers: f.Brokers})
 	return f
 }
 
@@ -573,7 +415,7 @@ func (s *suite) waitLeader(f *feedWorld, ns string, after int64, within time.Dur
 	var epoch int64
 	await.EventuallyEvery(s.t, fmt.Sprintf("%s: a Lease holder in %s holding pipeline_lock above epoch %d", f.key.Name, ns, after), within, clusterPoll, func() (bool, string) {
 		lh := s.leaseHolder(ns, f.key)
-		ph, ep, err := f.lock(s.t.Context())
+		ph, ep, err := f.Lock(s.t.Context())
 		if err != nil {
 			return false, err.Error()
 		}
@@ -594,7 +436,7 @@ func (s *suite) checkOnePump(f *feedWorld, holder string) {
 		pods := s.pumpPods(f.key)
 		for _, p := range pods {
 			r := pumpRunning(p, f.key)
-			n, err := f.sessions(p.Name)
+			n, err := f.Sessions(p.Name)
 			if err != nil {
 				s.t.Fatalf("count %s's database sessions: %v", p.Name, err)
 			}
@@ -616,21 +458,17 @@ func compareWithUninterrupted(t *testing.T, f *feedWorld, binary string, batches
 	t.Helper()
 	clean := newWorld(t, binary, f.key.Name+"-clean", false)
 	for _, b := range batches {
-		for i, r := range b.rows {
-			if err := clean.insert(r, b.base.Add(time.Duration(i)*time.Millisecond)); err != nil {
-				t.Fatal(err)
-			}
-		}
+		clean.Put(b.rows, b.base)
 	}
-	clean.ff("pump", "--drain")
-	if got, want := versionField.ReplaceAllString(f.ff("export"), ""), versionField.ReplaceAllString(clean.ff("export"), ""); got != want {
+	clean.Run("pump", "--drain")
+	if got, want := check.Mask(f.Run("export")), check.Mask(clean.Run("export")); got != want {
 		t.Errorf("%s: export differs from an uninterrupted run's:\n--- cluster\n%s\n--- uninterrupted\n%s", f.key.Name, got, want)
 	}
-	ledger = f.ff("ledger")
-	if want := clean.ff("ledger"); ledger != want {
+	ledger = f.Run("ledger")
+	if want := clean.Run("ledger"); ledger != want {
 		t.Errorf("%s: ledger:\n%s\nuninterrupted:\n%s", f.key.Name, ledger, want)
 	}
-	if got, want := f.mailboxDump(), clean.mailboxDump(); got != want {
+	if got, want := f.MailboxDump(), clean.MailboxDump(); got != want {
 		t.Errorf("%s: mailbox differs from an uninterrupted run's:\n--- cluster\n%s\n--- uninterrupted\n%s", f.key.Name, got, want)
 	}
 	return ledger
@@ -792,7 +630,7 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 	var days []string
 	for _, f := range feeds {
 		s.waitLeader(f, s.ns, 0, waitLong)
-		days = append(days, f.waitRequest(loc))
+		days = append(days, f.WaitRequest(loc, waitLong, clusterPoll))
 	}
 	timing("two feeds on the previous release, RQFDs sent")
 
@@ -809,10 +647,10 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 		fed = append(fed, done)
 	}
 	await.EventuallyEvery(t, "a third of pek's day processed", waitLong, clusterPoll, func() (bool, string) {
-		n := pek.processed()
+		n := pek.Processed()
 		return n >= len(rows[0])/3, fmt.Sprintf("%d of %d", n, len(rows[0]))
 	})
-	upgradeAt := pek.processed()
+	upgradeAt := pek.Processed()
 	s.helmRun("upgrade", s.release, "charts/flightfeed", "--set", "image.repository=flightfeed", "--set", "image.tag="+tag,
 		"--set", "metrics.scrapers[0].namespace="+s.ns, "--set", "metrics.scrapers[0].name=scraper", "--wait", "--timeout", "3m")
 	if upgradeAt >= len(rows[0]) {
@@ -872,7 +710,7 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 	}
 	pvgProgress := watchProgress(pvg.world, func() int { return len(rows[1]) + inserted[1]() })
 	await.EventuallyEvery(t, "a third more of pek's day processed", waitLong, clusterPoll, func() (bool, string) {
-		n := pek.processed() - len(rows[0])
+		n := pek.Processed() - len(rows[0])
 		return n >= len(more[0])/3, fmt.Sprintf("%d of %d", n, len(more[0]))
 	})
 	standby := ""
@@ -885,7 +723,7 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 	if err := s.c.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: leaders["pek"], Namespace: s.feedNS}}); err != nil {
 		t.Fatal(err)
 	}
-	atDelete := pek.processed() - len(rows[0])
+	atDelete := pek.Processed() - len(rows[0])
 	if atDelete >= len(more[0]) {
 		t.Fatalf("the day was over before the delete (%d of %d)", atDelete, len(more[0]))
 	}
@@ -927,12 +765,12 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 	_, done := pek.feed(last, base3, 10*time.Millisecond)
 	before := len(rows[0]) + len(more[0])
 	await.EventuallyEvery(t, "a third of the rest of pek's day processed", waitLong, clusterPoll, func() (bool, string) {
-		n := pek.processed() - before
+		n := pek.Processed() - before
 		return n >= len(last)/3, fmt.Sprintf("%d of %d", n, len(last))
 	})
 	killed := sigkillPump(t, s, pek.key, next)
 	killedAt := time.Now()
-	atKill := pek.processed() - before
+	atKill := pek.Processed() - before
 	// Whoever comes first: the other pod once the Lease expires, or the
 	// killed pod's restarted container, which holds the Lease under the
 	// same identity (its pod name) and so takes it back at once; either
@@ -1003,7 +841,7 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 		if got, want := s.days(f.key), ledgerVersions(t, ledgers[f.key.Name]); got != want {
 			t.Errorf("%s's FlightFeedDays after helm uninstall: %s, want %s", f.key.Name, got, want)
 		}
-		if got := f.ff("ledger"); got != ledgers[f.key.Name] {
+		if got := f.Run("ledger"); got != ledgers[f.key.Name] {
 			t.Errorf("%s's ledger after helm uninstall:\n%s\nwant\n%s", f.key.Name, got, ledgers[f.key.Name])
 		}
 	}
@@ -1012,7 +850,7 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 
 func mustEpoch(t *testing.T, f *feedWorld) int64 {
 	t.Helper()
-	_, ep, err := f.lock(t.Context())
+	_, ep, err := f.Lock(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1054,10 +892,6 @@ func ledgerVersions(t *testing.T, ledger string) string {
 	sort.Strings(out)
 	return strings.Join(out, " ")
 }
-
-// versionField strips what differs between two runs of the same input:
-// state versions and commit times.
-var versionField = regexp.MustCompile(`"STATE_VERSION":\d+,?|"UPDATED_AT":"[^"]*",?`)
 
 // checkOperationsThroughTheAPIServer runs `flightfeed dead` and `parked`
 // with --feed as a person (the admin kubeconfig impersonating a user) who
@@ -1101,7 +935,7 @@ func (s *suite) checkOperationsThroughTheAPIServer(f *feedWorld) {
 		t.Fatalf("the person reads the feed's database Secret: %v", err)
 	}
 	for _, args := range [][]string{{"dead", "-o", "json"}, {"dead"}, {"parked"}} {
-		want := f.ff(args[0], args[1:]...)
+		want := f.Run(args[0], args[1:]...)
 		var got string
 		await.EventuallyEvery(t, strings.Join(args, " ")+" through the service proxy", waitLong, clusterPoll, func() (bool, string) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -1,9 +1,12 @@
 package check
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
@@ -138,10 +141,15 @@ func Self(o Outcome) Report {
 	return r
 }
 
-// orderState counts the state topic's regressions and repeats.
+// orderState counts the state topic's regressions and repeats: per FLID,
+// every record in one partition, its STATE_VERSION never below the highest
+// one of the FLID before it (not just the last record's), and one state
+// per version: a record at a version already seen with another body is a
+// regression (two states published as one version).
 func (r *Report) orderState(records []dispatchtest.Record) {
 	part := map[string]int32{}
-	last := map[string]dispatchtest.Record{}
+	top := map[string]dispatchtest.Record{}
+	body := map[string]string{} // FLID and version → the first value seen
 	seen := map[string]bool{}
 	for _, rec := range records {
 		if p, ok := part[rec.Key]; ok && p != rec.Partition {
@@ -155,12 +163,21 @@ func (r *Report) orderState(records []dispatchtest.Record) {
 			r.problem("state record %d/%d of FLID %s has no STATE_VERSION: %s", rec.Partition, rec.Offset, rec.Key, rec.Value)
 			continue
 		}
-		if prev, ok := last[rec.Key]; ok && v < prev.StateVersion() {
+		if prev, ok := top[rec.Key]; ok && v < prev.StateVersion() {
 			r.Regressions++
 			r.problem("FLID %s: STATE_VERSION %d at offset %d after %d at offset %d", rec.Key, v, rec.Offset, prev.StateVersion(), prev.Offset)
 		}
-		last[rec.Key] = rec
-		id := fmt.Sprintf("%s\x00%d\x00%s", rec.Key, v, rec.Value)
+		if prev, ok := top[rec.Key]; !ok || v > prev.StateVersion() {
+			top[rec.Key] = rec
+		}
+		at := fmt.Sprintf("%s\x00%d", rec.Key, v)
+		if b, ok := body[at]; !ok {
+			body[at] = string(rec.Value)
+		} else if b != string(rec.Value) {
+			r.Regressions++
+			r.problem("FLID %s: two states at STATE_VERSION %d (offset %d):\n  first %s\n  then  %s", rec.Key, v, rec.Offset, b, rec.Value)
+		}
+		id := at + "\x00" + string(rec.Value)
 		if seen[id] {
 			r.Redelivered++
 		}
@@ -300,22 +317,58 @@ func sortedKeys[K int64 | string, V any](m map[K]V) []K {
 	return out
 }
 
-// Validate refuses a clean run that proves too little to be a reference:
-// it must hold every row of the workload, processed, with SUCCEEDED and
-// DEAD results among them, flights, ledger lines and notices.
-func Validate(ref Outcome, rows int) error {
-	results := map[string]int{}
-	processed := 0
+// Validate refuses a clean run that is not what the workload fixes
+// (ExpectDay): every row of it processed, exactly the expected rows DEAD
+// and the others SUCCEEDED or SKIPPED, exactly the expected flights
+// exported, the expected ledger days at their versions, and records on
+// both topics. Fixed expectations, not the reference's own say-so: a
+// defect shared by the clean and the faulted run would otherwise compare
+// equal and report nothing lost.
+func Validate(ref Outcome, want Expected) error {
+	var problems []string
+	if len(ref.Mailbox) != want.Rows {
+		problems = append(problems, fmt.Sprintf("%d mailbox rows, want %d", len(ref.Mailbox), want.Rows))
+	}
+	dead := map[int64]bool{}
+	for _, id := range want.Dead {
+		dead[id] = true
+	}
 	for _, m := range ref.Mailbox {
-		results[m.Result]++
-		if m.Processed {
-			processed++
+		switch {
+		case !m.Processed:
+			problems = append(problems, fmt.Sprintf("mailbox row %d not processed", m.ID))
+		case dead[m.ID] && m.Result != "DEAD":
+			problems = append(problems, fmt.Sprintf("mailbox row %d is %s %q, want DEAD (a malformed row)", m.ID, m.Result, m.Note))
+		case !dead[m.ID] && m.Result != "SUCCEEDED" && m.Result != "SKIPPED":
+			problems = append(problems, fmt.Sprintf("mailbox row %d is %s %q, want SUCCEEDED or SKIPPED", m.ID, m.Result, m.Note))
 		}
 	}
-	if len(ref.Mailbox) != rows || processed != rows || results["SUCCEEDED"] == 0 || results["DEAD"] == 0 ||
-		len(ref.Ledger) == 0 || len(ref.Export) == 0 || len(ref.Notice) == 0 || len(ref.State) == 0 {
-		return fmt.Errorf("the clean run proves too little: %d mailbox rows of %d (%d processed), results %v, %d ledger lines, %d flights, %d state and %d notice records",
-			len(ref.Mailbox), rows, processed, results, len(ref.Ledger), len(ref.Export), len(ref.State), len(ref.Notice))
+	if got := sortedKeys(ref.Export); !slices.Equal(got, want.Flights) {
+		problems = append(problems, fmt.Sprintf("exported flights %v, want %v", got, want.Flights))
+	}
+	ledger := map[string]int64{}
+	for _, line := range ref.Ledger {
+		var d struct {
+			Day     string `json:"day"`
+			Version int64  `json:"version"`
+		}
+		if err := json.Unmarshal([]byte(line), &d); err != nil {
+			problems = append(problems, fmt.Sprintf("ledger line %q: %v", line, err))
+			continue
+		}
+		ledger[d.Day] = d.Version
+	}
+	if !maps.Equal(ledger, want.Ledger) {
+		problems = append(problems, fmt.Sprintf("ledger days and versions %v, want %v", ledger, want.Ledger))
+	}
+	if len(ref.State) == 0 || len(ref.Notice) == 0 {
+		problems = append(problems, fmt.Sprintf("%d state and %d notice records", len(ref.State), len(ref.Notice)))
+	}
+	if len(problems) > 0 {
+		if len(problems) > MaxProblems {
+			problems = append(problems[:MaxProblems], fmt.Sprintf("… and %d more", len(problems)-MaxProblems))
+		}
+		return fmt.Errorf("the clean run is not what the workload fixes:\n  %s", strings.Join(problems, "\n  "))
 	}
 	return nil
 }

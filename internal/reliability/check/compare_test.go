@@ -51,7 +51,7 @@ func TestCompare(t *testing.T) {
 			o.Mailbox[2] = MailboxRow{ID: 3}
 		}},
 		{name: "an exported flight differs, and so its last record", want: Counts{Lost: 1}, mutate: func(o *Outcome) {
-			o.Export["2"] = state("2", 12, `,"GATE":"B1"`)
+			o.Export["2"] = state("2", 13, `,"GATE":"B1"`)
 			o.State = append(o.State, rec(5, "2", o.Export["2"]))
 		}},
 		{name: "the last state record is not the export", want: Counts{Lost: 1}, mutate: func(o *Outcome) {
@@ -63,6 +63,14 @@ func TestCompare(t *testing.T) {
 		}},
 		{name: "a version goes back", want: Counts{Regressions: 1, Redelivered: 1}, mutate: func(o *Outcome) {
 			o.State = append(o.State, rec(5, "1", state("1", 9, `,"ESTT":"old"`)), rec(6, "1", o.Export["1"]))
+		}},
+		{name: "two states at one version", want: Counts{Regressions: 1, Redelivered: 1}, mutate: func(o *Outcome) {
+			o.State = append(o.State, rec(5, "1", state("1", 11, `,"ESTT":"y"`)), rec(6, "1", o.Export["1"]))
+		}},
+		{name: "a version below an earlier one but not below the last", want: Counts{Regressions: 2, Redelivered: 2}, mutate: func(o *Outcome) {
+			// v13, then v10 (a repeat of the first record: below 13) and
+			// v11 (the export again: above 10, the last, but below 13).
+			o.State = append(o.State, rec(5, "1", state("1", 13, `,"ESTT":"z"`)), rec(6, "1", string(o.State[0].Value)), rec(7, "1", o.Export["1"]))
 		}},
 		{name: "a FLID in two partitions", want: Counts{Regressions: 1, Redelivered: 1}, mutate: func(o *Outcome) {
 			o.State[3].Partition = 1
@@ -107,16 +115,40 @@ func TestCompare(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	if err := Validate(outcome(0), 3); err != nil {
+	want := Expected{Rows: 3, Dead: []int64{2}, Flights: []string{"1", "2"}, Ledger: map[string]int64{"2026-12-04": 1}}
+	if err := Validate(outcome(0), want); err != nil {
 		t.Errorf("a full reference: %v", err)
 	}
-	short := outcome(0)
-	short.Mailbox[1].Processed = false
-	if err := Validate(short, 3); err == nil {
-		t.Error("a reference with a row unprocessed passed")
+	for name, mutate := range map[string]func(o *Outcome){
+		"a row unprocessed":           func(o *Outcome) { o.Mailbox[1].Processed = false },
+		"a row missing":               func(o *Outcome) { o.Mailbox = o.Mailbox[:2] },
+		"a malformed row SUCCEEDED":   func(o *Outcome) { o.Mailbox[1].Result = "SUCCEEDED" },
+		"a good row DEAD":             func(o *Outcome) { o.Mailbox[2].Result = "DEAD" },
+		"a flight missing":            func(o *Outcome) { delete(o.Export, "2") },
+		"a flight more":               func(o *Outcome) { o.Export["3"] = state("3", 3, "") },
+		"the day at another version":  func(o *Outcome) { o.Ledger[0] = `{"day":"2026-12-04","version":2}` },
+		"another day":                 func(o *Outcome) { o.Ledger = append(o.Ledger, `{"day":"2026-12-05","version":1}`) },
+		"nothing on the notice topic": func(o *Outcome) { o.Notice = nil },
+	} {
+		o := outcome(0)
+		mutate(&o)
+		if err := Validate(o, want); err == nil {
+			t.Errorf("%s: passed", name)
+		}
 	}
-	if err := Validate(outcome(0), 4); err == nil {
-		t.Error("a reference missing a row passed")
+}
+
+func TestExpectDay(t *testing.T) {
+	e := ExpectDay("2026-12-04", nil, 600)
+	// The RESP's DayFlights and the ad-hoc ADFT's; the 600th row comes
+	// after a DNLD window push that put back the flight the round before's
+	// FDEL deleted.
+	if len(e.Flights) != DayFlights+1 {
+		t.Errorf("%d flights, want %d: %v", len(e.Flights), DayFlights, e.Flights)
+	}
+	// Two malformed rows a round of the traffic.
+	if len(e.Dead) < 2 || len(e.Dead)%2 != 0 || e.Ledger["2026-12-04"] != 1 || e.Rows != 600 {
+		t.Errorf("ExpectDay: %+v", e)
 	}
 }
 

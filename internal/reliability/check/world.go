@@ -1,21 +1,14 @@
 package check
 
 import (
-	"bytes"
-	"context"
-	"database/sql"
-	"os/exec"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	_ "github.com/go-sql-driver/mysql" // the mailbox's driver
-
-	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/testsupport/feedtest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
 
@@ -24,9 +17,6 @@ const (
 	StateTopic  = "KAFKA_SCHD"
 	NoticeTopic = "KAFKA_MSG"
 )
-
-// RunTimeout bounds one `flightfeed export` or `ledger` run.
-const RunTimeout = 2 * time.Minute
 
 // Feed is one feed whose outcome Read collects: its services, the binary
 // and its --config file.
@@ -56,20 +46,10 @@ func (f Feed) topics() (state, notice string) {
 }
 
 // Run runs `flightfeed <command> --config F args...` to the end and
-// returns its standard output; a failure fails the test with the last
-// lines of its standard error.
+// returns its standard output (proctest.RunCommand).
 func (f Feed) Run(t testing.TB, command string, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), RunTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, f.Binary, append([]string{command, "--config", f.Config}, args...)...) //nolint:gosec // the test's own binary
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s: flightfeed %s: %v\n%s", f.Name, command, err, proctest.Tail(stderr.String(), 40))
-	}
-	return string(out)
+	return proctest.RunCommand(t, f.Name, f.Binary, f.Config, command, args...)
 }
 
 // WorldOptions shape NewWorld's feed; zero values take the defaults.
@@ -83,17 +63,18 @@ type WorldOptions struct {
 	// backoff, "backoffInitial: 50ms, backoffMax: 1s": it only keeps the
 	// retries after a fault quick).
 	Pump string
+	// Brokers, when set, is the feed's Kafka broker (default a fresh
+	// kfake broker of kafkatest).
+	Brokers []string
 }
 
-// World is a feed on fresh services of one test: a PostgreSQL database, a
-// mailbox database with the default tables, an in-process kfake broker
-// with both topics (three partitions each), and its --config file (the
-// test feed of SPEC §4, feedtest).
+// World is a feed on fresh services of one test (proctest.World: a
+// PostgreSQL database, a mailbox database with the default tables, a kfake
+// broker with both topics, three partitions each, and its --config file)
+// and the Feed that Read collects its outcome from.
 type World struct {
-	Feed
-	t testing.TB
-	// Mailbox is a connection pool to the mailbox database.
-	Mailbox *sql.DB
+	*proctest.World
+	Feed Feed
 }
 
 // NewWorld creates a world named name whose `export` and `ledger` run
@@ -109,50 +90,105 @@ func NewWorld(t testing.TB, name, binary string, opts WorldOptions) *World {
 	if opts.Pump == "" {
 		opts.Pump = "backoffInitial: 50ms, backoffMax: 1s"
 	}
-	w := &World{t: t, Feed: Feed{Name: name, Binary: binary, MailboxDSN: mailboxtest.NewMailbox(t), DatabaseDSN: pgtest.New(t),
-		Brokers: kafkatest.New(t, StateTopic, NoticeTopic), StateTopic: StateTopic, NoticeTopic: NoticeTopic}}
-	w.Config = feedtest.Feed{MailboxDSN: w.MailboxDSN, DatabaseDSN: w.DatabaseDSN, Brokers: w.Brokers,
-		PollInterval: opts.PollInterval, BatchSize: opts.BatchSize, Pump: opts.Pump}.WriteConfig(t, strings.NewReplacer("@", "-", "/", "-").Replace(name))
-	db, err := sql.Open("mysql", w.MailboxDSN)
-	if err != nil {
-		t.Fatalf("%s: open the mailbox: %v", name, err)
+	w := proctest.NewWorld(t, name, binary, proctest.WorldOptions{Feed: feedtest.Feed{
+		PollInterval: opts.PollInterval, BatchSize: opts.BatchSize, Pump: opts.Pump}, Brokers: opts.Brokers})
+	return &World{World: w, Feed: Feed{Name: name, Binary: binary, Config: w.Config, MailboxDSN: w.MailboxDSN,
+		DatabaseDSN: w.DatabaseDSN, Brokers: w.Brokers, StateTopic: StateTopic, NoticeTopic: NoticeTopic}}
+}
+
+// CleanRun is a scenario's reference: rows (row i received at base + i
+// ms) drained by one `flightfeed pump --drain` of binary on a fresh world,
+// its outcome read into memory (its services may go with the test that
+// happened to make it), refused when it is not want (Validate) or
+// is not consistent itself (Self).
+func CleanRun(t testing.TB, binary string, rows []string, base time.Time, want Expected) (Outcome, error) {
+	t.Helper()
+	clean := NewWorld(t, "clean", binary, WorldOptions{})
+	clean.Put(rows, base)
+	p := clean.Start("clean", true, nil, "--drain")
+	if err := p.Wait(); err != nil {
+		return Outcome{}, fmt.Errorf("clean drain: %w\n%s", err, proctest.Tail(p.Output(), 40))
 	}
-	t.Cleanup(func() { _ = db.Close() })
-	w.Mailbox = db
-	return w
-}
-
-// Put inserts the rows into the mailbox as the AODB would (mailboxtest.PutRows).
-func (w *World) Put(rows []string, base time.Time) {
-	w.t.Helper()
-	mailboxtest.PutRows(w.t, w.Mailbox, w.Name, rows, base)
-}
-
-// Processed counts the mailbox rows that carry their result
-// (mailboxtest.ProcessedRows).
-func (w *World) Processed() int {
-	w.t.Helper()
-	return mailboxtest.ProcessedRows(w.t, w.Mailbox, w.Name)
+	ref := Read(t, clean.Feed)
+	if err := Validate(ref, want); err != nil {
+		return Outcome{}, err
+	}
+	if r := Self(ref); !r.OK() {
+		return Outcome{}, fmt.Errorf("the clean run is not consistent itself: %v", r.Problems)
+	}
+	return ref, nil
 }
 
 // DayFlights is the number of flights of Day's schedule.
 const DayFlights = 40
 
 // Day is the simulator's day of n mailbox rows for the airport-local day
-// in loc (`flightfeed simulate`'s generator): row 1 the RESP of the
-// full-day schedule (DayFlights flights), then rounds of the day's traffic
-// — a DNLD window push, a FLOP of every mapped kind, an ADFT, an FDEL and
-// two malformed rows each — cut at n rows. The same arguments give the
-// same rows.
+// in loc (proctest.Workload of DayFlights flights): row 1 the RESP of the
+// full-day schedule, then rounds of the day's traffic — a DNLD window
+// push, a FLOP of every mapped kind, an ADFT, an FDEL and two malformed
+// rows each — cut at n rows. The same arguments give the same rows.
 func Day(day string, loc *time.Location, n int) []string {
-	rows := []string{simulate.Response(simulate.Options{Day: day, Flights: DayFlights, Seed: 1, FirstSeqn: 1, Location: loc}).Body}
-	for k := 0; len(rows) < n; k++ {
-		for _, m := range simulate.Stream(simulate.Options{Day: day, Flights: DayFlights, Seed: uint64(k + 2),
-			FirstSeqn: 1000 * (k + 1), Malformed: 2, Location: loc}) {
-			rows = append(rows, m.Body)
+	var rows []string
+	for _, m := range dayMessages(day, loc, n) {
+		rows = append(rows, m.Body)
+	}
+	return rows
+}
+
+func dayMessages(day string, loc *time.Location, n int) []simulate.Message {
+	msgs := []simulate.Message{simulate.Response(simulate.Options{Day: day, Flights: DayFlights, Seed: 1, FirstSeqn: 1, Location: loc})}
+	for k := 0; len(msgs) < n; k++ {
+		msgs = append(msgs, proctest.Messages(day, loc, DayFlights, k, k+1)...)
+	}
+	return msgs[:n]
+}
+
+// Expected is what a clean drain of a Day must leave, read off the
+// workload itself (the generator's labels and FLIDs), never off a run: a
+// defect the clean and the faulted run share then fails the reference
+// instead of comparing equal.
+type Expected struct {
+	// Rows is the number of mailbox rows, each processed.
+	Rows int
+	// Dead are the mailbox row ids (the i-th row inserted has id i) whose
+	// result is DEAD, and no other row's is: the malformed rows.
+	Dead []int64
+	// Flights are the FLIDs the export holds: those the RESP, a DNLD window
+	// push (it upserts) or the ad-hoc ADFT put in, less those an FDEL
+	// deleted after.
+	Flights []string
+	// Ledger maps each operation day to its version: the RESP answers the
+	// one full-day request (the feed's horizon is today), version 1; the
+	// DNLD window pushes do not advance it.
+	Ledger map[string]int64
+}
+
+var flidTag = regexp.MustCompile(`<FLID>(\d+)</FLID>`)
+
+// ExpectDay is the Expected of Day(day, loc, n).
+func ExpectDay(day string, loc *time.Location, n int) Expected {
+	e := Expected{Rows: n, Ledger: map[string]int64{day: 1}}
+	flights := map[string]bool{}
+	for i, m := range dayMessages(day, loc, n) {
+		var flids []string
+		for _, f := range flidTag.FindAllStringSubmatch(m.Body, -1) {
+			flids = append(flids, f[1])
+		}
+		switch {
+		case strings.HasPrefix(m.What, "malformed"):
+			e.Dead = append(e.Dead, int64(i+1))
+		case strings.HasPrefix(m.What, "RESP"), strings.HasPrefix(m.What, "DNLD"), strings.HasPrefix(m.What, "ADFT"):
+			for _, f := range flids {
+				flights[f] = true
+			}
+		case m.What == "FDEL":
+			for _, f := range flids {
+				delete(flights, f)
+			}
 		}
 	}
-	return rows[:n]
+	e.Flights = sortedKeys(flights)
+	return e
 }
 
 // Today is the test feed's operation day now (Asia/Shanghai): the day its

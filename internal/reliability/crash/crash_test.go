@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -25,9 +24,6 @@ const ModeEnv = "FLIGHTFEED_RELIABILITY"
 
 // messages is the size of the day every scenario runs.
 const messages = 2000
-
-// runTimeout bounds one pump process; a drain of the day takes seconds.
-const runTimeout = 3 * time.Minute
 
 // hits are the hit counts at which each point crashes the pump, one
 // process after another: bounded mode takes the first only. Each count
@@ -60,18 +56,9 @@ func TestCrashAtEveryFailPoint(t *testing.T) {
 	rows := check.Day(day, loc, messages)
 	base := time.Now().UTC().Truncate(time.Second)
 
-	clean := check.NewWorld(t, "clean", bin, check.WorldOptions{})
-	clean.Put(rows, base)
-	if p := start(t, clean, ""); p.wait(t) != nil {
-		t.Fatalf("clean drain: %v\n%s", p.err, proctest.Tail(p.out.String(), 40))
-	}
-	ref := check.Read(t, clean.Feed)
-	if err := check.Validate(ref, messages); err != nil {
+	ref, err := check.CleanRun(t, bin, rows, base, check.ExpectDay(day, loc, messages))
+	if err != nil {
 		t.Fatal(err)
-	}
-	check.Self(ref).Assert(t, "clean run")
-	if t.Failed() {
-		t.FailNow()
 	}
 
 	total := check.Summary{Scenario: "crash (all points)"}
@@ -101,21 +88,21 @@ func crashScenario(t *testing.T, bin, point string, counts []int, rows []string,
 		arming := fmt.Sprintf("%s@%d", point, n)
 		p := start(t, w, arming)
 		s.Runs++
-		err := p.wait(t)
+		err := p.Wait()
 		if err == nil {
 			t.Fatalf("%s: the pump drained without reaching the fail point (%d of %d rows processed): the scenario proves nothing",
 				arming, w.Processed(), len(rows))
 		}
-		if !killedAtPoint(err, p.out.String(), point, n) {
-			t.Fatalf("%s: the pump ended %v, not by the fail point\n%s", arming, err, proctest.Tail(p.out.String(), 40))
+		if !killedAtPoint(err, p.Output(), point, n) {
+			t.Fatalf("%s: the pump ended %v, not by the fail point\n%s", arming, err, proctest.Tail(p.Output(), 40))
 		}
 		s.Faults++
 		at = append(at, fmt.Sprintf("%s: %d rows processed, %s", arming, w.Processed(), evidence(t, w, point)))
 	}
 	p := start(t, w, "")
 	s.Runs++
-	if err := p.wait(t); err != nil {
-		t.Fatalf("%s: the unarmed restart failed: %v\n%s", point, err, proctest.Tail(p.out.String(), 40))
+	if err := p.Wait(); err != nil {
+		t.Fatalf("%s: the unarmed restart failed: %v\n%s", point, err, proctest.Tail(p.Output(), 40))
 	}
 	r := check.Compare(ref, check.Read(t, w.Feed))
 	r.Assert(t, point)
@@ -171,54 +158,9 @@ func killedAtPoint(err error, out, point string, n int) bool {
 		strings.Contains(out, fmt.Sprintf("failpoint: %s hit %d: crashing", point, n))
 }
 
-// proc is one `flightfeed pump --drain` process.
-type proc struct {
-	cmd  *exec.Cmd
-	out  *proctest.Output
-	done chan struct{}
-	err  error
-}
-
 // start starts `flightfeed pump --config F --drain` on w with the fail
-// points armed as arming ("" arms none). FLIGHTFEED_TEST_LOG=1 streams its
-// log.
-func start(t *testing.T, w *check.World, arming string) *proc {
+// points armed as arming ("" arms none).
+func start(t *testing.T, w *check.World, arming string) *proctest.Proc {
 	t.Helper()
-	p := &proc{out: &proctest.Output{}, done: make(chan struct{})}
-	p.cmd = exec.Command(w.Binary, "pump", "--config", w.Config, "--drain")
-	p.cmd.Env = append(os.Environ(), failpoint.Env+"="+arming)
-	var sink io.Writer = p.out
-	if os.Getenv("FLIGHTFEED_TEST_LOG") != "" {
-		sink = io.MultiWriter(p.out, proctest.Prefixed(t.Name()+" "+w.Name+": "))
-	}
-	p.cmd.Stdout, p.cmd.Stderr = sink, sink
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("%s: start the pump: %v", w.Name, err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	return p
-}
-
-// wait waits for the process to end (at most runTimeout) and returns its
-// exit error.
-func (p *proc) wait(t *testing.T) error {
-	t.Helper()
-	select {
-	case <-p.done:
-		return p.err
-	case <-time.After(runTimeout):
-		t.Fatalf("the pump did not end within %s\n%s", runTimeout, proctest.Tail(p.out.String(), 40))
-		return nil
-	}
+	return w.Start(w.Name, true, []string{failpoint.Env + "=" + arming}, "--drain")
 }

@@ -18,6 +18,13 @@
 //     them a stalled connection waits for ever); down for 5 s;
 //   - Kafka: unreachable for 30 s; every request 2 s late for 20 s.
 //
+// and, with no proxy in the way, the faults an operator or a restart deals
+// from outside (sessions_test.go): the pump SIGKILLed mid-drain and
+// drained again; every PostgreSQL session of the pump terminated
+// (pg_terminate_backend) and every MariaDB session on the mailbox killed
+// (KILL), at each strike point; the broker process closed for 20 s and
+// started again on the same port with its log.
+//
 // Kafka clients learn broker addresses from metadata, so a proxy on the
 // bootstrap address alone would be bypassed: the broker listens through
 // faultproxy.Listen (kfake.ListenFn) and advertises the proxy's address.

@@ -16,6 +16,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/reliability/check"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/faultproxy"
+	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
 
 // messages is the size of the day every scenario drains (about 75
@@ -51,7 +52,8 @@ type scenario struct {
 	t      *testing.T
 	name   string
 	w      *world
-	p      *proc
+	p      *proctest.Proc
+	runs   int
 	faults int
 	notes  []string
 }
@@ -65,9 +67,15 @@ func newScenario(t *testing.T, name string) *scenario {
 // readTimeout and writeTimeout set to mailboxTimeout (0: none).
 func newScenarioWith(t *testing.T, name string, mailboxTimeout time.Duration) *scenario {
 	t.Helper()
+	return newScenarioOpts(t, name, worldOptions{mailboxTimeout: mailboxTimeout})
+}
+
+// newScenarioOpts is newScenario on a world shaped by opts.
+func newScenarioOpts(t *testing.T, name string, opts worldOptions) *scenario {
+	t.Helper()
 	t.Parallel()
 	reference(t) // built once; fails early when the clean run does
-	s := &scenario{t: t, name: name, w: newWorld(t, name, mailboxTimeout)}
+	s := &scenario{t: t, name: name, w: newWorld(t, name, opts), runs: 1}
 	s.p = s.w.drain()
 	return s
 }
@@ -81,10 +89,10 @@ func (s *scenario) note(format string, args ...any) {
 func (s *scenario) end() {
 	t := s.t
 	t.Helper()
-	s.p.finish()
+	s.p.Finish()
 	r := check.Compare(reference(t), check.Read(t, s.w.Feed))
 	r.Assert(t, s.name)
-	check.Record(t, check.Summary{Scenario: "faults/" + s.name, Runs: 1, Faults: s.faults, Messages: messages, Counts: r.Counts})
+	check.Record(t, check.Summary{Scenario: "faults/" + s.name, Runs: s.runs, Faults: s.faults, Messages: messages, Counts: r.Counts})
 	t.Logf("%s: %s", s.name, strings.Join(s.notes, "; "))
 }
 
@@ -130,8 +138,8 @@ func (s *scenario) cutOnceChunk(px *faultproxy.Proxy, what string, match func(fa
 		return faultproxy.Forward
 	})
 	await.EventuallyEvery(s.t, s.name+": "+what, waitLong, poll, func() (bool, string) {
-		if s.p.exited() {
-			s.t.Fatalf("%s: the pump exited (%v) before %s", s.name, s.p.err, what)
+		if s.p.Exited() {
+			s.t.Fatalf("%s: the pump exited (%v) before %s", s.name, s.p.Err(), what)
 		}
 		return fired.Load(), ""
 	})
@@ -179,12 +187,12 @@ func TestPostgres(t *testing.T) {
 	// its COMMIT): the batch rolls back and is retried whole.
 	t.Run("reset-mid-batch", func(t *testing.T) {
 		s := newScenario(t, "postgres/reset-mid-batch")
-		before := len(s.p.logs("batch rolled back"))
+		before := len(s.p.Logs("batch rolled back"))
 		s.strikeEach(func(at int) {
 			s.cutOnceChunk(s.w.pg, "a statement inside a transaction cut", inTransaction(), faultproxy.Cut)
 			s.note("cut at %d", at)
 		})
-		s.p.waitLog("a rolled-back batch", "batch rolled back", func(logLine) bool { return len(s.p.logs("batch rolled back")) > before })
+		s.p.WaitLog("a rolled-back batch", "batch rolled back", func(logLine) bool { return len(s.p.Logs("batch rolled back")) > before })
 		s.end()
 	})
 
@@ -203,7 +211,7 @@ func TestPostgres(t *testing.T) {
 		// Evidence: batches the pump took for rolled back at COMMIT whose
 		// head message the database has as done, once.
 		var heads []string
-		for _, l := range s.p.logs("batch rolled back") {
+		for _, l := range s.p.Logs("batch rolled back") {
 			if strings.Contains(l.Str("error"), "commit:") {
 				heads = append(heads, fmt.Sprint(l["msg_id"]))
 			}
@@ -230,7 +238,7 @@ func TestPostgres(t *testing.T) {
 		at := s.w.waitProcessed(s.p, messages/2)
 		down(t, s.w.pg)
 		s.faults++
-		l := s.p.waitLog("a batch rolled back for PostgreSQL", "batch rolled back",
+		l := s.p.WaitLog("a batch rolled back for PostgreSQL", "batch rolled back",
 			errorMentions("connect", "refused", "reset", "EOF", "closed"))
 		s.blocked(downFor)
 		pass(t, s.w.pg)
@@ -252,10 +260,10 @@ func TestPostgres(t *testing.T) {
 		}
 		s.faults++
 		s.blocked(stallFor)
-		l := s.p.waitLog("the stalled database reported", "database not answering; the head waits",
+		l := s.p.WaitLog("the stalled database reported", "database not answering; the head waits",
 			func(l logLine) bool { return l.Str("call") != "" && l.Str("for") != "" })
 		pass(t, s.w.pg)
-		s.p.waitLog("the database answering again", "database answering again", func(logLine) bool { return true })
+		s.p.WaitLog("the database answering again", "database answering again", func(logLine) bool { return true })
 		s.note("stalled at %d: reported after %s with %q in progress", at, l.Str("for"), l.Str("call"))
 		s.end()
 	})
@@ -270,20 +278,28 @@ func TestMariaDB(t *testing.T) {
 		q, ok := faultproxy.MySQLQuery(b)
 		return ok && strings.HasPrefix(q, "UPDATE") && strings.Contains(q, "CMINMSGS")
 	}
-	mailboxDown := func(s *scenario) {
-		s.p.waitLog("the mailbox reported unreachable", "mailbox unreachable; the head waits with backoff", errorMentions(""))
+	// A connection cut under the driver: go-sql-driver's ErrInvalidConn,
+	// database/sql's ErrBadConn, or the socket's own error.
+	connLost := []string{"invalid connection", "bad connection", "connection reset", "broken pipe", "EOF"}
+	mailboxDown := func(s *scenario, op string) logLine {
+		return s.p.WaitLog("the mailbox reported unreachable at "+op, "mailbox unreachable; the head waits with backoff", func(l logLine) bool {
+			return strings.Contains(l.Str("error"), op) && errorMentions(connLost...)(l)
+		})
 	}
 	for _, tc := range []struct {
 		name  string
 		match func([]byte) bool
-	}{{"head-read", headRead}, {"write-back", writeBack}} {
+		// op is how the pump's error names the cut call (internal/mailbox).
+		op string
+	}{{"head-read", headRead, "read mailbox head"}, {"write-back", writeBack, "results back (intents kept for retry): backfill"}} {
 		t.Run("reset-"+tc.name, func(t *testing.T) {
 			s := newScenario(t, "mariadb/reset-"+tc.name)
 			s.strikeEach(func(at int) {
 				s.cutOnce(s.w.mysql, "the "+tc.name+" cut", tc.match, faultproxy.Cut)
 				s.note("cut at %d", at)
 			})
-			mailboxDown(s)
+			l := mailboxDown(s, tc.op)
+			s.note("the pump: %q", l.Str("error"))
 			s.end()
 		})
 		t.Run("stall-"+tc.name, func(t *testing.T) {
@@ -306,7 +322,7 @@ func TestMariaDB(t *testing.T) {
 			await.EventuallyEvery(t, s.name+": the stall", waitLong, poll, func() (bool, string) { return stalled.Load(), "" })
 			px.SetInspector(nil)
 			s.faults++
-			l := s.p.waitLog("the stalled mailbox reported", "mailbox unreachable; the head waits with backoff",
+			l := s.p.WaitLog("the stalled mailbox reported", "mailbox unreachable; the head waits with backoff",
 				errorMentions("timeout", "invalid connection", "bad connection"))
 			s.blocked(stallFor)
 			s.note("stalled at the %s near %d: %q", tc.name, at, l.Str("error"))
@@ -319,10 +335,11 @@ func TestMariaDB(t *testing.T) {
 		at := s.w.waitProcessed(s.p, messages/2)
 		down(t, s.w.mysql)
 		s.faults++
-		mailboxDown(s)
+		s.p.WaitLog("the mailbox reported unreachable", "mailbox unreachable; the head waits with backoff",
+			errorMentions("connection refused", "invalid connection", "bad connection", "connection reset", "EOF"))
 		s.blocked(downFor)
 		pass(t, s.w.mysql)
-		l := s.p.logs("mailbox unreachable; the head waits with backoff")
+		l := s.p.Logs("mailbox unreachable; the head waits with backoff")
 		s.note("down at %d: %q", at, l[0].Str("error"))
 		s.end()
 	})
@@ -339,25 +356,30 @@ func TestKafka(t *testing.T) {
 		down(t, s.w.kafka)
 		s.faults++
 		since := time.Now()
-		l := s.p.waitLog("the dispatcher failing", "", func(l logLine) bool {
+		// One counter before and after: messages committed in proc_state
+		// (the mailbox's processed rows lag it by the write-back, so
+		// comparing the two would pass on a batch committed before the
+		// outage and written back during it).
+		before := s.w.applied()
+		l := s.p.WaitLog("the dispatcher failing", "", func(l logLine) bool {
 			return l.Str("logger") == "dispatch" && l.Str("level") == "error"
 		})
 		for time.Since(since) < kafkaOutage {
-			if s.p.exited() {
-				t.Fatalf("%s: `pump --drain` ended (%v) while the broker was unreachable", s.name, s.p.err)
+			if s.p.Exited() {
+				t.Fatalf("%s: `pump --drain` ended (%v) while the broker was unreachable", s.name, s.p.Err())
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		applied, pending := s.w.applied(), s.w.pending()
-		if applied <= at {
-			t.Errorf("%s: no message applied while Kafka was unreachable (%d at the start, %d at the end): Kafka is on the pump's path", s.name, at, applied)
+		applied, pending := s.w.applied(), s.w.PendingEvents()
+		if applied <= before {
+			t.Errorf("%s: no message applied while Kafka was unreachable (%d at the start, %d at the end): Kafka is on the pump's path", s.name, before, applied)
 		}
 		if pending == 0 {
 			t.Fatalf("%s: no event pending after the outage: it proves nothing", s.name)
 		}
 		pass(t, s.w.kafka)
-		s.note("unreachable at %d rows for %s; %d applied and %d events pending at its end; the dispatcher: %s %q",
-			at, kafkaOutage, applied, pending, l.Str("msg"), l.Str("error"))
+		s.note("unreachable at %d rows for %s; %d applied at its start, %d at its end, %d events pending; the dispatcher: %s %q",
+			at, kafkaOutage, before, applied, pending, l.Str("msg"), l.Str("error"))
 		s.end()
 	})
 

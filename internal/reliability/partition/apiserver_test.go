@@ -11,16 +11,12 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
-	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/pumppod"
 	"github.com/flightfeed/flightfeed/internal/reliability/check"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
@@ -28,6 +24,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/testsupport/feedtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/loopback"
+	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
 
 // Lease timings of the managers: a leader that cannot renew is replaced
@@ -40,7 +37,7 @@ const (
 
 // startPump runs `flightfeed pump --feed NS/NAME` as id on the kubeconfig:
 // one of the feed's pump pods, as the operator's Deployment runs it.
-func startPump(t *testing.T, id, kubeconfig string, feed types.NamespacedName) *proc {
+func startPump(t *testing.T, id, kubeconfig string, feed types.NamespacedName) *proctest.Proc {
 	t.Helper()
 	return start(t, id, []string{"KUBECONFIG=" + kubeconfig}, "pump",
 		"--feed", feed.String(),
@@ -70,7 +67,7 @@ func TestLeaderCutOffFromTheAPIServer(t *testing.T) {
 	t.Parallel()
 	want := reference(t)
 	rows, base := workload(t)
-	c := kubetest.Client(t, restCfg)
+	c := kubetest.Client(t, shared.RestConfig)
 	ns := "partition-" + strings.ToLower(utilrand.String(6))
 	if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
@@ -82,7 +79,7 @@ func TestLeaderCutOffFromTheAPIServer(t *testing.T) {
 	}
 	t.Cleanup(api.Close)
 
-	a := startPump(t, "manager-a", kubeconfigVia(t, api.Addr()), types.NamespacedName{Namespace: ns, Name: "split"})
+	a := startPump(t, "manager-a", proctest.KubeconfigVia(t, shared.RestConfig, api.Addr()), types.NamespacedName{Namespace: ns, Name: "split"})
 	key := applyFeed(t, c, ns, f)
 	var epochA int64
 	await.EventuallyEvery(t, "manager-a to lead the feed", waitLong, poll, func() (bool, string) {
@@ -91,7 +88,7 @@ func TestLeaderCutOffFromTheAPIServer(t *testing.T) {
 		epochA = ep
 		return lh == "manager-a" && ph == "manager-a", fmt.Sprintf("Lease %q, pipeline_lock %q@%d", lh, ph, ep)
 	})
-	b := startPump(t, "manager-b", kubeconfigVia(t, apiAddr(t)), key)
+	b := startPump(t, "manager-b", proctest.KubeconfigVia(t, shared.RestConfig, apiAddr(t)), key)
 
 	third := len(rows) / 3
 	put := func(from, to int) {
@@ -120,7 +117,7 @@ func TestLeaderCutOffFromTheAPIServer(t *testing.T) {
 		return lh == "manager-b" && ph == "manager-b" && ep > epochA, fmt.Sprintf("Lease %q, pipeline_lock %q@%d", lh, ph, ep)
 	})
 	await.EventuallyEvery(t, "manager-a to stop its pump", waitLong, poll, func() (bool, string) {
-		return len(a.logs("lost the lease; pump stopped")) > 0, "not logged yet"
+		return len(a.Logs("lost the lease; pump stopped")) > 0, "not logged yet"
 	})
 	put(2*third, len(rows))
 	f.waitSettled()
@@ -136,14 +133,14 @@ func TestLeaderCutOffFromTheAPIServer(t *testing.T) {
 		t.Errorf("after the partition healed: Lease %q, pipeline_lock %q; want manager-b for both", lh, ph)
 	}
 	f.waitSettled()
-	b.stop()
-	a.stop()
+	b.Stop()
+	a.Stop()
 
 	// PostgreSQL: every fenced write by its writer of the moment; nothing
 	// by manager-a from manager-b's first write on.
 	firstB := int64(-1)
 	var byA, byB int
-	for _, w := range f.audit() {
+	for _, w := range f.Audit() {
 		switch w.App {
 		case "manager-b":
 			byB++
@@ -201,24 +198,8 @@ func TestLeaderCutOffFromTheAPIServer(t *testing.T) {
 // applyFeed creates the feed's Secrets and FlightFeed in ns.
 func applyFeed(t *testing.T, c client.Client, ns string, f *feed) types.NamespacedName {
 	t.Helper()
-	name := "split"
-	for suffix, dsn := range map[string]string{"-mailbox": f.MailboxDSN, "-db": f.DatabaseDSN} {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: name + suffix, Namespace: ns},
-			StringData: map[string]string{"dsn": dsn}}
-		if err := c.Create(t.Context(), s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	doc := feedtest.Feed{MailboxDSN: f.MailboxDSN, DatabaseDSN: f.DatabaseDSN, Brokers: f.Brokers,
-		PollInterval: "20ms", BatchSize: 8, Pump: "backoffInitial: 50ms, backoffMax: 1s"}.Manifest(name, ns)
-	var obj unstructured.Unstructured
-	if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(t.Context(), &obj); err != nil {
-		t.Fatal(err)
-	}
-	return types.NamespacedName{Namespace: ns, Name: name}
+	return proctest.ApplyFeed(t, c, ns, "split", feedtest.Feed{MailboxDSN: f.MailboxDSN, DatabaseDSN: f.DatabaseDSN, Brokers: f.Brokers,
+		PollInterval: "20ms", BatchSize: 8, Pump: "backoffInitial: 50ms, backoffMax: 1s"})
 }
 
 // leaseHolder is the holder of the feed's Lease ("" while free).
@@ -226,14 +207,8 @@ func leaseHolder(t *testing.T, c client.Client, key types.NamespacedName) string
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var l coordinationv1.Lease
-	if err := c.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: pumppod.FeedLeaseName(key)}, &l); err != nil {
-		return ""
-	}
-	if l.Spec.HolderIdentity == nil {
-		return ""
-	}
-	return *l.Spec.HolderIdentity
+	h, _ := proctest.LeaseHolder(ctx, c, key.Namespace, pumppod.FeedLeaseName(key))
+	return h
 }
 
 type producer struct {
@@ -246,10 +221,10 @@ var producerLine = regexp.MustCompile(`"producer_id":(\d+),"producer_epoch":(\d+
 // producerOf is the transactional producer the manager's dispatcher
 // initialised last, read from its log's raw text (a producer id does not
 // fit a JSON number's float64).
-func producerOf(t *testing.T, p *proc) producer {
+func producerOf(t *testing.T, p *proctest.Proc) producer {
 	t.Helper()
 	var last []string
-	for _, line := range strings.Split(p.out.String(), "\n") {
+	for _, line := range strings.Split(p.Output(), "\n") {
 		if strings.Contains(line, `"transactional producer initialised"`) {
 			if m := producerLine.FindStringSubmatch(line); m != nil {
 				last = m
@@ -257,7 +232,7 @@ func producerOf(t *testing.T, p *proc) producer {
 		}
 	}
 	if last == nil {
-		t.Fatalf("%s never initialised a transactional producer", p.id)
+		t.Fatalf("%s never initialised a transactional producer", p.ID())
 	}
 	id, err := strconv.ParseInt(last[1], 10, 64)
 	if err != nil {

@@ -29,8 +29,8 @@ func TestTwoPumpsOnOneConfig(t *testing.T) {
 
 	a := start(t, "pump-a", nil, "pump", "--config", f.Config, "--identity", "pump-a")
 	await.EventuallyEvery(t, "pump-a to process the first third", waitLong, poll, func() (bool, string) {
-		if a.exited() {
-			t.Fatalf("pump-a exited: %v\n%s", a.err, proctest.Tail(a.out.String(), 40))
+		if a.Exited() {
+			t.Fatalf("pump-a exited: %v\n%s", a.Err(), proctest.Tail(a.Output(), 40))
 		}
 		n := f.Processed()
 		return n >= third, fmt.Sprint(n)
@@ -42,16 +42,16 @@ func TestTwoPumpsOnOneConfig(t *testing.T) {
 	for from := third; from < len(rows); from += 50 {
 		f.Put(rows[from:min(from+50, len(rows))], base.Add(time.Duration(from)*time.Millisecond))
 	}
-	err := a.wait()
+	err := a.Wait()
 	if err == nil {
 		t.Fatalf("pump-a ended without error while pump-b took the feed")
 	}
-	said := a.out.String()
+	said := a.Output()
 	if !strings.Contains(said, "another pump took over this feed's database") || !strings.Contains(said, `"pump-b"`) {
 		t.Errorf("pump-a did not say that pump-b holds the feed; it said:\n%s", proctest.Tail(said, 10))
 	}
-	if err := b.wait(); err != nil {
-		t.Fatalf("pump-b's drain failed: %v\n%s", err, proctest.Tail(b.out.String(), 40))
+	if err := b.Wait(); err != nil {
+		t.Fatalf("pump-b's drain failed: %v\n%s", err, proctest.Tail(b.Output(), 40))
 	}
 	holder, epochB := f.lock()
 	if holder != "pump-b" || epochB <= epochA {
@@ -62,7 +62,7 @@ func TestTwoPumpsOnOneConfig(t *testing.T) {
 	// fenced write is pump-b's.
 	first := int64(-1)
 	var byA, byB int
-	for _, w := range f.audit() {
+	for _, w := range f.Audit() {
 		switch w.App {
 		case "pump-b":
 			byB++
@@ -91,12 +91,12 @@ func TestTwoPumpsOnOneConfig(t *testing.T) {
 }
 
 // lastError is the process's last error line, for the log.
-func lastError(p *proc) string {
-	lines := strings.Split(strings.TrimSpace(p.out.String()), "\n")
+func lastError(p *proctest.Proc) string {
+	lines := strings.Split(strings.TrimSpace(p.Output()), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		if strings.Contains(lines[i], "flightfeed:") {
 			return lines[i]
 		}
 	}
-	return fmt.Sprint(p.err)
+	return fmt.Sprint(p.Err())
 }

@@ -37,6 +37,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -119,6 +120,18 @@ type Proxy struct {
 	nextConn int64
 
 	wg sync.WaitGroup
+}
+
+// New is Start for a test: a proxy that cannot start fails it, and the
+// proxy closes when the test ends.
+func New(t testing.TB, upstream string) *Proxy {
+	t.Helper()
+	p, err := Start(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
 }
 
 // Start listens on a free loopback port (below Linux's ephemeral range, so

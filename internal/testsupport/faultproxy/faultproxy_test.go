@@ -70,15 +70,7 @@ func (e *echo) received() []string {
 	return append([]string(nil), e.got...)
 }
 
-func start(t *testing.T, upstream string) *faultproxy.Proxy {
-	t.Helper()
-	p, err := faultproxy.Start(upstream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return p
-}
+func start(t *testing.T, upstream string) *faultproxy.Proxy { return faultproxy.New(t, upstream) }
 
 type client struct {
 	t *testing.T

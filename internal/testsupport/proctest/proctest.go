@@ -1,9 +1,16 @@
-// Package proctest runs the built flightfeed binary in tests: it builds
-// it from the repository's main.go (Build; BuildTagged with build tags
-// such as "reliability"; Binary into the test's temporary directory),
-// collects a process's output (Output), copies it to
-// the test's stderr line by line (Prefixed) and shows its last lines in a
-// failure (Tail).
+// Package proctest is the one harness of the tests that run the built
+// flightfeed binary (internal/e2e, internal/reliability, hack/cluster/e2e):
+// it builds it from the repository's main.go (Build; BuildTagged with
+// build tags such as "reliability"; Binary into the test's temporary
+// directory; Main, a TestMain that also starts one control plane), starts
+// its processes (Start: `flightfeed manager ...`, `flightfeed pump --feed
+// NS/NAME --kubeconfig K`, `pump --config F --drain`) and ends them with the
+// test (Proc: kill, freeze, thaw, stop, readiness, logs), collects a
+// process's output (Output), copies it to the test's stderr line by line
+// (Prefixed) and shows its last lines in a failure (Tail). A World is one
+// feed on fresh services (database, mailbox, broker, --config) with what
+// the tests read of it: processed rows, pipeline_lock, the write audit of
+// fenced writes (InstallAudit), the simulator's workload.
 package proctest
 
 import (
