@@ -22,8 +22,8 @@ import (
 // against a deny list (the driver's other options are harmless or
 // refused by the driver itself) and then has the dangerous flags forced
 // off; the database DSN is checked against an allow list of keys, which
-// fails closed for keys a later pgx release learns. README, Security,
-// has the table.
+// fails closed for keys a later pgx release learns. docs/security.md,
+// "What each DSN option does", has the table.
 
 // mailboxRule is one mailbox DSN option that is refused when set.
 type mailboxRule struct {

@@ -158,7 +158,7 @@ type world struct {
 }
 
 // mailboxTimeout, when set, is the pump's mailbox DSN's readTimeout and
-// writeTimeout (the MySQL driver's; README, What each DSN option does):
+// writeTimeout (the MySQL driver's; docs/security.md, What each DSN option does):
 // without it a stalled mailbox connection waits for ever.
 func newWorld(t *testing.T, name string, mailboxTimeout time.Duration) *world {
 	t.Helper()
