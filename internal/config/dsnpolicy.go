@@ -18,10 +18,9 @@ import (
 // with allowAllFiles=true sends any local file (the pod's service-account
 // token) to a server that answers a query with LOAD DATA LOCAL INFILE, and
 // pgconn reads passfile, servicefile, sslkey, sslcert and sslrootcert from
-// the local file system. The mailbox DSN is checked option by option
-// against a deny list (the driver's other options are harmless or
-// refused by the driver itself) and then has the dangerous flags forced
-// off; the database DSN is checked against an allow list of keys, which
+// the local file system. The mailbox DSN must name a TCP address, may
+// hold only the options of MailboxOptions, is refused the dangerous flags
+// when they are on, and then has them forced off; the database DSN is checked against an allow list of keys, which
 // fails closed for keys a later pgx release learns. docs/security.md,
 // "What each DSN option does", has the table.
 
@@ -71,12 +70,51 @@ func MailboxConfig(dsn string) (*mysql.Config, error) {
 			return nil, fmt.Errorf("option %s is refused: %s", r.option, r.why)
 		}
 	}
+	if cfg.Net != "tcp" && cfg.Net != "tcp6" && cfg.Net != "tcp4" {
+		return nil, fmt.Errorf("address %s(…) is refused: the mailbox is reached over TCP, tcp(host:port); a socket or another transport of this pod is not a mailbox server", cfg.Net)
+	}
+	for _, key := range mailboxOptionKeys(dsn) {
+		if !slices.Contains(MailboxOptions, key) {
+			return nil, fmt.Errorf("option %q is refused: the mailbox DSN takes only %s (anything else would be sent to the server as a session variable or change the driver in ways FlightFeed does not check)",
+				key, strings.Join(MailboxOptions, ", "))
+		}
+	}
 	cfg.AllowAllFiles = false
 	cfg.AllowCleartextPasswords = false
 	cfg.AllowOldPasswords = false
 	cfg.AllowFallbackToPlaintext = false
 	cfg.MultiStatements = false
 	return cfg, nil
+}
+
+// MailboxOptions are the options a mailbox DSN may set, an allow list like
+// the database's: timeouts, TLS (tls=true|false), how values are read and
+// sent, and the refused flags themselves (=false is accepted). Any other
+// key is refused, so an option a later driver learns, or a server session
+// variable (the driver sends unknown keys as SET), never reaches the
+// connection unchecked.
+var MailboxOptions = []string{
+	"tls", "timeout", "readTimeout", "writeTimeout", "parseTime", "loc", "charset", "collation",
+	"interpolateParams", "maxAllowedPacket", "rejectReadOnly", "checkConnLiveness", "clientFoundRows",
+	"columnsWithAlias", "allowNativePasswords",
+	"allowAllFiles", "allowCleartextPasswords", "allowOldPasswords", "allowFallbackToPlaintext", "multiStatements",
+}
+
+// mailboxOptionKeys are the option keys of a mailbox DSN, in order: the
+// query after the database name, which follows the last slash (a password
+// may hold '?' or '/' only before the '@' that precedes the address).
+func mailboxOptionKeys(dsn string) []string {
+	rest := dsn[strings.LastIndex(dsn, "/")+1:]
+	_, query, ok := strings.Cut(rest, "?")
+	if !ok || query == "" {
+		return nil
+	}
+	var keys []string
+	for _, kv := range strings.Split(query, "&") {
+		key, _, _ := strings.Cut(kv, "=")
+		keys = append(keys, key)
+	}
+	return keys
 }
 
 // CheckMailboxDSN reports an option MailboxConfig refuses in dsn. A DSN the

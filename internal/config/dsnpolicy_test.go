@@ -27,6 +27,11 @@ func TestMailboxDSNPolicy(t *testing.T) {
 		{"tls=true&allowAllFiles=true&parseTime=true", "option allowAllFiles=true is refused"},
 		{"allowAllFiles=maybe", "invalid bool value"},
 		{"tls=custom", "unknown config name"},
+		// An allow list: a server session variable, an option FlightFeed
+		// does not check, a key a later driver may learn.
+		{"sql_mode=ANSI", `option "sql_mode" is refused: the mailbox DSN takes only tls, timeout`},
+		{"timeout=2s&autocommit=0", `option "autocommit" is refused`},
+		{"parseTime=true&someFutureOption=1", `option "someFutureOption" is refused`},
 		// Harmless, or switched off explicitly.
 		{"allowAllFiles=false", ""},
 		{"tls=true", ""},
@@ -44,6 +49,28 @@ func TestMailboxDSNPolicy(t *testing.T) {
 			t.Errorf("%s: got %v, want %q", c.query, err, c.want)
 		case err != nil && strings.Contains(err.Error(), dsnMarker[3:]):
 			t.Errorf("%s: the error shows the password: %v", c.query, err)
+		}
+	}
+}
+
+// The mailbox is a TCP server: a unix socket (or another transport) of the
+// pump's own pod is refused, whatever the options; a password with '?' and
+// '/' does not confuse the option check.
+func TestMailboxDSNAddress(t *testing.T) {
+	for dsn, want := range map[string]string{
+		"app:" + dsnMarker + "@unix(/var/run/mysqld/mysqld.sock)/mbx":   "address unix(…) is refused: the mailbox is reached over TCP",
+		"app:" + dsnMarker + "@unix(/run/secrets/x)/mbx?parseTime=true": "address unix(…) is refused",
+		"app:" + dsnMarker + "@tcp(mysql:3306)/mbx":                     "",
+		"app:" + dsnMarker + "@tcp6([::1]:3306)/mbx":                    "",
+		"app:p?w/d@tcp(mysql:3306)/mbx?timeout=1s":                      "",
+		"app:" + dsnMarker + "@/mbx":                                    "",
+	} {
+		_, err := config.MailboxConfig(dsn)
+		if (want == "" && err != nil) || (want != "" && (err == nil || !strings.Contains(err.Error(), want))) {
+			t.Errorf("%s: got %v, want %q", dsn, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), dsnMarker[3:]) {
+			t.Errorf("%s: the error shows the password: %v", dsn, err)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authzclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
@@ -97,6 +98,22 @@ const (
 // decided and nothing is cached.
 var ErrAccessCheck = errors.New("access check failed")
 
+// ErrTooManyReviews is a token that would need a review while this pod
+// already asks the API server ReviewRate times a second (429): a flood of
+// unknown tokens is refused here, never passed on to the API server, which
+// serves the feed's Lease renewals too. Decisions already cached are
+// served as usual.
+var ErrTooManyReviews = errors.New("too many new tokens to review")
+
+// Reviews of tokens not in the cache, per pod: ReviewRate a second with
+// bursts of ReviewBurst. A review is a TokenReview and, for a valid token,
+// a SubjectAccessReview; a person's CLI or a consumer needs one per token
+// and feed every accessAllowTTL at most.
+const (
+	ReviewRate  = 10
+	ReviewBurst = 20
+)
+
 // Access decides whether a bearer token may use a feed's read API, by
 // asking the API server: a TokenReview authenticates the token for the
 // feed's audience (feednames.Audience: a token made for anything else, the
@@ -108,6 +125,9 @@ type Access struct {
 	tokens authnclient.TokenReviewInterface
 	sars   authzclient.SubjectAccessReviewInterface
 	clock  clock.PassiveClock
+	// reviews admits the reviews of tokens not in the cache
+	// (ErrTooManyReviews past it).
+	reviews flowcontrol.PassiveRateLimiter
 
 	mu    sync.Mutex
 	cache map[[sha256.Size]byte]cachedDecision
@@ -125,7 +145,8 @@ func NewAccess(tokens authnclient.TokenReviewInterface, sars authzclient.Subject
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Access{tokens: tokens, sars: sars, clock: clk, cache: map[[sha256.Size]byte]cachedDecision{}}
+	return &Access{tokens: tokens, sars: sars, clock: clk, cache: map[[sha256.Size]byte]cachedDecision{},
+		reviews: flowcontrol.NewTokenBucketPassiveRateLimiterWithClock(ReviewRate, ReviewBurst, clk)}
 }
 
 // BearerToken is the token of an "Authorization: Bearer" header, else of a
@@ -162,6 +183,9 @@ func (a *Access) Check(ctx context.Context, token string, p Permission, feed typ
 	}
 	a.mu.Unlock()
 
+	if !a.reviews.TryAccept() {
+		return Unauthenticated, "", ErrTooManyReviews
+	}
 	ctx, cancel := context.WithTimeout(ctx, accessTimeout)
 	defer cancel()
 	decision, user, err = a.ask(ctx, token, p, feed)

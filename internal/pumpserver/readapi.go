@@ -193,6 +193,8 @@ func (a *ReadAPI) authorized(p Permission, next http.HandlerFunc) http.HandlerFu
 		feed := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
 		decision, user, err := a.access.Check(r.Context(), BearerToken(r), p, feed)
 		switch {
+		case errors.Is(err, ErrTooManyReviews):
+			a.busy(w, r, fmt.Sprintf("this pod already reviews %d new tokens a second with the API server", ReviewRate))
 		case err != nil:
 			a.log.Error(err, "read api: access check", "flightfeed", feed.String())
 			httpError(w, http.StatusServiceUnavailable, "cannot check the token with the API server now; try again")

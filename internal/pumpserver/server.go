@@ -209,6 +209,19 @@ func New(o Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pump pod: kubernetes client: %w", err)
 	}
+	// The Lease renewals and the read API's token reviews each get a
+	// client of their own, with its own rate limiter: callers of the read
+	// API never make a renewal wait in this process (their new tokens are
+	// bounded by Access at ReviewRate a second, and their client at
+	// reviewQPS).
+	leaseKube, err := ownClient(cfg, cfg.QPS, cfg.Burst)
+	if err != nil {
+		return nil, fmt.Errorf("pump pod: lease client: %w", err)
+	}
+	reviewKube, err := ownClient(cfg, reviewQPS, reviewBurst)
+	if err != nil {
+		return nil, fmt.Errorf("pump pod: token review client: %w", err)
+	}
 	reg := o.Registry
 	if reg == nil {
 		reg = crmetrics.Registry
@@ -220,7 +233,7 @@ func New(o Options) (manager.Manager, error) {
 	sup, err := pumppod.NewSupervisors(pumppod.SupervisorOptions{
 		Client:         mgr.GetClient(),
 		APIReader:      mgr.GetAPIReader(),
-		Leases:         kube.CoordinationV1(),
+		Leases:         leaseKube.CoordinationV1(),
 		Recorder:       mgr.GetEventRecorder(EventSource),
 		Factory:        o.Factory,
 		Identity:       o.Identity,
@@ -267,13 +280,29 @@ func New(o Options) (manager.Manager, error) {
 		return nil, fmt.Errorf("pump pod: readyz: %w", err)
 	}
 	if addr := orDefault(o.APIAddr, DefaultAPIAddr); addr != "0" {
-		access := NewAccess(kube.AuthenticationV1().TokenReviews(), kube.AuthorizationV1().SubjectAccessReviews(), nil)
+		access := NewAccess(reviewKube.AuthenticationV1().TokenReviews(), reviewKube.AuthorizationV1().SubjectAccessReviews(), nil)
 		api := NewReadAPI(dir, access, o.APIMaxConcurrentRequests, metrics.ReadAPIRejected(), o.Log.WithName("read-api"))
 		if err := mgr.Add(&apiServer{addr: addr, api: api, certDir: o.APICertDir, http2: o.EnableHTTP2, log: o.Log.WithName("read-api")}); err != nil {
 			return nil, fmt.Errorf("pump pod: add read api: %w", err)
 		}
 	}
 	return mgr, nil
+}
+
+// The token review client's limits: a review is up to two requests
+// (TokenReview, SubjectAccessReview), Access admits ReviewRate a second.
+const (
+	reviewQPS   = 2 * ReviewRate
+	reviewBurst = 2 * ReviewBurst
+)
+
+// ownClient is a clientset of cfg with a rate limiter of its own (qps <= 0:
+// none, as cfg says).
+func ownClient(cfg *rest.Config, qps float32, burst int) (*kubernetes.Clientset, error) {
+	c := rest.CopyConfig(cfg)
+	c.RateLimiter = nil
+	c.QPS, c.Burst = qps, burst
+	return kubernetes.NewForConfig(c)
 }
 
 func metricsOptions(o Options) metricsserver.Options {

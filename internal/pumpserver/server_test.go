@@ -10,11 +10,13 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -548,4 +550,87 @@ func TestNewChecksOptions(t *testing.T) {
 	if id, err := pumpserver.DefaultIdentity(); err != nil || id != "flightfeed-7d9f-abcde" {
 		t.Fatalf("identity %q %v", id, err)
 	}
+}
+
+// A flood of unknown tokens (each would cost the API server a TokenReview,
+// on the API server that also serves the feed's Lease renewals) is refused
+// with 429 past ReviewRate reviews a second, and the Lease is renewed
+// throughout on its own client: the flood cannot take the feed's leader
+// away. Today's code without the limit answered every forged token with a
+// review and a 401.
+func TestATokenFloodGets429sWhileTheLeaseIsRenewed(t *testing.T) {
+	srv := serve(t)
+	c := kubetest.Client(t, restCfg)
+	key := types.NamespacedName{Namespace: srv.ns, Name: feednames.Lease(types.NamespacedName{Namespace: srv.ns, Name: "pek"})}
+	var lease coordinationv1.Lease
+	await.Eventually(t, "replica-a to hold pek's Lease", waitLong, func() (bool, string) {
+		if err := c.Get(t.Context(), key, &lease); err != nil {
+			return false, err.Error()
+		}
+		return ptr.Deref(lease.Spec.HolderIdentity, "") == "replica-a", fmt.Sprint(lease.Spec.HolderIdentity)
+	})
+	leaseDuration := time.Duration(ptr.Deref(lease.Spec.LeaseDurationSeconds, 0)) * time.Second
+
+	ctx, stop := context.WithTimeout(t.Context(), 3*leaseDuration+2*time.Second)
+	defer stop()
+	var mu sync.Mutex
+	codes := map[int]int{}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ctx.Err() == nil; i++ {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.flights(), nil)
+				if err != nil {
+					return
+				}
+				req.Header.Set("Authorization", fmt.Sprintf("Bearer forged-%d-%d", w, i))
+				code := 0
+				if resp, err := tlsClient.Do(req); err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+					code = resp.StatusCode
+				}
+				mu.Lock()
+				codes[code]++
+				mu.Unlock()
+			}
+		}()
+	}
+	// The Lease, sampled while the flood runs: never another holder, never
+	// a renewal older than the lease duration.
+	var samples, stale int
+	var holders []string
+	for ctx.Err() == nil {
+		var l coordinationv1.Lease
+		if err := c.Get(context.Background(), key, &l); err == nil {
+			samples++
+			if h := ptr.Deref(l.Spec.HolderIdentity, ""); h != "replica-a" {
+				holders = append(holders, h)
+			}
+			if l.Spec.RenewTime == nil || time.Since(l.Spec.RenewTime.Time) > leaseDuration {
+				stale++
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	wg.Wait()
+	t.Logf("flood: answers %v; lease samples %d", codes, samples)
+	if codes[http.StatusTooManyRequests] == 0 {
+		t.Errorf("no 429 in a flood of forged tokens: %v", codes)
+	}
+	if samples == 0 || stale > 0 || len(holders) > 0 {
+		t.Errorf("the Lease during the flood: %d samples, %d older than %s, other holders %v", samples, stale, leaseDuration, holders)
+	}
+	// The reviewed ones stay within the limit: the burst, then ReviewRate
+	// a second (and a second of slack for the sampling).
+	if reviewed, bound := codes[http.StatusUnauthorized], pumpserver.ReviewBurst+pumpserver.ReviewRate*int((3*leaseDuration+3*time.Second)/time.Second); reviewed > bound {
+		t.Errorf("%d forged tokens reviewed, more than %d", reviewed, bound)
+	}
+	// The reader is served again once the flood is over.
+	await.Eventually(t, "the reader served after the flood", waitLong, func() (bool, string) {
+		code, body := srv.get(t, srv.flights())
+		return code == http.StatusOK, fmt.Sprint(code, " ", string(body))
+	})
 }
