@@ -65,6 +65,11 @@ lint: $(GOLANGCI_LINT) ## golangci-lint with the repository's configuration.
 verify-generated: generate manifests ## Fail when generated files are out of date.
 	@git diff --exit-code -- api config charts || { echo "generated files are stale: run 'make generate manifests' and commit" >&2; exit 1; }
 
+.PHONY: docs
+docs: ## Regenerate docs/configuration.md's CRD reference and docs/architecture.svg from their sources (tests fail when either is stale).
+	go run ./hack/crddocs
+	go run ./hack/archsvg
+
 .PHONY: test
 test: ## Everything: services, envtest assets, Kafka test broker, vet, lint, tests.
 	bash hack/test.sh

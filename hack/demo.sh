@@ -138,7 +138,7 @@ YAML
 show curl -sSk -o /dev/null -w '%{http_code} without a token\n' "https://$svc:8082/api/v1/feeds/default/pek/flights/$flid"
 token=$(kubectl -n default create token flight-reader --duration 10m)
 printf '\n$ token=$(kubectl -n default create token flight-reader)\n'
-# -k: the pump pods' certificate is self-signed (README, Security).
+# -k: the pump pods' certificate is self-signed (docs/security.md).
 printf '\n$ curl -sSk -H "Authorization: Bearer $token" https://%s:8082/api/v1/feeds/default/pek/flights/%s\n' "$svc" "$flid"
 curl -sSk -H "Authorization: Bearer $token" "https://$svc:8082/api/v1/feeds/default/pek/flights/$flid"
 echo

@@ -30,6 +30,28 @@ fail() { echo "helm-check: $*" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+# 0. Versions (issue 37): the chart's version moves with every change to
+# charts/ or api/. The commit that last changed Chart.yaml's `version:` line
+# (a merge counts by its diff to its first parent) must be at or after every
+# commit that changed charts/ or api/; version and appVersion are equal; the
+# CHANGELOG has a section for it. History only, so a fresh full clone (CI)
+# and a worktree give the same answer; uncommitted edits are not judged.
+chart_version=$(sed -n 's/^version: *//p' "$chart/Chart.yaml")
+app_version=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$chart/Chart.yaml")
+[ -n "$chart_version" ] && [ "$chart_version" = "$app_version" ] ||
+  fail "$chart/Chart.yaml: version ($chart_version) and appVersion ($app_version) must be equal"
+grep -q "^## $chart_version\$" CHANGELOG.md || fail "CHANGELOG.md has no section '## $chart_version'"
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  [ "$(git rev-parse --is-shallow-repository)" = false ] ||
+    fail "a shallow clone cannot tell when the chart's version last moved: git fetch --unshallow"
+  bumped=$(git log -1 --diff-merges=first-parent --no-patch --format=%H -G'^version:' -- "$chart/Chart.yaml")
+  [ -n "$bumped" ] || fail "no commit sets $chart/Chart.yaml's version"
+  since=$(git rev-list --abbrev-commit "$bumped..HEAD" -- charts api | tr '\n' ' ' | sed 's/ $//')
+  [ -z "$since" ] || fail "charts/ or api/ changed in $since after the chart's version last moved ($(git rev-parse --short "$bumped"), $chart_version): raise version and appVersion in $chart/Chart.yaml and add a CHANGELOG.md section"
+else
+  echo "helm-check: not a git checkout; the version check needs the history, skipped" >&2
+fi
+
 # 1. The chart carries the generated CRDs and RBAC rules, unchanged.
 for f in config/crd/bases/*.yaml; do
   cmp -s "$f" "$chart/files/crds/$(basename "$f")" ||

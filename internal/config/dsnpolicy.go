@@ -21,8 +21,8 @@ import (
 // the local file system. The mailbox DSN must name a TCP address, may
 // hold only the options of MailboxOptions, is refused the dangerous flags
 // when they are on, and then has them forced off; the database DSN is checked against an allow list of keys, which
-// fails closed for keys a later pgx release learns. README, Security,
-// has the table.
+// fails closed for keys a later pgx release learns. docs/security.md,
+// "What each DSN option does", has the table.
 
 // mailboxRule is one mailbox DSN option that is refused when set.
 type mailboxRule struct {

@@ -228,7 +228,7 @@ func TestDeposedLeaderCannotPublish(t *testing.T) {
 
 // With kafka.transactions false (the documented opt-out) the broker does
 // not fence the frozen leader: its stale versions reach the topic after its
-// successor's — the risk the README and the KafkaReachable condition state.
+// successor's — the risk docs/reliability.md and the KafkaReachable condition state.
 // The database still fences it: it marks nothing and stops with reason
 // Fenced.
 func TestWithoutTransactionsADeposedLeaderStillPublishes(t *testing.T) {

@@ -207,7 +207,7 @@ func TestRESPFromAnotherSenderIsUnsolicited(t *testing.T) {
 	}
 }
 
-// What the README says of windows and mixed days (seed 000 §2, §5.2, §5.6):
+// What docs/processing-rules.md says of windows and mixed days (seed 000 §2, §5.2, §5.6):
 // a DNLD window push is the normal case and raises no flag; a RESP over
 // several days is DEAD(MIXED_OPERATION_DAYS), a failed validation whose
 // trace row is ROLLED_BACK without DAY_MISMATCH, the flag of an ownership

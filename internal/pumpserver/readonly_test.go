@@ -56,7 +56,7 @@ func TestReadAPIPoolRefusesWrites(t *testing.T) {
 }
 
 // readOnlyRole creates a login role of the local server that may only read
-// the database dsn (the README's grants) and returns its DSN and a function
+// the database dsn (docs/security.md's grants) and returns its DSN and a function
 // running SQL as the admin in that database. Dropped when t ends.
 func readOnlyRole(t *testing.T, dsn string) (string, func(sql string)) {
 	t.Helper()

@@ -232,7 +232,7 @@ func (s served) get(t *testing.T, u string) (int, []byte) {
 	return getAs(t, s.reader, u)
 }
 
-// readerRole grants what the README tells users to grant for the read API:
+// readerRole grants what docs/security.md tells users to grant for the read API:
 // get on flightfeeds/flights in the namespace.
 func readerRole(ns string) client.Object {
 	return &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "flight-reader", Namespace: ns}, Rules: []rbacv1.PolicyRule{{

@@ -15,7 +15,7 @@
 // record per FLID equals its export, per-FLID versions never decrease,
 // nothing is left pending. Report.Assert fails the test with the details;
 // Summary is the one line a scenario prints (and, with SummaryEnv set,
-// appends to a file), the figures of the README's Reliability section.
+// appends to a file), the figures of docs/reliability.md.
 //
 // Across two runs STATE_VERSION (a sequence a rolled-back transaction also
 // consumes) and UPDATED_AT (a commit time) legitimately differ: they are

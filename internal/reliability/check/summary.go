@@ -9,7 +9,7 @@ import (
 
 // SummaryEnv names a file each Record call appends its summary line to
 // (`make reliability` sets it and prints the file at the end): the
-// figures of the README's Reliability section.
+// figures of docs/reliability.md.
 const SummaryEnv = "FLIGHTFEED_RELIABILITY_SUMMARY"
 
 // Summary is one scenario's figures.

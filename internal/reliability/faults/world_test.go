@@ -142,7 +142,7 @@ type world struct {
 // worldOptions shape newWorld's feed.
 type worldOptions struct {
 	// mailboxTimeout, when set, is the pump's mailbox DSN's readTimeout and
-	// writeTimeout (the MySQL driver's; README, What each DSN option does):
+	// writeTimeout (the MySQL driver's; docs/security.md, What each DSN option does):
 	// without it a stalled mailbox connection waits for ever.
 	mailboxTimeout time.Duration
 	// restartable: the broker is a kfake of its own on a fixed port with
