@@ -86,7 +86,7 @@ hasnot() { local n=$1; shift; [ "$1" = -- ] && shift; ! grep -qE -- "$1" "$work/
 # 3. Default values: everything, CRDs kept, two hardened operator replicas
 # (leader-elected) and the pump pods' defaults.
 render default
-for kind in CustomResourceDefinition:2 Deployment:1 ClusterRole:5 ClusterRoleBinding:1 Role:1 RoleBinding:1 ServiceAccount:1 Service:1 PodDisruptionBudget:1 NetworkPolicy:1 ConfigMap:1; do
+for kind in CustomResourceDefinition:2 Deployment:1 ClusterRole:6 ClusterRoleBinding:1 Role:1 RoleBinding:1 ServiceAccount:1 Service:1 PodDisruptionBudget:1 NetworkPolicy:1 ConfigMap:1; do
   [ "$(count default "${kind%%:*}")" = "${kind##*:}" ] || fail "default: want ${kind##*:} ${kind%%:*}, got $(count default "${kind%%:*}")"
 done
 has default 'name: flightfeeds.flightfeed.aero'
