@@ -220,6 +220,11 @@ done
 has monitoring 'grafana_dashboard: "1"'
 has monitoring 'alert: FlightFeedHeadBlocked'
 has monitoring 'time\(\) - flightfeed_head_blocked_since_timestamp_seconds > 300'
+# Absolute runbook links a pager can open, from one value.
+has monitoring 'runbook_url: "https://github.com/flightfeed/flightfeed/blob/main/docs/operations.md#flightfeedheadblocked"'
+hasnot monitoring 'runbook: '
+render runbooks --set monitoring.prometheusRule.enabled=true --set monitoring.runbookBaseURL=https://wiki.example/ff
+has runbooks 'runbook_url: "https://wiki.example/ff#flightfeednoleader"'
 for kind in ServiceMonitor PrometheusRule; do
   [ "$(count default "$kind")" = 0 ] || fail "default: renders a $kind, the monitoring objects are off by default"
 done
@@ -289,6 +294,7 @@ refuse "an unknown value" --set replicas=3
 refuse "a port out of range" --set api.port=70000
 refuse "a read API cap of zero" --set api.maxConcurrentRequests=0
 refuse "an unknown log level" --set logLevel=loud
+refuse "a relative runbook URL" --set monitoring.runbookBaseURL=docs/operations.md
 refuse "a zero alert threshold" --set monitoring.prometheusRule.headBlockedSeconds=0
 refuse "a bad watched namespace" --set 'watchNamespaces={Ops}'
 refuse "the removed lease migration" --set leaseMigration=auto
