@@ -298,8 +298,12 @@ func (m *Metrics) ReadAPIRequests() *prometheus.CounterVec { return m.readAPIReq
 func (m *Metrics) ReadAPIDuration() *prometheus.HistogramVec { return m.readAPIDuration }
 
 // DeliveryLatency is the outbox-to-Kafka delivery latency histogram of one
-// feed (flightfeed_outbox_delivery_latency_seconds).
+// feed (flightfeed_outbox_delivery_latency_seconds); nil without metrics,
+// like the other per-feed accessors.
 func (m *Metrics) DeliveryLatency(key types.NamespacedName) prometheus.Observer {
+	if m == nil {
+		return nil
+	}
 	return m.deliveryLatency.WithLabelValues(key.Namespace, key.Name)
 }
 
