@@ -18,6 +18,9 @@ helm_dir="$cache/tools/helm-$HELM_VERSION"
 helm="$helm_dir/helm"
 chart=charts/flightfeed
 kube_version=1.37.0
+# image.repository has no default (no registry publishes the image): every
+# rendering names one, as a user installing from outside this repository must.
+image=(--set image.repository=registry.example/flightfeed)
 
 if [ ! -x "$helm" ]; then
   echo "helm-check: installing helm $HELM_VERSION into $helm_dir (first time only)" >&2
@@ -64,17 +67,21 @@ cmp -s config/rbac/role.yaml "$chart/files/rbac/role.yaml" ||
   fail "$chart/files/rbac/role.yaml differs from config/rbac/role.yaml: run 'cp config/rbac/role.yaml $chart/files/rbac/'"
 cmp -s config/rbac/pump/role.yaml "$chart/files/rbac/pump-role.yaml" ||
   fail "$chart/files/rbac/pump-role.yaml differs from config/rbac/pump/role.yaml: run 'make manifests'"
+# NOTES embeds the minimal sample (a chart installed from a registry has no
+# config/samples beside it).
+cmp -s config/samples/flightfeed_v1alpha1_flightfeed.yaml "$chart/files/samples/flightfeed.yaml" ||
+  fail "$chart/files/samples/flightfeed.yaml differs from config/samples/flightfeed_v1alpha1_flightfeed.yaml: copy it"
 
 # The chart's README is generated from values.yaml's comments (helm-docs
 # style, hack/chartdocs): it must not drift.
 go run ./hack/chartdocs -check "$chart" || fail "charts/flightfeed/README.md is stale: run 'go run ./hack/chartdocs'"
 
 # 2. Lint.
-"$helm" lint --strict --kube-version "$kube_version" "$chart" >"$work/lint" 2>&1 || { cat "$work/lint" >&2; fail "helm lint failed"; }
+"$helm" lint --strict --kube-version "$kube_version" "$chart" "${image[@]}" >"$work/lint" 2>&1 || { cat "$work/lint" >&2; fail "helm lint failed"; }
 
 render() { # name, then --set arguments
   local name=$1; shift
-  "$helm" template ff "$chart" --namespace flightfeed-system --kube-version "$kube_version" --skip-tests "$@" >"$work/$name.yaml" 2>"$work/$name.err" ||
+  "$helm" template ff "$chart" --namespace flightfeed-system --kube-version "$kube_version" --skip-tests "${image[@]}" "$@" >"$work/$name.yaml" 2>"$work/$name.err" ||
     { cat "$work/$name.err" >&2; fail "render $name failed"; }
 }
 count() { grep -c "^kind: $2\$" "$work/$1.yaml" || true; }
@@ -112,7 +119,7 @@ hasnot default -- '--api-bind-address'
 hasnot default 'containerPort: 8082'
 hasnot default 'escalate'
 # The pump pods' defaults: the operator's image, lease timings, the read API.
-has default 'image: "flightfeed:'
+has default 'image: "registry.example/flightfeed:'
 has default -- '- --lease-duration=15s'
 has default -- '- --secret-resync-period=1m'
 has default -- '- --metrics-secure=true'
@@ -123,6 +130,7 @@ has default 'ingressFrom:'
 # Secure metrics by default, and the ClusterRole scrapers are bound to.
 has default '- --metrics-secure=true'
 has default 'name: ff-flightfeed-metrics-reader'
+has default 'name: ff-flightfeed-operations$'
 has default '"/metrics"'
 hasnot default 'api-cert-dir'
 hasnot default 'metrics-cert-dir'
@@ -156,6 +164,11 @@ has pumpvalues -- '- "--status-interval=10s"'
 has pumpvalues 'pool: feeds'
 has pumpvalues 'priorityClassName: feeds'
 has pumpvalues 'topologyKey: topology.kubernetes.io/zone'
+render spread --set 'topologySpreadConstraints[0].maxSkew=1' --set 'topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone' \
+  --set 'topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway'
+has spread 'whenUnsatisfiable: ScheduleAnyway'
+hasnot default '^      topologySpreadConstraints:'
+has spread '^      topologySpreadConstraints:'
 render apicap --set api.maxConcurrentRequests=3
 has apicap -- '- --api-max-concurrent-requests=3'
 render norbac --set rbac.create=false --set rbac.aggregate=false --set serviceAccount.create=false --set serviceAccount.name=existing
@@ -200,7 +213,7 @@ has ownToken 'name: prom-token'
 has ownToken 'key: jwt'
 hasnot ownToken 'metrics-scraper'
 [ "$(count ownToken Secret)" = 0 ] || fail "ownToken: renders a token Secret beside the user's"
-if "$helm" template ff "$chart" --kube-version "$kube_version" --set monitoring.serviceMonitor.enabled=true --set rbac.create=false \
+if "$helm" template ff "$chart" --kube-version "$kube_version" "${image[@]}" --set monitoring.serviceMonitor.enabled=true --set rbac.create=false \
   --set serviceAccount.create=false --set serviceAccount.name=existing >/dev/null 2>"$work/unbound.err"; then
   fail "rbac.create=false with the chart's scraper renders a ServiceMonitor whose token nobody binds"
 fi
@@ -229,11 +242,16 @@ done
 has monitoring 'grafana_dashboard: "1"'
 has monitoring 'alert: FlightFeedHeadBlocked'
 has monitoring 'time\(\) - flightfeed_head_blocked_since_timestamp_seconds > 300'
+# Absolute runbook links a pager can open, from one value.
+has monitoring 'runbook_url: "https://github.com/flightfeed/flightfeed/blob/main/docs/operations.md#flightfeedheadblocked"'
+hasnot monitoring 'runbook: '
+render runbooks --set monitoring.prometheusRule.enabled=true --set monitoring.runbookBaseURL=https://wiki.example/ff
+has runbooks 'runbook_url: "https://wiki.example/ff#flightfeednoleader"'
 for kind in ServiceMonitor PrometheusRule; do
   [ "$(count default "$kind")" = 0 ] || fail "default: renders a $kind, the monitoring objects are off by default"
 done
 hasnot default 'grafana_dashboard' 
-"$helm" lint --strict --kube-version "$kube_version" "$chart" --set monitoring.serviceMonitor.enabled=true \
+"$helm" lint --strict --kube-version "$kube_version" "$chart" "${image[@]}" --set monitoring.serviceMonitor.enabled=true \
   --set monitoring.prometheusRule.enabled=true --set monitoring.grafanaDashboard.enabled=true >"$work/lint" 2>&1 ||
   { cat "$work/lint" >&2; fail "helm lint with the monitoring objects failed"; }
 
@@ -272,7 +290,7 @@ has migrate 'automountServiceAccountToken: false'
 
 # The `helm test` hook: the selftest Pod of the operator's own image, with
 # its own ServiceAccount and read-only RBAC; all of it test hooks.
-"$helm" template ff "$chart" --namespace flightfeed-system --kube-version "$kube_version" \
+"$helm" template ff "$chart" --namespace flightfeed-system --kube-version "$kube_version" "${image[@]}" \
   --show-only templates/tests/selftest.yaml >"$work/tests.yaml" 2>"$work/tests.err" || { cat "$work/tests.err" >&2; fail "render the test hook failed"; }
 for kind in Pod:1 ServiceAccount:1 ClusterRole:1 ClusterRoleBinding:1 Role:1 RoleBinding:1; do
   [ "$(count tests "${kind%%:*}")" = "${kind##*:}" ] || fail "tests: want ${kind##*:} ${kind%%:*}, got $(count tests "${kind%%:*}")"
@@ -280,12 +298,12 @@ done
 [ "$(grep -c '"helm.sh/hook": test' "$work/tests.yaml")" = 6 ] || fail "tests: every object must be a test hook"
 has tests '- selftest'
 has tests 'component=manager'
-has tests 'image: "flightfeed:'
+has tests 'image: "registry.example/flightfeed:'
 
 # 5. The values schema refuses what would break the operator or its hardening.
 refuse() { # what, --set arguments
   local what=$1; shift
-  if "$helm" template ff "$chart" --kube-version "$kube_version" "$@" >/dev/null 2>"$work/refused"; then
+  if "$helm" template ff "$chart" --kube-version "$kube_version" "${image[@]}" "$@" >/dev/null 2>"$work/refused"; then
     fail "values schema accepted $what"
   fi
   grep -q "values don't meet the specifications of the schema" "$work/refused" || { cat "$work/refused" >&2; fail "$what refused for another reason"; }
@@ -298,6 +316,7 @@ refuse "an unknown value" --set replicas=3
 refuse "a port out of range" --set api.port=70000
 refuse "a read API cap of zero" --set api.maxConcurrentRequests=0
 refuse "an unknown log level" --set logLevel=loud
+refuse "a relative runbook URL" --set monitoring.runbookBaseURL=docs/operations.md
 refuse "a zero alert threshold" --set monitoring.prometheusRule.headBlockedSeconds=0
 refuse "a bad watched namespace" --set 'watchNamespaces={Ops}'
 refuse "the removed lease migration" --set leaseMigration=auto
@@ -314,7 +333,36 @@ refuse "a migration feed without its Secret" --set 'migrations.job.feeds[0].name
 refuse "an empty scrape token key" --set monitoring.serviceMonitor.authorization.key=
 refuse "a scrape token Secret name that is none" --set monitoring.serviceMonitor.authorization.secretName=Prom_Token
 
-# 6. The kustomize tree renders too (kubectl carries kustomize).
+# No image repository: refused with a message naming the value.
+if "$helm" template ff "$chart" --kube-version "$kube_version" >/dev/null 2>"$work/noimage.err"; then
+  fail "the chart renders without image.repository (an image no registry serves)"
+fi
+grep -q "image.repository is required" "$work/noimage.err" || { cat "$work/noimage.err" >&2; fail "no image.repository refused for another reason"; }
+
+# 6. NOTES (which `helm template` does not print), rendered from a copy of
+# the chart in which a ConfigMap holds them, with only image.repository set:
+# the minimal sample embedded, no path into this repository.
+notes_chart="$work/notes-chart"
+cp -r "$chart" "$notes_chart"
+cp "$chart/templates/NOTES.txt" "$notes_chart/notes.txt"
+cat >"$notes_chart/templates/zz-notes.yaml" <<'EOF'
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: notes}
+data:
+  notes: |
+    {{- tpl (.Files.Get "notes.txt") . | nindent 4 }}
+EOF
+for extra in "" "--set crds.enabled=false --set migrations.job.enabled=true --set watchNamespaces={feeds}"; do
+  # shellcheck disable=SC2086 # $extra is a word list on purpose
+  "$helm" template ff "$notes_chart" --namespace flightfeed-system --kube-version "$kube_version" "${image[@]}" $extra \
+    --show-only templates/zz-notes.yaml >"$work/notes.yaml" 2>"$work/notes.err" || { cat "$work/notes.err" >&2; fail "render NOTES ($extra) failed"; }
+  grep -q 'kind: FlightFeed$' "$work/notes.yaml" || fail "NOTES ($extra) do not embed the sample FlightFeed"
+  grep -q 'events-kafka-bootstrap.kafka.svc' "$work/notes.yaml" || fail "NOTES ($extra) do not embed config/samples' minimal FlightFeed"
+  ! grep -qE 'config/|hack/|README' "$work/notes.yaml" || { grep -nE 'config/|hack/|README' "$work/notes.yaml" >&2; fail "NOTES ($extra) name a path of this repository"; }
+done
+
+# 7. The kustomize tree renders too (kubectl carries kustomize).
 if command -v kubectl >/dev/null 2>&1; then
   kubectl kustomize config/default >"$work/kustomize.yaml" || fail "kubectl kustomize config/default failed"
   for kind in CustomResourceDefinition Deployment ClusterRole ClusterRoleBinding Role RoleBinding ServiceAccount Namespace NetworkPolicy; do

@@ -1,9 +1,12 @@
 // Command chartdocs writes a Helm chart's README from its values.yaml, in
 // the style of helm-docs: the comment lines right above a value are its
 // description, and every leaf value (or empty map or list) is one row of
-// Key, Type, Default, Description. With -check it writes nothing and fails
-// when the README differs from what it would write (hack/helm-check.sh
-// runs it so, in CI).
+// Key, Type, Default, Description. A value with no description of its own
+// nor of an enclosing key is an error (helm-docs would print an empty
+// cell; a user meeting the chart from outside this repository would have
+// nothing to go on). With -check it writes nothing and fails when the
+// README differs from what it would write (hack/helm-check.sh runs it so,
+// in CI).
 //
 //	go run ./hack/chartdocs [-check] [charts/flightfeed]
 package main
@@ -73,6 +76,7 @@ func render(chartYAML, valuesYAML []byte) ([]byte, error) {
 		Version     string `yaml:"version"`
 		AppVersion  string `yaml:"appVersion"`
 		KubeVersion string `yaml:"kubeVersion"`
+		Home        string `yaml:"home"`
 	}
 	if err := yaml.Unmarshal(chartYAML, &chart); err != nil {
 		return nil, fmt.Errorf("parse Chart.yaml: %w", err)
@@ -88,6 +92,16 @@ func render(chartYAML, valuesYAML []byte) ([]byte, error) {
 	if err := walk(root.Content[0], "", "", &rows); err != nil {
 		return nil, err
 	}
+	var undocumented []string
+	for _, r := range rows {
+		if r.desc == "" {
+			undocumented = append(undocumented, r.key)
+		}
+	}
+	if len(undocumented) > 0 {
+		return nil, fmt.Errorf("values.yaml: %d values have no description (a comment right above the key or its parent): %s",
+			len(undocumented), strings.Join(undocumented, ", "))
+	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# %s\n\n", chart.Name)
 	fmt.Fprintf(&b, "<!-- Generated from values.yaml by hack/chartdocs (go run ./hack/chartdocs); do not edit. -->\n\n")
@@ -96,8 +110,11 @@ func render(chartYAML, valuesYAML []byte) ([]byte, error) {
 	if chart.KubeVersion != "" {
 		fmt.Fprintf(&b, ", Kubernetes %s", chart.KubeVersion)
 	}
-	b.WriteString(". The operator's own documentation is the repository's README.md.\n\n")
-	b.WriteString("```sh\nhelm install flightfeed charts/flightfeed -n flightfeed-system --create-namespace\nhelm test flightfeed -n flightfeed-system\n```\n\n")
+	if chart.Home != "" {
+		fmt.Fprintf(&b, ". The operator's own documentation: %s", chart.Home)
+	}
+	b.WriteString(".\n\n")
+	b.WriteString("```sh\nhelm install flightfeed charts/flightfeed -n flightfeed-system --create-namespace \\\n  --set image.repository=REGISTRY/flightfeed\nhelm test flightfeed -n flightfeed-system\n```\n\n")
 	b.WriteString("## Values\n\n| Key | Type | Default | Description |\n|-----|------|---------|-------------|\n")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.key, r.typ, cell("`"+r.def+"`"), cell(r.desc))
@@ -106,7 +123,8 @@ func render(chartYAML, valuesYAML []byte) ([]byte, error) {
 }
 
 // walk documents every leaf of the map m under prefix; inherited is the
-// description of the enclosing key, used by leaves without their own.
+// description of the nearest enclosing key that has one, used by keys
+// without their own (resources.requests.cpu reads as resources says).
 func walk(m *yaml.Node, prefix, inherited string, rows *[]row) error {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
@@ -115,14 +133,14 @@ func walk(m *yaml.Node, prefix, inherited string, rows *[]row) error {
 			key = prefix + "." + key
 		}
 		desc := comment(k.HeadComment)
+		if desc == "" {
+			desc = inherited
+		}
 		if v.Kind == yaml.MappingNode && len(v.Content) > 0 {
 			if err := walk(v, key, desc, rows); err != nil {
 				return err
 			}
 			continue
-		}
-		if desc == "" {
-			desc = inherited
 		}
 		def, typ, err := value(v)
 		if err != nil {

@@ -371,6 +371,9 @@ func (d *Dispatcher) settle(ctx context.Context, win store.Window, events []stor
 		parkEvents []store.OutboxEvent
 		first      error
 	)
+	// settle runs once the brokers answered every record of the pass: the
+	// acknowledgement time of its acked records, within the pass's wait.
+	ackedAt := d.clock.Now()
 	traced := d.log.V(2).Enabled() // a line per event: built only when logged
 	for i, e := range events {
 		err := results[i]
@@ -445,6 +448,7 @@ func (d *Dispatcher) settle(ctx context.Context, win store.Window, events []stor
 			d.log.Error(err, "acknowledged records not recorded delivered; they will be sent again", "records", len(acked))
 		default:
 			out.superseded += dropped
+			d.observeLatency(acked, ackedAt)
 			for k := range done {
 				if k.ID > to {
 					d.ahead[k] = struct{}{}
@@ -488,6 +492,19 @@ func (d *Dispatcher) settle(ctx context.Context, win store.Window, events []stor
 		"superseded", out.superseded, "failed", len(failedIDs), "parked", len(parks), "suspects", len(d.suspects),
 		"cursor", max(to, win.Cursor))
 	return out
+}
+
+// observeLatency observes each delivered record's time from its outbox
+// event's commit to its acknowledgement. Only records recorded delivered
+// count: ones sent again after a failed cursor write are observed once,
+// when recorded.
+func (d *Dispatcher) observeLatency(acked []store.OutboxEvent, ackedAt time.Time) {
+	if d.opts.DeliveryLatency == nil {
+		return
+	}
+	for _, e := range acked {
+		d.opts.DeliveryLatency.Observe(max(ackedAt.Sub(e.CreatedAt), 0).Seconds())
+	}
 }
 
 // explain adds the last broker connection error to a record timeout, which

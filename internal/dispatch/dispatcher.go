@@ -67,6 +67,16 @@ type Options struct {
 	// epoch is still the feed's, Run closes the refused client and goes on
 	// with a renewed one instead of stopping. Nil: it stops.
 	Renew func() (*kgo.Client, error)
+	// DeliveryLatency observes, for each record the brokers acknowledged
+	// and the database then recorded delivered, the seconds from its
+	// outbox event's created_at (the pump's commit of the message) to the
+	// acknowledgement (optional).
+	DeliveryLatency LatencyObserver
+}
+
+// LatencyObserver receives durations in seconds (a Prometheus histogram).
+type LatencyObserver interface {
+	Observe(seconds float64)
 }
 
 // Dispatcher delivers one feed's outbox to Kafka.

@@ -47,6 +47,9 @@ type Options struct {
 	// client, PostgreSQL pool, MySQL mailbox pool) while the runner lives;
 	// nil: none. The operator passes one that labels them with the feed.
 	Registerer prometheus.Registerer
+	// DeliveryLatency observes each delivered record's seconds from outbox
+	// commit to Kafka acknowledgement (dispatch.Options; optional).
+	DeliveryLatency dispatch.LatencyObserver
 }
 
 // Open checks the feed's database schema, migrates it when
@@ -161,7 +164,8 @@ func Start(ctx context.Context, feed *config.Feed, opts Options) (*Runner, error
 	// A client the broker refused while this replica still leads the feed
 	// (a pass outlived kafka's transaction timeout) is renewed the same way.
 	renew := func() (*kgo.Client, error) { return dispatch.NewClient(feed, kafkaOpts...) }
-	d, err := dispatch.New(st, client, feed, dispatch.Options{Epoch: epoch, Log: opts.Log.WithName("dispatch"), Door: door, Renew: renew})
+	d, err := dispatch.New(st, client, feed, dispatch.Options{Epoch: epoch, Log: opts.Log.WithName("dispatch"), Door: door, Renew: renew,
+		DeliveryLatency: opts.DeliveryLatency})
 	if err != nil {
 		client.Close()
 		p.Close()

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/plugin/kprom"
 
 	"github.com/flightfeed/flightfeed/internal/mailbox"
@@ -143,4 +144,21 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(poolEmptyWaits, float64(s.EmptyAcquireCount()))
 	counter(poolCanceledWait, float64(s.CanceledAcquireCount()))
 	counter(poolNewConns, float64(s.NewConnsCount()))
+}
+
+// DescribeClientMetrics sends the descriptions of a feed's connection
+// statistics (the Kafka client's, the PostgreSQL pool's, the mailbox
+// pool's) without connecting anywhere: the chart's dashboard and alerts
+// are checked against them. The Kafka client's series exist once a client
+// does, so one is made, with a seed that is never dialled, and closed.
+func DescribeClientMetrics(ch chan<- *prometheus.Desc) error {
+	var m clientMetrics
+	client, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"), kgo.WithHooks(m.kafka()))
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	m.set.MustRegister(poolCollector{}, collectors.NewDBStatsCollector(nil, "mailbox"))
+	m.set.Describe(ch)
+	return nil
 }

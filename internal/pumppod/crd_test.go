@@ -2,9 +2,11 @@ package pumppod_test
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -187,7 +189,49 @@ func TestManifestsAreAccepted(t *testing.T) {
 			if err := c.Create(ctx, &obj, client.DryRunAll); err != nil {
 				t.Errorf("%s: the API server refuses %s %s: %v", dir, obj.GetKind(), obj.GetName(), err)
 			}
+			if obj.GetKind() == "FlightFeed" {
+				checkSampleBrokers(t, &obj)
+			}
 		}
 		t.Logf("%s: %v", dir, kinds)
+		if dir == "config/samples" && kinds["FlightFeed"] < 4 {
+			t.Errorf("config/samples: %d FlightFeeds, want at least the four samples (minimal, Kafka TLS+SCRAM, read-only DSN, namespaced)", kinds["FlightFeed"])
+		}
+	}
+	checkSamplesListed(t, filepath.Join(kubetest.RepoRoot(t), "config", "samples"))
+}
+
+// checkSampleBrokers fails when a sample FlightFeed names a broker a pump
+// pod cannot reach as written: an IP address (127.0.0.1 is the pod itself)
+// or a name that is not a Service's DNS name.
+func checkSampleBrokers(t *testing.T, ff *unstructured.Unstructured) {
+	t.Helper()
+	brokers, _, _ := unstructured.NestedStringSlice(ff.Object, "spec", "kafka", "brokers")
+	for _, b := range brokers {
+		host, _, err := net.SplitHostPort(b)
+		if err != nil || net.ParseIP(host) != nil || !strings.Contains(host, ".svc") {
+			t.Errorf("sample FlightFeed %s/%s: broker %q is not a Service DNS name (NAME.NAMESPACE.svc[.cluster.local]:PORT)", ff.GetNamespace(), ff.GetName(), b)
+		}
+	}
+}
+
+// checkSamplesListed fails when a file of config/samples is not a resource
+// of its kustomization, so that every sample is applied above.
+func checkSamplesListed(t *testing.T, dir string) {
+	t.Helper()
+	var k struct {
+		Resources []string `json:"resources"`
+	}
+	if err := yaml.Unmarshal(readFile(t, filepath.Join(dir, "kustomization.yaml")), &k); err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if name := filepath.Base(f); name != "kustomization.yaml" && !slices.Contains(k.Resources, name) {
+			t.Errorf("config/samples/%s is not in config/samples/kustomization.yaml: no test applies it", name)
+		}
 	}
 }

@@ -59,6 +59,14 @@ type Metrics struct {
 	// readAPIRejected counts the read API's 429s (not per feed: the cap
 	// is the replica's).
 	readAPIRejected prometheus.Counter
+	// readAPIRequests and readAPIDuration are the read API's requests by
+	// route (a fixed set of names) and status code, and their durations
+	// by route: per replica, like the cap.
+	readAPIRequests *prometheus.CounterVec
+	readAPIDuration *prometheus.HistogramVec
+	// deliveryLatency is each delivered Kafka record's time from its
+	// outbox event's commit to the brokers' acknowledgement.
+	deliveryLatency *prometheus.HistogramVec
 
 	// reg is where the feeds' connection statistics are registered.
 	reg             prometheus.Registerer
@@ -213,6 +221,20 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "flightfeed_read_api_rejected_total",
 			Help: "Read API requests this replica refused with 429 because it was already serving its maximum (--api-max-concurrent-requests).",
 		}),
+		readAPIRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flightfeed_read_api_requests_total",
+			Help: "Read API requests this replica answered, by route (flights, flight, dead, parked, redeliver, replays, replay; other for no token or an unknown path) and HTTP status code.",
+		}, []string{"route", "code"}),
+		readAPIDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "flightfeed_read_api_request_duration_seconds",
+			Help:    "Time this replica took to answer a read API request (authorization included), by route.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}, []string{"route"}),
+		deliveryLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "flightfeed_outbox_delivery_latency_seconds",
+			Help:    "Per delivered Kafka record: seconds from the pump's commit of its outbox event (msg_event.created_at, the mailbox message's transaction) to the brokers' acknowledgement. Mailbox waiting before the commit is flightfeed_queue_lag_seconds.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
+		}, feed),
 		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flightfeed_build_info",
 			Help: "Always 1; the labels name the running binary's version, VCS revision and Go version.",
@@ -230,7 +252,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 func (m *Metrics) register(reg prometheus.Registerer) error {
 	for _, p := range []any{&m.messages, &m.txDuration, &m.batchSize, &m.ignoredTags, &m.serviceErrors, &m.snapshotFlags, &m.traceLogErrors, &m.panics, &m.runnerPanics, &m.seqnRegress, &m.queueDepth, &m.queueLag,
 		&m.headBlocked, &m.outboxPending, &m.outboxOldest, &m.backfillPending, &m.snapshotVersion, &m.leader, &m.fenced, &m.pumpRunning, &m.buildInfo, &m.kafkaReachable, &m.outboxParked,
-		&m.mailboxReachable, &m.databaseReachable, &m.kafkaRenewed, &m.readAPIRejected} {
+		&m.mailboxReachable, &m.databaseReachable, &m.kafkaRenewed, &m.readAPIRejected, &m.readAPIRequests, &m.readAPIDuration, &m.deliveryLatency} {
 		var err error
 		switch v := p.(type) {
 		case **prometheus.CounterVec:
@@ -267,6 +289,22 @@ func registerOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C) (C,
 // replica was already serving its maximum.
 func (m *Metrics) ReadAPIRejected() prometheus.Counter {
 	return m.readAPIRejected
+}
+
+// ReadAPIRequests counts the read API's answers by route and code.
+func (m *Metrics) ReadAPIRequests() *prometheus.CounterVec { return m.readAPIRequests }
+
+// ReadAPIDuration observes the read API's answer times by route.
+func (m *Metrics) ReadAPIDuration() *prometheus.HistogramVec { return m.readAPIDuration }
+
+// DeliveryLatency is the outbox-to-Kafka delivery latency histogram of one
+// feed (flightfeed_outbox_delivery_latency_seconds); nil without metrics,
+// like the other per-feed accessors.
+func (m *Metrics) DeliveryLatency(key types.NamespacedName) prometheus.Observer {
+	if m == nil {
+		return nil
+	}
+	return m.deliveryLatency.WithLabelValues(key.Namespace, key.Name)
 }
 
 // Observer returns the pump observer of one feed.
@@ -327,7 +365,7 @@ func (m *Metrics) dropPumpSeries(key types.NamespacedName) {
 		DeletePartialMatch(prometheus.Labels) int
 	}{m.messages, m.txDuration, m.batchSize, m.ignoredTags, m.snapshotFlags, m.traceLogErrors, m.panics, m.seqnRegress, m.queueDepth, m.queueLag, m.headBlocked,
 		m.outboxPending, m.outboxOldest, m.backfillPending, m.snapshotVersion, m.pumpRunning, m.fenced, m.kafkaReachable, m.outboxParked,
-		m.mailboxReachable, m.databaseReachable, m.kafkaRenewed} {
+		m.mailboxReachable, m.databaseReachable, m.kafkaRenewed, m.deliveryLatency} {
 		c.DeletePartialMatch(match)
 	}
 }

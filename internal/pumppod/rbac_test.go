@@ -127,7 +127,9 @@ func renderChart(t *testing.T, release, ns string, args ...string) []*unstructur
 	cmd := exec.Command(helm, append([]string{"template", release, filepath.Join(kubetest.RepoRoot(t), "charts", "flightfeed"),
 		// --skip-tests: what an install creates (the helm test hook's
 		// ServiceAccount and RBAC exist only during `helm test`).
-		"--namespace", ns, "--kube-version", "1.37.0", "--skip-tests"}, args...)...)
+		"--namespace", ns, "--kube-version", "1.37.0", "--skip-tests",
+		// No default: every install names its registry.
+		"--set", "image.repository=registry.example/flightfeed"}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

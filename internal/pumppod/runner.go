@@ -45,6 +45,9 @@ type RunParams struct {
 	// Registerer receives the statistics of the feed's connections
 	// (labelled with the feed); nil: none.
 	Registerer prometheus.Registerer
+	// DeliveryLatency observes the feed's outbox-to-Kafka delivery
+	// latency (flightfeed_outbox_delivery_latency_seconds); nil: none.
+	DeliveryLatency prometheus.Observer
 }
 
 // RunnerFactory builds a runner; ctx is the leadership context, cancelled
@@ -67,7 +70,7 @@ type NoticeSource interface {
 // observer. Its notices become Kubernetes Events (NoticeSource).
 func StartFeed(ctx context.Context, p RunParams) (FeedRunner, error) {
 	r, err := feedrun.Start(ctx, p.Feed, feedrun.Options{Store: p.Store, Identity: p.Identity, Epoch: p.Epoch,
-		Log: p.Log, Observer: p.Observer, Registerer: p.Registerer})
+		Log: p.Log, Observer: p.Observer, Registerer: p.Registerer, DeliveryLatency: p.DeliveryLatency})
 	if err != nil {
 		return nil, err
 	}

@@ -451,7 +451,8 @@ func (s *feedSupervisor) runOnce(ctx context.Context, d feedDesired) error {
 	err = panics.Guard(func() error {
 		var ferr error
 		runner, ferr = s.deps.factory(logf.IntoContext(runCtx, log), RunParams{Feed: d.Feed, Identity: s.deps.identity, Epoch: epoch,
-			Store: db, Observer: s.deps.metrics.Observer(s.key), Registerer: s.deps.metrics.FeedRegisterer(s.key), Log: log})
+			Store: db, Observer: s.deps.metrics.Observer(s.key), Registerer: s.deps.metrics.FeedRegisterer(s.key),
+			DeliveryLatency: s.deps.metrics.DeliveryLatency(s.key), Log: log})
 		return ferr
 	})
 	if err != nil {

@@ -100,8 +100,11 @@ type ReadAPI struct {
 	// once (listBudget); budget is its size.
 	flights *semaphore.Weighted
 	budget  int64
-	// rejected counts the requests refused with 429.
+	// rejected counts the requests refused with 429; requests and
+	// duration every answer (APIMetrics).
 	rejected prometheus.Counter
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
 	// readTimeout bounds one request's database work (the package's
 	// readTimeout; tests that load a busy machine lengthen it).
 	readTimeout time.Duration
@@ -116,18 +119,36 @@ type readStore struct {
 	close  func()
 }
 
+// APIMetrics are the read API's series; a nil field is replaced by an
+// unregistered one.
+type APIMetrics struct {
+	// Rejected counts the requests refused with 429.
+	Rejected prometheus.Counter
+	// Requests counts every answer by route (routeNames, or routeOther)
+	// and status code.
+	Requests *prometheus.CounterVec
+	// Duration observes every answer's seconds by route.
+	Duration *prometheus.HistogramVec
+}
+
 // NewReadAPI serves the feeds of dir to the callers access allows, at
 // most maxConcurrent requests at once (DefaultMaxConcurrentRequests when
-// not positive), counting the refused ones in rejected (may be nil).
-func NewReadAPI(dir FeedLookup, access *Access, maxConcurrent int, rejected prometheus.Counter, log logr.Logger) *ReadAPI {
+// not positive), counting into m.
+func NewReadAPI(dir FeedLookup, access *Access, maxConcurrent int, m APIMetrics, log logr.Logger) *ReadAPI {
 	if maxConcurrent <= 0 {
 		maxConcurrent = DefaultMaxConcurrentRequests
 	}
-	if rejected == nil {
-		rejected = prometheus.NewCounter(prometheus.CounterOpts{Name: "flightfeed_read_api_rejected_total"})
+	if m.Rejected == nil {
+		m.Rejected = prometheus.NewCounter(prometheus.CounterOpts{Name: "flightfeed_read_api_rejected_total"})
+	}
+	if m.Requests == nil {
+		m.Requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flightfeed_read_api_requests_total"}, []string{"route", "code"})
+	}
+	if m.Duration == nil {
+		m.Duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "flightfeed_read_api_request_duration_seconds"}, []string{"route"})
 	}
 	return &ReadAPI{dir: dir, access: access, open: openReadStore, openWriter: openWriteStore, log: log, stores: map[types.NamespacedName]*readStore{},
-		slots: make(chan struct{}, maxConcurrent), rejected: rejected,
+		slots: make(chan struct{}, maxConcurrent), rejected: m.Rejected, requests: m.Requests, duration: m.Duration,
 		flights: semaphore.NewWeighted(listBudget(maxConcurrent)), budget: listBudget(maxConcurrent), readTimeout: readTimeout}
 }
 
@@ -170,20 +191,94 @@ func openRead(ctx context.Context, dsn string, loc *time.Location, dbTLS *tls.Co
 // whatever its path; the feed routes authorize the token for their feed.
 func (a *ReadAPI) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /api/v1/feeds/{namespace}/{name}/flights", a.authorized(ReadFlights, a.limited(a.list)))
-	mux.HandleFunc("GET /api/v1/feeds/{namespace}/{name}/flights/{flid}", a.authorized(ReadFlights, a.limited(a.one)))
-	mux.HandleFunc("GET /api/v1/feeds/{namespace}/{name}/dead", a.authorized(ReadMessages, a.limited(a.dead)))
-	mux.HandleFunc("GET /api/v1/feeds/{namespace}/{name}/parked", a.authorized(ReadMessages, a.limited(a.parked)))
-	mux.HandleFunc("POST /api/v1/feeds/{namespace}/{name}/parked/redeliver", a.authorized(CreateReplays, a.limited(a.redeliver)))
-	mux.HandleFunc("POST /api/v1/feeds/{namespace}/{name}/replays", a.authorized(CreateReplays, a.limited(a.requestReplay)))
-	mux.HandleFunc("GET /api/v1/feeds/{namespace}/{name}/replays/{id}", a.authorized(ReadReplays, a.limited(a.replay)))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	for _, rt := range []struct {
+		pattern string
+		h       http.HandlerFunc
+	}{
+		{patternFlights, a.authorized(ReadFlights, a.limited(a.list))},
+		{patternFlight, a.authorized(ReadFlights, a.limited(a.one))},
+		{patternDead, a.authorized(ReadMessages, a.limited(a.dead))},
+		{patternParked, a.authorized(ReadMessages, a.limited(a.parked))},
+		{patternRedeliver, a.authorized(CreateReplays, a.limited(a.redeliver))},
+		{patternReplays, a.authorized(CreateReplays, a.limited(a.requestReplay))},
+		{patternReplay, a.authorized(ReadReplays, a.limited(a.replay))},
+	} {
+		mux.HandleFunc(rt.pattern, rt.h)
+	}
+	return a.instrumented(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if BearerToken(r) == "" {
 			unauthorized(w, "a bearer token is required (Authorization: Bearer <token>, or "+TokenHeader+" through the API server's service proxy)")
 			return
 		}
 		mux.ServeHTTP(w, r)
+	}))
+}
+
+// The read API's routes, and their route label.
+const (
+	patternFlights   = "GET /api/v1/feeds/{namespace}/{name}/flights"
+	patternFlight    = "GET /api/v1/feeds/{namespace}/{name}/flights/{flid}"
+	patternDead      = "GET /api/v1/feeds/{namespace}/{name}/dead"
+	patternParked    = "GET /api/v1/feeds/{namespace}/{name}/parked"
+	patternRedeliver = "POST /api/v1/feeds/{namespace}/{name}/parked/redeliver"
+	patternReplays   = "POST /api/v1/feeds/{namespace}/{name}/replays"
+	patternReplay    = "GET /api/v1/feeds/{namespace}/{name}/replays/{id}"
+	// routeOther labels requests that matched no route (no token, an
+	// unknown path or method): the label set stays the routes'.
+	routeOther = "other"
+)
+
+var routeNames = map[string]string{
+	patternFlights: "flights", patternFlight: "flight", patternDead: "dead", patternParked: "parked",
+	patternRedeliver: "redeliver", patternReplays: "replays", patternReplay: "replay",
+}
+
+// instrumented counts and times every answer of next by route and status
+// code. The route is the pattern the mux matched (it sets r.Pattern on
+// the request it was given), so a path's feed or flight never becomes a
+// label; the codes are the few this API writes.
+func (a *ReadAPI) instrumented(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		route, ok := routeNames[r.Pattern]
+		if !ok {
+			route = routeOther
+		}
+		a.requests.WithLabelValues(route, strconv.Itoa(sw.code())).Inc()
+		a.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
 	})
+}
+
+// statusWriter remembers the status code written through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) code() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
 }
 
 // authorized serves next only to a token allowed p on the feed of the

@@ -82,7 +82,7 @@ func fakeAccess() *Access {
 func testAPI(t *testing.T, dsn string, maxConcurrent int, rejected prometheus.Counter, reader FeedReader) *ReadAPI {
 	t.Helper()
 	feed := &config.Feed{Namespace: testNamespace, Name: testFeed, Location: time.UTC, Secrets: config.Secrets{DatabaseDSN: dsn}}
-	a := NewReadAPI(feedMap{{Namespace: testNamespace, Name: testFeed}: feed}, fakeAccess(), maxConcurrent, rejected, logr.Discard())
+	a := NewReadAPI(feedMap{{Namespace: testNamespace, Name: testFeed}: feed}, fakeAccess(), maxConcurrent, APIMetrics{Rejected: rejected}, logr.Discard())
 	if reader != nil {
 		a.open = func(context.Context, *config.Feed) (FeedReader, func(), error) { return reader, func() {}, nil }
 	}

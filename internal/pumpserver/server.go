@@ -281,7 +281,8 @@ func New(o Options) (manager.Manager, error) {
 	}
 	if addr := orDefault(o.APIAddr, DefaultAPIAddr); addr != "0" {
 		access := NewAccess(reviewKube.AuthenticationV1().TokenReviews(), reviewKube.AuthorizationV1().SubjectAccessReviews(), nil)
-		api := NewReadAPI(dir, access, o.APIMaxConcurrentRequests, metrics.ReadAPIRejected(), o.Log.WithName("read-api"))
+		api := NewReadAPI(dir, access, o.APIMaxConcurrentRequests,
+			APIMetrics{Rejected: metrics.ReadAPIRejected(), Requests: metrics.ReadAPIRequests(), Duration: metrics.ReadAPIDuration()}, o.Log.WithName("read-api"))
 		if err := mgr.Add(&apiServer{addr: addr, api: api, certDir: o.APICertDir, http2: o.EnableHTTP2, log: o.Log.WithName("read-api")}); err != nil {
 			return nil, fmt.Errorf("pump pod: add read api: %w", err)
 		}

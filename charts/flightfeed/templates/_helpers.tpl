@@ -41,9 +41,15 @@ app.kubernetes.io/component: manager
 {{- end }}
 {{- end }}
 
-{{/* The operator's image. */}}
+{{/* The operator's image: no default registry (none publishes one), so an
+install from outside this repository names its own, e.g.
+ghcr.io/example/flightfeed (make docker-build IMG=...). */}}
 {{- define "flightfeed.image" -}}
-{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- printf "%s:%s" (include "flightfeed.imageRepository" .) (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+
+{{- define "flightfeed.imageRepository" -}}
+{{- required "image.repository is required: the registry-qualified repository of the flightfeed image you pushed (e.g. --set image.repository=ghcr.io/example/flightfeed; make docker-build docker-push IMG=ghcr.io/example/flightfeed:TAG)" .Values.image.repository }}
 {{- end }}
 
 {{/* The ClusterRole granting get on Secrets that the operator binds itself
@@ -66,7 +72,7 @@ NetworkPolicy. */}}
 {{- define "flightfeed.pumpDefaults" -}}
 {{- $p := .Values.pump -}}
 {{- $np := .Values.networkPolicy -}}
-image: {{ printf "%s:%s" ($p.image.repository | default .Values.image.repository) ($p.image.tag | default (.Values.image.tag | default .Chart.AppVersion)) | quote }}
+image: {{ printf "%s:%s" ($p.image.repository | default (include "flightfeed.imageRepository" .)) ($p.image.tag | default (.Values.image.tag | default .Chart.AppVersion)) | quote }}
 imagePullPolicy: {{ $p.image.pullPolicy | default .Values.image.pullPolicy }}
 {{- with $p.imagePullSecrets }}
 imagePullSecrets:
