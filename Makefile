@@ -115,6 +115,25 @@ test-unit: ## Pure packages only (no services needed).
 build: ## Build bin/flightfeed.
 	go build -o bin/flightfeed .
 
+PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+
+.PHONY: plugin
+plugin: ## Build the kubectl plugin: bin/kubectl-flightfeed (the same binary; its name selects the user commands) and bin/kubectl_complete-flightfeed (shell completion for kubectl).
+	go build -o bin/kubectl-flightfeed .
+	printf '#!/bin/sh\n# kubectl runs this to complete "kubectl flightfeed ..." (docs/plugin.md).\nexec kubectl-flightfeed __complete "$$@"\n' >bin/kubectl_complete-flightfeed
+	chmod +x bin/kubectl_complete-flightfeed
+
+.PHONY: plugin-dist
+plugin-dist: ## The plugin's release archives for krew (dist/kubectl-flightfeed_OS_ARCH.tar.gz and their sha256; hack/krew/flightfeed.yaml names them).
+	@mkdir -p dist
+	@for p in $(PLUGIN_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; d=dist/kubectl-flightfeed_$${os}_$${arch}; \
+		rm -rf $$d && mkdir -p $$d && \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags="-s -w" -o $$d/kubectl-flightfeed$$ext . && \
+		tar -C $$d -czf $$d.tar.gz kubectl-flightfeed$$ext && rm -rf $$d && \
+		sha256sum $$d.tar.gz | tee $$d.tar.gz.sha256 || exit 1; \
+	done
+
 .PHONY: image
 image: ## The operator's OCI image as an OCI archive, without a Docker engine (the Dockerfile's equivalent).
 	@[ -s /etc/ssl/certs/ca-certificates.crt ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ca-certificates >/dev/null; }

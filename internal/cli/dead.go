@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"bufio"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,40 +10,49 @@ import (
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
-func newDeadCommand() *cobra.Command {
+func newDeadCommand(m mode) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "dead (--feed [NS/]NAME [--service-account SA | --token-file F] | --config F) [--since T] [--reason R] [-o table|json]",
+		Use:   "dead NAME [--service-account SA | --token-file F] [--since T] [--reason R] [-o json|yaml|wide]",
 		Short: "List DEAD and FAILED messages with their reasons, newest first",
 		Long: `dead lists the messages the pump gave up on (DEAD) or is still retrying
 (FAILED), newest received first: mailbox row id, received time, SIS TYPE/STYP,
-status, reason code, attempts and the note written back to the mailbox.
+status, reason code, attempts and the note written back to the mailbox
+(-o wide: whole, with when the message was last updated).
 --since takes an RFC 3339 time or a duration back from now (24h); --reason a
-reason code (RECS_MISMATCH, SAME_FLID_ACROSS_OPERATION_DAYS, …). -o json prints
-one JSON object per line.
+reason code (RECS_MISMATCH, SAME_FLID_ACROSS_OPERATION_DAYS, …).
 
-For a snapshot refused for SAME_FLID_ACROSS_OPERATION_DAYS the last column
-(CONFLICTS; "conflicts" in JSON, each {"flid","stored_day","message_day"})
+For a snapshot refused for SAME_FLID_ACROSS_OPERATION_DAYS the CONFLICTS
+column ("conflicts" in JSON, each {"flid","stored_day","message_day"})
 names the FLIDs it gave another operation day than the one they are stored
 under. Correct the data at the AODB, or once a person has confirmed the rest
-of the snapshot, apply it without them: flightfeed replay --id N --policy
+of the snapshot, apply it without them: replay NAME --id N --policy
 skip-conflicts.
 
-With --feed the list comes from the feed's read API, through the API
-server's service proxy: you need get on services/proxy of <NAME>-pump, and
-a token for the feed (--service-account, --token-file or $FLIGHTFEED_TOKEN)
-whose user may get flightfeeds/messages. With --config it comes from the
-database directly.`,
-		Example: `  flightfeed dead --feed airport-pek/pek --service-account ops --reason RECS_MISMATCH
-  flightfeed dead -n airport-pek --feed pek --token-file token --since 24h -o json
-  flightfeed dead --config pek.yaml`,
-		Args: cobra.NoArgs,
+The list comes from the feed's read API, through the API server's service
+proxy: you need get on services/proxy of <NAME>-pump, and a token for the
+feed (--service-account, --token-file or $FLIGHTFEED_TOKEN) whose user may
+get flightfeeds/messages.`,
+		Example: examples(m,
+			"dead pek -n airport-pek --service-account ops --reason RECS_MISMATCH",
+			"dead pek -n airport-pek --token-file token --since 24h -o wide"),
+		Args: cobra.MaximumNArgs(1),
 	}
-	source := opsSource(cmd)
+	if m == binaryMode {
+		cmd.Use = "dead (NAME [--service-account SA | --token-file F] | --config F) [--since T] [--reason R] [-o table|wide|json]"
+		cmd.Long += `
+
+With --config it comes from the database directly. On this binary -o json
+prints one JSON object per line, and --feed [NS/]NAME is the same as NAME.`
+		cmd.Example += "\n" + examples(m, "dead --config pek.yaml -o json")
+	} else {
+		cmd.Args = cobra.ExactArgs(1)
+	}
+	source := addFeedSource(cmd, m, true)
 	since := cmd.Flags().String("since", "", "only messages received since: an RFC 3339 time or a duration back from now (e.g. 24h)")
 	reason := cmd.Flags().String("reason", "", "only messages with this reason code")
 	limit := cmd.Flags().Int("limit", 200, "at most this many messages (0: all)")
-	output := cmd.Flags().StringP("output", "o", "table", "table or json (one object per line)")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+	output := tableOutput(cmd, m)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		filter := store.DeadFilter{Reason: strings.TrimSpace(*reason), Limit: *limit}
 		if *limit < 0 {
 			return usageError{fmt.Errorf("--limit %d: must be 0 or more", *limit)}
@@ -57,10 +64,11 @@ database directly.`,
 			}
 			filter.Since = t
 		}
-		if *output != "table" && *output != "json" {
-			return usageError{fmt.Errorf("-o %q: must be table or json", *output)}
+		format, err := output()
+		if err != nil {
+			return err
 		}
-		b, err := source(cmd.Context())
+		b, err := source.ops(cmd.Context(), cmd, args)
 		if err != nil {
 			return err
 		}
@@ -69,24 +77,20 @@ database directly.`,
 		if err != nil {
 			return err
 		}
-		w := bufio.NewWriter(cmd.OutOrStdout())
-		if *output == "json" {
-			return writeJSONLines(w, dead)
+		noteWidth := 120
+		if format == outWide {
+			noteWidth = 1 << 20
 		}
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tRECEIVED\tTYPE\tSTATUS\tREASON\tATTEMPTS\tNOTE\tCONFLICTS")
-		for _, d := range dead {
+		stamp := func(t time.Time) string { return t.In(b.Location()).Format("2006-01-02 15:04:05") }
+		table := columns("ID", "RECEIVED", "TYPE", "STATUS", "REASON", "ATTEMPTS", "NOTE", "CONFLICTS", "UPDATED+")
+		return printRows(cmd.OutOrStdout(), m, format, table, dead, func(d store.DeadMessage) []any {
 			typ := d.Type + "/" + d.Styp
 			if d.Type == "" {
 				typ = "-"
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.MessageID, d.ReceivedAt.In(b.Location()).Format("2006-01-02 15:04:05"),
-				typ, d.Status, d.Reason, d.Attempts, oneLine(d.Note, 120), conflictsCell(d.Conflicts))
-		}
-		if err := tw.Flush(); err != nil {
-			return fmt.Errorf("write output: %w", err)
-		}
-		return flush(w)
+			return []any{d.MessageID, stamp(d.ReceivedAt), typ, d.Status, orDash(d.Reason), d.Attempts,
+				orDash(oneLine(d.Note, noteWidth)), conflictsCell(d.Conflicts), stamp(d.UpdatedAt)}
+		})
 	}
 	return cmd
 }

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -52,48 +53,114 @@ const tokenEnv = "FLIGHTFEED_TOKEN"
 // tokenTTL is how long a token --service-account makes lives.
 const tokenTTL = 10 * time.Minute
 
-// opsSource adds the flags that choose an opsBackend: --config F, or --feed
-// [NS/]NAME with -n, --kubeconfig, --context and the token (--token-file,
-// $FLIGHTFEED_TOKEN or --service-account).
-func opsSource(cmd *cobra.Command) func(context.Context) (opsBackend, error) {
+// feedSource is the flags that name a feed and reach it: the positional
+// NAME (or NS/NAME; --feed too on the flightfeed binary), kubectl's flags,
+// and the token for the feed's read API (--token-file, $FLIGHTFEED_TOKEN or
+// --service-account); on the flightfeed binary, --config F instead works on
+// the database directly, without Kubernetes.
+type feedSource struct {
+	cf             *genericclioptions.ConfigFlags
+	config, feed   *string // nil in the plugin
+	tokenFile      *string
+	serviceAccount *string
+}
+
+// addFeedSource adds the feedSource flags to cmd, --config only when
+// withConfig (and never in the plugin), and completes NAME with the
+// FlightFeeds of the namespace.
+func addFeedSource(cmd *cobra.Command, m mode, withConfig bool) *feedSource {
 	f := cmd.Flags()
-	path := f.String("config", "", "feed configuration file (YAML, the FlightFeed spec's shape with inline DSNs): work on the database directly, without Kubernetes")
-	feedArg := f.String("feed", "", "the FlightFeed, NS/NAME or NAME: ask its read API through the API server's service proxy")
-	namespace := f.StringP("namespace", "n", "", "namespace of --feed NAME (default: the context's)")
-	kubeconfig := f.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
-	kubeContext := f.String("context", "", "kubeconfig context (default: the current one)")
-	tokenFile := f.String("token-file", "", "file holding a token for the feed's read API, made with kubectl create token SA --audience flightfeed.aero/NS/NAME (default: $"+tokenEnv+")")
-	serviceAccount := f.String("service-account", "", "make a 10-minute token for the feed's read API as this ServiceAccount of the feed's namespace (needs create on serviceaccounts/token)")
-	return func(ctx context.Context) (opsBackend, error) {
-		kube := *feedArg != "" || *namespace != "" || *kubeconfig != "" || *kubeContext != "" || *tokenFile != "" || *serviceAccount != ""
-		switch {
-		case *path != "" && kube:
-			return nil, usageError{errors.New("give either --config F (the database directly) or --feed NAME (its read API in the cluster), not both")}
-		case *path != "":
-			feed, err := config.Load(*path)
-			if err != nil {
-				return nil, usageError{err}
-			}
-			s, err := openStore(ctx, feed)
-			if err != nil {
-				return nil, err
-			}
-			return storeBackend{feed: feed, s: s}, nil
-		case *feedArg == "":
-			return nil, usageError{errors.New("--config F or --feed [NAMESPACE/]NAME is required")}
-		case *tokenFile != "" && *serviceAccount != "":
-			return nil, usageError{errors.New("give either --token-file or --service-account, not both")}
+	s := &feedSource{cf: kubeFlags(cmd)}
+	if m == binaryMode {
+		if withConfig {
+			s.config = f.String("config", "", "feed configuration file (YAML, the FlightFeed spec's shape with inline DSNs): work on the database directly, without Kubernetes")
 		}
-		cfg, ns, err := loadKubeconfig(*kubeconfig, *kubeContext, *namespace)
-		if err != nil {
-			return nil, err
+		s.feed = f.String("feed", "", "the FlightFeed, NS/NAME or NAME (the same as the positional NAME)")
+	}
+	s.tokenFile = f.String("token-file", "", "file holding a token for the feed's read API, made with kubectl create token SA --audience flightfeed.aero/NS/NAME (default: $"+tokenEnv+")")
+	s.serviceAccount = f.String("service-account", "", "make a 10-minute token for the feed's read API as this ServiceAccount of the feed's namespace (needs create on serviceaccounts/token)")
+	cmd.ValidArgsFunction = completeFeedNames(s.cf)
+	return s
+}
+
+// configFile is --config, "" when not given or not offered.
+func (s *feedSource) configFile() string {
+	if s.config == nil {
+		return ""
+	}
+	return *s.config
+}
+
+// named is the feed NAME or --feed names, "" when none.
+func (s *feedSource) named(args []string) (string, error) {
+	feedFlag := ""
+	if s.feed != nil {
+		feedFlag = *s.feed
+	}
+	return feedArgument(args, feedFlag)
+}
+
+// kube says whether the command line asks for the cluster.
+func (s *feedSource) kube(cmd *cobra.Command, args []string) bool {
+	name, _ := s.named(args)
+	return name != "" || kubeFlagChanged(cmd) || *s.tokenFile != "" || *s.serviceAccount != ""
+}
+
+// key is the named feed and the kubeconfig to reach it.
+func (s *feedSource) key(args []string) (*rest.Config, types.NamespacedName, error) {
+	name, err := s.named(args)
+	if err != nil {
+		return nil, types.NamespacedName{}, err
+	}
+	if name == "" {
+		what := "NAME (the FlightFeed)"
+		if s.config != nil {
+			what = "--config F or NAME (the FlightFeed)"
 		}
-		key, err := parseFeedKey(*feedArg, ns)
+		return nil, types.NamespacedName{}, usageError{errors.New(what + " is required")}
+	}
+	cfg, ns, err := restConfig(s.cf)
+	if err != nil {
+		return nil, types.NamespacedName{}, err
+	}
+	key, err := parseFeedKey(name, ns)
+	if err != nil {
+		return nil, types.NamespacedName{}, usageError{err}
+	}
+	return cfg, key, nil
+}
+
+// api reaches the named feed's read API through the service proxy.
+func (s *feedSource) api(ctx context.Context, args []string) (*feedAPI, error) {
+	if *s.tokenFile != "" && *s.serviceAccount != "" {
+		return nil, usageError{errors.New("give either --token-file or --service-account, not both")}
+	}
+	cfg, key, err := s.key(args)
+	if err != nil {
+		return nil, err
+	}
+	return dialFeedAPI(ctx, cfg, key, *s.tokenFile, *s.serviceAccount)
+}
+
+// ops is where dead, parked and replay work: the database of --config, or
+// the named feed's read API.
+func (s *feedSource) ops(ctx context.Context, cmd *cobra.Command, args []string) (opsBackend, error) {
+	path := s.configFile()
+	switch {
+	case path != "" && s.kube(cmd, args):
+		return nil, usageError{errors.New("give either --config F (the database directly) or --feed NAME (its read API in the cluster), not both")}
+	case path != "":
+		feed, err := config.Load(path)
 		if err != nil {
 			return nil, usageError{err}
 		}
-		return dialFeedAPI(ctx, cfg, key, *tokenFile, *serviceAccount)
+		st, err := openStore(ctx, feed)
+		if err != nil {
+			return nil, err
+		}
+		return storeBackend{feed: feed, s: st}, nil
 	}
+	return s.api(ctx, args)
 }
 
 // storeBackend works on the feed's database (--config).
@@ -281,7 +348,7 @@ func (a *feedAPI) explain(service string, raw []byte, err error) error {
 		if errors.As(err, &se) {
 			code = int(se.Status().Code)
 		}
-		return fmt.Errorf("read API of %s (%d): %s", a.key, code, pumpErr.Error)
+		return &httpStatusError{code: code, err: fmt.Errorf("read API of %s (%d): %s", a.key, code, pumpErr.Error)}
 	}
 	// client-go's error for a proxied request says only "unknown": the
 	// API server's own refusal is a Status in the body, a failure to reach
@@ -296,3 +363,47 @@ func (a *feedAPI) explain(service string, raw []byte, err error) error {
 	return fmt.Errorf("reach the read API of %s through the API server's service proxy (services/proxy %s/%s): %w",
 		a.key, a.key.Namespace, proxyName(service), err)
 }
+
+// Flight is one flight's canonical JSON document (GET flights/{flid}).
+func (a *feedAPI) Flight(ctx context.Context, flid string) (json.RawMessage, error) {
+	var doc json.RawMessage
+	return doc, a.call(ctx, "GET", "flights/"+flid, nil, nil, &doc)
+}
+
+// EachFlight calls fn with every flight's canonical JSON document (of day,
+// when given), FLIDs ascending, paging through GET flights with its cursor:
+// each page is one consistent read, the whole is not.
+func (a *feedAPI) EachFlight(ctx context.Context, day string, pageSize int, fn func(json.RawMessage) error) error {
+	q := url.Values{"limit": {strconv.Itoa(pageSize)}}
+	if day != "" {
+		q.Set("day", day)
+	}
+	for {
+		var page struct {
+			Items  []json.RawMessage `json:"items"`
+			Cursor string            `json:"cursor"`
+		}
+		if err := a.call(ctx, "GET", "flights", q, nil, &page); err != nil {
+			return err
+		}
+		for _, doc := range page.Items {
+			if err := fn(doc); err != nil {
+				return err
+			}
+		}
+		if page.Cursor == "" {
+			return nil
+		}
+		q.Set("cursor", page.Cursor)
+	}
+}
+
+// httpStatusError is the read API's own refusal, with its HTTP status, so
+// a caller can tell "no such flight" (404) from a failure.
+type httpStatusError struct {
+	code int
+	err  error
+}
+
+func (e *httpStatusError) Error() string { return e.err.Error() }
+func (e *httpStatusError) Unwrap() error { return e.err }

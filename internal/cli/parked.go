@@ -6,82 +6,87 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/flightfeed/flightfeed/internal/store"
 )
 
-func newParkedCommand() *cobra.Command {
+func newParkedCommand(m mode) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "parked (--feed [NS/]NAME [--service-account SA | --token-file F] | --config F) [-o table|json] [--redeliver IDS|all]",
+		Use:   "parked NAME [--service-account SA | --token-file F] [-o json|yaml|wide] [--redeliver IDS|all]",
 		Short: "List outbox events Kafka refused for good (PARKED); re-deliver them once the cause is fixed",
 		Long: `parked lists the outbox events the dispatcher parked because the broker
 refused their record for good (MESSAGE_TOO_LARGE, INVALID_RECORD, …), oldest
 first: event id, kind (KAFKA_SCHD state or KAFKA_MSG notice), event, flight,
 state version, operation day, the mailbox row that made it, its size, attempts,
-when it was parked and the broker's error. A parked state is superseded by the
-next version of its flight once that is delivered.
+when it was parked and the broker's error (-o wide: whole, with when the event
+was made). A parked state is superseded by the next version of its flight
+once that is delivered.
 
 --redeliver makes parked events PENDING again once their cause is fixed (the
 topic accepts larger records, say): a comma-separated list of event ids, or
 "all". The running pump's dispatcher sends them with its next pass; an event
-refused again is parked again. -o json prints one JSON object per line.
+refused again is parked again.
 
-With --feed it asks the feed's read API through the API server's service
-proxy (get on services/proxy of <NAME>-pump, create too for --redeliver;
-the token's user needs get flightfeeds/messages, and create
-flightfeeds/replays for --redeliver). With --config it works on the
-database directly.`,
-		Example: `  flightfeed parked --feed airport-pek/pek --service-account ops
-  flightfeed parked --feed airport-pek/pek --service-account ops --redeliver 41,42
-  flightfeed parked --config pek.yaml --redeliver all`,
-		Args: cobra.NoArgs,
+It asks the feed's read API through the API server's service proxy (get on
+services/proxy of <NAME>-pump, create too for --redeliver; the token's user
+needs get flightfeeds/messages, and create flightfeeds/replays for
+--redeliver).`,
+		Example: examples(m,
+			"parked pek -n airport-pek --service-account ops",
+			"parked pek -n airport-pek --service-account ops --redeliver 41,42"),
+		Args: cobra.MaximumNArgs(1),
 	}
-	source := opsSource(cmd)
+	if m == binaryMode {
+		cmd.Use = "parked (NAME [--service-account SA | --token-file F] | --config F) [-o table|wide|json] [--redeliver IDS|all]"
+		cmd.Long += `
+
+With --config it works on the database directly. On this binary -o json
+prints one JSON object per line, and --feed [NS/]NAME is the same as NAME.`
+		cmd.Example += "\n" + examples(m, "parked --config pek.yaml --redeliver all")
+	} else {
+		cmd.Args = cobra.ExactArgs(1)
+	}
+	source := addFeedSource(cmd, m, true)
 	limit := cmd.Flags().Int("limit", 200, "list at most this many events (0: all)")
-	output := cmd.Flags().StringP("output", "o", "table", "table or json (one object per line)")
+	output := tableOutput(cmd, m)
 	redeliver := cmd.Flags().String("redeliver", "", `make these parked events PENDING again: event ids, comma-separated, or "all"`)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if *limit < 0 {
 			return usageError{fmt.Errorf("--limit %d: must be 0 or more", *limit)}
 		}
-		if *output != "table" && *output != "json" {
-			return usageError{fmt.Errorf("-o %q: must be table or json", *output)}
+		format, err := output()
+		if err != nil {
+			return err
 		}
 		ids, all, err := parseRedeliver(*redeliver)
 		if err != nil {
 			return usageError{err}
 		}
-		b, err := source(cmd.Context())
+		b, err := source.ops(cmd.Context(), cmd, args)
 		if err != nil {
 			return err
 		}
 		defer b.Close()
-		w := bufio.NewWriter(cmd.OutOrStdout())
 		if all || len(ids) > 0 {
-			return redeliverParked(cmd.Context(), b, w, ids)
+			return redeliverParked(cmd.Context(), b, bufio.NewWriter(cmd.OutOrStdout()), ids)
 		}
 		parked, err := b.Parked(cmd.Context(), *limit)
 		if err != nil {
 			return err
 		}
-		if *output == "json" {
-			return writeJSONLines(w, parked)
+		errWidth := 120
+		if format == outWide {
+			errWidth = 1 << 20
 		}
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tKIND\tEVENT\tFLID\tVERSION\tDAY\tMSG_ID\tBYTES\tATTEMPTS\tPARKED\tERROR")
-		for _, p := range parked {
-			day := p.OperationDay
-			if day == "" {
-				day = "-"
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%s\t%s\n", p.ID, p.Kind, p.Event, p.FLID, p.StateVersion, day,
-				p.MessageID, p.Bytes, p.Attempts, p.ParkedAt.In(b.Location()).Format("2006-01-02 15:04:05"), oneLine(p.LastError, 120))
-		}
-		if err := tw.Flush(); err != nil {
-			return fmt.Errorf("write output: %w", err)
-		}
-		return flush(w)
+		stamp := func(t time.Time) string { return t.In(b.Location()).Format("2006-01-02 15:04:05") }
+		table := columns("ID", "KIND", "EVENT", "FLID", "VERSION", "DAY", "MSG_ID", "BYTES", "ATTEMPTS", "PARKED", "ERROR", "CREATED+")
+		return printRows(cmd.OutOrStdout(), m, format, table, parked, func(p store.ParkedEvent) []any {
+			return []any{p.ID, p.Kind, p.Event, p.FLID.String(), p.StateVersion, orDash(p.OperationDay),
+				p.MessageID, p.Bytes, p.Attempts, stamp(p.ParkedAt), orDash(oneLine(p.LastError, errWidth)), stamp(p.CreatedAt)}
+		})
 	}
 	return cmd
 }

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -67,18 +69,32 @@ func openStoreAs(ctx context.Context, feed *config.Feed, dsn string, readOnly bo
 // exportPageSize is how many flights `export` reads per keyset page.
 const exportPageSize = 500
 
-func newExportCommand() *cobra.Command {
+func newExportCommand(m mode) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "export --config F [--flid ID] [--day D]",
+		Use:   "export NAME [--flid ID] [--day D] [--service-account SA | --token-file F]",
 		Short: "Print the full current state as canonical JSON lines, sorted by FLID",
 		Long: `export prints one canonical JSON document per flight (the KAFKA_SCHD document),
-sorted by FLID, read in one consistent transaction.`,
-		Args: cobra.NoArgs,
+sorted by FLID. It pages through the feed NAME's read API (through the API
+server's service proxy: get on services/proxy of <NAME>-pump, a token whose
+user may get flightfeeds/flights); each page is one consistent read.`,
+		Example: examples(m,
+			"export pek -n airport-pek --service-account ops > pek.jsonl",
+			"export pek -n airport-pek --token-file token --day 2026-09-09"),
+		Args: cobra.ExactArgs(1),
 	}
-	load := configFlag(cmd)
+	if m == binaryMode {
+		cmd.Use = "export (--config F | NAME [--service-account SA | --token-file F]) [--flid ID] [--day D]"
+		cmd.Long += `
+
+With --config it reads the database directly, in one consistent
+transaction; --feed [NS/]NAME is the same as NAME.`
+		cmd.Example = examples(m, "export --config pek.yaml --day 2026-09-09") + "\n" + cmd.Example
+		cmd.Args = cobra.MaximumNArgs(1)
+	}
+	source := addFeedSource(cmd, m, true)
 	flid := cmd.Flags().String("flid", "", "only this flight (1 to 12 digits)")
 	day := cmd.Flags().String("day", "", "only flights of this operation day (YYYY-MM-DD)")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		var filter store.Filter
 		if *flid != "" {
 			id, err := flight.ParseFLID(*flid)
@@ -93,14 +109,34 @@ sorted by FLID, read in one consistent transaction.`,
 			}
 			filter.Day = *day
 		}
-		_, s, err := openFeedStore(cmd.Context(), load, openReadOnlyStore)
+		w := bufio.NewWriter(cmd.OutOrStdout())
+		path := source.configFile()
+		switch {
+		case path != "" && source.kube(cmd, args):
+			return usageError{errors.New("give either --config F (the database directly) or NAME (its read API in the cluster), not both")}
+		case path == "":
+			a, err := source.api(cmd.Context(), args)
+			if err != nil {
+				return err
+			}
+			if err := exportFromAPI(cmd.Context(), a, filter, w); err != nil {
+				return err
+			}
+			return flush(w)
+		}
+		_, s, err := openFeedStore(cmd.Context(), func(context.Context) (*config.Feed, error) {
+			feed, err := config.Load(path)
+			if err != nil {
+				return nil, usageError{err}
+			}
+			return feed, nil
+		}, openReadOnlyStore)
 		if err != nil {
 			return err
 		}
 		defer s.Close()
 		// One snapshot, read exportPageSize flights at a time: a big day
 		// costs the memory of one page.
-		w := bufio.NewWriter(cmd.OutOrStdout())
 		err = s.EachFlight(cmd.Context(), filter, exportPageSize, func(st flight.State) error {
 			doc, err := flight.CanonicalJSON(st)
 			if err != nil {
@@ -116,6 +152,36 @@ sorted by FLID, read in one consistent transaction.`,
 		return flush(w)
 	}
 	return cmd
+}
+
+// exportFromAPI writes the flights filter selects, one document a line,
+// from the feed's read API: the one flight of --flid (none when it is
+// absent or of another day), else every page of the list.
+func exportFromAPI(ctx context.Context, a *feedAPI, filter store.Filter, w *bufio.Writer) error {
+	write := func(doc json.RawMessage) error {
+		_, _ = w.Write(doc)
+		return w.WriteByte('\n')
+	}
+	if filter.FLID == nil {
+		return a.EachFlight(ctx, filter.Day, exportPageSize, write)
+	}
+	doc, err := a.Flight(ctx, filter.FLID.String())
+	var he *httpStatusError
+	switch {
+	case errors.As(err, &he) && he.code == http.StatusNotFound:
+		return nil
+	case err != nil:
+		return err
+	}
+	if filter.Day != "" {
+		var d struct {
+			Day string `json:"OPERATION_DAY"`
+		}
+		if json.Unmarshal(doc, &d) != nil || d.Day != filter.Day {
+			return nil
+		}
+	}
+	return write(doc)
 }
 
 func newLedgerCommand() *cobra.Command {

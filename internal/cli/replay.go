@@ -15,9 +15,9 @@ import (
 // replayPoll is how often replay looks for its request's outcome.
 const replayPoll = 250 * time.Millisecond
 
-func newReplayCommand() *cobra.Command {
+func newReplayCommand(m mode) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "replay (--feed [NS/]NAME [--service-account SA | --token-file F] | --config F) --id N --policy as-new|skip-conflicts [--timeout D]",
+		Use:   "replay NAME --id N --policy as-new|skip-conflicts [--service-account SA | --token-file F] [--timeout D]",
 		Short: "Replay an archived DEAD message under an explicit policy (as-new or skip-conflicts)",
 		Long: `replay asks the pump that holds the feed to apply a DEAD message's archived
 raw text again, and waits for the outcome. --policy as-new runs it through
@@ -33,20 +33,30 @@ was replayed already or has no archived raw text. It exits non-zero when the
 request is refused, the replay's result is DEAD, or --timeout passes first
 (the request then stays pending and the pump still applies it).
 
-With --feed the request goes to the feed's read API through the API
-server's service proxy (get and create on services/proxy of <NAME>-pump;
-the token's user needs create and get on flightfeeds/replays); any pump pod
-of the feed records it and the leader applies it. With --config it is
-written to the database directly.`,
-		Example: `  flightfeed replay --feed airport-pek/pek --service-account ops --id 4711 --policy as-new
-  flightfeed replay --config pek.yaml --id 4712 --policy skip-conflicts --timeout 5m`,
-		Args: cobra.NoArgs,
+The request goes to the feed's read API through the API server's service
+proxy (get and create on services/proxy of <NAME>-pump; the token's user
+needs create and get on flightfeeds/replays); any pump pod of the feed
+records it and the leader applies it.`,
+		Example: examples(m,
+			"replay pek -n airport-pek --service-account ops --id 4711 --policy as-new",
+			"replay pek -n airport-pek --token-file token --id 4712 --policy skip-conflicts --timeout 5m"),
+		Args: cobra.MaximumNArgs(1),
 	}
-	source := opsSource(cmd)
+	if m == binaryMode {
+		cmd.Use = "replay (NAME [--service-account SA | --token-file F] | --config F) --id N --policy as-new|skip-conflicts [--timeout D]"
+		cmd.Long += `
+
+With --config it is written to the database directly; --feed [NS/]NAME is
+the same as NAME.`
+		cmd.Example += "\n" + examples(m, "replay --config pek.yaml --id 4712 --policy skip-conflicts")
+	} else {
+		cmd.Args = cobra.ExactArgs(1)
+	}
+	source := addFeedSource(cmd, m, true)
 	id := cmd.Flags().Int64("id", 0, "mailbox row id of the DEAD message")
 	policy := cmd.Flags().String("policy", "", "as-new or skip-conflicts")
 	timeout := cmd.Flags().Duration("timeout", 2*time.Minute, "how long to wait for the pump's outcome")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if *id <= 0 {
 			return usageError{errors.New("--id N (a mailbox row id) is required")}
 		}
@@ -56,7 +66,7 @@ written to the database directly.`,
 		if *timeout <= 0 {
 			return usageError{fmt.Errorf("--timeout %s: must be positive", *timeout)}
 		}
-		b, err := source(cmd.Context())
+		b, err := source.ops(cmd.Context(), cmd, args)
 		if err != nil {
 			return err
 		}

@@ -40,11 +40,14 @@ func Execute() int {
 // `kubectl-flightfeed status ...` for `kubectl flightfeed status ...`.
 const PluginName = "kubectl-flightfeed"
 
+// pluginDisplayName is the command's name in help and usage as a plugin.
+const pluginDisplayName = "kubectl flightfeed"
+
 // displayName is the command's name in help and usage: `kubectl
 // flightfeed` when run as the plugin, else flightfeed.
 func displayName(argv0 string) string {
 	if strings.TrimSuffix(filepath.Base(argv0), ".exe") == PluginName {
-		return "kubectl flightfeed"
+		return pluginDisplayName
 	}
 	return "flightfeed"
 }
@@ -55,6 +58,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func runAs(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
 	root := NewRootCommand()
+	if name == pluginDisplayName {
+		root = NewPluginCommand()
+	}
 	root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: name}
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -95,15 +101,14 @@ operator (manager) or, for one feed without Kubernetes, as a pump.`,
 		newManagerCommand(),
 		newPumpCommand(),
 		newMigrateCommand(),
-		newExportCommand(),
+		newExportCommand(binaryMode),
 		newLedgerCommand(),
 		newSimulateCommand(),
-		newDeadCommand(),
-		newReplayCommand(),
-		newParkedCommand(),
-		newStatusCommand(),
 		newSelftestCommand(),
 	)
+	// The kubectl plugin's commands, here with the flightfeed binary's
+	// compatibility flags (--config, --feed, -o table).
+	root.AddCommand(userCommands(binaryMode)...)
 	return root
 }
 

@@ -22,40 +22,60 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/pumppod"
 	"github.com/flightfeed/flightfeed/internal/serving"
 )
 
-func newStatusCommand() *cobra.Command {
+func newStatusCommand(m mode) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "status [--kubeconfig K] [--feed NS/NAME] [-o json]",
+		Use:   "status [NAME] [-o wide|json|yaml]",
 		Short: "Show a FlightFeed's health from the Kubernetes API server alone",
-		Long: `status reads one FlightFeed (or every FlightFeed) from the API server and prints
-its leader and the age of its Lease, its conditions, the pump (head, lag, queue,
+		Long: `status reads one FlightFeed (NAME, or NS/NAME) or every FlightFeed (of -n NS
+when given, else of every namespace) from the API server and prints its
+leader and the age of its Lease, its conditions, the pump (head, lag, queue,
 rate, what blocks the head), the outbox, Kafka, the newest DEAD messages (from
 the feed's Events) and the per-day snapshot ledger (its FlightFeedDays). It
-needs no DSN: only read access to FlightFeeds, FlightFeedDays, Leases and Events.
-Installed as kubectl-flightfeed on the PATH it is also "kubectl flightfeed status".`,
-		Args: cobra.NoArgs,
+needs no DSN: only read access to FlightFeeds, FlightFeedDays, Leases and
+Events. -o wide keeps messages whole; -o json and -o yaml print the report.`,
+		Example: examples(m,
+			"status",
+			"status pek -n airport-pek",
+			"status pek -n airport-pek -o yaml --dead 50"),
+		Args: cobra.MaximumNArgs(1),
 	}
 	f := cmd.Flags()
-	kubeconfig := f.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)")
-	kubeContext := f.String("context", "", "kubeconfig context (default: the current one)")
-	namespace := f.StringP("namespace", "n", "", "namespace of --feed NAME (default: the context's)")
-	feedArg := f.String("feed", "", "the FlightFeed, NS/NAME or NAME (default: every FlightFeed)")
-	output := f.StringP("output", "o", "text", "output format: text or json")
+	cf := kubeFlags(cmd)
+	cmd.ValidArgsFunction = completeFeedNames(cf)
+	feedFlag := new(string)
+	if m == binaryMode {
+		cmd.Use = "status [--kubeconfig K] [NAME | --feed NS/NAME] [-o text|wide|json|yaml]"
+		cmd.Long += `
+Installed as kubectl-flightfeed on the PATH it is also "kubectl flightfeed status".`
+		feedFlag = f.String("feed", "", "the FlightFeed, NS/NAME or NAME (the same as the positional NAME)")
+	}
+	textDefault := ""
+	if m == binaryMode {
+		textDefault = "text"
+	}
+	output := outputFlag(cmd, textDefault, "output format: wide, json or yaml (default: text)", "text", outWide, outJSON, outYAML)
 	deadN := f.Int("dead", 10, "how many of the newest DEAD messages to list")
 	leaseNS := f.String("lease-namespace", "", "for a feed still run by a release that ran the pumps inside the operator: that operator's namespace, where it kept the feed's Lease (default: the feed's own namespace, else found by listing Leases)")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if *output != "text" && *output != "json" {
-			return usageError{fmt.Errorf("-o %q: must be text or json", *output)}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		format, err := output()
+		if err != nil {
+			return err
 		}
 		if *deadN < 0 {
 			return usageError{fmt.Errorf("--dead %d: must not be negative", *deadN)}
 		}
-		cfg, ns, err := loadKubeconfig(*kubeconfig, *kubeContext, *namespace)
+		name, err := feedArgument(args, *feedFlag)
+		if err != nil {
+			return err
+		}
+		cfg, ns, err := restConfig(cf)
 		if err != nil {
 			return err
 		}
@@ -64,14 +84,20 @@ Installed as kubectl-flightfeed on the PATH it is also "kubectl flightfeed statu
 			return err
 		}
 		var keys []types.NamespacedName
-		if *feedArg != "" {
-			key, err := parseFeedKey(*feedArg, ns)
+		if name != "" {
+			key, err := parseFeedKey(name, ns)
 			if err != nil {
 				return usageError{err}
 			}
 			keys = append(keys, key)
-		} else if keys, err = listFeeds(cmd.Context(), c); err != nil {
-			return err
+		} else {
+			listNS := ""
+			if cmd.Flags().Changed("namespace") {
+				listNS = ns
+			}
+			if keys, err = listFeeds(cmd.Context(), c, listNS); err != nil {
+				return err
+			}
 		}
 		now := time.Now()
 		reports := make([]statusReport, 0, len(keys))
@@ -82,14 +108,21 @@ Installed as kubectl-flightfeed on the PATH it is also "kubectl flightfeed statu
 			}
 			reports = append(reports, buildStatusReport(in, *deadN, now))
 		}
-		if *output == "json" {
-			return writeStatusJSON(cmd.OutOrStdout(), reports, *feedArg != "")
+		switch format {
+		case outJSON:
+			return writeStatusJSON(cmd.OutOrStdout(), reports, name != "")
+		case outYAML:
+			return writeStatusYAML(cmd.OutOrStdout(), reports, name != "")
 		}
 		if len(reports) == 0 {
 			_, err := fmt.Fprintln(cmd.OutOrStdout(), "No FlightFeeds found.")
 			return err
 		}
-		return writeStatusText(cmd.OutOrStdout(), reports, now)
+		width := maxStatusText
+		if format == outWide {
+			width = 1 << 20
+		}
+		return writeStatusTextWidth(cmd.OutOrStdout(), reports, now, width)
 	}
 	return cmd
 }
@@ -120,9 +153,10 @@ func statusClient(cfg *rest.Config) (client.Client, error) {
 	return c, nil
 }
 
-func listFeeds(ctx context.Context, c client.Reader) ([]types.NamespacedName, error) {
+// listFeeds lists the FlightFeeds of namespace ns ("": every namespace).
+func listFeeds(ctx context.Context, c client.Reader, ns string) ([]types.NamespacedName, error) {
 	var list v1alpha1.FlightFeedList
-	if err := c.List(ctx, &list); err != nil {
+	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return nil, fmt.Errorf("list FlightFeeds: %w", err)
 	}
 	keys := make([]types.NamespacedName, 0, len(list.Items))
@@ -368,14 +402,36 @@ func writeStatusJSON(w io.Writer, reports []statusReport, one bool) error {
 	return nil
 }
 
-// writeStatusText prints the reports for a terminal, one block per feed.
+// writeStatusYAML is writeStatusJSON in YAML.
+func writeStatusYAML(w io.Writer, reports []statusReport, one bool) error {
+	var v any = reports
+	if one && len(reports) == 1 {
+		v = reports[0]
+	}
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	if _, err := w.Write(b); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return nil
+}
+
+// writeStatusText prints the reports for a terminal, one block per feed,
+// messages cut to maxStatusText.
 func writeStatusText(w io.Writer, reports []statusReport, now time.Time) error {
+	return writeStatusTextWidth(w, reports, now, maxStatusText)
+}
+
+// writeStatusTextWidth is writeStatusText with messages cut to width.
+func writeStatusTextWidth(w io.Writer, reports []statusReport, now time.Time, width int) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for i, r := range reports {
 		if i > 0 {
 			fmt.Fprintln(tw)
 		}
-		writeOneStatus(tw, r, now)
+		writeOneStatus(tw, r, now, width)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write output: %w", err)
@@ -383,7 +439,7 @@ func writeStatusText(w io.Writer, reports []statusReport, now time.Time) error {
 	return nil
 }
 
-func writeOneStatus(w io.Writer, r statusReport, now time.Time) {
+func writeOneStatus(w io.Writer, r statusReport, now time.Time, width int) {
 	ago := func(t time.Time) string {
 		if t.IsZero() {
 			return "-"
@@ -439,14 +495,14 @@ func writeOneStatus(w io.Writer, r statusReport, now time.Time) {
 		fmt.Fprintf(w, " (%s)", k.Reason)
 	}
 	if k.Reachable != metav1.ConditionTrue && k.Message != "" {
-		fmt.Fprintf(w, ": %s", oneLine(k.Message, maxStatusText))
+		fmt.Fprintf(w, ": %s", oneLine(k.Message, width))
 	}
 	fmt.Fprintln(w)
 
 	fmt.Fprintln(w, "Conditions:")
 	fmt.Fprintln(w, "  TYPE\tSTATUS\tREASON\tSINCE\tMESSAGE")
 	for _, c := range r.Conditions {
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, ago(c.LastTransitionTime.Time), oneLine(c.Message, maxStatusText))
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, ago(c.LastTransitionTime.Time), oneLine(c.Message, width))
 	}
 
 	if len(r.Dead) == 0 {
@@ -455,7 +511,7 @@ func writeOneStatus(w io.Writer, r statusReport, now time.Time) {
 		fmt.Fprintf(w, "DEAD messages (newest %d, from the feed's Events):\n", len(r.Dead))
 		fmt.Fprintln(w, "  WHEN\tREASON\tCOUNT\tMESSAGE")
 		for _, d := range r.Dead {
-			fmt.Fprintf(w, "  %s\t%s\t%d\t%s\n", ago(d.Time.Time), d.Reason, d.Count, oneLine(d.Message, maxStatusText))
+			fmt.Fprintf(w, "  %s\t%s\t%d\t%s\n", ago(d.Time.Time), d.Reason, d.Count, oneLine(d.Message, width))
 		}
 	}
 

@@ -160,8 +160,19 @@ func TestKubectlPlugin(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kubectl flightfeed status --help: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "kubectl flightfeed status [--kubeconfig K] [--feed NS/NAME] [-o json]") {
+	if !strings.Contains(string(out), "\n  kubectl flightfeed status [NAME] [-o wide|json|yaml]") {
 		t.Errorf("the plugin's usage does not name it kubectl flightfeed:\n%s", out)
+	}
+	// kubectl flightfeed --help shows the user commands only.
+	cmd = exec.CommandContext(t.Context(), kubectl, "flightfeed", "--help")
+	cmd.Env = append(os.Environ(), mainEnv+"=1", "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if out, err = cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl flightfeed --help: %v\n%s", err, out)
+	}
+	for _, c := range []string{"manager", "pump", "simulate"} {
+		if strings.Contains(string(out), "\n  "+c+" ") || !strings.Contains(string(out), "\n  status ") {
+			t.Errorf("kubectl flightfeed --help lists %s (or not status):\n%s", c, out)
+		}
 	}
 	if code, out, _ := runCLI("status", "--help"); code != 0 || !strings.Contains(out, "\n  flightfeed status [--kubeconfig K]") {
 		t.Errorf("flightfeed status --help (exit %d):\n%s", code, out)

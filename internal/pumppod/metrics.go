@@ -4,14 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"runtime"
-	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/flightfeed/flightfeed/internal/buildinfo"
 	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
@@ -240,7 +239,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Always 1; the labels name the running binary's version, VCS revision and Go version.",
 		}, []string{"version", "revision", "goversion"}),
 	}
-	m.buildInfo.WithLabelValues(buildVersion()).Set(1)
+	bi := buildinfo.Read()
+	m.buildInfo.WithLabelValues(bi.Version, bi.Revision, bi.GoVersion).Set(1)
 	if err := m.register(reg); err != nil {
 		return nil, err
 	}
@@ -450,25 +450,6 @@ func (m *Metrics) reportDays(key types.NamespacedName, ledger []store.LedgerDay)
 }
 
 func unixSeconds(t time.Time) float64 { return float64(t.UnixMilli()) / 1000 }
-
-// buildVersion is the binary's module version, VCS revision and Go
-// version, as the Go toolchain recorded them.
-func buildVersion() (version, revision, goVersion string) {
-	version, revision, goVersion = "unknown", "unknown", runtime.Version()
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return
-	}
-	if v := bi.Main.Version; v != "" {
-		version = v
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && s.Value != "" {
-			revision = s.Value
-		}
-	}
-	return
-}
 
 // FeedRegisterer is where one feed's connection statistics are
 // registered: the manager's registry, each series labelled with the feed.
