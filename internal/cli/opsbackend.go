@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"strconv"
@@ -160,7 +161,12 @@ func (s *feedSource) ops(ctx context.Context, cmd *cobra.Command, args []string)
 		}
 		return storeBackend{feed: feed, s: st}, nil
 	}
-	return s.api(ctx, args)
+	api, err := s.api(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	api.warn = cmd.ErrOrStderr()
+	return api, nil
 }
 
 // storeBackend works on the feed's database (--config).
@@ -198,6 +204,9 @@ type feedAPI struct {
 	key   types.NamespacedName
 	token string
 	loc   *time.Location
+	// warn receives what the user should know beside the answer (a list
+	// cut at the read API's maximum); nil: nothing is said.
+	warn io.Writer
 }
 
 // dialFeedAPI finds the FlightFeed (for its time zone, and to say "not
@@ -272,15 +281,30 @@ func (a *feedAPI) Dead(ctx context.Context, f store.DeadFilter) ([]store.DeadMes
 		q.Set("since", f.Since.Format(time.RFC3339Nano))
 	}
 	var out struct{ Items []store.DeadMessage }
-	return out.Items, a.call(ctx, "GET", "dead", q, nil, &out)
+	err := a.call(ctx, "GET", "dead", q, nil, &out)
+	a.capped(f.Limit, len(out.Items), "messages")
+	return out.Items, err
+}
+
+// capped says on standard error when "all" (limit 0) was asked and the read
+// API answered its maximum: the list may go on, and nothing is cut
+// silently.
+func (a *feedAPI) capped(asked, got int, what string) {
+	if asked <= 0 && got >= pumpserver.MaxListLimit && a.warn != nil {
+		_, _ = fmt.Fprintf(a.warn, "flightfeed: the first %d %s only: the read API lists at most %d at once; narrow the list (--since, --reason) or use --config F on the database for all\n",
+			got, what, pumpserver.MaxListLimit)
+	}
 }
 
 func (a *feedAPI) Parked(ctx context.Context, limit int) ([]store.ParkedEvent, error) {
+	asked := limit
 	if limit <= 0 {
 		limit = pumpserver.MaxListLimit
 	}
 	var out struct{ Items []store.ParkedEvent }
-	return out.Items, a.call(ctx, "GET", "parked", url.Values{"limit": {strconv.Itoa(limit)}}, nil, &out)
+	err := a.call(ctx, "GET", "parked", url.Values{"limit": {strconv.Itoa(limit)}}, nil, &out)
+	a.capped(asked, len(out.Items), "parked events")
+	return out.Items, err
 }
 
 func (a *feedAPI) Redeliver(ctx context.Context, ids []int64) ([]int64, error) {
