@@ -1,13 +1,16 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,11 +82,14 @@ func newProxyWorld(t *testing.T) proxyWorld {
 	_ = l.Close()
 	podCtx, stop := context.WithCancel(context.Background())
 	done := make(chan string, 1)
+	podLog := &syncBuffer{}
 	go func() {
-		code, _, errOut := runCLIContext(podCtx, "pump", "--feed", "default/pek", "--kubeconfig", adminKubeconfig, "--identity", "pek-pump-0",
+		// The pod's log goes to a buffer that its own goroutines (the
+		// event broadcaster) may still write after run returns.
+		code := run(podCtx, []string{"pump", "--feed", "default/pek", "--kubeconfig", adminKubeconfig, "--identity", "pek-pump-0",
 			"--api-bind-address", net.JoinHostPort(ip, strconv.Itoa(port)), "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
-			"--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "300ms", "--status-interval", "300ms")
-		done <- fmt.Sprintf("exit %d: %s", code, lastLines(errOut, 20))
+			"--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "300ms", "--status-interval", "300ms"}, io.Discard, podLog)
+		done <- fmt.Sprintf("exit %d: %s", code, lastLines(podLog.String(), 20))
 	}()
 	t.Cleanup(func() {
 		stop()
@@ -160,6 +166,24 @@ func bind(t *testing.T, c client.Client, name string, subject rbacv1.Subject, ru
 		Subjects: []rbacv1.Subject{subject}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// syncBuffer is a buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func lastLines(s string, n int) string {
