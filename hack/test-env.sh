@@ -4,7 +4,7 @@
 # the shared kfake Kafka test broker (FLIGHTFEED_TEST_KAFKA) and an address
 # envtest's API server can proxy to (FLIGHTFEED_TEST_POD_IP).
 #
-#   bash hack/test-env.sh CMD...   provide all three, run CMD, stop the
+#   bash hack/test-env.sh CMD...   provide all four, run CMD, stop the
 #                                  broker (make test-short runs the tests so)
 #   source hack/test-env.sh        define the steps for a script that runs
 #                                  them itself (hack/test.sh)
@@ -48,8 +48,8 @@ test_env_kafka() {
 # the API server refuses loopback endpoints (they would let a user reach
 # the API server's own host), and the workplace's rule is to add no address
 # to an existing interface. A bridge with no ports (no packet leaves it),
-# made once and kept: test_env_pod_address_stop removes it only when this
-# run made it.
+# made when missing; test_env_pod_address_stop removes it only when this run
+# made it.
 test_pod_bridge=ffpodaddr0
 test_env_pod_address() {
   local ip=10.254.254.1
