@@ -911,7 +911,8 @@ func (s *suite) checkOperationsThroughTheAPIServer(f *feedWorld) {
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: s.release + "-flightfeed-operations"}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: person, Namespace: ns}, Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{"flightfeed.aero"}, Resources: []string{"flightfeeds"}, Verbs: []string{"get"}},
-			{APIGroups: []string{""}, Resources: []string{"services/proxy"}, ResourceNames: []string{feednames.Pump(f.key.Name)}, Verbs: []string{"get", "create"}},
+			// The proxy's name is the URL's, scheme and port included.
+			{APIGroups: []string{""}, Resources: []string{"services/proxy"}, ResourceNames: []string{"https:" + feednames.Pump(f.key.Name) + ":" + feednames.APIPort}, Verbs: []string{"get", "create"}},
 			{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, ResourceNames: []string{"ops"}, Verbs: []string{"create"}},
 		}},
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: person, Namespace: ns},
