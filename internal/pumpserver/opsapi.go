@@ -207,20 +207,30 @@ func readBody(w http.ResponseWriter, r *http.Request, v any) bool {
 // withReader runs do on the feed's read-only connection and answers with
 // its result (200), or the error's status.
 func (a *ReadAPI) withReader(w http.ResponseWriter, r *http.Request, what string, do func(context.Context, FeedReader) (any, error)) {
-	key, feed, ok := a.lookup(w, r)
-	if !ok {
-		return
-	}
 	ctx, cancel := context.WithTimeout(r.Context(), a.readTimeout)
 	defer cancel()
-	reader, err := a.reader(ctx, key, feed)
-	if err != nil {
-		a.log.Info("read api: open database", "flightfeed", key.String(), "error", err.Error())
-		httpError(w, http.StatusServiceUnavailable, "database of %s unavailable", key)
+	key, reader, ok := a.feedReader(ctx, w, r)
+	if !ok {
 		return
 	}
 	out, err := do(ctx, reader)
 	a.answer(w, key, what, http.StatusOK, out, err)
+}
+
+// feedReader finds the feed of the path and its read-only connection, or
+// answers 404 or 503 itself.
+func (a *ReadAPI) feedReader(ctx context.Context, w http.ResponseWriter, r *http.Request) (types.NamespacedName, FeedReader, bool) {
+	key, feed, ok := a.lookup(w, r)
+	if !ok {
+		return key, nil, false
+	}
+	reader, err := a.reader(ctx, key, feed)
+	if err != nil {
+		a.log.Info("read api: open database", "flightfeed", key.String(), "error", err.Error())
+		httpError(w, http.StatusServiceUnavailable, "database of %s unavailable", key)
+		return key, nil, false
+	}
+	return key, reader, true
 }
 
 // withWriter runs do on a connection as the feed's writer, opened for this

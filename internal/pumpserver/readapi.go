@@ -453,16 +453,10 @@ func (a *ReadAPI) one(w http.ResponseWriter, r *http.Request) {
 // page) in one consistent transaction. It writes the error response itself
 // when it fails.
 func (a *ReadAPI) read(w http.ResponseWriter, r *http.Request, f store.Filter) ([]flight.State, bool) {
-	key, feed, ok := a.lookup(w, r)
-	if !ok {
-		return nil, false
-	}
 	ctx, cancel := context.WithTimeout(r.Context(), a.readTimeout)
 	defer cancel()
-	reader, err := a.reader(ctx, key, feed)
-	if err != nil {
-		a.log.Info("read api: open database", "flightfeed", key.String(), "error", err.Error())
-		httpError(w, http.StatusServiceUnavailable, "database of %s unavailable", key)
+	key, reader, ok := a.feedReader(ctx, w, r)
+	if !ok {
 		return nil, false
 	}
 	states, err := reader.ReadFlights(ctx, f)
