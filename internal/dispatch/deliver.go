@@ -495,15 +495,19 @@ func (d *Dispatcher) settle(ctx context.Context, win store.Window, events []stor
 }
 
 // observeLatency observes each delivered record's time from its outbox
-// event's commit to its acknowledgement. Only records recorded delivered
-// count: ones sent again after a failed cursor write are observed once,
-// when recorded.
+// event's commit (DeliveryLatency) and from its message's receipt in the
+// mailbox (ReceiptLatency; records whose message is unknown are left out)
+// to its acknowledgement. Only records recorded delivered count: ones
+// sent again after a failed cursor write are observed once, when
+// recorded.
 func (d *Dispatcher) observeLatency(acked []store.OutboxEvent, ackedAt time.Time) {
-	if d.opts.DeliveryLatency == nil {
-		return
-	}
 	for _, e := range acked {
-		d.opts.DeliveryLatency.Observe(max(ackedAt.Sub(e.CreatedAt), 0).Seconds())
+		if d.opts.DeliveryLatency != nil {
+			d.opts.DeliveryLatency.Observe(max(ackedAt.Sub(e.CreatedAt), 0).Seconds())
+		}
+		if d.opts.ReceiptLatency != nil && !e.ReceivedAt.IsZero() {
+			d.opts.ReceiptLatency.Observe(max(ackedAt.Sub(e.ReceivedAt), 0).Seconds())
+		}
 	}
 }
 

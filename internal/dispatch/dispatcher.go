@@ -72,6 +72,11 @@ type Options struct {
 	// outbox event's created_at (the pump's commit of the message) to the
 	// acknowledgement (optional).
 	DeliveryLatency LatencyObserver
+	// ReceiptLatency observes, for the same records, the seconds from the
+	// mailbox's DATE_RECEIVED of the message that queued the record to
+	// the acknowledgement: what a consumer waits for an AODB message
+	// (optional).
+	ReceiptLatency LatencyObserver
 }
 
 // LatencyObserver receives durations in seconds (a Prometheus histogram).

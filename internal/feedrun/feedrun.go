@@ -50,6 +50,9 @@ type Options struct {
 	// DeliveryLatency observes each delivered record's seconds from outbox
 	// commit to Kafka acknowledgement (dispatch.Options; optional).
 	DeliveryLatency dispatch.LatencyObserver
+	// ReceiptLatency observes the same records' seconds from the mailbox's
+	// DATE_RECEIVED to Kafka acknowledgement (dispatch.Options; optional).
+	ReceiptLatency dispatch.LatencyObserver
 }
 
 // Open checks the feed's database schema, migrates it when
@@ -165,7 +168,7 @@ func Start(ctx context.Context, feed *config.Feed, opts Options) (*Runner, error
 	// (a pass outlived kafka's transaction timeout) is renewed the same way.
 	renew := func() (*kgo.Client, error) { return dispatch.NewClient(feed, kafkaOpts...) }
 	d, err := dispatch.New(st, client, feed, dispatch.Options{Epoch: epoch, Log: opts.Log.WithName("dispatch"), Door: door, Renew: renew,
-		DeliveryLatency: opts.DeliveryLatency})
+		DeliveryLatency: opts.DeliveryLatency, ReceiptLatency: opts.ReceiptLatency})
 	if err != nil {
 		client.Close()
 		p.Close()

@@ -66,6 +66,9 @@ type Metrics struct {
 	// deliveryLatency is each delivered Kafka record's time from its
 	// outbox event's commit to the brokers' acknowledgement.
 	deliveryLatency *prometheus.HistogramVec
+	// receiptLatency is the same records' time from the mailbox's
+	// DATE_RECEIVED of their message to the acknowledgement.
+	receiptLatency *prometheus.HistogramVec
 
 	// reg is where the feeds' connection statistics are registered.
 	reg             prometheus.Registerer
@@ -234,6 +237,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Per delivered Kafka record: seconds from the pump's commit of its outbox event (msg_event.created_at, the mailbox message's transaction) to the brokers' acknowledgement. Mailbox waiting before the commit is flightfeed_queue_lag_seconds.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
 		}, feed),
+		receiptLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "flightfeed_delivery_latency_seconds",
+			Help:    "Per delivered Kafka record: seconds from the mailbox's DATE_RECEIVED of the message that queued it to the brokers' acknowledgement (what a consumer waits for an AODB message: mailbox wait, processing and delivery).",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 18),
+		}, feed),
 		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flightfeed_build_info",
 			Help: "Always 1; the labels name the running binary's version, VCS revision and Go version.",
@@ -252,7 +260,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 func (m *Metrics) register(reg prometheus.Registerer) error {
 	for _, p := range []any{&m.messages, &m.txDuration, &m.batchSize, &m.ignoredTags, &m.serviceErrors, &m.snapshotFlags, &m.traceLogErrors, &m.panics, &m.runnerPanics, &m.seqnRegress, &m.queueDepth, &m.queueLag,
 		&m.headBlocked, &m.outboxPending, &m.outboxOldest, &m.backfillPending, &m.snapshotVersion, &m.leader, &m.fenced, &m.pumpRunning, &m.buildInfo, &m.kafkaReachable, &m.outboxParked,
-		&m.mailboxReachable, &m.databaseReachable, &m.kafkaRenewed, &m.readAPIRejected, &m.readAPIRequests, &m.readAPIDuration, &m.deliveryLatency} {
+		&m.mailboxReachable, &m.databaseReachable, &m.kafkaRenewed, &m.readAPIRejected, &m.readAPIRequests, &m.readAPIDuration, &m.deliveryLatency, &m.receiptLatency} {
 		var err error
 		switch v := p.(type) {
 		case **prometheus.CounterVec:
@@ -305,6 +313,16 @@ func (m *Metrics) DeliveryLatency(key types.NamespacedName) prometheus.Observer 
 		return nil
 	}
 	return m.deliveryLatency.WithLabelValues(key.Namespace, key.Name)
+}
+
+// ReceiptLatency is the mailbox-receipt-to-Kafka delivery latency
+// histogram of one feed (flightfeed_delivery_latency_seconds); nil without
+// metrics.
+func (m *Metrics) ReceiptLatency(key types.NamespacedName) prometheus.Observer {
+	if m == nil {
+		return nil
+	}
+	return m.receiptLatency.WithLabelValues(key.Namespace, key.Name)
 }
 
 // Observer returns the pump observer of one feed.
@@ -365,7 +383,7 @@ func (m *Metrics) dropPumpSeries(key types.NamespacedName) {
 		DeletePartialMatch(prometheus.Labels) int
 	}{m.messages, m.txDuration, m.batchSize, m.ignoredTags, m.snapshotFlags, m.traceLogErrors, m.panics, m.seqnRegress, m.queueDepth, m.queueLag, m.headBlocked,
 		m.outboxPending, m.outboxOldest, m.backfillPending, m.snapshotVersion, m.pumpRunning, m.fenced, m.kafkaReachable, m.outboxParked,
-		m.mailboxReachable, m.databaseReachable, m.kafkaRenewed, m.deliveryLatency} {
+		m.mailboxReachable, m.databaseReachable, m.kafkaRenewed, m.deliveryLatency, m.receiptLatency} {
 		c.DeletePartialMatch(match)
 	}
 }

@@ -113,7 +113,7 @@ func TestChartAlertsAndDashboardUseExportedMetrics(t *testing.T) {
 	// the read API, the delivery latency.
 	for _, m := range []string{"flightfeed_kafka_produce_records_total", "flightfeed_database_pool_acquired_conns",
 		"flightfeed_read_api_requests_total", "flightfeed_read_api_request_duration_seconds_bucket",
-		"flightfeed_outbox_delivery_latency_seconds_bucket"} {
+		"flightfeed_outbox_delivery_latency_seconds_bucket", "flightfeed_delivery_latency_seconds_bucket"} {
 		if !onPanel[m] {
 			t.Errorf("%s is on no dashboard panel", m)
 		}

@@ -48,6 +48,9 @@ type RunParams struct {
 	// DeliveryLatency observes the feed's outbox-to-Kafka delivery
 	// latency (flightfeed_outbox_delivery_latency_seconds); nil: none.
 	DeliveryLatency prometheus.Observer
+	// ReceiptLatency observes the mailbox-receipt-to-Kafka latency
+	// (flightfeed_delivery_latency_seconds); nil: none.
+	ReceiptLatency prometheus.Observer
 }
 
 // RunnerFactory builds a runner; ctx is the leadership context, cancelled
@@ -70,7 +73,8 @@ type NoticeSource interface {
 // observer. Its notices become Kubernetes Events (NoticeSource).
 func StartFeed(ctx context.Context, p RunParams) (FeedRunner, error) {
 	r, err := feedrun.Start(ctx, p.Feed, feedrun.Options{Store: p.Store, Identity: p.Identity, Epoch: p.Epoch,
-		Log: p.Log, Observer: p.Observer, Registerer: p.Registerer, DeliveryLatency: p.DeliveryLatency})
+		Log: p.Log, Observer: p.Observer, Registerer: p.Registerer, DeliveryLatency: p.DeliveryLatency,
+		ReceiptLatency: p.ReceiptLatency})
 	if err != nil {
 		return nil, err
 	}

@@ -452,7 +452,7 @@ func (s *feedSupervisor) runOnce(ctx context.Context, d feedDesired) error {
 		var ferr error
 		runner, ferr = s.deps.factory(logf.IntoContext(runCtx, log), RunParams{Feed: d.Feed, Identity: s.deps.identity, Epoch: epoch,
 			Store: db, Observer: s.deps.metrics.Observer(s.key), Registerer: s.deps.metrics.FeedRegisterer(s.key),
-			DeliveryLatency: s.deps.metrics.DeliveryLatency(s.key), Log: log})
+			DeliveryLatency: s.deps.metrics.DeliveryLatency(s.key), ReceiptLatency: s.deps.metrics.ReceiptLatency(s.key), Log: log})
 		return ferr
 	})
 	if err != nil {

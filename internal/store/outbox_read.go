@@ -48,6 +48,11 @@ type OutboxEvent struct {
 	// Attempts counts the failed attempts of the row's records.
 	Attempts  int32
 	CreatedAt time.Time
+	// ReceivedAt is the mailbox's DATE_RECEIVED of the message whose
+	// transaction queued the event (its processing row's received_at);
+	// zero when that row is gone (an event queued by a replay of a
+	// pruned message).
+	ReceivedAt time.Time
 	// Covers are the rows of the window whose record of this kind is done
 	// once this event is (delivered or parked): a notice covers its own
 	// row, a flight's newest state the state of every row of that flight
@@ -134,7 +139,9 @@ func (s *Store) ReadWindow(ctx context.Context, limit int, done []int64) (Window
 		SELECT e.id, p.kind, CASE WHEN p.kind = 'KAFKA_SCHD' THEN e.event ELSE 'NOTICE' END,
 			e.flid, e.state_version, coalesce(e.operation_day::text, ''),
 			e.message_id, CASE WHEN p.kind = 'KAFKA_SCHD' THEN e.state ELSE e.notice END,
-			e.attempts, e.created_at, p.covers,
+			e.attempts, e.created_at,
+			(SELECT ps.received_at FROM proc_state ps WHERE ps.message_id = e.message_id),
+			p.covers,
 			EXISTS (SELECT 1 FROM msg_event_parked k WHERE k.event_id = e.id AND k.kind = p.kind),
 			(SELECT count(*) FROM w), (SELECT at FROM c)
 		FROM pick p CROSS JOIN LATERAL (SELECT * FROM msg_event x WHERE x.id = p.id OFFSET 0) e
@@ -147,8 +154,12 @@ func (s *Store) ReadWindow(ctx context.Context, limit int, done []int64) (Window
 		var e OutboxEvent
 		var flid int64
 		var payload string
+		var received *time.Time
 		err := row.Scan(&e.ID, &e.Kind, &e.Event, &flid, &e.StateVersion, &e.OperationDay,
-			&e.MessageID, &payload, &e.Attempts, &e.CreatedAt, &e.Covers, &e.Parked, &window, &cursor)
+			&e.MessageID, &payload, &e.Attempts, &e.CreatedAt, &received, &e.Covers, &e.Parked, &window, &cursor)
+		if received != nil {
+			e.ReceivedAt = *received
+		}
 		e.FLID = flight.FLID(flid) //nolint:gosec // CHECK (flid BETWEEN 0 AND 999999999999)
 		e.Payload = []byte(payload)
 		return e, err
