@@ -46,7 +46,7 @@ const (
 	ReasonSecretNotLabeled ConditionReason = "SecretNotLabeled"
 	// ReasonInvalidSecret (Ready, PumpRunning False): a referenced Secret
 	// holds a value that is refused, such as a DSN option that would let
-	// a server read local files (README, Security); the message names the
+	// a server read local files (docs/security.md); the message names the
 	// Secret, the key and the option, never the DSN.
 	ReasonInvalidSecret ConditionReason = "InvalidSecret"
 	// ReasonStarting (Ready, PumpRunning False): the leader is starting the

@@ -276,7 +276,7 @@ type DatabaseSpec struct {
 	DSNSecretRef SecretKeyRef `json:"dsnSecretRef"`
 
 	// ReadDSNSecretRef selects the connection string of a read-only role
-	// for the read API (README, Security, has the grants). Without it the
+	// for the read API (docs/security.md has the grants). Without it the
 	// read API uses dsnSecretRef's role and opens every session with
 	// default_transaction_read_only = on (status.readApi says which).
 	// +optional
