@@ -13,7 +13,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pump"
-	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // memPump is a pump of the test feed (extra YAML lines override it) on a
@@ -49,7 +49,7 @@ func memRows(bodies ...string) []mailbox.Row {
 // describe says what a batch came to, as the loop reads it.
 func describe(o pump.BatchOutcome) string {
 	switch {
-	case errors.Is(o.Fatal, store.ErrFenced):
+	case errors.Is(o.Fatal, pumpdata.ErrFenced):
 		return "stopped: fenced"
 	case o.Fatal != nil:
 		return "stopped: " + o.Fatal.Error()
@@ -171,7 +171,7 @@ func TestBatchOutcomes(t *testing.T) {
 	}, {
 		name:    "a lost snapshot compare-and-set retries at once, never DEAD",
 		bodies:  []string{snapshot},
-		faults:  []*fault{{call: "snapshot", err: fmt.Errorf("apply: %w", store.ErrConflict), times: 2 * pump.RefusalRepeats}},
+		faults:  []*fault{{call: "snapshot", err: fmt.Errorf("apply: %w", pumpdata.ErrConflict), times: 2 * pump.RefusalRepeats}},
 		batches: repeat([]int64{1}, 2*pump.RefusalRepeats+1),
 		want: append(slices.Repeat([]string{"[1]: blocked, retry at once; traces [1 ROLLED_BACK]; next batch 1"}, 2*pump.RefusalRepeats),
 			"[1]: whole; committed [1 SUCCEEDED]; write back [1]; traces [1 COMMITTED]; next batch 2"),
@@ -204,8 +204,8 @@ func TestBatchOutcomes(t *testing.T) {
 		name:   "a row processed before is only written back again",
 		bodies: three[:2],
 		prep: func(s *memStore, rows []mailbox.Row) {
-			s.states[1] = store.ProcState{Status: store.StatusDead, Reason: "X", Note: "X: before", Attempts: 1,
-				ReceivedAt: rows[0].Received, Digest: store.PayloadDigest(rows[0].Body)}
+			s.states[1] = pumpdata.ProcState{Status: pumpdata.StatusDead, Reason: "X", Note: "X: before", Attempts: 1,
+				ReceivedAt: rows[0].Received, Digest: pumpdata.PayloadDigest(rows[0].Body)}
 		},
 		batches: [][]int64{{1, 2}},
 		want:    []string{"[1 2]: whole; committed [2 SUCCEEDED]; write back [1 2]; next batch 50"},
@@ -213,8 +213,8 @@ func TestBatchOutcomes(t *testing.T) {
 		name:   "a row whose id was processed as another message is new",
 		bodies: three[:1],
 		prep: func(s *memStore, rows []mailbox.Row) {
-			s.states[1] = store.ProcState{Status: store.StatusDead, Reason: "X", Note: "X: before", Attempts: 1,
-				ReceivedAt: rows[0].Received.Add(-24 * time.Hour), Digest: store.PayloadDigest(rows[0].Body)}
+			s.states[1] = pumpdata.ProcState{Status: pumpdata.StatusDead, Reason: "X", Note: "X: before", Attempts: 1,
+				ReceivedAt: rows[0].Received.Add(-24 * time.Hour), Digest: pumpdata.PayloadDigest(rows[0].Body)}
 		},
 		batches: [][]int64{{1}},
 		want:    []string{"[1]: whole; committed [1 SUCCEEDED]; write back [1]; next batch 50"},

@@ -14,7 +14,7 @@
 //
 // A snapshot body of 8 MiB or more is decoded with its records deferred
 // (sis.Options.DeferRecordsFrom) and handed to the store as a
-// store.RecordSource that decodes 1,000 records at a time while the store
+// pumpdata.RecordSource that decodes 1,000 records at a time while the store
 // applies them, in the message's one transaction: a full-day DNLD of 9,999
 // flights (31.5 MB) peaks at about 230 MB RSS in the chart's 512 MiB.
 package pump

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/flightfeed/flightfeed/internal/pump"
-	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // noise is n bytes of base64 text of seeded random bytes: no codec shrinks
@@ -36,9 +36,9 @@ func TestOversizeStateIsDeadAtTheDoor(t *testing.T) {
 	snap := h.put(h.schd("DNLD", fltr(2, "CA2", "09", "<REMC>"+noise(3, 9000)+"</REMC><LACL>"+noise(4, 9000)+"</LACL>")))
 	h.drain(h.newPump())
 
-	h.wantRow(first, store.StatusSucceeded, "")
-	h.wantRow(after, store.StatusSucceeded, "")
-	r := h.wantRow(grow, store.StatusDead, pump.ReasonStateTooLarge)
+	h.wantRow(first, pumpdata.StatusSucceeded, "")
+	h.wantRow(after, pumpdata.StatusSucceeded, "")
+	r := h.wantRow(grow, pumpdata.StatusDead, pump.ReasonStateTooLarge)
 	for _, want := range []string{"flight 1", "kafka.maxRecordBytes 16384", "largest field"} {
 		if !strings.Contains(r.Note, want) {
 			t.Errorf("note %q does not say %q", r.Note, want)
@@ -47,7 +47,7 @@ func TestOversizeStateIsDeadAtTheDoor(t *testing.T) {
 	if !strings.Contains(r.Note, "REMC") && !strings.Contains(r.Note, "LACL") {
 		t.Errorf("note %q names neither field that grew", r.Note)
 	}
-	h.wantRow(snap, store.StatusDead, pump.ReasonStateTooLarge)
+	h.wantRow(snap, pumpdata.StatusDead, pump.ReasonStateTooLarge)
 	if n := h.count(`SELECT count(*) FROM msg_event WHERE message_id IN ($1, $2)`, grow, snap); n != 0 {
 		t.Fatalf("%d outbox events of refused messages", n)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/backoff"
 	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/sis"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -74,7 +75,7 @@ func Classify(err error) (Verdict, string) {
 		return 0, ""
 	case errors.As(err, &panicked):
 		return VerdictDead, ReasonInternal
-	case errors.Is(err, store.ErrFenced):
+	case errors.Is(err, pumpdata.ErrFenced):
 		return VerdictFenced, ReasonInfra
 	case errors.As(err, &rej):
 		return VerdictDead, rej.Reason
@@ -85,9 +86,9 @@ func Classify(err error) (Verdict, string) {
 			return VerdictUnsupported, string(sisErr.Reason)
 		}
 		return VerdictDead, string(sisErr.Reason)
-	case errors.Is(err, store.ErrConflict):
+	case errors.Is(err, pumpdata.ErrConflict):
 		return VerdictConflict, "CAS_CONFLICT"
-	case errors.Is(err, store.ErrNotNew):
+	case errors.Is(err, pumpdata.ErrNotNew):
 		// Not the message's fault: the retry upserts (Pump.upsertOnly).
 		return VerdictConflict, ReasonInfra
 	case errors.Is(err, flight.ErrInvalidCommand), errors.Is(err, flight.ErrBadSISTime):

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/flightfeed/flightfeed/internal/engine"
-	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // sweepBatch bounds one history transaction.
@@ -25,7 +25,7 @@ func (p *Pump) runJobs(ctx context.Context) {
 	}
 	p.nextJobs = now.Add(p.feed.Spec.History.SweepInterval.Duration)
 	if err := p.lifecycle(ctx, now); err != nil && ctx.Err() == nil {
-		if errors.Is(err, store.ErrFenced) {
+		if errors.Is(err, pumpdata.ErrFenced) {
 			return
 		}
 		p.log.Error(err, "lifecycle jobs")
@@ -37,7 +37,7 @@ func (p *Pump) lifecycle(ctx context.Context, now time.Time) error {
 	meta := engine.Meta{Type: "JOB", Styp: "HISTORY_SWEEP"}
 	if !spec.History.Disabled {
 		h := spec.History
-		cut := store.HistoryCutoffs{
+		cut := pumpdata.HistoryCutoffs{
 			Scheduled: now.Add(-h.ScheduledAge.Duration), Cancelled: now.Add(-h.CancelledAge.Duration),
 			Departed: now.Add(-h.DepartedAge.Duration), Arrived: now.Add(-h.ArrivedAge.Duration),
 			Zone: spec.Airport.TimeZone, Plausible: h.PlausibleWindow.Duration,

@@ -9,11 +9,11 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/failpoint"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
-	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // ErrFenced is returned by Run when another pump took over the feed.
-var ErrFenced = store.ErrFenced
+var ErrFenced = pumpdata.ErrFenced
 
 // Run pumps until ctx is cancelled (returns nil), the pump is fenced
 // (returns ErrFenced), or, with drain, until the mailbox is drained and the
@@ -34,7 +34,7 @@ func (p *Pump) Drain(ctx context.Context, idle func(context.Context) (bool, erro
 }
 
 // EpochRenewInterval is how often a running pump renews its fencing epoch
-// (store.Store.RenewEpoch): a pump another one fenced takes the feed back
+// (Store.RenewEpoch): a pump another one fenced takes the feed back
 // only from a holder silent for several of these.
 const EpochRenewInterval = 5 * time.Second
 
@@ -68,7 +68,7 @@ func (p *Pump) run(ctx context.Context, drainIdle func(context.Context) (bool, e
 
 	for {
 		if ctx.Err() != nil {
-			if cause := context.Cause(ctx); errors.Is(cause, store.ErrFenced) {
+			if cause := context.Cause(ctx); errors.Is(cause, pumpdata.ErrFenced) {
 				log.Info("pump fenced: another pump holds the feed", "error", cause.Error())
 				return cause
 			}
@@ -76,7 +76,7 @@ func (p *Pump) run(ctx context.Context, drainIdle func(context.Context) (bool, e
 			return nil
 		}
 		worked, wait, err := p.step(ctx)
-		if errors.Is(err, store.ErrFenced) {
+		if errors.Is(err, pumpdata.ErrFenced) {
 			log.Info("pump fenced: another pump holds the feed", "error", err.Error())
 			return err
 		}
@@ -112,7 +112,7 @@ func (p *Pump) renewEpoch(ctx context.Context, cancel context.CancelCauseFunc) {
 		}
 		err := p.store.RenewEpoch(ctx, p.epoch)
 		switch {
-		case errors.Is(err, store.ErrFenced):
+		case errors.Is(err, pumpdata.ErrFenced):
 			cancel(err)
 			return
 		case err != nil && ctx.Err() == nil:
@@ -441,7 +441,7 @@ func (p *Pump) setBackfillPending(ctx context.Context) {
 // backfill writes results to the mailbox and clears their intents. A
 // failure leaves the intents for the next try; it never changes the
 // committed result.
-func (p *Pump) backfill(ctx context.Context, results []store.Backfill) error {
+func (p *Pump) backfill(ctx context.Context, results []pumpdata.Backfill) error {
 	rows := make([]mailboxResult, len(results))
 	ids := make([]int64, len(results))
 	for i, r := range results {

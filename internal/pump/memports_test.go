@@ -13,7 +13,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pump"
-	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // The pump's ports in memory: a mailbox (memInbox) and a feed database
@@ -118,10 +118,10 @@ func (m *memInbox) Close() error { return nil }
 type memStore struct {
 	mu        sync.Mutex
 	epoch     int64
-	states    map[int64]store.ProcState
-	priors    map[string]store.PriorCopy
-	backfills map[int64]store.Backfill
-	traces    []store.TraceEntry
+	states    map[int64]pumpdata.ProcState
+	priors    map[string]pumpdata.PriorCopy
+	backfills map[int64]pumpdata.Backfill
+	traces    []pumpdata.TraceEntry
 	// commits lists every committed transaction's results, "id STATUS".
 	commits  [][]string
 	versions int64
@@ -142,8 +142,8 @@ type fault struct {
 }
 
 func newMemStore(faults ...*fault) *memStore {
-	return &memStore{epoch: 1, states: map[int64]store.ProcState{}, priors: map[string]store.PriorCopy{},
-		backfills: map[int64]store.Backfill{}, faults: faults}
+	return &memStore{epoch: 1, states: map[int64]pumpdata.ProcState{}, priors: map[string]pumpdata.PriorCopy{},
+		backfills: map[int64]pumpdata.Backfill{}, faults: faults}
 }
 
 // fail returns the error of the first fault that matches (mu held).
@@ -162,7 +162,7 @@ func (s *memStore) Begin(_ context.Context, epoch int64) (pump.Tx, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if epoch != s.epoch {
-		return nil, fmt.Errorf("%w (mine %d, current %d)", store.ErrFenced, epoch, s.epoch)
+		return nil, fmt.Errorf("%w (mine %d, current %d)", pumpdata.ErrFenced, epoch, s.epoch)
 	}
 	if err := s.fail("begin"); err != nil {
 		return nil, err
@@ -183,7 +183,7 @@ func (s *memStore) RenewEpoch(_ context.Context, epoch int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if epoch != s.epoch {
-		return store.ErrFenced
+		return pumpdata.ErrFenced
 	}
 	return nil
 }
@@ -194,14 +194,14 @@ func (s *memStore) Ping(context.Context) error {
 	return s.pingErr
 }
 
-func (s *memStore) PendingBackfills(_ context.Context, limit int) ([]store.Backfill, error) {
+func (s *memStore) PendingBackfills(_ context.Context, limit int) ([]pumpdata.Backfill, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []store.Backfill
+	var out []pumpdata.Backfill
 	for _, b := range s.backfills {
 		out = append(out, b)
 	}
-	slices.SortFunc(out, func(a, b store.Backfill) int { return int(a.MessageID - b.MessageID) })
+	slices.SortFunc(out, func(a, b pumpdata.Backfill) int { return int(a.MessageID - b.MessageID) })
 	return out[:min(limit, len(out))], nil
 }
 
@@ -222,7 +222,7 @@ func (s *memStore) CountBackfills(context.Context) (int64, error) {
 	return int64(len(s.backfills)), nil
 }
 
-func (s *memStore) AppendTraceLog(_ context.Context, e store.TraceEntry) error {
+func (s *memStore) AppendTraceLog(_ context.Context, e pumpdata.TraceEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.traces = append(s.traces, e)
@@ -233,11 +233,13 @@ func (s *memStore) Prune(context.Context, time.Time, time.Time, time.Time) (int6
 	return 0, nil
 }
 
-func (s *memStore) PendingReplays(context.Context, int) ([]store.ReplayRequest, error) {
+func (s *memStore) PendingReplays(context.Context, int) ([]pumpdata.ReplayRequest, error) {
 	return nil, nil
 }
 
-func (s *memStore) CurrentRequest(context.Context, string) (*store.Request, error) { return nil, nil }
+func (s *memStore) CurrentRequest(context.Context, string) (*pumpdata.Request, error) {
+	return nil, nil
+}
 
 func (s *memStore) AskedSince(context.Context, string, []string, time.Time) (map[string]bool, error) {
 	return nil, nil
@@ -261,7 +263,7 @@ func (s *memStore) committed() []string {
 // memTx is a transaction of a memStore: its writes wait for Commit.
 type memTx struct {
 	s       *memStore
-	results []store.Result
+	results []pumpdata.Result
 	retired []int64
 }
 
@@ -284,15 +286,15 @@ func (t *memTx) Commit(context.Context) error {
 	var commit []string
 	for _, r := range t.results {
 		prior, known := s.states[r.MessageID]
-		st := store.ProcState{Status: r.Status, Reason: r.Reason, Note: r.Note, Attempts: 1, ReceivedAt: r.ReceivedAt, Digest: r.PayloadDigest}
+		st := pumpdata.ProcState{Status: r.Status, Reason: r.Reason, Note: r.Note, Attempts: 1, ReceivedAt: r.ReceivedAt, Digest: r.PayloadDigest}
 		if known {
 			st.Attempts = prior.Attempts + 1
 		}
 		s.states[r.MessageID] = st
 		if st.Terminal() {
-			s.backfills[r.MessageID] = store.Backfill{MessageID: r.MessageID, Result: r.Status, Note: r.Note, Received: r.ReceivedAt}
-			if r.Status != store.StatusSkipped && r.IdentityKey != "" {
-				s.priors[r.IdentityKey] = store.PriorCopy{MessageID: r.MessageID, Digest: r.PayloadDigest, ReceivedAt: r.ReceivedAt}
+			s.backfills[r.MessageID] = pumpdata.Backfill{MessageID: r.MessageID, Result: r.Status, Note: r.Note, Received: r.ReceivedAt}
+			if r.Status != pumpdata.StatusSkipped && r.IdentityKey != "" {
+				s.priors[r.IdentityKey] = pumpdata.PriorCopy{MessageID: r.MessageID, Digest: r.PayloadDigest, ReceivedAt: r.ReceivedAt}
 			}
 		}
 		commit = append(commit, strings.TrimSpace(fmt.Sprintf("%d %s %s", r.MessageID, r.Status, r.Reason)))
@@ -309,14 +311,14 @@ func (t *memTx) Rollback(context.Context) error {
 	return nil
 }
 
-func (t *memTx) Prefetch(_ context.Context, req store.PrefetchRequest) (*store.Prefetched, error) {
+func (t *memTx) Prefetch(_ context.Context, req pumpdata.PrefetchRequest) (*pumpdata.Prefetched, error) {
 	s := t.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.fail("prefetch", req.MessageIDs...); err != nil {
 		return nil, err
 	}
-	out := &store.Prefetched{States: map[int64]store.ProcState{}, Priors: map[string]store.PriorCopy{}}
+	out := &pumpdata.Prefetched{States: map[int64]pumpdata.ProcState{}, Priors: map[string]pumpdata.PriorCopy{}}
 	for _, id := range req.MessageIDs {
 		if st, ok := s.states[id]; ok {
 			out.States[id] = st
@@ -341,7 +343,7 @@ func (s *memStore) newSet(flids []flight.FLID, n int) *engine.WorkingSet {
 	return engine.NewWorkingSet(flids, nil, versions, testNow)
 }
 
-func (t *memTx) LoadSet(_ context.Context, flids []flight.FLID, versions int, _ *store.StateCache) (*engine.WorkingSet, error) {
+func (t *memTx) LoadSet(_ context.Context, flids []flight.FLID, versions int, _ *pumpdata.StateCache) (*engine.WorkingSet, error) {
 	t.s.mu.Lock()
 	defer t.s.mu.Unlock()
 	return t.s.newSet(flids, versions), nil
@@ -349,14 +351,14 @@ func (t *memTx) LoadSet(_ context.Context, flids []flight.FLID, versions int, _ 
 
 func (t *memTx) WriteSet(context.Context, *engine.WorkingSet) error { return nil }
 
-func (t *memTx) RetireReusedIDs(_ context.Context, reused []store.ReusedID) error {
+func (t *memTx) RetireReusedIDs(_ context.Context, reused []pumpdata.ReusedID) error {
 	for _, r := range reused {
 		t.retired = append(t.retired, r.MessageID)
 	}
 	return nil
 }
 
-func (t *memTx) FinishBatch(_ context.Context, _ []store.ArchivedRow, _ *engine.WorkingSet, results []store.Result) error {
+func (t *memTx) FinishBatch(_ context.Context, _ []pumpdata.ArchivedRow, _ *engine.WorkingSet, results []pumpdata.Result) error {
 	ids := make([]int64, len(results))
 	for i, r := range results {
 		ids[i] = r.MessageID
@@ -371,7 +373,7 @@ func (t *memTx) FinishBatch(_ context.Context, _ []store.ArchivedRow, _ *engine.
 	return nil
 }
 
-func (t *memTx) RecordResult(_ context.Context, r store.Result) error {
+func (t *memTx) RecordResult(_ context.Context, r pumpdata.Result) error {
 	t.s.mu.Lock()
 	err := t.s.fail("record", r.MessageID)
 	t.s.mu.Unlock()
@@ -382,13 +384,13 @@ func (t *memTx) RecordResult(_ context.Context, r store.Result) error {
 	return nil
 }
 
-func (t *memTx) OpenRequest(context.Context, string, string, string, string, string, string, int) (*store.Request, error) {
+func (t *memTx) OpenRequest(context.Context, string, string, string, string, string, string, int) (*pumpdata.Request, error) {
 	return nil, errNotInMemory
 }
 
 func (t *memTx) TimeOutRequest(context.Context, int64) error { return errNotInMemory }
 
-func (t *memTx) SweepHistory(context.Context, engine.Meta, store.HistoryCutoffs, int) (int, error) {
+func (t *memTx) SweepHistory(context.Context, engine.Meta, pumpdata.HistoryCutoffs, int) (int, error) {
 	return 0, nil
 }
 
@@ -398,11 +400,11 @@ func (t *memTx) SweepNullDay(context.Context, engine.Meta, time.Time, int) (int,
 
 func (t *memTx) PruneLedger(context.Context, string) ([]string, error) { return nil, nil }
 
-func (t *memTx) ReplaySource(context.Context, int64) (store.ReplaySource, error) {
-	return store.ReplaySource{}, errNotInMemory
+func (t *memTx) ReplaySource(context.Context, int64) (pumpdata.ReplaySource, error) {
+	return pumpdata.ReplaySource{}, errNotInMemory
 }
 
-func (t *memTx) FinishReplay(context.Context, store.ReplayRequest, string) error {
+func (t *memTx) FinishReplay(context.Context, pumpdata.ReplayRequest, string) error {
 	return errNotInMemory
 }
 
@@ -413,7 +415,7 @@ type memSavepoint struct{ tx *memTx }
 func (sp memSavepoint) Commit(context.Context) error   { return nil }
 func (sp memSavepoint) Rollback(context.Context) error { return nil }
 
-func (sp memSavepoint) PendingRequest(context.Context, string) (*store.Request, error) {
+func (sp memSavepoint) PendingRequest(context.Context, string) (*pumpdata.Request, error) {
 	return nil, nil
 }
 
@@ -421,10 +423,10 @@ func (sp memSavepoint) RequestedBefore(context.Context, string, string, string) 
 	return false, nil
 }
 
-func (sp memSavepoint) ApplySnapshot(_ context.Context, meta engine.Meta, _ store.Snapshot) (store.SnapshotEffect, error) {
+func (sp memSavepoint) ApplySnapshot(_ context.Context, meta engine.Meta, _ pumpdata.Snapshot) (pumpdata.SnapshotEffect, error) {
 	sp.tx.s.mu.Lock()
 	defer sp.tx.s.mu.Unlock()
-	return store.SnapshotEffect{}, sp.tx.s.fail("snapshot", meta.MessageID)
+	return pumpdata.SnapshotEffect{}, sp.tx.s.fail("snapshot", meta.MessageID)
 }
 
 func (sp memSavepoint) CompleteRequest(context.Context, int64, int64) error { return nil }

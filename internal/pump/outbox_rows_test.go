@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // outboxRow is one msg_event row of a message: its flight and version,
@@ -52,7 +52,7 @@ func TestOutboxOneRowPerMessageEffect(t *testing.T) {
 	third := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260950</ESTT>"))
 	h.drain(h.newPump())
 	for _, id := range []int64{first, second, other, third} {
-		h.wantRow(id, store.StatusSucceeded, "")
+		h.wantRow(id, pumpdata.StatusSucceeded, "")
 	}
 	v9, v10 := h.flights()[9].StateVersion, h.flights()[10].StateVersion
 	got := map[string][]outboxRow{

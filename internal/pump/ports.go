@@ -7,6 +7,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
@@ -14,7 +15,7 @@ import (
 // feed's database (Store, Tx), as small interfaces it owns, so its loop,
 // batches and failure handling can be tested against services in memory.
 // The real ones are *mailbox.Mailbox and Postgres(*store.Store); what
-// crosses the ports (store.Result, engine.WorkingSet, mailbox.Row, ...) is
+// crosses the ports (pumpdata.Result, engine.WorkingSet, mailbox.Row, ...) is
 // plain data.
 
 // Inbox is what the pump needs of the shared mailbox; *mailbox.Mailbox is
@@ -38,27 +39,27 @@ type Inbox interface {
 // Store is what the pump needs of the feed's database: fenced write
 // transactions, and the few writes that run outside one.
 type Store interface {
-	// Begin starts a write transaction that fails with store.ErrFenced
+	// Begin starts a write transaction that fails with pumpdata.ErrFenced
 	// unless epoch is still the current fencing epoch.
 	Begin(ctx context.Context, epoch int64) (Tx, error)
 	Session
 	BackfillQueue
 	// AppendTraceLog appends a snapshot's trace row outside any message
 	// transaction.
-	AppendTraceLog(ctx context.Context, e store.TraceEntry) error
+	AppendTraceLog(ctx context.Context, e pumpdata.TraceEntry) error
 	// Prune deletes trace rows, archived bodies and delivered events older
 	// than the cut-offs.
 	Prune(ctx context.Context, traceBefore, archiveBefore, eventsBefore time.Time) (int64, error)
 	// CurrentRequest is the request in flight (nil when none); RequestSent
 	// records that it went out.
-	CurrentRequest(ctx context.Context, kind string) (*store.Request, error)
+	CurrentRequest(ctx context.Context, kind string) (*pumpdata.Request, error)
 	RequestSent(ctx context.Context, id, outboxID int64, at time.Time) error
 	// AskedSince returns which of days had a request of kind sent or
 	// answered at or after since (store.Store.AskedSince).
 	AskedSince(ctx context.Context, kind string, days []string, since time.Time) (map[string]bool, error)
 	// PendingReplays lists up to limit PENDING replay requests, oldest
 	// first (`flightfeed replay` records them).
-	PendingReplays(ctx context.Context, limit int) ([]store.ReplayRequest, error)
+	PendingReplays(ctx context.Context, limit int) ([]pumpdata.ReplayRequest, error)
 	// Unanswered is since when the oldest database call in progress has
 	// waited, and what it is (zero time: none) (store.Store.Unanswered).
 	Unanswered() (since time.Time, what string)
@@ -69,7 +70,7 @@ type Store interface {
 type Session interface {
 	// TakeEpoch makes holder the writer and returns its fencing epoch.
 	TakeEpoch(ctx context.Context, holder string) (int64, error)
-	// RenewEpoch says the holder of epoch is alive (store.ErrFenced when
+	// RenewEpoch says the holder of epoch is alive (pumpdata.ErrFenced when
 	// it no longer holds it).
 	RenewEpoch(ctx context.Context, epoch int64) error
 	// LastSeqn is the SEQN of the newest request sent (0 when none).
@@ -80,7 +81,7 @@ type Session interface {
 // BackfillQueue holds the results committed but not yet written back to
 // the mailbox (backfill intents).
 type BackfillQueue interface {
-	PendingBackfills(ctx context.Context, limit int) ([]store.Backfill, error)
+	PendingBackfills(ctx context.Context, limit int) ([]pumpdata.Backfill, error)
 	BackfillDone(ctx context.Context, ids []int64) error
 	BackfillFailed(ctx context.Context, ids []int64, cause error) error
 	CountBackfills(ctx context.Context) (int64, error)
@@ -110,38 +111,38 @@ type Savepoint interface {
 // BatchTx reads and writes a batch of messages: one prefetch, the working
 // set, the results (store.Tx's own).
 type BatchTx interface {
-	Prefetch(ctx context.Context, req store.PrefetchRequest) (*store.Prefetched, error)
-	LoadSet(ctx context.Context, flids []flight.FLID, versions int, cache *store.StateCache) (*engine.WorkingSet, error)
+	Prefetch(ctx context.Context, req pumpdata.PrefetchRequest) (*pumpdata.Prefetched, error)
+	LoadSet(ctx context.Context, flids []flight.FLID, versions int, cache *pumpdata.StateCache) (*engine.WorkingSet, error)
 	WriteSet(ctx context.Context, set *engine.WorkingSet) error
-	RetireReusedIDs(ctx context.Context, reused []store.ReusedID) error
-	FinishBatch(ctx context.Context, archive []store.ArchivedRow, set *engine.WorkingSet, results []store.Result) error
+	RetireReusedIDs(ctx context.Context, reused []pumpdata.ReusedID) error
+	FinishBatch(ctx context.Context, archive []pumpdata.ArchivedRow, set *engine.WorkingSet, results []pumpdata.Result) error
 	// RecordResult writes one result alone (a message given up).
-	RecordResult(ctx context.Context, r store.Result) error
+	RecordResult(ctx context.Context, r pumpdata.Result) error
 }
 
 // SnapshotTx applies a snapshot and settles the request it answers.
 type SnapshotTx interface {
-	PendingRequest(ctx context.Context, kind string) (*store.Request, error)
+	PendingRequest(ctx context.Context, kind string) (*pumpdata.Request, error)
 	RequestedBefore(ctx context.Context, kind, day, receiver string) (bool, error)
-	ApplySnapshot(ctx context.Context, meta engine.Meta, snap store.Snapshot) (store.SnapshotEffect, error)
+	ApplySnapshot(ctx context.Context, meta engine.Meta, snap pumpdata.Snapshot) (pumpdata.SnapshotEffect, error)
 	CompleteRequest(ctx context.Context, id, msgID int64) error
 }
 
 // RequestTx opens and times out the pump's full-day requests.
 type RequestTx interface {
-	OpenRequest(ctx context.Context, kind, day, receiver, start, end, routingID string, seqn int) (*store.Request, error)
+	OpenRequest(ctx context.Context, kind, day, receiver, start, end, routingID string, seqn int) (*pumpdata.Request, error)
 	TimeOutRequest(ctx context.Context, id int64) error
 }
 
 // ReplayTx reads a DEAD message for its replay and records the outcome.
 type ReplayTx interface {
-	ReplaySource(ctx context.Context, id int64) (store.ReplaySource, error)
-	FinishReplay(ctx context.Context, req store.ReplayRequest, mailboxNote string) error
+	ReplaySource(ctx context.Context, id int64) (pumpdata.ReplaySource, error)
+	FinishReplay(ctx context.Context, req pumpdata.ReplayRequest, mailboxNote string) error
 }
 
 // JobTx runs the lifecycle jobs' transactions.
 type JobTx interface {
-	SweepHistory(ctx context.Context, meta engine.Meta, c store.HistoryCutoffs, limit int) (int, error)
+	SweepHistory(ctx context.Context, meta engine.Meta, c pumpdata.HistoryCutoffs, limit int) (int, error)
 	SweepNullDay(ctx context.Context, meta engine.Meta, before time.Time, limit int) (int, error)
 	PruneLedger(ctx context.Context, cutoff string) ([]string, error)
 }

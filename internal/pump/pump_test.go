@@ -11,8 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
-	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 func TestMessagesFlowThroughInFIFOOrder(t *testing.T) {
@@ -26,7 +26,7 @@ func TestMessagesFlowThroughInFIFOOrder(t *testing.T) {
 	h.drain(p)
 
 	for _, id := range []int64{window, gate, estt, del} {
-		r := h.wantRow(id, store.StatusSucceeded, "")
+		r := h.wantRow(id, pumpdata.StatusSucceeded, "")
 		if r.Note != "" {
 			t.Errorf("row %d: a SUCCEEDED row carries note %q", id, r.Note)
 		}
@@ -43,7 +43,7 @@ func TestMessagesFlowThroughInFIFOOrder(t *testing.T) {
 		t.Fatalf("archive or backfill intents (-want +got):\n%s", diff)
 	}
 	st := p.Status()
-	if st.LastProcessedID != del || st.Counts[store.StatusSucceeded] != 4 || st.QueueDepth != 0 {
+	if st.LastProcessedID != del || st.Counts[pumpdata.StatusSucceeded] != 4 || st.QueueDepth != 0 {
 		t.Fatalf("status %+v", st)
 	}
 }
@@ -72,11 +72,11 @@ func TestDeadMessagesReleaseTheHead(t *testing.T) {
 			bad := h.put(body)
 			next := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
 			h.drain(h.newPump())
-			h.wantRow(bad, store.StatusDead, c.reason)
-			if status, reason, _, _ := h.procState(bad); status != store.StatusDead || reason != c.reason {
+			h.wantRow(bad, pumpdata.StatusDead, c.reason)
+			if status, reason, _, _ := h.procState(bad); status != pumpdata.StatusDead || reason != c.reason {
 				t.Fatalf("proc_state %s/%s", status, reason)
 			}
-			h.wantRow(next, store.StatusSucceeded, "")
+			h.wantRow(next, pumpdata.StatusSucceeded, "")
 			if f := h.flights(); len(f) != 1 || f[9].Scalars["ESTT"] == "" {
 				t.Fatalf("state after a DEAD message: %+v", f)
 			}
@@ -95,7 +95,7 @@ func TestOversizeIsArchivedTruncatedNeverParsed(t *testing.T) {
 	h := newHarness(t, "mailbox: {maxMessageBytes: 2048}")
 	id := h.put(strings.Repeat("<x>", 3000))
 	h.drain(h.newPump())
-	h.wantRow(id, store.StatusDead, "OVERSIZE")
+	h.wantRow(id, pumpdata.StatusDead, "OVERSIZE")
 	var size, kept int
 	var truncated bool
 	if err := h.db.QueryRow(t.Context(), `SELECT byte_size, length(body), truncated FROM msg_archive WHERE message_id = $1`, id).
@@ -116,14 +116,14 @@ func TestUnsupportedRetriesThenDead(t *testing.T) {
 	next := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
 	p := h.newPump()
 	h.drain(p)
-	h.wantRow(ref, store.StatusDead, "UNSUPPORTED_TYPE")
+	h.wantRow(ref, pumpdata.StatusDead, "UNSUPPORTED_TYPE")
 	status, _, _, attempts := h.procState(ref)
-	if status != store.StatusDead || attempts != 3 {
+	if status != pumpdata.StatusDead || attempts != 3 {
 		t.Fatalf("unsupported: %s after %d attempts, want DEAD after 3 (limit 2)", status, attempts)
 	}
-	h.wantRow(next, store.StatusSucceeded, "")
+	h.wantRow(next, pumpdata.StatusSucceeded, "")
 	// status.pump.counts: the two attempts that ended FAILED, then one DEAD.
-	if c := p.Status().Counts; c[store.StatusFailed] != 2 || c[store.StatusDead] != 1 || c[store.StatusSucceeded] != 1 {
+	if c := p.Status().Counts; c[pumpdata.StatusFailed] != 2 || c[pumpdata.StatusDead] != 1 || c[pumpdata.StatusSucceeded] != 1 {
 		t.Fatalf("counts %v, want FAILED 2, DEAD 1, SUCCEEDED 1", c)
 	}
 }
@@ -138,7 +138,7 @@ func TestUnsupportedBlocksTheHeadWhileRetrying(t *testing.T) {
 	if r := h.row(ref); r.Processed {
 		t.Fatalf("a FAILED row was backfilled as terminal: %+v", r)
 	}
-	if status, reason, _, _ := h.procState(ref); status != store.StatusFailed || reason != "UNSUPPORTED_TYPE" {
+	if status, reason, _, _ := h.procState(ref); status != pumpdata.StatusFailed || reason != "UNSUPPORTED_TYPE" {
 		t.Fatalf("proc_state %s %s", status, reason)
 	}
 	type behind struct {
@@ -181,8 +181,8 @@ func TestInfrastructureFailureBlocksThenRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.drain(p)
-	h.wantRow(first, store.StatusSucceeded, "")
-	h.wantRow(second, store.StatusSucceeded, "")
+	h.wantRow(first, pumpdata.StatusSucceeded, "")
+	h.wantRow(second, pumpdata.StatusSucceeded, "")
 	if st := p.Status(); !st.HeadBlockedSince.IsZero() || len(h.flights()) != 2 {
 		t.Fatalf("after recovery: %+v", st)
 	}
@@ -196,7 +196,7 @@ func TestInfraRetryLimitMakesTheHeadDead(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.drain(h.newPump())
-	h.wantRow(first, store.StatusDead, "INFRA")
+	h.wantRow(first, pumpdata.StatusDead, "INFRA")
 }
 
 // DEAD(PROTOCOL): a snapshot holding a FLID of another day is refused whole;
@@ -209,8 +209,8 @@ func TestDayMismatchIsDeadProtocol(t *testing.T) {
 	next := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"))
 	p := h.newPump()
 	h.drain(p)
-	h.wantRow(day9, store.StatusSucceeded, "")
-	h.wantRow(bad, store.StatusDead, snapshot.ReasonDayMismatch)
+	h.wantRow(day9, pumpdata.StatusSucceeded, "")
+	h.wantRow(bad, pumpdata.StatusDead, snapshot.ReasonDayMismatch)
 	// The operator turns notices into Kubernetes Events: the refusal, and
 	// the trace row's DAY_MISMATCH alert.
 	var refusals, alerts []pump.Notice
@@ -230,7 +230,7 @@ func TestDayMismatchIsDeadProtocol(t *testing.T) {
 	if n := p.DrainNotices(); len(n) != 0 {
 		t.Fatalf("notices drained twice: %+v", n)
 	}
-	h.wantRow(next, store.StatusSucceeded, "")
+	h.wantRow(next, pumpdata.StatusSucceeded, "")
 	f := h.flights()
 	if _, ok := f[3]; ok || f[1].OperationDay != "2026-09-09" {
 		t.Fatalf("the refused snapshot changed state: %+v", f)
@@ -257,7 +257,7 @@ func TestSavepointIsolatesADeadMessageInABatch(t *testing.T) {
 	p := h.newPump()
 	// Warm the adaptive batch size up so the four land in one batch.
 	h.drain(p)
-	for i, want := range []string{store.StatusSucceeded, store.StatusSucceeded, store.StatusDead, store.StatusSucceeded} {
+	for i, want := range []string{pumpdata.StatusSucceeded, pumpdata.StatusSucceeded, pumpdata.StatusDead, pumpdata.StatusSucceeded} {
 		if r := h.row(ids[i]); r.Result != want {
 			t.Fatalf("row %d: %+v, want %s", i, r, want)
 		}
@@ -279,14 +279,14 @@ func TestIdentityAndSequence(t *testing.T) {
 	older := h.put(strings.Replace(h.flop("ESTT", 9, "<ESTT>09SEP261005</ESTT>"), "<SEQN>", "<SEQN>0", 1))
 	h.drain(h.newPump())
 
-	h.wantRow(a, store.StatusSucceeded, "")
-	h.wantRow(copyOf, store.StatusSkipped, pump.ReasonDuplicate)
-	h.wantRow(reuse, store.StatusSucceeded, "")
+	h.wantRow(a, pumpdata.StatusSucceeded, "")
+	h.wantRow(copyOf, pumpdata.StatusSkipped, pump.ReasonDuplicate)
+	h.wantRow(reuse, pumpdata.StatusSucceeded, "")
 	if _, _, flags, _ := h.procState(reuse); !slices.Contains(flags, pump.FlagSeqnReuse) {
 		t.Fatalf("reuse flags %v", flags)
 	}
-	h.wantRow(regress, store.StatusSucceeded, "")
-	h.wantRow(older, store.StatusSucceeded, "")
+	h.wantRow(regress, pumpdata.StatusSucceeded, "")
+	h.wantRow(older, pumpdata.StatusSucceeded, "")
 	if _, _, flags, _ := h.procState(older); !slices.Contains(flags, pump.FlagSeqnRegression) {
 		t.Fatalf("a lower SEQN was not flagged: %v", flags)
 	}
@@ -307,7 +307,7 @@ func TestTerminalRowIsOnlyBackfilledAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.drain(h.newPump())
-	h.wantRow(id, store.StatusSucceeded, "")
+	h.wantRow(id, pumpdata.StatusSucceeded, "")
 	type applied struct {
 		Attempts     int
 		StateVersion int64
@@ -330,14 +330,14 @@ func TestBackfillIntentsAreRecoveredAtStart(t *testing.T) {
 	// A committed DEAD result of this very row (same received time and
 	// payload) whose backfill never happened.
 	if _, err := h.db.Exec(t.Context(), `INSERT INTO proc_state (message_id, status, reason, note, received_at, payload_digest, finished_at)
-		VALUES ($1, 'DEAD', 'MALFORMED_XML', 'MALFORMED_XML: test', $2, $3, now())`, id, h.nextRow, store.PayloadDigest([]byte(body))); err != nil {
+		VALUES ($1, 'DEAD', 'MALFORMED_XML', 'MALFORMED_XML: test', $2, $3, now())`, id, h.nextRow, pumpdata.PayloadDigest([]byte(body))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.db.Exec(t.Context(), `INSERT INTO backfill_todo (message_ids, processed_at) VALUES (ARRAY[$1::bigint], now())`, id); err != nil {
 		t.Fatal(err)
 	}
 	h.drain(h.newPump())
-	h.wantRow(id, store.StatusDead, "MALFORMED_XML")
+	h.wantRow(id, pumpdata.StatusDead, "MALFORMED_XML")
 	type leftovers struct{ Flights, BackfillTodo int }
 	if diff := cmp.Diff(leftovers{}, leftovers{len(h.flights()), h.count(`SELECT count(*) FROM backfill_todo`)}); diff != "" {
 		t.Fatalf("a committed DEAD result was re-applied or its intent kept (-want +got):\n%s", diff)
@@ -395,8 +395,8 @@ func TestHistorySweepMovesFinishedFlights(t *testing.T) {
 	old := h.put(h.flop("SODT", 1, "<SODT>05SEP260800</SODT>"))
 	fresh := h.put(h.flop("SODT", 2, "<SODT>09SEP260800</SODT>"))
 	h.drain(h.newPump())
-	h.wantRow(old, store.StatusSucceeded, "")
-	h.wantRow(fresh, store.StatusSucceeded, "")
+	h.wantRow(old, pumpdata.StatusSucceeded, "")
+	h.wantRow(fresh, pumpdata.StatusSucceeded, "")
 	if len(h.flights()) != 2 {
 		t.Fatal("flights not created")
 	}
@@ -414,7 +414,7 @@ func TestHistorySweepMovesFinishedFlights(t *testing.T) {
 	if err := h.db.QueryRow(t.Context(), `SELECT reason, state::text FROM flight_history WHERE flid = 1`).Scan(&reason, &state); err != nil {
 		t.Fatal(err)
 	}
-	if reason != store.HistoryScheduled || !strings.Contains(state, `"SODT": "05SEP260800"`) {
+	if reason != pumpdata.HistoryScheduled || !strings.Contains(state, `"SODT": "05SEP260800"`) {
 		t.Fatalf("history %s %s", reason, state)
 	}
 	if h.count(`SELECT count(*) FROM msg_event WHERE flid = 1 AND event = 'DELETE'`) != 1 {
@@ -438,9 +438,9 @@ func TestDataTheDatabaseRefusesIsDead(t *testing.T) {
 	}
 	p := h.newPump()
 	h.drain(p)
-	h.wantRow(ids[0], store.StatusSucceeded, "")
-	h.wantRow(ids[1], store.StatusDead, pump.ReasonDataRejected)
-	h.wantRow(ids[2], store.StatusSucceeded, "")
+	h.wantRow(ids[0], pumpdata.StatusSucceeded, "")
+	h.wantRow(ids[1], pumpdata.StatusDead, pump.ReasonDataRejected)
+	h.wantRow(ids[2], pumpdata.StatusSucceeded, "")
 	f := h.flights()
 	if _, ok := f[2]; ok || len(f) != 2 {
 		t.Fatalf("state: %+v", f)
@@ -474,8 +474,8 @@ func TestLedgerInconsistentIsDeadAndChangesNothing(t *testing.T) {
 	next := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"))
 	h.drain(p)
 
-	h.wantRow(bad, store.StatusDead, snapshot.ReasonLedgerInconsistent)
-	h.wantRow(next, store.StatusSucceeded, "")
+	h.wantRow(bad, pumpdata.StatusDead, snapshot.ReasonLedgerInconsistent)
+	h.wantRow(next, pumpdata.StatusSucceeded, "")
 	f := h.flights()
 	if _, ok := f[2]; !ok || f[1].Scalars["FLNO"] != "CA1" || f[1].Scalars["ESTT"] != "09SEP260930" {
 		t.Fatalf("flights after the refused snapshot: %+v", f)
@@ -529,7 +529,7 @@ func TestNullDayFlightsAreRetiredByDefault(t *testing.T) {
 			h := newHarness(t, tc.extra...)
 			id := h.put(h.flop("ESTT", 1, "<ESTT>09SEP261000</ESTT>"))
 			h.drain(h.newPump())
-			h.wantRow(id, store.StatusSucceeded, "")
+			h.wantRow(id, pumpdata.StatusSucceeded, "")
 			if _, ok := h.flights()[1]; !ok {
 				t.Fatal("the FLOP created no flight")
 			}
@@ -541,9 +541,9 @@ func TestNullDayFlightsAreRetiredByDefault(t *testing.T) {
 			if current == tc.retire {
 				t.Fatalf("flight still current: %v, want %v", current, !tc.retire)
 			}
-			n := h.count(`SELECT count(*) FROM flight_history WHERE flid = 1 AND reason = $1`, store.HistoryNullDay)
+			n := h.count(`SELECT count(*) FROM flight_history WHERE flid = 1 AND reason = $1`, pumpdata.HistoryNullDay)
 			if want := map[bool]int{true: 1, false: 0}[tc.retire]; n != want {
-				t.Fatalf("%d history rows with %s, want %d", n, store.HistoryNullDay, want)
+				t.Fatalf("%d history rows with %s, want %d", n, pumpdata.HistoryNullDay, want)
 			}
 		})
 	}
