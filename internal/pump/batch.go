@@ -13,7 +13,6 @@ import (
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/sis"
-	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 // outcome is what one message came to inside a batch.
@@ -46,7 +45,7 @@ type batchOutcome struct {
 // working set in memory — a message the rules refuse changes nothing but
 // its own result — and snapshots run inside a savepoint of their own. The
 // archive rows, results and combined writes go out in two final round
-// trips (store.Tx.FinishBatch). An
+// trips (Tx.Write). An
 // infrastructure error rolls back the whole batch; a message that must wait
 // (UNSUPPORTED retry) ends the batch before it.
 func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBatch) batchOutcome {
@@ -66,7 +65,7 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 	run := &batchRun{tx: tx, set: pre.Set, priors: pre.Priors, seen: map[string][]byte{}, seqn: map[string]int{}, reload: b.request}
 
 	reused := p.reusedIDs(b.items, pre.States)
-	if err := tx.RetireReusedIDs(ctx, reused); err != nil {
+	if err := tx.Write(ctx, Writes{Reused: reused}); err != nil {
 		return p.infraFailure(ctx, rows, nil, err)
 	}
 
@@ -115,7 +114,7 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 			results = append(results, o.result)
 		}
 	}
-	if err := tx.FinishBatch(ctx, archive, run.set, results); err != nil {
+	if err := tx.Write(ctx, Writes{Archive: archive, Set: run.set, Results: results}); err != nil {
 		return p.infraFailure(ctx, rows, done, err)
 	}
 	failpoint.Hit(failpoint.BeforeCommit)
@@ -266,7 +265,7 @@ func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, attempted [
 	now := p.clock.Now()
 	// The ping runs before the status lock is taken, and is bounded: a
 	// stalled database must not hold the status every reader waits on.
-	answered := store.IsServerAnswer(err)
+	answered := isServerAnswer(err)
 	reachable := true
 	if !answered {
 		pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
@@ -305,7 +304,7 @@ func (p *Pump) giveUp(ctx context.Context, row mailbox.Row, reason, note string)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	res := pumpdata.Result{MessageID: row.ID, Status: pumpdata.StatusDead, Reason: reason, ReceivedAt: row.Received, Note: note}
-	if err := tx.RecordResult(ctx, res); err != nil {
+	if err := tx.Write(ctx, Writes{Results: []pumpdata.Result{res}}); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {

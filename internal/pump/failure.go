@@ -11,7 +11,6 @@ import (
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/sis"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
-	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 // Verdict is what the failure matrix (seed 000 §9, seed 001 §7) says to do
@@ -93,7 +92,7 @@ func Classify(err error) (Verdict, string) {
 		return VerdictConflict, ReasonInfra
 	case errors.Is(err, flight.ErrInvalidCommand), errors.Is(err, flight.ErrBadSISTime):
 		return VerdictDead, ReasonDataRejected
-	case store.RefusesData(err):
+	case refusesData(err):
 		// The database refused the data itself; retrying cannot help.
 		return VerdictDead, ReasonDataRejected
 	default:
@@ -108,10 +107,10 @@ func Classify(err error) (Verdict, string) {
 const RefusalRepeats = 3
 
 // RefusalSignature returns what identifies an error for the repeat rule
-// (store.AnswerSignature), and false for errors that must never make a
+// (the driver's answer, pgports.go), and false for errors that must never make a
 // message DEAD however often they repeat: outages and answers that say
 // the server, the schema or the session is unwell.
-func RefusalSignature(err error) (string, bool) { return store.AnswerSignature(err) }
+func RefusalSignature(err error) (string, bool) { return answerSignature(err) }
 
 // Backoff is the pump's exponential backoff (package backoff): attempt n
 // waits between half and all of min(max, initial·2^(n-1)).

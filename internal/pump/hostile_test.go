@@ -335,21 +335,24 @@ func TestMailboxOutageIsLoggedShownAndCounted(t *testing.T) {
 // A NULL body is DEAD with a reason of its own, and archived as empty.
 func TestNullBodyIsDeadAndArchived(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	if _, err := h.mbox.Exec(`ALTER TABLE CMINMSGS MODIFY CMINMSGS_CLOB_MSG LONGTEXT NULL`); err != nil {
-		t.Fatal(err)
-	}
-	null := h.insertRow(mailbox.Inbound{Null: true})
-	next := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"))
-	h.drain(h.newPump())
-	r := h.wantRow(null, pumpdata.StatusDead, pump.ReasonEmptyBody)
-	if strings.Contains(r.Note, "SQLSTATE") || strings.Contains(r.Note, "violates") {
-		t.Fatalf("note is a raw SQL error: %q", r.Note)
-	}
-	if h.count(`SELECT count(*) FROM msg_archive WHERE message_id = $1 AND length(body) = 0 AND byte_size = 0`, null) != 1 {
-		t.Fatal("the NULL body was not archived as empty")
-	}
-	h.wantRow(next, pumpdata.StatusSucceeded, "")
+	eachBackend(t, func(t *testing.T, h *harness) {
+		if h.mbox != nil {
+			if _, err := h.mbox.Exec(`ALTER TABLE CMINMSGS MODIFY CMINMSGS_CLOB_MSG LONGTEXT NULL`); err != nil {
+				t.Fatal(err)
+			}
+		}
+		null := h.insertRow(mailbox.Inbound{Null: true})
+		next := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"))
+		h.drain(h.newPump())
+		r := h.wantRow(null, pumpdata.StatusDead, pump.ReasonEmptyBody)
+		if strings.Contains(r.Note, "SQLSTATE") || strings.Contains(r.Note, "violates") {
+			t.Fatalf("note is a raw SQL error: %q", r.Note)
+		}
+		if held, size, kept, _ := h.archived(null); !held || size != 0 || kept != 0 {
+			t.Fatal("the NULL body was not archived as empty")
+		}
+		h.wantRow(next, pumpdata.StatusSucceeded, "")
+	})
 }
 
 // Bodies in a GBK or Latin-1 column are read as the text they hold (the
@@ -404,35 +407,36 @@ func (o *batchObserver) BatchCommitted(messages int, _ time.Duration) {
 // applied alone. The bound is bytes, not rows.
 func TestBatchesAreBoundedByBytes(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, "mailbox: {maxBatchBytes: 65536}")
-	remark := strings.Repeat("r", 10000)
-	var ids []int64
-	for i := range 30 {
-		ids = append(ids, h.put(h.flop("REMC", 1+i%5, "<REMC>"+remark+fmt.Sprint(i)+"</REMC>")))
-	}
-	var records []string
-	for i := range 600 {
-		records = append(records, fltr(100+i, "CA"+fmt.Sprint(i), "09", "<REMC>"+strings.Repeat("L", 100)+"</REMC>"))
-	}
-	large := h.put(h.schd("DNLD", records...)) // about 120 kB
-	obs := &batchObserver{}
-	h.drain(h.newPump(func(o *pump.Options) { o.Observer = obs }))
-	for _, id := range append(ids, large) {
-		h.wantRow(id, pumpdata.StatusSucceeded, "")
-	}
-	obs.mu.Lock()
-	defer obs.mu.Unlock()
-	total := 0
-	for _, n := range obs.batches {
-		// 65,536 bytes hold six bodies of about 10,200 bytes.
-		if n > 6 {
-			t.Fatalf("a batch of %d messages of 10 kB each under a 64 KiB budget: %v", n, obs.batches)
+	eachBackend(t, func(t *testing.T, h *harness) {
+		remark := strings.Repeat("r", 10000)
+		var ids []int64
+		for i := range 30 {
+			ids = append(ids, h.put(h.flop("REMC", 1+i%5, "<REMC>"+remark+fmt.Sprint(i)+"</REMC>")))
 		}
-		total += n
-	}
-	if total != 31 {
-		t.Fatalf("%d messages committed, want 31: %v", total, obs.batches)
-	}
+		var records []string
+		for i := range 600 {
+			records = append(records, fltr(100+i, "CA"+fmt.Sprint(i), "09", "<REMC>"+strings.Repeat("L", 100)+"</REMC>"))
+		}
+		large := h.put(h.schd("DNLD", records...)) // about 120 kB
+		obs := &batchObserver{}
+		h.drain(h.newPump(func(o *pump.Options) { o.Observer = obs }))
+		for _, id := range append(ids, large) {
+			h.wantRow(id, pumpdata.StatusSucceeded, "")
+		}
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		total := 0
+		for _, n := range obs.batches {
+			// 65,536 bytes hold six bodies of about 10,200 bytes.
+			if n > 6 {
+				t.Fatalf("a batch of %d messages of 10 kB each under a 64 KiB budget: %v", n, obs.batches)
+			}
+			total += n
+		}
+		if total != 31 {
+			t.Fatalf("%d messages committed, want 31: %v", total, obs.batches)
+		}
+	}, "mailbox: {maxBatchBytes: 65536}")
 }
 
 // History is decided on the flight's day (seed 000 §8.1): a flight leaves
@@ -503,19 +507,21 @@ func TestHistoryIsAnchoredOnTheOperationDay(t *testing.T) {
 // failure, which isolate the failing message (TestBatchOutcomes).
 func TestBacklogIsTakenAFullBatchAtOnce(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t) // mailbox.batchSize 50
-	var ids []int64
-	for i := range 120 {
-		ids = append(ids, h.put(h.flop("ESTT", 1+i%7, fmt.Sprintf("<ESTT>09SEP2609%02d</ESTT>", i))))
-	}
-	obs := &batchObserver{}
-	h.drain(h.newPump(func(o *pump.Options) { o.Observer = obs }))
-	for _, id := range ids {
-		h.wantRow(id, pumpdata.StatusSucceeded, "")
-	}
-	obs.mu.Lock()
-	defer obs.mu.Unlock()
-	if diff := cmp.Diff([]int{50, 50, 20}, obs.batches); diff != "" {
-		t.Fatalf("messages per committed transaction for a backlog of 120, batchSize 50 (-want +got):\n%s", diff)
-	}
+	// mailbox.batchSize 50
+	eachBackend(t, func(t *testing.T, h *harness) {
+		var ids []int64
+		for i := range 120 {
+			ids = append(ids, h.put(h.flop("ESTT", 1+i%7, fmt.Sprintf("<ESTT>09SEP2609%02d</ESTT>", i))))
+		}
+		obs := &batchObserver{}
+		h.drain(h.newPump(func(o *pump.Options) { o.Observer = obs }))
+		for _, id := range ids {
+			h.wantRow(id, pumpdata.StatusSucceeded, "")
+		}
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		if diff := cmp.Diff([]int{50, 50, 20}, obs.batches); diff != "" {
+			t.Fatalf("messages per committed transaction for a backlog of 120, batchSize 50 (-want +got):\n%s", diff)
+		}
+	})
 }

@@ -42,23 +42,23 @@ func (p *Pump) lifecycle(ctx context.Context, now time.Time) error {
 			Departed: now.Add(-h.DepartedAge.Duration), Arrived: now.Add(-h.ArrivedAge.Duration),
 			Zone: spec.Airport.TimeZone, Plausible: h.PlausibleWindow.Duration,
 		}
-		if err := p.sweep(ctx, func(tx Tx) (int, error) { return tx.SweepHistory(ctx, meta, cut, sweepBatch) }); err != nil {
+		if err := p.sweep(ctx, func(tx Tx) (Swept, error) { return tx.Sweep(ctx, meta, Job{History: &cut, Limit: sweepBatch}) }); err != nil {
 			return err
 		}
 	}
 	if days := spec.Retention.NullDayDays; days != nil && *days > 0 {
 		before := now.AddDate(0, 0, -int(*days))
 		meta.Styp = "NULL_DAY_RETENTION"
-		if err := p.sweep(ctx, func(tx Tx) (int, error) { return tx.SweepNullDay(ctx, meta, before, sweepBatch) }); err != nil {
+		if err := p.sweep(ctx, func(tx Tx) (Swept, error) { return tx.Sweep(ctx, meta, Job{NullDayBefore: before, Limit: sweepBatch}) }); err != nil {
 			return err
 		}
 	}
 	if days := *spec.Retention.LedgerDays; days > 0 {
 		cutoff := now.In(p.feed.Location).AddDate(0, 0, -int(days)).Format(time.DateOnly)
 		if err := p.inTx(ctx, func(tx Tx) error {
-			pruned, err := tx.PruneLedger(ctx, cutoff)
-			if len(pruned) > 0 {
-				p.log.Info("ledger retention", "days", pruned)
+			pruned, err := tx.Sweep(ctx, meta, Job{LedgerBefore: cutoff})
+			if len(pruned.Days) > 0 {
+				p.log.Info("ledger retention", "days", pruned.Days)
 			}
 			return err
 		}); err != nil {
@@ -73,12 +73,12 @@ func (p *Pump) lifecycle(ctx context.Context, now time.Time) error {
 
 // sweep repeats one history job in fenced transactions until it finds
 // fewer than a batch.
-func (p *Pump) sweep(ctx context.Context, job func(Tx) (int, error)) error {
+func (p *Pump) sweep(ctx context.Context, job func(Tx) (Swept, error)) error {
 	for {
 		var n int
 		if err := p.inTx(ctx, func(tx Tx) error {
-			var err error
-			n, err = job(tx)
+			swept, err := job(tx)
+			n = swept.Flights
 			return err
 		}); err != nil {
 			return err

@@ -415,9 +415,13 @@ func (p *Pump) onceASecond(last *time.Time) bool {
 // retryBackfills writes committed results that are not yet in the mailbox.
 func (p *Pump) retryBackfills(ctx context.Context) {
 	for {
-		pending, err := p.store.PendingBackfills(ctx, 500)
-		if err != nil || len(pending) == 0 {
+		pending, left, err := p.store.Backfills(ctx, 500)
+		if err != nil {
 			p.setBackfillPending(ctx)
+			return
+		}
+		if len(pending) == 0 {
+			p.update(func(s *Status) { s.BackfillPending = left })
 			return
 		}
 		if err := p.backfill(ctx, pending); err != nil {
@@ -433,7 +437,7 @@ func (p *Pump) retryBackfills(ctx context.Context) {
 }
 
 func (p *Pump) setBackfillPending(ctx context.Context) {
-	if n, err := p.store.CountBackfills(ctx); err == nil {
+	if _, n, err := p.store.Backfills(ctx, 0); err == nil {
 		p.update(func(s *Status) { s.BackfillPending = n })
 	}
 }
@@ -449,13 +453,13 @@ func (p *Pump) backfill(ctx context.Context, results []pumpdata.Backfill) error 
 		ids[i] = r.MessageID
 	}
 	if err := p.mbox.Backfill(ctx, rows); err != nil {
-		if ferr := p.store.BackfillFailed(ctx, ids, err); ferr != nil {
+		if ferr := p.store.SettleBackfills(ctx, ids, err); ferr != nil {
 			p.log.Error(ferr, "note backfill failure")
 		}
 		return fmt.Errorf("write %d results back (intents kept for retry): %w", len(rows), err)
 	}
 	failpoint.Hit(failpoint.AfterWriteBack)
-	if err := p.store.BackfillDone(ctx, ids); err != nil {
+	if err := p.store.SettleBackfills(ctx, ids, nil); err != nil {
 		return fmt.Errorf("backfill: %w", err)
 	}
 	return nil

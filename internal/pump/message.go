@@ -245,7 +245,7 @@ func (p *Pump) implausibleTimes(id int64, records []flight.Commands, states map[
 // reloads the working set, whose flights the snapshot may have changed.
 func (p *Pump) applySnapshotIsolated(ctx context.Context, run *batchRun, meta engine.Meta, msg *sis.Message, row mailbox.Row) (bool, *pumpdata.TraceEntry, error) {
 	if run.set.Dirty() {
-		if err := run.tx.WriteSet(ctx, run.set); err != nil {
+		if err := run.tx.Write(ctx, Writes{Set: run.set}); err != nil {
 			return false, attemptTrace(msg, row), err
 		}
 	}
@@ -263,15 +263,16 @@ func (p *Pump) applySnapshotIsolated(ctx context.Context, run *batchRun, meta en
 	} else if err := sp.Commit(ctx); err != nil {
 		return false, trace, err
 	}
-	set, err := run.tx.LoadSet(ctx, run.reload.FLIDs, run.reload.Versions, run.reload.Cache)
+	// The flights alone: no message ids, no identity keys.
+	pre, err := run.tx.Prefetch(ctx, pumpdata.PrefetchRequest{FLIDs: run.reload.FLIDs, Versions: run.reload.Versions, Cache: run.reload.Cache})
 	if err != nil {
 		return false, trace, err
 	}
-	run.set = set
+	run.set = pre.Set
 	return changed, trace, applyErr
 }
 
-func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta engine.Meta, msg *sis.Message, row mailbox.Row, skipConflicts bool) (bool, *pumpdata.TraceEntry, error) {
+func (p *Pump) applySnapshot(ctx context.Context, tx Tx, meta engine.Meta, msg *sis.Message, row mailbox.Row, skipConflicts bool) (bool, *pumpdata.TraceEntry, error) {
 	start := p.clock.Now()
 	trace := attemptTrace(msg, row)
 	days := make([]string, len(msg.Records))
@@ -288,7 +289,7 @@ func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta engine.Met
 			records[i] = pumpdata.SnapshotRecord{Cmds: r.Commands, Day: r.OperationDay}
 		}
 	}
-	pending, err := tx.PendingRequest(ctx, requestKind)
+	pending, err := tx.CurrentRequest(ctx, requestKind)
 	if err != nil {
 		return false, trace, err
 	}
@@ -336,7 +337,7 @@ func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta engine.Met
 		}
 	}
 	if cov.CompletesPending && pending != nil {
-		if err := tx.CompleteRequest(ctx, pending.ID, row.ID); err != nil {
+		if err := tx.SettleRequest(ctx, pending.ID, pumpdata.RequestCompleted, row.ID); err != nil {
 			return false, trace, err
 		}
 	}

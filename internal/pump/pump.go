@@ -219,19 +219,13 @@ func New(ctx context.Context, opts Options) (*Pump, error) {
 		emptyReads: -1,
 		batchSize:  max(int(feed.Spec.Mailbox.BatchSize), 1),
 	}
-	if p.epoch == 0 {
-		var err error
-		if p.epoch, err = st.TakeEpoch(ctx, opts.Identity); err != nil {
-			p.Close()
-			return nil, err
-		}
-	}
-	last, err := st.LastSeqn(ctx)
+	session, err := st.Start(ctx, opts.Identity, opts.Epoch)
 	if err != nil {
 		p.Close()
 		return nil, err
 	}
-	p.seqn = sis.NewSeqnGenerator(sis.Seqn(last)) //nolint:gosec // 1..999999 by CHECK
+	p.epoch = session.Epoch
+	p.seqn = sis.NewSeqnGenerator(sis.Seqn(session.LastSeqn)) //nolint:gosec // 1..999999 by CHECK
 	p.reqs = requester{p: p}
 	p.rate.since = opts.Clock.Now()
 	p.status = Status{Holder: opts.Identity, Epoch: p.epoch, Since: opts.Clock.Now(), Counts: map[string]int64{},
@@ -270,7 +264,7 @@ func (p *Pump) Drained(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	pending, err := p.store.CountBackfills(ctx)
+	_, pending, err := p.store.Backfills(ctx, 0)
 	if err != nil {
 		return false, err
 	}

@@ -61,7 +61,7 @@ func (p *Pump) replay(ctx context.Context, req pumpdata.ReplayRequest) error {
 	}
 	if why := replayRefusal(req, src); why != "" {
 		req.State, req.Note = pumpdata.ReplayRefused, why
-		if err := tx.FinishReplay(ctx, req, ""); err != nil {
+		if err := tx.Write(ctx, Writes{Replay: &req}); err != nil {
 			return err
 		}
 		log.Info("replay refused", "why", why)
@@ -73,7 +73,7 @@ func (p *Pump) replay(ctx context.Context, req pumpdata.ReplayRequest) error {
 	it := b.items[0]
 	if req.Policy == pumpdata.ReplaySkipConflicts && (it.msg == nil || it.decErr != nil || it.msg.Kind != sis.KindSnapshot) {
 		req.State, req.Note = pumpdata.ReplayRefused, "skip-conflicts is only for a snapshot, and the archived text no longer decodes as one"
-		if err := tx.FinishReplay(ctx, req, ""); err != nil {
+		if err := tx.Write(ctx, Writes{Replay: &req}); err != nil {
 			return err
 		}
 		return tx.Commit(ctx)
@@ -102,16 +102,13 @@ func (p *Pump) replay(ctx context.Context, req pumpdata.ReplayRequest) error {
 	if err != nil {
 		return err
 	}
-	if err := tx.FinishBatch(ctx, nil, run.set, nil); err != nil {
-		return err
-	}
 	res := o.result
 	req.State, req.Result, req.Reason, req.Note = pumpdata.ReplayDone, res.Status, res.Reason, res.Note
 	if o.trace != nil && o.trace.Detail != "" && res.Status == pumpdata.StatusSucceeded {
 		req.Note = o.trace.Detail
 	}
 	note := replayNote(src.State.Note, req, start.UTC().Format("2006-01-02T15:04:05Z"))
-	if err := tx.FinishReplay(ctx, req, note); err != nil {
+	if err := tx.Write(ctx, Writes{Set: run.set, Replay: &req, ReplayNote: note}); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -148,7 +145,7 @@ func (p *Pump) replayPanicked(ctx context.Context, req pumpdata.ReplayRequest, s
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := tx.FinishReplay(ctx, req, note); err != nil {
+	if err := tx.Write(ctx, Writes{Replay: &req, ReplayNote: note}); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {

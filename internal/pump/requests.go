@@ -203,7 +203,7 @@ func (r *requester) timeOut(ctx context.Context, req *pumpdata.Request) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := tx.TimeOutRequest(ctx, req.ID); err != nil {
+	if err := tx.SettleRequest(ctx, req.ID, pumpdata.RequestTimedOut, 0); err != nil {
 		return err
 	}
 	r.p.log.Info("full-day request timed out", "day", req.Day, "seqn", req.Seqn)
