@@ -60,7 +60,8 @@ type harness struct {
 }
 
 // backendsEnv set to "memory" runs the behaviour suite on the memory
-// backend alone (no PostgreSQL, no MariaDB needed).
+// backend alone and skips the tests that need the real services (no
+// PostgreSQL, no MariaDB needed).
 const backendsEnv = "FLIGHTFEED_PUMP_BACKENDS"
 
 // eachBackend runs test, a behaviour of the pump, against both backends:
@@ -95,6 +96,9 @@ func newMemHarness(t *testing.T, extra ...string) *harness {
 // YAML lines override the defaults (testFeed).
 func newHarness(t *testing.T, extra ...string) *harness {
 	t.Helper()
+	if os.Getenv(backendsEnv) == "memory" {
+		t.Skipf("needs PostgreSQL and MariaDB (%s=memory)", backendsEnv)
+	}
 	mdsn, pdsn := mailboxtest.NewMailbox(t), pgtest.New(t)
 	feed := testFeed(t, mdsn, pdsn, extra...)
 	mbox, err := sql.Open("mysql", mdsn)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/pump/pumptest"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
 )
@@ -22,6 +23,15 @@ type outbound struct {
 
 func (h *harness) outbound() []outbound {
 	h.t.Helper()
+	if h.inbox != nil {
+		h.inbox.Lock()
+		defer h.inbox.Unlock()
+		var out []outbound
+		for i, o := range h.inbox.Outbound {
+			out = append(out, outbound{ID: int64(i + 1), Routing: o.RoutingID, Body: string(o.Body)})
+		}
+		return out
+	}
 	rows, err := h.mbox.Query(`SELECT COUTMSGS_ID, ROUTINGID, COUTMSGS_CLOB_MSG, COUTMSGS_DATE_SENT FROM COUTMSGS ORDER BY COUTMSGS_ID`)
 	if err != nil {
 		h.t.Fatal(err)
@@ -43,6 +53,15 @@ func (h *harness) outbound() []outbound {
 
 func (h *harness) requests() map[string][]string {
 	h.t.Helper()
+	if h.mem != nil {
+		out := map[string][]string{}
+		h.mem.View(func(d pumptest.Data) {
+			for _, r := range d.Requests {
+				out[r.Day] = append(out[r.Day], r.Status)
+			}
+		})
+		return out
+	}
 	rows, err := h.db.Query(h.t.Context(), `SELECT operation_day::text, status FROM req_track ORDER BY id`)
 	if err != nil {
 		h.t.Fatal(err)
@@ -128,19 +147,20 @@ func TestUnansweredRequestTimesOutAndIsResentOnce(t *testing.T) {
 		t.Skip("waits out a 1 s request timeout twice (3.5 s)")
 	}
 	t.Parallel()
-	h := newHarness(t, "requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 1s, routingId: AODB}")
-	p := h.newPump()
-	// Long enough for the resend to time out too, and not to be sent a
-	// third time: a wait for something that must not happen has no
-	// condition to poll.
-	h.runFor(p, 3500*time.Millisecond)
-	reqs := h.requests()["2026-09-09"]
-	if len(reqs) != 2 || reqs[0] != pumpdata.RequestTimedOut {
-		t.Fatalf("9/9 requests %v: want the first TIMED_OUT and one resend", reqs)
-	}
-	if n := len(h.outbound()); n != 2 {
-		t.Fatalf("%d outbound requests, want 2", n)
-	}
+	eachBackend(t, func(t *testing.T, h *harness) {
+		p := h.newPump()
+		// Long enough for the resend to time out too, and not to be sent a
+		// third time: a wait for something that must not happen has no
+		// condition to poll.
+		h.runFor(p, 3500*time.Millisecond)
+		reqs := h.requests()["2026-09-09"]
+		if len(reqs) != 2 || reqs[0] != pumpdata.RequestTimedOut {
+			t.Fatalf("9/9 requests %v: want the first TIMED_OUT and one resend", reqs)
+		}
+		if n := len(h.outbound()); n != 2 {
+			t.Fatalf("%d outbound requests, want 2", n)
+		}
+	}, "requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 1s, routingId: AODB}")
 }
 
 // A pump that starts again (restart, takeover, crash loop) does not ask
