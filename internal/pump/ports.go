@@ -15,7 +15,7 @@ import (
 // here in the pump's own terms: four interfaces, thirty methods. What
 // crosses them is plain data (package pumpdata, engine.WorkingSet,
 // mailbox.Row, and Session, Writes, Job and Swept here). The real ones are
-// *mailbox.Mailbox and Postgres(*store.Store) (pgports.go, the one file
+// *mailbox.Mailbox and Postgres (pgports.go, the adapter, the one file
 // that names package store); internal/pump/pumptest keeps a feed database
 // in memory for the pump's tests.
 

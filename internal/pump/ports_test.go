@@ -1,6 +1,12 @@
 package pump_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,5 +37,74 @@ func TestJobNamesExactlyOneJob(t *testing.T) {
 		if err := c.job.Check(); (err == nil) != c.ok {
 			t.Errorf("%s: Check() = %v, want ok %v", c.name, err, c.ok)
 		}
+	}
+}
+
+// The pump's ports are its own: of its product files only the adapter
+// (pgports.go) imports package store; the rest speak pumpdata, engine and
+// mailbox, so the memory backend (pumptest) can stand in for it.
+func TestOnlyTheAdapterImportsStore(t *testing.T) {
+	t.Parallel()
+	const storePkg = `"github.com/flightfeed/flightfeed/internal/store"`
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var importers []string
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			if imp.Path.Value == storePkg {
+				importers = append(importers, name)
+			}
+		}
+	}
+	if len(files) < 10 {
+		t.Fatalf("read %d files: not the package's directory", len(files))
+	}
+	if !slices.Equal(importers, []string{"pgports.go"}) {
+		t.Fatalf("files importing internal/store: %v, want only pgports.go", importers)
+	}
+}
+
+// The ports stay small (issue 36): at most 6 interfaces and 30 methods in
+// all, Inbox included, counted from ports.go (embedded interfaces count
+// once, where they are declared).
+func TestPortsStaySmall(t *testing.T) {
+	t.Parallel()
+	f, err := parser.ParseFile(token.NewFileSet(), "ports.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	interfaces, methods := 0, 0
+	for _, decl := range f.Decls {
+		gen, ok := decl.(*ast.GenDecl)
+		if !ok {
+			continue
+		}
+		for _, spec := range gen.Specs {
+			ts, ok := spec.(*ast.TypeSpec)
+			if !ok {
+				continue
+			}
+			it, ok := ts.Type.(*ast.InterfaceType)
+			if !ok {
+				continue
+			}
+			interfaces++
+			for _, m := range it.Methods.List {
+				methods += len(m.Names) // an embedded interface has none
+			}
+		}
+	}
+	t.Logf("%d interfaces, %d methods", interfaces, methods)
+	if interfaces == 0 || interfaces > 6 || methods > 30 {
+		t.Fatalf("the ports have %d interfaces and %d methods: at most 6 and 30", interfaces, methods)
 	}
 }
