@@ -65,6 +65,7 @@ func (m *Inbox) Result(id int64) (mailbox.Result, bool) {
 	return r, ok
 }
 
+// Head reads the head as mailbox.Mailbox.Head does and records the read.
 func (m *Inbox) Head(_ context.Context, limit int, budget, maxBytes int64, skip map[int64]bool) ([]mailbox.Row, error) {
 	m.Lock()
 	defer m.Unlock()
@@ -100,6 +101,8 @@ func (m *Inbox) Head(_ context.Context, limit int, budget, maxBytes int64, skip 
 // errBackRefused is a write-back FailBack refuses.
 var errBackRefused = errors.New("write-back refused")
 
+// Backfill writes results to the rows with their id and received time
+// (FailBack refuses the next ones).
 func (m *Inbox) Backfill(_ context.Context, results []mailbox.Result) error {
 	m.Lock()
 	defer m.Unlock()
@@ -122,6 +125,8 @@ func (m *Inbox) Backfill(_ context.Context, results []mailbox.Result) error {
 	return nil
 }
 
+// Depth counts the rows without a result and gives the oldest one's
+// receipt.
 func (m *Inbox) Depth(context.Context) (int64, time.Time, error) {
 	m.Lock()
 	defer m.Unlock()
@@ -138,6 +143,7 @@ func (m *Inbox) Depth(context.Context) (int64, time.Time, error) {
 	return n, oldest, nil
 }
 
+// SendRequest appends an outbound request; its id is its position.
 func (m *Inbox) SendRequest(_ context.Context, routingID string, body []byte, now time.Time) (int64, error) {
 	m.Lock()
 	defer m.Unlock()
@@ -145,6 +151,8 @@ func (m *Inbox) SendRequest(_ context.Context, routingID string, body []byte, no
 	return int64(len(m.Outbound)), nil
 }
 
+// FindRequest finds an outbound request of routingID sent at or after
+// since whose body carries the SEQN seqn.
 func (m *Inbox) FindRequest(_ context.Context, routingID, seqn string, since time.Time) (int64, bool, error) {
 	m.Lock()
 	defer m.Unlock()
@@ -156,4 +164,5 @@ func (m *Inbox) FindRequest(_ context.Context, routingID, seqn string, since tim
 	return 0, false, nil
 }
 
+// Close does nothing: nothing is held open.
 func (m *Inbox) Close() error { return nil }

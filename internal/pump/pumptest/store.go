@@ -160,6 +160,8 @@ func (s *Store) fail(call string, ids ...int64) error {
 	return nil
 }
 
+// Start takes the next epoch unless one is given and reads the newest
+// request's SEQN.
 func (s *Store) Start(_ context.Context, _ string, epoch int64) (pump.Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -174,6 +176,7 @@ func (s *Store) Start(_ context.Context, _ string, epoch int64) (pump.Session, e
 	return pump.Session{Epoch: epoch, LastSeqn: last}, nil
 }
 
+// RenewEpoch is pumpdata.ErrFenced once another epoch was taken (Fence).
 func (s *Store) RenewEpoch(_ context.Context, epoch int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -183,15 +186,18 @@ func (s *Store) RenewEpoch(_ context.Context, epoch int64) error {
 	return nil
 }
 
+// Ping answers SetPingErr's error.
 func (s *Store) Ping(context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pingErr
 }
 
-// Unanswered: no call of the Store ever waits.
+// Unanswered is never anything: no call of the Store waits.
 func (s *Store) Unanswered() (time.Time, string) { return time.Time{}, "" }
 
+// Begin starts a transaction on a copy of the data; it is
+// pumpdata.ErrFenced once another epoch was taken.
 func (s *Store) Begin(_ context.Context, epoch int64) (pump.Tx, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -204,6 +210,7 @@ func (s *Store) Begin(_ context.Context, epoch int64) (pump.Tx, error) {
 	return &tx{s: s, epoch: epoch, d: s.d.clone(), dirty: newDirty(), outboxFrom: len(s.d.Outbox)}, nil
 }
 
+// Backfills lists up to limit intents, lowest id first, and counts them all.
 func (s *Store) Backfills(_ context.Context, limit int) ([]pumpdata.Backfill, int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -211,6 +218,7 @@ func (s *Store) Backfills(_ context.Context, limit int) ([]pumpdata.Backfill, in
 	return out[:min(limit, len(out))], int64(len(out)), nil
 }
 
+// SettleBackfills clears the intents of ids (cause nil) or keeps them.
 func (s *Store) SettleBackfills(_ context.Context, ids []int64, cause error) error {
 	if cause != nil {
 		return nil // the intents stay; their attempts are not kept
@@ -223,6 +231,7 @@ func (s *Store) SettleBackfills(_ context.Context, ids []int64, cause error) err
 	return nil
 }
 
+// AppendTraceLog appends a trace row (Traces).
 func (s *Store) AppendTraceLog(_ context.Context, e pumpdata.TraceEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -245,6 +254,7 @@ func (s *Store) Prune(_ context.Context, _, archiveBefore, _ time.Time) (int64, 
 	return n, nil
 }
 
+// CurrentRequest is the committed PENDING request of kind, nil when none.
 func (s *Store) CurrentRequest(_ context.Context, kind string) (*pumpdata.Request, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -260,6 +270,7 @@ func currentRequest(d Data, kind string) *pumpdata.Request {
 	return nil
 }
 
+// RequestSent records when request id went out.
 func (s *Store) RequestSent(_ context.Context, id, _ int64, at time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -272,7 +283,8 @@ func (s *Store) RequestSent(_ context.Context, id, _ int64, at time.Time) error 
 	return fmt.Errorf("mark request %d sent: no such request", id)
 }
 
-// AskedSince: a request of a day sent, or answered, at or after since.
+// AskedSince names the days of kind with a request sent, or answered, at
+// or after since.
 func (s *Store) AskedSince(_ context.Context, kind string, days []string, since time.Time) (map[string]bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -287,6 +299,7 @@ func (s *Store) AskedSince(_ context.Context, kind string, days []string, since 
 	return out, nil
 }
 
+// PendingReplays lists up to limit PENDING replay requests, oldest first.
 func (s *Store) PendingReplays(_ context.Context, limit int) ([]pumpdata.ReplayRequest, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
