@@ -11,16 +11,16 @@ import (
 	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/failpoint"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/sis"
-	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 // outcome is what one message came to inside a batch.
 type outcome struct {
-	result store.Result
+	result pumpdata.Result
 	// changed: the message queued outbox events (wake the dispatcher).
 	changed bool
-	trace   *store.TraceEntry
+	trace   *pumpdata.TraceEntry
 	// rewrite: the row was terminal already; only its backfill is redone.
 	rewrite bool
 	// seqnRegression describes the message's SEQN regression (empty when
@@ -45,7 +45,7 @@ type batchOutcome struct {
 // working set in memory — a message the rules refuse changes nothing but
 // its own result — and snapshots run inside a savepoint of their own. The
 // archive rows, results and combined writes go out in two final round
-// trips (store.Tx.FinishBatch). An
+// trips (Tx.Write). An
 // infrastructure error rolls back the whole batch; a message that must wait
 // (UNSUPPORTED retry) ends the batch before it.
 func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBatch) batchOutcome {
@@ -65,18 +65,18 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 	run := &batchRun{tx: tx, set: pre.Set, priors: pre.Priors, seen: map[string][]byte{}, seqn: map[string]int{}, reload: b.request}
 
 	reused := p.reusedIDs(b.items, pre.States)
-	if err := tx.RetireReusedIDs(ctx, reused); err != nil {
+	if err := tx.Write(ctx, Writes{Reused: reused}); err != nil {
 		return p.infraFailure(ctx, rows, nil, err)
 	}
 
 	var done []outcome
-	var archive []store.ArchivedRow
+	var archive []pumpdata.ArchivedRow
 	var waitFor *waiting
 	for i, it := range b.items {
 		prior, known := pre.States[it.row.ID]
 		if known && prior.Terminal() {
 			// Processed before (a backfill did not land): only write back.
-			done = append(done, outcome{rewrite: true, result: store.Result{MessageID: it.row.ID, ReceivedAt: it.row.Received,
+			done = append(done, outcome{rewrite: true, result: pumpdata.Result{MessageID: it.row.ID, ReceivedAt: it.row.Received,
 				Status: prior.Status, Reason: prior.Reason, Note: prior.Note}})
 			continue
 		}
@@ -100,7 +100,7 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 		// database: its archive row and result are plain inserts.
 		isNew := !known && !p.upsertOnly
 		o.result.New = isNew
-		archive = append(archive, store.ArchivedRow{MessageID: it.row.ID, ReceivedAt: it.row.Received, Size: it.row.Size,
+		archive = append(archive, pumpdata.ArchivedRow{MessageID: it.row.ID, ReceivedAt: it.row.Received, Size: it.row.Size,
 			Body: it.row.Body, Digest: it.digest, Truncated: it.row.Truncated, New: isNew})
 		done = append(done, o)
 		if w != nil {
@@ -108,13 +108,13 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 			break
 		}
 	}
-	var results []store.Result
+	var results []pumpdata.Result
 	for _, o := range done {
 		if !o.rewrite {
 			results = append(results, o.result)
 		}
 	}
-	if err := tx.FinishBatch(ctx, archive, run.set, results); err != nil {
+	if err := tx.Write(ctx, Writes{Archive: archive, Set: run.set, Results: results}); err != nil {
 		return p.infraFailure(ctx, rows, done, err)
 	}
 	failpoint.Hit(failpoint.BeforeCommit)
@@ -149,7 +149,7 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 // item is one row with its decoding.
 type item struct {
 	row mailbox.Row
-	// digest is store.PayloadDigest(row.Body), computed once.
+	// digest is pumpdata.PayloadDigest(row.Body), computed once.
 	digest []byte
 	msg    *sis.Message
 	decErr error
@@ -157,7 +157,7 @@ type item struct {
 
 type decodedBatch struct {
 	items   []item
-	request store.PrefetchRequest
+	request pumpdata.PrefetchRequest
 }
 
 // decodeBatch decodes every row (pure) and lists what the batch will read.
@@ -165,7 +165,7 @@ func (p *Pump) decodeBatch(rows []mailbox.Row) decodedBatch {
 	b := decodedBatch{items: make([]item, len(rows))}
 	since := rows[0].Received
 	for i, row := range rows {
-		it := item{row: row, digest: store.PayloadDigest(row.Body)}
+		it := item{row: row, digest: pumpdata.PayloadDigest(row.Body)}
 		if !row.Truncated && !row.Null {
 			it.msg, it.decErr = p.decodeOne(row)
 		}
@@ -197,15 +197,15 @@ func (p *Pump) decodeBatch(rows []mailbox.Row) decodedBatch {
 type batchRun struct {
 	tx     Tx
 	set    *engine.WorkingSet
-	priors map[string]store.PriorCopy
+	priors map[string]pumpdata.PriorCopy
 	// seen holds content digests of this batch's processed messages by
 	// identity key, for copies re-sent within one batch.
 	seen map[string][]byte
 	// seqn holds the last SEQN per sender of this batch's messages, until
 	// the batch commits (see seqnRegressed).
 	seqn   map[string]int
-	reload store.PrefetchRequest
-	// skipConflicts: a skip-conflicts replay (store.Snapshot.SkipConflicts).
+	reload pumpdata.PrefetchRequest
+	// skipConflicts: a skip-conflicts replay (pumpdata.Snapshot.SkipConflicts).
 	skipConflicts bool
 	// replay: a replay of an archived message, whose SEQN belongs to an
 	// earlier moment of the session and is not compared (no
@@ -234,11 +234,11 @@ func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, attempted [
 	head := rows[0].ID
 	p.batchSize = 1
 	p.log.Error(err, "batch rolled back", "msg_id", head)
-	p.writeTraces(ctx, attempted, store.TraceRolledBack)
+	p.writeTraces(ctx, attempted, pumpdata.TraceRolledBack)
 	if verdict == VerdictConflict {
 		// Retried at once: from a fresh read, and with upserts when a row
 		// written as new was not.
-		p.upsertOnly = p.upsertOnly || errors.Is(err, store.ErrNotNew)
+		p.upsertOnly = p.upsertOnly || errors.Is(err, pumpdata.ErrNotNew)
 		return batchOutcome{blocked: true, wait: time.Millisecond}
 	}
 	if len(rows) == 1 {
@@ -265,7 +265,7 @@ func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, attempted [
 	now := p.clock.Now()
 	// The ping runs before the status lock is taken, and is bounded: a
 	// stalled database must not hold the status every reader waits on.
-	answered := store.IsServerAnswer(err)
+	answered := isServerAnswer(err)
 	reachable := true
 	if !answered {
 		pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
@@ -303,8 +303,8 @@ func (p *Pump) giveUp(ctx context.Context, row mailbox.Row, reason, note string)
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	res := store.Result{MessageID: row.ID, Status: store.StatusDead, Reason: reason, ReceivedAt: row.Received, Note: note}
-	if err := tx.RecordResult(ctx, res); err != nil {
+	res := pumpdata.Result{MessageID: row.ID, Status: pumpdata.StatusDead, Reason: reason, ReceivedAt: row.Received, Note: note}
+	if err := tx.Write(ctx, Writes{Results: []pumpdata.Result{res}}); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -321,19 +321,19 @@ func (p *Pump) afterCommit(ctx context.Context, done []outcome, start time.Time)
 		return
 	}
 	p.obs.BatchCommitted(len(done), p.clock.Since(start))
-	results := make([]store.Backfill, 0, len(done))
+	results := make([]pumpdata.Backfill, 0, len(done))
 	changed := false
 	for _, o := range done {
 		r := o.result
-		if r.Status != store.StatusFailed {
+		if r.Status != pumpdata.StatusFailed {
 			// FAILED is not terminal: the row stays at the head for its retry.
-			results = append(results, store.Backfill{MessageID: r.MessageID, Received: r.ReceivedAt, Result: r.Status, Note: r.Note,
+			results = append(results, pumpdata.Backfill{MessageID: r.MessageID, Received: r.ReceivedAt, Result: r.Status, Note: r.Note,
 				Processed: p.clock.Now()})
 		}
 		changed = changed || o.changed
 		if !o.rewrite {
 			p.obs.MessageDone(r.Type, r.Styp, r.Status)
-			if r.Status == store.StatusDead && r.Reason == ReasonInternal {
+			if r.Status == pumpdata.StatusDead && r.Reason == ReasonInternal {
 				p.obs.MessagePanicked()
 			}
 			if o.seqnRegression != "" {
@@ -357,10 +357,10 @@ func (p *Pump) afterCommit(ctx context.Context, done []outcome, start time.Time)
 				continue
 			}
 			s.Counts[o.result.Status]++
-			if o.result.Status != store.StatusFailed {
+			if o.result.Status != pumpdata.StatusFailed {
 				p.rate.count++
 			}
-			if o.result.Status == store.StatusDead {
+			if o.result.Status == pumpdata.StatusDead {
 				p.notice(o.result.MessageID, o.result.Reason, o.result.Note)
 			}
 			if o.seqnRegression != "" && o.trace == nil {

@@ -13,18 +13,19 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pump"
-	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/pump/pumptest"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // memPump is a pump of the test feed (extra YAML lines override it) on a
 // mailbox and a database in memory.
-func memPump(t *testing.T, st *memStore, in *memInbox, extra ...string) *pump.Pump {
+func memPump(t *testing.T, st *pumptest.Store, in *pumptest.Inbox, extra ...string) *pump.Pump {
 	t.Helper()
 	return observedMemPump(t, st, in, nil, extra...)
 }
 
 // observedMemPump is memPump reporting to obs (nil: none).
-func observedMemPump(t *testing.T, st *memStore, in *memInbox, obs pump.Observer, extra ...string) *pump.Pump {
+func observedMemPump(t *testing.T, st *pumptest.Store, in *pumptest.Inbox, obs pump.Observer, extra ...string) *pump.Pump {
 	t.Helper()
 	feed := testFeed(t, "mem:mem@tcp(127.0.0.1:1)/mailbox", "postgres://mem@127.0.0.1:1/feed", extra...)
 	p, err := pump.New(t.Context(), pump.Options{Feed: feed, Store: st, Inbox: in, Identity: "mem-pump",
@@ -49,7 +50,7 @@ func memRows(bodies ...string) []mailbox.Row {
 // describe says what a batch came to, as the loop reads it.
 func describe(o pump.BatchOutcome) string {
 	switch {
-	case errors.Is(o.Fatal, store.ErrFenced):
+	case errors.Is(o.Fatal, pumpdata.ErrFenced):
 		return "stopped: fenced"
 	case o.Fatal != nil:
 		return "stopped: " + o.Fatal.Error()
@@ -90,8 +91,8 @@ func TestBatchOutcomes(t *testing.T) {
 		name    string
 		extra   []string
 		bodies  []string
-		prep    func(*memStore, []mailbox.Row)
-		faults  []*fault
+		prep    func(*pumptest.Store, []mailbox.Row)
+		faults  []*pumptest.Fault
 		batches [][]int64
 		want    []string
 	}
@@ -116,7 +117,7 @@ func TestBatchOutcomes(t *testing.T) {
 	}, {
 		name:    "infrastructure errors block the head without killing it, the batch shrunk to one",
 		bodies:  three,
-		faults:  []*fault{{call: "finish", err: outage}},
+		faults:  []*pumptest.Fault{{Call: "finish", Err: outage}},
 		batches: append([][]int64{{1, 2, 3}}, repeat([]int64{1}, 5)...),
 		want: append([]string{"[1 2 3]: blocked, backoff; next batch 1"},
 			slices.Repeat([]string{"[1]: blocked, backoff; next batch 1"}, 5)...),
@@ -124,7 +125,7 @@ func TestBatchOutcomes(t *testing.T) {
 		name:    "infrastructure errors give up on the head after pump.infraRetryLimit",
 		extra:   []string{"pump: {backoffInitial: 5ms, backoffMax: 50ms, infraRetryLimit: 2}"},
 		bodies:  three,
-		faults:  []*fault{{call: "finish", id: 1, err: outage}},
+		faults:  []*pumptest.Fault{{Call: "finish", ID: 1, Err: outage}},
 		batches: [][]int64{{1}, {1}, {1}, {2, 3}},
 		want: []string{
 			"[1]: blocked, backoff; next batch 1",
@@ -135,7 +136,7 @@ func TestBatchOutcomes(t *testing.T) {
 	}, {
 		name:    "refused data is not DEAD in a batch of more than one; alone at i > 0 it is, and the rest go on",
 		bodies:  three,
-		faults:  []*fault{{call: "finish", id: 2, err: refused}},
+		faults:  []*pumptest.Fault{{Call: "finish", ID: 2, Err: refused}},
 		batches: [][]int64{{1, 2, 3}, {1}, {2}, {3}},
 		want: []string{
 			"[1 2 3]: blocked, backoff; next batch 1",
@@ -146,7 +147,7 @@ func TestBatchOutcomes(t *testing.T) {
 	}, {
 		name:    "the same answer RefusalRepeats times on a batch of one is DEAD",
 		bodies:  three[:2],
-		faults:  []*fault{{call: "finish", id: 1, err: trigger}},
+		faults:  []*pumptest.Fault{{Call: "finish", ID: 1, Err: trigger}},
 		batches: [][]int64{{1, 2}, {1}, {1}, {1}, {2}},
 		want: []string{
 			"[1 2]: blocked, backoff; next batch 1",
@@ -158,27 +159,27 @@ func TestBatchOutcomes(t *testing.T) {
 	}, {
 		name:    "another answer starts the count again",
 		bodies:  three[:1],
-		faults:  []*fault{{call: "finish", err: trigger, times: 2}, {call: "finish", err: otherTrigger, times: 2}},
+		faults:  []*pumptest.Fault{{Call: "finish", Err: trigger, Times: 2}, {Call: "finish", Err: otherTrigger, Times: 2}},
 		batches: repeat([]int64{1}, 5),
 		want: append(slices.Repeat([]string{"[1]: blocked, backoff; next batch 1"}, 4),
 			"[1]: whole; committed [1 SUCCEEDED]; write back [1]; next batch 2"),
 	}, {
 		name:    "an answer about the server or the schema never counts as a refusal",
 		bodies:  three[:1],
-		faults:  []*fault{{call: "finish", err: missing}},
+		faults:  []*pumptest.Fault{{Call: "finish", Err: missing}},
 		batches: repeat([]int64{1}, 2*pump.RefusalRepeats),
 		want:    slices.Repeat([]string{"[1]: blocked, backoff; next batch 1"}, 2*pump.RefusalRepeats),
 	}, {
 		name:    "a lost snapshot compare-and-set retries at once, never DEAD",
 		bodies:  []string{snapshot},
-		faults:  []*fault{{call: "snapshot", err: fmt.Errorf("apply: %w", store.ErrConflict), times: 2 * pump.RefusalRepeats}},
+		faults:  []*pumptest.Fault{{Call: "snapshot", Err: fmt.Errorf("apply: %w", pumpdata.ErrConflict), Times: 2 * pump.RefusalRepeats}},
 		batches: repeat([]int64{1}, 2*pump.RefusalRepeats+1),
 		want: append(slices.Repeat([]string{"[1]: blocked, retry at once; traces [1 ROLLED_BACK]; next batch 1"}, 2*pump.RefusalRepeats),
 			"[1]: whole; committed [1 SUCCEEDED]; write back [1]; traces [1 COMMITTED]; next batch 2"),
 	}, {
 		name:    "a snapshot whose own apply fails for infrastructure traces that attempt, once",
 		bodies:  []string{ok(1), snapshot},
-		faults:  []*fault{{call: "snapshot", err: outage, times: 1}},
+		faults:  []*pumptest.Fault{{Call: "snapshot", Err: outage, Times: 1}},
 		batches: [][]int64{{1, 2}, {1}, {2}},
 		want: []string{
 			"[1 2]: blocked, backoff; traces [2 ROLLED_BACK]; next batch 1",
@@ -188,7 +189,7 @@ func TestBatchOutcomes(t *testing.T) {
 	}, {
 		name:    "a rolled-back batch's snapshot leaves a trace row that says so",
 		bodies:  []string{ok(1), snapshot},
-		faults:  []*fault{{call: "commit", err: outage, times: 1}},
+		faults:  []*pumptest.Fault{{Call: "commit", Err: outage, Times: 1}},
 		batches: [][]int64{{1, 2}, {1}},
 		want: []string{
 			"[1 2]: blocked, backoff; traces [2 ROLLED_BACK]; next batch 1",
@@ -197,24 +198,28 @@ func TestBatchOutcomes(t *testing.T) {
 	}, {
 		name:    "a pump another one took over stops, committing nothing",
 		bodies:  three,
-		prep:    func(s *memStore, _ []mailbox.Row) { s.epoch++ },
+		prep:    func(s *pumptest.Store, _ []mailbox.Row) { s.Fence() },
 		batches: [][]int64{{1, 2, 3}},
 		want:    []string{"[1 2 3]: stopped: fenced; next batch 50"},
 	}, {
 		name:   "a row processed before is only written back again",
 		bodies: three[:2],
-		prep: func(s *memStore, rows []mailbox.Row) {
-			s.states[1] = store.ProcState{Status: store.StatusDead, Reason: "X", Note: "X: before", Attempts: 1,
-				ReceivedAt: rows[0].Received, Digest: store.PayloadDigest(rows[0].Body)}
+		prep: func(s *pumptest.Store, rows []mailbox.Row) {
+			s.Update(func(d *pumptest.Data) {
+				d.States[1] = pumpdata.ProcState{Status: pumpdata.StatusDead, Reason: "X", Note: "X: before", Attempts: 1,
+					ReceivedAt: rows[0].Received, Digest: pumpdata.PayloadDigest(rows[0].Body)}
+			})
 		},
 		batches: [][]int64{{1, 2}},
 		want:    []string{"[1 2]: whole; committed [2 SUCCEEDED]; write back [1 2]; next batch 50"},
 	}, {
 		name:   "a row whose id was processed as another message is new",
 		bodies: three[:1],
-		prep: func(s *memStore, rows []mailbox.Row) {
-			s.states[1] = store.ProcState{Status: store.StatusDead, Reason: "X", Note: "X: before", Attempts: 1,
-				ReceivedAt: rows[0].Received.Add(-24 * time.Hour), Digest: store.PayloadDigest(rows[0].Body)}
+		prep: func(s *pumptest.Store, rows []mailbox.Row) {
+			s.Update(func(d *pumptest.Data) {
+				d.States[1] = pumpdata.ProcState{Status: pumpdata.StatusDead, Reason: "X", Note: "X: before", Attempts: 1,
+					ReceivedAt: rows[0].Received.Add(-24 * time.Hour), Digest: pumpdata.PayloadDigest(rows[0].Body)}
+			})
 		},
 		batches: [][]int64{{1}},
 		want:    []string{"[1]: whole; committed [1 SUCCEEDED]; write back [1]; next batch 50"},
@@ -225,7 +230,7 @@ func TestBatchOutcomes(t *testing.T) {
 		cases = append(cases, testCase{
 			name:    "a failing " + call + " rolls the whole batch back",
 			bodies:  three,
-			faults:  []*fault{{call: call, err: outage, times: 1}},
+			faults:  []*pumptest.Fault{{Call: call, Err: outage, Times: 1}},
 			batches: [][]int64{{1, 2, 3}, {1}},
 			want: []string{
 				"[1 2 3]: blocked, backoff; next batch 1",
@@ -238,7 +243,7 @@ func TestBatchOutcomes(t *testing.T) {
 			t.Parallel()
 			st := newMemStore(c.faults...)
 			rows := memRows(c.bodies...)
-			p := memPump(t, st, &memInbox{}, c.extra...)
+			p := memPump(t, st, pumptest.NewInbox(), c.extra...)
 			if c.prep != nil {
 				c.prep(st, rows)
 			}
@@ -250,16 +255,15 @@ func TestBatchOutcomes(t *testing.T) {
 					batch = append(batch, rows[id-1])
 				}
 				line := fmt.Sprintf("%v: %s", ids, describe(p.ApplyBatch(context.Background(), batch)))
-				st.mu.Lock()
-				if news := slices.Concat(st.commits[commits:]...); len(news) > 0 {
+				commitsNow, tracesNow := st.Commits(), st.Traces()
+				if news := slices.Concat(commitsNow[commits:]...); len(news) > 0 {
 					line += fmt.Sprintf("; committed %v", news)
 				}
 				var traced []string
-				for _, e := range st.traces[traces:] {
+				for _, e := range tracesNow[traces:] {
 					traced = append(traced, fmt.Sprintf("%d %s", e.MessageID, e.Result))
 				}
-				commits, traces = len(st.commits), len(st.traces)
-				st.mu.Unlock()
+				commits, traces = len(commitsNow), len(tracesNow)
 				var back []int64
 				for _, b := range p.Pending()[pending:] {
 					back = append(back, b.MessageID)
@@ -305,7 +309,7 @@ func TestReadAheadKeepsTheFIFOOrder(t *testing.T) {
 	cases := []struct {
 		name   string
 		bodies []string
-		faults []*fault
+		faults []*pumptest.Fault
 		// want: every committed result, in commit order.
 		want []string
 	}{{
@@ -321,19 +325,19 @@ func TestReadAheadKeepsTheFIFOOrder(t *testing.T) {
 	}, {
 		name:   "an infrastructure error in a batch read ahead",
 		bodies: bodies,
-		faults: []*fault{{call: "finish", id: 7, err: outage, times: 3}},
+		faults: []*pumptest.Fault{{Call: "finish", ID: 7, Err: outage, Times: 3}},
 		want:   succeeded(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12),
 	}, {
 		name:   "a refusal in a batch read ahead",
 		bodies: bodies,
-		faults: []*fault{{call: "finish", id: 7, err: trigger}},
+		faults: []*pumptest.Fault{{Call: "finish", ID: 7, Err: trigger}},
 		want:   slices.Concat(succeeded(1, 2, 3, 4, 5, 6), []string{"7 DEAD DATA_REJECTED"}, succeeded(8, 9, 10, 11, 12)),
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			st := newMemStore(c.faults...)
-			in := &memInbox{rows: memRows(c.bodies...), results: map[int64]mailbox.Result{}}
+			in := &pumptest.Inbox{Rows: memRows(c.bodies...), Results: map[int64]mailbox.Result{}}
 			// Twelve rows in batches of four: the second and third are
 			// read ahead.
 			p := memPump(t, st, in, "mailbox: {batchSize: 4}")
@@ -342,24 +346,24 @@ func TestReadAheadKeepsTheFIFOOrder(t *testing.T) {
 			if err := p.Drain(ctx, nil); err != nil || ctx.Err() != nil {
 				t.Fatalf("drain: %v (%v); status %+v", err, ctx.Err(), p.Status())
 			}
-			if diff := cmp.Diff(c.want, st.committed()); diff != "" {
+			if diff := cmp.Diff(c.want, st.Committed()); diff != "" {
 				t.Errorf("committed results (-want +got):\n%s", diff)
 			}
-			in.mu.Lock()
-			defer in.mu.Unlock()
+			in.Lock()
+			defer in.Unlock()
 			var want, back []int64
-			for _, r := range in.rows {
+			for _, r := range in.Rows {
 				want = append(want, r.ID)
 			}
-			for _, b := range in.backs {
+			for _, b := range in.Backs {
 				back = append(back, b...)
 			}
 			if diff := cmp.Diff(want, back); diff != "" {
 				t.Errorf("rows written back (-want +got):\n%s", diff)
 			}
 			ahead := 0
-			for _, r := range in.reads {
-				if r.skipped > 0 && r.rows > 0 {
+			for _, r := range in.Reads {
+				if r.Skipped > 0 && r.Rows > 0 {
 					ahead++
 				}
 			}
@@ -377,19 +381,17 @@ func TestRolledBackSnapshotAlertsOnceWithItsRetry(t *testing.T) {
 	t.Parallel()
 	var m sisMessages
 	bodies := []string{m.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"), m.schd("DNLD")} // an empty DNLD: EMPTY
-	st := newMemStore(&fault{call: "commit", err: errors.New("read tcp 127.0.0.1:5432: connection reset by peer"), times: 1})
+	st := newMemStore(&pumptest.Fault{Call: "commit", Err: errors.New("read tcp 127.0.0.1:5432: connection reset by peer"), Times: 1})
 	obs := &flagObserver{flags: map[string]int{}}
-	p := observedMemPump(t, st, &memInbox{}, obs)
+	p := observedMemPump(t, st, pumptest.NewInbox(), obs)
 	rows := memRows(bodies...)
 	for _, batch := range [][]mailbox.Row{rows, rows[:1], rows[1:]} {
 		p.ApplyBatch(t.Context(), batch)
 	}
-	st.mu.Lock()
 	var traced []string
-	for _, e := range st.traces {
+	for _, e := range st.Traces() {
 		traced = append(traced, fmt.Sprintf("%d %s %v", e.MessageID, e.Result, e.Flags))
 	}
-	st.mu.Unlock()
 	if diff := cmp.Diff([]string{"2 ROLLED_BACK [EMPTY]", "2 COMMITTED [EMPTY]"}, traced); diff != "" {
 		t.Errorf("trace rows (-want +got):\n%s", diff)
 	}

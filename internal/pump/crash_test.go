@@ -69,9 +69,8 @@ func TestCrashRecovery(t *testing.T) {
 		t.Skip("kills the pump process 20 times in a 2,000-message run")
 	}
 	t.Parallel()
-	bin := proctest.Binary(t)
-
 	clean := newHarness(t, "mailbox: {dnldFullDay: true}")
+	bin := proctest.Binary(t)
 	for _, m := range crashWorkload(clean) {
 		clean.put(m)
 	}

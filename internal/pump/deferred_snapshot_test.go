@@ -5,11 +5,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/sis"
 	"github.com/flightfeed/flightfeed/internal/sis/sistest"
-	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 // A snapshot large enough that its records are decoded again, a chunk at
@@ -54,10 +54,10 @@ func TestDeferredSnapshotStoresWhatItsRecordsSay(t *testing.T) {
 			t.Fatalf("flight %s anomalies (-decoded once +stored):\n%s", f, diff)
 		}
 	}
-	if n := h.count(`SELECT count(*) FROM msg_event_record WHERE kind = $1`, store.KindState); n != len(want) {
+	if n := h.count(`SELECT count(*) FROM msg_event_record WHERE kind = $1`, engine.KindState); n != len(want) {
 		t.Fatalf("%d state events, want %d", n, len(want))
 	}
-	if n := h.count(`SELECT count(*) FROM msg_event_record WHERE kind = $1`, store.KindNotice); n != len(want) {
+	if n := h.count(`SELECT count(*) FROM msg_event_record WHERE kind = $1`, engine.KindNotice); n != len(want) {
 		t.Fatalf("%d notices, want %d", n, len(want))
 	}
 }

@@ -4,9 +4,12 @@
 // snapshot in a savepoint of its own), records the terminal state,
 // backfills the mailbox and wakes the Kafka dispatcher. Requests and
 // lifecycle jobs run on the same FIFO. It reaches the mailbox and the
-// database through small ports it owns (ports.go: Inbox, Store, Tx; the
-// real ones are *mailbox.Mailbox and Postgres), so its loop and failure
-// handling are tested in memory too. It imports no Kubernetes package: it
+// database through small ports it owns (ports.go: Inbox, Store, Tx and the
+// Requests lookup both answer, with plain data of package pumpdata); the
+// real ones are *mailbox.Mailbox and Postgres (pgports.go, the one file
+// that names package store), and pumptest/ keeps them in memory, so its
+// batch, failure, snapshot and request behaviour is tested on both
+// backends (eachBackend in the tests). It imports no Kubernetes package: it
 // runs the same under `flightfeed pump` and under the operator. Its
 // crash-critical steps carry fail points (internal/failpoint: after
 // decode, before and after the commit, after the write-back, during the
@@ -14,7 +17,7 @@
 //
 // A snapshot body of 8 MiB or more is decoded with its records deferred
 // (sis.Options.DeferRecordsFrom) and handed to the store as a
-// store.RecordSource that decodes 1,000 records at a time while the store
+// pumpdata.RecordSource that decodes 1,000 records at a time while the store
 // applies them, in the message's one transaction: a full-day DNLD of 9,999
 // flights (31.5 MB) peaks at about 230 MB RSS in the chart's 512 MiB.
 package pump

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/flightfeed/flightfeed/internal/pump"
-	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // noise is n bytes of base64 text of seeded random bytes: no codec shrinks
@@ -28,35 +28,39 @@ func noise(seed uint64, n int) string {
 // refused whole, like any refused snapshot.
 func TestOversizeStateIsDeadAtTheDoor(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, `kafka: {brokers: ["127.0.0.1:9092"], maxRecordBytes: 16384, compression: zstd}`)
-	first := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"))
-	// Each value is within the decoder's 16 KiB; together they are not.
-	grow := h.put(h.flop("REMC", 1, "<REMC>"+noise(1, 9000)+"</REMC><LACL>"+noise(2, 9000)+"</LACL>"))
-	after := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260945</ESTT>"))
-	snap := h.put(h.schd("DNLD", fltr(2, "CA2", "09", "<REMC>"+noise(3, 9000)+"</REMC><LACL>"+noise(4, 9000)+"</LACL>")))
-	h.drain(h.newPump())
+	eachBackend(t, func(t *testing.T, h *harness) {
+		first := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"))
+		// Each value is within the decoder's 16 KiB; together they are not.
+		grow := h.put(h.flop("REMC", 1, "<REMC>"+noise(1, 9000)+"</REMC><LACL>"+noise(2, 9000)+"</LACL>"))
+		after := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260945</ESTT>"))
+		snap := h.put(h.schd("DNLD", fltr(2, "CA2", "09", "<REMC>"+noise(3, 9000)+"</REMC><LACL>"+noise(4, 9000)+"</LACL>")))
+		h.drain(h.newPump())
 
-	h.wantRow(first, store.StatusSucceeded, "")
-	h.wantRow(after, store.StatusSucceeded, "")
-	r := h.wantRow(grow, store.StatusDead, pump.ReasonStateTooLarge)
-	for _, want := range []string{"flight 1", "kafka.maxRecordBytes 16384", "largest field"} {
-		if !strings.Contains(r.Note, want) {
-			t.Errorf("note %q does not say %q", r.Note, want)
+		h.wantRow(first, pumpdata.StatusSucceeded, "")
+		h.wantRow(after, pumpdata.StatusSucceeded, "")
+		r := h.wantRow(grow, pumpdata.StatusDead, pump.ReasonStateTooLarge)
+		for _, want := range []string{"flight 1", "kafka.maxRecordBytes 16384", "largest field"} {
+			if !strings.Contains(r.Note, want) {
+				t.Errorf("note %q does not say %q", r.Note, want)
+			}
 		}
-	}
-	if !strings.Contains(r.Note, "REMC") && !strings.Contains(r.Note, "LACL") {
-		t.Errorf("note %q names neither field that grew", r.Note)
-	}
-	h.wantRow(snap, store.StatusDead, pump.ReasonStateTooLarge)
-	if n := h.count(`SELECT count(*) FROM msg_event WHERE message_id IN ($1, $2)`, grow, snap); n != 0 {
-		t.Fatalf("%d outbox events of refused messages", n)
-	}
-	fl := h.flights()
-	if s, ok := fl[1]; !ok || s.Scalars["REMC"] != "" || s.Scalars["LACL"] != "" || s.Scalars["ESTT"] != "09SEP260945" {
-		t.Fatalf("flight 1 after the refused message: %+v", fl[1])
-	}
-	if _, ok := fl[2]; ok {
-		t.Fatal("the refused snapshot created flight 2")
-	}
-	t.Logf("note: %s", r.Note)
+		if !strings.Contains(r.Note, "REMC") && !strings.Contains(r.Note, "LACL") {
+			t.Errorf("note %q names neither field that grew", r.Note)
+		}
+		h.wantRow(snap, pumpdata.StatusDead, pump.ReasonStateTooLarge)
+		if n, _ := h.events(grow); n != 0 {
+			t.Fatalf("%d outbox events of the refused FLOP", n)
+		}
+		if n, _ := h.events(snap); n != 0 {
+			t.Fatalf("%d outbox events of refused messages", n)
+		}
+		fl := h.flights()
+		if s, ok := fl[1]; !ok || s.Scalars["REMC"] != "" || s.Scalars["LACL"] != "" || s.Scalars["ESTT"] != "09SEP260945" {
+			t.Fatalf("flight 1 after the refused message: %+v", fl[1])
+		}
+		if _, ok := fl[2]; ok {
+			t.Fatal("the refused snapshot created flight 2")
+		}
+		t.Logf("note: %s", r.Note)
+	}, `kafka: {brokers: ["127.0.0.1:9092"], maxRecordBytes: 16384, compression: zstd}`)
 }

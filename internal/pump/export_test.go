@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/flightfeed/flightfeed/internal/mailbox"
-	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // BatchOutcome is processBatch's outcome, for the table tests of package
@@ -28,7 +28,7 @@ func (p *Pump) ApplyBatch(ctx context.Context, rows []mailbox.Row) BatchOutcome 
 func (p *Pump) BatchSize() int { return p.batchSize }
 
 // Pending are the committed results waiting for the next write-back.
-func (p *Pump) Pending() []store.Backfill { return p.pending }
+func (p *Pump) Pending() []pumpdata.Backfill { return p.pending }
 
 // InjectPanics makes the pump call decode before it decodes a row and
 // applied after a message's effects are in its batch, each with the row's

@@ -8,9 +8,9 @@ import (
 	"github.com/flightfeed/flightfeed/internal/backoff"
 	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/sis"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
-	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 // Verdict is what the failure matrix (seed 000 §9, seed 001 §7) says to do
@@ -74,7 +74,7 @@ func Classify(err error) (Verdict, string) {
 		return 0, ""
 	case errors.As(err, &panicked):
 		return VerdictDead, ReasonInternal
-	case errors.Is(err, store.ErrFenced):
+	case errors.Is(err, pumpdata.ErrFenced):
 		return VerdictFenced, ReasonInfra
 	case errors.As(err, &rej):
 		return VerdictDead, rej.Reason
@@ -85,14 +85,14 @@ func Classify(err error) (Verdict, string) {
 			return VerdictUnsupported, string(sisErr.Reason)
 		}
 		return VerdictDead, string(sisErr.Reason)
-	case errors.Is(err, store.ErrConflict):
+	case errors.Is(err, pumpdata.ErrConflict):
 		return VerdictConflict, "CAS_CONFLICT"
-	case errors.Is(err, store.ErrNotNew):
+	case errors.Is(err, pumpdata.ErrNotNew):
 		// Not the message's fault: the retry upserts (Pump.upsertOnly).
 		return VerdictConflict, ReasonInfra
 	case errors.Is(err, flight.ErrInvalidCommand), errors.Is(err, flight.ErrBadSISTime):
 		return VerdictDead, ReasonDataRejected
-	case store.RefusesData(err):
+	case refusesData(err):
 		// The database refused the data itself; retrying cannot help.
 		return VerdictDead, ReasonDataRejected
 	default:
@@ -107,10 +107,10 @@ func Classify(err error) (Verdict, string) {
 const RefusalRepeats = 3
 
 // RefusalSignature returns what identifies an error for the repeat rule
-// (store.AnswerSignature), and false for errors that must never make a
+// (the driver's answer, pgports.go), and false for errors that must never make a
 // message DEAD however often they repeat: outages and answers that say
 // the server, the schema or the session is unwell.
-func RefusalSignature(err error) (string, bool) { return store.AnswerSignature(err) }
+func RefusalSignature(err error) (string, bool) { return answerSignature(err) }
 
 // Backoff is the pump's exponential backoff (package backoff): attempt n
 // waits between half and all of min(max, initial·2^(n-1)).

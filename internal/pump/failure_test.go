@@ -10,9 +10,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/sis"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
-	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 // The failure matrix of seed 000 §9 / seed 001 §7, row by row.
@@ -28,9 +28,9 @@ func TestClassify(t *testing.T) {
 		{"over capacity", &sis.Error{Reason: "RECS_OUT_OF_RANGE", Class: sis.ClassIllegal}, VerdictDead, "RECS_OUT_OF_RANGE"},
 		{"unsupported type", &sis.Error{Reason: "UNSUPPORTED_TYPE", Class: sis.ClassUnsupported}, VerdictUnsupported, "UNSUPPORTED_TYPE"},
 		{"day mismatch", fmt.Errorf("x: %w", &snapshot.Rejection{Reason: snapshot.ReasonDayMismatch}), VerdictDead, snapshot.ReasonDayMismatch},
-		{"CAS conflict", fmt.Errorf("apply: %w", store.ErrConflict), VerdictConflict, "CAS_CONFLICT"},
-		{"row written as new exists", fmt.Errorf("finish: %w: %w", store.ErrNotNew, &pgconn.PgError{Code: "23505"}), VerdictConflict, ReasonInfra},
-		{"fenced", fmt.Errorf("begin: %w", store.ErrFenced), VerdictFenced, ReasonInfra},
+		{"CAS conflict", fmt.Errorf("apply: %w", pumpdata.ErrConflict), VerdictConflict, "CAS_CONFLICT"},
+		{"row written as new exists", fmt.Errorf("finish: %w: %w", pumpdata.ErrNotNew, &pgconn.PgError{Code: "23505"}), VerdictConflict, ReasonInfra},
+		{"fenced", fmt.Errorf("begin: %w", pumpdata.ErrFenced), VerdictFenced, ReasonInfra},
 		{"database down", errors.New("dial tcp 127.0.0.1:5432: connection refused"), VerdictInfra, ReasonInfra},
 		{"serialization failure", &pgconn.PgError{Code: "40001"}, VerdictInfra, ReasonInfra},
 		{"check violation", fmt.Errorf("write: %w", &pgconn.PgError{Code: "23514"}), VerdictDead, ReasonDataRejected},

@@ -3,7 +3,11 @@ package pump_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"maps"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +22,8 @@ import (
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/pump/pumptest"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
@@ -37,21 +43,62 @@ type shiftedClock struct {
 func (c shiftedClock) Now() time.Time                  { return time.Now().Add(c.offset) }
 func (c shiftedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
+// harness is a feed, its mailbox and its database for one test: the real
+// ones (newHarness: MariaDB and PostgreSQL), or the pump's ports in memory
+// (newMemHarness: mem and inbox set, mbox, db and store nil).
 type harness struct {
 	t       *testing.T
 	feed    *config.Feed
 	mbox    *sql.DB
 	db      *pgx.Conn
 	store   *store.Store
+	mem     *pumptest.Store
+	inbox   *pumptest.Inbox
 	clock   shiftedClock
 	nextRow time.Time
 	sisMessages
+}
+
+// backendsEnv set to "memory" runs the behaviour suite on the memory
+// backend alone and skips the tests that need the real services (no
+// PostgreSQL, no MariaDB needed).
+const backendsEnv = "FLIGHTFEED_PUMP_BACKENDS"
+
+// eachBackend runs test, a behaviour of the pump, against both backends:
+// the ports in memory (internal/pump/pumptest) and the real mailbox and
+// database, so the memory one cannot drift from what the pump does with
+// the real ones. extra are YAML lines for the feed (testFeed).
+func eachBackend(t *testing.T, test func(t *testing.T, h *harness), extra ...string) {
+	t.Helper()
+	t.Run("memory", func(t *testing.T) {
+		t.Parallel()
+		test(t, newMemHarness(t, extra...))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		if os.Getenv(backendsEnv) == "memory" {
+			t.Skipf("%s=memory", backendsEnv)
+		}
+		t.Parallel()
+		test(t, newHarness(t, extra...))
+	})
+}
+
+// newMemHarness is newHarness on the pump's ports in memory.
+func newMemHarness(t *testing.T, extra ...string) *harness {
+	t.Helper()
+	feed := testFeed(t, "mem:mem@tcp(127.0.0.1:1)/mailbox", "postgres://mem@127.0.0.1:1/feed", extra...)
+	clk := shiftedClock{offset: time.Until(testNow)}
+	return &harness{t: t, feed: feed, mem: pumptest.NewStore(clk.Now), inbox: pumptest.NewInbox(),
+		clock: clk, nextRow: testNow.Add(-time.Hour)}
 }
 
 // newHarness gives a fresh mailbox and database and a feed config; extra
 // YAML lines override the defaults (testFeed).
 func newHarness(t *testing.T, extra ...string) *harness {
 	t.Helper()
+	if os.Getenv(backendsEnv) == "memory" {
+		t.Skipf("needs PostgreSQL and MariaDB (%s=memory)", backendsEnv)
+	}
 	mdsn, pdsn := mailboxtest.NewMailbox(t), pgtest.New(t)
 	feed := testFeed(t, mdsn, pdsn, extra...)
 	mbox, err := sql.Open("mysql", mdsn)
@@ -89,11 +136,30 @@ func (h *harness) insertRow(row mailbox.Inbound) int64 {
 	h.t.Helper()
 	h.nextRow = h.nextRow.Add(time.Second)
 	row.Received = h.nextRow
+	if h.inbox != nil {
+		var body []byte
+		if !row.Null {
+			body = []byte(row.Body)
+		}
+		return h.inbox.Put(body, row.Received)
+	}
 	return mailboxtest.Write(h.t, h.mbox, row)
 }
 
 func (h *harness) newPump(opts ...func(*pump.Options)) *pump.Pump {
 	h.t.Helper()
+	if h.mem != nil {
+		o := pump.Options{Feed: h.feed, Store: h.mem, Inbox: h.inbox, Identity: "test-pump", Clock: h.clock}
+		for _, f := range opts {
+			f(&o)
+		}
+		p, err := pump.New(context.Background(), o)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		h.t.Cleanup(p.Close)
+		return p
+	}
 	// Each pump has a store of its own, on the pump's clock, as feedrun
 	// opens one per run.
 	st, err := store.Open(context.Background(), h.feed.Secrets.DatabaseDSN, store.Options{
@@ -177,6 +243,10 @@ type mailboxRow struct {
 
 func (h *harness) row(id int64) mailboxRow {
 	h.t.Helper()
+	if h.inbox != nil {
+		r, ok := h.inbox.Result(id)
+		return mailboxRow{ok, r.Result, r.Note}
+	}
 	var processed sql.NullTime
 	var result, note sql.NullString
 	if err := h.mbox.QueryRow(`SELECT CMINMSGS_DATE_PROCESSED, CMINMSGS_PROC_RESULT, CMINMSGS_PROC_NOTE FROM CMINMSGS WHERE CMINMSGS_ID = ?`, id).
@@ -199,6 +269,22 @@ func (h *harness) wantRow(id int64, result, reason string) mailboxRow {
 
 func (h *harness) procState(id int64) (status, reason string, flags []string, attempts int) {
 	h.t.Helper()
+	if h.mem != nil {
+		var known bool
+		h.mem.View(func(d pumptest.Data) {
+			var st pumpdata.ProcState
+			st, known = d.States[id]
+			status, reason, attempts = st.Status, st.Reason, st.Attempts
+			flags = d.Results[id].Flags
+		})
+		if !known {
+			h.t.Fatalf("proc_state %d: none", id)
+		}
+		if flags == nil {
+			flags = []string{}
+		}
+		return status, reason, flags, attempts
+	}
 	err := h.db.QueryRow(context.Background(), `SELECT status, coalesce(reason, ''), flags, attempts FROM proc_state WHERE message_id = $1`, id).
 		Scan(&status, &reason, &flags, &attempts)
 	if err != nil {
@@ -218,6 +304,11 @@ func (h *harness) count(sql string, args ...any) int {
 
 func (h *harness) flights() map[flight.FLID]flight.State {
 	h.t.Helper()
+	if h.mem != nil {
+		var out map[flight.FLID]flight.State
+		h.mem.View(func(d pumptest.Data) { out = maps.Clone(d.Flights) })
+		return out
+	}
 	states, err := h.store.ReadFlights(context.Background(), store.Filter{})
 	if err != nil {
 		h.t.Fatal(err)
@@ -232,9 +323,17 @@ func (h *harness) flights() map[flight.FLID]flight.State {
 // export returns the canonical JSON lines of every flight.
 func (h *harness) export() string {
 	h.t.Helper()
-	states, err := h.store.ReadFlights(context.Background(), store.Filter{})
-	if err != nil {
-		h.t.Fatal(err)
+	var states []flight.State
+	if h.mem != nil {
+		flights := h.flights()
+		for _, f := range slices.Sorted(maps.Keys(flights)) {
+			states = append(states, flights[f])
+		}
+	} else {
+		var err error
+		if states, err = h.store.ReadFlights(context.Background(), store.Filter{}); err != nil {
+			h.t.Fatal(err)
+		}
 	}
 	var b strings.Builder
 	for _, s := range states {
@@ -314,4 +413,162 @@ func (m *sisMessages) schd(styp string, records ...string) string {
 
 func (m *sisMessages) flop(styp string, flid int, inner string) string {
 	return fmt.Sprintf(`<MSG>%s<FLOP><FLID>%d</FLID>%s</FLOP></MSG>`, m.meta("FLOP", styp), flid, inner)
+}
+
+// ---- what the database holds, on either backend --------------------------
+
+// archived is what the raw archive holds of message id: whether it holds
+// it, its size, the length of the body kept and whether it was cut.
+func (h *harness) archived(id int64) (held bool, size int64, kept int, truncated bool) {
+	h.t.Helper()
+	if h.mem != nil {
+		h.mem.View(func(d pumptest.Data) {
+			var a pumpdata.ArchivedRow
+			a, held = d.Archive[id]
+			size, kept, truncated = a.Size, len(a.Body), a.Truncated
+		})
+		return held, size, kept, truncated
+	}
+	err := h.db.QueryRow(context.Background(), `SELECT byte_size, length(body), truncated FROM msg_archive WHERE message_id = $1`, id).
+		Scan(&size, &kept, &truncated)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, 0, 0, false
+	}
+	if err != nil {
+		h.t.Fatalf("msg_archive %d: %v", id, err)
+	}
+	return true, size, kept, truncated
+}
+
+// archivedCount is the number of messages in the raw archive.
+func (h *harness) archivedCount() int {
+	h.t.Helper()
+	if h.mem != nil {
+		var n int
+		h.mem.View(func(d pumptest.Data) { n = len(d.Archive) })
+		return n
+	}
+	return h.count(`SELECT count(*) FROM msg_archive`)
+}
+
+// intents is the number of messages whose result waits for the mailbox.
+func (h *harness) intents() int {
+	h.t.Helper()
+	if h.mem != nil {
+		var n int
+		h.mem.View(func(d pumptest.Data) { n = len(d.Backfills) })
+		return n
+	}
+	return h.count(`SELECT count(DISTINCT m.id) FROM backfill_todo b CROSS JOIN LATERAL unnest(b.message_ids) AS m(id)`)
+}
+
+// statusCount is the number of messages whose processing state is status.
+func (h *harness) statusCount(status string) int {
+	h.t.Helper()
+	if h.mem != nil {
+		var n int
+		h.mem.View(func(d pumptest.Data) {
+			for _, s := range d.States {
+				if s.Status == status {
+					n++
+				}
+			}
+		})
+		return n
+	}
+	return h.count(`SELECT count(*) FROM proc_state WHERE status = $1`, status)
+}
+
+// events is the number of outbox rows (msg_event) message id wrote, and
+// records the number of Kafka records they carry (msg_event_record: a
+// notice, a state or tombstone); id 0 counts every message's.
+func (h *harness) events(id int64) (events, records int) {
+	h.t.Helper()
+	if h.mem != nil {
+		h.mem.View(func(d pumptest.Data) {
+			for _, e := range d.Outbox {
+				if id != 0 && e.MessageID != id {
+					continue
+				}
+				events++
+				if e.Notice != "" {
+					records++
+				}
+				if e.Event != "" {
+					records++
+				}
+			}
+		})
+		return events, records
+	}
+	if id == 0 {
+		return h.count(`SELECT count(*) FROM msg_event`), h.count(`SELECT count(*) FROM msg_event_record`)
+	}
+	return h.count(`SELECT count(*) FROM msg_event WHERE message_id = $1`, id),
+		h.count(`SELECT count(*) FROM msg_event_record WHERE message_id = $1`, id)
+}
+
+// takeOver makes another pump the writer, fencing the ones running.
+func (h *harness) takeOver() {
+	h.t.Helper()
+	if h.mem != nil {
+		h.mem.Fence()
+		return
+	}
+	if _, err := h.store.TakeEpoch(h.t.Context(), "newer"); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// unprocess clears row id's written-back result in the mailbox, as an
+// operator resetting it would.
+func (h *harness) unprocess(id int64) {
+	h.t.Helper()
+	if h.inbox != nil {
+		h.inbox.Lock()
+		delete(h.inbox.Results, id)
+		h.inbox.Unlock()
+		return
+	}
+	if _, err := h.mbox.Exec(`UPDATE CMINMSGS SET CMINMSGS_DATE_PROCESSED = NULL, CMINMSGS_PROC_RESULT = NULL WHERE CMINMSGS_ID = ?`, id); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// strayArchiveRow archives a row for message id that nothing else of the
+// database knows (something outside the pump wrote or kept it).
+func (h *harness) strayArchiveRow(id int64) {
+	h.t.Helper()
+	if h.mem != nil {
+		h.mem.Update(func(d *pumptest.Data) {
+			d.Archive[id] = pumpdata.ArchivedRow{MessageID: id, ReceivedAt: time.Now(), Size: 1, Digest: []byte{0}, Body: []byte("x")}
+		})
+		return
+	}
+	if _, err := h.db.Exec(context.Background(), `INSERT INTO msg_archive (message_id, received_at, byte_size, digest, body)
+		VALUES ($1, now(), 1, '\x00', 'x')`, id); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// committedNotWrittenBack commits a result for the last row put (body) and
+// its backfill intent, as a pump that crashed before writing it back left
+// them.
+func (h *harness) committedNotWrittenBack(id int64, body, status, reason, note string) {
+	h.t.Helper()
+	if h.mem != nil {
+		h.mem.Update(func(d *pumptest.Data) {
+			d.States[id] = pumpdata.ProcState{Status: status, Reason: reason, Note: note, Attempts: 1, Finished: time.Now(),
+				ReceivedAt: h.nextRow, Digest: pumpdata.PayloadDigest([]byte(body))}
+			d.Backfills[id] = pumpdata.Backfill{MessageID: id, Result: status, Note: note, Processed: time.Now(), Received: h.nextRow}
+		})
+		return
+	}
+	if _, err := h.db.Exec(h.t.Context(), `INSERT INTO proc_state (message_id, status, reason, note, received_at, payload_digest, finished_at)
+		VALUES ($1, $2, $3, $4, $5, $6, now())`, id, status, reason, note, h.nextRow, pumpdata.PayloadDigest([]byte(body))); err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := h.db.Exec(h.t.Context(), `INSERT INTO backfill_todo (message_ids, processed_at) VALUES (ARRAY[$1::bigint], now())`, id); err != nil {
+		h.t.Fatal(err)
+	}
 }

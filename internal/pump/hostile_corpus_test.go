@@ -19,7 +19,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
-	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // hostileCase is one line of testdata/hostile/expected.tsv.
@@ -260,7 +260,7 @@ func TestHostileCorpus(t *testing.T) {
 		}
 	}
 	for _, id := range canaries {
-		if r := h.row(id); !r.Processed || r.Result != store.StatusSucceeded {
+		if r := h.row(id); !r.Processed || r.Result != pumpdata.StatusSucceeded {
 			t.Errorf("canary row %d: %+v", id, r)
 		}
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pump"
-	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // After the mailbox's ids restart (here TRUNCATE, which resets
@@ -48,7 +48,7 @@ func TestReusedMailboxIDsAreNewMessages(t *testing.T) {
 	h.drain(p)
 
 	for _, id := range ids {
-		h.wantRow(id, store.StatusSucceeded, "")
+		h.wantRow(id, pumpdata.StatusSucceeded, "")
 	}
 	if got := h.flights()[7].Scalars["REMC"]; got != "new-4" {
 		t.Fatalf("REMC after 5 new messages on reused ids = %q, want new-4", got)
@@ -100,7 +100,7 @@ func TestReusedIDIsNoSnapshotReplay(t *testing.T) {
 		t.Fatalf("ids %d and %d: the mailbox's ids did not restart", first, second)
 	}
 	h.drain(h.newPump())
-	h.wantRow(second, store.StatusSucceeded, "")
+	h.wantRow(second, pumpdata.StatusSucceeded, "")
 	f := h.flights()
 	if _, ok := f[2]; ok || len(f) != 2 {
 		t.Fatalf("state after the second full-day snapshot: %v", keys(f))
@@ -131,11 +131,11 @@ func TestProgramLimitErrorIsDeadNotAnOutage(t *testing.T) {
 	big := h.put(h.flop("REMC", 1, "<REMC>"+hex.EncodeToString(noise)+"</REMC>"))
 	next := h.put(h.flop("ESTT", 2, "<ESTT>09SEP260930</ESTT>"))
 	h.drain(h.newPump())
-	r := h.wantRow(big, store.StatusDead, pump.ReasonDataRejected)
+	r := h.wantRow(big, pumpdata.StatusDead, pump.ReasonDataRejected)
 	if !strings.Contains(r.Note, "54000") && !strings.Contains(r.Note, "index row") {
 		t.Fatalf("note does not say why: %q", r.Note)
 	}
-	h.wantRow(next, store.StatusSucceeded, "")
+	h.wantRow(next, pumpdata.StatusSucceeded, "")
 }
 
 // The same server error about one message, again and again on a batch of
@@ -157,12 +157,12 @@ func TestRepeatedRefusalIsDeadNotAnOutage(t *testing.T) {
 	boom := h.put(h.flop("REMC", 2, "<REMC>BOOM</REMC>"))
 	after := h.put(h.flop("ESTT", 3, "<ESTT>09SEP260931</ESTT>"))
 	h.drain(h.newPump())
-	h.wantRow(before, store.StatusSucceeded, "")
-	r := h.wantRow(boom, store.StatusDead, pump.ReasonDataRejected)
+	h.wantRow(before, pumpdata.StatusSucceeded, "")
+	r := h.wantRow(boom, pumpdata.StatusDead, pump.ReasonDataRejected)
 	if !strings.Contains(r.Note, "remark BOOM is refused") || !strings.Contains(r.Note, fmt.Sprintf("%d times", pump.RefusalRepeats)) {
 		t.Fatalf("note %q", r.Note)
 	}
-	h.wantRow(after, store.StatusSucceeded, "")
+	h.wantRow(after, pumpdata.StatusSucceeded, "")
 	if f := h.flights(); len(f) != 2 {
 		t.Fatalf("state: %v", keys(f))
 	}
@@ -196,7 +196,7 @@ func TestMissingTableBlocksNeverKills(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.drain(p)
-	h.wantRow(id, store.StatusSucceeded, "")
+	h.wantRow(id, pumpdata.StatusSucceeded, "")
 }
 
 // A mailbox whose write-back fails (here a trigger refusing the UPDATE)
@@ -241,7 +241,7 @@ func TestFailingWriteBackBacksOff(t *testing.T) {
 	}
 	h.drain(p)
 	for _, id := range ids {
-		h.wantRow(id, store.StatusSucceeded, "")
+		h.wantRow(id, pumpdata.StatusSucceeded, "")
 	}
 }
 
@@ -325,7 +325,7 @@ func TestMailboxOutageIsLoggedShownAndCounted(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	h.wantRow(id, store.StatusSucceeded, "")
+	h.wantRow(id, pumpdata.StatusSucceeded, "")
 	if logs.matching("mailbox reachable again") != 1 || !reachable {
 		t.Fatalf("the outage's end was not logged (%d) or shown (%v):\n%s", logs.matching("mailbox reachable again"), reachable,
 			strings.Join(logs.lines, "\n"))
@@ -335,21 +335,24 @@ func TestMailboxOutageIsLoggedShownAndCounted(t *testing.T) {
 // A NULL body is DEAD with a reason of its own, and archived as empty.
 func TestNullBodyIsDeadAndArchived(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	if _, err := h.mbox.Exec(`ALTER TABLE CMINMSGS MODIFY CMINMSGS_CLOB_MSG LONGTEXT NULL`); err != nil {
-		t.Fatal(err)
-	}
-	null := h.insertRow(mailbox.Inbound{Null: true})
-	next := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"))
-	h.drain(h.newPump())
-	r := h.wantRow(null, store.StatusDead, pump.ReasonEmptyBody)
-	if strings.Contains(r.Note, "SQLSTATE") || strings.Contains(r.Note, "violates") {
-		t.Fatalf("note is a raw SQL error: %q", r.Note)
-	}
-	if h.count(`SELECT count(*) FROM msg_archive WHERE message_id = $1 AND length(body) = 0 AND byte_size = 0`, null) != 1 {
-		t.Fatal("the NULL body was not archived as empty")
-	}
-	h.wantRow(next, store.StatusSucceeded, "")
+	eachBackend(t, func(t *testing.T, h *harness) {
+		if h.mbox != nil {
+			if _, err := h.mbox.Exec(`ALTER TABLE CMINMSGS MODIFY CMINMSGS_CLOB_MSG LONGTEXT NULL`); err != nil {
+				t.Fatal(err)
+			}
+		}
+		null := h.insertRow(mailbox.Inbound{Null: true})
+		next := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"))
+		h.drain(h.newPump())
+		r := h.wantRow(null, pumpdata.StatusDead, pump.ReasonEmptyBody)
+		if strings.Contains(r.Note, "SQLSTATE") || strings.Contains(r.Note, "violates") {
+			t.Fatalf("note is a raw SQL error: %q", r.Note)
+		}
+		if held, size, kept, _ := h.archived(null); !held || size != 0 || kept != 0 {
+			t.Fatal("the NULL body was not archived as empty")
+		}
+		h.wantRow(next, pumpdata.StatusSucceeded, "")
+	})
 }
 
 // Bodies in a GBK or Latin-1 column are read as the text they hold (the
@@ -376,11 +379,11 @@ func TestNonUTF8MailboxColumns(t *testing.T) {
 			// "…[cut]", and a Latin-1 column has no "…".
 			bad := h.put(h.flop("NAAT", 2, "<NAAT>"+c.text+strings.Repeat("x", 600)+"</NAAT>"))
 			h.drain(h.newPump())
-			h.wantRow(ok, store.StatusSucceeded, "")
+			h.wantRow(ok, pumpdata.StatusSucceeded, "")
 			if got := h.flights()[1].Scalars["REMC"]; got != c.text {
 				t.Fatalf("REMC = %q, want %q", got, c.text)
 			}
-			if r := h.wantRow(bad, store.StatusDead, "BAD_TIME"); !strings.Contains(r.Note, c.text) || !strings.HasSuffix(r.Note, "[cut]") {
+			if r := h.wantRow(bad, pumpdata.StatusDead, "BAD_TIME"); !strings.Contains(r.Note, c.text) || !strings.HasSuffix(r.Note, "[cut]") {
 				t.Fatalf("note %q", r.Note)
 			}
 		})
@@ -404,35 +407,36 @@ func (o *batchObserver) BatchCommitted(messages int, _ time.Duration) {
 // applied alone. The bound is bytes, not rows.
 func TestBatchesAreBoundedByBytes(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, "mailbox: {maxBatchBytes: 65536}")
-	remark := strings.Repeat("r", 10000)
-	var ids []int64
-	for i := range 30 {
-		ids = append(ids, h.put(h.flop("REMC", 1+i%5, "<REMC>"+remark+fmt.Sprint(i)+"</REMC>")))
-	}
-	var records []string
-	for i := range 600 {
-		records = append(records, fltr(100+i, "CA"+fmt.Sprint(i), "09", "<REMC>"+strings.Repeat("L", 100)+"</REMC>"))
-	}
-	large := h.put(h.schd("DNLD", records...)) // about 120 kB
-	obs := &batchObserver{}
-	h.drain(h.newPump(func(o *pump.Options) { o.Observer = obs }))
-	for _, id := range append(ids, large) {
-		h.wantRow(id, store.StatusSucceeded, "")
-	}
-	obs.mu.Lock()
-	defer obs.mu.Unlock()
-	total := 0
-	for _, n := range obs.batches {
-		// 65,536 bytes hold six bodies of about 10,200 bytes.
-		if n > 6 {
-			t.Fatalf("a batch of %d messages of 10 kB each under a 64 KiB budget: %v", n, obs.batches)
+	eachBackend(t, func(t *testing.T, h *harness) {
+		remark := strings.Repeat("r", 10000)
+		var ids []int64
+		for i := range 30 {
+			ids = append(ids, h.put(h.flop("REMC", 1+i%5, "<REMC>"+remark+fmt.Sprint(i)+"</REMC>")))
 		}
-		total += n
-	}
-	if total != 31 {
-		t.Fatalf("%d messages committed, want 31: %v", total, obs.batches)
-	}
+		var records []string
+		for i := range 600 {
+			records = append(records, fltr(100+i, "CA"+fmt.Sprint(i), "09", "<REMC>"+strings.Repeat("L", 100)+"</REMC>"))
+		}
+		large := h.put(h.schd("DNLD", records...)) // about 120 kB
+		obs := &batchObserver{}
+		h.drain(h.newPump(func(o *pump.Options) { o.Observer = obs }))
+		for _, id := range append(ids, large) {
+			h.wantRow(id, pumpdata.StatusSucceeded, "")
+		}
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		total := 0
+		for _, n := range obs.batches {
+			// 65,536 bytes hold six bodies of about 10,200 bytes.
+			if n > 6 {
+				t.Fatalf("a batch of %d messages of 10 kB each under a 64 KiB budget: %v", n, obs.batches)
+			}
+			total += n
+		}
+		if total != 31 {
+			t.Fatalf("%d messages committed, want 31: %v", total, obs.batches)
+		}
+	}, "mailbox: {maxBatchBytes: 65536}")
 }
 
 // History is decided on the flight's day (seed 000 §8.1): a flight leaves
@@ -451,12 +455,12 @@ func TestHistoryIsAnchoredOnTheOperationDay(t *testing.T) {
 		reason string   // "" stays current
 	}
 	cases := []flightCase{
-		{1, []string{"SODT=25AUG260800"}, store.HistoryScheduled},
-		{2, []string{"SODT=07SEP260800", "CNCL=06SEP260900"}, store.HistoryCancelled},
+		{1, []string{"SODT=25AUG260800"}, pumpdata.HistoryScheduled},
+		{2, []string{"SODT=07SEP260800", "CNCL=06SEP260900"}, pumpdata.HistoryCancelled},
 		{3, []string{"SODT=10SEP260800", "CNCL=06SEP260900"}, ""},
-		{4, []string{"SODT=07SEP260800", "NAAT=07SEP260900"}, store.HistoryDeparted},
+		{4, []string{"SODT=07SEP260800", "NAAT=07SEP260900"}, pumpdata.HistoryDeparted},
 		{5, []string{"SODT=08SEP262300", "NAAT=09SEP260300"}, ""},
-		{6, []string{"SODT=07SEP260800", "NEAT=07SEP261000"}, store.HistoryArrived},
+		{6, []string{"SODT=07SEP260800", "NEAT=07SEP261000"}, pumpdata.HistoryArrived},
 		{7, []string{"SODT=09SEP260800", "NAAT=01JAN000000"}, ""},
 		{8, []string{"NAAT=01SEP260800"}, ""},
 	}
@@ -469,7 +473,7 @@ func TestHistoryIsAnchoredOnTheOperationDay(t *testing.T) {
 	}
 	h.drain(h.newPump())
 	for _, c := range cases {
-		h.wantRow(ids[c.flid], store.StatusSucceeded, "")
+		h.wantRow(ids[c.flid], pumpdata.StatusSucceeded, "")
 	}
 	if _, _, flags, _ := h.procState(ids[7]); !slices.Contains(flags, pump.FlagImplausibleTime) {
 		t.Fatalf("the 01JAN000000 NAAT was not flagged: %v", flags)
@@ -503,19 +507,21 @@ func TestHistoryIsAnchoredOnTheOperationDay(t *testing.T) {
 // failure, which isolate the failing message (TestBatchOutcomes).
 func TestBacklogIsTakenAFullBatchAtOnce(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t) // mailbox.batchSize 50
-	var ids []int64
-	for i := range 120 {
-		ids = append(ids, h.put(h.flop("ESTT", 1+i%7, fmt.Sprintf("<ESTT>09SEP2609%02d</ESTT>", i))))
-	}
-	obs := &batchObserver{}
-	h.drain(h.newPump(func(o *pump.Options) { o.Observer = obs }))
-	for _, id := range ids {
-		h.wantRow(id, store.StatusSucceeded, "")
-	}
-	obs.mu.Lock()
-	defer obs.mu.Unlock()
-	if diff := cmp.Diff([]int{50, 50, 20}, obs.batches); diff != "" {
-		t.Fatalf("messages per committed transaction for a backlog of 120, batchSize 50 (-want +got):\n%s", diff)
-	}
+	// mailbox.batchSize 50
+	eachBackend(t, func(t *testing.T, h *harness) {
+		var ids []int64
+		for i := range 120 {
+			ids = append(ids, h.put(h.flop("ESTT", 1+i%7, fmt.Sprintf("<ESTT>09SEP2609%02d</ESTT>", i))))
+		}
+		obs := &batchObserver{}
+		h.drain(h.newPump(func(o *pump.Options) { o.Observer = obs }))
+		for _, id := range ids {
+			h.wantRow(id, pumpdata.StatusSucceeded, "")
+		}
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		if diff := cmp.Diff([]int{50, 50, 20}, obs.batches); diff != "" {
+			t.Fatalf("messages per committed transaction for a backlog of 120, batchSize 50 (-want +got):\n%s", diff)
+		}
+	})
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/flightfeed/flightfeed/internal/engine"
-	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // sweepBatch bounds one history transaction.
@@ -25,7 +25,7 @@ func (p *Pump) runJobs(ctx context.Context) {
 	}
 	p.nextJobs = now.Add(p.feed.Spec.History.SweepInterval.Duration)
 	if err := p.lifecycle(ctx, now); err != nil && ctx.Err() == nil {
-		if errors.Is(err, store.ErrFenced) {
+		if errors.Is(err, pumpdata.ErrFenced) {
 			return
 		}
 		p.log.Error(err, "lifecycle jobs")
@@ -37,28 +37,28 @@ func (p *Pump) lifecycle(ctx context.Context, now time.Time) error {
 	meta := engine.Meta{Type: "JOB", Styp: "HISTORY_SWEEP"}
 	if !spec.History.Disabled {
 		h := spec.History
-		cut := store.HistoryCutoffs{
+		cut := pumpdata.HistoryCutoffs{
 			Scheduled: now.Add(-h.ScheduledAge.Duration), Cancelled: now.Add(-h.CancelledAge.Duration),
 			Departed: now.Add(-h.DepartedAge.Duration), Arrived: now.Add(-h.ArrivedAge.Duration),
 			Zone: spec.Airport.TimeZone, Plausible: h.PlausibleWindow.Duration,
 		}
-		if err := p.sweep(ctx, func(tx Tx) (int, error) { return tx.SweepHistory(ctx, meta, cut, sweepBatch) }); err != nil {
+		if err := p.sweep(ctx, func(tx Tx) (Swept, error) { return tx.Sweep(ctx, meta, Job{History: &cut, Limit: sweepBatch}) }); err != nil {
 			return err
 		}
 	}
 	if days := spec.Retention.NullDayDays; days != nil && *days > 0 {
 		before := now.AddDate(0, 0, -int(*days))
 		meta.Styp = "NULL_DAY_RETENTION"
-		if err := p.sweep(ctx, func(tx Tx) (int, error) { return tx.SweepNullDay(ctx, meta, before, sweepBatch) }); err != nil {
+		if err := p.sweep(ctx, func(tx Tx) (Swept, error) { return tx.Sweep(ctx, meta, Job{NullDayBefore: before, Limit: sweepBatch}) }); err != nil {
 			return err
 		}
 	}
 	if days := *spec.Retention.LedgerDays; days > 0 {
 		cutoff := now.In(p.feed.Location).AddDate(0, 0, -int(days)).Format(time.DateOnly)
 		if err := p.inTx(ctx, func(tx Tx) error {
-			pruned, err := tx.PruneLedger(ctx, cutoff)
-			if len(pruned) > 0 {
-				p.log.Info("ledger retention", "days", pruned)
+			pruned, err := tx.Sweep(ctx, meta, Job{LedgerBefore: cutoff})
+			if len(pruned.Days) > 0 {
+				p.log.Info("ledger retention", "days", pruned.Days)
 			}
 			return err
 		}); err != nil {
@@ -73,12 +73,12 @@ func (p *Pump) lifecycle(ctx context.Context, now time.Time) error {
 
 // sweep repeats one history job in fenced transactions until it finds
 // fewer than a batch.
-func (p *Pump) sweep(ctx context.Context, job func(Tx) (int, error)) error {
+func (p *Pump) sweep(ctx context.Context, job func(Tx) (Swept, error)) error {
 	for {
 		var n int
 		if err := p.inTx(ctx, func(tx Tx) error {
-			var err error
-			n, err = job(tx)
+			swept, err := job(tx)
+			n = swept.Flights
 			return err
 		}); err != nil {
 			return err

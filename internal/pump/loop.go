@@ -9,11 +9,11 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/failpoint"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
-	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // ErrFenced is returned by Run when another pump took over the feed.
-var ErrFenced = store.ErrFenced
+var ErrFenced = pumpdata.ErrFenced
 
 // Run pumps until ctx is cancelled (returns nil), the pump is fenced
 // (returns ErrFenced), or, with drain, until the mailbox is drained and the
@@ -34,7 +34,7 @@ func (p *Pump) Drain(ctx context.Context, idle func(context.Context) (bool, erro
 }
 
 // EpochRenewInterval is how often a running pump renews its fencing epoch
-// (store.Store.RenewEpoch): a pump another one fenced takes the feed back
+// (Store.RenewEpoch): a pump another one fenced takes the feed back
 // only from a holder silent for several of these.
 const EpochRenewInterval = 5 * time.Second
 
@@ -68,7 +68,7 @@ func (p *Pump) run(ctx context.Context, drainIdle func(context.Context) (bool, e
 
 	for {
 		if ctx.Err() != nil {
-			if cause := context.Cause(ctx); errors.Is(cause, store.ErrFenced) {
+			if cause := context.Cause(ctx); errors.Is(cause, pumpdata.ErrFenced) {
 				log.Info("pump fenced: another pump holds the feed", "error", cause.Error())
 				return cause
 			}
@@ -76,7 +76,7 @@ func (p *Pump) run(ctx context.Context, drainIdle func(context.Context) (bool, e
 			return nil
 		}
 		worked, wait, err := p.step(ctx)
-		if errors.Is(err, store.ErrFenced) {
+		if errors.Is(err, pumpdata.ErrFenced) {
 			log.Info("pump fenced: another pump holds the feed", "error", err.Error())
 			return err
 		}
@@ -112,7 +112,7 @@ func (p *Pump) renewEpoch(ctx context.Context, cancel context.CancelCauseFunc) {
 		}
 		err := p.store.RenewEpoch(ctx, p.epoch)
 		switch {
-		case errors.Is(err, store.ErrFenced):
+		case errors.Is(err, pumpdata.ErrFenced):
 			cancel(err)
 			return
 		case err != nil && ctx.Err() == nil:
@@ -415,9 +415,13 @@ func (p *Pump) onceASecond(last *time.Time) bool {
 // retryBackfills writes committed results that are not yet in the mailbox.
 func (p *Pump) retryBackfills(ctx context.Context) {
 	for {
-		pending, err := p.store.PendingBackfills(ctx, 500)
-		if err != nil || len(pending) == 0 {
+		pending, left, err := p.store.Backfills(ctx, 500)
+		if err != nil {
 			p.setBackfillPending(ctx)
+			return
+		}
+		if len(pending) == 0 {
+			p.update(func(s *Status) { s.BackfillPending = left })
 			return
 		}
 		if err := p.backfill(ctx, pending); err != nil {
@@ -433,7 +437,7 @@ func (p *Pump) retryBackfills(ctx context.Context) {
 }
 
 func (p *Pump) setBackfillPending(ctx context.Context) {
-	if n, err := p.store.CountBackfills(ctx); err == nil {
+	if _, n, err := p.store.Backfills(ctx, 0); err == nil {
 		p.update(func(s *Status) { s.BackfillPending = n })
 	}
 }
@@ -441,7 +445,7 @@ func (p *Pump) setBackfillPending(ctx context.Context) {
 // backfill writes results to the mailbox and clears their intents. A
 // failure leaves the intents for the next try; it never changes the
 // committed result.
-func (p *Pump) backfill(ctx context.Context, results []store.Backfill) error {
+func (p *Pump) backfill(ctx context.Context, results []pumpdata.Backfill) error {
 	rows := make([]mailboxResult, len(results))
 	ids := make([]int64, len(results))
 	for i, r := range results {
@@ -449,13 +453,13 @@ func (p *Pump) backfill(ctx context.Context, results []store.Backfill) error {
 		ids[i] = r.MessageID
 	}
 	if err := p.mbox.Backfill(ctx, rows); err != nil {
-		if ferr := p.store.BackfillFailed(ctx, ids, err); ferr != nil {
+		if ferr := p.store.SettleBackfills(ctx, ids, err); ferr != nil {
 			p.log.Error(ferr, "note backfill failure")
 		}
 		return fmt.Errorf("write %d results back (intents kept for retry): %w", len(rows), err)
 	}
 	failpoint.Hit(failpoint.AfterWriteBack)
-	if err := p.store.BackfillDone(ctx, ids); err != nil {
+	if err := p.store.SettleBackfills(ctx, ids, nil); err != nil {
 		return fmt.Errorf("backfill: %w", err)
 	}
 	return nil

@@ -13,9 +13,9 @@ import (
 	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/sis"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
-	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 // processOne decides one decoded message inside the batch: its result,
@@ -23,18 +23,18 @@ import (
 // transaction under a savepoint (snapshots). w is set when the message must
 // wait (FAILED, retried later); err only for failures that roll back the
 // whole batch (infrastructure, CAS conflict, fencing).
-func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior store.ProcState) (o outcome, w *waiting, err error) {
+func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior pumpdata.ProcState) (o outcome, w *waiting, err error) {
 	row, msg := it.row, it.msg
-	res := store.Result{MessageID: row.ID, ReceivedAt: row.Received, PayloadDigest: it.digest}
+	res := pumpdata.Result{MessageID: row.ID, ReceivedAt: row.Received, PayloadDigest: it.digest}
 	if row.Null {
-		return p.finish(res, store.StatusDead, ReasonEmptyBody, "the mailbox row's body column is NULL", nil)
+		return p.finish(res, pumpdata.StatusDead, ReasonEmptyBody, "the mailbox row's body column is NULL", nil)
 	}
 	if row.Truncated {
 		limit := fmt.Sprintf("mailbox.maxMessageBytes %d", p.feed.Spec.Mailbox.MaxMessageBytes)
 		if row.PacketLimited {
 			limit = fmt.Sprintf("the %d bytes the mailbox server's max_allowed_packet lets it send", len(row.Body))
 		}
-		return p.finish(res, store.StatusDead, string(sis.ReasonOversize), fmt.Sprintf("message is %d bytes, more than %s", row.Size, limit), nil)
+		return p.finish(res, pumpdata.StatusDead, string(sis.ReasonOversize), fmt.Sprintf("message is %d bytes, more than %s", row.Size, limit), nil)
 	}
 	if msg != nil {
 		res.Type, res.Styp, res.IdentityKey = msg.Meta.Type, msg.Meta.Styp, msg.Meta.IdentityKey()
@@ -46,22 +46,22 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 	if note, ok := p.panicked[keyOf(row)]; ok {
 		// Its application panicked and the batch was rolled back: this
 		// run of the batch leaves it out (applyPanicked).
-		var trace *store.TraceEntry
+		var trace *pumpdata.TraceEntry
 		if msg != nil && msg.Kind == sis.KindSnapshot {
-			trace = &store.TraceEntry{MessageID: row.ID, ReceivedAt: row.Received, Recs: max(msg.Recs, 0),
-				Result: store.TraceRolledBack, Flags: []string{ReasonInternal}, Detail: note}
+			trace = &pumpdata.TraceEntry{MessageID: row.ID, ReceivedAt: row.Received, Recs: max(msg.Recs, 0),
+				Result: pumpdata.TraceRolledBack, Flags: []string{ReasonInternal}, Detail: note}
 		}
-		return p.finish(res, store.StatusDead, ReasonInternal, note, trace)
+		return p.finish(res, pumpdata.StatusDead, ReasonInternal, note, trace)
 	}
 	if it.decErr != nil {
 		o, w, err := p.rejected(res, prior, it.decErr)
-		if msg != nil && msg.Kind == sis.KindSnapshot && o.result.Status == store.StatusDead {
+		if msg != nil && msg.Kind == sis.KindSnapshot && o.result.Status == pumpdata.StatusDead {
 			// A snapshot the decoder refused (RECS mismatch, duplicate FLID,
 			// sequence 0 mixed, over capacity, …) is a processing attempt
 			// too: one trace row, ROLLED_BACK, flagged with its reason
 			// (seed 000 §5.6).
-			o.trace = &store.TraceEntry{MessageID: row.ID, ReceivedAt: row.Received, Recs: max(msg.Recs, 0),
-				Result: store.TraceRolledBack, Flags: []string{o.result.Reason}, Detail: o.result.Note}
+			o.trace = &pumpdata.TraceEntry{MessageID: row.ID, ReceivedAt: row.Received, Recs: max(msg.Recs, 0),
+				Result: pumpdata.TraceRolledBack, Flags: []string{o.result.Reason}, Detail: o.result.Note}
 		}
 		return o, w, err
 	}
@@ -82,7 +82,7 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 		}
 	}
 	if found && bytes.Equal(digest, res.ContentDigest) {
-		return p.finish(res, store.StatusSkipped, ReasonDuplicate,
+		return p.finish(res, pumpdata.StatusSkipped, ReasonDuplicate,
 			"re-sent copy of an already processed message "+res.IdentityKey, nil)
 	}
 	if found {
@@ -100,7 +100,7 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 		if err == nil {
 			o.seqnRegression = regression
 		}
-		if err == nil && (o.result.Status == store.StatusSucceeded || o.result.Status == store.StatusDead) {
+		if err == nil && (o.result.Status == pumpdata.StatusSucceeded || o.result.Status == pumpdata.StatusDead) {
 			run.seen[res.IdentityKey] = res.ContentDigest
 		}
 	}()
@@ -117,7 +117,7 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 			// the same (seed 000 §5.6, one row per attempt), by
 			// infraFailure.
 			if trace != nil {
-				trace.Result, trace.Detail = store.TraceRolledBack, applyErr.Error()
+				trace.Result, trace.Detail = pumpdata.TraceRolledBack, applyErr.Error()
 				trace.Flags = dedup(append(trace.Flags, res.Flags...))
 				o.trace = trace
 			}
@@ -128,7 +128,7 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 			// Refused whole: the trace row says why — DAY_MISMATCH for the
 			// seed's ownership mismatch (000 §5.3), the reason code for any
 			// other refusal — with the message's own flags.
-			trace.Result, trace.Detail = store.TraceRolledBack, applyErr.Error()
+			trace.Result, trace.Detail = pumpdata.TraceRolledBack, applyErr.Error()
 			flag := reason
 			if reason == snapshot.ReasonDayMismatch {
 				flag = FlagDayMismatch
@@ -136,14 +136,14 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 			trace.Flags = dedup(append(append(trace.Flags, flag), res.Flags...))
 			trace.Conflicts = dayConflicts(applyErr)
 		}
-		return p.finish(res, store.StatusDead, reason, applyErr.Error(), trace)
+		return p.finish(res, pumpdata.StatusDead, reason, applyErr.Error(), trace)
 	}
 	res.Flags = append(res.Flags, flags...)
 	if trace != nil {
 		res.Flags = append(res.Flags, trace.Flags...)
 		trace.Flags = dedup(append(trace.Flags, res.Flags...))
 	}
-	o, w, err = p.finish(res, store.StatusSucceeded, "", "", trace)
+	o, w, err = p.finish(res, pumpdata.StatusSucceeded, "", "", trace)
 	o.changed = changed
 	return o, w, err
 }
@@ -151,21 +151,21 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior sto
 // dayConflicts lists the FLIDs a day-mismatch refusal names with both their
 // days, for the trace row and so for `flightfeed dead`; nil for any other
 // error.
-func dayConflicts(err error) []store.DayConflict {
+func dayConflicts(err error) []pumpdata.DayConflict {
 	var rej *snapshot.Rejection
 	if !errors.As(err, &rej) || len(rej.Conflicts) == 0 {
 		return nil
 	}
-	out := make([]store.DayConflict, 0, min(len(rej.Conflicts), store.MaxTraceConflicts))
-	for _, c := range rej.Conflicts[:min(len(rej.Conflicts), store.MaxTraceConflicts)] {
-		out = append(out, store.DayConflict{FLID: c.FLID.String(), StoredDay: c.StoredDay, MessageDay: c.MessageDay})
+	out := make([]pumpdata.DayConflict, 0, min(len(rej.Conflicts), pumpdata.MaxTraceConflicts))
+	for _, c := range rej.Conflicts[:min(len(rej.Conflicts), pumpdata.MaxTraceConflicts)] {
+		out = append(out, pumpdata.DayConflict{FLID: c.FLID.String(), StoredDay: c.StoredDay, MessageDay: c.MessageDay})
 	}
 	return out
 }
 
 // rejected handles a message the decoder refused: DEAD for illegal input,
 // FAILED(UNSUPPORTED) retried up to the limit, then DEAD.
-func (p *Pump) rejected(res store.Result, prior store.ProcState, decErr error) (outcome, *waiting, error) {
+func (p *Pump) rejected(res pumpdata.Result, prior pumpdata.ProcState, decErr error) (outcome, *waiting, error) {
 	verdict, reason := Classify(decErr)
 	detail := decErr.Error()
 	var se *sis.Error
@@ -173,23 +173,23 @@ func (p *Pump) rejected(res store.Result, prior store.ProcState, decErr error) (
 		detail = se.Note(1 << 12)
 	}
 	if verdict != VerdictUnsupported {
-		return p.finish(res, store.StatusDead, reason, detail, nil)
+		return p.finish(res, pumpdata.StatusDead, reason, detail, nil)
 	}
 	attempts := prior.Attempts + 1
 	limit := int(*p.feed.Spec.Pump.UnsupportedRetryLimit)
 	if attempts > limit {
-		return p.finish(res, store.StatusDead, reason, fmt.Sprintf("%s (after %d attempts)", detail, attempts), nil)
+		return p.finish(res, pumpdata.StatusDead, reason, fmt.Sprintf("%s (after %d attempts)", detail, attempts), nil)
 	}
-	o, _, err := p.finish(res, store.StatusFailed, reason, detail, nil)
+	o, _, err := p.finish(res, pumpdata.StatusFailed, reason, detail, nil)
 	spec := p.feed.Spec.Pump
 	return o, &waiting{wait: Backoff(attempts, spec.BackoffInitial.Duration, spec.BackoffMax.Duration, p.rand), reason: detail}, err
 }
 
 // finish builds the message's result; the batch writes every result (and
 // its backfill intent) with its final round trip.
-func (p *Pump) finish(res store.Result, status, reason, detail string, trace *store.TraceEntry) (outcome, *waiting, error) {
+func (p *Pump) finish(res pumpdata.Result, status, reason, detail string, trace *pumpdata.TraceEntry) (outcome, *waiting, error) {
 	res.Status, res.Reason = status, reason
-	if status != store.StatusSucceeded {
+	if status != pumpdata.StatusSucceeded {
 		res.Note = reason
 		if detail != "" && !strings.HasPrefix(detail, reason) {
 			res.Note = reason + ": " + detail
@@ -202,7 +202,7 @@ func (p *Pump) finish(res store.Result, status, reason, detail string, trace *st
 
 // apply dispatches a decoded message to its write path; flags are raised
 // on the message's result.
-func (p *Pump) apply(ctx context.Context, run *batchRun, msg *sis.Message, row mailbox.Row) (changed bool, trace *store.TraceEntry, flags []string, err error) {
+func (p *Pump) apply(ctx context.Context, run *batchRun, msg *sis.Message, row mailbox.Row) (changed bool, trace *pumpdata.TraceEntry, flags []string, err error) {
 	meta := p.meta(msg, row)
 	switch msg.Kind {
 	case sis.KindSnapshot:
@@ -243,9 +243,9 @@ func (p *Pump) implausibleTimes(id int64, records []flight.Commands, states map[
 // applySnapshotIsolated writes what the working set holds so far, applies
 // the snapshot inside a savepoint (rolled back alone when refused), and
 // reloads the working set, whose flights the snapshot may have changed.
-func (p *Pump) applySnapshotIsolated(ctx context.Context, run *batchRun, meta engine.Meta, msg *sis.Message, row mailbox.Row) (bool, *store.TraceEntry, error) {
+func (p *Pump) applySnapshotIsolated(ctx context.Context, run *batchRun, meta engine.Meta, msg *sis.Message, row mailbox.Row) (bool, *pumpdata.TraceEntry, error) {
 	if run.set.Dirty() {
-		if err := run.tx.WriteSet(ctx, run.set); err != nil {
+		if err := run.tx.Write(ctx, Writes{Set: run.set}); err != nil {
 			return false, attemptTrace(msg, row), err
 		}
 	}
@@ -263,32 +263,33 @@ func (p *Pump) applySnapshotIsolated(ctx context.Context, run *batchRun, meta en
 	} else if err := sp.Commit(ctx); err != nil {
 		return false, trace, err
 	}
-	set, err := run.tx.LoadSet(ctx, run.reload.FLIDs, run.reload.Versions, run.reload.Cache)
+	// The flights alone: no message ids, no identity keys.
+	pre, err := run.tx.Prefetch(ctx, pumpdata.PrefetchRequest{FLIDs: run.reload.FLIDs, Versions: run.reload.Versions, Cache: run.reload.Cache})
 	if err != nil {
 		return false, trace, err
 	}
-	run.set = set
+	run.set = pre.Set
 	return changed, trace, applyErr
 }
 
-func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta engine.Meta, msg *sis.Message, row mailbox.Row, skipConflicts bool) (bool, *store.TraceEntry, error) {
+func (p *Pump) applySnapshot(ctx context.Context, tx Tx, meta engine.Meta, msg *sis.Message, row mailbox.Row, skipConflicts bool) (bool, *pumpdata.TraceEntry, error) {
 	start := p.clock.Now()
 	trace := attemptTrace(msg, row)
 	days := make([]string, len(msg.Records))
 	for i, r := range msg.Records {
 		days[i] = r.OperationDay
 	}
-	var records []store.SnapshotRecord
-	var source store.RecordSource
+	var records []pumpdata.SnapshotRecord
+	var source pumpdata.RecordSource
 	if msg.Deferred() {
 		source = messageRecords{msg}
 	} else {
-		records = make([]store.SnapshotRecord, len(msg.Records))
+		records = make([]pumpdata.SnapshotRecord, len(msg.Records))
 		for i, r := range msg.Records {
-			records[i] = store.SnapshotRecord{Cmds: r.Commands, Day: r.OperationDay}
+			records[i] = pumpdata.SnapshotRecord{Cmds: r.Commands, Day: r.OperationDay}
 		}
 	}
-	pending, err := tx.PendingRequest(ctx, requestKind)
+	pending, err := tx.CurrentRequest(ctx, requestKind)
 	if err != nil {
 		return false, trace, err
 	}
@@ -312,7 +313,7 @@ func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta engine.Met
 	if err != nil {
 		return false, trace, err
 	}
-	out, err := tx.ApplySnapshot(ctx, meta, store.Snapshot{FullDay: cov.FullDay, Day: cov.Day, Records: records, Source: source,
+	out, err := tx.ApplySnapshot(ctx, meta, pumpdata.Snapshot{FullDay: cov.FullDay, Day: cov.Day, Records: records, Source: source,
 		SentAt: msg.Meta.ParsedTime, SkipConflicts: skipConflicts})
 	trace.OldVersion, trace.NewVersion, trace.DeletedCount = out.OldVersion, out.NewVersion, len(out.Deleted)
 	trace.OldDigest, trace.NewDigest = out.OldDigest, out.NewDigest
@@ -320,12 +321,12 @@ func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta engine.Met
 	if err != nil {
 		return false, trace, err
 	}
-	trace.Result = store.TraceCommitted
+	trace.Result = pumpdata.TraceCommitted
 	if len(out.Skipped) > 0 {
 		trace.Detail = skippedDetail(out.Skipped)
 	}
 	if out.Replay {
-		trace.Result = store.TraceReplaySkipped
+		trace.Result = pumpdata.TraceReplaySkipped
 	} else if cov.FullDay {
 		// Alerts only: the snapshot is committed all the same (seed 000 §5.6).
 		if snapshot.RecsDropped(out.OldRoster, out.NewRoster, int(p.feed.Spec.Mailbox.RecsDropPercent)) {
@@ -336,7 +337,7 @@ func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta engine.Met
 		}
 	}
 	if cov.CompletesPending && pending != nil {
-		if err := tx.CompleteRequest(ctx, pending.ID, row.ID); err != nil {
+		if err := tx.SettleRequest(ctx, pending.ID, pumpdata.RequestCompleted, row.ID); err != nil {
 			return false, trace, err
 		}
 	}
@@ -351,7 +352,7 @@ func (p *Pump) applySnapshot(ctx context.Context, tx SnapshotTx, meta engine.Met
 // theirs and are decoded once.
 const deferRecordsFrom = 8 << 20
 
-// messageRecords is a deferred snapshot's records as a store.RecordSource:
+// messageRecords is a deferred snapshot's records as a pumpdata.RecordSource:
 // each chunk is decoded from the body when the store asks for it.
 type messageRecords struct{ msg *sis.Message }
 
@@ -361,21 +362,21 @@ func (m messageRecords) Key(i int) (flight.FLID, string) {
 	return m.msg.Records[i].FLID, m.msg.Records[i].OperationDay
 }
 
-func (m messageRecords) Chunk(lo, hi int) ([]store.SnapshotRecord, error) {
+func (m messageRecords) Chunk(lo, hi int) ([]pumpdata.SnapshotRecord, error) {
 	recs, err := m.msg.LoadRecords(lo, hi)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]store.SnapshotRecord, len(recs))
+	out := make([]pumpdata.SnapshotRecord, len(recs))
 	for i, r := range recs {
-		out[i] = store.SnapshotRecord{Cmds: r.Commands, Day: r.OperationDay}
+		out[i] = pumpdata.SnapshotRecord{Cmds: r.Commands, Day: r.OperationDay}
 	}
 	return out, nil
 }
 
 // attemptTrace starts the trace row of one attempt to apply a snapshot.
-func attemptTrace(msg *sis.Message, row mailbox.Row) *store.TraceEntry {
-	trace := &store.TraceEntry{MessageID: row.ID, ReceivedAt: row.Received, Recs: len(msg.Records)}
+func attemptTrace(msg *sis.Message, row mailbox.Row) *pumpdata.TraceEntry {
+	trace := &pumpdata.TraceEntry{MessageID: row.ID, ReceivedAt: row.Received, Recs: len(msg.Records)}
 	if msg.Recs >= 0 {
 		trace.Recs = msg.Recs
 	}
@@ -420,7 +421,7 @@ func (p *Pump) writeTraces(ctx context.Context, done []outcome, override string)
 			e.Result = override
 		}
 		if e.Result == "" {
-			e.Result = store.TraceRolledBack
+			e.Result = pumpdata.TraceRolledBack
 		}
 		if e.Duration == 0 {
 			e.Duration = time.Millisecond
@@ -436,7 +437,7 @@ func (p *Pump) writeTraces(ctx context.Context, done []outcome, override string)
 }
 
 // alert counts and notices every flag of a trace row.
-func (p *Pump) alert(e store.TraceEntry) {
+func (p *Pump) alert(e pumpdata.TraceEntry) {
 	if len(e.Flags) == 0 {
 		return
 	}

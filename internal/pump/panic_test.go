@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
@@ -93,12 +94,12 @@ func TestPanicMakesOnlyItsMessageDead(t *testing.T) {
 				if id == bad {
 					continue
 				}
-				h.wantRow(id, store.StatusSucceeded, "")
+				h.wantRow(id, pumpdata.StatusSucceeded, "")
 				if i > 2 && h.count(`SELECT count(*) FROM msg_event WHERE message_id = $1`, id) == 0 {
 					t.Fatalf("row %d after the panic queued no event", id)
 				}
 			}
-			r := h.wantRow(bad, store.StatusDead, "INTERNAL: panic while "+c.stage+": injected failure of row")
+			r := h.wantRow(bad, pumpdata.StatusDead, "INTERNAL: panic while "+c.stage+": injected failure of row")
 			if strings.Contains(r.Note, "goroutine") || strings.Contains(r.Note, "\n") || len(r.Note) > 300 {
 				t.Fatalf("the note carries more than a short line: %q", r.Note)
 			}
@@ -106,7 +107,7 @@ func TestPanicMakesOnlyItsMessageDead(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(dead) != 1 || dead[0].MessageID != bad || dead[0].Status != store.StatusDead {
+			if len(dead) != 1 || dead[0].MessageID != bad || dead[0].Status != pumpdata.StatusDead {
 				t.Fatalf("flightfeed dead --reason INTERNAL lists %+v, want row %d", dead, bad)
 			}
 			if h.count(`SELECT count(*) FROM msg_event WHERE message_id = $1`, bad) != 0 {

@@ -10,8 +10,8 @@ import (
 	"unicode"
 
 	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/sis"
-	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 // A panic while one message is decoded or applied is a bug of FlightFeed,
@@ -81,7 +81,7 @@ func (p *Pump) decodeOne(row mailbox.Row) (msg *sis.Message, err error) {
 }
 
 // processGuarded is processOne with a panic recovered as a *panicError.
-func (p *Pump) processGuarded(ctx context.Context, run *batchRun, it item, prior store.ProcState) (o outcome, w *waiting, err error) {
+func (p *Pump) processGuarded(ctx context.Context, run *batchRun, it item, prior pumpdata.ProcState) (o outcome, w *waiting, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			o, w, err = outcome{}, nil, p.recovered(it.row.ID, "applying", r)
@@ -109,7 +109,7 @@ func (p *Pump) applyPanicked(ctx context.Context, row mailbox.Row, attempted []o
 		p.panicked = map[panicKey]string{}
 	}
 	p.panicked[keyOf(row)] = e.Error()
-	p.writeTraces(ctx, attempted, store.TraceRolledBack)
+	p.writeTraces(ctx, attempted, pumpdata.TraceRolledBack)
 	return batchOutcome{blocked: true, wait: time.Millisecond}
 }
 

@@ -2,20 +2,22 @@ package pump
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/flightfeed/flightfeed/internal/engine"
-	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
-	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // The pump's ports: what it needs of the mailbox (Inbox) and of the
-// feed's database (Store, Tx), as small interfaces it owns, so its loop,
-// batches and failure handling can be tested against services in memory.
-// The real ones are *mailbox.Mailbox and Postgres(*store.Store); what
-// crosses the ports (store.Result, engine.WorkingSet, mailbox.Row, ...) is
-// plain data.
+// feed's database (Store, Tx, and Requests, which both answer), declared
+// here in the pump's own terms: four interfaces, thirty methods. What
+// crosses them is plain data (package pumpdata, engine.WorkingSet,
+// mailbox.Row, and Session, Writes, Job and Swept here). The real ones are
+// *mailbox.Mailbox and Postgres (pgports.go, the adapter, the one file
+// that names package store); internal/pump/pumptest keeps a feed database
+// in memory for the pump's tests.
 
 // Inbox is what the pump needs of the shared mailbox; *mailbox.Mailbox is
 // the real one.
@@ -35,154 +37,162 @@ type Inbox interface {
 	Close() error
 }
 
-// Store is what the pump needs of the feed's database: fenced write
-// transactions, and the few writes that run outside one.
+// Requests is the one request lookup, asked both outside a transaction
+// (the requests state machine) and inside one (a snapshot settling the
+// request it answers).
+type Requests interface {
+	// CurrentRequest is the live (PENDING) request of kind, nil when none.
+	CurrentRequest(ctx context.Context, kind string) (*pumpdata.Request, error)
+}
+
+// Store is what the pump needs of the feed's database: its session
+// (fencing epoch, reachability), fenced write transactions, and the few
+// reads and writes that run outside one.
 type Store interface {
-	// Begin starts a write transaction that fails with store.ErrFenced
+	Requests
+	// Start makes holder the writer unless epoch (the fencing epoch a
+	// caller took already) is given, and reads the SEQN of the newest
+	// request sent, so the 6-digit sequence continues across restarts.
+	Start(ctx context.Context, holder string, epoch int64) (Session, error)
+	// RenewEpoch says the holder of epoch is alive (pumpdata.ErrFenced
+	// when it no longer holds it).
+	RenewEpoch(ctx context.Context, epoch int64) error
+	// Ping checks the database answers (a blocked head's diagnosis).
+	Ping(ctx context.Context) error
+	// Unanswered is since when the oldest database call in progress has
+	// waited, and what it is (zero time: none); it does no I/O.
+	Unanswered() (since time.Time, what string)
+	// Begin starts a write transaction that fails with pumpdata.ErrFenced
 	// unless epoch is still the current fencing epoch.
 	Begin(ctx context.Context, epoch int64) (Tx, error)
-	Session
-	BackfillQueue
+
+	// Backfills returns up to limit results committed but not yet written
+	// back to the mailbox (backfill intents), lowest id first (none when
+	// limit is 0), and how many messages have one in all.
+	Backfills(ctx context.Context, limit int) ([]pumpdata.Backfill, int64, error)
+	// SettleBackfills clears the intents of ids once the mailbox carries
+	// their results (cause nil), or records a failed write-back (cause)
+	// on them, which stay for a retry.
+	SettleBackfills(ctx context.Context, ids []int64, cause error) error
+
 	// AppendTraceLog appends a snapshot's trace row outside any message
 	// transaction.
-	AppendTraceLog(ctx context.Context, e store.TraceEntry) error
+	AppendTraceLog(ctx context.Context, e pumpdata.TraceEntry) error
 	// Prune deletes trace rows, archived bodies and delivered events older
 	// than the cut-offs.
 	Prune(ctx context.Context, traceBefore, archiveBefore, eventsBefore time.Time) (int64, error)
-	// CurrentRequest is the request in flight (nil when none); RequestSent
-	// records that it went out.
-	CurrentRequest(ctx context.Context, kind string) (*store.Request, error)
+	// RequestSent records that request id is in the mailbox's outbound
+	// table as row outboxID.
 	RequestSent(ctx context.Context, id, outboxID int64, at time.Time) error
 	// AskedSince returns which of days had a request of kind sent or
-	// answered at or after since (store.Store.AskedSince).
+	// answered at or after since.
 	AskedSince(ctx context.Context, kind string, days []string, since time.Time) (map[string]bool, error)
 	// PendingReplays lists up to limit PENDING replay requests, oldest
 	// first (`flightfeed replay` records them).
-	PendingReplays(ctx context.Context, limit int) ([]store.ReplayRequest, error)
-	// Unanswered is since when the oldest database call in progress has
-	// waited, and what it is (zero time: none) (store.Store.Unanswered).
-	Unanswered() (since time.Time, what string)
+	PendingReplays(ctx context.Context, limit int) ([]pumpdata.ReplayRequest, error)
 }
 
-// Session is what the pump asks once when it starts, and the database's
-// reachability while the head is blocked.
-type Session interface {
-	// TakeEpoch makes holder the writer and returns its fencing epoch.
-	TakeEpoch(ctx context.Context, holder string) (int64, error)
-	// RenewEpoch says the holder of epoch is alive (store.ErrFenced when
-	// it no longer holds it).
-	RenewEpoch(ctx context.Context, epoch int64) error
+// Session is what Store.Start answers.
+type Session struct {
+	// Epoch is the pump's fencing epoch.
+	Epoch int64
 	// LastSeqn is the SEQN of the newest request sent (0 when none).
-	LastSeqn(ctx context.Context) (int, error)
-	Ping(ctx context.Context) error
+	LastSeqn int
 }
 
-// BackfillQueue holds the results committed but not yet written back to
-// the mailbox (backfill intents).
-type BackfillQueue interface {
-	PendingBackfills(ctx context.Context, limit int) ([]store.Backfill, error)
-	BackfillDone(ctx context.Context, ids []int64) error
-	BackfillFailed(ctx context.Context, ids []int64, cause error) error
-	CountBackfills(ctx context.Context) (int64, error)
-}
-
-// Tx is one fenced write transaction.
+// Tx is one fenced write transaction, or a savepoint inside one.
 type Tx interface {
-	// Savepoint starts a nested transaction for one snapshot.
-	Savepoint(ctx context.Context) (Savepoint, error)
+	Requests
+	// Savepoint starts a nested transaction (for one snapshot): committing
+	// it releases it, rolling it back undoes only what was done inside it.
+	Savepoint(ctx context.Context) (Tx, error)
 	Commit(ctx context.Context) error
 	// Rollback undoes the transaction; safe after Commit.
 	Rollback(ctx context.Context) error
-	BatchTx
-	RequestTx
-	JobTx
-	ReplayTx
-}
 
-// Savepoint is a nested transaction inside a Tx: committing releases it,
-// rolling it back undoes only what was done inside it.
-type Savepoint interface {
-	Commit(ctx context.Context) error
-	Rollback(ctx context.Context) error
-	SnapshotTx
-}
+	// Prefetch reads what a batch needs in one round trip: processing
+	// states, prior copies, and the working set of the flights named
+	// (with a pool of state versions). With no message ids and no
+	// identity keys it loads the working set alone (a reload after a
+	// snapshot).
+	Prefetch(ctx context.Context, req pumpdata.PrefetchRequest) (*pumpdata.Prefetched, error)
+	// Write writes what the pump decided (Writes), in the order of its
+	// fields.
+	Write(ctx context.Context, w Writes) error
 
-// BatchTx reads and writes a batch of messages: one prefetch, the working
-// set, the results (store.Tx's own).
-type BatchTx interface {
-	Prefetch(ctx context.Context, req store.PrefetchRequest) (*store.Prefetched, error)
-	LoadSet(ctx context.Context, flids []flight.FLID, versions int, cache *store.StateCache) (*engine.WorkingSet, error)
-	WriteSet(ctx context.Context, set *engine.WorkingSet) error
-	RetireReusedIDs(ctx context.Context, reused []store.ReusedID) error
-	FinishBatch(ctx context.Context, archive []store.ArchivedRow, set *engine.WorkingSet, results []store.Result) error
-	// RecordResult writes one result alone (a message given up).
-	RecordResult(ctx context.Context, r store.Result) error
-}
-
-// SnapshotTx applies a snapshot and settles the request it answers.
-type SnapshotTx interface {
-	PendingRequest(ctx context.Context, kind string) (*store.Request, error)
+	// RequestedBefore reports whether a request of kind for day was ever
+	// sent to receiver (or recorded without a receiver).
 	RequestedBefore(ctx context.Context, kind, day, receiver string) (bool, error)
-	ApplySnapshot(ctx context.Context, meta engine.Meta, snap store.Snapshot) (store.SnapshotEffect, error)
-	CompleteRequest(ctx context.Context, id, msgID int64) error
+	// ApplySnapshot applies a snapshot (seed 000 §5.1); a decided refusal
+	// is a *snapshot.Rejection and leaves nothing written.
+	ApplySnapshot(ctx context.Context, meta engine.Meta, snap pumpdata.Snapshot) (pumpdata.SnapshotEffect, error)
+	// OpenRequest registers a new live request of kind for day to
+	// receiver, expiring the previous live one.
+	OpenRequest(ctx context.Context, kind, day, receiver, start, end, routingID string, seqn int) (*pumpdata.Request, error)
+	// SettleRequest ends the pending request id: status
+	// pumpdata.RequestCompleted (answered by message msgID) or
+	// pumpdata.RequestTimedOut (msgID 0).
+	SettleRequest(ctx context.Context, id int64, status string, msgID int64) error
+	// ReplaySource reads message id's archived raw text and processing
+	// state and locks the state for the transaction.
+	ReplaySource(ctx context.Context, id int64) (pumpdata.ReplaySource, error)
+	// Sweep runs one lifecycle job (Job) in the transaction.
+	Sweep(ctx context.Context, meta engine.Meta, job Job) (Swept, error)
 }
 
-// RequestTx opens and times out the pump's full-day requests.
-type RequestTx interface {
-	OpenRequest(ctx context.Context, kind, day, receiver, start, end, routingID string, seqn int) (*store.Request, error)
-	TimeOutRequest(ctx context.Context, id int64) error
+// Writes are what a transaction writes beside snapshots, each part
+// optional, applied in this order.
+type Writes struct {
+	// Reused are mailbox rows whose id was processed before as another
+	// message: what is known of the predecessor is retired first, so the
+	// new row is processed as a new message.
+	Reused []pumpdata.ReusedID
+	// Archive are the raw rows for the evidence layer, Set the working
+	// set's effects (emptied once written), Results the messages'
+	// processing states with one backfill intent for the terminal ones.
+	Archive []pumpdata.ArchivedRow
+	Set     *engine.WorkingSet
+	Results []pumpdata.Result
+	// Replay, when set, records the replay request's outcome (its State,
+	// Result, Reason, Note); when it ran (DONE), ReplayNote is the original
+	// message's new note, which a backfill intent of its own writes to its
+	// mailbox row.
+	Replay     *pumpdata.ReplayRequest
+	ReplayNote string
 }
 
-// ReplayTx reads a DEAD message for its replay and records the outcome.
-type ReplayTx interface {
-	ReplaySource(ctx context.Context, id int64) (store.ReplaySource, error)
-	FinishReplay(ctx context.Context, req store.ReplayRequest, mailboxNote string) error
+// Job is one lifecycle job's transaction (seed 000 §8): exactly one of
+// History (move up to Limit finished flights to history), NullDayBefore
+// (retire up to Limit flights without an operation day unchanged since)
+// and LedgerBefore (delete the day ledger of days before, YYYY-MM-DD).
+type Job struct {
+	History       *pumpdata.HistoryCutoffs
+	NullDayBefore time.Time
+	LedgerBefore  string
+	Limit         int
 }
 
-// JobTx runs the lifecycle jobs' transactions.
-type JobTx interface {
-	SweepHistory(ctx context.Context, meta engine.Meta, c store.HistoryCutoffs, limit int) (int, error)
-	SweepNullDay(ctx context.Context, meta engine.Meta, before time.Time, limit int) (int, error)
-	PruneLedger(ctx context.Context, cutoff string) ([]string, error)
-}
-
-// Postgres is the real Store: the feed's database. Every method but Begin
-// and Savepoint is *store.Store's or *store.Tx's own; those two return the
-// ports here, as Go has no covariant results.
-func Postgres(st *store.Store) Store { return pgStore{st} }
-
-type pgStore struct{ *store.Store }
-
-func (s pgStore) Begin(ctx context.Context, epoch int64) (Tx, error) {
-	tx, err := s.Store.Begin(ctx, epoch)
-	if err != nil {
-		return nil, err
+// Check says why j is not exactly one job (nil when it is).
+func (j Job) Check() error {
+	n := 0
+	if j.History != nil {
+		n++
 	}
-	return pgTx{tx}, nil
-}
-
-type pgTx struct{ *store.Tx }
-
-func (t pgTx) Savepoint(ctx context.Context) (Savepoint, error) {
-	sp, err := t.Tx.Savepoint(ctx)
-	if err != nil {
-		return nil, err
+	if !j.NullDayBefore.IsZero() {
+		n++
 	}
-	return sp, nil
+	if j.LedgerBefore != "" {
+		n++
+	}
+	if n != 1 {
+		return fmt.Errorf("lifecycle job names %d jobs: want exactly one of History, NullDayBefore, LedgerBefore", n)
+	}
+	return nil
 }
 
-var (
-	_ Inbox = (*mailbox.Mailbox)(nil)
-
-	_ Store         = pgStore{}
-	_ Session       = (*store.Store)(nil)
-	_ BackfillQueue = (*store.Store)(nil)
-
-	_ Tx         = pgTx{}
-	_ Savepoint  = (*store.Tx)(nil)
-	_ BatchTx    = (*store.Tx)(nil)
-	_ SnapshotTx = (*store.Tx)(nil)
-	_ RequestTx  = (*store.Tx)(nil)
-	_ JobTx      = (*store.Tx)(nil)
-	_ ReplayTx   = (*store.Tx)(nil)
-)
+// Swept is what a Job did: the flights it moved, the ledger days it
+// deleted.
+type Swept struct {
+	Flights int
+	Days    []string
+}

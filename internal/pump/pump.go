@@ -15,9 +15,9 @@ import (
 	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/failpoint"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/recsize"
 	"github.com/flightfeed/flightfeed/internal/sis"
-	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 // Observer receives what metrics need; every method must be cheap and must
@@ -131,12 +131,12 @@ type Pump struct {
 	lastSeqn map[string]int
 	// cache holds the flight states this pump committed (checked by
 	// version before use, so it never needs invalidating).
-	cache *store.StateCache
+	cache *pumpdata.StateCache
 	// ahead is the read of the next batch, running while one is applied;
 	// pending are committed results not yet written back (readAhead takes
 	// them). Both belong to the loop goroutine.
 	ahead   *reading
-	pending []store.Backfill
+	pending []pumpdata.Backfill
 	// batchSize is mailbox.batchSize: a backlog at the head is taken a
 	// full batch at once (issue 29), and a quiet head gives what it holds.
 	// After a failure it is 1, so the failing message is isolated, and
@@ -147,7 +147,7 @@ type Pump struct {
 	infraAttempts int
 	refusal       refusal
 	// upsertOnly: the last batch found a row it wrote as new already in
-	// the database (store.ErrNotNew); until a batch commits, every row is
+	// the database (pumpdata.ErrNotNew); until a batch commits, every row is
 	// upserted.
 	upsertOnly bool
 	// panicked holds the rows whose application panicked, with their
@@ -215,23 +215,17 @@ func New(ctx context.Context, opts Options) (*Pump, error) {
 		rand:       rand.New(rand.NewPCG(uint64(opts.Clock.Now().UnixNano()), 0x5eed)), //nolint:gosec // jitter only
 		decode:     sis.Options{MaxBytes: feed.Spec.Mailbox.MaxMessageBytes, Location: feed.Location, DeferRecordsFrom: deferRecordsFrom},
 		lastSeqn:   map[string]int{},
-		cache:      store.NewStateCache(0),
+		cache:      pumpdata.NewStateCache(0),
 		emptyReads: -1,
 		batchSize:  max(int(feed.Spec.Mailbox.BatchSize), 1),
 	}
-	if p.epoch == 0 {
-		var err error
-		if p.epoch, err = st.TakeEpoch(ctx, opts.Identity); err != nil {
-			p.Close()
-			return nil, err
-		}
-	}
-	last, err := st.LastSeqn(ctx)
+	session, err := st.Start(ctx, opts.Identity, opts.Epoch)
 	if err != nil {
 		p.Close()
 		return nil, err
 	}
-	p.seqn = sis.NewSeqnGenerator(sis.Seqn(last)) //nolint:gosec // 1..999999 by CHECK
+	p.epoch = session.Epoch
+	p.seqn = sis.NewSeqnGenerator(sis.Seqn(session.LastSeqn)) //nolint:gosec // 1..999999 by CHECK
 	p.reqs = requester{p: p}
 	p.rate.since = opts.Clock.Now()
 	p.status = Status{Holder: opts.Identity, Epoch: p.epoch, Since: opts.Clock.Now(), Counts: map[string]int64{},
@@ -270,7 +264,7 @@ func (p *Pump) Drained(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	pending, err := p.store.CountBackfills(ctx)
+	_, pending, err := p.store.Backfills(ctx, 0)
 	if err != nil {
 		return false, err
 	}

@@ -11,41 +11,42 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
-	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 func TestMessagesFlowThroughInFIFOOrder(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	window := h.put(h.schd("DNLD", fltr(1, "CA1", "09"), fltr(2, "CA2", "09")))
-	gate := h.put(h.flop("GTDT", 1, `<GTDT GTNO="1"><GATE>A1</GATE></GTDT>`))
-	estt := h.put(h.flop("ESTT", 3, `<ESTT>09SEP260930</ESTT>`))
-	del := h.put(h.flop("FDEL", 2, ""))
-	p := h.newPump()
-	h.drain(p)
+	eachBackend(t, func(t *testing.T, h *harness) {
+		window := h.put(h.schd("DNLD", fltr(1, "CA1", "09"), fltr(2, "CA2", "09")))
+		gate := h.put(h.flop("GTDT", 1, `<GTDT GTNO="1"><GATE>A1</GATE></GTDT>`))
+		estt := h.put(h.flop("ESTT", 3, `<ESTT>09SEP260930</ESTT>`))
+		del := h.put(h.flop("FDEL", 2, ""))
+		p := h.newPump()
+		h.drain(p)
 
-	for _, id := range []int64{window, gate, estt, del} {
-		r := h.wantRow(id, store.StatusSucceeded, "")
-		if r.Note != "" {
-			t.Errorf("row %d: a SUCCEEDED row carries note %q", id, r.Note)
+		for _, id := range []int64{window, gate, estt, del} {
+			r := h.wantRow(id, pumpdata.StatusSucceeded, "")
+			if r.Note != "" {
+				t.Errorf("row %d: a SUCCEEDED row carries note %q", id, r.Note)
+			}
 		}
-	}
-	got := h.flights()
-	if len(got) != 2 || got[1].Lists["GTDT"][0]["GATE"] != "A1" || got[3].Scalars["ESTT"] != "09SEP260930" {
-		t.Fatalf("state: %+v", got)
-	}
-	if got[1].OperationDay != "" {
-		t.Fatal("a DNLD window set the operation day")
-	}
-	type intents struct{ Archived, BackfillTodo int }
-	if diff := cmp.Diff(intents{Archived: 4}, intents{h.count(`SELECT count(*) FROM msg_archive`), h.count(`SELECT count(*) FROM backfill_todo`)}); diff != "" {
-		t.Fatalf("archive or backfill intents (-want +got):\n%s", diff)
-	}
-	st := p.Status()
-	if st.LastProcessedID != del || st.Counts[store.StatusSucceeded] != 4 || st.QueueDepth != 0 {
-		t.Fatalf("status %+v", st)
-	}
+		got := h.flights()
+		if len(got) != 2 || got[1].Lists["GTDT"][0]["GATE"] != "A1" || got[3].Scalars["ESTT"] != "09SEP260930" {
+			t.Fatalf("state: %+v", got)
+		}
+		if got[1].OperationDay != "" {
+			t.Fatal("a DNLD window set the operation day")
+		}
+		type intents struct{ Archived, BackfillTodo int }
+		if diff := cmp.Diff(intents{Archived: 4}, intents{h.archivedCount(), h.intents()}); diff != "" {
+			t.Fatalf("archive or backfill intents (-want +got):\n%s", diff)
+		}
+		st := p.Status()
+		if st.LastProcessedID != del || st.Counts[pumpdata.StatusSucceeded] != 4 || st.QueueDepth != 0 {
+			t.Fatalf("status %+v", st)
+		}
+	})
 }
 
 // Each DEAD row of the failure matrix: terminal at once, reason in the
@@ -66,91 +67,90 @@ func TestDeadMessagesReleaseTheHead(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			h := newHarness(t, "mailbox: {maxMessageBytes: 4096}")
-			h.seqn = 1000 // after the bodies built above
-			body := c.body
-			bad := h.put(body)
-			next := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
-			h.drain(h.newPump())
-			h.wantRow(bad, store.StatusDead, c.reason)
-			if status, reason, _, _ := h.procState(bad); status != store.StatusDead || reason != c.reason {
-				t.Fatalf("proc_state %s/%s", status, reason)
-			}
-			h.wantRow(next, store.StatusSucceeded, "")
-			if f := h.flights(); len(f) != 1 || f[9].Scalars["ESTT"] == "" {
-				t.Fatalf("state after a DEAD message: %+v", f)
-			}
-			if h.count(`SELECT count(*) FROM msg_archive WHERE message_id = $1`, bad) != 1 {
-				t.Fatal("the DEAD message was not archived")
-			}
-			if h.count(`SELECT count(*) FROM msg_event WHERE message_id = $1`, bad) != 0 {
-				t.Fatal("the DEAD message queued events")
-			}
+			eachBackend(t, func(t *testing.T, h *harness) {
+				h.seqn = 1000 // after the bodies built above
+				body := c.body
+				bad := h.put(body)
+				next := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
+				h.drain(h.newPump())
+				h.wantRow(bad, pumpdata.StatusDead, c.reason)
+				if status, reason, _, _ := h.procState(bad); status != pumpdata.StatusDead || reason != c.reason {
+					t.Fatalf("proc_state %s/%s", status, reason)
+				}
+				h.wantRow(next, pumpdata.StatusSucceeded, "")
+				if f := h.flights(); len(f) != 1 || f[9].Scalars["ESTT"] == "" {
+					t.Fatalf("state after a DEAD message: %+v", f)
+				}
+				if held, _, _, _ := h.archived(bad); !held {
+					t.Fatal("the DEAD message was not archived")
+				}
+				if events, _ := h.events(bad); events != 0 {
+					t.Fatal("the DEAD message queued events")
+				}
+			}, "mailbox: {maxMessageBytes: 4096}")
 		})
 	}
 }
 
 func TestOversizeIsArchivedTruncatedNeverParsed(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, "mailbox: {maxMessageBytes: 2048}")
-	id := h.put(strings.Repeat("<x>", 3000))
-	h.drain(h.newPump())
-	h.wantRow(id, store.StatusDead, "OVERSIZE")
-	var size, kept int
-	var truncated bool
-	if err := h.db.QueryRow(t.Context(), `SELECT byte_size, length(body), truncated FROM msg_archive WHERE message_id = $1`, id).
-		Scan(&size, &kept, &truncated); err != nil {
-		t.Fatal(err)
-	}
-	if size != 9000 || kept != 2048 || !truncated {
-		t.Fatalf("archive: size %d kept %d truncated %v", size, kept, truncated)
-	}
+	eachBackend(t, func(t *testing.T, h *harness) {
+		id := h.put(strings.Repeat("<x>", 3000))
+		h.drain(h.newPump())
+		h.wantRow(id, pumpdata.StatusDead, "OVERSIZE")
+		held, size, kept, truncated := h.archived(id)
+		if !held || size != 9000 || kept != 2048 || !truncated {
+			t.Fatalf("archive: size %d kept %d truncated %v", size, kept, truncated)
+		}
+	}, "mailbox: {maxMessageBytes: 2048}")
 }
 
 // FAILED(UNSUPPORTED): retried up to the limit with the head waiting, then
 // DEAD, then the next message.
 func TestUnsupportedRetriesThenDead(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	ref := h.put(`<MSG>` + h.meta("ARPT", "DNLD") + `<ARPT><RECS>1</RECS></ARPT></MSG>`)
-	next := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
-	p := h.newPump()
-	h.drain(p)
-	h.wantRow(ref, store.StatusDead, "UNSUPPORTED_TYPE")
-	status, _, _, attempts := h.procState(ref)
-	if status != store.StatusDead || attempts != 3 {
-		t.Fatalf("unsupported: %s after %d attempts, want DEAD after 3 (limit 2)", status, attempts)
-	}
-	h.wantRow(next, store.StatusSucceeded, "")
-	// status.pump.counts: the two attempts that ended FAILED, then one DEAD.
-	if c := p.Status().Counts; c[store.StatusFailed] != 2 || c[store.StatusDead] != 1 || c[store.StatusSucceeded] != 1 {
-		t.Fatalf("counts %v, want FAILED 2, DEAD 1, SUCCEEDED 1", c)
-	}
+	eachBackend(t, func(t *testing.T, h *harness) {
+		ref := h.put(`<MSG>` + h.meta("ARPT", "DNLD") + `<ARPT><RECS>1</RECS></ARPT></MSG>`)
+		next := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
+		p := h.newPump()
+		h.drain(p)
+		h.wantRow(ref, pumpdata.StatusDead, "UNSUPPORTED_TYPE")
+		status, _, _, attempts := h.procState(ref)
+		if status != pumpdata.StatusDead || attempts != 3 {
+			t.Fatalf("unsupported: %s after %d attempts, want DEAD after 3 (limit 2)", status, attempts)
+		}
+		h.wantRow(next, pumpdata.StatusSucceeded, "")
+		// status.pump.counts: the two attempts that ended FAILED, then one DEAD.
+		if c := p.Status().Counts; c[pumpdata.StatusFailed] != 2 || c[pumpdata.StatusDead] != 1 || c[pumpdata.StatusSucceeded] != 1 {
+			t.Fatalf("counts %v, want FAILED 2, DEAD 1, SUCCEEDED 1", c)
+		}
+	})
 }
 
 func TestUnsupportedBlocksTheHeadWhileRetrying(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, "pump: {backoffInitial: 1h, backoffMax: 1h, unsupportedRetryLimit: 5}")
-	ref := h.put(`<MSG>` + h.meta("ARPT", "DNLD") + `<ARPT><RECS>1</RECS></ARPT></MSG>`)
-	next := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
-	p := h.newPump()
-	h.runUntil(p, "the head waiting on its UNSUPPORTED retry", headBlocked(p, ref, "UNSUPPORTED_TYPE"))
-	if r := h.row(ref); r.Processed {
-		t.Fatalf("a FAILED row was backfilled as terminal: %+v", r)
-	}
-	if status, reason, _, _ := h.procState(ref); status != store.StatusFailed || reason != "UNSUPPORTED_TYPE" {
-		t.Fatalf("proc_state %s %s", status, reason)
-	}
-	type behind struct {
-		NextProcessed bool
-		Flights       int
-	}
-	if diff := cmp.Diff(behind{}, behind{h.row(next).Processed, len(h.flights())}); diff != "" {
-		t.Fatalf("the message behind a waiting head was processed (-want +got):\n%s", diff)
-	}
-	if st := p.Status(); st.HeadID != ref || st.HeadBlockedSince.IsZero() || !strings.Contains(st.HeadLastError, "UNSUPPORTED_TYPE") {
-		t.Fatalf("blocked head not visible: %+v", st)
-	}
+	eachBackend(t, func(t *testing.T, h *harness) {
+		ref := h.put(`<MSG>` + h.meta("ARPT", "DNLD") + `<ARPT><RECS>1</RECS></ARPT></MSG>`)
+		next := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
+		p := h.newPump()
+		h.runUntil(p, "the head waiting on its UNSUPPORTED retry", headBlocked(p, ref, "UNSUPPORTED_TYPE"))
+		if r := h.row(ref); r.Processed {
+			t.Fatalf("a FAILED row was backfilled as terminal: %+v", r)
+		}
+		if status, reason, _, _ := h.procState(ref); status != pumpdata.StatusFailed || reason != "UNSUPPORTED_TYPE" {
+			t.Fatalf("proc_state %s %s", status, reason)
+		}
+		type behind struct {
+			NextProcessed bool
+			Flights       int
+		}
+		if diff := cmp.Diff(behind{}, behind{h.row(next).Processed, len(h.flights())}); diff != "" {
+			t.Fatalf("the message behind a waiting head was processed (-want +got):\n%s", diff)
+		}
+		if st := p.Status(); st.HeadID != ref || st.HeadBlockedSince.IsZero() || !strings.Contains(st.HeadLastError, "UNSUPPORTED_TYPE") {
+			t.Fatalf("blocked head not visible: %+v", st)
+		}
+	}, "pump: {backoffInitial: 1h, backoffMax: 1h, unsupportedRetryLimit: 5}")
 }
 
 // FAILED(INFRA): the batch rolls back, the head stays blocked with backoff,
@@ -181,8 +181,8 @@ func TestInfrastructureFailureBlocksThenRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.drain(p)
-	h.wantRow(first, store.StatusSucceeded, "")
-	h.wantRow(second, store.StatusSucceeded, "")
+	h.wantRow(first, pumpdata.StatusSucceeded, "")
+	h.wantRow(second, pumpdata.StatusSucceeded, "")
 	if st := p.Status(); !st.HeadBlockedSince.IsZero() || len(h.flights()) != 2 {
 		t.Fatalf("after recovery: %+v", st)
 	}
@@ -196,7 +196,7 @@ func TestInfraRetryLimitMakesTheHeadDead(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.drain(h.newPump())
-	h.wantRow(first, store.StatusDead, "INFRA")
+	h.wantRow(first, pumpdata.StatusDead, "INFRA")
 }
 
 // DEAD(PROTOCOL): a snapshot holding a FLID of another day is refused whole;
@@ -209,8 +209,8 @@ func TestDayMismatchIsDeadProtocol(t *testing.T) {
 	next := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"))
 	p := h.newPump()
 	h.drain(p)
-	h.wantRow(day9, store.StatusSucceeded, "")
-	h.wantRow(bad, store.StatusDead, snapshot.ReasonDayMismatch)
+	h.wantRow(day9, pumpdata.StatusSucceeded, "")
+	h.wantRow(bad, pumpdata.StatusDead, snapshot.ReasonDayMismatch)
 	// The operator turns notices into Kubernetes Events: the refusal, and
 	// the trace row's DAY_MISMATCH alert.
 	var refusals, alerts []pump.Notice
@@ -230,7 +230,7 @@ func TestDayMismatchIsDeadProtocol(t *testing.T) {
 	if n := p.DrainNotices(); len(n) != 0 {
 		t.Fatalf("notices drained twice: %+v", n)
 	}
-	h.wantRow(next, store.StatusSucceeded, "")
+	h.wantRow(next, pumpdata.StatusSucceeded, "")
 	f := h.flights()
 	if _, ok := f[3]; ok || f[1].OperationDay != "2026-09-09" {
 		t.Fatalf("the refused snapshot changed state: %+v", f)
@@ -257,7 +257,7 @@ func TestSavepointIsolatesADeadMessageInABatch(t *testing.T) {
 	p := h.newPump()
 	// Warm the adaptive batch size up so the four land in one batch.
 	h.drain(p)
-	for i, want := range []string{store.StatusSucceeded, store.StatusSucceeded, store.StatusDead, store.StatusSucceeded} {
+	for i, want := range []string{pumpdata.StatusSucceeded, pumpdata.StatusSucceeded, pumpdata.StatusDead, pumpdata.StatusSucceeded} {
 		if r := h.row(ids[i]); r.Result != want {
 			t.Fatalf("row %d: %+v, want %s", i, r, want)
 		}
@@ -270,122 +270,117 @@ func TestSavepointIsolatesADeadMessageInABatch(t *testing.T) {
 // Re-sent copies and SEQN rules (SPEC §2.4, seed 000 §5.6).
 func TestIdentityAndSequence(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	orig := h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>")
-	a := h.put(orig)
-	copyOf := h.put(orig) // same SNDR|TYPE|STYP|SEQN, same payload
-	reuse := h.put(strings.Replace(orig, "09SEP260930", "09SEP260945", 1))
-	regress := h.put(strings.Replace(h.flop("ESTT", 9, "<ESTT>09SEP261000</ESTT>"), "<SEQN>", "<SEQN>1", 1))
-	older := h.put(strings.Replace(h.flop("ESTT", 9, "<ESTT>09SEP261005</ESTT>"), "<SEQN>", "<SEQN>0", 1))
-	h.drain(h.newPump())
+	eachBackend(t, func(t *testing.T, h *harness) {
+		orig := h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>")
+		a := h.put(orig)
+		copyOf := h.put(orig) // same SNDR|TYPE|STYP|SEQN, same payload
+		reuse := h.put(strings.Replace(orig, "09SEP260930", "09SEP260945", 1))
+		regress := h.put(strings.Replace(h.flop("ESTT", 9, "<ESTT>09SEP261000</ESTT>"), "<SEQN>", "<SEQN>1", 1))
+		older := h.put(strings.Replace(h.flop("ESTT", 9, "<ESTT>09SEP261005</ESTT>"), "<SEQN>", "<SEQN>0", 1))
+		h.drain(h.newPump())
 
-	h.wantRow(a, store.StatusSucceeded, "")
-	h.wantRow(copyOf, store.StatusSkipped, pump.ReasonDuplicate)
-	h.wantRow(reuse, store.StatusSucceeded, "")
-	if _, _, flags, _ := h.procState(reuse); !slices.Contains(flags, pump.FlagSeqnReuse) {
-		t.Fatalf("reuse flags %v", flags)
-	}
-	h.wantRow(regress, store.StatusSucceeded, "")
-	h.wantRow(older, store.StatusSucceeded, "")
-	if _, _, flags, _ := h.procState(older); !slices.Contains(flags, pump.FlagSeqnRegression) {
-		t.Fatalf("a lower SEQN was not flagged: %v", flags)
-	}
-	if got := h.flights()[9].Scalars["ESTT"]; got != "09SEP261005" {
-		t.Fatalf("SEQN regression must only flag, not block: ESTT %s", got)
-	}
+		h.wantRow(a, pumpdata.StatusSucceeded, "")
+		h.wantRow(copyOf, pumpdata.StatusSkipped, pump.ReasonDuplicate)
+		h.wantRow(reuse, pumpdata.StatusSucceeded, "")
+		if _, _, flags, _ := h.procState(reuse); !slices.Contains(flags, pump.FlagSeqnReuse) {
+			t.Fatalf("reuse flags %v", flags)
+		}
+		h.wantRow(regress, pumpdata.StatusSucceeded, "")
+		h.wantRow(older, pumpdata.StatusSucceeded, "")
+		if _, _, flags, _ := h.procState(older); !slices.Contains(flags, pump.FlagSeqnRegression) {
+			t.Fatalf("a lower SEQN was not flagged: %v", flags)
+		}
+		if got := h.flights()[9].Scalars["ESTT"]; got != "09SEP261005" {
+			t.Fatalf("SEQN regression must only flag, not block: ESTT %s", got)
+		}
+	})
 }
 
 // A row whose result is committed but not written back (crash, mailbox
 // down) is only backfilled again, never re-applied.
 func TestTerminalRowIsOnlyBackfilledAgain(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	id := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
-	h.drain(h.newPump())
-	version := h.flights()[9].StateVersion
-	if _, err := h.mbox.Exec(`UPDATE CMINMSGS SET CMINMSGS_DATE_PROCESSED = NULL, CMINMSGS_PROC_RESULT = NULL WHERE CMINMSGS_ID = ?`, id); err != nil {
-		t.Fatal(err)
-	}
-	h.drain(h.newPump())
-	h.wantRow(id, store.StatusSucceeded, "")
-	type applied struct {
-		Attempts     int
-		StateVersion int64
-	}
-	_, _, _, attempts := h.procState(id)
-	if diff := cmp.Diff(applied{1, version}, applied{attempts, h.flights()[9].StateVersion}); diff != "" {
-		t.Fatalf("the row was applied twice (-want +got):\n%s", diff)
-	}
-	if h.count(`SELECT count(*) FROM msg_event_record WHERE message_id = $1`, id) != 2 {
-		t.Fatal("events duplicated")
-	}
+	eachBackend(t, func(t *testing.T, h *harness) {
+		id := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
+		h.drain(h.newPump())
+		version := h.flights()[9].StateVersion
+		h.unprocess(id)
+		h.drain(h.newPump())
+		h.wantRow(id, pumpdata.StatusSucceeded, "")
+		type applied struct {
+			Attempts     int
+			StateVersion int64
+		}
+		_, _, _, attempts := h.procState(id)
+		if diff := cmp.Diff(applied{1, version}, applied{attempts, h.flights()[9].StateVersion}); diff != "" {
+			t.Fatalf("the row was applied twice (-want +got):\n%s", diff)
+		}
+		if _, records := h.events(id); records != 2 {
+			t.Fatal("events duplicated")
+		}
+	})
 }
 
 // Backfill intents registered before a crash are written at start.
 func TestBackfillIntentsAreRecoveredAtStart(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	body := h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>")
-	id := h.put(body)
-	// A committed DEAD result of this very row (same received time and
-	// payload) whose backfill never happened.
-	if _, err := h.db.Exec(t.Context(), `INSERT INTO proc_state (message_id, status, reason, note, received_at, payload_digest, finished_at)
-		VALUES ($1, 'DEAD', 'MALFORMED_XML', 'MALFORMED_XML: test', $2, $3, now())`, id, h.nextRow, store.PayloadDigest([]byte(body))); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.db.Exec(t.Context(), `INSERT INTO backfill_todo (message_ids, processed_at) VALUES (ARRAY[$1::bigint], now())`, id); err != nil {
-		t.Fatal(err)
-	}
-	h.drain(h.newPump())
-	h.wantRow(id, store.StatusDead, "MALFORMED_XML")
-	type leftovers struct{ Flights, BackfillTodo int }
-	if diff := cmp.Diff(leftovers{}, leftovers{len(h.flights()), h.count(`SELECT count(*) FROM backfill_todo`)}); diff != "" {
-		t.Fatalf("a committed DEAD result was re-applied or its intent kept (-want +got):\n%s", diff)
-	}
+	eachBackend(t, func(t *testing.T, h *harness) {
+		body := h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>")
+		id := h.put(body)
+		// A committed DEAD result of this very row (same received time and
+		// payload) whose backfill never happened.
+		h.committedNotWrittenBack(id, body, pumpdata.StatusDead, "MALFORMED_XML", "MALFORMED_XML: test")
+		h.drain(h.newPump())
+		h.wantRow(id, pumpdata.StatusDead, "MALFORMED_XML")
+		type leftovers struct{ Flights, BackfillTodo int }
+		if diff := cmp.Diff(leftovers{}, leftovers{len(h.flights()), h.intents()}); diff != "" {
+			t.Fatalf("a committed DEAD result was re-applied or its intent kept (-want +got):\n%s", diff)
+		}
+	})
 }
 
 func TestAStalePumpIsFenced(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
-	p := h.newPump()
-	if _, err := h.store.TakeEpoch(t.Context(), "newer"); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	if err := p.Run(ctx); !errors.Is(err, pump.ErrFenced) {
-		t.Fatalf("run = %v, want ErrFenced", err)
-	}
-	if len(h.flights()) != 0 {
-		t.Fatal("a fenced pump wrote state")
-	}
+	eachBackend(t, func(t *testing.T, h *harness) {
+		h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
+		p := h.newPump()
+		h.takeOver()
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		if err := p.Run(ctx); !errors.Is(err, pump.ErrFenced) {
+			t.Fatalf("run = %v, want ErrFenced", err)
+		}
+		if len(h.flights()) != 0 {
+			t.Fatal("a fenced pump wrote state")
+		}
+	})
 }
 
 func TestStopIsClean(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	for i := range 20 {
-		h.put(h.flop("ESTT", 100+i, "<ESTT>09SEP260930</ESTT>"))
-	}
-	p := h.newPump()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("run after cancel: %v", err)
-	}
-	// Whatever was committed is complete: every processed row has its
-	// flight and its events, every flight has its processed row.
-	processed := h.count(`SELECT count(*) FROM proc_state WHERE status = 'SUCCEEDED'`)
-	if len(h.flights()) != processed || h.count(`SELECT count(*) FROM msg_event_record`) != 2*processed {
-		t.Fatalf("partial state after stop: %d processed, %d flights", processed, len(h.flights()))
-	}
-	h.drain(h.newPump())
-	if len(h.flights()) != 20 {
-		t.Fatal("messages lost across a stop")
-	}
+	eachBackend(t, func(t *testing.T, h *harness) {
+		for i := range 20 {
+			h.put(h.flop("ESTT", 100+i, "<ESTT>09SEP260930</ESTT>"))
+		}
+		p := h.newPump()
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- p.Run(ctx) }()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("run after cancel: %v", err)
+		}
+		// Whatever was committed is complete: every processed row has its
+		// flight and its events, every flight has its processed row.
+		processed := h.statusCount(pumpdata.StatusSucceeded)
+		if _, records := h.events(0); len(h.flights()) != processed || records != 2*processed {
+			t.Fatalf("partial state after stop: %d processed, %d flights", processed, len(h.flights()))
+		}
+		h.drain(h.newPump())
+		if len(h.flights()) != 20 {
+			t.Fatal("messages lost across a stop")
+		}
+	})
 }
 
 func TestHistorySweepMovesFinishedFlights(t *testing.T) {
@@ -395,8 +390,8 @@ func TestHistorySweepMovesFinishedFlights(t *testing.T) {
 	old := h.put(h.flop("SODT", 1, "<SODT>05SEP260800</SODT>"))
 	fresh := h.put(h.flop("SODT", 2, "<SODT>09SEP260800</SODT>"))
 	h.drain(h.newPump())
-	h.wantRow(old, store.StatusSucceeded, "")
-	h.wantRow(fresh, store.StatusSucceeded, "")
+	h.wantRow(old, pumpdata.StatusSucceeded, "")
+	h.wantRow(fresh, pumpdata.StatusSucceeded, "")
 	if len(h.flights()) != 2 {
 		t.Fatal("flights not created")
 	}
@@ -414,7 +409,7 @@ func TestHistorySweepMovesFinishedFlights(t *testing.T) {
 	if err := h.db.QueryRow(t.Context(), `SELECT reason, state::text FROM flight_history WHERE flid = 1`).Scan(&reason, &state); err != nil {
 		t.Fatal(err)
 	}
-	if reason != store.HistoryScheduled || !strings.Contains(state, `"SODT": "05SEP260800"`) {
+	if reason != pumpdata.HistoryScheduled || !strings.Contains(state, `"SODT": "05SEP260800"`) {
 		t.Fatalf("history %s %s", reason, state)
 	}
 	if h.count(`SELECT count(*) FROM msg_event WHERE flid = 1 AND event = 'DELETE'`) != 1 {
@@ -438,9 +433,9 @@ func TestDataTheDatabaseRefusesIsDead(t *testing.T) {
 	}
 	p := h.newPump()
 	h.drain(p)
-	h.wantRow(ids[0], store.StatusSucceeded, "")
-	h.wantRow(ids[1], store.StatusDead, pump.ReasonDataRejected)
-	h.wantRow(ids[2], store.StatusSucceeded, "")
+	h.wantRow(ids[0], pumpdata.StatusSucceeded, "")
+	h.wantRow(ids[1], pumpdata.StatusDead, pump.ReasonDataRejected)
+	h.wantRow(ids[2], pumpdata.StatusSucceeded, "")
 	f := h.flights()
 	if _, ok := f[2]; ok || len(f) != 2 {
 		t.Fatalf("state: %+v", f)
@@ -474,8 +469,8 @@ func TestLedgerInconsistentIsDeadAndChangesNothing(t *testing.T) {
 	next := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"))
 	h.drain(p)
 
-	h.wantRow(bad, store.StatusDead, snapshot.ReasonLedgerInconsistent)
-	h.wantRow(next, store.StatusSucceeded, "")
+	h.wantRow(bad, pumpdata.StatusDead, snapshot.ReasonLedgerInconsistent)
+	h.wantRow(next, pumpdata.StatusSucceeded, "")
 	f := h.flights()
 	if _, ok := f[2]; !ok || f[1].Scalars["FLNO"] != "CA1" || f[1].Scalars["ESTT"] != "09SEP260930" {
 		t.Fatalf("flights after the refused snapshot: %+v", f)
@@ -497,17 +492,15 @@ func TestLedgerInconsistentIsDeadAndChangesNothing(t *testing.T) {
 // with upserts — never DEAD for it.
 func TestStrayArchiveRowDoesNotRefuseTheMessage(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	id := h.put(h.flop("ESTT", 4711, "<ESTT>09SEP261000</ESTT>"))
-	if _, err := h.db.Exec(context.Background(), `INSERT INTO msg_archive (message_id, received_at, byte_size, digest, body)
-		VALUES ($1, now(), 1, '\x00', 'x')`, id); err != nil {
-		t.Fatal(err)
-	}
-	h.drain(h.newPump())
-	h.wantRow(id, "SUCCEEDED", "")
-	if status, _, _, _ := h.procState(id); status != "SUCCEEDED" {
-		t.Fatalf("processing state %s", status)
-	}
+	eachBackend(t, func(t *testing.T, h *harness) {
+		id := h.put(h.flop("ESTT", 4711, "<ESTT>09SEP261000</ESTT>"))
+		h.strayArchiveRow(id)
+		h.drain(h.newPump())
+		h.wantRow(id, "SUCCEEDED", "")
+		if status, _, _, _ := h.procState(id); status != "SUCCEEDED" {
+			t.Fatalf("processing state %s", status)
+		}
+	})
 }
 
 // A flight a FLOP created for an unknown FLID (no full-day snapshot ever
@@ -529,7 +522,7 @@ func TestNullDayFlightsAreRetiredByDefault(t *testing.T) {
 			h := newHarness(t, tc.extra...)
 			id := h.put(h.flop("ESTT", 1, "<ESTT>09SEP261000</ESTT>"))
 			h.drain(h.newPump())
-			h.wantRow(id, store.StatusSucceeded, "")
+			h.wantRow(id, pumpdata.StatusSucceeded, "")
 			if _, ok := h.flights()[1]; !ok {
 				t.Fatal("the FLOP created no flight")
 			}
@@ -541,9 +534,9 @@ func TestNullDayFlightsAreRetiredByDefault(t *testing.T) {
 			if current == tc.retire {
 				t.Fatalf("flight still current: %v, want %v", current, !tc.retire)
 			}
-			n := h.count(`SELECT count(*) FROM flight_history WHERE flid = 1 AND reason = $1`, store.HistoryNullDay)
+			n := h.count(`SELECT count(*) FROM flight_history WHERE flid = 1 AND reason = $1`, pumpdata.HistoryNullDay)
 			if want := map[bool]int{true: 1, false: 0}[tc.retire]; n != want {
-				t.Fatalf("%d history rows with %s, want %d", n, store.HistoryNullDay, want)
+				t.Fatalf("%d history rows with %s, want %d", n, pumpdata.HistoryNullDay, want)
 			}
 		})
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/sis"
-	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 // replayBatch bounds the replay requests taken between two batches.
@@ -28,7 +28,7 @@ func (p *Pump) runReplays(ctx context.Context) error {
 	}
 	for _, req := range reqs {
 		if err := p.replay(ctx, req); err != nil {
-			if errors.Is(err, store.ErrFenced) {
+			if errors.Is(err, pumpdata.ErrFenced) {
 				return err
 			}
 			if ctx.Err() != nil {
@@ -47,7 +47,7 @@ func (p *Pump) runReplays(ctx context.Context) error {
 // proc_state and its mailbox row) says what the replay came to. A request
 // that does not fit the message (it is no longer DEAD, its text is not
 // archived, skip-conflicts on another reason) is REFUSED with the reason.
-func (p *Pump) replay(ctx context.Context, req store.ReplayRequest) error {
+func (p *Pump) replay(ctx context.Context, req pumpdata.ReplayRequest) error {
 	start := p.clock.Now()
 	log := p.log.WithValues("msg_id", req.MessageID, "replay", req.ID, "policy", req.Policy)
 	tx, err := p.store.Begin(ctx, p.epoch)
@@ -60,8 +60,8 @@ func (p *Pump) replay(ctx context.Context, req store.ReplayRequest) error {
 		return err
 	}
 	if why := replayRefusal(req, src); why != "" {
-		req.State, req.Note = store.ReplayRefused, why
-		if err := tx.FinishReplay(ctx, req, ""); err != nil {
+		req.State, req.Note = pumpdata.ReplayRefused, why
+		if err := tx.Write(ctx, Writes{Replay: &req}); err != nil {
 			return err
 		}
 		log.Info("replay refused", "why", why)
@@ -71,9 +71,9 @@ func (p *Pump) replay(ctx context.Context, req store.ReplayRequest) error {
 	row := mailbox.Row{ID: req.MessageID, Received: src.ReceivedAt, Body: src.Body, Size: int64(len(src.Body))}
 	b := p.decodeBatch([]mailbox.Row{row})
 	it := b.items[0]
-	if req.Policy == store.ReplaySkipConflicts && (it.msg == nil || it.decErr != nil || it.msg.Kind != sis.KindSnapshot) {
-		req.State, req.Note = store.ReplayRefused, "skip-conflicts is only for a snapshot, and the archived text no longer decodes as one"
-		if err := tx.FinishReplay(ctx, req, ""); err != nil {
+	if req.Policy == pumpdata.ReplaySkipConflicts && (it.msg == nil || it.decErr != nil || it.msg.Kind != sis.KindSnapshot) {
+		req.State, req.Note = pumpdata.ReplayRefused, "skip-conflicts is only for a snapshot, and the archived text no longer decodes as one"
+		if err := tx.Write(ctx, Writes{Replay: &req}); err != nil {
 			return err
 		}
 		return tx.Commit(ctx)
@@ -91,8 +91,8 @@ func (p *Pump) replay(ctx context.Context, req store.ReplayRequest) error {
 		}
 	}
 	run := &batchRun{tx: tx, set: pre.Set, priors: pre.Priors, seen: map[string][]byte{}, seqn: map[string]int{}, reload: b.request,
-		skipConflicts: req.Policy == store.ReplaySkipConflicts, replay: true}
-	o, _, err := p.processGuarded(ctx, run, it, store.ProcState{})
+		skipConflicts: req.Policy == pumpdata.ReplaySkipConflicts, replay: true}
+	o, _, err := p.processGuarded(ctx, run, it, pumpdata.ProcState{})
 	if pe, ok := asPanic(err); ok {
 		// Rolled back whole: the request ends, the message stays as it
 		// was, and the next pass does not run into the same panic.
@@ -102,16 +102,13 @@ func (p *Pump) replay(ctx context.Context, req store.ReplayRequest) error {
 	if err != nil {
 		return err
 	}
-	if err := tx.FinishBatch(ctx, nil, run.set, nil); err != nil {
-		return err
-	}
 	res := o.result
-	req.State, req.Result, req.Reason, req.Note = store.ReplayDone, res.Status, res.Reason, res.Note
-	if o.trace != nil && o.trace.Detail != "" && res.Status == store.StatusSucceeded {
+	req.State, req.Result, req.Reason, req.Note = pumpdata.ReplayDone, res.Status, res.Reason, res.Note
+	if o.trace != nil && o.trace.Detail != "" && res.Status == pumpdata.StatusSucceeded {
 		req.Note = o.trace.Detail
 	}
 	note := replayNote(src.State.Note, req, start.UTC().Format("2006-01-02T15:04:05Z"))
-	if err := tx.FinishReplay(ctx, req, note); err != nil {
+	if err := tx.Write(ctx, Writes{Set: run.set, Replay: &req, ReplayNote: note}); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -122,7 +119,7 @@ func (p *Pump) replay(ctx context.Context, req store.ReplayRequest) error {
 	if o.changed && p.opts.Notify != nil {
 		p.opts.Notify()
 	}
-	p.pending = append(p.pending, store.Backfill{MessageID: req.MessageID, Received: src.ReceivedAt, Result: src.State.Status,
+	p.pending = append(p.pending, pumpdata.Backfill{MessageID: req.MessageID, Received: src.ReceivedAt, Result: src.State.Status,
 		Note: note, Processed: p.clock.Now()})
 	p.writeTraces(ctx, []outcome{o}, "")
 	p.replayDone(req, res)
@@ -134,27 +131,27 @@ func (p *Pump) replay(ctx context.Context, req store.ReplayRequest) error {
 // message is applied, and the original message's note says so, as a live
 // message's panic would (a request left PENDING would panic the pump at
 // every pass).
-func (p *Pump) replayPanicked(ctx context.Context, req store.ReplayRequest, src store.ReplaySource, it item,
+func (p *Pump) replayPanicked(ctx context.Context, req pumpdata.ReplayRequest, src pumpdata.ReplaySource, it item,
 	pe *panicError, at string) error {
-	res := store.Result{MessageID: req.MessageID, ReceivedAt: src.ReceivedAt, Status: store.StatusDead,
+	res := pumpdata.Result{MessageID: req.MessageID, ReceivedAt: src.ReceivedAt, Status: pumpdata.StatusDead,
 		Reason: ReasonInternal, Note: pe.Error()}
 	if it.msg != nil {
 		res.Type, res.Styp = it.msg.Meta.Type, it.msg.Meta.Styp
 	}
-	req.State, req.Result, req.Reason, req.Note = store.ReplayDone, res.Status, res.Reason, res.Note
+	req.State, req.Result, req.Reason, req.Note = pumpdata.ReplayDone, res.Status, res.Reason, res.Note
 	note := replayNote(src.State.Note, req, at)
 	tx, err := p.store.Begin(ctx, p.epoch)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := tx.FinishReplay(ctx, req, note); err != nil {
+	if err := tx.Write(ctx, Writes{Replay: &req, ReplayNote: note}); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return err
 	}
-	p.pending = append(p.pending, store.Backfill{MessageID: req.MessageID, Received: src.ReceivedAt, Result: src.State.Status,
+	p.pending = append(p.pending, pumpdata.Backfill{MessageID: req.MessageID, Received: src.ReceivedAt, Result: src.State.Status,
 		Note: note, Processed: p.clock.Now()})
 	p.replayDone(req, res)
 	return nil
@@ -163,14 +160,14 @@ func (p *Pump) replayPanicked(ctx context.Context, req store.ReplayRequest, src 
 // replayDone counts a replay's outcome like a live message's: the messages
 // metric, the status counts, and a DEAD replay's notice (an Event of its
 // reason), its detail naming the replay.
-func (p *Pump) replayDone(req store.ReplayRequest, res store.Result) {
+func (p *Pump) replayDone(req pumpdata.ReplayRequest, res pumpdata.Result) {
 	p.obs.MessageDone(res.Type, res.Styp, res.Status)
-	if res.Status == store.StatusDead && res.Reason == ReasonInternal {
+	if res.Status == pumpdata.StatusDead && res.Reason == ReasonInternal {
 		p.obs.MessagePanicked()
 	}
 	p.update(func(s *Status) {
 		s.Counts[res.Status]++
-		if res.Status == store.StatusDead {
+		if res.Status == pumpdata.StatusDead {
 			p.notice(req.MessageID, res.Reason, fmt.Sprintf("replay %d (%s): %s", req.ID, req.Policy, res.Note))
 		}
 	})
@@ -178,7 +175,7 @@ func (p *Pump) replayDone(req store.ReplayRequest, res store.Result) {
 
 // replayRefusal says why req cannot run on the message as it is now ("" when
 // it can); the command checked the same when it recorded the request.
-func replayRefusal(req store.ReplayRequest, src store.ReplaySource) string {
+func replayRefusal(req pumpdata.ReplayRequest, src pumpdata.ReplaySource) string {
 	switch {
 	case src.State.Status == "":
 		return "this feed never processed a message with that id"
@@ -187,12 +184,12 @@ func replayRefusal(req store.ReplayRequest, src store.ReplaySource) string {
 	case src.Truncated:
 		return "only the first bytes of its raw text are archived"
 	}
-	return store.ReplayFits(req.Policy, src.State.Status, src.State.Reason)
+	return pumpdata.ReplayFits(req.Policy, src.State.Status, src.State.Reason)
 }
 
 // replayNote is the original message's note after a replay: its own note,
 // then what the replay came to.
-func replayNote(orig string, req store.ReplayRequest, at string) string {
+func replayNote(orig string, req pumpdata.ReplayRequest, at string) string {
 	what := req.Result
 	if req.Note != "" {
 		what += ": " + req.Note

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
@@ -47,8 +48,8 @@ func TestReplaysCountLikeLiveMessages(t *testing.T) {
 	obs := &doneObserver{done: map[string]int{}}
 	p := h.newPump(func(o *pump.Options) { o.Observer = obs })
 	h.drain(p)
-	h.wantRow(bad, store.StatusDead, snapshot.ReasonDayMismatch)
-	h.wantRow(stale, store.StatusDead, snapshot.ReasonDayMismatch)
+	h.wantRow(bad, pumpdata.StatusDead, snapshot.ReasonDayMismatch)
+	h.wantRow(stale, pumpdata.StatusDead, snapshot.ReasonDayMismatch)
 	before := p.Status().Counts
 	obs.take()
 	p.DrainNotices()
@@ -59,7 +60,7 @@ func TestReplaysCountLikeLiveMessages(t *testing.T) {
 	}
 	t.Cleanup(st.Close)
 	for _, id := range []int64{bad, stale} {
-		if _, err := st.RequestReplay(t.Context(), id, store.ReplayAsNew); err != nil {
+		if _, err := st.RequestReplay(t.Context(), id, pumpdata.ReplayAsNew); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -70,10 +71,10 @@ func TestReplaysCountLikeLiveMessages(t *testing.T) {
 
 	after := p.Status().Counts
 	got := map[string]int64{}
-	for _, s := range []string{store.StatusSucceeded, store.StatusDead} {
+	for _, s := range []string{pumpdata.StatusSucceeded, pumpdata.StatusDead} {
 		got[s] = after[s] - before[s]
 	}
-	if diff := cmp.Diff(map[string]int64{store.StatusSucceeded: 1, store.StatusDead: 1}, got); diff != "" {
+	if diff := cmp.Diff(map[string]int64{pumpdata.StatusSucceeded: 1, pumpdata.StatusDead: 1}, got); diff != "" {
 		t.Errorf("status counts of the replays (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(map[string]int{"SCHD/DNLD SUCCEEDED": 1, "SCHD/DNLD DEAD": 1}, obs.take()); diff != "" {
@@ -107,7 +108,7 @@ func TestReplayPanicEndsTheRequest(t *testing.T) {
 	obs := &doneObserver{done: map[string]int{}}
 	p := h.newPump(func(o *pump.Options) { o.Observer = obs })
 	h.drain(p)
-	h.wantRow(bad, store.StatusDead, snapshot.ReasonDayMismatch)
+	h.wantRow(bad, pumpdata.StatusDead, snapshot.ReasonDayMismatch)
 	before := h.export()
 	obs.take()
 
@@ -121,7 +122,7 @@ func TestReplayPanicEndsTheRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	if _, err := st.RequestReplay(t.Context(), bad, store.ReplayAsNew); err != nil {
+	if _, err := st.RequestReplay(t.Context(), bad, pumpdata.ReplayAsNew); err != nil {
 		t.Fatal(err)
 	}
 	h.runUntil(p, "the replay done", func() (bool, string) {
@@ -131,7 +132,7 @@ func TestReplayPanicEndsTheRequest(t *testing.T) {
 	if after := h.export(); after != before {
 		t.Errorf("the panicking replay changed the flights:\n%s\nwant\n%s", after, before)
 	}
-	if status, reason, _, _ := h.procState(bad); status != store.StatusDead || reason != snapshot.ReasonDayMismatch {
+	if status, reason, _, _ := h.procState(bad); status != pumpdata.StatusDead || reason != snapshot.ReasonDayMismatch {
 		t.Errorf("the message after the replay: %s %s, want it as it was", status, reason)
 	}
 	if diff := cmp.Diff(map[string]int{"SCHD/DNLD DEAD": 1}, obs.take()); diff != "" {

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/sis"
-	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 // requestKind is the one request kind the pump sends: RQFD, full day.
@@ -131,7 +131,7 @@ func dayRange(day string, loc *time.Location) (time.Time, time.Time, error) {
 	return start, start.Add(24*time.Hour - time.Minute), nil
 }
 
-func (r *requester) open(ctx context.Context, day string) (*store.Request, error) {
+func (r *requester) open(ctx context.Context, day string) (*pumpdata.Request, error) {
 	start, end, err := dayRange(day, r.p.feed.Location)
 	if err != nil {
 		return nil, err
@@ -154,7 +154,7 @@ func (r *requester) open(ctx context.Context, day string) (*store.Request, error
 }
 
 // send writes the request into the mailbox's outbound table and records it.
-func (r *requester) send(ctx context.Context, req *store.Request) error {
+func (r *requester) send(ctx context.Context, req *pumpdata.Request) error {
 	spec := r.p.feed.Spec.Requests
 	start, end, err := dayRange(req.Day, r.p.feed.Location)
 	if err != nil {
@@ -197,13 +197,13 @@ func (r *requester) send(ctx context.Context, req *store.Request) error {
 // but the pump that opened the request may have run on another host.
 const requestClockSkew = time.Minute
 
-func (r *requester) timeOut(ctx context.Context, req *store.Request) error {
+func (r *requester) timeOut(ctx context.Context, req *pumpdata.Request) error {
 	tx, err := r.p.store.Begin(ctx, r.p.epoch)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := tx.TimeOutRequest(ctx, req.ID); err != nil {
+	if err := tx.SettleRequest(ctx, req.ID, pumpdata.RequestTimedOut, 0); err != nil {
 		return err
 	}
 	r.p.log.Info("full-day request timed out", "day", req.Day, "seqn", req.Seqn)

@@ -9,8 +9,9 @@ import (
 	"time"
 
 	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/pump/pumptest"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
-	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 type outbound struct {
@@ -22,6 +23,15 @@ type outbound struct {
 
 func (h *harness) outbound() []outbound {
 	h.t.Helper()
+	if h.inbox != nil {
+		h.inbox.Lock()
+		defer h.inbox.Unlock()
+		var out []outbound
+		for i, o := range h.inbox.Outbound {
+			out = append(out, outbound{ID: int64(i + 1), Routing: o.RoutingID, Body: string(o.Body)})
+		}
+		return out
+	}
 	rows, err := h.mbox.Query(`SELECT COUTMSGS_ID, ROUTINGID, COUTMSGS_CLOB_MSG, COUTMSGS_DATE_SENT FROM COUTMSGS ORDER BY COUTMSGS_ID`)
 	if err != nil {
 		h.t.Fatal(err)
@@ -43,6 +53,15 @@ func (h *harness) outbound() []outbound {
 
 func (h *harness) requests() map[string][]string {
 	h.t.Helper()
+	if h.mem != nil {
+		out := map[string][]string{}
+		h.mem.View(func(d pumptest.Data) {
+			for _, r := range d.Requests {
+				out[r.Day] = append(out[r.Day], r.Status)
+			}
+		})
+		return out
+	}
 	rows, err := h.db.Query(h.t.Context(), `SELECT operation_day::text, status FROM req_track ORDER BY id`)
 	if err != nil {
 		h.t.Fatal(err)
@@ -81,7 +100,7 @@ func TestRequestsAndTheirAnswers(t *testing.T) {
 	}
 	// The unsolicited RESP (processed after the request went out, but for
 	// another day) upserted without setting the day.
-	h.wantRow(unsolicited, store.StatusSucceeded, "")
+	h.wantRow(unsolicited, pumpdata.StatusSucceeded, "")
 	if _, _, flags, _ := h.procState(unsolicited); !slices.Contains(flags, snapshot.FlagUnsolicited) {
 		t.Fatalf("unsolicited flags %v", flags)
 	}
@@ -92,12 +111,12 @@ func TestRequestsAndTheirAnswers(t *testing.T) {
 	// The AODB answers the 9/9 request.
 	answer := h.put(h.schd("RESP", fltr(1, "CA1", "09"), fltr(2, "CA2", "09")))
 	h.drain(p)
-	h.wantRow(answer, store.StatusSucceeded, "")
+	h.wantRow(answer, pumpdata.StatusSucceeded, "")
 	if f := h.flights(); f[1].OperationDay != "2026-09-09" || f[2].OperationDay != "2026-09-09" {
 		t.Fatalf("the answer was not a full-day snapshot: %+v", f)
 	}
 	reqs := h.requests()
-	if !slices.Equal(reqs["2026-09-09"], []string{store.RequestCompleted}) {
+	if !slices.Equal(reqs["2026-09-09"], []string{pumpdata.RequestCompleted}) {
 		t.Fatalf("9/9 request: %v", reqs)
 	}
 	// Then 9/10 is requested (the next tick after the completion).
@@ -106,7 +125,7 @@ func TestRequestsAndTheirAnswers(t *testing.T) {
 		return len(reqs["2026-09-10"]) > 0 && len(out) >= 2, fmt.Sprint(reqs, len(out), " outbound")
 	})
 	reqs = h.requests()
-	if !slices.Equal(reqs["2026-09-10"], []string{store.RequestPending}) {
+	if !slices.Equal(reqs["2026-09-10"], []string{pumpdata.RequestPending}) {
 		t.Fatalf("9/10 request: %v", reqs)
 	}
 	if out := h.outbound(); len(out) != 2 || !strings.Contains(out[1].Body, "<STDB>10SEP260000</STDB>") || !strings.Contains(out[1].Body, "<SEQN>000002</SEQN>") {
@@ -128,19 +147,20 @@ func TestUnansweredRequestTimesOutAndIsResentOnce(t *testing.T) {
 		t.Skip("waits out a 1 s request timeout twice (3.5 s)")
 	}
 	t.Parallel()
-	h := newHarness(t, "requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 1s, routingId: AODB}")
-	p := h.newPump()
-	// Long enough for the resend to time out too, and not to be sent a
-	// third time: a wait for something that must not happen has no
-	// condition to poll.
-	h.runFor(p, 3500*time.Millisecond)
-	reqs := h.requests()["2026-09-09"]
-	if len(reqs) != 2 || reqs[0] != store.RequestTimedOut {
-		t.Fatalf("9/9 requests %v: want the first TIMED_OUT and one resend", reqs)
-	}
-	if n := len(h.outbound()); n != 2 {
-		t.Fatalf("%d outbound requests, want 2", n)
-	}
+	eachBackend(t, func(t *testing.T, h *harness) {
+		p := h.newPump()
+		// Long enough for the resend to time out too, and not to be sent a
+		// third time: a wait for something that must not happen has no
+		// condition to poll.
+		h.runFor(p, 3500*time.Millisecond)
+		reqs := h.requests()["2026-09-09"]
+		if len(reqs) != 2 || reqs[0] != pumpdata.RequestTimedOut {
+			t.Fatalf("9/9 requests %v: want the first TIMED_OUT and one resend", reqs)
+		}
+		if n := len(h.outbound()); n != 2 {
+			t.Fatalf("%d outbound requests, want 2", n)
+		}
+	}, "requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 1s, routingId: AODB}")
 }
 
 // A pump that starts again (restart, takeover, crash loop) does not ask
@@ -153,7 +173,7 @@ func TestRestartDoesNotAskAgainForAnAnsweredDay(t *testing.T) {
 	h.drain(first) // 9/9 requested
 	h.put(h.schd("RESP", fltr(1, "CA1", "09")))
 	h.drain(first) // and answered; the pump stops before it asks for 9/10
-	if reqs := h.requests(); !slices.Equal(reqs["2026-09-09"], []string{store.RequestCompleted}) || len(reqs["2026-09-10"]) != 0 {
+	if reqs := h.requests(); !slices.Equal(reqs["2026-09-09"], []string{pumpdata.RequestCompleted}) || len(reqs["2026-09-10"]) != 0 {
 		t.Fatalf("before the restart: %v, want 9/9 answered and 9/10 not yet asked for", reqs)
 	}
 
@@ -163,7 +183,7 @@ func TestRestartDoesNotAskAgainForAnAnsweredDay(t *testing.T) {
 		reqs := h.requests()
 		return len(reqs["2026-09-10"]) > 0, fmt.Sprint(reqs)
 	})
-	if reqs := h.requests(); !slices.Equal(reqs["2026-09-09"], []string{store.RequestCompleted}) {
+	if reqs := h.requests(); !slices.Equal(reqs["2026-09-09"], []string{pumpdata.RequestCompleted}) {
 		t.Fatalf("9/9, answered before the restart, was asked for again: %v", reqs)
 	}
 	if out := h.outbound(); len(out) != 2 || !strings.Contains(out[1].Body, "<STDB>10SEP260000</STDB>") {
@@ -183,11 +203,11 @@ func TestRESPFromAnotherSenderIsUnsolicited(t *testing.T) {
 	h.drain(p) // the request for 9/9 goes to the AODB
 	other := h.put(strings.Replace(h.schd("RESP", fltr(1, "CA1", "09"), fltr(2, "CA2", "09")), "<SNDR>AODB</SNDR>", "<SNDR>FIDS</SNDR>", 1))
 	h.drain(p)
-	h.wantRow(other, store.StatusSucceeded, "")
+	h.wantRow(other, pumpdata.StatusSucceeded, "")
 	if _, _, flags, _ := h.procState(other); !slices.Contains(flags, snapshot.FlagUnsolicited) {
 		t.Fatalf("a RESP from another sender: flags %v, want %s", flags, snapshot.FlagUnsolicited)
 	}
-	if reqs := h.requests(); !slices.Equal(reqs["2026-09-09"], []string{store.RequestPending}) {
+	if reqs := h.requests(); !slices.Equal(reqs["2026-09-09"], []string{pumpdata.RequestPending}) {
 		t.Fatalf("a RESP from another sender answered the request: %v", reqs)
 	}
 	if f := h.flights(); len(f) != 2 || f[1].OperationDay != "" {
@@ -198,8 +218,8 @@ func TestRESPFromAnotherSenderIsUnsolicited(t *testing.T) {
 	}
 	answer := h.put(h.schd("RESP", fltr(1, "CA1", "09")))
 	h.drain(p)
-	h.wantRow(answer, store.StatusSucceeded, "")
-	if reqs := h.requests(); !slices.Equal(reqs["2026-09-09"], []string{store.RequestCompleted}) {
+	h.wantRow(answer, pumpdata.StatusSucceeded, "")
+	if reqs := h.requests(); !slices.Equal(reqs["2026-09-09"], []string{pumpdata.RequestCompleted}) {
 		t.Fatalf("the AODB's RESP did not complete the request: %v", reqs)
 	}
 	if f := h.flights(); f[1].OperationDay != "2026-09-09" {
@@ -220,14 +240,14 @@ func TestDNLDWindowIsUnflaggedAndMixedDaysIsNoDayMismatch(t *testing.T) {
 	window := h.put(h.schd("DNLD", fltr(1, "CA1", "09"), fltr(2, "CA2", "10")))
 	mixed := h.put(h.schd("RESP", fltr(3, "CA3", "09"), fltr(4, "CA4", "10")))
 	h.drain(p)
-	h.wantRow(window, store.StatusSucceeded, "")
+	h.wantRow(window, pumpdata.StatusSucceeded, "")
 	if _, _, flags, _ := h.procState(window); len(flags) != 0 {
 		t.Fatalf("a DNLD window was flagged %v", flags)
 	}
 	if n := h.count(`SELECT count(*) FROM schd_snap_log WHERE msg_id = $1 AND result = 'COMMITTED' AND flags = '{}'`, window); n != 1 {
 		t.Fatalf("trace rows of the DNLD window without flags: %d, want 1", n)
 	}
-	h.wantRow(mixed, store.StatusDead, snapshot.ReasonMixedDays)
+	h.wantRow(mixed, pumpdata.StatusDead, snapshot.ReasonMixedDays)
 	var flags []string
 	if err := h.db.QueryRow(t.Context(), `SELECT flags FROM schd_snap_log WHERE msg_id = $1 AND result = 'ROLLED_BACK'`, mixed).Scan(&flags); err != nil {
 		t.Fatalf("trace row of the RESP over two days: %v", err)

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/flightfeed/flightfeed/internal/pump"
-	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // restamp gives a copy of a harness message sent again at another time,
@@ -32,38 +32,39 @@ func gateFLOP(h *harness, seqn int, gate string) string {
 // payload under the same identity, processed and flagged SEQN_REUSE.
 func TestRestampedCopyIsADuplicate(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	c1 := gateFLOP(h, 301, "C1")
-	first := h.put(c1)
-	h.put(gateFLOP(h, 302, "C9"))
-	sameBatch := h.put(restamp(c1, "20260909100500", false))
-	p := h.newPump()
-	h.drain(p)
-	later := h.put(restamp(c1, "20260909101000123", true))
-	h.drain(p)
+	eachBackend(t, func(t *testing.T, h *harness) {
+		c1 := gateFLOP(h, 301, "C1")
+		first := h.put(c1)
+		h.put(gateFLOP(h, 302, "C9"))
+		sameBatch := h.put(restamp(c1, "20260909100500", false))
+		p := h.newPump()
+		h.drain(p)
+		later := h.put(restamp(c1, "20260909101000123", true))
+		h.drain(p)
 
-	h.wantRow(first, store.StatusSucceeded, "")
-	for _, id := range []int64{sameBatch, later} {
-		h.wantRow(id, store.StatusSkipped, pump.ReasonDuplicate)
-		if n := h.count(`SELECT count(*) FROM msg_event WHERE message_id = $1`, id); n != 0 {
-			t.Fatalf("the re-stamped copy %d queued %d events", id, n)
+		h.wantRow(first, pumpdata.StatusSucceeded, "")
+		for _, id := range []int64{sameBatch, later} {
+			h.wantRow(id, pumpdata.StatusSkipped, pump.ReasonDuplicate)
+			if n, _ := h.events(id); n != 0 {
+				t.Fatalf("the re-stamped copy %d queued %d events", id, n)
+			}
 		}
-	}
-	f := h.flights()[7]
-	if got := f.Lists["GTDT"]; len(got) != 1 || got[0]["GATE"] != "C9" {
-		t.Fatalf("gates after the re-stamped copies: %+v, want C9", got)
-	}
-	version := f.StateVersion
+		f := h.flights()[7]
+		if got := f.Lists["GTDT"]; len(got) != 1 || got[0]["GATE"] != "C9" {
+			t.Fatalf("gates after the re-stamped copies: %+v, want C9", got)
+		}
+		version := f.StateVersion
 
-	other := h.put(gateFLOP(h, 301, "C5"))
-	h.drain(p)
-	h.wantRow(other, store.StatusSucceeded, "")
-	if _, _, flags, _ := h.procState(other); !slices.Contains(flags, pump.FlagSeqnReuse) {
-		t.Fatalf("same identity, other content: flags %v, want %s", flags, pump.FlagSeqnReuse)
-	}
-	if f := h.flights()[7]; f.StateVersion == version || f.Lists["GTDT"][0]["GATE"] != "C5" {
-		t.Fatalf("same identity, other content was not applied: %+v", f)
-	}
+		other := h.put(gateFLOP(h, 301, "C5"))
+		h.drain(p)
+		h.wantRow(other, pumpdata.StatusSucceeded, "")
+		if _, _, flags, _ := h.procState(other); !slices.Contains(flags, pump.FlagSeqnReuse) {
+			t.Fatalf("same identity, other content: flags %v, want %s", flags, pump.FlagSeqnReuse)
+		}
+		if f := h.flights()[7]; f.StateVersion == version || f.Lists["GTDT"][0]["GATE"] != "C5" {
+			t.Fatalf("same identity, other content was not applied: %+v", f)
+		}
+	})
 }
 
 // A whole RESP re-sent with a new send time is SKIPPED: the day's version,
@@ -81,8 +82,8 @@ func TestRestampedRESPIsADuplicate(t *testing.T) {
 	copyOf := h.put(restamp(resp, "20260909120000", true))
 	h.drain(p)
 
-	h.wantRow(answer, store.StatusSucceeded, "")
-	h.wantRow(copyOf, store.StatusSkipped, pump.ReasonDuplicate)
+	h.wantRow(answer, pumpdata.StatusSucceeded, "")
+	h.wantRow(copyOf, pumpdata.StatusSkipped, pump.ReasonDuplicate)
 	if v := h.count(`SELECT version FROM schd_gen WHERE operation_day = '2026-09-09'`); v != 1 {
 		t.Fatalf("day version %d after the re-stamped RESP, want 1", v)
 	}
@@ -109,7 +110,7 @@ func TestReusedIDWithARestampedCopyIsAnotherRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.drain(h.newPump())
-	h.wantRow(id, store.StatusSkipped, pump.ReasonDuplicate)
+	h.wantRow(id, pumpdata.StatusSkipped, pump.ReasonDuplicate)
 	if n := h.count(`SELECT count(*) FROM msg_id_reuse WHERE message_id = $1 AND old_status = 'SUCCEEDED'`, id); n != 1 {
 		t.Fatalf("msg_id_reuse holds %d predecessors of row %d, want 1", n, id)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // errMailboxIDsReused is logged when a mailbox row carries an id that was
@@ -21,15 +21,15 @@ const ReasonIDReused = "MAILBOX_ID_REUSED"
 // reset AUTO_INCREMENT or a feed pointed at another mailbox; taking the
 // new row for the old one would write the old result back and never
 // apply it.
-func (p *Pump) reusedIDs(items []item, states map[int64]store.ProcState) []store.ReusedID {
-	var out []store.ReusedID
+func (p *Pump) reusedIDs(items []item, states map[int64]pumpdata.ProcState) []pumpdata.ReusedID {
+	var out []pumpdata.ReusedID
 	for _, it := range items {
 		prior, known := states[it.row.ID]
 		if !known || prior.Same(it.row.Received, it.digest) {
 			continue
 		}
 		delete(states, it.row.ID)
-		out = append(out, store.ReusedID{MessageID: it.row.ID, Received: it.row.Received, Digest: it.digest})
+		out = append(out, pumpdata.ReusedID{MessageID: it.row.ID, Received: it.row.Received, Digest: it.digest})
 		p.log.Error(errMailboxIDsReused, "mailbox row is a new message with a reused id; its predecessor's record moved to msg_id_reuse",
 			"msg_id", it.row.ID, "received", it.row.Received.UTC().Format(time.RFC3339Nano),
 			"predecessor_received", prior.ReceivedAt.UTC().Format(time.RFC3339Nano), "predecessor_status", prior.Status)
@@ -38,7 +38,7 @@ func (p *Pump) reusedIDs(items []item, states map[int64]store.ProcState) []store
 }
 
 // reportReused puts committed reuses into the status and the notices.
-func (p *Pump) reportReused(reused []store.ReusedID) {
+func (p *Pump) reportReused(reused []pumpdata.ReusedID) {
 	if len(reused) == 0 {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/pump/pumptest"
 )
 
 type seqnObserver struct {
@@ -40,15 +41,15 @@ func TestSeqnRegressionOfAnIncrementIsAlerted(t *testing.T) {
 		m.flop("FDEL", 2, ""),            // 104: after 50, no regression
 		lower(m.flop("FDEL", 1, ""), 60), // below 104
 	}
-	st := newMemStore(&fault{call: "commit", err: fmt.Errorf("read tcp 127.0.0.1:5432: connection reset by peer"), times: 1})
+	st := newMemStore(&pumptest.Fault{Call: "commit", Err: fmt.Errorf("read tcp 127.0.0.1:5432: connection reset by peer"), Times: 1})
 	obs := &seqnObserver{}
-	p := observedMemPump(t, st, &memInbox{}, obs)
+	p := observedMemPump(t, st, pumptest.NewInbox(), obs)
 	rows := memRows(bodies...)
 	p.ApplyBatch(t.Context(), rows) // rolled back
 	if got := describe(p.ApplyBatch(t.Context(), rows)); got != "whole" {
 		t.Fatalf("retried batch: %s", got)
 	}
-	if diff := cmp.Diff([]string{"1 SUCCEEDED", "2 SUCCEEDED", "3 SUCCEEDED", "4 SUCCEEDED", "5 SUCCEEDED"}, st.committed()); diff != "" {
+	if diff := cmp.Diff([]string{"1 SUCCEEDED", "2 SUCCEEDED", "3 SUCCEEDED", "4 SUCCEEDED", "5 SUCCEEDED"}, st.Committed()); diff != "" {
 		t.Errorf("committed (-want +got):\n%s", diff)
 	}
 	obs.mu.Lock()

@@ -10,8 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
-	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 type flagObserver struct {
@@ -68,15 +68,15 @@ func TestEverySnapshotAttemptIsTracedAndFlagged(t *testing.T) {
 		body string
 		want want
 	}{
-		{sentAt(h.schd("DNLD", day(1, 2, 3, 4, 5, 6, 7, 8, 9, 10)...), "20260909100000"), want{store.TraceCommitted, nil}},
-		{sentAt(h.schd("DNLD", day(1, 2, 3, 4, 5, 6, 7, 8)...), "20260909100500"), want{store.TraceCommitted, nil}}, // 20 %: within 30 %
-		{sentAt(h.schd("DNLD", day(1, 2, 3, 4, 5)...), "20260909101000"), want{store.TraceCommitted, []string{snapshot.FlagRecsDrop}}},
-		{sentAt(h.schd("DNLD", day(1, 2, 3, 4, 5, 6)...), "20260909093000"), want{store.TraceCommitted, []string{snapshot.FlagOutOfOrder}}},
-		{strings.Replace(h.schd("DNLD", day(1, 2)...), "<RECS>2</RECS>", "<RECS>3</RECS>", 1), want{store.TraceRolledBack, []string{"RECS_MISMATCH"}}},
-		{h.schd("DNLD", append(day(1, 2), day(2)...)...), want{store.TraceRolledBack, []string{"DUPLICATE_FLID"}}},
-		{h.schd("DNLD", fltr(1, "CA1", "10")), want{store.TraceRolledBack, []string{pump.FlagDayMismatch}}},
-		{lowerSeqn(h, h.schd("DNLD", day(1, 2, 3, 4, 5, 6)...)), want{store.TraceCommitted, []string{pump.FlagSeqnRegression}}},
-		{h.schd("DNLD"), want{store.TraceCommitted, []string{snapshot.FlagEmpty}}},
+		{sentAt(h.schd("DNLD", day(1, 2, 3, 4, 5, 6, 7, 8, 9, 10)...), "20260909100000"), want{pumpdata.TraceCommitted, nil}},
+		{sentAt(h.schd("DNLD", day(1, 2, 3, 4, 5, 6, 7, 8)...), "20260909100500"), want{pumpdata.TraceCommitted, nil}}, // 20 %: within 30 %
+		{sentAt(h.schd("DNLD", day(1, 2, 3, 4, 5)...), "20260909101000"), want{pumpdata.TraceCommitted, []string{snapshot.FlagRecsDrop}}},
+		{sentAt(h.schd("DNLD", day(1, 2, 3, 4, 5, 6)...), "20260909093000"), want{pumpdata.TraceCommitted, []string{snapshot.FlagOutOfOrder}}},
+		{strings.Replace(h.schd("DNLD", day(1, 2)...), "<RECS>2</RECS>", "<RECS>3</RECS>", 1), want{pumpdata.TraceRolledBack, []string{"RECS_MISMATCH"}}},
+		{h.schd("DNLD", append(day(1, 2), day(2)...)...), want{pumpdata.TraceRolledBack, []string{"DUPLICATE_FLID"}}},
+		{h.schd("DNLD", fltr(1, "CA1", "10")), want{pumpdata.TraceRolledBack, []string{pump.FlagDayMismatch}}},
+		{lowerSeqn(h, h.schd("DNLD", day(1, 2, 3, 4, 5, 6)...)), want{pumpdata.TraceCommitted, []string{pump.FlagSeqnRegression}}},
+		{h.schd("DNLD"), want{pumpdata.TraceCommitted, []string{snapshot.FlagEmpty}}},
 	}
 	ids := make([]int64, len(cases))
 	for i, c := range cases {
@@ -142,7 +142,7 @@ func TestFailedTraceWriteIsCountedAndChangesNothing(t *testing.T) {
 	id := h.put(h.schd("DNLD", fltr(1, "CA1", "09"), fltr(2, "CA2", "09")))
 	obs := &flagObserver{flags: map[string]int{}}
 	h.drain(h.newPump(func(o *pump.Options) { o.Observer = obs }))
-	h.wantRow(id, store.StatusSucceeded, "")
+	h.wantRow(id, pumpdata.StatusSucceeded, "")
 	if f := h.flights(); len(f) != 2 || f[1].OperationDay != "2026-09-09" {
 		t.Fatalf("flights after a failed trace write: %+v", f)
 	}

@@ -3,22 +3,14 @@ package store
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // Backfill is a committed result waiting to be written to the mailbox.
-type Backfill struct {
-	MessageID int64
-	Result    string
-	Note      string
-	Processed time.Time
-	// Received is the message's received time: the result is written only
-	// to the mailbox row with this id and this received time, never to a
-	// later row that reused the id.
-	Received time.Time
-}
+type Backfill = pumpdata.Backfill
 
 // A backfill intent is one backfill_todo row per transaction (a batch, a
 // replay, a message given up): the ids of the messages it finished and the

@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flightfeed/flightfeed/internal/engine"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // FinishBatch writes what a batch leaves after its messages were decided:
@@ -175,67 +175,23 @@ func queueArchiveRows(b *pgx.Batch, rows []ArchivedRow, onConflict string) {
 }
 
 // ArchivedRow is one mailbox row for the evidence layer.
-type ArchivedRow struct {
-	MessageID  int64
-	ReceivedAt time.Time
-	Size       int64
-	Body       []byte
-	// Digest is PayloadDigest(Body), computed once by the caller.
-	Digest    []byte
-	Truncated bool
-	// New says the caller knows the row has no processing state yet (the
-	// transaction read none for its id), so nothing of it is archived
-	// either (both are written together): a plain INSERT, without ON
-	// CONFLICT's extra index probe, lock and WAL record for each row. When
-	// false the insert skips an id already archived (a FAILED message
-	// retried). A wrong true is not silent: the insert fails and the batch
-	// rolls back.
-	New bool
-}
+type ArchivedRow = pumpdata.ArchivedRow
 
 // PayloadDigest is the digest of a mailbox row's raw text: the archive's
 // and the row's identity (with its id and received time). Re-sent copies
 // are compared by Result.ContentDigest instead.
-func PayloadDigest(body []byte) []byte {
-	sum := sha256.Sum256(body)
-	return sum[:]
-}
+func PayloadDigest(body []byte) []byte { return pumpdata.PayloadDigest(body) }
 
 // Processing statuses (proc_state.status, mailbox result column).
 const (
-	StatusSucceeded = "SUCCEEDED"
-	StatusSkipped   = "SKIPPED"
-	StatusDead      = "DEAD"
-	StatusFailed    = "FAILED"
+	StatusSucceeded = pumpdata.StatusSucceeded
+	StatusSkipped   = pumpdata.StatusSkipped
+	StatusDead      = pumpdata.StatusDead
+	StatusFailed    = pumpdata.StatusFailed
 )
 
 // Result is a message's processing outcome.
-type Result struct {
-	MessageID   int64
-	IdentityKey string
-	// PayloadDigest is PayloadDigest(raw text); ContentDigest the decoded
-	// message's digest without its send time (sis.Message.ContentDigest),
-	// which re-sent copies are compared by. Nil when it did not decode.
-	PayloadDigest []byte
-	ContentDigest []byte
-	Type, Styp    string
-	Status        string
-	// Reason is the machine-readable code for anything not SUCCEEDED.
-	Reason string
-	// Note is the short human text written back to the mailbox.
-	Note       string
-	Flags      []string
-	ReceivedAt time.Time
-	// New says the caller knows the message has no processing state yet
-	// (the transaction read none for its id): it is a plain INSERT (see
-	// ArchivedRow.New). When false it is an upsert. The backfill intent
-	// is always a new row (one per batch).
-	New bool
-}
-
-func (r Result) terminal() bool {
-	return r.Status == StatusSucceeded || r.Status == StatusSkipped || r.Status == StatusDead
-}
+type Result = pumpdata.Result
 
 // RecordResult writes the message's processing state and, for a terminal
 // result, the backfill intent, inside the message's transaction (SPEC §2.2):
@@ -264,7 +220,7 @@ func (t *Tx) queueResults(b *pgx.Batch, results []Result) {
 			attempts = proc_state.attempts + 1, updated_at = EXCLUDED.updated_at, finished_at = EXCLUDED.finished_at`)
 	var terminal []int64
 	for _, r := range results {
-		if r.terminal() {
+		if r.Terminal() {
 			terminal = append(terminal, r.MessageID)
 		}
 	}
@@ -287,7 +243,7 @@ func (t *Tx) queueResultRows(b *pgx.Batch, results []Result, onConflict string) 
 		keys[i], types[i], styps[i] = nonEmpty(cleanText(r.IdentityKey)), nonEmpty(cleanText(r.Type)), nonEmpty(cleanText(r.Styp))
 		reasons[i], notes[i] = nonEmpty(r.Reason), nonEmpty(cleanText(r.Note))
 		flags[i] = pgTextArray(r.Flags)
-		if r.terminal() {
+		if r.Terminal() {
 			finished[i] = &t.now
 		}
 	}

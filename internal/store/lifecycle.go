@@ -8,15 +8,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // History reasons (flight_history.reason).
 const (
-	HistoryScheduled = "SODT_AGE"
-	HistoryCancelled = "CNCL_AGE"
-	HistoryDeparted  = "NAAT_AGE"
-	HistoryArrived   = "NEAT_AGE"
-	HistoryNullDay   = "NULL_DAY_RETENTION"
+	HistoryScheduled = pumpdata.HistoryScheduled
+	HistoryCancelled = pumpdata.HistoryCancelled
+	HistoryDeparted  = pumpdata.HistoryDeparted
+	HistoryArrived   = pumpdata.HistoryArrived
+	HistoryNullDay   = pumpdata.HistoryNullDay
 )
 
 // HistoryCutoffs decide when a flight counts as finished (seed 000 §8.1:
@@ -27,14 +28,7 @@ const (
 // is before its cutoff (now minus the rule's age). A flight without either
 // anchor is never history by these rules (NULL-day retention covers it). A
 // zero cutoff disables its rule.
-type HistoryCutoffs struct {
-	Scheduled, Cancelled, Departed, Arrived time.Time
-	// Zone is the airport time zone (an IANA name PostgreSQL knows).
-	Zone string
-	// Plausible: a CNCL, NAAT or NEAT farther than this from the day end
-	// drives no rule (0: no check).
-	Plausible time.Duration
-}
+type HistoryCutoffs = pumpdata.HistoryCutoffs
 
 // SweepHistory moves up to limit finished flights to flight_history and
 // deletes them from current state, in this one transaction (SPEC §2.7: the

@@ -4,42 +4,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/flightfeed/flightfeed/internal/snapshot"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // Replay policies (SPEC §2.8): as-new runs the archived raw text through
 // today's rules as if it had just arrived; skip-conflicts applies a
 // day-mismatch full-day snapshot without its conflicting FLIDs.
 const (
-	ReplayAsNew         = "as-new"
-	ReplaySkipConflicts = "skip-conflicts"
+	ReplayAsNew         = pumpdata.ReplayAsNew
+	ReplaySkipConflicts = pumpdata.ReplaySkipConflicts
 )
 
 // Replay request states.
 const (
-	ReplayPending = "PENDING"
-	ReplayDone    = "DONE"
-	ReplayRefused = "REFUSED"
+	ReplayPending = pumpdata.ReplayPending
+	ReplayDone    = pumpdata.ReplayDone
+	ReplayRefused = pumpdata.ReplayRefused
 )
 
 // ReplayRequest is one row of replay_request.
-type ReplayRequest struct {
-	ID          int64      `json:"id"`
-	MessageID   int64      `json:"message_id"`
-	Policy      string     `json:"policy"`
-	RequestedAt time.Time  `json:"requested_at"`
-	State       string     `json:"state"`
-	FinishedAt  *time.Time `json:"finished_at,omitempty"`
-	// Result, Reason and Note are the replay's own result; for REFUSED,
-	// Note says why the pump refused it.
-	Result string `json:"result,omitempty"`
-	Reason string `json:"reason,omitempty"`
-	Note   string `json:"note,omitempty"`
-}
+type ReplayRequest = pumpdata.ReplayRequest
 
 // ReplayRefusedError is a replay request refused before it was recorded:
 // the message is not DEAD, was replayed already, has no archived raw text,
@@ -57,15 +44,7 @@ func (e *ReplayRefusedError) Error() string {
 // reason ("" when it can): only DEAD messages are replayed, and
 // skip-conflicts only a day-mismatch snapshot.
 func ReplayFits(policy, status, reason string) string {
-	dayMismatchReason := snapshot.ReasonDayMismatch
-	switch {
-	case status != StatusDead:
-		return fmt.Sprintf("it is %s, not DEAD: only a DEAD message can be replayed", status)
-	case policy == ReplaySkipConflicts && reason != dayMismatchReason:
-		return fmt.Sprintf("skip-conflicts is only for a DEAD(PROTOCOL) %s snapshot, and this message is DEAD(%s); use --policy as-new",
-			dayMismatchReason, reason)
-	}
-	return ""
+	return pumpdata.ReplayFits(policy, status, reason)
 }
 
 // RequestReplay records a PENDING replay request for message id, or
@@ -154,14 +133,7 @@ func (s *Store) PendingReplays(ctx context.Context, limit int) ([]ReplayRequest,
 
 // ReplaySource is what a replay needs of the original message: its
 // archived raw text and its processing state.
-type ReplaySource struct {
-	ReceivedAt time.Time
-	Body       []byte
-	Truncated  bool
-	// Archived is false when msg_archive holds no row for it.
-	Archived bool
-	State    ProcState
-}
+type ReplaySource = pumpdata.ReplaySource
 
 // ReplaySource reads message id's archived raw text and processing state
 // and locks the state row for the transaction.

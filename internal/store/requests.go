@@ -7,30 +7,20 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // Request states (req_track.status).
 const (
-	RequestPending   = "PENDING"
-	RequestCompleted = "COMPLETED"
-	RequestExpired   = "EXPIRED"
-	RequestTimedOut  = "TIMED_OUT"
+	RequestPending   = pumpdata.RequestPending
+	RequestCompleted = pumpdata.RequestCompleted
+	RequestExpired   = pumpdata.RequestExpired
+	RequestTimedOut  = pumpdata.RequestTimedOut
 )
 
 // Request is one outbound full-day request.
-type Request struct {
-	ID   int64
-	Kind string
-	Day  string
-	// Receiver is whom the request asked (its META/RCVR); "" for requests
-	// recorded before it was kept.
-	Receiver    string
-	Seqn        int
-	Status      string
-	RequestedAt time.Time
-	// SentAt is zero until the request is in the mailbox's outbound table.
-	SentAt time.Time
-}
+type Request = pumpdata.Request
 
 const requestColumns = `id, kind, operation_day::text, coalesce(receiver, ''), seqn, status, requested_at, coalesce(sent_at, 'epoch')`
 

@@ -4,16 +4,13 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // ReusedID is a mailbox row whose id was processed before as another
 // message (ProcState.Same said no).
-type ReusedID struct {
-	MessageID int64
-	// Received and Digest identify the new row.
-	Received time.Time
-	Digest   []byte
-}
+type ReusedID = pumpdata.ReusedID
 
 // RetireReusedIDs moves what the database knows of each id's predecessor
 // (its processing state, its archived raw text, a backfill intent that

@@ -66,7 +66,7 @@ func newSetLoad(flids []flight.FLID, cache *StateCache) *setLoad {
 			continue
 		}
 		seen[f] = true
-		if _, ok := cache.lookup(f); ok {
+		if _, ok := cache.Lookup(f); ok {
 			l.cached = append(l.cached, int64(f)) //nolint:gosec // at most 12 digits
 		} else {
 			l.loaded = append(l.loaded, int64(f)) //nolint:gosec // at most 12 digits
@@ -130,7 +130,7 @@ func (l *setLoad) read(br pgx.BatchResults) (states map[flight.FLID]flight.State
 		if !exists {
 			continue // deleted since: absent from the set, as in the database
 		}
-		if s, _ := l.cache.lookup(f); s.StateVersion == v {
+		if s, _ := l.cache.Lookup(f); s.StateVersion == v {
 			states[f] = s
 			continue
 		}

@@ -11,57 +11,19 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
 )
 
 // Snapshot is a decoded schedule snapshot (DNLD/RESP) ready to apply.
-type Snapshot struct {
-	// FullDay: the snapshot covers one complete operation day, Day; it sets
-	// the day of its flights, replaces the day's roster, diff-deletes and
-	// advances the day's version. Otherwise it is a window: per-record
-	// full-field upserts only (SPEC §2.5).
-	FullDay bool
-	Day     string
-	Records []SnapshotRecord
-	// Source, when set, gives the records instead of Records: a large
-	// snapshot's are decoded a chunk at a time (RecordSource).
-	Source RecordSource
-	// SentAt is the message's META send time; a full-day snapshot records
-	// it as the day's last (zero: unknown).
-	SentAt time.Time
-	// SkipConflicts (a confirmed skip-conflicts replay, SPEC §2.8): records
-	// whose FLID belongs to another operation day are left out of the
-	// roster and untouched (SnapshotEffect.Skipped) instead of refusing the
-	// whole message.
-	SkipConflicts bool
-}
+type Snapshot = pumpdata.Snapshot
 
 // SnapshotRecord is one FLTR record: full-snapshot commands and the
 // record's own operation day (from SODT).
-type SnapshotRecord struct {
-	Cmds flight.Commands
-	Day  string
-}
+type SnapshotRecord = pumpdata.SnapshotRecord
 
 // SnapshotEffect reports what a snapshot did, for the trace log.
-type SnapshotEffect struct {
-	// Replay: the message is the day's last committed snapshot; nothing
-	// was written (seed 000 §5.1 step 2).
-	Replay                 bool
-	OldVersion, NewVersion int64
-	Upserted, Unchanged    int
-	Deleted                []flight.FLID
-	OldDigest, NewDigest   string
-	// OldRoster and NewRoster are the sizes of the day's roster before and
-	// after a full-day snapshot (RECS_DROP); PrevSentAt the send time of
-	// the day's previous committed snapshot, zero when unknown
-	// (OUT_OF_ORDER).
-	OldRoster, NewRoster int
-	PrevSentAt           time.Time
-	Versions             map[flight.FLID]int64
-	// Skipped lists the conflicting FLIDs a SkipConflicts snapshot left out.
-	Skipped []flight.FLID
-}
+type SnapshotEffect = pumpdata.SnapshotEffect
 
 // ApplySnapshot applies a snapshot in the caller's transaction, exactly as
 // seed 000 §5.1: replay short-circuit, coverage and owner checks, diff set,
@@ -87,7 +49,7 @@ func (t *Tx) ApplySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 
 func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (SnapshotEffect, error) {
 	var out SnapshotEffect
-	src := snap.source()
+	src := recordsOf(snap)
 	n := src.Len()
 	// The decisions before any write need only the records' FLIDs and
 	// days; their commands are read a chunk at a time below.
@@ -281,17 +243,10 @@ func (t *Tx) applySnapshotChunk(ctx context.Context, meta Meta, snap Snapshot, s
 // FLID and operation day up front, for the decisions that precede any write,
 // and the records themselves a chunk at a time, so a large snapshot's
 // decoded commands need not all be in memory at once.
-type RecordSource interface {
-	// Len is the number of records.
-	Len() int
-	// Key returns record i's FLID and operation day.
-	Key(i int) (flight.FLID, string)
-	// Chunk returns records lo..hi-1 in full, in order.
-	Chunk(lo, hi int) ([]SnapshotRecord, error)
-}
+type RecordSource = pumpdata.RecordSource
 
-// source is the snapshot's RecordSource: Source, or Records.
-func (s Snapshot) source() RecordSource {
+// recordsOf is the snapshot's RecordSource: Source, or Records.
+func recordsOf(s Snapshot) RecordSource {
 	if s.Source != nil {
 		return s.Source
 	}

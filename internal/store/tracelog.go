@@ -4,45 +4,27 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
+
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // Trace log results (schd_snap_log.result).
 const (
-	TraceCommitted     = "COMMITTED"
-	TraceReplaySkipped = "REPLAY_SKIPPED"
-	TraceRolledBack    = "ROLLED_BACK"
+	TraceCommitted     = pumpdata.TraceCommitted
+	TraceReplaySkipped = pumpdata.TraceReplaySkipped
+	TraceRolledBack    = pumpdata.TraceRolledBack
 )
 
 // TraceEntry is one snapshot attempt (seed 000 §5.6).
-type TraceEntry struct {
-	Day                    string
-	MessageID              int64
-	ReceivedAt             time.Time
-	Recs                   int
-	OldVersion, NewVersion int64
-	DeletedCount           int
-	Result                 string
-	Flags                  []string
-	OldDigest, NewDigest   string
-	Duration               time.Duration
-	Detail                 string
-	// Conflicts are the FLIDs a day mismatch refused (at most
-	// MaxTraceConflicts), shown by `flightfeed dead`.
-	Conflicts []DayConflict
-}
+type TraceEntry = pumpdata.TraceEntry
 
 // MaxTraceConflicts bounds the conflicts one trace row keeps: a snapshot of
 // thousands of misattributed records is named by its first ones.
-const MaxTraceConflicts = 100
+const MaxTraceConflicts = pumpdata.MaxTraceConflicts
 
 // DayConflict is one FLID a snapshot gave another operation day than the one
 // its stored row has (seed 000 §5.3, SAME_FLID_ACROSS_OPERATION_DAYS).
-type DayConflict struct {
-	FLID       string `json:"flid"`
-	StoredDay  string `json:"stored_day"`
-	MessageDay string `json:"message_day"`
-}
+type DayConflict = pumpdata.DayConflict
 
 // AppendTraceLog writes one trace row in its own transaction, outside the
 // message's: it is written whatever the message's fate, and the caller

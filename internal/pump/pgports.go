@@ -1,0 +1,223 @@
+package pump
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/flightfeed/flightfeed/internal/engine"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
+	"github.com/flightfeed/flightfeed/internal/store"
+)
+
+// The adapter: the feed's PostgreSQL database (*store.Store) as the
+// pump's Store. This is the one file of the pump that names package
+// store: the ports (ports.go) are the pump's own, and store's methods keep
+// the shape that suits SQL; what the ports consolidate (Start, Backfills,
+// SettleBackfills, Write, SettleRequest, Sweep) is composed here from
+// store's calls, one for one as the pump made them before.
+
+// Postgres is the real Store: the feed's database.
+func Postgres(st *store.Store) Store { return pgStore{st} }
+
+type pgStore struct{ st *store.Store }
+
+func (s pgStore) CurrentRequest(ctx context.Context, kind string) (*pumpdata.Request, error) {
+	return s.st.CurrentRequest(ctx, kind)
+}
+
+func (s pgStore) Start(ctx context.Context, holder string, epoch int64) (Session, error) {
+	if epoch == 0 {
+		var err error
+		if epoch, err = s.st.TakeEpoch(ctx, holder); err != nil {
+			return Session{}, err
+		}
+	}
+	last, err := s.st.LastSeqn(ctx)
+	if err != nil {
+		return Session{}, err
+	}
+	return Session{Epoch: epoch, LastSeqn: last}, nil
+}
+
+func (s pgStore) RenewEpoch(ctx context.Context, epoch int64) error {
+	return s.st.RenewEpoch(ctx, epoch)
+}
+
+func (s pgStore) Ping(ctx context.Context) error { return s.st.Ping(ctx) }
+
+func (s pgStore) Unanswered() (time.Time, string) { return s.st.Unanswered() }
+
+func (s pgStore) Begin(ctx context.Context, epoch int64) (Tx, error) {
+	tx, err := s.st.Begin(ctx, epoch)
+	if err != nil {
+		return nil, err
+	}
+	return pgTx{tx}, nil
+}
+
+func (s pgStore) Backfills(ctx context.Context, limit int) ([]pumpdata.Backfill, int64, error) {
+	var pending []pumpdata.Backfill
+	if limit > 0 {
+		var err error
+		if pending, err = s.st.PendingBackfills(ctx, limit); err != nil {
+			return nil, 0, err
+		}
+	}
+	n, err := s.st.CountBackfills(ctx)
+	if err != nil {
+		return pending, 0, err
+	}
+	return pending, n, nil
+}
+
+func (s pgStore) SettleBackfills(ctx context.Context, ids []int64, cause error) error {
+	if cause != nil {
+		return s.st.BackfillFailed(ctx, ids, cause)
+	}
+	return s.st.BackfillDone(ctx, ids)
+}
+
+func (s pgStore) AppendTraceLog(ctx context.Context, e pumpdata.TraceEntry) error {
+	return s.st.AppendTraceLog(ctx, e)
+}
+
+func (s pgStore) Prune(ctx context.Context, traceBefore, archiveBefore, eventsBefore time.Time) (int64, error) {
+	return s.st.Prune(ctx, traceBefore, archiveBefore, eventsBefore)
+}
+
+func (s pgStore) RequestSent(ctx context.Context, id, outboxID int64, at time.Time) error {
+	return s.st.RequestSent(ctx, id, outboxID, at)
+}
+
+func (s pgStore) AskedSince(ctx context.Context, kind string, days []string, since time.Time) (map[string]bool, error) {
+	return s.st.AskedSince(ctx, kind, days, since)
+}
+
+func (s pgStore) PendingReplays(ctx context.Context, limit int) ([]pumpdata.ReplayRequest, error) {
+	return s.st.PendingReplays(ctx, limit)
+}
+
+type pgTx struct{ tx *store.Tx }
+
+func (t pgTx) CurrentRequest(ctx context.Context, kind string) (*pumpdata.Request, error) {
+	return t.tx.PendingRequest(ctx, kind)
+}
+
+func (t pgTx) Savepoint(ctx context.Context) (Tx, error) {
+	sp, err := t.tx.Savepoint(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return pgTx{sp}, nil
+}
+
+func (t pgTx) Commit(ctx context.Context) error { return t.tx.Commit(ctx) }
+
+func (t pgTx) Rollback(ctx context.Context) error { return t.tx.Rollback(ctx) }
+
+func (t pgTx) Prefetch(ctx context.Context, req pumpdata.PrefetchRequest) (*pumpdata.Prefetched, error) {
+	if len(req.MessageIDs) == 0 && len(req.IdentityKeys) == 0 {
+		set, err := t.tx.LoadSet(ctx, req.FLIDs, req.Versions, req.Cache)
+		if err != nil {
+			return nil, err
+		}
+		return &pumpdata.Prefetched{Set: set}, nil
+	}
+	return t.tx.Prefetch(ctx, req)
+}
+
+// Write makes the calls store has for each part: RecordResult for one
+// result alone (a message given up), WriteSet for a working set alone,
+// FinishBatch for the rest (two round trips whatever the batch).
+func (t pgTx) Write(ctx context.Context, w Writes) error {
+	if len(w.Reused) > 0 {
+		if err := t.tx.RetireReusedIDs(ctx, w.Reused); err != nil {
+			return err
+		}
+	}
+	switch {
+	case len(w.Archive) == 0 && w.Set == nil && len(w.Results) == 1:
+		if err := t.tx.RecordResult(ctx, w.Results[0]); err != nil {
+			return err
+		}
+	case len(w.Archive) == 0 && len(w.Results) == 0 && w.Set != nil:
+		if err := t.tx.WriteSet(ctx, w.Set); err != nil {
+			return err
+		}
+	case len(w.Archive) > 0 || len(w.Results) > 0:
+		if err := t.tx.FinishBatch(ctx, w.Archive, w.Set, w.Results); err != nil {
+			return err
+		}
+	}
+	if w.Replay != nil {
+		return t.tx.FinishReplay(ctx, *w.Replay, w.ReplayNote)
+	}
+	return nil
+}
+
+func (t pgTx) RequestedBefore(ctx context.Context, kind, day, receiver string) (bool, error) {
+	return t.tx.RequestedBefore(ctx, kind, day, receiver)
+}
+
+func (t pgTx) ApplySnapshot(ctx context.Context, meta engine.Meta, snap pumpdata.Snapshot) (pumpdata.SnapshotEffect, error) {
+	return t.tx.ApplySnapshot(ctx, meta, snap)
+}
+
+func (t pgTx) OpenRequest(ctx context.Context, kind, day, receiver, start, end, routingID string, seqn int) (*pumpdata.Request, error) {
+	return t.tx.OpenRequest(ctx, kind, day, receiver, start, end, routingID, seqn)
+}
+
+func (t pgTx) SettleRequest(ctx context.Context, id int64, status string, msgID int64) error {
+	switch status {
+	case pumpdata.RequestCompleted:
+		return t.tx.CompleteRequest(ctx, id, msgID)
+	case pumpdata.RequestTimedOut:
+		return t.tx.TimeOutRequest(ctx, id)
+	}
+	return fmt.Errorf("settle request %d: %q is no end of a request (%s or %s)", id, status,
+		pumpdata.RequestCompleted, pumpdata.RequestTimedOut)
+}
+
+func (t pgTx) ReplaySource(ctx context.Context, id int64) (pumpdata.ReplaySource, error) {
+	return t.tx.ReplaySource(ctx, id)
+}
+
+func (t pgTx) Sweep(ctx context.Context, meta engine.Meta, job Job) (Swept, error) {
+	if err := job.Check(); err != nil {
+		return Swept{}, err
+	}
+	switch {
+	case job.History != nil:
+		n, err := t.tx.SweepHistory(ctx, meta, *job.History, job.Limit)
+		return Swept{Flights: n}, err
+	case !job.NullDayBefore.IsZero():
+		n, err := t.tx.SweepNullDay(ctx, meta, job.NullDayBefore, job.Limit)
+		return Swept{Flights: n}, err
+	default:
+		days, err := t.tx.PruneLedger(ctx, job.LedgerBefore)
+		return Swept{Days: days}, err
+	}
+}
+
+// What a database error says about the message whose write caused it
+// (store keeps the SQLSTATE knowledge, with the driver).
+
+// refusesData reports a server error that refuses the data itself and
+// will refuse it every time (store.RefusesData).
+func refusesData(err error) bool { return store.RefusesData(err) }
+
+// answerSignature identifies a server answer that may be about the
+// message (store.AnswerSignature).
+func answerSignature(err error) (string, bool) { return store.AnswerSignature(err) }
+
+// isServerAnswer reports an error the database server sent, so it was
+// reachable (store.IsServerAnswer).
+func isServerAnswer(err error) bool { return store.IsServerAnswer(err) }
+
+var (
+	_ Inbox = (*mailbox.Mailbox)(nil)
+	_ Store = pgStore{}
+	_ Tx    = pgTx{}
+)

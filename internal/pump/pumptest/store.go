@@ -1,0 +1,320 @@
+package pumptest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flightfeed/flightfeed/internal/engine"
+	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
+)
+
+// ErrNotInMemory is what the Store answers for what it does not keep.
+var ErrNotInMemory = errors.New("pumptest: not kept in memory (the real store's)")
+
+// Fault makes a call fail with Err: the call named (begin, prefetch,
+// record, finish, writeset, commit, snapshot) when it concerns message ID
+// (0: any), Times times (0: always).
+type Fault struct {
+	Call  string
+	ID    int64
+	Err   error
+	Times int
+	hit   int
+}
+
+// Data is what the feed database holds; a transaction works on a copy
+// and its commit replaces the committed one.
+type Data struct {
+	States map[int64]pumpdata.ProcState
+	// Results are the last result written for each message (its flags
+	// and identity, which ProcState does not carry).
+	Results   map[int64]pumpdata.Result
+	Priors    map[string]pumpdata.PriorCopy
+	Archive   map[int64]pumpdata.ArchivedRow
+	Backfills map[int64]pumpdata.Backfill
+	Flights   map[flight.FLID]flight.State
+	// Outbox are the events written, in order.
+	Outbox   []engine.Event
+	Requests []pumpdata.Request
+	// Completed is when each completed request was answered.
+	Completed map[int64]time.Time
+	Replays   []pumpdata.ReplayRequest
+}
+
+func newData() Data {
+	return Data{States: map[int64]pumpdata.ProcState{}, Results: map[int64]pumpdata.Result{}, Priors: map[string]pumpdata.PriorCopy{},
+		Archive: map[int64]pumpdata.ArchivedRow{}, Backfills: map[int64]pumpdata.Backfill{},
+		Flights: map[flight.FLID]flight.State{}, Completed: map[int64]time.Time{}}
+}
+
+func (d Data) clone() Data {
+	return Data{States: maps.Clone(d.States), Results: maps.Clone(d.Results), Priors: maps.Clone(d.Priors), Archive: maps.Clone(d.Archive),
+		Backfills: maps.Clone(d.Backfills), Flights: maps.Clone(d.Flights), Outbox: slices.Clone(d.Outbox),
+		Requests: slices.Clone(d.Requests), Completed: maps.Clone(d.Completed), Replays: slices.Clone(d.Replays)}
+}
+
+// Store is the feed's database in memory (pump.Store). A transaction's
+// writes become visible at its commit; a rolled-back one leaves nothing.
+type Store struct {
+	mu    sync.Mutex
+	epoch int64
+	now   func() time.Time
+	d     Data
+	// faults are consulted, in order, at every call that can fail.
+	faults  []*Fault
+	pingErr error
+	traces  []pumpdata.TraceEntry
+	// commits lists every committed transaction's results, "id STATUS
+	// REASON".
+	commits  [][]string
+	versions int64
+	nextID   int64
+}
+
+// NewStore is an empty feed database at epoch 1 on clock now (time.Now
+// when nil), failing as faults say.
+func NewStore(now func() time.Time, faults ...*Fault) *Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{epoch: 1, now: now, d: newData(), faults: faults}
+}
+
+// Update changes the committed data (a test's setup).
+func (s *Store) Update(fn func(*Data)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn(&s.d)
+}
+
+// View reads the committed data.
+func (s *Store) View(fn func(Data)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn(s.d)
+}
+
+// Fence makes the current epoch stale, as another pump taking over does.
+func (s *Store) Fence() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.epoch++
+}
+
+// SetPingErr makes Ping fail with err (nil: answer).
+func (s *Store) SetPingErr(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pingErr = err
+}
+
+// Committed lists every committed result, "id STATUS REASON", in commit
+// order.
+func (s *Store) Committed() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Concat(s.commits...)
+}
+
+// Commits is the number of commits that wrote results.
+func (s *Store) Commits() [][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.commits)
+}
+
+// Traces are the trace rows appended.
+func (s *Store) Traces() []pumpdata.TraceEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.traces)
+}
+
+// RequestReplay records a PENDING replay request for message id.
+func (s *Store) RequestReplay(id int64, policy string) pumpdata.ReplayRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextID++
+	r := pumpdata.ReplayRequest{ID: s.nextID, MessageID: id, Policy: policy, RequestedAt: s.now(), State: pumpdata.ReplayPending}
+	s.d.Replays = append(s.d.Replays, r)
+	return r
+}
+
+// fail returns the error of the first fault that matches (mu held).
+func (s *Store) fail(call string, ids ...int64) error {
+	for _, f := range s.faults {
+		if f.Call != call || (f.ID != 0 && !slices.Contains(ids, f.ID)) || (f.Times > 0 && f.hit == f.Times) {
+			continue
+		}
+		f.hit++
+		return f.Err
+	}
+	return nil
+}
+
+// Start takes the next epoch unless one is given and reads the newest
+// request's SEQN.
+func (s *Store) Start(_ context.Context, _ string, epoch int64) (pump.Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if epoch == 0 {
+		s.epoch++
+		epoch = s.epoch
+	}
+	var last int
+	if n := len(s.d.Requests); n > 0 {
+		last = s.d.Requests[n-1].Seqn
+	}
+	return pump.Session{Epoch: epoch, LastSeqn: last}, nil
+}
+
+// RenewEpoch is pumpdata.ErrFenced once another epoch was taken (Fence).
+func (s *Store) RenewEpoch(_ context.Context, epoch int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if epoch != s.epoch {
+		return pumpdata.ErrFenced
+	}
+	return nil
+}
+
+// Ping answers SetPingErr's error.
+func (s *Store) Ping(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pingErr
+}
+
+// Unanswered is never anything: no call of the Store waits.
+func (s *Store) Unanswered() (time.Time, string) { return time.Time{}, "" }
+
+// Begin starts a transaction on a copy of the data; it is
+// pumpdata.ErrFenced once another epoch was taken.
+func (s *Store) Begin(_ context.Context, epoch int64) (pump.Tx, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if epoch != s.epoch {
+		return nil, fmt.Errorf("%w (mine %d, current %d)", pumpdata.ErrFenced, epoch, s.epoch)
+	}
+	if err := s.fail("begin"); err != nil {
+		return nil, err
+	}
+	return &tx{s: s, epoch: epoch, d: s.d.clone(), dirty: newDirty(), outboxFrom: len(s.d.Outbox)}, nil
+}
+
+// Backfills lists up to limit intents, lowest id first, and counts them all.
+func (s *Store) Backfills(_ context.Context, limit int) ([]pumpdata.Backfill, int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := slices.SortedFunc(maps.Values(s.d.Backfills), func(a, b pumpdata.Backfill) int { return int(a.MessageID - b.MessageID) })
+	return out[:min(limit, len(out))], int64(len(out)), nil
+}
+
+// SettleBackfills clears the intents of ids (cause nil) or keeps them.
+func (s *Store) SettleBackfills(_ context.Context, ids []int64, cause error) error {
+	if cause != nil {
+		return nil // the intents stay; their attempts are not kept
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		delete(s.d.Backfills, id)
+	}
+	return nil
+}
+
+// AppendTraceLog appends a trace row (Traces).
+func (s *Store) AppendTraceLog(_ context.Context, e pumpdata.TraceEntry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.traces = append(s.traces, e)
+	return nil
+}
+
+// Prune deletes the archived rows received before archiveBefore (trace
+// rows and delivered events are not aged here).
+func (s *Store) Prune(_ context.Context, _, archiveBefore, _ time.Time) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for id, a := range s.d.Archive {
+		if a.ReceivedAt.Before(archiveBefore) {
+			delete(s.d.Archive, id)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// CurrentRequest is the committed PENDING request of kind, nil when none.
+func (s *Store) CurrentRequest(_ context.Context, kind string) (*pumpdata.Request, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return currentRequest(s.d, kind), nil
+}
+
+func currentRequest(d Data, kind string) *pumpdata.Request {
+	for _, r := range d.Requests {
+		if r.Kind == kind && r.Status == pumpdata.RequestPending {
+			return &r
+		}
+	}
+	return nil
+}
+
+// RequestSent records when request id went out.
+func (s *Store) RequestSent(_ context.Context, id, _ int64, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.d.Requests {
+		if s.d.Requests[i].ID == id {
+			s.d.Requests[i].SentAt = at
+			return nil
+		}
+	}
+	return fmt.Errorf("mark request %d sent: no such request", id)
+}
+
+// AskedSince names the days of kind with a request sent, or answered, at
+// or after since.
+func (s *Store) AskedSince(_ context.Context, kind string, days []string, since time.Time) (map[string]bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]bool{}
+	for _, r := range s.d.Requests {
+		sent := !r.SentAt.IsZero() && !r.SentAt.Before(since)
+		answered := r.Status == pumpdata.RequestCompleted && !s.d.Completed[r.ID].Before(since)
+		if r.Kind == kind && slices.Contains(days, r.Day) && (sent || answered) {
+			out[r.Day] = true
+		}
+	}
+	return out, nil
+}
+
+// PendingReplays lists up to limit PENDING replay requests, oldest first.
+func (s *Store) PendingReplays(_ context.Context, limit int) ([]pumpdata.ReplayRequest, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []pumpdata.ReplayRequest
+	for _, r := range s.d.Replays {
+		if r.State == pumpdata.ReplayPending && len(out) < limit {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+var _ pump.Store = (*Store)(nil)
+
+// resultLine is how a committed result is listed (Committed).
+func resultLine(r pumpdata.Result) string {
+	return strings.TrimSpace(fmt.Sprintf("%d %s %s", r.MessageID, r.Status, r.Reason))
+}

@@ -1,0 +1,42 @@
+package pumpdata
+
+import (
+	"time"
+)
+
+// Trace log results (schd_snap_log.result).
+const (
+	TraceCommitted     = "COMMITTED"
+	TraceReplaySkipped = "REPLAY_SKIPPED"
+	TraceRolledBack    = "ROLLED_BACK"
+)
+
+// TraceEntry is one snapshot attempt (seed 000 §5.6).
+type TraceEntry struct {
+	Day                    string
+	MessageID              int64
+	ReceivedAt             time.Time
+	Recs                   int
+	OldVersion, NewVersion int64
+	DeletedCount           int
+	Result                 string
+	Flags                  []string
+	OldDigest, NewDigest   string
+	Duration               time.Duration
+	Detail                 string
+	// Conflicts are the FLIDs a day mismatch refused (at most
+	// MaxTraceConflicts), shown by `flightfeed dead`.
+	Conflicts []DayConflict
+}
+
+// MaxTraceConflicts bounds the conflicts one trace row keeps: a snapshot of
+// thousands of misattributed records is named by its first ones.
+const MaxTraceConflicts = 100
+
+// DayConflict is one FLID a snapshot gave another operation day than the one
+// its stored row has (seed 000 §5.3, SAME_FLID_ACROSS_OPERATION_DAYS).
+type DayConflict struct {
+	FLID       string `json:"flid"`
+	StoredDay  string `json:"stored_day"`
+	MessageDay string `json:"message_day"`
+}
