@@ -927,6 +927,14 @@ type OperationDayStatus struct {
 	LastCommitAt *metav1.Time `json:"lastCommitAt,omitempty"`
 	// Flights is the size of the day's roster.
 	Flights int64 `json:"flights"`
+	// Held is set on a day past its ledger retention (spec.retention.ledgerDays)
+	// that is kept: why, as "REASON: detail" (seed 000 §8.3, per day):
+	// FLIGHTS_CURRENT (a flight of the day is still in current state),
+	// MESSAGE_UNFINISHED (a PENDING or FAILED snapshot message concerns it)
+	// or BACKFILL_PENDING (one waits for its write-back to the mailbox).
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Held string `json:"held,omitempty"`
 }
 
 // FlightFeed is one AODB feed: a mailbox pumped into a flight-state database

@@ -12,7 +12,7 @@ import (
 
 func newDeadCommand(m mode) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "dead NAME [--service-account SA | --token-file F] [--since T] [--reason R] [-o json|yaml|wide]",
+		Use:   "dead NAME [--service-account SA | --token-file F] [--since T] [--reason R] [--replayed] [-o json|yaml|wide]",
 		Short: "List DEAD and FAILED messages with their reasons, newest first",
 		Long: `dead lists the messages the pump gave up on (DEAD) or is still retrying
 (FAILED), newest received first: mailbox row id, received time, SIS TYPE/STYP,
@@ -20,6 +20,11 @@ status, reason code, attempts and the note written back to the mailbox
 (-o wide: whole, with when the message was last updated).
 --since takes an RFC 3339 time or a duration back from now (24h); --reason a
 reason code (RECS_MISMATCH, SAME_FLID_ACROSS_OPERATION_DAYS, …).
+
+A message a replay took in (its replay SUCCEEDED or was SKIPPED) is no
+longer listed: --replayed lists it too. The REPLAYED column ("replay" in
+JSON: request_id, policy, result, reason, finished_at) says how its replay
+ended and when; a replay that ended DEAD or FAILED stays listed with it.
 
 For a snapshot refused for SAME_FLID_ACROSS_OPERATION_DAYS the CONFLICTS
 column ("conflicts" in JSON, each {"flid","stored_day","message_day"})
@@ -38,7 +43,7 @@ get flightfeeds/messages.`,
 		Args: cobra.MaximumNArgs(1),
 	}
 	if m == binaryMode {
-		cmd.Use = "dead (NAME [--service-account SA | --token-file F] | --config F) [--since T] [--reason R] [-o table|wide|json]"
+		cmd.Use = "dead (NAME [--service-account SA | --token-file F] | --config F) [--since T] [--reason R] [--replayed] [-o table|wide|json]"
 		cmd.Long += `
 
 With --config it comes from the database directly. On this binary -o json
@@ -51,9 +56,10 @@ prints one JSON object per line, and --feed [NS/]NAME is the same as NAME.`
 	since := cmd.Flags().String("since", "", "only messages received since: an RFC 3339 time or a duration back from now (e.g. 24h)")
 	reason := cmd.Flags().String("reason", "", "only messages with this reason code")
 	limit := cmd.Flags().Int("limit", 200, "at most this many messages (0: all)")
+	replayed := cmd.Flags().Bool("replayed", false, "also list the messages a replay took in (SUCCEEDED or SKIPPED)")
 	output := tableOutput(cmd, m)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		filter := store.DeadFilter{Reason: strings.TrimSpace(*reason), Limit: *limit}
+		filter := store.DeadFilter{Reason: strings.TrimSpace(*reason), Limit: *limit, Replayed: *replayed}
 		if *limit < 0 {
 			return usageError{fmt.Errorf("--limit %d: must be 0 or more", *limit)}
 		}
@@ -82,14 +88,14 @@ prints one JSON object per line, and --feed [NS/]NAME is the same as NAME.`
 			noteWidth = 1 << 20
 		}
 		stamp := func(t time.Time) string { return t.In(b.Location()).Format("2006-01-02 15:04:05") }
-		table := columns("ID", "RECEIVED", "TYPE", "STATUS", "REASON", "ATTEMPTS", "NOTE", "CONFLICTS", "UPDATED+")
+		table := columns("ID", "RECEIVED", "TYPE", "STATUS", "REASON", "ATTEMPTS", "NOTE", "CONFLICTS", "REPLAYED", "UPDATED+")
 		return printRows(cmd.OutOrStdout(), m, format, table, dead, func(d store.DeadMessage) []any {
 			typ := d.Type + "/" + d.Styp
 			if d.Type == "" {
 				typ = "-"
 			}
 			return []any{d.MessageID, stamp(d.ReceivedAt), typ, d.Status, orDash(d.Reason), d.Attempts,
-				orDash(oneLine(d.Note, noteWidth)), conflictsCell(d.Conflicts), stamp(d.UpdatedAt)}
+				orDash(oneLine(d.Note, noteWidth)), conflictsCell(d.Conflicts), replayCell(d.Replay, stamp), stamp(d.UpdatedAt)}
 		})
 	}
 	return cmd
@@ -112,6 +118,15 @@ func conflictsCell(cs []store.DayConflict) string {
 		parts = append(parts, fmt.Sprintf("+%d more (-o json)", len(cs)-conflictsShown))
 	}
 	return strings.Join(parts, ",")
+}
+
+// replayCell renders a message's replay as RESULT@TIME (airport-local,
+// "SUCCEEDED@2026-09-09T10:15:00"), "-" when none ran.
+func replayCell(o *store.ReplayOutcome, stamp func(time.Time) string) string {
+	if o == nil {
+		return "-"
+	}
+	return o.Result + "@" + strings.Replace(stamp(o.FinishedAt), " ", "T", 1)
 }
 
 // parseSince reads --since: an RFC 3339 time, or a duration back from now.

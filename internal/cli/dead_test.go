@@ -155,14 +155,14 @@ func TestDeadNamesTheFLIDsOfADayMismatch(t *testing.T) {
 		t.Fatalf("dead: exit %d: %s", code, errOut)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if h := strings.Fields(lines[0]); len(h) != 8 || h[6] != "NOTE" || h[7] != "CONFLICTS" {
+	if h := strings.Fields(lines[0]); len(h) != 9 || h[6] != "NOTE" || h[7] != "CONFLICTS" || h[8] != "REPLAYED" {
 		t.Fatalf("dead table header %q", lines[0])
 	}
 	cell := "2:" + today + "->" + tomorrow
 	for _, l := range lines[1:] {
 		f := strings.Fields(l)
 		mismatch := f[5] == "SAME_FLID_ACROSS_OPERATION_DAYS"
-		if last := f[len(f)-1]; (mismatch && last != cell) || (!mismatch && last != "-") {
+		if last := f[len(f)-2]; (mismatch && last != cell) || (!mismatch && last != "-") {
 			t.Errorf("dead table row %q: last column %q", l, last)
 		}
 	}
@@ -175,5 +175,63 @@ func TestDeadNamesTheFLIDsOfADayMismatch(t *testing.T) {
 	}
 	if got := w.query(t, `SELECT string_agg(flid || '=' || coalesce(operation_day::text, 'NULL'), ',' ORDER BY flid) FROM flight_schd WHERE flid IN (2, 3, 4)`); got != "2="+today+",3=NULL,4=NULL" {
 		t.Errorf("after the replay: %s", got)
+	}
+	deadListsReplayed(t, w, 5, "2", "skip-conflicts")
+}
+
+// deadListsReplayed checks `flightfeed dead` once message id was replayed
+// (SUCCEEDED) and message other was not: the list leaves id out and still
+// names other; --replayed lists id too, with its replay's result, policy
+// and time in JSON and RESULT@TIME in the table.
+func deadListsReplayed(t *testing.T, w replayWorld, id int64, other, policy string) {
+	t.Helper()
+	code, out, errOut := runCLI("dead", "--config", w.cfg, "-o", "json")
+	if code != 0 {
+		t.Fatalf("dead after the replay: exit %d: %s", code, errOut)
+	}
+	if strings.Contains(out, fmt.Sprintf(`"id":%d,`, id)) || !strings.Contains(out, `"id":`+other+`,`) {
+		t.Fatalf("dead after replaying message %d lists it, or not message %s:\n%s", id, other, out)
+	}
+	code, out, errOut = runCLI("dead", "--config", w.cfg, "--replayed", "-o", "json")
+	if code != 0 {
+		t.Fatalf("dead --replayed: exit %d: %s", code, errOut)
+	}
+	var found bool
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var d struct {
+			ID     int64
+			Status string
+			Replay *struct {
+				RequestID  int64     `json:"request_id"`
+				Policy     string    `json:"policy"`
+				Result     string    `json:"result"`
+				FinishedAt time.Time `json:"finished_at"`
+			}
+		}
+		if err := json.Unmarshal([]byte(line), &d); err != nil {
+			t.Fatalf("dead --replayed -o json: %v\n%s", err, out)
+		}
+		if d.ID != id {
+			continue
+		}
+		found = true
+		if d.Status != "DEAD" || d.Replay == nil || d.Replay.RequestID == 0 || d.Replay.Policy != policy ||
+			d.Replay.Result != "SUCCEEDED" || d.Replay.FinishedAt.IsZero() {
+			t.Errorf("dead --replayed, message %d: %s", id, line)
+		}
+	}
+	if !found {
+		t.Fatalf("dead --replayed does not list message %d:\n%s", id, out)
+	}
+	code, out, errOut = runCLI("dead", "--config", w.cfg, "--replayed")
+	if code != 0 {
+		t.Fatalf("dead --replayed: exit %d: %s", code, errOut)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		f := strings.Fields(l)
+		replayed := f[len(f)-1]
+		if mine := f[0] == fmt.Sprint(id); (mine && !strings.HasPrefix(replayed, "SUCCEEDED@")) || (!mine && replayed != "-") {
+			t.Errorf("dead --replayed table row %q: REPLAYED %q", l, replayed)
+		}
 	}
 }

@@ -277,6 +277,9 @@ func (a *feedAPI) Dead(ctx context.Context, f store.DeadFilter) ([]store.DeadMes
 	if f.Reason != "" {
 		q.Set("reason", f.Reason)
 	}
+	if f.Replayed {
+		q.Set("replayed", "true")
+	}
 	if !f.Since.IsZero() {
 		q.Set("since", f.Since.Format(time.RFC3339Nano))
 	}

@@ -98,7 +98,20 @@ func (s *feedSupervisor) snapshot() (reportInput, *store.Store) {
 	if st.runner != nil {
 		in.Pump = st.runner.Status()
 	}
+	if d.Feed != nil {
+		in.LedgerCutoff = ledgerCutoff(in.Now, d.Feed)
+	}
 	return in, st.ledger
+}
+
+// ledgerCutoff is the first day the feed's ledger retention keeps, as the
+// pump's lifecycle job computes it ("" when retention keeps every day).
+func ledgerCutoff(now time.Time, feed *config.Feed) string {
+	days := feed.Spec.Retention.LedgerDays
+	if days == nil || *days <= 0 || feed.Location == nil {
+		return ""
+	}
+	return now.In(feed.Location).AddDate(0, 0, -int(*days)).Format(time.DateOnly)
 }
 
 func (r *reporter) signature(in reportInput) pumpSignature {

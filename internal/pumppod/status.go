@@ -67,6 +67,10 @@ type reportInput struct {
 	// be read (the listed days are then left as they are).
 	Ledger      []store.LedgerDay
 	LedgerKnown bool
+	// LedgerCutoff is the first day ledger retention keeps
+	// ("YYYY-MM-DD"; "" when it keeps every day): an older day still in the
+	// ledger is held, and its status says why.
+	LedgerCutoff string
 	// ReadAccess is how the read API reaches the database of the resolved
 	// feed; "" while the feed does not resolve (left as it is).
 	ReadAccess v1alpha1.ReadAPIDatabaseAccess
@@ -154,7 +158,7 @@ func buildStatus(in reportInput) statusReport {
 		out.Backfill = &v1alpha1.BackfillStatus{Pending: in.Pump.BackfillPending}
 	}
 	if in.LedgerKnown {
-		out.OperationDays, out.LatestSnapshot = ledgerStatus(in.Ledger)
+		out.OperationDays, out.LatestSnapshot = ledgerStatus(in.Ledger, in.LedgerCutoff)
 	}
 	if in.ReadAccess != "" {
 		out.ReadAPI = &v1alpha1.ReadAPIStatus{DatabaseAccess: in.ReadAccess}
@@ -281,8 +285,8 @@ func pumpFigures(in reportInput) *v1alpha1.PumpStatus {
 }
 
 // ledgerStatus lists the newest MaxStatusDays days and the most recently
-// committed one.
-func ledgerStatus(ledger []store.LedgerDay) ([]v1alpha1.OperationDayStatus, *v1alpha1.LatestSnapshot) {
+// committed one; a day before cutoff says what holds it.
+func ledgerStatus(ledger []store.LedgerDay, cutoff string) ([]v1alpha1.OperationDayStatus, *v1alpha1.LatestSnapshot) {
 	days := slices.Clone(ledger)
 	slices.SortFunc(days, func(a, b store.LedgerDay) int { return strings.Compare(a.Day, b.Day) })
 	var latest *store.LedgerDay
@@ -297,8 +301,12 @@ func ledgerStatus(ledger []store.LedgerDay) ([]v1alpha1.OperationDayStatus, *v1a
 	}
 	out := make([]v1alpha1.OperationDayStatus, 0, len(days))
 	for _, d := range days {
-		out = append(out, v1alpha1.OperationDayStatus{Day: d.Day, Version: d.Version, LastMessageID: d.LastMessageID,
-			LastCommitAt: timePtr(d.LastCommitAt), Flights: d.Flights})
+		ds := v1alpha1.OperationDayStatus{Day: d.Day, Version: d.Version, LastMessageID: d.LastMessageID,
+			LastCommitAt: timePtr(d.LastCommitAt), Flights: d.Flights}
+		if cutoff != "" && d.Day < cutoff {
+			ds.Held = truncate(d.Held, 512)
+		}
+		out = append(out, ds)
 	}
 	if latest == nil {
 		return out, nil

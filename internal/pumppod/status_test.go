@@ -3,6 +3,7 @@ package pumppod
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/dispatch"
 	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/pump"
@@ -197,6 +199,46 @@ func TestLedgerStatusIsBounded(t *testing.T) {
 	applyReport(&st, buildStatus(runningInput(nil)), t0)
 	if len(st.OperationDays) != v1alpha1.MaxStatusDays || st.LatestSnapshot == nil {
 		t.Fatal("an unknown ledger cleared the days")
+	}
+}
+
+// A ledger day past retention that is kept says why in the status; a day
+// inside retention says nothing, held or not (issue 39 item 5).
+func TestLedgerStatusSaysWhyADayIsHeld(t *testing.T) {
+	held := "MESSAGE_UNFINISHED: message 201 is FAILED (INFRA)"
+	ledger := []store.LedgerDay{
+		{Day: "2026-09-01", Version: 1, Held: held},
+		{Day: "2026-09-02", Version: 1},
+		{Day: "2026-09-08", Version: 1, Held: "FLIGHTS_CURRENT: flights of the day are still in current state (not yet moved to history)"},
+	}
+	for _, tc := range []struct {
+		cutoff string
+		want   []string
+	}{
+		{"2026-09-08", []string{held, "", ""}},
+		{"2026-09-09", []string{held, "", "FLIGHTS_CURRENT: flights of the day are still in current state (not yet moved to history)"}},
+		{"", []string{"", "", ""}},
+	} {
+		got := buildStatus(runningInput(func(in *reportInput) {
+			in.Ledger, in.LedgerKnown, in.LedgerCutoff = ledger, true, tc.cutoff
+		}))
+		var heldBy []string
+		for _, d := range got.OperationDays {
+			heldBy = append(heldBy, d.Held)
+		}
+		if !slices.Equal(heldBy, tc.want) {
+			t.Errorf("cutoff %q: held %q, want %q", tc.cutoff, heldBy, tc.want)
+		}
+	}
+	feed := &config.Feed{Location: time.FixedZone("CST", 8*3600)}
+	days := int32(7)
+	feed.Spec.Retention.LedgerDays = &days
+	if got := ledgerCutoff(time.Date(2026, 9, 9, 17, 0, 0, 0, time.UTC), feed); got != "2026-09-03" {
+		t.Errorf("ledgerCutoff at 2026-09-10 01:00 airport time, 7 days = %s, want 2026-09-03", got)
+	}
+	days = 0
+	if got := ledgerCutoff(time.Date(2026, 9, 9, 17, 0, 0, 0, time.UTC), feed); got != "" {
+		t.Errorf("ledgerCutoff with retention off = %q", got)
 	}
 }
 

@@ -23,7 +23,7 @@ import (
 // Kubernetes RBAC and a token for the feed, never the feed's Secrets or a
 // route to its database.
 //
-//	GET  /api/v1/feeds/{ns}/{name}/dead?since=RFC3339&reason=R&limit=N   (get flightfeeds/messages)
+//	GET  /api/v1/feeds/{ns}/{name}/dead?since=RFC3339&reason=R&limit=N&replayed=true (get flightfeeds/messages)
 //	GET  /api/v1/feeds/{ns}/{name}/parked?limit=N                        (get flightfeeds/messages)
 //	POST /api/v1/feeds/{ns}/{name}/parked/redeliver {"ids":[…]}|{"all":true} (create flightfeeds/replays)
 //	POST /api/v1/feeds/{ns}/{name}/replays {"id":N,"policy":"as-new"}    (create flightfeeds/replays)
@@ -90,6 +90,14 @@ func (a *ReadAPI) dead(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := store.DeadFilter{Reason: strings.TrimSpace(q.Get("reason")), Limit: limit}
+	if v := q.Get("replayed"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			httpError(w, http.StatusBadRequest, "replayed %q: must be true or false", v)
+			return
+		}
+		f.Replayed = b
+	}
 	if v := q.Get("since"); v != "" {
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {

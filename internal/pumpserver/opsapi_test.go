@@ -143,8 +143,11 @@ func TestOperationsRoutesAnswers(t *testing.T) {
 		dead.Items[0].MessageID != 4 || dead.Items[0].Reason != "BAD_FLID" || !dead.Items[0].ReceivedAt.Equal(ops.dead[0].ReceivedAt) {
 		t.Fatalf("dead: %d %s", rec.Code, rec.Body)
 	}
-	if f := ops.deadFilter; f.Reason != "BAD_FLID" || f.Limit != 3 || !f.Since.Equal(time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)) {
+	if f := ops.deadFilter; f.Reason != "BAD_FLID" || f.Limit != 3 || !f.Since.Equal(time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)) || f.Replayed {
 		t.Errorf("dead filter %+v", f)
+	}
+	if rec := do("GET", "/dead?replayed=true", ""); rec.Code != http.StatusOK || !ops.deadFilter.Replayed {
+		t.Errorf("dead?replayed=true: %d, filter %+v", rec.Code, ops.deadFilter)
 	}
 	var parked struct{ Items []store.ParkedEvent }
 	if rec := do("GET", "/parked", ""); rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &parked) != nil || len(parked.Items) != 1 ||
@@ -160,6 +163,7 @@ func TestOperationsRoutesAnswers(t *testing.T) {
 		{"GET", "/dead?limit=0", "", `limit \"0\": must be 1 to 5000`},
 		{"GET", "/dead?limit=5001", "", `limit \"5001\": must be 1 to 5000`},
 		{"GET", "/dead?since=yesterday", "", `since \"yesterday\": must be an RFC 3339 time`},
+		{"GET", "/dead?replayed=maybe", "", `replayed \"maybe\": must be true or false`},
 		{"GET", "/parked?limit=x", "", `limit \"x\": must be 1 to 5000`},
 		{"GET", "/replays/x", "", `replay request id \"x\": must be a positive integer`},
 		{"POST", "/replays", `{"id":4,"policy":"later"}`, `\"policy\" \"later\": must be as-new or skip-conflicts`},

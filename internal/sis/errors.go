@@ -147,6 +147,9 @@ func ClassOf(r Reason) Class {
 type Error struct {
 	Reason Reason
 	Path   string
+	// FLID is the refused record's FLID, when the record carries a readable
+	// one ("" otherwise, and outside records).
+	FLID   string
 	Detail string
 	Class  Class
 	// Err is the underlying cause, when there is one (an encoding/xml syntax
@@ -154,7 +157,8 @@ type Error struct {
 	Err error
 }
 
-// Error renders "sis: REASON at PATH: detail: cause" on one line: control
+// Error renders "sis: REASON at PATH (FLID n): detail: cause" on one line
+// (no FLID part when the record has none): control
 // characters that a detail or a cause may carry (a quoted value, a wrapped
 // parse error) are escaped, because the text ends up in the mailbox's note
 // column and in line-oriented logs.
@@ -162,6 +166,9 @@ func (e *Error) Error() string {
 	msg := "sis: " + string(e.Reason)
 	if e.Path != "" {
 		msg += " at " + e.Path
+	}
+	if e.FLID != "" {
+		msg += " (FLID " + e.FLID + ")"
 	}
 	if e.Detail != "" {
 		msg += ": " + e.Detail

@@ -157,3 +157,40 @@ func TestErrorEscapesControlCharacters(t *testing.T) {
 		t.Fatal("a bad META time no longer wraps ErrBadMetaTime")
 	}
 }
+
+// A record the decoder refuses is named by its FLID as well as its
+// position, when it carries a readable FLID (issue 39 item 4): the note
+// leads a person to the flight. A record without one, or whose FLID itself
+// is the fault, is named by position alone.
+func TestRecordRefusalNamesItsFLID(t *testing.T) {
+	tests := []struct {
+		name     string
+		raw      []byte
+		wantFLID string
+		wantNote string
+	}{
+		{"bad time, FLID first", dnld(fltr("1", ""), fltr("4711", "<CNCL>31FEB261000</CNCL>")), "4711",
+			"BAD_TIME at MSG/SCHD/FLTR[2]/CNCL (FLID 4711): "},
+		{"FLID after the faulty field", dnld("<FLTR><CKDT CKNO=\"A\"><CHKC>01</CHKC></CKDT><SODT>09SEP261015</SODT><FLID>0815</FLID></FLTR>"), "815",
+			"BAD_SEQUENCE at MSG/SCHD/FLTR[1]/CKDT[1]@CKNO (FLID 815): "},
+		{"missing SODT", dnld("<FLTR><FLID>12</FLID><FLNO>CA1</FLNO></FLTR>"), "12", "MISSING_FIELD at MSG/SCHD/FLTR[1]/SODT (FLID 12): "},
+		{"duplicate FLID", dnld(fltr("7", ""), fltr("007", "")), "7", "DUPLICATE_FLID at MSG/SCHD/FLTR[2]/FLID (FLID 7): "},
+		{"FLOP record", flop("ESTT", "<FLID>1</FLID><ESTT>09SEP261015</ESTT>", "<FLID>2</FLID><ESTT>09SEP261015</ESTT><ESTT>09SEP261020</ESTT>"), "2",
+			"DUPLICATE_FIELD at MSG/FLOP[2]/ESTT[2] (FLID 2): "},
+		{"bad FLID", dnld(fltr("12AB", "")), "", "BAD_FLID at MSG/SCHD/FLTR[1]/FLID: "},
+		{"FLID twice", dnld("<FLTR><FLID>1</FLID><FLID>2</FLID><SODT>09SEP261015</SODT></FLTR>"), "", "DUPLICATE_FIELD at MSG/SCHD/FLTR[1]/FLID[2]: "},
+		{"no FLID", dnld("<FLTR><SODT>09SEP261015</SODT></FLTR>"), "", "MISSING_FIELD at MSG/SCHD/FLTR[1]/FLID: "},
+		{"outside a record", envelope("SCHD", "DNLD", "<SCHD><RECS>two</RECS></SCHD>"), "", "BAD_RECS at MSG/SCHD/RECS: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := mustReject(t, tt.raw, Options{})
+			if e.FLID != tt.wantFLID {
+				t.Errorf("FLID = %q, want %q (%v)", e.FLID, tt.wantFLID, e)
+			}
+			if note := e.Note(0); !strings.HasPrefix(note, tt.wantNote) {
+				t.Errorf("note = %q, want it to start %q", note, tt.wantNote)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package sis
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -24,8 +25,42 @@ var (
 
 // decodeRecord turns one FLTR/FLOP element into a Record: its FLID, the
 // operation day from SODT, and one command per mapped field it carries, in
-// canonical field order. Unmapped children are counted as ignored.
+// canonical field order. Unmapped children are counted as ignored. A
+// refusal names the record's FLID when the record carries a readable one,
+// so that a person finds the flight, not only the record's position.
 func (d *decoder) decodeRecord(n *node, path string, index int, rules recordRules) (Record, error) {
+	rec, err := d.readRecord(n, path, index, rules)
+	var e *Error
+	if err != nil && errors.As(err, &e) && e.FLID == "" {
+		e.FLID = recordFLID(n)
+	}
+	return rec, err
+}
+
+// recordFLID is the FLID a record element carries, "" when it has none
+// that reads as one (absent, twice, malformed).
+func recordFLID(n *node) string {
+	var flidNode *node
+	for c := n.first; c != nil; c = c.next {
+		if c.name != "FLID" {
+			continue
+		}
+		if flidNode != nil {
+			return ""
+		}
+		flidNode = c
+	}
+	if flidNode == nil {
+		return ""
+	}
+	flid, err := flidOf(flidNode, "")
+	if err != nil {
+		return ""
+	}
+	return flid.String()
+}
+
+func (d *decoder) readRecord(n *node, path string, index int, rules recordRules) (Record, error) {
 	if !isBlank(n.text) {
 		return Record{}, newError(ReasonBadStructure, path, "text directly inside <%s>", n.name)
 	}

@@ -152,7 +152,9 @@ func (d *decoder) fltr(t xml.StartElement, st *schdState, parent string) error {
 	}
 	if st.seenFLIDs != nil {
 		if first, dup := st.seenFLIDs[rec.FLID]; dup {
-			return newError(ReasonDuplicateFLID, path+"/FLID", "FLID %s already in FLTR[%d]", rec.FLID, first)
+			e := newError(ReasonDuplicateFLID, path+"/FLID", "FLID %s already in FLTR[%d]", rec.FLID, first)
+			e.FLID = rec.FLID.String()
+			return e
 		}
 		st.seenFLIDs[rec.FLID] = index
 	}

@@ -131,17 +131,52 @@ func nullTime(t time.Time) *time.Time {
 	return &t
 }
 
+// ledgerHolds is a WITH list ending in held(day, held): for every ledger
+// day before $1 ("YYYY-MM-DD", or 'infinity' for all) that a precondition
+// of seed 000 §8.3 keeps, the first reason, as "REASON: detail". The
+// preconditions are per day:
+//   - FLIGHTS_CURRENT: a flight of the day is still in current state (its
+//     roster is still the day's diff-delete basis; it leaves with history);
+//   - MESSAGE_UNFINISHED: a PENDING or FAILED message concerns the day;
+//   - BACKFILL_PENDING: a message of the day waits for its write-back.
+//
+// Only a snapshot (SCHD) writes a day's ledger, so only SCHD messages (and
+// messages whose type is not known yet) concern a day: the days their
+// trace rows name, every day when they name none (an unfinished snapshot
+// may yet be of any day). A FLOP never touches a ledger; an FDEL only the
+// roster of its flight's day, which that flight already holds.
+const ledgerHolds = `cand AS (SELECT operation_day AS day FROM schd_gen WHERE operation_day < $1::date),
+	concern AS (
+		SELECT p.message_id, 2 AS prio, 'MESSAGE_UNFINISHED: message ' || p.message_id || ' is ' || p.status ||
+				coalesce(' (' || p.reason || ')', '') AS held
+			FROM proc_state p
+			WHERE p.status IN ('PENDING', 'FAILED') AND coalesce(p.msg_type, 'SCHD') = 'SCHD'
+		UNION ALL
+		SELECT p.message_id, 3, 'BACKFILL_PENDING: message ' || p.message_id || ' (' || p.status || ') is not yet written back to the mailbox'
+			FROM (SELECT DISTINCT unnest(message_ids) AS message_id FROM backfill_todo) b
+			JOIN proc_state p ON p.message_id = b.message_id
+			WHERE coalesce(p.msg_type, 'SCHD') = 'SCHD'),
+	holds AS (
+		SELECT d.day, 1 AS prio, 0::bigint AS message_id, 'FLIGHTS_CURRENT: flights of the day are still in current state (not yet moved to history)' AS held
+			FROM cand d WHERE EXISTS (SELECT 1 FROM flight_schd f WHERE f.operation_day = d.day)
+		UNION ALL
+		SELECT d.day, c.prio, c.message_id, c.held
+			FROM concern c
+			LEFT JOIN LATERAL (SELECT array_agg(DISTINCT l.operation_day) AS days FROM schd_snap_log l
+				WHERE l.msg_id = c.message_id AND l.operation_day IS NOT NULL) t ON true
+			JOIN cand d ON t.days IS NULL OR d.day = ANY (t.days)),
+	held AS (SELECT DISTINCT ON (day) day, held FROM holds ORDER BY day, prio, message_id)`
+
 // PruneLedger removes the ledger of days before cutoff ("YYYY-MM-DD") whose
-// preconditions hold (seed 000 §8.3): no flight of the day is left in
-// current state (its roster is no longer anyone's diff-delete basis), and
-// no message is unfinished or waiting for its backfill.
+// preconditions hold (seed 000 §8.3), day by day: a day is kept while a
+// flight of it is in current state, or a message that concerns it is
+// unfinished or waits for its write-back (ledgerHolds); the other days go.
+// LedgerDay.Held says why a day is kept.
 func (t *Tx) PruneLedger(ctx context.Context, cutoff string) ([]string, error) {
-	rows, err := t.tx.Query(ctx, `
+	rows, err := t.tx.Query(ctx, `WITH `+ledgerHolds+`
 		DELETE FROM schd_gen g
 		WHERE g.operation_day < $1::date
-		  AND NOT EXISTS (SELECT 1 FROM flight_schd f WHERE f.operation_day = g.operation_day)
-		  AND NOT EXISTS (SELECT 1 FROM proc_state p WHERE p.status IN ('PENDING', 'FAILED'))
-		  AND NOT EXISTS (SELECT 1 FROM backfill_todo)
+		  AND NOT EXISTS (SELECT 1 FROM held h WHERE h.day = g.operation_day)
 		RETURNING g.operation_day::text`, cutoff)
 	if err != nil {
 		return nil, fmt.Errorf("prune ledger before %s: %w", cutoff, err)

@@ -140,22 +140,30 @@ type LedgerDay struct {
 	LastMessageID int64     `json:"last_message_id"`
 	Flights       int64     `json:"flights"`
 	LastCommitAt  time.Time `json:"-"`
+	// Held is why ledger retention would keep the day were it past its
+	// cutoff ("REASON: detail", seed 000 §8.3; "" when nothing would): a
+	// flight of it still in current state, or a message that concerns it
+	// unfinished or not yet written back. Not part of `flightfeed ledger`.
+	Held string `json:"-"`
 }
 
-// Ledger returns every day of the ledger, ascending, with its roster size.
+// Ledger returns every day of the ledger, ascending, with its roster size
+// and what would hold it past retention.
 func (s *Store) Ledger(ctx context.Context) ([]LedgerDay, error) {
 	var out []LedgerDay
 	err := s.readOnly(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `
+		rows, err := tx.Query(ctx, `WITH `+ledgerHolds+`
 			SELECT g.operation_day::text, g.version, g.last_message_id, g.last_recv_at,
-				(SELECT count(*) FROM schd_gen_flid r WHERE r.operation_day = g.operation_day)
-			FROM schd_gen g ORDER BY g.operation_day`)
+				(SELECT count(*) FROM schd_gen_flid r WHERE r.operation_day = g.operation_day),
+				coalesce(h.held, '')
+			FROM schd_gen g LEFT JOIN held h ON h.day = g.operation_day
+			ORDER BY g.operation_day`, "infinity")
 		if err != nil {
 			return err
 		}
 		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (LedgerDay, error) {
 			var d LedgerDay
-			err := row.Scan(&d.Day, &d.Version, &d.LastMessageID, &d.LastCommitAt, &d.Flights)
+			err := row.Scan(&d.Day, &d.Version, &d.LastMessageID, &d.LastCommitAt, &d.Flights, &d.Held)
 			return d, err
 		})
 		return err
