@@ -528,8 +528,10 @@ func (p *Proxy) forwardThenCut(l *link, server net.Conn, chunk []byte) {
 	l.mu.Lock()
 	l.cut = true
 	l.mu.Unlock()
-	_, _ = server.Write(chunk)
+	// Counted before the chunk leaves: a test that sees the server receive
+	// it must also see the cut counted.
 	p.count(func(s *Stats) { s.Cuts++ })
+	_, _ = server.Write(chunk)
 	resetConn(l.client)
 	time.AfterFunc(cutGrace, l.close)
 }
