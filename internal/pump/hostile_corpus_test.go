@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -111,7 +112,8 @@ func readHostileCorpus(t *testing.T, listener string) []hostileCase {
 
 // wantValue is what a check FLID/FIELD expects: the literal after "=", or
 // the text between <FIELD> and </FIELD> in the body, CDATA and entities
-// undone.
+// undone; for FLID/LIST.ATTR (an attribute of the first item of a list)
+// the value of ATTR="…" in the body.
 func (c hostileCase) wantValue(t *testing.T) (flight.FLID, string, string, bool) {
 	t.Helper()
 	spec, literal, hasLiteral := strings.Cut(c.check, "=")
@@ -125,6 +127,13 @@ func (c hostileCase) wantValue(t *testing.T) (flight.FLID, string, string, bool)
 	}
 	if hasLiteral {
 		return flight.FLID(flid), field, literal, true
+	}
+	if _, attr, isAttr := strings.Cut(field, "."); isAttr {
+		m := regexp.MustCompile(`\s` + regexp.QuoteMeta(attr) + `="([^"]*)"`).FindSubmatch(c.body)
+		if m == nil {
+			t.Fatalf("%s: no attribute %s in the body", c.file, attr)
+		}
+		return flight.FLID(flid), field, html.UnescapeString(string(m[1])), true
 	}
 	_, rest, ok1 := bytes.Cut(c.body, []byte("<"+field+">"))
 	inner, _, ok2 := bytes.Cut(rest, []byte("</"+field+">"))
@@ -164,10 +173,12 @@ func (h *harness) putCanary(i int) int64 {
 // The hostile input corpus (testdata/hostile, issue 31 point 4): every
 // body, stored byte for byte in a binary mailbox column, ends in the
 // terminal result and reason its manifest names; the canaries between them
-// succeed, the last one after every hostile case; flights other than the
-// legal cases' are exactly those of the canaries alone, and the legal
-// cases' values equal their input; the ledger equals the canaries'; no
-// external entity or DTD is fetched; the heap stays bounded.
+// succeed, the last one after every hostile case; every legal case's value
+// equals its input; nothing else changed: the flights (whole), the outbox,
+// the processing rows, the mailbox results and the ledger equal those of
+// the same rows drained with the rejected ones deleted, and a rejected
+// message has a DEAD processing row and no event; no external entity or
+// DTD is fetched; the heap stays bounded.
 //
 // Not parallel: the heap sampled is the whole test binary's, and the
 // parallel tests of the package wait until this one is done.
@@ -268,75 +279,237 @@ func TestHostileCorpus(t *testing.T) {
 		t.Errorf("the decoder connected %d times to the DTD/entity listener", n)
 	}
 
-	// The legal cases' flights hold their input byte for byte.
+	// The legal cases' flights hold their input byte for byte: every case
+	// that succeeds names a value to check.
 	flights := h.flights()
-	legal := map[flight.FLID]bool{}
 	for _, c := range cases {
 		if c.check == "-" {
+			if c.result == store.StatusSucceeded {
+				t.Errorf("%s: a legal case that checks nothing: name FLID/FIELD in expected.tsv", c.file)
+			}
 			continue
 		}
 		flid, field, want, ok := c.wantValue(t)
-		legal[flid] = true
 		if !ok {
+			t.Errorf("%s: check %q names no field: every legal case checks a value", c.file, c.check)
 			continue
 		}
 		s, found := flights[flid]
-		if got := s.Scalars[field]; !found || got != want {
+		got := s.Scalars[field]
+		if list, attr, isAttr := strings.Cut(field, "."); isAttr {
+			got = ""
+			if items := s.Lists[list]; len(items) > 0 {
+				got = items[0][attr]
+			}
+		}
+		if !found || got != want {
 			t.Errorf("%s: flight %d %s = %q, want %q", c.file, flid, field, got, want)
 		}
 	}
 
-	// Every other flight, and the ledger, are those of the canaries alone.
-	clean := newHarness(t, mailbox)
-	clean.putCanaryDay()
-	for i := range canaries[1:] {
-		clean.putCanary(i)
+	// Nothing else changed: the same rows with the rejected ones (DEAD)
+	// deleted before the drain — the canaries and the legal cases alone,
+	// under the same mailbox ids — leave the same flights (whole), the
+	// same outbox (state events and notices), the same processing rows and
+	// mailbox results for the rows they share, and the same ledger. A
+	// rejected body that wrote a flight, queued an event or touched a
+	// legal message's row shows here.
+	ref := newHarness(t, mailbox)
+	if _, err := ref.mbox.Exec(`ALTER TABLE CMINMSGS MODIFY CMINMSGS_CLOB_MSG LONGBLOB NULL`); err != nil {
+		t.Fatal(err)
 	}
-	clean.drain(clean.newPump())
-	var others strings.Builder
-	for _, line := range strings.SplitAfter(h.export(), "\n") {
-		flid, ok := exportFLID(line)
-		if line != "" && (!ok || !legal[flid]) {
-			others.WriteString(line)
+	refIDs := []int64{ref.putCanaryDay()}
+	var dead []int64
+	for i, c := range cases {
+		if i%10 == 0 {
+			refIDs = append(refIDs, ref.putCanary(len(refIDs)-1))
+		}
+		id := ref.putBody(c.body)
+		if id != ids[i] {
+			t.Fatalf("%s: mailbox id %d in the reference run, %d in the corpus run", c.file, id, ids[i])
+		}
+		if c.result == store.StatusDead {
+			dead = append(dead, id)
 		}
 	}
-	// STATE_VERSION is one sequence for all flights: the legal cases took
-	// some between the canaries.
-	if got, want := withoutVersions(others.String()), withoutVersions(clean.export()); got != want {
-		t.Errorf("flights besides the legal cases':\n%s\nwant the canaries':\n%s", got, want)
+	refIDs = append(refIDs, ref.putCanary(len(refIDs)-1))
+	if !slices.Equal(refIDs, canaries) {
+		t.Fatalf("canary ids %v in the reference run, %v in the corpus run", refIDs, canaries)
 	}
-	// The legal full-day snapshot of day 10 adds that day; day 9 is the
-	// first canary's.
-	ledger := strings.Builder{}
-	if !strings.Contains(h.ledger(), `"day":"2026-09-10"`) {
-		t.Errorf("the legal snapshot of day 10 is not in the ledger:\n%s", h.ledger())
+	if len(dead) == 0 || len(dead) == len(cases) {
+		t.Fatalf("%d of %d cases rejected: the comparison needs both kinds", len(dead), len(cases))
 	}
-	for _, line := range strings.SplitAfter(h.ledger(), "\n") {
-		if !strings.Contains(line, `"day":"2026-09-10"`) {
-			ledger.WriteString(line)
+	deleteRows(t, ref, dead)
+	ref.drain(ref.newPump())
+
+	got, want := feedRowsOf(t, h, dead), feedRowsOf(t, ref, nil)
+	for _, part := range []struct{ name, got, want string }{
+		{"flights (export)", got.flights, want.flights},
+		{"outbox (msg_event)", got.outbox, want.outbox},
+		{"processing rows (proc_state)", got.procState, want.procState},
+		{"mailbox results", got.mailbox, want.mailbox},
+		{"ledger", got.ledger, want.ledger},
+	} {
+		if part.want == "" {
+			t.Errorf("%s: the reference run has none, so the comparison proves nothing", part.name)
+		}
+		if part.got != part.want {
+			t.Errorf("%s differ from the run without the rejected bodies:\n%s", part.name, lineDiff(part.got, part.want))
 		}
 	}
-	if !strings.Contains(clean.ledger(), `"day":"2026-09-09"`) {
-		t.Fatalf("the canaries' ledger has no day 9:\n%s", clean.ledger())
+	lines := func(s string) int { return strings.Count(s, "\n") }
+	t.Logf("compared with the run without the %d rejected rows: %d flights, %d outbox events, %d processing rows, %d mailbox rows, %d ledger days",
+		len(dead), lines(want.flights), lines(want.outbox), lines(want.procState), lines(want.mailbox), lines(want.ledger))
+	// The rejected rows themselves: DEAD with their reason, no event.
+	var events int
+	if err := h.db.QueryRow(t.Context(), `SELECT count(*) FROM msg_event_record WHERE message_id = ANY($1)`, dead).Scan(&events); err != nil {
+		t.Fatal(err)
 	}
-	if got, want := ledger.String(), clean.ledger(); got != want {
-		t.Errorf("ledger:\n%s\nwant the canaries':\n%s", got, want)
+	if events != 0 {
+		t.Errorf("%d outbox events of rejected messages", events)
+	}
+	for i, c := range cases {
+		if c.result != store.StatusDead {
+			continue
+		}
+		var status, reason string
+		if err := h.db.QueryRow(t.Context(), `SELECT status, coalesce(reason, '') FROM proc_state WHERE message_id = $1`, ids[i]).Scan(&status, &reason); err != nil {
+			t.Errorf("%s: processing row: %v", c.file, err)
+		} else if status != store.StatusDead || reason != c.reason {
+			t.Errorf("%s: processing row %s %s, want DEAD %s", c.file, status, reason, c.reason)
+		}
 	}
 }
 
-var stateVersion = regexp.MustCompile(`"STATE_VERSION":\d+`)
-
-func withoutVersions(export string) string {
-	return stateVersion.ReplaceAllString(normalize(export), `"STATE_VERSION":<n>`)
+// deleteRows deletes the mailbox rows ids before a drain.
+func deleteRows(t *testing.T, h *harness, ids []int64) {
+	t.Helper()
+	marks := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	if _, err := h.mbox.Exec(`DELETE FROM CMINMSGS WHERE CMINMSGS_ID IN (`+marks+`)`, args...); err != nil {
+		t.Fatal(err)
+	}
 }
 
-var exportFLIDField = regexp.MustCompile(`"FLID":"?(\d+)`)
+// feedRows is what a drain left, as text to compare with another run's.
+type feedRows struct {
+	flights, outbox, procState, mailbox, ledger string
+}
 
-func exportFLID(line string) (flight.FLID, bool) {
-	m := exportFLIDField.FindStringSubmatch(line)
-	if m == nil {
-		return 0, false
+// feedRowsOf reads a drained harness's flights, outbox, processing rows,
+// mailbox results and ledger, leaving out the rows of the messages skip.
+// Times of processing are masked, and state versions are replaced by
+// their rank among the flights' (the outbox's) versions: one sequence serves every flight
+// and a rolled-back attempt consumes values, so two runs differ in the
+// numbers but not in their order, nor in how many there are (one state
+// published twice at one version shows).
+func feedRowsOf(t *testing.T, h *harness, skip []int64) feedRows {
+	t.Helper()
+	ctx := t.Context()
+	skipped := map[int64]bool{}
+	for _, id := range skip {
+		skipped[id] = true
 	}
-	n, err := strconv.ParseInt(m[1], 10, 64)
-	return flight.FLID(n), err == nil
+	var r feedRows
+	var outbox strings.Builder
+	rows, err := h.db.Query(ctx, `SELECT kind, event, flid, state_version, coalesce(operation_day::text, ''), message_id, payload
+		FROM msg_event_record ORDER BY id, kind DESC`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var kind, event, day, payload string
+		var flid, version, msg int64
+		if err := rows.Scan(&kind, &event, &flid, &version, &day, &msg, &payload); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&outbox, "%s %s flid=%d STATE_VERSION:%d day=%s msg=%d %s\n", kind, event, flid, version, day, msg, payload)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	var proc strings.Builder
+	rows, err = h.db.Query(ctx, `SELECT message_id, coalesce(identity_key, ''), coalesce(encode(payload_digest, 'hex'), ''), coalesce(encode(content_digest, 'hex'), ''),
+			coalesce(msg_type, ''), coalesce(msg_styp, ''), status, coalesce(reason, ''), coalesce(note, ''), flags, attempts, received_at
+		FROM proc_state ORDER BY message_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int64
+		var key, digest, content, typ, styp, status, reason, note string
+		var flags []string
+		var attempts int
+		var received time.Time
+		if err := rows.Scan(&id, &key, &digest, &content, &typ, &styp, &status, &reason, &note, &flags, &attempts, &received); err != nil {
+			t.Fatal(err)
+		}
+		if !skipped[id] {
+			fmt.Fprintf(&proc, "%d %s %s %s %s/%s %s %s %q flags=%v attempts=%d received=%s\n",
+				id, key, digest, content, typ, styp, status, reason, note, flags, attempts, received.UTC().Format(time.RFC3339Nano))
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	var mbox strings.Builder
+	for _, line := range strings.SplitAfter(h.mailboxDump(), "\n") {
+		id, _, _ := strings.Cut(line, " ")
+		n, err := strconv.ParseInt(id, 10, 64)
+		if line != "" && (err != nil || !skipped[n]) {
+			mbox.WriteString(line)
+		}
+	}
+	r.mailbox, r.procState, r.ledger = mbox.String(), proc.String(), h.ledger()
+	// Ranked apart, so that an extra event does not renumber the flights.
+	r.flights, r.outbox = rankVersions(normalize(h.export())), rankVersions(normalize(outbox.String()))
+	return r
+}
+
+var versionNumber = regexp.MustCompile(`"?STATE_VERSION"?:(\d+)`)
+
+// rankVersions replaces every STATE_VERSION number in s by its rank (1 the
+// lowest) among the distinct ones of s.
+func rankVersions(s string) string {
+	var seen []int64
+	for _, m := range versionNumber.FindAllStringSubmatch(s, -1) {
+		n, _ := strconv.ParseInt(m[1], 10, 64)
+		seen = append(seen, n)
+	}
+	slices.Sort(seen)
+	seen = slices.Compact(seen)
+	return versionNumber.ReplaceAllStringFunc(s, func(m string) string {
+		sub := versionNumber.FindStringSubmatch(m)
+		n, _ := strconv.ParseInt(sub[1], 10, 64)
+		i, _ := slices.BinarySearch(seen, n)
+		return strings.Replace(m, sub[1], "#"+strconv.Itoa(i+1), 1)
+	})
+}
+
+// lineDiff lists the lines only one of got and want has (at most 20 each).
+func lineDiff(got, want string) string {
+	var b strings.Builder
+	only := func(sign, this, that string) {
+		left := map[string]int{}
+		for _, l := range strings.Split(that, "\n") {
+			left[l]++
+		}
+		n := 0
+		for _, l := range strings.Split(this, "\n") {
+			if left[l] > 0 {
+				left[l]--
+			} else if n < 20 {
+				b.WriteString(sign + l + "\n")
+				n++
+			}
+		}
+	}
+	only("+ (this run only) ", got, want)
+	only("- (the reference only) ", want, got)
+	return b.String()
 }

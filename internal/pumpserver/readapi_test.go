@@ -350,7 +350,10 @@ func heapBytes(s []metrics.Sample) uint64 {
 }
 
 // maxHeapGrowth bounds the heap growth of 50 list requests at once over
-// 10,000 flights.
+// 10,000 flights. Measured (2-core machine, loaded): 71 MiB with one page
+// read per request; 651 MiB with the list reading the whole feed and
+// cutting the page in Go (filter.Limit 0 in list): the bound tells them
+// apart with room on both sides.
 const maxHeapGrowth = 100 << 20
 
 // Fifty list requests at once over a feed of 10,000 flights, each with

@@ -1,6 +1,7 @@
 package sis
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -68,6 +69,12 @@ func TestParallelMatchesSequential(t *testing.T) {
 	}
 }
 
+// Each hostile variation of a 12-record SCHD body is decoded the same way
+// sequentially and in parallel, and each case names both the path taken
+// (the chunked path committed, or fell back to the sequential decoder) and
+// the outcome (12 records, or the error's reason and path): a chunked path
+// that stopped committing, or a fallback that kept the sequential outcome
+// but a different one from the one the case names, fails here.
 func TestParallelFallbacksKeepSequentialOutcome(t *testing.T) {
 	forceParallel(t)
 	good := string(sistest.DNLD(12))
@@ -79,42 +86,64 @@ func TestParallelFallbacksKeepSequentialOutcome(t *testing.T) {
 		return at
 	}
 	insertAt := func(s string, at int, what string) string { return s[:at] + what + s[at:] }
-	tests := map[string]string{
-		"comment in body":        strings.Replace(good, "<FLTR>", "<!-- <FLTR> --><FLTR>", 1),
-		"CDATA in a value":       strings.Replace(good, "<REMC>ON TIME", "<REMC><![CDATA[<FLTR>]]>ON TIME", 1),
-		"RECS after records":     strings.Replace(strings.Replace(good, "<RECS>12</RECS>", "", 1), "</SCHD>", "<RECS>12</RECS></SCHD>", 1),
-		"nested FLTR":            strings.Replace(good, "<FLNO>", "<FLTR/><FLNO>", 1),
-		"unknown element":        insertAt(good, nth(good, "<FLTR>", 7), "<NOTE>x</NOTE>"),
-		"duplicate across":       strings.Replace(good, "<FLID>100011</FLID>", "<FLID>100000</FLID>", 1),
-		"duplicate with MSG":     strings.Replace(good, "</SCHD>", "</SCHD><FLTR><FLID>100003</FLID><SODT>09SEP260000</SODT></FLTR>", 1),
-		"RECS too small":         strings.Replace(good, "<RECS>12</RECS>", "<RECS>11</RECS>", 1),
-		"RECS too large":         strings.Replace(good, "<RECS>12</RECS>", "<RECS>13</RECS>", 1),
-		"error in last chunk":    strings.Replace(good, "<FLID>100011</FLID>", "<FLID>x</FLID>", 1),
-		"syntax in last chunk":   strings.Replace(good, "<FLID>100011</FLID>", "<FLID>100011</FLIX>", 1),
-		"syntax after SCHD":      strings.Replace(good, "</SCHD>", "</SCHD>\n\n<BROKEN", 1),
-		"text after SCHD":        strings.Replace(good, "</MSG>", "junk</MSG>", 1),
-		"SCHD never closed":      strings.Replace(good, "</SCHD>", "", 1),
-		"SCHDX closing":          strings.Replace(good, "</SCHD>", "</SCHDX></SCHD>", 1),
-		"too deep in a chunk":    strings.Replace(good, "<SRQT>2</SRQT>", "<SRQT><a><b><c><d><e><f><g><h><i><j><k><l><m>2</m></l></k></j></i></h></g></f></e></d></c></b></a></SRQT>", 1),
-		"text between records":   insertAt(good, nth(good, "<FLTR>", 9), "oops"),
-		"CRLF and entities":      strings.ReplaceAll(good, "\n", "\r\n"),
-		"RECS in MSG and SCHD":   strings.Replace(good, "<SCHD>", "<RECS>12</RECS><SCHD>", 1),
-		"self-closing FLTR":      strings.Replace(good, "</SCHD>", "<FLTR/></SCHD>", 1),
-		"processing instruction": strings.Replace(good, "</SCHD>", "<?pi x?></SCHD>", 1),
+	type want struct {
+		commits bool   // the chunked path committed
+		reason  Reason // "" when the body decodes, to 12 records
+		path    string
 	}
-	// These keep a well-formed, record-only SCHD body, so the chunked path
-	// commits and whatever follows is decoded by the remainder scanner.
-	commitsExpected := map[string]bool{
-		"syntax after SCHD": true, "text after SCHD": true, "CRLF and entities": true,
-		"duplicate with MSG": true, "SCHD never closed": false,
+	tests := map[string]struct {
+		raw string
+		want
+	}{
+		// Well-formed bodies the chunk scanner cannot split safely: the
+		// sequential decoder reads them, to the 12 records.
+		"comment in body":        {strings.Replace(good, "<FLTR>", "<!-- <FLTR> --><FLTR>", 1), want{}},
+		"CDATA in a value":       {strings.Replace(good, "<REMC>ON TIME", "<REMC><![CDATA[<FLTR>]]>ON TIME", 1), want{}},
+		"RECS after records":     {strings.Replace(strings.Replace(good, "<RECS>12</RECS>", "", 1), "</SCHD>", "<RECS>12</RECS></SCHD>", 1), want{}},
+		"nested FLTR":            {strings.Replace(good, "<FLNO>", "<FLTR/><FLNO>", 1), want{}},
+		"unknown element":        {insertAt(good, nth(good, "<FLTR>", 7), "<NOTE>x</NOTE>"), want{}},
+		"processing instruction": {strings.Replace(good, "</SCHD>", "<?pi x?></SCHD>", 1), want{}},
+		// A record-only body: the chunked path commits.
+		"CRLF and entities": {strings.ReplaceAll(good, "\n", "\r\n"), want{commits: true}},
+		// Errors a chunk finds, or the merge: the sequential decoder
+		// reports them, at the place it finds them.
+		"duplicate across":     {strings.Replace(good, "<FLID>100011</FLID>", "<FLID>100000</FLID>", 1), want{false, ReasonDuplicateFLID, "MSG/SCHD/FLTR[12]/FLID"}},
+		"RECS too small":       {strings.Replace(good, "<RECS>12</RECS>", "<RECS>11</RECS>", 1), want{false, ReasonRecsMismatch, "MSG/SCHD/FLTR[12]"}},
+		"error in last chunk":  {strings.Replace(good, "<FLID>100011</FLID>", "<FLID>x</FLID>", 1), want{false, ReasonBadFLID, "MSG/SCHD/FLTR[12]/FLID"}},
+		"syntax in last chunk": {strings.Replace(good, "<FLID>100011</FLID>", "<FLID>100011</FLIX>", 1), want{false, ReasonMalformedXML, "MSG/SCHD/FLTR/FLID"}},
+		"SCHD never closed":    {strings.Replace(good, "</SCHD>", "", 1), want{false, ReasonMalformedXML, "MSG/SCHD"}},
+		"SCHDX closing":        {strings.Replace(good, "</SCHD>", "</SCHDX></SCHD>", 1), want{false, ReasonMalformedXML, "MSG/SCHD"}},
+		"too deep in a chunk":  {strings.Replace(good, "<SRQT>2</SRQT>", "<SRQT><a><b><c><d><e><f><g><h><i><j><k><l><m>2</m></l></k></j></i></h></g></f></e></d></c></b></a></SRQT>", 1), want{false, ReasonTooDeep, "MSG/SCHD/FLTR/SRVT/SRQT/a/b/c/d/e/f/g/h/i/j/k"}},
+		"text between records": {insertAt(good, nth(good, "<FLTR>", 9), "oops"), want{false, ReasonBadStructure, "MSG/SCHD"}},
+		"RECS in MSG and SCHD": {strings.Replace(good, "<SCHD>", "<RECS>12</RECS><SCHD>", 1), want{false, ReasonDuplicateField, "MSG/SCHD/RECS"}},
+		"self-closing FLTR":    {strings.Replace(good, "</SCHD>", "<FLTR/></SCHD>", 1), want{false, ReasonRecsMismatch, "MSG/SCHD/FLTR[13]"}},
+		// The SCHD body itself is record-only and well-formed: the chunked
+		// path commits, and the remainder scanner finds what follows.
+		"RECS too large":     {strings.Replace(good, "<RECS>12</RECS>", "<RECS>13</RECS>", 1), want{true, ReasonRecsMismatch, "MSG/SCHD/RECS"}},
+		"duplicate with MSG": {strings.Replace(good, "</SCHD>", "</SCHD><FLTR><FLID>100003</FLID><SODT>09SEP260000</SODT></FLTR>", 1), want{true, ReasonRecsMismatch, "MSG/FLTR[13]"}},
+		"syntax after SCHD":  {strings.Replace(good, "</SCHD>", "</SCHD>\n\n<BROKEN", 1), want{true, ReasonMalformedXML, "MSG"}},
+		"text after SCHD":    {strings.Replace(good, "</MSG>", "junk</MSG>", 1), want{true, ReasonBadStructure, "MSG"}},
 	}
 	commits := countParallelCommits(t)
-	for name, raw := range tests {
+	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			before := *commits
-			_, _ = assertSameOutcome(t, []byte(raw), 2) // the outcome itself is checked inside
-			if want, listed := commitsExpected[name]; listed && (*commits > before) != want {
-				t.Fatalf("parallel commit = %v, want %v", *commits > before, want)
+			msg, err := assertSameOutcome(t, []byte(tc.raw), 2)
+			if got := *commits > before; got != tc.commits {
+				t.Errorf("parallel commit = %v, want %v", got, tc.commits)
+			}
+			if tc.reason == "" {
+				if err != nil || msg == nil || len(msg.Records) != 12 {
+					t.Fatalf("want 12 records, got err %v", err)
+				}
+				return
+			}
+			var se *Error
+			if !errors.As(err, &se) {
+				t.Fatalf("want %s at %s, got %v", tc.reason, tc.path, err)
+			}
+			if se.Reason != tc.reason || se.Path != tc.path {
+				t.Fatalf("got %s at %s (%v), want %s at %s", se.Reason, se.Path, err, tc.reason, tc.path)
 			}
 		})
 	}

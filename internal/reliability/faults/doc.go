@@ -16,7 +16,8 @@
 //     a stall of 8 s at the head read and at the write-back (the mailbox
 //     DSN with the driver's readTimeout and writeTimeout, 2 s: without
 //     them a stalled connection waits for ever); down for 5 s;
-//   - Kafka: unreachable for 30 s; every request 2 s late for 20 s.
+//   - Kafka: unreachable for 30 s; every request 2 s late until two
+//     passes delivered.
 //
 // and, with no proxy in the way, the faults an operator or a restart deals
 // from outside (sessions_test.go): the pump SIGKILLed mid-drain and

@@ -57,8 +57,10 @@ func startPump(t *testing.T, id, kubeconfig string, feed types.NamespacedName) *
 // TestLeaderCutOffFromTheAPIServer: manager-a leads the feed and reaches
 // the API server through a proxy; manager-b reaches it directly. The
 // proxy freezes (nothing forwarded, connections held) while manager-a
-// still reaches PostgreSQL and Kafka, and rows keep arriving: manager-b
-// takes the Lease and a newer fencing epoch; manager-a stops its pump
+// still reaches PostgreSQL and Kafka, and rows keep arriving (manager-a
+// must be seen committing some of them after the cut, or the test proves
+// nothing): manager-b takes the Lease and a newer fencing epoch;
+// manager-a stops its pump
 // once it cannot renew, commits nothing after manager-b's first write,
 // and nothing it produced is visible to a read_committed consumer after
 // manager-b's first record of a partition; manager-b drains the rest. The
@@ -108,6 +110,13 @@ func TestLeaderCutOffFromTheAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	frozeAt := time.Now()
+	// The last audited write before the cut: manager-a must commit after
+	// it (below), or it was not writing when cut off and its stop proves
+	// nothing.
+	var cutMark int64
+	if audited := f.Audit(); len(audited) > 0 {
+		cutMark = audited[len(audited)-1].ID
+	}
 	put(third, 2*third)
 	var epochB int64
 	await.EventuallyEvery(t, "manager-b to take the Lease and a newer epoch", waitLong, poll, func() (bool, string) {
@@ -139,7 +148,7 @@ func TestLeaderCutOffFromTheAPIServer(t *testing.T) {
 	// PostgreSQL: every fenced write by its writer of the moment; nothing
 	// by manager-a from manager-b's first write on.
 	firstB := int64(-1)
-	var byA, byB int
+	var byA, byB, byAWhileCut int
 	for _, w := range f.Audit() {
 		switch w.App {
 		case "manager-b":
@@ -149,6 +158,9 @@ func TestLeaderCutOffFromTheAPIServer(t *testing.T) {
 			}
 		case "manager-a":
 			byA++
+			if w.ID > cutMark && w.Table == "proc_state" {
+				byAWhileCut++
+			}
 			if firstB >= 0 || w.Epoch != epochA {
 				t.Errorf("manager-a wrote after manager-b took the feed (epoch %d): %s", epochB, w)
 			}
@@ -156,6 +168,12 @@ func TestLeaderCutOffFromTheAPIServer(t *testing.T) {
 	}
 	if byA == 0 || byB == 0 {
 		t.Fatalf("writes: manager-a %d, manager-b %d: both must have written for the test to prove anything", byA, byB)
+	}
+	// manager-a was writing when it was cut off: it committed messages
+	// that arrived after the cut, before it stopped. Without that, a
+	// leader that stopped for any reason would pass.
+	if byAWhileCut == 0 {
+		t.Fatalf("manager-a committed no message after it was cut off from the API server (audit mark #%d): it was not writing when cut, the test proves nothing", cutMark)
 	}
 
 	// Kafka: per partition, nothing of manager-a's producer epoch after
@@ -190,9 +208,9 @@ func TestLeaderCutOffFromTheAPIServer(t *testing.T) {
 	r := check.Compare(want, check.Read(t, f.Feed))
 	r.Assert(t, "leader cut off from the API server")
 	check.Record(t, check.Summary{Scenario: "partition/leader-cut-off-from-api-server", Runs: 2, Faults: 1, Messages: len(rows), Counts: r.Counts})
-	t.Logf("manager-a (epoch %d) frozen off the API server at %s; manager-b took epoch %d; fenced writes: manager-a %d, manager-b %d; "+
+	t.Logf("manager-a (epoch %d) frozen off the API server at %s, committed %d messages after; manager-b took epoch %d; fenced writes: manager-a %d, manager-b %d; "+
 		"committed records: manager-a's producer %d, manager-b's %d; healed %s after the freeze, manager-b kept the feed",
-		epochA, frozeAt.Format(time.TimeOnly), epochB, byA, byB, fromA, fromB, healed.Sub(frozeAt).Round(time.Second))
+		epochA, frozeAt.Format(time.TimeOnly), byAWhileCut, epochB, byA, byB, fromA, fromB, healed.Sub(frozeAt).Round(time.Second))
 }
 
 // applyFeed creates the feed's Secrets and FlightFeed in ns.

@@ -3,6 +3,7 @@
 package security_test
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
@@ -21,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
 	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/faultproxy"
@@ -233,8 +236,10 @@ func TestNoCredentialInAnyOutputUnderFaults(t *testing.T) {
 	faults := pgCuts + mboxCuts
 	mu.Unlock()
 	outputs = append(outputs, "flightfeed pump --drain --zap-log-level=10:\n"+pumpOut.String())
-	if faults == 0 {
-		t.Fatal("no fault was injected: the drain proves nothing")
+	// Both kinds of connection must have been cut: an error path of the
+	// one never cut is one the search below never saw.
+	if pgCuts == 0 || mboxCuts == 0 {
+		t.Fatalf("%d write transactions and %d mailbox requests cut: both kinds must be, or the drain proves too little", pgCuts, mboxCuts)
 	}
 
 	for _, args := range [][]string{
@@ -243,6 +248,34 @@ func TestNoCredentialInAnyOutputUnderFaults(t *testing.T) {
 	} {
 		run(args...)
 	}
+	// What the pump wrote where others read it: the mailbox's notes, the
+	// processing rows (their notes and errors) and both topics.
+	outputs = append(outputs, "the mailbox rows' results and notes:\n"+mailboxtest.Results(t, mbox))
+	pg, err := pgx.Connect(ctx, pdsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = pg.Close(context.WithoutCancel(ctx)) }()
+	var procState string
+	if err := pg.QueryRow(ctx, `SELECT coalesce(string_agg(row_to_json(p)::text, E'\n' ORDER BY message_id), '') FROM proc_state p`).Scan(&procState); err != nil {
+		t.Fatal(err)
+	}
+	if procState == "" {
+		t.Fatal("no processing row: the search of proc_state proves nothing")
+	}
+	outputs = append(outputs, "proc_state:\n"+procState)
+	for _, topic := range []string{"KAFKA_SCHD", "KAFKA_MSG"} {
+		records := dispatchtest.Records(t, brokers, topic)
+		if len(records) == 0 {
+			t.Fatalf("%s is empty: its search proves nothing", topic)
+		}
+		var b strings.Builder
+		for _, r := range records {
+			fmt.Fprintf(&b, "%s %v %s\n", r.Key, r.Headers, r.Value)
+		}
+		outputs = append(outputs, "topic "+topic+":\n"+b.String())
+	}
+
 	all := strings.Join(outputs, "\n")
 	// The faults must have reached the log (an error path is where a DSN
 	// would leak), or the grep below proves nothing.
@@ -259,6 +292,6 @@ func TestNoCredentialInAnyOutputUnderFaults(t *testing.T) {
 			t.Errorf("a credential shows in %s\n%s", strings.SplitN(o, "\n", 2)[0], line)
 		}
 	}
-	t.Logf("%d faults injected (%d write transactions and %d mailbox requests cut); %d bytes of output searched; marker found 0 times",
+	t.Logf("%d faults injected (%d write transactions and %d mailbox requests cut); %d bytes of output, mailbox notes, processing rows and topics searched; marker found 0 times",
 		faults, pgCuts, mboxCuts, len(all))
 }

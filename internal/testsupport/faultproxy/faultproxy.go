@@ -101,6 +101,9 @@ type Stats struct {
 	// Accepted connections; Resets of connections (RST); Cuts made by an
 	// Inspector (Cut and ForwardThenCut).
 	Accepted, Resets, Cuts int64
+	// Delayed counts the client's chunks forwarded after the latency
+	// SetLatency set: a test can tell that traffic did go through it.
+	Delayed int64
 }
 
 // Proxy forwards connections from Addr to an upstream address.
@@ -499,6 +502,7 @@ func (p *Proxy) toServer(l *link, server net.Conn) {
 					t.Stop()
 					return
 				}
+				p.count(func(s *Stats) { s.Delayed++ })
 			}
 			if verdict == ForwardThenCut {
 				p.forwardThenCut(l, server, buf[:n])
@@ -524,8 +528,10 @@ func (p *Proxy) forwardThenCut(l *link, server net.Conn, chunk []byte) {
 	l.mu.Lock()
 	l.cut = true
 	l.mu.Unlock()
-	_, _ = server.Write(chunk)
+	// Counted before the chunk leaves: a test that sees the server receive
+	// it must also see the cut counted.
 	p.count(func(s *Stats) { s.Cuts++ })
+	_, _ = server.Write(chunk)
 	resetConn(l.client)
 	time.AfterFunc(cutGrace, l.close)
 }

@@ -218,6 +218,13 @@ func TestLatencyDelaysEveryChunk(t *testing.T) {
 	if got, err := c.r.ReadString('\n'); err != nil || got != "echo: slow\n" {
 		t.Fatalf("the delayed answer: %q, %v", got, err)
 	}
+	if got := p.Stats().Delayed; got != 1 {
+		t.Fatalf("Stats().Delayed = %d after one delayed chunk, want 1", got)
+	}
+	p.SetLatency(0)
+	if got, err := c.ask("fast", 10*time.Second); err != nil || got != "echo: fast" || p.Stats().Delayed != 1 {
+		t.Fatalf("without latency: %q, %v, %d delayed (want 1)", got, err, p.Stats().Delayed)
+	}
 }
 
 func TestInspectorCutAndForwardThenCut(t *testing.T) {
