@@ -284,7 +284,7 @@ func TestHostileCorpus(t *testing.T) {
 	flights := h.flights()
 	for _, c := range cases {
 		if c.check == "-" {
-			if c.result == store.StatusSucceeded {
+			if c.result == pumpdata.StatusSucceeded {
 				t.Errorf("%s: a legal case that checks nothing: name FLID/FIELD in expected.tsv", c.file)
 			}
 			continue
@@ -328,7 +328,7 @@ func TestHostileCorpus(t *testing.T) {
 		if id != ids[i] {
 			t.Fatalf("%s: mailbox id %d in the reference run, %d in the corpus run", c.file, id, ids[i])
 		}
-		if c.result == store.StatusDead {
+		if c.result == pumpdata.StatusDead {
 			dead = append(dead, id)
 		}
 	}
@@ -369,13 +369,13 @@ func TestHostileCorpus(t *testing.T) {
 		t.Errorf("%d outbox events of rejected messages", events)
 	}
 	for i, c := range cases {
-		if c.result != store.StatusDead {
+		if c.result != pumpdata.StatusDead {
 			continue
 		}
 		var status, reason string
 		if err := h.db.QueryRow(t.Context(), `SELECT status, coalesce(reason, '') FROM proc_state WHERE message_id = $1`, ids[i]).Scan(&status, &reason); err != nil {
 			t.Errorf("%s: processing row: %v", c.file, err)
-		} else if status != store.StatusDead || reason != c.reason {
+		} else if status != pumpdata.StatusDead || reason != c.reason {
 			t.Errorf("%s: processing row %s %s, want DEAD %s", c.file, status, reason, c.reason)
 		}
 	}
