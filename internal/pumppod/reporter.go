@@ -95,6 +95,9 @@ func (s *feedSupervisor) snapshot() (reportInput, *store.Store) {
 		Since:         st.since,
 		ReadAccess:    readAccess(d.Feed),
 	}
+	if d.Feed != nil {
+		in.Plaintext, in.PlaintextKnown = d.Plaintext, true
+	}
 	if st.runner != nil {
 		in.Pump = st.runner.Status()
 	}
