@@ -30,6 +30,11 @@ const (
 	// reaches an address other than loopback without TLS; the message names
 	// each such dependency and address.
 	ConditionPlaintextDependency ConditionType = "PlaintextDependency"
+	// ConditionKafkaBrokersChanged: a warning. True while the current
+	// generation changed kafka.brokers and kept kafka.sasl.secretRef, so the
+	// same credentials now go to other hosts; the message names the old
+	// and the new brokers (an Event of the same reason too).
+	ConditionKafkaBrokersChanged ConditionType = "KafkaBrokersChanged"
 )
 
 // ConditionReason is the CamelCase reason of a condition.
@@ -62,6 +67,9 @@ const (
 	// ReasonPlaintextOptedIn (PlaintextDependency True): the feed opted in
 	// to plain text and uses it to the addresses the message names.
 	ReasonPlaintextOptedIn ConditionReason = "PlaintextOptedIn"
+	// ReasonCredentialsMoved (KafkaBrokersChanged True): the message names
+	// the brokers the SASL Secret went to before and goes to now.
+	ReasonCredentialsMoved ConditionReason = "CredentialsMoved"
 	// ReasonStarting (Ready, PumpRunning False): the leader is starting the
 	// pump (migrations, fencing epoch, connections).
 	ReasonStarting ConditionReason = "Starting"

@@ -788,11 +788,41 @@ type FlightFeedStatus struct {
 	// +optional
 	ReadAPI *ReadAPIStatus `json:"readApi,omitempty"`
 
+	// KafkaCredentials records the brokers the kafka.sasl Secret was last
+	// given to, so a change of kafka.brokers that keeps the Secret is
+	// noticed even across pump pods (KafkaBrokersChanged).
+	// +optional
+	KafkaCredentials *KafkaCredentialsStatus `json:"kafkaCredentials,omitempty"`
+
 	// PumpPods describes the feed's pump pods (Deployment <name>-pump).
 	// The operator writes it, and only it; every other field of the
 	// status is the leading pump pod's.
 	// +optional
 	PumpPods *PumpPodsStatus `json:"pumpPods,omitempty"`
+}
+
+// KafkaCredentialsStatus is where the SASL credentials go.
+type KafkaCredentialsStatus struct {
+	// SecretName is kafka.sasl.secretRef.name.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	SecretName string `json:"secretName"`
+	// Brokers are the kafka.brokers the credentials are given to.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9.-]+:[0-9]{1,5}$`
+	// +kubebuilder:validation:items:MaxLength=259
+	// +optional
+	Brokers []string `json:"brokers,omitempty"`
+	// PreviousBrokers are the brokers they were given to before
+	// ChangedGeneration changed kafka.brokers and kept the Secret.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9.-]+:[0-9]{1,5}$`
+	// +kubebuilder:validation:items:MaxLength=259
+	// +optional
+	PreviousBrokers []string `json:"previousBrokers,omitempty"`
+	// ChangedGeneration is the generation of that change (0: none seen).
+	// +optional
+	ChangedGeneration int64 `json:"changedGeneration,omitempty"`
 }
 
 // PumpPodsStatus is the operator's view of a feed's pump Deployment.
