@@ -424,7 +424,7 @@ const (
 	// TLSVerify (the default): TLS, the server's certificate verified
 	// against secretRef's ca.crt (absent: the system roots).
 	TLSVerify TLSMode = "verify"
-	// TLSDisable: the feed opts in to plain text to this server, to any
+	// TLSDisable opts the feed in to plain text to this server, to any
 	// address; the DSN decides (tls=, sslmode=). Without it a DSN that
 	// would send anything in plain text to an address other than loopback
 	// (127.0.0.0/8, ::1, localhost) is refused. The feed shows the

@@ -69,7 +69,9 @@ func (f *passwordPG) serve(c net.Conn, ask pgproto3.BackendMessage) {
 	f.mu.Lock()
 	f.asked++
 	f.mu.Unlock()
-	be.SetAuthType(authType(ask))
+	if err := be.SetAuthType(authType(ask)); err != nil {
+		return
+	}
 	reply, err := be.Receive()
 	if err != nil {
 		return // the client hung up without answering
