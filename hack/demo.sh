@@ -81,15 +81,16 @@ show helm upgrade --install flightfeed charts/flightfeed --namespace "$ns" --cre
 show kubectl -n "$ns" get deployments,pods -o wide
 
 say "the sample FlightFeed and its Secrets (config/samples; DSNs and broker pointed at this machine)"
-sed -e "s|flightfeed:change-me@tcp(sis-mailbox.aodb.svc.cluster.local:3306)/sis|root@tcp($node_ip:3306)/flightfeed_demo_mbx|" \
+sed -e "s|flightfeed:change-me@tcp(sis-mailbox.aodb.svc.cluster.local:3306)/sis?tls=true|root@tcp($node_ip:3306)/flightfeed_demo_mbx|" \
     -e "s|postgres://flightfeed:change-me@flightfeed-db-rw.databases.svc.cluster.local:5432/flightfeed?sslmode=require|postgres://postgres@$node_ip:5432/flightfeed_demo?sslmode=disable|" \
     -e "s|\"events-kafka-bootstrap.kafka.svc.cluster.local:9092\"|\"$node_ip:$broker_port\"|" \
-    -e "s|mailbox: {dsnSecretRef: {name: pek-mailbox, key: dsn}}|mailbox: {dsnSecretRef: {name: pek-mailbox, key: dsn}, pollInterval: 100ms, batchSize: 1000}|" \
+    -e "s|mailbox: {dsnSecretRef: {name: pek-mailbox, key: dsn}}|mailbox: {dsnSecretRef: {name: pek-mailbox, key: dsn}, pollInterval: 100ms, batchSize: 1000, tls: {mode: disable}}|" \
+    -e "s|database: {dsnSecretRef: {name: pek-db, key: dsn}}|database: {dsnSecretRef: {name: pek-db, key: dsn}, tls: {mode: disable}}|" \
     -e '$a\  requests: {horizon: {from: 0, to: 1}, interval: 1h, timeout: 5m, routingId: AODB}' \
     config/samples/flightfeed_v1alpha1_flightfeed.yaml >"$work/pek.yaml"
 # The sample is minimal; the demo polls fast and requests today and
 # tomorrow only, as before. Its placeholders changed once unnoticed: check.
-! grep -qE 'change-me|svc.cluster.local' "$work/pek.yaml" && grep -q 'pollInterval: 100ms' "$work/pek.yaml" || { echo "demo: config/samples' minimal FlightFeed no longer holds the DSNs and broker this script replaces" >&2; exit 1; }
+! grep -qE 'change-me|svc.cluster.local' "$work/pek.yaml" && grep -q 'pollInterval: 100ms' "$work/pek.yaml" && [ "$(grep -c 'mode: disable' "$work/pek.yaml")" = 2 ] || { echo "demo: config/samples' minimal FlightFeed no longer holds the DSNs and broker this script replaces" >&2; exit 1; }
 show kubectl apply -f "$work/pek.yaml"
 poll "the pump pods pek-pump-*" 120 sh -c "[ \"\$(kubectl -n default get deployment pek-pump -o jsonpath='{.status.readyReplicas}')\" = 2 ]"
 echo "the operator made the Deployment pek-pump (its ServiceAccount, Role, Service, PodDisruptionBudget) in the feed's namespace:"

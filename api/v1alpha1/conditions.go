@@ -25,6 +25,16 @@ const (
 	// refused their records for good (too large, invalid); the message
 	// names the latest flight and reason (`flightfeed parked` lists them).
 	ConditionKafkaDegraded ConditionType = "KafkaDegraded"
+	// ConditionPlaintextDependency: a warning. True while the feed opted in
+	// (mailbox.tls or database.tls mode: disable) to plain text and its DSN
+	// reaches an address other than loopback without TLS; the message names
+	// each such dependency and address.
+	ConditionPlaintextDependency ConditionType = "PlaintextDependency"
+	// ConditionKafkaBrokersChanged: a warning. True while the current
+	// generation changed kafka.brokers and kept kafka.sasl.secretRef, so the
+	// same credentials now go to other hosts; the message names the old
+	// and the new brokers (an Event of the same reason too).
+	ConditionKafkaBrokersChanged ConditionType = "KafkaBrokersChanged"
 )
 
 // ConditionReason is the CamelCase reason of a condition.
@@ -49,6 +59,17 @@ const (
 	// a server read local files (docs/security.md); the message names the
 	// Secret, the key and the option, never the DSN.
 	ReasonInvalidSecret ConditionReason = "InvalidSecret"
+	// ReasonPlaintextRefused (Ready, PumpRunning False): the mailbox or a
+	// database DSN would send credentials and data in plain text to an
+	// address other than loopback, and the feed did not opt in (mode:
+	// disable); the message names the Secret, the key and the address.
+	ReasonPlaintextRefused ConditionReason = "PlaintextRefused"
+	// ReasonPlaintextOptedIn (PlaintextDependency True): the feed opted in
+	// to plain text and uses it to the addresses the message names.
+	ReasonPlaintextOptedIn ConditionReason = "PlaintextOptedIn"
+	// ReasonCredentialsMoved (KafkaBrokersChanged True): the message names
+	// the brokers the SASL Secret went to before and goes to now.
+	ReasonCredentialsMoved ConditionReason = "CredentialsMoved"
 	// ReasonStarting (Ready, PumpRunning False): the leader is starting the
 	// pump (migrations, fencing epoch, connections).
 	ReasonStarting ConditionReason = "Starting"

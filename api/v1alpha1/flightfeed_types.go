@@ -95,7 +95,9 @@ type MailboxSpec struct {
 
 	// TLS to the mailbox server with a private CA and/or a client
 	// certificate, always verified; it wins over the DSN's tls option.
-	// Absent: as the DSN says (tls=true verifies against the system roots).
+	// Absent: as the DSN says (tls=true verifies against the system roots),
+	// but a DSN without tls=true is refused unless its address is loopback.
+	// {mode: disable} opts in to plain text to any address.
 	// +optional
 	TLS *ServerTLS `json:"tls,omitempty"`
 
@@ -285,7 +287,10 @@ type DatabaseSpec struct {
 	// TLS to the database server (both DSNs) with a private CA and/or a
 	// client certificate, always verified; it wins over the DSN's sslmode
 	// (TLS is used even with sslmode=disable, and never falls back to
-	// plain text). Absent: as the DSN's sslmode says.
+	// plain text). Absent: as the DSN's sslmode says, but a DSN that may
+	// connect in plain text (sslmode disable, allow, prefer or none) is
+	// refused unless every host is loopback. {mode: disable} opts in to
+	// plain text to any host.
 	// +optional
 	TLS *ServerTLS `json:"tls,omitempty"`
 
@@ -411,8 +416,29 @@ type KafkaTLS struct {
 	ServerName string `json:"serverName,omitempty"`
 }
 
-// ServerTLS configures verified TLS to the mailbox or database server.
+// TLSMode says whether the mailbox or the database is reached over TLS.
+// +kubebuilder:validation:Enum=verify;disable
+type TLSMode string
+
+const (
+	// TLSVerify (the default): TLS, the server's certificate verified
+	// against secretRef's ca.crt (absent: the system roots).
+	TLSVerify TLSMode = "verify"
+	// TLSDisable opts the feed in to plain text to this server, to any
+	// address; the DSN decides (tls=, sslmode=). Without it a DSN that
+	// would send anything in plain text to an address other than loopback
+	// (127.0.0.0/8, ::1, localhost) is refused. The feed shows the
+	// PlaintextDependency condition while it is set.
+	TLSDisable TLSMode = "disable"
+)
+
+// ServerTLS configures verified TLS to the mailbox or database server, or
+// (mode: disable) the explicit opt-in to plain text.
 type ServerTLS struct {
+	// Mode is verify (default) or disable. disable takes neither
+	// secretRef nor serverName.
+	// +optional
+	Mode TLSMode `json:"mode,omitempty"`
 	// SecretRef names a Secret with optional keys ca.crt (trusted CA, PEM;
 	// absent: system roots), tls.crt and tls.key (client certificate, both
 	// or neither).
@@ -762,11 +788,41 @@ type FlightFeedStatus struct {
 	// +optional
 	ReadAPI *ReadAPIStatus `json:"readApi,omitempty"`
 
+	// KafkaCredentials records the brokers the kafka.sasl Secret was last
+	// given to, so a change of kafka.brokers that keeps the Secret is
+	// noticed even across pump pods (KafkaBrokersChanged).
+	// +optional
+	KafkaCredentials *KafkaCredentialsStatus `json:"kafkaCredentials,omitempty"`
+
 	// PumpPods describes the feed's pump pods (Deployment <name>-pump).
 	// The operator writes it, and only it; every other field of the
 	// status is the leading pump pod's.
 	// +optional
 	PumpPods *PumpPodsStatus `json:"pumpPods,omitempty"`
+}
+
+// KafkaCredentialsStatus is where the SASL credentials go.
+type KafkaCredentialsStatus struct {
+	// SecretName is kafka.sasl.secretRef.name.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	SecretName string `json:"secretName"`
+	// Brokers are the kafka.brokers the credentials are given to.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9.-]+:[0-9]{1,5}$`
+	// +kubebuilder:validation:items:MaxLength=259
+	// +optional
+	Brokers []string `json:"brokers,omitempty"`
+	// PreviousBrokers are the brokers they were given to before
+	// ChangedGeneration changed kafka.brokers and kept the Secret.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9.-]+:[0-9]{1,5}$`
+	// +kubebuilder:validation:items:MaxLength=259
+	// +optional
+	PreviousBrokers []string `json:"previousBrokers,omitempty"`
+	// ChangedGeneration is the generation of that change (0: none seen).
+	// +optional
+	ChangedGeneration int64 `json:"changedGeneration,omitempty"`
 }
 
 // PumpPodsStatus is the operator's view of a feed's pump Deployment.

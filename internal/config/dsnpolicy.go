@@ -137,7 +137,17 @@ var DatabaseKeys = []string{
 	"connect_timeout", "target_session_attrs", "application_name",
 	"statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout",
 	"tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count",
+	"require_auth",
 }
+
+// DefaultRequireAuth is the require_auth of every database connection
+// whose DSN (or $PGREQUIREAUTH) names none: the client never answers a
+// server that asks for the password in clear text (password) or as an MD5
+// hash (md5, replayable and crackable), so a server or anything at its
+// address cannot collect it that way; SCRAM, certificates and trust work.
+// A DSN opts in with its own require_auth (libpq's syntax), e.g.
+// require_auth=scram-sha-256,md5.
+const DefaultRequireAuth = "!password,!md5"
 
 // fileKeys are the database DSN keys that make pgconn read a local file.
 var fileKeys = map[string]bool{

@@ -59,6 +59,8 @@ type fileTLS struct {
 	Cert       string `json:"cert"`
 	Key        string `json:"key"`
 	ServerName string `json:"serverName"`
+	// Mode is mailbox.tls.mode or database.tls.mode (verify, disable).
+	Mode v1alpha1.TLSMode `json:"mode"`
 }
 
 type fileKafkaSASL struct {
@@ -169,12 +171,20 @@ func (fs *fileSpec) resolve() (v1alpha1.FlightFeedSpec, Secrets, field.ErrorList
 		if (t.Cert == "") != (t.Key == "") {
 			errs = append(errs, field.Invalid(field.NewPath("kafka", "tls"), "", "cert and key must be given together"))
 		}
+		if t.Mode != "" {
+			errs = append(errs, field.Forbidden(field.NewPath("kafka", "tls", "mode"), "kafka.tls is TLS to the brokers; leave kafka.tls out for plain text"))
+		}
 	}
 	var tlsErrs field.ErrorList
 	spec.Mailbox.TLS, secrets.MailboxTLS, tlsErrs = fs.Mailbox.TLS.resolve(field.NewPath("mailbox", "tls"))
 	errs = append(errs, tlsErrs...)
 	spec.Database.TLS, secrets.DatabaseTLS, tlsErrs = fs.Database.TLS.resolve(field.NewPath("database", "tls"))
 	errs = append(errs, tlsErrs...)
+	for _, p := range PlaintextOf(&spec, secrets) {
+		if err := p.Err(); err != nil {
+			errs = append(errs, field.Invalid(plaintextField(p.Dependency), RedactDSN(plaintextDSN(p.Dependency, secrets)), err.Error()))
+		}
+	}
 	if s := fs.Kafka.SASL; s != nil {
 		spec.Kafka.SASL = &v1alpha1.KafkaSASL{Mechanism: s.Mechanism}
 		secrets.Kafka.Username, secrets.Kafka.Password = s.Username, s.Password
@@ -194,12 +204,40 @@ func (t *fileTLS) resolve(path *field.Path) (*v1alpha1.ServerTLS, TLSMaterial, f
 	if t == nil {
 		return nil, TLSMaterial{}, nil
 	}
-	spec := &v1alpha1.ServerTLS{ServerName: t.ServerName}
+	spec := &v1alpha1.ServerTLS{ServerName: t.ServerName, Mode: t.Mode}
 	m := TLSMaterial{CA: []byte(t.CA), Cert: []byte(t.Cert), Key: []byte(t.Key)}
+	if t.Mode == v1alpha1.TLSDisable && (t.CA != "" || t.Cert != "" || t.Key != "") {
+		return nil, TLSMaterial{}, field.ErrorList{field.Invalid(path.Child("mode"), string(t.Mode),
+			"disable (plain text) takes no ca, cert or key: remove them, or drop mode to verify TLS")}
+	}
 	if _, err := ClientTLS(spec, m); err != nil {
 		return nil, TLSMaterial{}, field.ErrorList{field.Invalid(path, "", err.Error())}
 	}
 	return spec, m, nil
+}
+
+// plaintextField is the config file's field of a dependency's DSN.
+func plaintextField(dependency string) *field.Path {
+	switch dependency {
+	case "mailbox":
+		return field.NewPath("mailbox", "dsn")
+	case "read database":
+		return field.NewPath("database", "readDsn")
+	default:
+		return field.NewPath("database", "dsn")
+	}
+}
+
+// plaintextDSN is the DSN of a dependency.
+func plaintextDSN(dependency string, s Secrets) string {
+	switch dependency {
+	case "mailbox":
+		return s.MailboxDSN
+	case "read database":
+		return s.ReadDatabaseDSN
+	default:
+		return s.DatabaseDSN
+	}
 }
 
 // oneLine folds a multi-line parser message so every error is one line.

@@ -62,9 +62,7 @@ func ValidateSpec(spec *v1alpha1.FlightFeedSpec, root *field.Path) (*time.Locati
 
 	db := child("database")
 	errs = append(errs, between(db.Child("maxConns"), int64(spec.Database.MaxConns), 2, 64)...)
-	if spec.Database.TLS != nil {
-		errs = append(errs, serverName(db.Child("tls", "serverName"), spec.Database.TLS.ServerName)...)
-	}
+	errs = append(errs, validateServerTLS(spec.Database.TLS, db.Child("tls"))...)
 
 	errs = append(errs, validateKafka(&spec.Kafka, child("kafka"))...)
 	errs = append(errs, validateRequests(&spec.Requests, child("requests"))...)
@@ -117,9 +115,7 @@ func validateMailbox(mb *v1alpha1.MailboxSpec, path *field.Path) field.ErrorList
 	} {
 		errs = append(errs, identifier(op.Child(c.name), c.value)...)
 	}
-	if mb.TLS != nil {
-		errs = append(errs, serverName(path.Child("tls", "serverName"), mb.TLS.ServerName)...)
-	}
+	errs = append(errs, validateServerTLS(mb.TLS, path.Child("tls"))...)
 	errs = append(errs, atLeast(path.Child("pollInterval"), mb.PollInterval, time.Millisecond)...)
 	if mb.PollInterval != nil && mb.PollInterval.Duration > time.Minute {
 		errs = append(errs, field.Invalid(path.Child("pollInterval"), mb.PollInterval.Duration.String(), "must be at most 1m"))
@@ -129,6 +125,28 @@ func validateMailbox(mb *v1alpha1.MailboxSpec, path *field.Path) field.ErrorList
 	errs = append(errs, between(path.Child("maxBatchBytes"), mb.MaxBatchBytes, 64<<10, 1<<30)...)
 	errs = append(errs, positive(path.Child("dedupWindow"), mb.DedupWindow)...)
 	errs = append(errs, between(path.Child("recsDropPercent"), int64(mb.RecsDropPercent), 1, 100)...)
+	return errs
+}
+
+// validateServerTLS checks mailbox.tls or database.tls: a known mode, a
+// valid serverName, and no TLS material with mode disable (it would be
+// ignored, which the author cannot have meant).
+func validateServerTLS(t *v1alpha1.ServerTLS, path *field.Path) field.ErrorList {
+	if t == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	switch t.Mode {
+	case "", v1alpha1.TLSVerify:
+		errs = append(errs, serverName(path.Child("serverName"), t.ServerName)...)
+	case v1alpha1.TLSDisable:
+		if t.SecretRef != nil || t.ServerName != "" {
+			errs = append(errs, field.Invalid(path.Child("mode"), string(t.Mode),
+				"disable (plain text) takes neither secretRef nor serverName: remove them, or drop mode to verify TLS"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(path.Child("mode"), string(t.Mode), []string{string(v1alpha1.TLSVerify), string(v1alpha1.TLSDisable)}))
+	}
 	return errs
 }
 

@@ -73,6 +73,7 @@ func (r *FlightFeedReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	switch {
 	case err == nil:
 		d.Feed = feed
+		d.Plaintext = config.PlaintextOf(&feed.Spec, feed.Secrets)
 		d.Hash = configHash(ff.UID, feed)
 		r.Directory.set(req.NamespacedName, feed)
 	case configReason(err) != "":

@@ -95,6 +95,9 @@ func (s *feedSupervisor) snapshot() (reportInput, *store.Store) {
 		Since:         st.since,
 		ReadAccess:    readAccess(d.Feed),
 	}
+	if d.Feed != nil {
+		in.Plaintext, in.PlaintextKnown = d.Plaintext, true
+	}
 	if st.runner != nil {
 		in.Pump = st.runner.Status()
 	}
@@ -143,12 +146,20 @@ func (r *reporter) report(ctx context.Context) {
 	rep := buildStatus(in)
 	d := s.getDesired()
 	figuresDue := r.figuresAt.IsZero() || in.Now.Sub(r.figuresAt) >= s.deps.figuresInterval
+	var moved *brokersMove
 	wrote, err := s.deps.status.update(ctx, s.key, d.UID, func(st *v1alpha1.FlightFeedStatus) {
+		moved = nil
+		if d.Feed != nil && d.Generation == in.Generation {
+			moved = recordKafkaCredentials(st, &d.Feed.Spec, d.Generation, in.Now)
+		}
 		if !figuresDue && onlyFiguresMoved(st, rep, in.Now) {
 			return
 		}
 		applyReport(st, rep, in.Now)
 	})
+	if err == nil && moved != nil {
+		s.event(corev1.EventTypeWarning, ReasonKafkaBrokersChanged, "Configure", "%s", moved.String())
+	}
 	if err != nil {
 		if ctx.Err() == nil && !errors.Is(err, errStale) {
 			s.log.Error(err, "write status")

@@ -111,6 +111,9 @@ func ResolveFeed(ctx context.Context, secrets client.Reader, ff *v1alpha1.Flight
 				"%s: secret %s/%s: %w", t.path, ff.Namespace, t.spec.SecretRef.Name, err)}
 		}
 	}
+	if err := checkPlaintext(sp, ff.Namespace, &spec, out); err != nil {
+		return nil, err
+	}
 	if s := spec.Kafka.SASL; s != nil {
 		path := sp.Child("kafka", "sasl", "secretRef")
 		// The keys are fixed, so a missing one is charged to the Secret's name.
@@ -134,6 +137,29 @@ func checkDSN(path *field.Path, namespace string, ref v1alpha1.SecretKeyRef, wha
 	}
 	return &ConfigError{Reason: v1alpha1.ReasonInvalidSecret,
 		Err: fmt.Errorf("%s: secret %s/%s key %q: %s DSN: %w", path, namespace, ref.Name, ref.Key, what, err)}
+}
+
+// checkPlaintext refuses a DSN that reaches an address other than
+// loopback in plain text without the feed's opt-in (config.PlaintextOf),
+// as a *ConfigError (PlaintextRefused) naming the Secret, its key and the
+// address, never the DSN.
+func checkPlaintext(sp *field.Path, namespace string, spec *v1alpha1.FlightFeedSpec, s config.Secrets) error {
+	for _, p := range config.PlaintextOf(spec, s) {
+		err := p.Err()
+		if err == nil {
+			continue
+		}
+		path, ref := sp.Child("mailbox", "dsnSecretRef"), spec.Mailbox.DSNSecretRef
+		switch p.Dependency {
+		case "database":
+			path, ref = sp.Child("database", "dsnSecretRef"), spec.Database.DSNSecretRef
+		case "read database":
+			path, ref = sp.Child("database", "readDsnSecretRef"), *spec.Database.ReadDSNSecretRef
+		}
+		return &ConfigError{Reason: v1alpha1.ReasonPlaintextRefused,
+			Err: fmt.Errorf("%s: secret %s/%s key %q: %w", path, namespace, ref.Name, ref.Key, err)}
+	}
+	return nil
 }
 
 // secretReader reads each Secret once per resolution.

@@ -52,6 +52,8 @@ func TestResolveFeed(t *testing.T) {
 	secret("db-tls-badca", map[string]string{"ca.crt": "not PEM"})
 	secret("mbx-files", map[string]string{"dsn": "root:Zq9Marker@tcp(127.0.0.1:3306)/mbx?allowAllFiles=true"})
 	secret("db-passfile", map[string]string{"dsn": "postgres://postgres:Zq9Marker@127.0.0.1:5432/ff?passfile=/etc/passwd"})
+	secret("mbx-remote", map[string]string{"dsn": "root:Zq9Marker@tcp(mysql.ops:3306)/mbx"})
+	secret("db-remote", map[string]string{"dsn": "postgres://postgres:Zq9Marker@db.ops:5432/ff?sslmode=prefer"})
 
 	base := func() *v1alpha1.FlightFeed {
 		return &v1alpha1.FlightFeed{
@@ -117,6 +119,16 @@ func TestResolveFeed(t *testing.T) {
 		{"database TLS certificate without key", func(f *v1alpha1.FlightFeed) {
 			f.Spec.Database.TLS = &v1alpha1.ServerTLS{SecretRef: &v1alpha1.SecretRef{Name: "tls-half"}}
 		}, v1alpha1.ReasonInvalidSecret, "spec.database.tls.secretRef: secret " + ns + "/tls-half: tls.crt and tls.key must be given together"},
+		{"mailbox in plain text on the network", func(f *v1alpha1.FlightFeed) { f.Spec.Mailbox.DSNSecretRef.Name = "mbx-remote" },
+			v1alpha1.ReasonPlaintextRefused, "spec.mailbox.dsnSecretRef: secret " + ns + `/mbx-remote key "dsn": plain text to mysql.ops:3306 is refused`},
+		{"database in plain text on the network", func(f *v1alpha1.FlightFeed) { f.Spec.Database.DSNSecretRef.Name = "db-remote" },
+			v1alpha1.ReasonPlaintextRefused, "spec.database.dsnSecretRef: secret " + ns + `/db-remote key "dsn": plain text to db.ops:5432 is refused`},
+		{"read database in plain text on the network", func(f *v1alpha1.FlightFeed) {
+			f.Spec.Database.ReadDSNSecretRef = &v1alpha1.SecretKeyRef{Name: "db-remote", Key: "dsn"}
+		}, v1alpha1.ReasonPlaintextRefused, "spec.database.readDsnSecretRef: secret " + ns + `/db-remote key "dsn": plain text to db.ops:5432 is refused`},
+		{"opt-in with a TLS Secret", func(f *v1alpha1.FlightFeed) {
+			f.Spec.Mailbox.TLS = &v1alpha1.ServerTLS{Mode: v1alpha1.TLSDisable, SecretRef: &v1alpha1.SecretRef{Name: "db-tls"}}
+		}, v1alpha1.ReasonInvalidSpec, "spec.mailbox.tls.mode: Invalid value: \"disable\""},
 		{"unknown time zone", func(f *v1alpha1.FlightFeed) { f.Spec.Airport.TimeZone = "Mars/Olympus_Mons" },
 			v1alpha1.ReasonInvalidSpec, "spec.airport.timeZone"},
 		{"same topics", func(f *v1alpha1.FlightFeed) { f.Spec.Kafka.Topics = v1alpha1.KafkaTopics{State: "T", Notice: "T"} },
@@ -153,6 +165,18 @@ func TestResolveFeed(t *testing.T) {
 	}
 	if cfg, err := feed.MailboxTLS(); err != nil || cfg.ServerName != "mailbox.test" || cfg.RootCAs == nil || len(cfg.Certificates) != 1 {
 		t.Fatalf("mailbox TLS %+v, %v", cfg, err)
+	}
+
+	// The opt-in lets both reach the network in plain text.
+	ff = base()
+	ff.Spec.Mailbox.DSNSecretRef.Name, ff.Spec.Database.DSNSecretRef.Name = "mbx-remote", "db-remote"
+	ff.Spec.Mailbox.TLS = &v1alpha1.ServerTLS{Mode: v1alpha1.TLSDisable}
+	ff.Spec.Database.TLS = &v1alpha1.ServerTLS{Mode: v1alpha1.TLSDisable}
+	if feed, err = pumppod.ResolveFeed(ctx, c, ff); err != nil {
+		t.Fatalf("opted in, refused: %v", err)
+	}
+	if w := config.PlaintextWarning(config.PlaintextOf(&feed.Spec, feed.Secrets)); !strings.Contains(w, "mailbox mysql.ops:3306; database db.ops:5432") {
+		t.Fatalf("warning %q", w)
 	}
 
 	// Without TLS material the Secret is optional; a plain feed resolves.

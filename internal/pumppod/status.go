@@ -74,6 +74,11 @@ type reportInput struct {
 	// ReadAccess is how the read API reaches the database of the resolved
 	// feed; "" while the feed does not resolve (left as it is).
 	ReadAccess v1alpha1.ReadAPIDatabaseAccess
+	// Plaintext is what the resolved feed's DSNs send in plain text
+	// (config.PlaintextOf); PlaintextKnown is false while the feed does not
+	// resolve.
+	Plaintext      []config.Plaintext
+	PlaintextKnown bool
 }
 
 // statusReport is the status a report writes, conditions without their
@@ -156,6 +161,16 @@ func buildStatus(in reportInput) statusReport {
 		out.Outbox = &v1alpha1.OutboxStatus{Pending: in.Pump.OutboxPending,
 			OldestAge: metav1.Duration{Duration: in.Pump.OutboxOldestAge.Truncate(time.Second)}, Parked: in.Pump.OutboxParked}
 		out.Backfill = &v1alpha1.BackfillStatus{Pending: in.Pump.BackfillPending}
+	}
+	switch warning := config.PlaintextWarning(in.Plaintext); {
+	case !in.PlaintextKnown:
+		cond(v1alpha1.ConditionPlaintextDependency, metav1.ConditionUnknown, v1alpha1.ReasonNotRunning,
+			"the feed's configuration does not resolve")
+	case warning != "":
+		cond(v1alpha1.ConditionPlaintextDependency, metav1.ConditionTrue, v1alpha1.ReasonPlaintextOptedIn, warning)
+	default:
+		cond(v1alpha1.ConditionPlaintextDependency, metav1.ConditionFalse, v1alpha1.ReasonAsExpected,
+			"the mailbox and the database are reached over TLS or on loopback")
 	}
 	if in.LedgerKnown {
 		out.OperationDays, out.LatestSnapshot = ledgerStatus(in.Ledger, in.LedgerCutoff)

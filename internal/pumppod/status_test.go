@@ -31,7 +31,7 @@ func healthyPump() feedrun.Status {
 
 func runningInput(mod func(*reportInput)) reportInput {
 	in := reportInput{Now: t0, Generation: 3, Identity: "a", Leading: true, Phase: phaseRunning, CurrentConfig: true,
-		Epoch: 7, Since: t0, Pump: healthyPump()}
+		Epoch: 7, Since: t0, Pump: healthyPump(), PlaintextKnown: true}
 	if mod != nil {
 		mod(&in)
 	}
@@ -134,12 +134,35 @@ func TestBuildStatusConditions(t *testing.T) {
 			v1alpha1.ConditionMailboxReachable:  {metav1.ConditionFalse, v1alpha1.ReasonUnreachable, "more than 42991616 bytes"},
 			v1alpha1.ConditionDatabaseReachable: {metav1.ConditionUnknown, v1alpha1.ReasonNotRunning, "no pump runs"},
 		}},
+		{"plain text to loopback only", runningInput(func(in *reportInput) {
+			in.Plaintext = []config.Plaintext{config.MailboxPlaintext("root@tcp(127.0.0.1:3306)/mbx", nil),
+				config.DatabasePlaintext("database", "postgres://u@db.ops/ff?sslmode=verify-full", nil)}
+		}), map[v1alpha1.ConditionType]wantCond{
+			v1alpha1.ConditionReady:               {metav1.ConditionTrue, v1alpha1.ReasonRunning, ""},
+			v1alpha1.ConditionPlaintextDependency: {metav1.ConditionFalse, v1alpha1.ReasonAsExpected, "over TLS or on loopback"},
+		}},
+		{"plain text opted in", runningInput(func(in *reportInput) {
+			in.Plaintext = []config.Plaintext{config.MailboxPlaintext("u:p@tcp(mysql.ops:3306)/mbx", &v1alpha1.ServerTLS{Mode: v1alpha1.TLSDisable}),
+				config.DatabasePlaintext("database", "postgres://u:p@db.ops/ff?sslmode=disable", &v1alpha1.ServerTLS{Mode: v1alpha1.TLSDisable})}
+		}), map[v1alpha1.ConditionType]wantCond{
+			v1alpha1.ConditionReady: {metav1.ConditionTrue, v1alpha1.ReasonRunning, ""},
+			v1alpha1.ConditionPlaintextDependency: {metav1.ConditionTrue, v1alpha1.ReasonPlaintextOptedIn,
+				"plain text (tls mode: disable) to mailbox mysql.ops:3306; database db.ops:5432: passwords and flight data cross the network unencrypted"},
+		}},
+		{"plain text refused", runningInput(func(in *reportInput) {
+			in.ConfigErr = &ConfigError{Reason: v1alpha1.ReasonPlaintextRefused, Err: errors.New("spec.mailbox.dsnSecretRef: plain text to mysql.ops:3306 is refused")}
+			in.Phase, in.PlaintextKnown = phaseWaiting, false
+		}), map[v1alpha1.ConditionType]wantCond{
+			v1alpha1.ConditionReady:               {metav1.ConditionFalse, v1alpha1.ReasonPlaintextRefused, "mysql.ops:3306 is refused"},
+			v1alpha1.ConditionPumpRunning:         {metav1.ConditionFalse, v1alpha1.ReasonPlaintextRefused, "mysql.ops:3306 is refused"},
+			v1alpha1.ConditionPlaintextDependency: {metav1.ConditionUnknown, v1alpha1.ReasonNotRunning, "does not resolve"},
+		}},
 		{"stepping down", reportInput{Now: t0, Generation: 3, Identity: "a"}, notRunning(v1alpha1.ReasonNoLeader, "a stepped down")},
 		{"deleted", reportInput{Now: t0, Generation: 3, Identity: "a", Terminating: true}, notRunning(v1alpha1.ReasonTerminating, "")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := buildStatus(tc.in)
-			if len(got.Conditions) != 7 {
+			if len(got.Conditions) != 8 {
 				t.Fatalf("%d conditions: %+v", len(got.Conditions), got.Conditions)
 			}
 			for ct, w := range tc.want {

@@ -30,6 +30,9 @@ type feedDesired struct {
 	// Feed is the resolved feed, nil when ConfigErr is set.
 	Feed      *config.Feed
 	ConfigErr error
+	// Plaintext is what Feed's DSNs send in plain text (for the
+	// PlaintextDependency condition), worked out once per resolution.
+	Plaintext []config.Plaintext
 	// Hash identifies the resolved configuration (spec, credentials, UID):
 	// the runner restarts when it changes.
 	Hash        string

@@ -51,7 +51,8 @@ func (e *reasonError) Unwrap() error { return e.err }
 // (config.DatabaseKeys): a key that would read a local file (passfile,
 // sslrootcert…) is refused before the file system is touched, whatever
 // config.CheckDatabaseDSN made of the DSN. application_name defaults to
-// $POD_NAME (the pump pod's name). Its connections refuse a
+// $POD_NAME (the pump pod's name); require_auth to
+// config.DefaultRequireAuth. Its connections refuse a
 // server message above MessageBound(0) (bound.go); Open raises that to
 // the feed's.
 func parseConnConfig(dsn string) (*pgx.ConnConfig, error) {
@@ -60,6 +61,11 @@ func parseConnConfig(dsn string) (*pgx.ConnConfig, error) {
 		return nil, err
 	}
 	cfg.BuildFrontend = boundFrontend(0)
+	// pgx answers a cleartext or MD5 password request unless told not to;
+	// only a require_auth the DSN (or $PGREQUIREAUTH) names opts back in.
+	if cfg.RequireAuth == "" {
+		cfg.RequireAuth = config.DefaultRequireAuth
+	}
 	// A pump pod's sessions carry its name (pg_stat_activity), unless the
 	// DSN names them itself: which pod holds a session is visible.
 	if pod := os.Getenv("POD_NAME"); pod != "" && cfg.RuntimeParams["application_name"] == "" {

@@ -183,3 +183,29 @@ scrapes. */}}
 {{- define "flightfeed.scraperName" -}}
 {{- printf "%s-metrics-scraper" (include "flightfeed.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
+
+{{/*
+Whether the chart makes a cert-manager Certificate for the operator's
+metrics: metrics served over HTTPS, no certSecret of the user's, and
+metrics.certManager.enabled true, or auto while the API server serves
+cert-manager.io/v1.
+*/}}
+{{- define "flightfeed.metricsCertManager" -}}
+{{- $m := .Values.metrics -}}
+{{- $on := toString $m.certManager.enabled -}}
+{{- if and $m.enabled $m.secure (not $m.certSecret) (or (eq $on "true") (and (eq $on "auto") (.Capabilities.APIVersions.Has "cert-manager.io/v1"))) -}}
+true
+{{- end -}}
+{{- end }}
+
+{{/*
+The Secret of the operator's metrics certificate: metrics.certSecret, or
+the cert-manager Certificate's; empty for the self-signed one.
+*/}}
+{{- define "flightfeed.metricsCertSecret" -}}
+{{- if .Values.metrics.certSecret -}}
+{{ .Values.metrics.certSecret }}
+{{- else if include "flightfeed.metricsCertManager" . -}}
+{{ include "flightfeed.fullname" . }}-metrics-cert
+{{- end -}}
+{{- end }}

@@ -403,7 +403,9 @@ type feedWorld struct {
 func (s *suite) newFeed(name string) *feedWorld {
 	s.t.Helper()
 	f := &feedWorld{world: newWorld(s.t, s.binary, name, true)}
-	f.key = proctest.ApplyFeed(s.t, s.c, s.feedNS, name, feedtest.Feed{MailboxDSN: f.podMbox, DatabaseDSN: f.podPG, Brokers: f.Brokers})
+	f.key = proctest.ApplyFeed(s.t, s.c, s.feedNS, name, feedtest.Feed{MailboxDSN: f.podMbox, DatabaseDSN: f.podPG, Brokers: f.Brokers,
+		// The pods reach this machine's services at hostIP, in plain text.
+		Plaintext: true})
 	return f
 }
 

@@ -23,16 +23,20 @@ type Feed struct {
 	// Pump, when set, is the inside of the pump section
 	// ("backoffInitial: 50ms, backoffMax: 1s").
 	Pump string
+	// Plaintext opts the mailbox and the database in to plain text
+	// (tls: {mode: disable}), for DSNs that reach the services at an
+	// address other than loopback (the local cluster's pods).
+	Plaintext bool
 }
 
 // Config is the feed as a --config file (DSNs inline).
 func (f Feed) Config() string {
 	doc := fmt.Sprintf(`airport: {iata: PEK, timeZone: Asia/Shanghai}
-mailbox: {dsn: %q, %s}
-database: {dsn: %q}
+mailbox: {dsn: %q, %s%s}
+database: {dsn: %q%s}
 kafka: {brokers: [%s], topics: {state: KAFKA_SCHD, notice: KAFKA_MSG}}
 requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 5m, routingId: AODB}
-`, f.MailboxDSN, f.polling(), f.DatabaseDSN, f.brokers())
+`, f.MailboxDSN, f.polling(), f.optIn(), f.DatabaseDSN, f.optIn(), f.brokers())
 	if f.Pump != "" {
 		doc += "pump: {" + f.Pump + "}\n"
 	}
@@ -59,15 +63,23 @@ kind: FlightFeed
 metadata: {name: %[1]s, namespace: %[2]s}
 spec:
   airport: {iata: PEK, timeZone: Asia/Shanghai}
-  mailbox: {dsnSecretRef: {name: %[1]s-mailbox, key: dsn}, %[3]s}
-  database: {dsnSecretRef: {name: %[1]s-db, key: dsn}}
+  mailbox: {dsnSecretRef: {name: %[1]s-mailbox, key: dsn}, %[3]s%[5]s}
+  database: {dsnSecretRef: {name: %[1]s-db, key: dsn}%[5]s}
   kafka: {brokers: [%[4]s], topics: {state: KAFKA_SCHD, notice: KAFKA_MSG}}
   requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 5m, routingId: AODB}
-`, name, namespace, f.polling(), f.brokers())
+`, name, namespace, f.polling(), f.brokers(), f.optIn())
 	if f.Pump != "" {
 		doc += "  pump: {" + f.Pump + "}\n"
 	}
 	return doc
+}
+
+// optIn is the plain-text opt-in of a section, or nothing.
+func (f Feed) optIn() string {
+	if !f.Plaintext {
+		return ""
+	}
+	return ", tls: {mode: disable}"
 }
 
 func (f Feed) polling() string {
