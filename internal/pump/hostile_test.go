@@ -14,11 +14,13 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
+	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 )
 
 // After the mailbox's ids restart (here TRUNCATE, which resets
@@ -210,28 +212,31 @@ func TestFailingWriteBackBacksOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := []int64{h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>")), h.put(h.flop("ESTT", 2, "<ESTT>09SEP260931</ESTT>"))}
-	p := h.newPump()
-	commits := func() int {
-		return h.count(`SELECT xact_commit::int FROM pg_stat_database WHERE datname = current_database()`)
-	}
-	start := commits()
+	// A fake clock: no time passes unless the test steps it, so every
+	// write-back attempt beyond one per step would be a loop that does
+	// not wait (each try a head read and a PostgreSQL transaction).
+	fake := clocktesting.NewFakeClock(h.clock.Now())
+	p := h.newPump(func(o *pump.Options) { o.Clock = fake })
+	attempts := func() int { return h.count(`SELECT coalesce(max(attempts), 0) FROM backfill_todo`) }
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	time.Sleep(1500 * time.Millisecond)
+	const steps = 5
+	for k := 1; k <= steps; k++ {
+		// The k-th try failed and the pump waits for the clock again.
+		await.Eventually(t, fmt.Sprintf("write-back attempt %d, then a wait", k), 60*time.Second, func() (bool, string) {
+			n := attempts()
+			return n >= k && fake.HasWaiters(), fmt.Sprintf("%d attempts", n)
+		})
+		if n := attempts(); n != k {
+			t.Fatalf("%d write-back attempts after %d clock steps of the backoff's maximum: the pump retried without waiting", n, k-1)
+		}
+		fake.Step(200 * time.Millisecond)
+	}
 	st := p.Status()
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
-	}
-	// With 100–200 ms between tries, 1.5 s holds about ten; a tight loop
-	// ran thousands (each try a head read and a PostgreSQL transaction).
-	attempts := h.count(`SELECT coalesce(max(attempts), 0) FROM backfill_todo`)
-	if attempts == 0 || attempts > 40 {
-		t.Fatalf("write-back tried %d times in 1.5 s", attempts)
-	}
-	if n := commits() - start; n > 400 {
-		t.Fatalf("%d PostgreSQL transactions in 1.5 s of a failing write-back", n)
 	}
 	if st.MailboxReachable || !strings.Contains(st.MailboxError, "write-back refused") {
 		t.Fatalf("status does not show the failing mailbox: %+v", st)
@@ -239,7 +244,7 @@ func TestFailingWriteBackBacksOff(t *testing.T) {
 	if _, err := h.mbox.Exec(`DROP TRIGGER test_refuse_writeback`); err != nil {
 		t.Fatal(err)
 	}
-	h.drain(p)
+	h.drain(h.newPump()) // on the real clock
 	for _, id := range ids {
 		h.wantRow(id, pumpdata.StatusSucceeded, "")
 	}
