@@ -26,7 +26,7 @@ func TestKrewManifestMatchesThePluginDist(t *testing.T) {
 		t.Fatal(err)
 	}
 	const tag = "v9.8.7"
-	funcs := template.FuncMap{"addURIAndSha": func(uri, tag string) string {
+	funcs := template.FuncMap{"addURIAndSha": func(uri, _ string) string {
 		return fmt.Sprintf("uri: %s\n    sha256: %x", uri, sha256.Sum256([]byte(uri)))
 	}}
 	// krew-release-bot renders the uri's own {{ .TagName }} first (a
