@@ -123,7 +123,8 @@ svc=$(kubectl -n default get service pek-pump -o jsonpath='{.spec.clusterIP}')
 $ff export --config "$work/host.yaml" >"$work/export.jsonl"
 flid=$(head -n 1 "$work/export.jsonl" | sed -n 's/.*"FLID":"\([0-9A-Za-z_-]*\)".*/\1/p')
 [ -n "$flid" ] || { echo "demo: no flight in the export" >&2; exit 1; }
-# The read API wants a bearer token allowed to get flightfeeds/flights in the
+# The read API wants a bearer token allowed to get flightfeeds/flights (and
+# flightfeeds/messages for dead) in the
 # feed's namespace: a ServiceAccount with such a Role, and a token for it.
 kubectl apply -f - >/dev/null <<'YAML'
 apiVersion: v1
@@ -133,7 +134,7 @@ metadata: {name: flight-reader, namespace: default}
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata: {name: flight-reader, namespace: default}
-rules: [{apiGroups: [flightfeed.aero], resources: [flightfeeds/flights], verbs: [get]}]
+rules: [{apiGroups: [flightfeed.aero], resources: [flightfeeds/flights, flightfeeds/messages], verbs: [get]}]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -142,12 +143,21 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: flight-reader}
 subjects: [{kind: ServiceAccount, name: flight-reader, namespace: default}]
 YAML
 show curl -sSk -o /dev/null -w '%{http_code} without a token\n' "https://$svc:8082/api/v1/feeds/default/pek/flights/$flid"
-token=$(kubectl -n default create token flight-reader --duration 10m)
-printf '\n$ token=$(kubectl -n default create token flight-reader)\n'
-# -k: the pump pods' certificate is self-signed (docs/security.md).
+# A token for this feed only: its audience names the feed (a token for the
+# API server, or for another feed, is refused with 401).
+token=$(kubectl -n default create token flight-reader --audience flightfeed.aero/default/pek --duration 10m)
+printf '\n$ token=$(kubectl -n default create token flight-reader --audience flightfeed.aero/default/pek)\n'
+# -k: the pump pods' certificate is self-signed (docs/security.md); the
+# plugin below goes through the API server instead, whose CA kubectl trusts.
 printf '\n$ curl -sSk -H "Authorization: Bearer $token" https://%s:8082/api/v1/feeds/default/pek/flights/%s\n' "$svc" "$flid"
 curl -sSk -H "Authorization: Bearer $token" "https://$svc:8082/api/v1/feeds/default/pek/flights/$flid"
 echo
+# The kubectl plugin is the same binary under the name kubectl-flightfeed
+# (make plugin): through the API server's service proxy, with a token it
+# makes for the ServiceAccount.
+ln -sf flightfeed bin/kubectl-flightfeed
+show bin/kubectl-flightfeed get flight pek "$flid" -n default --service-account flight-reader
+show bin/kubectl-flightfeed dead pek -n default --service-account flight-reader
 show "$ff" ledger --config "$work/host.yaml"
 kcat -C -X isolation.level=read_committed -b "$node_ip:$broker_port" -t KAFKA_SCHD -o beginning -e -q -f '%k %h\n' >"$work/kafka_schd.txt"
 kcat -C -X isolation.level=read_committed -b "$node_ip:$broker_port" -t KAFKA_MSG -o beginning -e -q >"$work/kafka_msg.txt"
