@@ -403,10 +403,23 @@ type feedWorld struct {
 func (s *suite) newFeed(name string) *feedWorld {
 	s.t.Helper()
 	f := &feedWorld{world: newWorld(s.t, s.binary, name, true)}
-	f.key = proctest.ApplyFeed(s.t, s.c, s.feedNS, name, feedtest.Feed{MailboxDSN: f.podMbox, DatabaseDSN: f.podPG, Brokers: f.Brokers,
-		// The pods reach this machine's services at hostIP, in plain text.
-		Plaintext: true})
+	// The pods reach this machine's services at hostIP, in plain text; the
+	// opt-in to it is made after the upgrade (optInPlaintext), as the
+	// upgrade notes say: the previous release's CRD would prune its mode
+	// and leave tls: {}, which that release reads as TLS.
+	f.key = proctest.ApplyFeed(s.t, s.c, s.feedNS, name, feedtest.Feed{MailboxDSN: f.podMbox, DatabaseDSN: f.podPG, Brokers: f.Brokers})
 	return f
+}
+
+// optInPlaintext opts f's mailbox and database in to plain text (this
+// release refuses plain text beyond loopback without it).
+func (s *suite) optInPlaintext(f *feedWorld) {
+	s.t.Helper()
+	ff := &v1alpha1.FlightFeed{ObjectMeta: metav1.ObjectMeta{Namespace: f.key.Namespace, Name: f.key.Name}}
+	patch := []byte(`{"spec":{"mailbox":{"tls":{"mode":"disable"}},"database":{"tls":{"mode":"disable"}}}}`)
+	if err := s.c.Patch(s.t.Context(), ff, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		s.t.Fatalf("opt %s in to plain text: %v", f.key, err)
+	}
 }
 
 // waitLeader waits until the holder of the feed's Lease in namespace ns
@@ -655,6 +668,8 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 	upgradeAt := pek.Processed()
 	s.helmRun("upgrade", s.release, "charts/flightfeed", "--set", "image.repository=flightfeed", "--set", "image.tag="+tag,
 		"--set", "metrics.scrapers[0].namespace="+s.ns, "--set", "metrics.scrapers[0].name=scraper", "--wait", "--timeout", "3m")
+	s.optInPlaintext(pek)
+	s.optInPlaintext(pvg)
 	if upgradeAt >= len(rows[0]) {
 		t.Fatalf("pek's day was over before the upgrade (%d of %d)", upgradeAt, len(rows[0]))
 	}
