@@ -148,27 +148,18 @@ func (h *harness) insertRow(row mailbox.Inbound) int64 {
 
 func (h *harness) newPump(opts ...func(*pump.Options)) *pump.Pump {
 	h.t.Helper()
-	if h.mem != nil {
-		o := pump.Options{Feed: h.feed, Store: h.mem, Inbox: h.inbox, Identity: "test-pump", Clock: h.clock}
-		for _, f := range opts {
-			f(&o)
-		}
-		p, err := pump.New(context.Background(), o)
+	o := pump.Options{Feed: h.feed, Store: h.mem, Inbox: h.inbox, Identity: "test-pump", Clock: h.clock}
+	if h.mem == nil {
+		// Each pump has a store of its own, on the pump's clock, as
+		// feedrun opens one per run.
+		st, err := store.Open(context.Background(), h.feed.Secrets.DatabaseDSN, store.Options{
+			MaxConns: h.feed.Spec.Database.MaxConns, Location: h.feed.Location, Clock: h.clock})
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		h.t.Cleanup(p.Close)
-		return p
+		h.t.Cleanup(st.Close)
+		o.Store, o.Inbox = pump.Postgres(st), nil
 	}
-	// Each pump has a store of its own, on the pump's clock, as feedrun
-	// opens one per run.
-	st, err := store.Open(context.Background(), h.feed.Secrets.DatabaseDSN, store.Options{
-		MaxConns: h.feed.Spec.Database.MaxConns, Location: h.feed.Location, Clock: h.clock})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(st.Close)
-	o := pump.Options{Feed: h.feed, Store: pump.Postgres(st), Identity: "test-pump", Clock: h.clock}
 	for _, f := range opts {
 		f(&o)
 	}
