@@ -62,13 +62,15 @@ func (f *passwordPG) serve(c net.Conn, ask pgproto3.BackendMessage) {
 			return
 		}
 	}
+	// Counted before the request goes out: the client fails as soon as it
+	// reads it, and the test reads the count right after the client returns.
+	f.mu.Lock()
+	f.asked++
+	f.mu.Unlock()
 	be.Send(ask)
 	if err := be.Flush(); err != nil {
 		return
 	}
-	f.mu.Lock()
-	f.asked++
-	f.mu.Unlock()
 	if err := be.SetAuthType(authType(ask)); err != nil {
 		return
 	}
