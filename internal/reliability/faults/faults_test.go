@@ -5,6 +5,7 @@ package faults_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,11 +40,9 @@ const (
 	kafkaOutage = 30 * time.Second
 	// kafkaLatency is added to every request to the broker while slow.
 	kafkaLatency = 2 * time.Second
-	stallFor     = 8 * time.Second
 	// mailboxTimeout is the mailbox DSN's readTimeout and writeTimeout in
 	// the MariaDB stall scenarios.
 	mailboxTimeout = 2 * time.Second
-	downFor        = 5 * time.Second
 )
 
 // scenario is one faulted drain of the workload, compared at the end with
@@ -155,18 +154,41 @@ func (s *scenario) strikeEach(fault func(at int)) {
 	}
 }
 
-// blocked requires the head not to move for d: no message is applied
-// (proc_state, read directly) while a dependency the pump needs for it is
-// down.
-func (s *scenario) blocked(d time.Duration) {
+// retriesHeld waits, once the pump has reported the mailbox unreachable,
+// for n more of its connection attempts to reach the proxy (attempts reads
+// the proxy's counter), and requires proc_state not to move meanwhile:
+// the head waits while the pump retries. Both ends are events (the report,
+// the n-th attempt), not a length of time.
+func (s *scenario) retriesHeld(attempts func() int64, n int64) {
 	s.t.Helper()
-	before := s.w.applied()
-	time.Sleep(d)
+	before, from := s.w.applied(), attempts()
+	await.EventuallyEvery(s.t, fmt.Sprintf("%s: %d more connection attempts of the pump", s.name, n), waitLong, poll, func() (bool, string) {
+		if s.p.Exited() {
+			s.t.Fatalf("%s: `pump --drain` ended (%v) while the mailbox was unreachable", s.name, s.p.Err())
+		}
+		got := attempts() - from
+		return got >= n, fmt.Sprintf("%d attempts", got)
+	})
 	if after := s.w.applied(); after != before {
-		s.t.Errorf("%s: %d messages applied while the dependency was down (%d before, %d after): the head did not block",
-			s.name, after-before, before, after)
+		s.t.Errorf("%s: %d messages applied while the mailbox was unreachable (%d at the pump's report, %d after %d more attempts): the head did not wait",
+			s.name, after-before, before, after, n)
 	}
-	s.note("head blocked at %d applied for %s", before, d)
+	s.note("head held at %d applied over %d connection attempts", before, n)
+}
+
+// mailboxBack waits for the pump to say the mailbox answers again and
+// requires the failed attempts it counted over the outage to be at least
+// want: it retried rather than waiting out the outage in silence. (The
+// proxy's count of connections is not the pump's count of attempts: the
+// drain check and the driver's own retries open connections too.)
+func (s *scenario) mailboxBack(want int) {
+	s.t.Helper()
+	l := s.p.WaitLog("the mailbox reachable again", "mailbox reachable again", func(logLine) bool { return true })
+	failures, err := strconv.Atoi(fmt.Sprint(l["failures"]))
+	if err != nil || failures < want {
+		s.t.Errorf("%s: the pump counted %v failed mailbox attempts over the outage (%v), want at least %d", s.name, l["failures"], err, want)
+	}
+	s.note("mailbox reachable again after %s, %d failed attempts", l.Str("after"), failures)
 }
 
 // downReports is how many times a pump must report a failed attempt at
@@ -366,23 +388,34 @@ func TestMariaDB(t *testing.T) {
 			s.faults++
 			l := s.p.WaitLog("the stalled mailbox reported", "mailbox unreachable; the head waits with backoff",
 				errorMentions("timeout", "invalid connection", "bad connection"))
-			s.blocked(stallFor)
+			// Each attempt times out on a stalled connection and the next
+			// one opens a new connection, which the proxy accepts and holds.
+			s.retriesHeld(func() int64 { return px.Stats().Accepted }, downReports)
 			s.note("stalled at the %s near %d: %q", tc.name, at, l.Str("error"))
 			pass(t, px)
+			// A stalled attempt lasts mailboxTimeout: two attempts of the
+			// pump's are its first report and at least one retry.
+			s.mailboxBack(2)
 			s.end()
 		})
 	}
+	// The mailbox down: its port refused and live connections reset. Once
+	// the pump has reported it, the proxy listens again and resets every
+	// connection at once, so that it can count the pump's retries.
 	t.Run("down", func(t *testing.T) {
 		s := newScenario(t, "mariadb/down")
 		at := s.w.waitProcessed(s.p, messages/2)
 		down(t, s.w.mysql)
 		s.faults++
-		s.p.WaitLog("the mailbox reported unreachable", "mailbox unreachable; the head waits with backoff",
+		l := s.p.WaitLog("the mailbox reported unreachable", "mailbox unreachable; the head waits with backoff",
 			errorMentions("connection refused", "invalid connection", "bad connection", "connection reset", "EOF"))
-		s.blocked(downFor)
+		if err := s.w.mysql.SetMode(faultproxy.Reset); err != nil {
+			t.Fatal(err)
+		}
+		s.retriesHeld(func() int64 { return s.w.mysql.Stats().Resets }, downReports)
 		pass(t, s.w.mysql)
-		l := s.p.Logs("mailbox unreachable; the head waits with backoff")
-		s.note("down at %d: %q", at, l[0].Str("error"))
+		s.mailboxBack(downReports)
+		s.note("down at %d: %q", at, l.Str("error"))
 		s.end()
 	})
 }
