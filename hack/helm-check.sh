@@ -212,6 +212,7 @@ render ownToken --set monitoring.serviceMonitor.enabled=true --set monitoring.se
 has ownToken 'name: prom-token'
 has ownToken 'key: jwt'
 hasnot ownToken 'metrics-scraper'
+hasnot ownToken 'scraper-token'
 [ "$(count ownToken Secret)" = 0 ] || fail "ownToken: renders a token Secret beside the user's"
 if "$helm" template ff "$chart" --kube-version "$kube_version" "${image[@]}" --set monitoring.serviceMonitor.enabled=true --set rbac.create=false \
   --set serviceAccount.create=false --set serviceAccount.name=existing >/dev/null 2>"$work/unbound.err"; then
@@ -224,11 +225,18 @@ render monitoring --set monitoring.serviceMonitor.enabled=true --set monitoring.
 has monitoring 'scheme: https'
 # The non-deprecated authorization (a bearer token from a Secret), never
 # bearerTokenFile: the chart's scraper ServiceAccount, bound to the
-# metrics-reader ClusterRole, and its token Secret.
+# metrics-reader ClusterRole, and the Secret the operator keeps its
+# short-lived tokens in (never a legacy service-account-token Secret),
+# with a Role for that one Secret and that one ServiceAccount's tokens.
 has monitoring 'type: Bearer'
-has monitoring 'name: ff-flightfeed-metrics-scraper'
-has monitoring 'type: kubernetes.io/service-account-token'
-has monitoring 'kubernetes.io/service-account.name: ff-flightfeed-metrics-scraper'
+has monitoring 'name: ff-flightfeed-metrics-scraper-token$'
+has monitoring -- '- --scraper-service-account=ff-flightfeed-metrics-scraper$'
+has monitoring -- '- --scraper-token-secret=ff-flightfeed-metrics-scraper-token$'
+has monitoring -- '- --scraper-token-ttl=24h$'
+has monitoring 'resources: \[serviceaccounts/token\]'
+has monitoring 'resourceNames: \[ff-flightfeed-metrics-scraper\]'
+hasnot monitoring 'kubernetes.io/service-account-token'
+hasnot monitoring 'kubernetes.io/service-account.name'
 [ "$(count monitoring Secret)" = 1 ] || fail "monitoring: want the scraper's token Secret"
 for f in "$work"/*.yaml; do
   ! grep -q "bearerTokenFile" "$f" || fail "$(basename "$f" .yaml): renders the deprecated bearerTokenFile"
@@ -331,6 +339,8 @@ refuse "a grace period shorter than a pump's stop and last status" --set pump.te
 refuse "a grace period shorter than the operator's shutdown" --set terminationGracePeriodSeconds=10
 refuse "a migration feed without its Secret" --set 'migrations.job.feeds[0].name=pek'
 refuse "an empty scrape token key" --set monitoring.serviceMonitor.authorization.key=
+refuse "a scraper token shorter than the API server issues" --set monitoring.serviceMonitor.tokenTTL=9m
+refuse "a scraper token lifetime in seconds" --set monitoring.serviceMonitor.tokenTTL=3600s
 refuse "a scrape token Secret name that is none" --set monitoring.serviceMonitor.authorization.secretName=Prom_Token
 
 # No image repository: refused with a message naming the value.

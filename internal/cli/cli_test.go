@@ -129,6 +129,24 @@ func TestPumpModesAreKeptApart(t *testing.T) {
 	}
 }
 
+// The scraper token flags go together and ask for a lifetime the API
+// server issues; each refusal says why, before anything connects.
+func TestManagerScraperTokenFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--scraper-token-secret", "s"}, "--scraper-token-secret and --scraper-service-account go together: the Secret holds that ServiceAccount's tokens"},
+		{[]string{"--scraper-service-account", "sa"}, "--scraper-token-secret and --scraper-service-account go together: the Secret holds that ServiceAccount's tokens"},
+		{[]string{"--scraper-token-secret", "s", "--scraper-service-account", "sa", "--scraper-token-ttl", "5m"}, "--scraper-token-ttl 5m0s: the API server issues tokens of at least 10m0s"},
+	} {
+		code, _, errOut := runCLI(append([]string{"manager", "--pump-image", "flightfeed:1"}, c.args...)...)
+		if code != exitUsage || errOut != "flightfeed: "+c.want+"\n" {
+			t.Errorf("manager %v: exit %d, stderr %q, want %q", c.args, code, errOut, c.want)
+		}
+	}
+}
+
 // The operator needs the pumps' image, from --pump-image or the defaults
 // file, and refuses a defaults file with an unknown key (a misspelt chart
 // value is not silently dropped).

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/controllers"
 	"github.com/flightfeed/flightfeed/internal/operator"
+	"github.com/flightfeed/flightfeed/internal/scrapertoken"
 )
 
 func newManagerCommand() *cobra.Command {
@@ -49,10 +50,19 @@ pods do. Its replicas elect one leader (--leader-elect).`,
 	secretReader := f.String("secret-reader-clusterrole", "", "ClusterRole granting get on Secrets that the operator binds itself to in each namespace holding a FlightFeed, so it may grant a feed's pump its named Secrets (empty: the operator holds that right already)")
 	serviceAccount := f.String("service-account", "", "the operator's own ServiceAccount, NAMESPACE/NAME, bound to --secret-reader-clusterrole (default: $POD_NAMESPACE/$SERVICE_ACCOUNT)")
 	authDelegator := f.String("auth-delegator-binding", "", "ClusterRoleBinding to system:auth-delegator whose subjects the operator keeps equal to the pump ServiceAccounts (they authenticate read API and metrics callers); empty: none")
+	scraperSecret := f.String("scraper-token-secret", "", "Secret of the operator's namespace to keep filled (key token) with a short-lived token of --scraper-service-account, the metrics scraper's bearer token (empty: none)")
+	scraperSA := f.String("scraper-service-account", "", "ServiceAccount of the operator's namespace whose tokens --scraper-token-secret holds")
+	scraperTTL := f.Duration("scraper-token-ttl", scrapertoken.DefaultTTL, "lifetime of each scraper token; a new one is written when a third of it is left (at least 10m)")
 	logFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		log := newLogger(cmd)
 		logf.SetLogger(log)
+		if (*scraperSecret == "") != (*scraperSA == "") {
+			return usageError{errors.New("--scraper-token-secret and --scraper-service-account go together: the Secret holds that ServiceAccount's tokens")}
+		}
+		if *scraperSecret != "" && *scraperTTL < scrapertoken.MinTTL {
+			return usageError{fmt.Errorf("--scraper-token-ttl %s: the API server issues tokens of at least %s", *scraperTTL, scrapertoken.MinTTL)}
+		}
 		var defaults controllers.PumpDefaults
 		if *pumpDefaults != "" {
 			d, err := controllers.LoadPumpDefaults(*pumpDefaults)
@@ -81,6 +91,7 @@ pods do. Its replicas elect one leader (--leader-elect).`,
 			LeaderElection: *leaderElect, Identity: *identity, LeaseDuration: *leaseDuration, RenewDeadline: *renewDeadline,
 			RetryPeriod: *retryPeriod, Namespace: *namespace, Namespaces: *namespaces, Pump: defaults,
 			SecretGrant: grant, AuthDelegator: *authDelegator, Log: log,
+			ScraperToken: scrapertoken.Keeper{Secret: *scraperSecret, ServiceAccount: *scraperSA, TTL: *scraperTTL},
 		})
 	}
 	return cmd

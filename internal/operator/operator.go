@@ -28,6 +28,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/controllers"
 	"github.com/flightfeed/flightfeed/internal/feednames"
+	"github.com/flightfeed/flightfeed/internal/scrapertoken"
 	"github.com/flightfeed/flightfeed/internal/serving"
 )
 
@@ -82,6 +83,12 @@ type Options struct {
 	// SecretGrant and AuthDelegator: see controllers.FlightFeedReconciler.
 	SecretGrant   *controllers.SecretGrant
 	AuthDelegator string
+
+	// ScraperToken, when its Secret is set, keeps the metrics scraper's
+	// bearer token in that Secret of the operator's namespace: a
+	// short-lived token of its ServiceAccount, renewed before it expires
+	// (package scrapertoken). Client, Namespace and Log are filled in.
+	ScraperToken scrapertoken.Keeper
 
 	// Log is the manager's logger (default: controller-runtime's global).
 	Log logr.Logger
@@ -172,6 +179,16 @@ func New(o Options) (manager.Manager, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("operator: kubernetes client: %w", err)
+	}
+	if o.ScraperToken.Secret != "" {
+		k := o.ScraperToken
+		k.Client, k.Namespace, k.Log = kube, o.Namespace, o.Log.WithName("scraper-token")
+		if err := k.Validate(); err != nil {
+			return nil, fmt.Errorf("operator: %w", err)
+		}
+		if err := mgr.Add(&k); err != nil {
+			return nil, fmt.Errorf("operator: scraper token: %w", err)
+		}
 	}
 	if err := mgr.AddHealthzCheck("ping", func(*http.Request) error { return nil }); err != nil {
 		return nil, fmt.Errorf("operator: healthz: %w", err)

@@ -178,10 +178,16 @@ ServiceAccount bound to the metrics-reader ClusterRole and its token Secret
 {{- if and $sm.enabled .Values.metrics.enabled .Values.metrics.secure (not $sm.authorization.secretName) }}true{{ else }}false{{ end }}
 {{- end }}
 
-{{/* The ServiceAccount (and token Secret) the chart makes for Prometheus's
-scrapes. */}}
+{{/* The ServiceAccount the chart makes for Prometheus's scrapes. */}}
 {{- define "flightfeed.scraperName" -}}
 {{- printf "%s-metrics-scraper" (include "flightfeed.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The Secret the operator keeps its short-lived tokens in (a new name:
+0.5.0's was a kubernetes.io/service-account-token Secret, whose type cannot
+change). */}}
+{{- define "flightfeed.scraperTokenSecret" -}}
+{{- printf "%s-metrics-scraper-token" (include "flightfeed.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
 {{/*
