@@ -20,10 +20,12 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/feednames"
@@ -468,13 +470,20 @@ func (r *FlightFeedReconciler) writePumpPods(ctx context.Context, ff *v1alpha1.F
 	return nil
 }
 
+// feedChanged lets through what the reconciler acts on: a feed made or
+// deleted, its spec (generation), labels or annotations. The pump pods
+// write the status every few seconds and the reconciler reads none of it
+// (status.pumpPods is its own): a status write is no reason to apply
+// every object again.
+var feedChanged = predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+
 // SetupWithManager watches FlightFeeds and the objects the operator owns
 // (a changed or deleted Deployment, Service, ... is put back; the
 // Deployment's status feeds status.pumpPods).
 func (r *FlightFeedReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("flightfeed").
-		For(&v1alpha1.FlightFeed{}).
+		For(&v1alpha1.FlightFeed{}, builder.WithPredicates(feedChanged)).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ServiceAccount{}).
