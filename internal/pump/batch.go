@@ -60,16 +60,22 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 		return p.infraFailure(ctx, rows, head, nil, err, false)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	// A failure rolls the batch back before anything else: its transaction
+	// holds the writer lock, which the record of the failure takes again.
+	fail := func(attempted []outcome, err error, atCommit bool) batchOutcome {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return p.infraFailure(ctx, rows, head, attempted, err, atCommit)
+	}
 
 	pre, err := tx.Prefetch(ctx, b.request)
 	if err != nil {
-		return p.infraFailure(ctx, rows, head, nil, err, false)
+		return fail(nil, err, false)
 	}
 	run := &batchRun{tx: tx, set: pre.Set, priors: pre.Priors, seen: map[string][]byte{}, seqn: map[string]int{}, reload: b.request}
 
 	reused := p.reusedIDs(b.items, pre.States)
 	if err := tx.Write(ctx, Writes{Reused: reused}); err != nil {
-		return p.infraFailure(ctx, rows, head, nil, err, false)
+		return fail(nil, err, false)
 	}
 
 	var done []outcome
@@ -89,7 +95,7 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 		}
 		if err != nil {
 			// The failing snapshot's own attempt is traced with the rest.
-			return p.infraFailure(ctx, rows, head, append(done, o), err, false)
+			return fail(append(done, o), err, false)
 		}
 		if it.msg != nil && it.msg.Kind == sis.KindSnapshot {
 			// A snapshot is written by now: its decoded records (tens of
@@ -122,11 +128,11 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 		}
 	}
 	if err := tx.Write(ctx, Writes{Archive: archive, Set: run.set, Results: results}); err != nil {
-		return p.infraFailure(ctx, rows, head, done, err, false)
+		return fail(done, err, false)
 	}
 	failpoint.Hit(failpoint.BeforeCommit)
 	if err := tx.Commit(ctx); err != nil {
-		return p.infraFailure(ctx, rows, head, done, err, true)
+		return fail(done, err, true)
 	}
 	p.unrecorded = unrecorded{}
 	failpoint.Hit(failpoint.AfterCommit)
@@ -227,7 +233,7 @@ type waiting struct {
 	reason string
 }
 
-// infraFailure rolls back (the deferred Rollback does) and decides how to
+// infraFailure follows a rolled-back batch and decides how to
 // retry: a conflict at once, anything else with backoff; a batch of more
 // than one message shrinks to one so the failing message is isolated.
 // rows is the whole batch: its first row stays the head, and head is what
