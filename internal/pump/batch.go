@@ -266,7 +266,10 @@ func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, head pumpda
 	inDoubt := result == pumpdata.TraceCommitUnknown
 	p.batchSize = 1
 	if inDoubt {
-		p.log.Error(err, "batch's commit failed without an answer: it may have committed; the next attempt reads what did", "msg_id", head.MessageID)
+		// The same message as any failed batch (the reliability suite
+		// reads it), saying what is not known.
+		p.log.Error(err, "batch rolled back", "msg_id", head.MessageID,
+			"commit", "outcome unknown: it may have committed; the next attempt reads what did")
 	} else {
 		p.log.Error(err, "batch rolled back", "msg_id", head.MessageID)
 	}
