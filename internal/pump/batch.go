@@ -394,7 +394,11 @@ func (p *Pump) recordFailed(ctx context.Context, head pumpdata.Result, cause err
 	res.Note = fmt.Sprintf("%s: %v (retried with backoff)", ReasonInfra, cause)
 	p.obs.MessageDone(res.Type, res.Styp, res.Status)
 	p.update(func(s *Status) { s.Counts[res.Status]++ })
-	err := p.writeAlone(ctx, res)
+	// Bounded: a stalled database must not hold the retry longer than the
+	// failed batch did.
+	rctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	err := p.writeAlone(rctx, res)
 	if err != nil {
 		if ctx.Err() == nil {
 			p.log.Info("FAILED (INFRA) not recorded: the next result that reaches the database counts this attempt",
