@@ -52,21 +52,30 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 	start := p.clock.Now()
 	// Decoding is pure: it happened before the writer lock is taken.
 	b.request.Cache = p.cache
+	// What the head's result records whatever becomes of the batch (a
+	// snapshot's decoded records are dropped once it is applied).
+	head := headResult(b.items[0])
 	tx, err := p.store.Begin(ctx, p.epoch)
 	if err != nil {
-		return p.infraFailure(ctx, rows, nil, err)
+		return p.infraFailure(ctx, rows, head, nil, err, false)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	// A failure rolls the batch back before anything else: its transaction
+	// holds the writer lock, which the record of the failure takes again.
+	fail := func(attempted []outcome, err error, atCommit bool) batchOutcome {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return p.infraFailure(ctx, rows, head, attempted, err, atCommit)
+	}
 
 	pre, err := tx.Prefetch(ctx, b.request)
 	if err != nil {
-		return p.infraFailure(ctx, rows, nil, err)
+		return fail(nil, err, false)
 	}
 	run := &batchRun{tx: tx, set: pre.Set, priors: pre.Priors, seen: map[string][]byte{}, seqn: map[string]int{}, reload: b.request}
 
 	reused := p.reusedIDs(b.items, pre.States)
 	if err := tx.Write(ctx, Writes{Reused: reused}); err != nil {
-		return p.infraFailure(ctx, rows, nil, err)
+		return fail(nil, err, false)
 	}
 
 	var done []outcome
@@ -86,7 +95,7 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 		}
 		if err != nil {
 			// The failing snapshot's own attempt is traced with the rest.
-			return p.infraFailure(ctx, rows, append(done, o), err)
+			return fail(append(done, o), err, false)
 		}
 		if it.msg != nil && it.msg.Kind == sis.KindSnapshot {
 			// A snapshot is written by now: its decoded records (tens of
@@ -100,6 +109,10 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 		// database: its archive row and result are plain inserts.
 		isNew := !known && !p.upsertOnly
 		o.result.New = isNew
+		if i == 0 {
+			// The head's failed attempts no FAILED(INFRA) recorded yet.
+			o.result.Attempts = p.unrecorded.at(keyOf(it.row)) + 1
+		}
 		archive = append(archive, pumpdata.ArchivedRow{MessageID: it.row.ID, ReceivedAt: it.row.Received, Size: it.row.Size,
 			Body: it.row.Body, Digest: it.digest, Truncated: it.row.Truncated, New: isNew})
 		done = append(done, o)
@@ -115,12 +128,13 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 		}
 	}
 	if err := tx.Write(ctx, Writes{Archive: archive, Set: run.set, Results: results}); err != nil {
-		return p.infraFailure(ctx, rows, done, err)
+		return fail(done, err, false)
 	}
 	failpoint.Hit(failpoint.BeforeCommit)
 	if err := tx.Commit(ctx); err != nil {
-		return p.infraFailure(ctx, rows, done, err)
+		return fail(done, err, true)
 	}
+	p.unrecorded = unrecorded{}
 	failpoint.Hit(failpoint.AfterCommit)
 	p.cache.Keep(run.set)
 	maps.Copy(p.lastSeqn, run.seqn)
@@ -219,29 +233,57 @@ type waiting struct {
 	reason string
 }
 
-// infraFailure rolls back (the deferred Rollback does) and decides how to
+// infraFailure follows a rolled-back batch and decides how to
 // retry: a conflict at once, anything else with backoff; a batch of more
 // than one message shrinks to one so the failing message is isolated.
-// rows is the whole batch: its first row stays the head.
-func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, attempted []outcome, err error) batchOutcome {
+// rows is the whole batch: its first row stays the head, and head is what
+// the head's result records; attempted are the outcomes decided before the
+// failure, atCommit says the failure is the COMMIT's own.
+//
+// Every snapshot attempt is traced (seed 000 §5.6), also when the batch
+// stopped because the pump was fenced or stopped (AttemptTrace). A
+// failure to be retried is recorded on the head, once it is tried alone, as
+// FAILED (INFRA) with its attempt count (seed 000 §9), in a transaction of
+// its own: when the database itself is what fails, that record fails too,
+// and the attempts it could not record are counted in memory and added by
+// the head's next result that reaches the database (Result.Attempts).
+// Nothing is recorded on the head when the COMMIT's outcome is unknown: its
+// result may be committed, and the next attempt reads what is.
+func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, head pumpdata.Result, attempted []outcome, err error, atCommit bool) batchOutcome {
 	verdict, reason := Classify(err)
+	var stop error
+	if ctx.Err() != nil {
+		stop = context.Cause(ctx)
+	}
+	result, flag := AttemptTrace(err, atCommit, stop)
+	p.traceUnfinished(ctx, attempted, result, flag, err)
 	if verdict == VerdictFenced {
 		return batchOutcome{err: err}
 	}
-	if ctx.Err() != nil {
+	if stop != nil {
 		return batchOutcome{blocked: true}
 	}
-	head := rows[0].ID
+	inDoubt := result == pumpdata.TraceCommitUnknown
 	p.batchSize = 1
-	p.log.Error(err, "batch rolled back", "msg_id", head)
-	p.writeTraces(ctx, attempted, pumpdata.TraceRolledBack)
+	if inDoubt {
+		// The same message as any failed batch (the reliability suite
+		// reads it), saying what is not known.
+		p.log.Error(err, "batch rolled back", "msg_id", head.MessageID,
+			"commit", "outcome unknown: it may have committed; the next attempt reads what did")
+	} else {
+		p.log.Error(err, "batch rolled back", "msg_id", head.MessageID)
+	}
 	if verdict == VerdictConflict {
 		// Retried at once: from a fresh read, and with upserts when a row
 		// written as new was not.
 		p.upsertOnly = p.upsertOnly || errors.Is(err, pumpdata.ErrNotNew)
 		return batchOutcome{blocked: true, wait: time.Millisecond}
 	}
-	if len(rows) == 1 {
+	// One more failed attempt at the head, until a result records it (one
+	// whose commit is in doubt too: if it did commit, the head is only
+	// written back from now on and the count is never used).
+	p.unrecorded.add(keyOf(rows[0]))
+	if len(rows) == 1 && !inDoubt {
 		// The database itself refuses this one message's data (a data or
 		// integrity error, a program limit, or the same answer about it
 		// RefusalRepeats times in a row): retrying cannot help, and the
@@ -250,12 +292,12 @@ func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, attempted [
 		switch {
 		case verdict == VerdictDead:
 			note = fmt.Sprintf("%s: the database refused the message's data: %v", reason, err)
-		case p.refusedAgain(head, err):
+		case p.refusedAgain(head.MessageID, err):
 			reason = ReasonDataRejected
 			note = fmt.Sprintf("%s: the database refused the message %d times in a row: %v", reason, RefusalRepeats, err)
 		}
 		if note != "" {
-			if derr := p.giveUp(ctx, rows[0], reason, note); derr == nil {
+			if derr := p.giveUp(ctx, head, reason, note); derr == nil {
 				p.infraAttempts, p.refusal = 0, refusal{}
 				return batchOutcome{}
 			}
@@ -273,19 +315,29 @@ func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, attempted [
 		cancel()
 	}
 	p.update(func(s *Status) {
-		if s.HeadID != head || s.HeadBlockedSince.IsZero() {
+		if s.HeadID != head.MessageID || s.HeadBlockedSince.IsZero() {
 			s.HeadBlockedSince = now
 		}
-		s.HeadID, s.HeadLastError = head, err.Error()
+		s.HeadID, s.HeadLastError = head.MessageID, err.Error()
 		if !answered {
 			s.DatabaseReachable, s.DatabaseError = reachable, err.Error()
 		}
 	})
+	if inDoubt {
+		return batchOutcome{blocked: true, wait: p.backoff()}
+	}
 	if limit := p.feed.Spec.Pump.InfraRetryLimit; limit > 0 && p.infraAttempts > int(limit) {
-		if derr := p.giveUp(ctx, rows[0], ReasonInfra,
+		if derr := p.giveUp(ctx, head, ReasonInfra,
 			fmt.Sprintf("%s: gave up after %d attempts: %v", ReasonInfra, p.infraAttempts, err)); derr == nil {
 			p.infraAttempts = 0
 			return batchOutcome{}
+		}
+	}
+	if len(rows) == 1 {
+		// The failing message is isolated: it is the one FAILED. (A larger
+		// batch is tried again as the head alone first; its attempt counts.)
+		if ferr := p.recordFailed(ctx, head, err); errors.Is(ferr, pumpdata.ErrFenced) {
+			return batchOutcome{err: ferr}
 		}
 	}
 	return batchOutcome{blocked: true, wait: p.backoff()}
@@ -294,22 +346,99 @@ func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, attempted [
 // pingTimeout bounds the database ping after a failed batch.
 const pingTimeout = 5 * time.Second
 
-// giveUp makes the head DEAD in a transaction of its own: after the
-// configured number of infrastructure retries, or at once when the
-// database deterministically refuses the message's data.
-func (p *Pump) giveUp(ctx context.Context, row mailbox.Row, reason, note string) error {
+// headResult is what a result of it records of a batch's message beside its
+// status: its identity, digests, type and subtype (those a decoder error
+// left unknown stay empty).
+func headResult(it item) pumpdata.Result {
+	res := pumpdata.Result{MessageID: it.row.ID, ReceivedAt: it.row.Received, PayloadDigest: it.digest}
+	if it.msg != nil {
+		res.Type, res.Styp, res.IdentityKey = it.msg.Meta.Type, it.msg.Meta.Styp, it.msg.Meta.IdentityKey()
+		res.ContentDigest = it.msg.ContentDigest
+	}
+	return res
+}
+
+// unrecorded counts a head's failed attempts that no result records yet.
+type unrecorded struct {
+	key   panicKey
+	count int
+}
+
+// add counts a failed attempt at the head key, a new head starting from
+// one.
+func (u *unrecorded) add(key panicKey) {
+	if u.key != key {
+		*u = unrecorded{key: key}
+	}
+	u.count++
+}
+
+// at is the count for key (0 when the count is another head's).
+func (u *unrecorded) at(key panicKey) int {
+	if u.key != key {
+		return 0
+	}
+	return u.count
+}
+
+// recordFailed records the head's failed attempt, and those before it that
+// could not be recorded, as FAILED (INFRA) in a transaction of its own: the
+// message is visible in `flightfeed dead` and counted as FAILED (seed 000
+// §9) while it blocks the head. A FAILED never replaces a terminal state
+// (the store keeps the committed result). Its own failure is only logged:
+// when the database is what fails, the next result that reaches it counts
+// the attempts.
+func (p *Pump) recordFailed(ctx context.Context, head pumpdata.Result, cause error) error {
+	res := head
+	res.Status, res.Reason, res.Attempts = pumpdata.StatusFailed, ReasonInfra, p.unrecorded.at(panicKey{head.MessageID, head.ReceivedAt})
+	res.Note = fmt.Sprintf("%s: %v (retried with backoff)", ReasonInfra, cause)
+	p.obs.MessageDone(res.Type, res.Styp, res.Status)
+	p.update(func(s *Status) { s.Counts[res.Status]++ })
+	// Bounded: a stalled database must not hold the retry longer than the
+	// failed batch did.
+	rctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	err := p.writeAlone(rctx, res)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.log.Info("FAILED (INFRA) not recorded: the next result that reaches the database counts this attempt",
+				"msg_id", head.MessageID, "error", err.Error())
+		}
+		return err
+	}
+	p.unrecorded = unrecorded{}
+	return nil
+}
+
+// writeAlone writes one result in a transaction of its own.
+func (p *Pump) writeAlone(ctx context.Context, res pumpdata.Result) error {
 	tx, err := p.store.Begin(ctx, p.epoch)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	res := pumpdata.Result{MessageID: row.ID, Status: pumpdata.StatusDead, Reason: reason, ReceivedAt: row.Received, Note: note}
 	if err := tx.Write(ctx, Writes{Results: []pumpdata.Result{res}}); err != nil {
 		return err
 	}
-	if err := tx.Commit(ctx); err != nil {
+	return tx.Commit(ctx)
+}
+
+// giveUp makes the head DEAD in a transaction of its own: after the
+// configured number of infrastructure retries, or at once when the
+// database deterministically refuses the message's data. It carries the
+// head's payload digest, so a re-read of its row (a write-back that did not
+// land) is known as this message, and its attempts; not its identity key: a
+// message that was never applied is no prior copy a re-sent one could be
+// SKIPPED against.
+func (p *Pump) giveUp(ctx context.Context, head pumpdata.Result, reason, note string) error {
+	res := head
+	res.Status, res.Reason, res.Note = pumpdata.StatusDead, reason, note
+	res.IdentityKey, res.ContentDigest = "", nil
+	res.Attempts = p.unrecorded.at(panicKey{head.MessageID, head.ReceivedAt})
+	if err := p.writeAlone(ctx, res); err != nil {
 		return err
 	}
+	p.unrecorded = unrecorded{}
 	p.afterCommit(ctx, []outcome{{result: res}}, p.clock.Now())
 	return nil
 }

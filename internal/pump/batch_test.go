@@ -120,7 +120,7 @@ func TestBatchOutcomes(t *testing.T) {
 		faults:  []*pumptest.Fault{{Call: "finish", Err: outage}},
 		batches: append([][]int64{{1, 2, 3}}, repeat([]int64{1}, 5)...),
 		want: append([]string{"[1 2 3]: blocked, backoff; next batch 1"},
-			slices.Repeat([]string{"[1]: blocked, backoff; next batch 1"}, 5)...),
+			slices.Repeat([]string{"[1]: blocked, backoff; committed [1 FAILED INFRA]; next batch 1"}, 5)...),
 	}, {
 		name:    "infrastructure errors give up on the head after pump.infraRetryLimit",
 		extra:   []string{"pump: {backoffInitial: 5ms, backoffMax: 50ms, infraRetryLimit: 2}"},
@@ -128,8 +128,8 @@ func TestBatchOutcomes(t *testing.T) {
 		faults:  []*pumptest.Fault{{Call: "finish", ID: 1, Err: outage}},
 		batches: [][]int64{{1}, {1}, {1}, {2, 3}},
 		want: []string{
-			"[1]: blocked, backoff; next batch 1",
-			"[1]: blocked, backoff; next batch 1",
+			"[1]: blocked, backoff; committed [1 FAILED INFRA]; next batch 1",
+			"[1]: blocked, backoff; committed [1 FAILED INFRA]; next batch 1",
 			"[1]: read the head again; committed [1 DEAD INFRA]; write back [1]; next batch 1",
 			"[2 3]: whole; committed [2 SUCCEEDED 3 SUCCEEDED]; write back [2 3]; next batch 2",
 		},
@@ -151,8 +151,8 @@ func TestBatchOutcomes(t *testing.T) {
 		batches: [][]int64{{1, 2}, {1}, {1}, {1}, {2}},
 		want: []string{
 			"[1 2]: blocked, backoff; next batch 1",
-			"[1]: blocked, backoff; next batch 1",
-			"[1]: blocked, backoff; next batch 1",
+			"[1]: blocked, backoff; committed [1 FAILED INFRA]; next batch 1",
+			"[1]: blocked, backoff; committed [1 FAILED INFRA]; next batch 1",
 			"[1]: read the head again; committed [1 DEAD DATA_REJECTED]; write back [1]; next batch 1",
 			"[2]: whole; committed [2 SUCCEEDED]; write back [2]; next batch 2",
 		},
@@ -161,14 +161,14 @@ func TestBatchOutcomes(t *testing.T) {
 		bodies:  three[:1],
 		faults:  []*pumptest.Fault{{Call: "finish", Err: trigger, Times: 2}, {Call: "finish", Err: otherTrigger, Times: 2}},
 		batches: repeat([]int64{1}, 5),
-		want: append(slices.Repeat([]string{"[1]: blocked, backoff; next batch 1"}, 4),
+		want: append(slices.Repeat([]string{"[1]: blocked, backoff; committed [1 FAILED INFRA]; next batch 1"}, 4),
 			"[1]: whole; committed [1 SUCCEEDED]; write back [1]; next batch 2"),
 	}, {
 		name:    "an answer about the server or the schema never counts as a refusal",
 		bodies:  three[:1],
 		faults:  []*pumptest.Fault{{Call: "finish", Err: missing}},
 		batches: repeat([]int64{1}, 2*pump.RefusalRepeats),
-		want:    slices.Repeat([]string{"[1]: blocked, backoff; next batch 1"}, 2*pump.RefusalRepeats),
+		want:    slices.Repeat([]string{"[1]: blocked, backoff; committed [1 FAILED INFRA]; next batch 1"}, 2*pump.RefusalRepeats),
 	}, {
 		name:    "a lost snapshot compare-and-set retries at once, never DEAD",
 		bodies:  []string{snapshot},
@@ -189,12 +189,33 @@ func TestBatchOutcomes(t *testing.T) {
 	}, {
 		name:    "a rolled-back batch's snapshot leaves a trace row that says so",
 		bodies:  []string{ok(1), snapshot},
-		faults:  []*pumptest.Fault{{Call: "commit", Err: outage, Times: 1}},
+		faults:  []*pumptest.Fault{{Call: "commit", Err: &pgconn.PgError{Code: "40001"}, Times: 1}},
 		batches: [][]int64{{1, 2}, {1}},
 		want: []string{
 			"[1 2]: blocked, backoff; traces [2 ROLLED_BACK]; next batch 1",
 			"[1]: whole; committed [1 SUCCEEDED]; write back [1]; next batch 2",
 		},
+	}, {
+		// The server may have committed it: the trace row says so (the
+		// next start resolves it), and nothing is recorded on the head,
+		// whose result may be committed; the retry reads what is.
+		name:    "a commit that fails without the server's answer traces COMMIT_UNKNOWN and records nothing",
+		bodies:  []string{snapshot},
+		faults:  []*pumptest.Fault{{Call: "commit", Err: outage, Times: 2}},
+		batches: [][]int64{{1}, {1}, {1}},
+		want: []string{
+			"[1]: blocked, backoff; traces [1 COMMIT_UNKNOWN]; next batch 1",
+			"[1]: blocked, backoff; traces [1 COMMIT_UNKNOWN]; next batch 1",
+			"[1]: whole; committed [1 SUCCEEDED]; write back [1]; traces [1 COMMITTED]; next batch 2",
+		},
+	}, {
+		// Fenced at its commit (the memory store checks the epoch there):
+		// the attempt is traced, flagged FENCED, and the pump stops.
+		name:    "a batch stopped by a lost fence traces its snapshot's attempt FENCED",
+		bodies:  []string{ok(1), snapshot},
+		faults:  []*pumptest.Fault{{Call: "commit", Err: fmt.Errorf("commit: %w", pumpdata.ErrFenced)}},
+		batches: [][]int64{{1, 2}},
+		want:    []string{"[1 2]: stopped: fenced; traces [2 ROLLED_BACK FENCED]; next batch 50"},
 	}, {
 		name:    "a pump another one took over stops, committing nothing",
 		bodies:  three,
@@ -261,7 +282,14 @@ func TestBatchOutcomes(t *testing.T) {
 				}
 				var traced []string
 				for _, e := range tracesNow[traces:] {
-					traced = append(traced, fmt.Sprintf("%d %s", e.MessageID, e.Result))
+					line := fmt.Sprintf("%d %s", e.MessageID, e.Result)
+					// What stopped the batch, when something did.
+					for _, f := range e.Flags {
+						if f == pump.FlagFenced || f == pump.FlagShutdown {
+							line += " " + f
+						}
+					}
+					traced = append(traced, line)
 				}
 				commits, traces = len(commitsNow), len(tracesNow)
 				var back []int64
@@ -331,7 +359,8 @@ func TestReadAheadKeepsTheFIFOOrder(t *testing.T) {
 		name:   "a refusal in a batch read ahead",
 		bodies: bodies,
 		faults: []*pumptest.Fault{{Call: "finish", ID: 7, Err: trigger}},
-		want:   slices.Concat(succeeded(1, 2, 3, 4, 5, 6), []string{"7 DEAD DATA_REJECTED"}, succeeded(8, 9, 10, 11, 12)),
+		want: slices.Concat(succeeded(1, 2, 3, 4, 5, 6), []string{"7 FAILED INFRA", "7 FAILED INFRA", "7 DEAD DATA_REJECTED"},
+			succeeded(8, 9, 10, 11, 12)),
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -381,7 +410,8 @@ func TestRolledBackSnapshotAlertsOnceWithItsRetry(t *testing.T) {
 	t.Parallel()
 	var m sisMessages
 	bodies := []string{m.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"), m.schd("DNLD")} // an empty DNLD: EMPTY
-	st := newMemStore(&pumptest.Fault{Call: "commit", Err: errors.New("read tcp 127.0.0.1:5432: connection reset by peer"), Times: 1})
+	// A serialization failure at COMMIT: the server answered, nothing committed.
+	st := newMemStore(&pumptest.Fault{Call: "commit", Err: &pgconn.PgError{Code: "40001"}, Times: 1})
 	obs := &flagObserver{flags: map[string]int{}}
 	p := observedMemPump(t, st, pumptest.NewInbox(), obs)
 	rows := memRows(bodies...)

@@ -62,6 +62,37 @@ const (
 	FlagImplausibleTime = "IMPLAUSIBLE_TIME"
 )
 
+// Trace flags of a snapshot attempt whose batch was stopped: another pump
+// took the feed (FENCED), or the pump was stopped (SHUTDOWN).
+const (
+	FlagFenced   = "FENCED"
+	FlagShutdown = "SHUTDOWN"
+)
+
+// AttemptTrace decides how the snapshot attempts of a batch that did not
+// commit are traced (seed 000 §5.6: one row per attempt, whatever its fate),
+// from the batch's error, whether that error is its COMMIT's own, and why
+// the pump's context ended (stop; nil while it runs). The result is
+// ROLLED_BACK, or COMMIT_UNKNOWN when the COMMIT failed without an answer
+// that says it did not commit (the server may have committed: the next
+// start resolves it); the flag says what stopped the batch: FENCED, SHUTDOWN
+// or nothing. Pure, like Classify.
+func AttemptTrace(err error, atCommit bool, stop error) (result, flag string) {
+	fenced := errors.Is(err, pumpdata.ErrFenced)
+	switch {
+	case fenced || errors.Is(stop, pumpdata.ErrFenced):
+		flag = FlagFenced
+	case stop != nil:
+		flag = FlagShutdown
+	}
+	// A fencing refusal is the store's before anything is sent; a server
+	// answer to COMMIT says it rolled back.
+	if atCommit && !fenced && !commitRefused(err) {
+		return pumpdata.TraceCommitUnknown, flag
+	}
+	return pumpdata.TraceRolledBack, flag
+}
+
 // Classify maps an error to its verdict and reason code. It is pure: the
 // whole failure matrix is this function and its table test.
 func Classify(err error) (Verdict, string) {

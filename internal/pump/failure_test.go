@@ -1,12 +1,14 @@
 package pump
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
@@ -46,6 +48,40 @@ func TestClassify(t *testing.T) {
 			v, r := Classify(c.err)
 			if v != c.verdict || r != c.reason {
 				t.Fatalf("Classify = (%d, %s), want (%d, %s)", v, r, c.verdict, c.reason)
+			}
+		})
+	}
+}
+
+// How the snapshot attempts of a batch that did not commit are traced (seed
+// 000 §5.6): ROLLED_BACK, unless its COMMIT failed without an answer that
+// says it did not commit (COMMIT_UNKNOWN); flagged with what stopped it.
+func TestAttemptTrace(t *testing.T) {
+	reset := errors.New("read tcp 127.0.0.1:5432: connection reset by peer")
+	cases := []struct {
+		name     string
+		err      error
+		atCommit bool
+		stop     error
+		result   string
+		flag     string
+	}{
+		{"a write failed", reset, false, nil, pumpdata.TraceRolledBack, ""},
+		{"the server refused the COMMIT", fmt.Errorf("commit: %w", &pgconn.PgError{Code: "40001"}), true, nil, pumpdata.TraceRolledBack, ""},
+		{"the COMMIT was answered ROLLBACK", fmt.Errorf("commit: %w", pgx.ErrTxCommitRollback), true, nil, pumpdata.TraceRolledBack, ""},
+		{"the connection broke during the COMMIT", fmt.Errorf("commit: %w", reset), true, nil, pumpdata.TraceCommitUnknown, ""},
+		{"stopped while a write waited", fmt.Errorf("write: %w", context.Canceled), false, context.Canceled, pumpdata.TraceRolledBack, FlagShutdown},
+		{"stopped while the COMMIT waited", fmt.Errorf("commit: %w", context.Canceled), true, context.Canceled, pumpdata.TraceCommitUnknown, FlagShutdown},
+		{"fenced while the COMMIT waited", fmt.Errorf("commit: %w", context.Canceled), true, fmt.Errorf("renew: %w", pumpdata.ErrFenced),
+			pumpdata.TraceCommitUnknown, FlagFenced},
+		{"fenced while a write waited", context.Canceled, false, pumpdata.ErrFenced, pumpdata.TraceRolledBack, FlagFenced},
+		{"the store refused the COMMIT for the epoch", fmt.Errorf("commit: %w", pumpdata.ErrFenced), true, nil, pumpdata.TraceRolledBack, FlagFenced},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			result, flag := AttemptTrace(c.err, c.atCommit, c.stop)
+			if result != c.result || flag != c.flag {
+				t.Fatalf("AttemptTrace = (%s, %q), want (%s, %q)", result, flag, c.result, c.flag)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -435,6 +436,46 @@ func (p *Pump) writeTraces(ctx context.Context, done []outcome, override string)
 		}
 	}
 }
+
+// traceUnfinished appends the trace rows of a batch's snapshot attempts
+// that did not commit (AttemptTrace decided result and flag): ROLLED_BACK,
+// or COMMIT_UNKNOWN for an attempt that is COMMITTED or REPLAY_SKIPPED if
+// the commit went through; a refused snapshot's row stays ROLLED_BACK
+// (its savepoint was rolled back whatever the commit did). The batch's
+// error is the detail of a row that has none, the flag (FENCED, SHUTDOWN) is
+// added to its flags. They raise no alert: the attempt that commits does.
+// The writes are bounded: a stopping pump must not hang on them.
+func (p *Pump) traceUnfinished(ctx context.Context, attempted []outcome, result, flag string, cause error) {
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), traceTimeout)
+	defer cancel()
+	for _, o := range attempted {
+		if o.trace == nil {
+			continue
+		}
+		e := *o.trace
+		if result == pumpdata.TraceCommitUnknown && (e.Result == pumpdata.TraceCommitted || e.Result == pumpdata.TraceReplaySkipped) {
+			e.Result, e.IfCommitted = pumpdata.TraceCommitUnknown, e.Result
+		} else {
+			e.Result = pumpdata.TraceRolledBack
+		}
+		if flag != "" {
+			e.Flags = dedup(append(slices.Clone(e.Flags), flag))
+		}
+		if why := cause.Error(); !strings.Contains(e.Detail, why) {
+			e.Detail = strings.TrimPrefix(e.Detail+"; "+why, "; ")
+		}
+		if e.Duration == 0 {
+			e.Duration = time.Millisecond
+		}
+		if err := p.store.AppendTraceLog(tctx, e); err != nil {
+			p.obs.TraceLogFailed()
+			p.log.Error(err, "trace log (ignored)", "msg_id", e.MessageID)
+		}
+	}
+}
+
+// traceTimeout bounds the trace writes of a batch that did not commit.
+const traceTimeout = 5 * time.Second
 
 // alert counts and notices every flag of a trace row.
 func (p *Pump) alert(e pumpdata.TraceEntry) {

@@ -38,7 +38,8 @@ func (s pgStore) Start(ctx context.Context, holder string, epoch int64) (Session
 	if err != nil {
 		return Session{}, err
 	}
-	return Session{Epoch: epoch, LastSeqn: last}, nil
+	resolved, traceErr := s.st.ResolveCommitUnknown(ctx)
+	return Session{Epoch: epoch, LastSeqn: last, TracesResolved: resolved, TraceErr: traceErr}, nil
 }
 
 func (s pgStore) RenewEpoch(ctx context.Context, epoch int64) error {
@@ -215,6 +216,10 @@ func answerSignature(err error) (string, bool) { return store.AnswerSignature(er
 // isServerAnswer reports an error the database server sent, so it was
 // reachable (store.IsServerAnswer).
 func isServerAnswer(err error) bool { return store.IsServerAnswer(err) }
+
+// commitRefused reports an error of COMMIT that says the transaction did
+// not commit: the server answered it (store.CommitRefused).
+func commitRefused(err error) bool { return store.CommitRefused(err) }
 
 var (
 	_ Inbox = (*mailbox.Mailbox)(nil)

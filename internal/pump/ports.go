@@ -53,6 +53,10 @@ type Store interface {
 	// Start makes holder the writer unless epoch (the fencing epoch a
 	// caller took already) is given, and reads the SEQN of the newest
 	// request sent, so the 6-digit sequence continues across restarts.
+	// It also resolves the trace rows of attempts whose commit failed
+	// without an answer (pumpdata.TraceCommitUnknown) from what committed
+	// (Session.TracesResolved); a trace log it cannot resolve is no error
+	// of Start (Session.TraceErr): the trace log never stops a pump.
 	Start(ctx context.Context, holder string, epoch int64) (Session, error)
 	// RenewEpoch says the holder of epoch is alive (pumpdata.ErrFenced
 	// when it no longer holds it).
@@ -98,6 +102,11 @@ type Session struct {
 	Epoch int64
 	// LastSeqn is the SEQN of the newest request sent (0 when none).
 	LastSeqn int
+	// TracesResolved counts the COMMIT_UNKNOWN trace rows Start resolved
+	// to COMMITTED, REPLAY_SKIPPED or ROLLED_BACK; TraceErr is why it
+	// could not.
+	TracesResolved int
+	TraceErr       error
 }
 
 // Tx is one fenced write transaction, or a savepoint inside one.

@@ -146,6 +146,9 @@ type Pump struct {
 	// refusal the same server error repeating there.
 	infraAttempts int
 	refusal       refusal
+	// unrecorded counts the head's failed attempts that no FAILED (INFRA)
+	// could record yet (the database was what failed).
+	unrecorded unrecorded
 	// upsertOnly: the last batch found a row it wrote as new already in
 	// the database (pumpdata.ErrNotNew); until a batch commits, every row is
 	// upserted.
@@ -225,6 +228,15 @@ func New(ctx context.Context, opts Options) (*Pump, error) {
 		return nil, err
 	}
 	p.epoch = session.Epoch
+	switch {
+	case session.TraceErr != nil:
+		// Logged only: no row was lost (flightfeed_trace_log_errors_total
+		// counts rows), and the next start tries again.
+		p.log.Error(session.TraceErr, "trace log: commits of unknown outcome not resolved (ignored; the next start tries again)")
+	case session.TracesResolved > 0:
+		p.log.Info("trace log: attempts whose commit failed without an answer resolved from what committed",
+			"rows", session.TracesResolved)
+	}
 	p.seqn = sis.NewSeqnGenerator(sis.Seqn(session.LastSeqn)) //nolint:gosec // 1..999999 by CHECK
 	p.reqs = requester{p: p}
 	p.rate.since = opts.Clock.Now()

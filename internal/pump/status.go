@@ -28,7 +28,9 @@ type Status struct {
 
 	// Counts are results since the pump started: SUCCEEDED, SKIPPED and
 	// DEAD once per message, FAILED once per attempt that ended FAILED
-	// (an UNSUPPORTED message retried, or made DEAD after the retries).
+	// (an UNSUPPORTED message retried, or made DEAD after the retries;
+	// the head's infrastructure failure once it is tried alone, FAILED
+	// (INFRA) in proc_state when the database could take it).
 	Counts map[string]int64
 	// MessagesPerSecond is the rate of terminal results over the last
 	// completed window of at least 10 s (0 until the first window ends).

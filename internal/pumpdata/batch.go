@@ -62,6 +62,12 @@ type Result struct {
 	// ArchivedRow.New). When false it is an upsert. The backfill intent
 	// is always a new row (one per batch).
 	New bool
+	// Attempts is how many processing attempts the result records (0
+	// counts as 1): more when attempts before it failed where their
+	// FAILED(INFRA) could not be written (the database was the failing
+	// dependency), so the first result that reaches the database counts
+	// them too. proc_state.attempts adds it up.
+	Attempts int
 }
 
 // Terminal reports a result that is final for the message.

@@ -9,6 +9,11 @@ const (
 	TraceCommitted     = "COMMITTED"
 	TraceReplaySkipped = "REPLAY_SKIPPED"
 	TraceRolledBack    = "ROLLED_BACK"
+	// TraceCommitUnknown: the attempt's COMMIT failed without the
+	// server's answer (a broken connection, a stop while it waited), so it
+	// may have committed or not; TraceEntry.IfCommitted says what it is if
+	// it did. The next start resolves it (Store.Start in package pump).
+	TraceCommitUnknown = "COMMIT_UNKNOWN"
 )
 
 // TraceEntry is one snapshot attempt (seed 000 §5.6).
@@ -20,10 +25,14 @@ type TraceEntry struct {
 	OldVersion, NewVersion int64
 	DeletedCount           int
 	Result                 string
-	Flags                  []string
-	OldDigest, NewDigest   string
-	Duration               time.Duration
-	Detail                 string
+	// IfCommitted is, for a COMMIT_UNKNOWN row, the result the attempt
+	// has if its commit went through (TraceCommitted or
+	// TraceReplaySkipped); empty otherwise.
+	IfCommitted          string
+	Flags                []string
+	OldDigest, NewDigest string
+	Duration             time.Duration
+	Detail               string
 	// Conflicts are the FLIDs a day mismatch refused (at most
 	// MaxTraceConflicts), shown by `flightfeed dead`.
 	Conflicts []DayConflict

@@ -208,7 +208,11 @@ func (t *Tx) RecordResult(ctx context.Context, r Result) error {
 
 // queueResults records many results at once (see RecordResult): the new
 // ones with plain INSERTs, the others as upserts (Result.New), and one
-// backfill intent for all the terminal ones.
+// backfill intent for all the terminal ones. A FAILED result (a retry to
+// come) never replaces a terminal state, nor the state of another message
+// that had the id (another received time): those stay as they are, so a
+// FAILED (INFRA) recorded after a rollback cannot undo a committed result
+// (seed 001 §8: never downgrade a committed success).
 func (t *Tx) queueResults(b *pgx.Batch, results []Result) {
 	fresh, others := splitNew(results, func(r Result) bool { return r.New })
 	t.queueResultRows(b, fresh, "")
@@ -217,7 +221,9 @@ func (t *Tx) queueResults(b *pgx.Batch, results []Result) {
 			identity_key = EXCLUDED.identity_key, payload_digest = EXCLUDED.payload_digest, content_digest = EXCLUDED.content_digest,
 			msg_type = EXCLUDED.msg_type, msg_styp = EXCLUDED.msg_styp, status = EXCLUDED.status,
 			reason = EXCLUDED.reason, note = EXCLUDED.note, flags = EXCLUDED.flags,
-			attempts = proc_state.attempts + 1, updated_at = EXCLUDED.updated_at, finished_at = EXCLUDED.finished_at`)
+			attempts = proc_state.attempts + EXCLUDED.attempts, updated_at = EXCLUDED.updated_at, finished_at = EXCLUDED.finished_at
+		WHERE EXCLUDED.status <> 'FAILED'
+			OR (proc_state.status IN ('PENDING', 'FAILED') AND proc_state.received_at = EXCLUDED.received_at)`)
 	var terminal []int64
 	for _, r := range results {
 		if r.Terminal() {
@@ -239,7 +245,8 @@ func (t *Tx) queueResultRows(b *pgx.Batch, results []Result, onConflict string) 
 	received := make([]time.Time, n)
 	finished := make([]*time.Time, n)
 	for i, r := range results {
-		ids[i], statuses[i], digests[i], contents[i], received[i], attempts[i] = r.MessageID, r.Status, r.PayloadDigest, r.ContentDigest, r.ReceivedAt, 1
+		ids[i], statuses[i], digests[i], contents[i], received[i] = r.MessageID, r.Status, r.PayloadDigest, r.ContentDigest, r.ReceivedAt
+		attempts[i] = int32(max(r.Attempts, 1)) //nolint:gosec // a count of attempts, far below 2^31
 		keys[i], types[i], styps[i] = nonEmpty(cleanText(r.IdentityKey)), nonEmpty(cleanText(r.Type)), nonEmpty(cleanText(r.Styp))
 		reasons[i], notes[i] = nonEmpty(r.Reason), nonEmpty(cleanText(r.Note))
 		flags[i] = pgTextArray(r.Flags)
@@ -249,11 +256,11 @@ func (t *Tx) queueResultRows(b *pgx.Batch, results []Result, onConflict string) 
 	}
 	b.Queue(`INSERT INTO proc_state (message_id, identity_key, payload_digest, content_digest, msg_type, msg_styp, status, reason, note,
 			flags, attempts, received_at, first_seen_at, updated_at, finished_at)
-		SELECT id, key, digest, content, typ, styp, status, reason, note, flags::text[], 1, received, $12, $12, finished
+		SELECT id, key, digest, content, typ, styp, status, reason, note, flags::text[], attempts, received, $12, $12, finished
 		FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-			$9::text[], $10::timestamptz[], $11::timestamptz[], $13::bytea[])
-			AS u(id, key, digest, typ, styp, status, reason, note, flags, received, finished, content)`+onConflict,
-		ids, keys, digests, types, styps, statuses, reasons, notes, flags, received, finished, t.now, contents)
+			$9::text[], $10::timestamptz[], $11::timestamptz[], $13::bytea[], $14::int[])
+			AS u(id, key, digest, typ, styp, status, reason, note, flags, received, finished, content, attempts)`+onConflict,
+		ids, keys, digests, types, styps, statuses, reasons, notes, flags, received, finished, t.now, contents, attempts)
 }
 
 func nonEmpty(s string) *string {

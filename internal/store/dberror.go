@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -64,4 +65,14 @@ func AnswerSignature(err error) (signature string, ok bool) {
 func IsServerAnswer(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr)
+}
+
+// CommitRefused reports an error of Tx.Commit that says for sure the
+// transaction did not commit: the server answered COMMIT with an error (a
+// deferred constraint, a serialization failure) or with ROLLBACK (the
+// transaction had failed before). Any other error — the connection broke,
+// the context ended while the COMMIT waited — leaves the outcome unknown:
+// the server may have committed.
+func CommitRefused(err error) bool {
+	return IsServerAnswer(err) || errors.Is(err, pgx.ErrTxCommitRollback)
 }

@@ -160,8 +160,10 @@ func (s *Store) fail(call string, ids ...int64) error {
 	return nil
 }
 
-// Start takes the next epoch unless one is given and reads the newest
-// request's SEQN.
+// Start takes the next epoch unless one is given, reads the newest
+// request's SEQN and resolves the trace rows of commits of unknown outcome
+// as the real store does (store.Store.ResolveCommitUnknown; id reuse is not
+// kept here).
 func (s *Store) Start(_ context.Context, _ string, epoch int64) (pump.Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -173,7 +175,34 @@ func (s *Store) Start(_ context.Context, _ string, epoch int64) (pump.Session, e
 	if n := len(s.d.Requests); n > 0 {
 		last = s.d.Requests[n-1].Seqn
 	}
-	return pump.Session{Epoch: epoch, LastSeqn: last}, nil
+	return pump.Session{Epoch: epoch, LastSeqn: last, TracesResolved: s.resolveCommitUnknown()}, nil
+}
+
+// resolveCommitUnknown settles every COMMIT_UNKNOWN trace row (mu held):
+// committed when its message is SUCCEEDED for the same received time and
+// no later attempt of it was traced.
+func (s *Store) resolveCommitUnknown() int {
+	n := 0
+	for i, e := range s.traces {
+		if e.Result != pumpdata.TraceCommitUnknown {
+			continue
+		}
+		st, ok := s.d.States[e.MessageID]
+		committed := ok && st.Status == pumpdata.StatusSucceeded && st.ReceivedAt.Equal(e.ReceivedAt) &&
+			!slices.ContainsFunc(s.traces[i+1:], func(l pumpdata.TraceEntry) bool {
+				return l.MessageID == e.MessageID && l.ReceivedAt.Equal(e.ReceivedAt)
+			})
+		found := "not committed"
+		e.Result = pumpdata.TraceRolledBack
+		if committed {
+			found, e.Result = "committed", e.IfCommitted
+		}
+		e.IfCommitted = ""
+		e.Detail = strings.TrimPrefix(e.Detail+"; its commit failed without an answer; a later start found it "+found, "; ")
+		s.traces[i] = e
+		n++
+	}
+	return n
 }
 
 // RenewEpoch is pumpdata.ErrFenced once another epoch was taken (Fence).

@@ -247,13 +247,17 @@ func (t *tx) Write(_ context.Context, w pump.Writes) error {
 }
 
 // record writes a result's processing state and, when terminal, its
-// backfill intent and its identity's prior copy.
+// backfill intent and its identity's prior copy; attempts add up
+// (Result.Attempts).
 func (t *tx) record(r pumpdata.Result) {
 	prior, known := t.d.States[r.MessageID]
-	st := pumpdata.ProcState{Status: r.Status, Reason: r.Reason, Note: r.Note, Attempts: 1,
+	if known && r.Status == pumpdata.StatusFailed && (prior.Terminal() || !prior.ReceivedAt.Equal(r.ReceivedAt)) {
+		return // a FAILED never replaces a terminal state or another message's (store.Tx.RecordResult)
+	}
+	st := pumpdata.ProcState{Status: r.Status, Reason: r.Reason, Note: r.Note, Attempts: max(r.Attempts, 1),
 		Finished: t.s.now(), ReceivedAt: r.ReceivedAt, Digest: r.PayloadDigest}
 	if known {
-		st.Attempts = prior.Attempts + 1
+		st.Attempts += prior.Attempts
 	}
 	t.d.States[r.MessageID] = st
 	t.d.Results[r.MessageID] = r
