@@ -26,6 +26,9 @@ type outcome struct {
 	// seqnRegression describes the message's SEQN regression (empty when
 	// it has none), alerted when its result commits.
 	seqnRegression string
+	// requestFailed: the message was the refused answer that ended its
+	// day's full-day request FAILED, noticed when its result commits.
+	requestFailed *pumpdata.FailedRequest
 }
 
 type batchOutcome struct {
@@ -211,6 +214,9 @@ type batchRun struct {
 	// earlier moment of the session and is not compared (no
 	// SEQN_REGRESSION).
 	replay bool
+	// requestFailed is set by the snapshot that ended its day's request
+	// FAILED, until processOne puts it on the message's outcome.
+	requestFailed *pumpdata.FailedRequest
 }
 
 // waiting says the message must be retried later (FAILED, non-terminal).
@@ -348,6 +354,7 @@ func (p *Pump) afterCommit(ctx context.Context, done []outcome, start time.Time)
 	// idles or stops; the intents are committed already.
 	p.pending = append(p.pending, results...)
 	p.writeTraces(ctx, done, "")
+	p.requestsFailed(done)
 	last := done[len(done)-1].result.MessageID
 	now := p.clock.Now()
 	p.update(func(s *Status) {

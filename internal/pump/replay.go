@@ -122,6 +122,7 @@ func (p *Pump) replay(ctx context.Context, req pumpdata.ReplayRequest) error {
 	p.pending = append(p.pending, pumpdata.Backfill{MessageID: req.MessageID, Received: src.ReceivedAt, Result: src.State.Status,
 		Note: note, Processed: p.clock.Now()})
 	p.writeTraces(ctx, []outcome{o}, "")
+	p.requestsFailed([]outcome{o})
 	p.replayDone(req, res)
 	return nil
 }
