@@ -165,12 +165,18 @@ type decodedBatch struct {
 
 // decodeBatch decodes every row (pure) and lists what the batch will read.
 func (p *Pump) decodeBatch(rows []mailbox.Row) decodedBatch {
+	return p.decodeBatchWith(rows, p.decode)
+}
+
+// decodeBatchWith is decodeBatch with the decoder's options opts (a
+// skip-conflicts replay's: sis.Options.SkipRefusedRecords).
+func (p *Pump) decodeBatchWith(rows []mailbox.Row, opts sis.Options) decodedBatch {
 	b := decodedBatch{items: make([]item, len(rows))}
 	since := rows[0].Received
 	for i, row := range rows {
 		it := item{row: row, digest: pumpdata.PayloadDigest(row.Body)}
 		if !row.Truncated && !row.Null {
-			it.msg, it.decErr = p.decodeOne(row)
+			it.msg, it.decErr = p.decodeOne(row, opts)
 		}
 		b.request.MessageIDs = append(b.request.MessageIDs, row.ID)
 		if row.Received.Before(since) {

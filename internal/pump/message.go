@@ -337,8 +337,12 @@ func (p *Pump) applySnapshot(ctx context.Context, tx Tx, meta engine.Meta, msg *
 	if !cov.CompletesPending {
 		answered = nil // a window, another day's snapshot, a late answer
 	}
+	var keep []flight.FLID
+	for _, r := range msg.Refused {
+		keep = append(keep, r.FLID)
+	}
 	out, err := tx.ApplySnapshot(ctx, meta, pumpdata.Snapshot{FullDay: cov.FullDay, Day: cov.Day, Records: records, Source: source,
-		SentAt: msg.Meta.ParsedTime, SkipConflicts: skipConflicts})
+		SentAt: msg.Meta.ParsedTime, SkipConflicts: skipConflicts, Keep: keep})
 	trace.OldVersion, trace.NewVersion, trace.DeletedCount = out.OldVersion, out.NewVersion, len(out.Deleted)
 	trace.OldDigest, trace.NewDigest = out.OldDigest, out.NewDigest
 	trace.Duration = p.clock.Since(start)
@@ -346,9 +350,14 @@ func (p *Pump) applySnapshot(ctx context.Context, tx Tx, meta engine.Meta, msg *
 		return false, trace, answered, err
 	}
 	trace.Result = pumpdata.TraceCommitted
-	if len(out.Skipped) > 0 {
-		trace.Detail = skippedDetail(out.Skipped)
+	var details []string
+	if len(msg.Refused) > 0 {
+		details = append(details, refusedDetail(msg.Refused))
 	}
+	if len(out.Skipped) > 0 {
+		details = append(details, skippedDetail(out.Skipped))
+	}
+	trace.Detail = strings.Join(details, "; ")
 	if out.Replay {
 		trace.Result = pumpdata.TraceReplaySkipped
 	} else if cov.FullDay {
