@@ -44,6 +44,9 @@ type opsBackend interface {
 	Redeliver(ctx context.Context, ids []int64) ([]int64, error)
 	RequestReplay(ctx context.Context, id int64, policy string) (store.ReplayRequest, error)
 	Replay(ctx context.Context, id int64) (store.ReplayRequest, error)
+	// Rerequest releases day's FAILED full-day request so the pump asks
+	// for the day again; it returns how many it released (0: not held).
+	Rerequest(ctx context.Context, day string) (int64, error)
 	Close()
 }
 
@@ -191,6 +194,9 @@ func (b storeBackend) RequestReplay(ctx context.Context, id int64, policy string
 func (b storeBackend) Replay(ctx context.Context, id int64) (store.ReplayRequest, error) {
 	return b.s.Replay(ctx, id)
 }
+func (b storeBackend) Rerequest(ctx context.Context, day string) (int64, error) {
+	return b.s.ReleaseFailedRequests(ctx, requestKind, day)
+}
 func (b storeBackend) Close() { b.s.Close() }
 
 // feedAPI asks a feed's read API through the API server's service proxy:
@@ -318,6 +324,11 @@ func (a *feedAPI) Redeliver(ctx context.Context, ids []int64) ([]int64, error) {
 func (a *feedAPI) RequestReplay(ctx context.Context, id int64, policy string) (store.ReplayRequest, error) {
 	var out store.ReplayRequest
 	return out, a.call(ctx, "POST", "replays", nil, pumpserver.ReplayRequestBody{ID: id, Policy: policy}, &out)
+}
+
+func (a *feedAPI) Rerequest(ctx context.Context, day string) (int64, error) {
+	var out pumpserver.RerequestResult
+	return out.Released, a.call(ctx, "POST", "rerequests", nil, pumpserver.RerequestBody{Day: day}, &out)
 }
 
 func (a *feedAPI) Replay(ctx context.Context, id int64) (store.ReplayRequest, error) {

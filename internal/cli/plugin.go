@@ -51,6 +51,7 @@ func userCommands(m mode) []*cobra.Command {
 		newDeadCommand(m),
 		newParkedCommand(m),
 		newReplayCommand(m),
+		newRerequestCommand(m),
 		newGetCommand(m),
 		newVersionCommand(m),
 	}

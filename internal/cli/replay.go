@@ -25,7 +25,11 @@ today's rules as if it had just arrived (after its cause was fixed: an FDEL
 freed a FLID, a subtype became supported). --policy skip-conflicts is only
 for a DEAD(PROTOCOL) SAME_FLID_ACROSS_OPERATION_DAYS snapshot a person has
 confirmed: it is applied as that day's snapshot with the conflicting FLIDs
-left out of the roster and untouched, each listed in the trace row.
+left out of the roster and untouched, each listed in the trace row; and for a
+snapshot the decoder refused for a record's content (BAD_TIME, MISSING_FIELD,
+DUPLICATE_FIELD, BAD_STRUCTURE, SEQ_ZERO_MIXED, BAD_SEQUENCE): it is applied
+without the refused records, their flights untouched, each named by its FLID
+and refusal in the outcome and the trace row.
 
 The command only records the request (there is one writer); the pump
 applies it between batches. It refuses at once a message that is not DEAD,

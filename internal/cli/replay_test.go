@@ -194,7 +194,7 @@ func TestReplayAsNewAfterAnFDELFreedTheFLID(t *testing.T) {
 		{[]string{"--id", "2", "--policy", "as-new"}, "replay of message 2 refused: it was replayed already (request 1, result SUCCEEDED)"},
 		{[]string{"--id", "3", "--policy", "as-new"}, "replay of message 3 refused: it is SUCCEEDED, not DEAD"},
 		{[]string{"--id", "99", "--policy", "as-new"}, "replay of message 99 refused: this feed never processed"},
-		{[]string{"--id", "4", "--policy", "skip-conflicts"}, "skip-conflicts is only for a DEAD(PROTOCOL) SAME_FLID_ACROSS_OPERATION_DAYS snapshot, and this message is DEAD(MALFORMED_XML)"},
+		{[]string{"--id", "4", "--policy", "skip-conflicts"}, "skip-conflicts is only for a DEAD(PROTOCOL) SAME_FLID_ACROSS_OPERATION_DAYS snapshot or a snapshot refused for a record's content (BAD_TIME, MISSING_FIELD, DUPLICATE_FIELD, BAD_STRUCTURE, SEQ_ZERO_MIXED, BAD_SEQUENCE), and this message is DEAD(MALFORMED_XML)"},
 	} {
 		code, _, errOut := runCLI(append([]string{"replay", "--config", w.cfg, "--timeout", "1s"}, c.args...)...)
 		if code == 0 || !strings.Contains(errOut, c.want) {

@@ -26,6 +26,9 @@ type outcome struct {
 	// seqnRegression describes the message's SEQN regression (empty when
 	// it has none), alerted when its result commits.
 	seqnRegression string
+	// requestFailed: the message was the refused answer that ended its
+	// day's full-day request FAILED, noticed when its result commits.
+	requestFailed *pumpdata.FailedRequest
 }
 
 type batchOutcome struct {
@@ -176,12 +179,18 @@ type decodedBatch struct {
 
 // decodeBatch decodes every row (pure) and lists what the batch will read.
 func (p *Pump) decodeBatch(rows []mailbox.Row) decodedBatch {
+	return p.decodeBatchWith(rows, p.decode)
+}
+
+// decodeBatchWith is decodeBatch with the decoder's options opts (a
+// skip-conflicts replay's: sis.Options.SkipRefusedRecords).
+func (p *Pump) decodeBatchWith(rows []mailbox.Row, opts sis.Options) decodedBatch {
 	b := decodedBatch{items: make([]item, len(rows))}
 	since := rows[0].Received
 	for i, row := range rows {
 		it := item{row: row, digest: pumpdata.PayloadDigest(row.Body)}
 		if !row.Truncated && !row.Null {
-			it.msg, it.decErr = p.decodeOne(row)
+			it.msg, it.decErr = p.decodeOne(row, opts)
 		}
 		b.request.MessageIDs = append(b.request.MessageIDs, row.ID)
 		if row.Received.Before(since) {
@@ -225,6 +234,9 @@ type batchRun struct {
 	// earlier moment of the session and is not compared (no
 	// SEQN_REGRESSION).
 	replay bool
+	// requestFailed is set by the snapshot that ended its day's request
+	// FAILED, until processOne puts it on the message's outcome.
+	requestFailed *pumpdata.FailedRequest
 }
 
 // waiting says the message must be retried later (FAILED, non-terminal).
@@ -477,6 +489,7 @@ func (p *Pump) afterCommit(ctx context.Context, done []outcome, start time.Time)
 	// idles or stops; the intents are committed already.
 	p.pending = append(p.pending, results...)
 	p.writeTraces(ctx, done, "")
+	p.requestsFailed(done)
 	last := done[len(done)-1].result.MessageID
 	now := p.clock.Now()
 	p.update(func(s *Status) {

@@ -110,6 +110,8 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior pum
 	if p.hooks.applied != nil {
 		p.hooks.applied(row.ID)
 	}
+	requestFailed := run.requestFailed
+	run.requestFailed = nil
 	if applyErr != nil {
 		verdict, reason := Classify(applyErr)
 		if verdict != VerdictDead {
@@ -137,7 +139,9 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior pum
 			trace.Flags = dedup(append(append(trace.Flags, flag), res.Flags...))
 			trace.Conflicts = dayConflicts(applyErr)
 		}
-		return p.finish(res, pumpdata.StatusDead, reason, applyErr.Error(), trace)
+		o, w, err := p.finish(res, pumpdata.StatusDead, reason, applyErr.Error(), trace)
+		o.requestFailed = requestFailed
+		return o, w, err
 	}
 	res.Flags = append(res.Flags, flags...)
 	if trace != nil {
@@ -254,12 +258,17 @@ func (p *Pump) applySnapshotIsolated(ctx context.Context, run *batchRun, meta en
 	if err != nil {
 		return false, attemptTrace(msg, row), err
 	}
-	changed, trace, applyErr := p.applySnapshot(ctx, sp, meta, msg, row, run.skipConflicts)
+	changed, trace, answered, applyErr := p.applySnapshot(ctx, sp, meta, msg, row, run.skipConflicts)
 	if applyErr != nil {
 		if err := sp.Rollback(ctx); err != nil {
 			// The cause first: a failed rollback usually follows from it
 			// (a terminated backend), and alone it hides it.
 			return false, trace, fmt.Errorf("%w (and rolling back its savepoint: %w)", applyErr, err)
+		}
+		// Outside the savepoint: the refusal is the request's, the
+		// message's own writes are undone.
+		if err := p.refuseAnswer(ctx, run, answered, row.ID, applyErr); err != nil {
+			return false, trace, err
 		}
 	} else if err := sp.Commit(ctx); err != nil {
 		return false, trace, err
@@ -273,9 +282,14 @@ func (p *Pump) applySnapshotIsolated(ctx context.Context, run *batchRun, meta en
 	return changed, trace, applyErr
 }
 
-func (p *Pump) applySnapshot(ctx context.Context, tx Tx, meta engine.Meta, msg *sis.Message, row mailbox.Row, skipConflicts bool) (bool, *pumpdata.TraceEntry, error) {
+// applySnapshot applies one snapshot in tx. answered is the live full-day
+// request the message answers (a RESP from the request's receiver: of its
+// day, or straddling it), nil when none; a refused answer counts against
+// it (refuseAnswer).
+func (p *Pump) applySnapshot(ctx context.Context, tx Tx, meta engine.Meta, msg *sis.Message, row mailbox.Row,
+	skipConflicts bool) (changed bool, trace *pumpdata.TraceEntry, answered *pumpdata.Request, err error) {
 	start := p.clock.Now()
-	trace := attemptTrace(msg, row)
+	trace = attemptTrace(msg, row)
 	days := make([]string, len(msg.Records))
 	for i, r := range msg.Records {
 		days[i] = r.OperationDay
@@ -292,7 +306,7 @@ func (p *Pump) applySnapshot(ctx context.Context, tx Tx, meta engine.Meta, msg *
 	}
 	pending, err := tx.CurrentRequest(ctx, requestKind)
 	if err != nil {
-		return false, trace, err
+		return false, trace, answered, err
 	}
 	reqs := snapshot.Requests{}
 	if pending != nil {
@@ -306,26 +320,44 @@ func (p *Pump) applySnapshot(ctx context.Context, tx Tx, meta engine.Meta, msg *
 		}
 		return ok
 	}
+	if pending != nil && msg.Meta.Styp == "RESP" && (pending.Receiver == "" || pending.Receiver == msg.Meta.Sndr) &&
+		(len(days) == 0 || slices.Contains(days, pending.Day)) {
+		// The request's receiver answers with records of its day, perhaps
+		// with others (refused whole, but an answer all the same).
+		answered = pending
+	}
 	cov, err := snapshot.Attribute(snapshot.Inbound{Styp: msg.Meta.Styp, Sender: msg.Meta.Sndr, Days: days, DNLDFullDay: p.feed.Spec.Mailbox.DNLDFullDay}, reqs)
 	if lookupErr != nil {
-		return false, trace, lookupErr
+		return false, trace, answered, lookupErr
 	}
 	trace.Day, trace.Flags = cov.Day, cov.Flags
 	if err != nil {
-		return false, trace, err
+		return false, trace, answered, err
+	}
+	if !cov.CompletesPending {
+		answered = nil // a window, another day's snapshot, a late answer
+	}
+	var keep []flight.FLID
+	for _, r := range msg.Refused {
+		keep = append(keep, r.FLID)
 	}
 	out, err := tx.ApplySnapshot(ctx, meta, pumpdata.Snapshot{FullDay: cov.FullDay, Day: cov.Day, Records: records, Source: source,
-		SentAt: msg.Meta.ParsedTime, SkipConflicts: skipConflicts})
+		SentAt: msg.Meta.ParsedTime, SkipConflicts: skipConflicts, Keep: keep})
 	trace.OldVersion, trace.NewVersion, trace.DeletedCount = out.OldVersion, out.NewVersion, len(out.Deleted)
 	trace.OldDigest, trace.NewDigest = out.OldDigest, out.NewDigest
 	trace.Duration = p.clock.Since(start)
 	if err != nil {
-		return false, trace, err
+		return false, trace, answered, err
 	}
 	trace.Result = pumpdata.TraceCommitted
-	if len(out.Skipped) > 0 {
-		trace.Detail = skippedDetail(out.Skipped)
+	var details []string
+	if len(msg.Refused) > 0 {
+		details = append(details, refusedDetail(msg.Refused))
 	}
+	if len(out.Skipped) > 0 {
+		details = append(details, skippedDetail(out.Skipped))
+	}
+	trace.Detail = strings.Join(details, "; ")
 	if out.Replay {
 		trace.Result = pumpdata.TraceReplaySkipped
 	} else if cov.FullDay {
@@ -338,12 +370,40 @@ func (p *Pump) applySnapshot(ctx context.Context, tx Tx, meta engine.Meta, msg *
 		}
 	}
 	if cov.CompletesPending && pending != nil {
-		if err := tx.SettleRequest(ctx, pending.ID, pumpdata.RequestCompleted, row.ID); err != nil {
-			return false, trace, err
+		if err := tx.SettleRequest(ctx, pending.ID, pumpdata.RequestSettlement{Status: pumpdata.RequestCompleted, MessageID: row.ID}); err != nil {
+			return false, trace, answered, err
 		}
 	}
-	return len(out.Versions) > 0, trace, nil
+	return len(out.Versions) > 0, trace, answered, nil
 }
+
+// refuseAnswer counts a refused answer against the live request it
+// answered (issue 39 item 6): the message stays refused whole (seed 000
+// §5.2), and the second identical refusal in a row of the day's answers
+// ends the request FAILED (snapshot.AnswerRefusal), so the day is not
+// asked for again until an operator re-requests it. Only a decided refusal
+// (*snapshot.Rejection) counts.
+func (p *Pump) refuseAnswer(ctx context.Context, run *batchRun, req *pumpdata.Request, msgID int64, applyErr error) error {
+	var rej *snapshot.Rejection
+	if req == nil || !errors.As(applyErr, &rej) {
+		return nil
+	}
+	refusal := rej.Error()
+	if len(refusal) > maxRefusal {
+		refusal = strings.ToValidUTF8(refusal[:maxRefusal], "") + "…"
+	}
+	count, giveUp := snapshot.AnswerRefusal(req.Rejection, req.Rejections, refusal)
+	st := pumpdata.RequestSettlement{Status: pumpdata.RequestPending, MessageID: msgID, Rejections: count, Rejection: refusal}
+	if giveUp {
+		st.Status = pumpdata.RequestFailed
+		run.requestFailed = &pumpdata.FailedRequest{Day: req.Day, Rejection: refusal, MessageID: msgID, FailedAt: p.clock.Now()}
+	}
+	return run.tx.SettleRequest(ctx, req.ID, st)
+}
+
+// maxRefusal bounds the refusal a request keeps (its reason code and the
+// start of its detail).
+const maxRefusal = 480
 
 // deferRecordsFrom is the body size from which a snapshot is decoded
 // without keeping its records' commands (sis.Options.DeferRecordsFrom): the

@@ -31,6 +31,10 @@ const (
 	// session (seed 000 §9: flagged and alerted, not blocked). A
 	// snapshot's regression is a NoticeSnapshotFlag of its trace row.
 	NoticeSeqnRegression NoticeKind = "SeqnRegression"
+	// NoticeRequestFailed: the answers to a day's full-day request were
+	// refused the same way twice in a row; the request FAILED and the day
+	// is not asked for again until an operator re-requests it.
+	NoticeRequestFailed NoticeKind = "RequestFailed"
 )
 
 // Notice is one notable outcome of the pump.

@@ -68,7 +68,7 @@ func panicText(v any) string {
 
 // decodeOne decodes one row; a panic of the decoder becomes the row's
 // decoding error (DEAD, INTERNAL).
-func (p *Pump) decodeOne(row mailbox.Row) (msg *sis.Message, err error) {
+func (p *Pump) decodeOne(row mailbox.Row, opts sis.Options) (msg *sis.Message, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			msg, err = nil, p.recovered(row.ID, "decoding", r)
@@ -77,7 +77,7 @@ func (p *Pump) decodeOne(row mailbox.Row) (msg *sis.Message, err error) {
 	if p.hooks.decode != nil {
 		p.hooks.decode(row.ID)
 	}
-	return sis.DecodeString(bodyText(row.Body), p.decode)
+	return sis.DecodeString(bodyText(row.Body), opts)
 }
 
 // processGuarded is processOne with a panic recovered as a *panicError.

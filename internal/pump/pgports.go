@@ -92,7 +92,7 @@ func (s pgStore) RequestSent(ctx context.Context, id, outboxID int64, at time.Ti
 	return s.st.RequestSent(ctx, id, outboxID, at)
 }
 
-func (s pgStore) AskedSince(ctx context.Context, kind string, days []string, since time.Time) (map[string]bool, error) {
+func (s pgStore) AskedSince(ctx context.Context, kind string, days []string, since time.Time) (pumpdata.AskedDays, error) {
 	return s.st.AskedSince(ctx, kind, days, since)
 }
 
@@ -170,15 +170,20 @@ func (t pgTx) OpenRequest(ctx context.Context, kind, day, receiver, start, end, 
 	return t.tx.OpenRequest(ctx, kind, day, receiver, start, end, routingID, seqn)
 }
 
-func (t pgTx) SettleRequest(ctx context.Context, id int64, status string, msgID int64) error {
-	switch status {
+func (t pgTx) SettleRequest(ctx context.Context, id int64, s pumpdata.RequestSettlement) error {
+	switch s.Status {
 	case pumpdata.RequestCompleted:
-		return t.tx.CompleteRequest(ctx, id, msgID)
+		return t.tx.CompleteRequest(ctx, id, s.MessageID)
 	case pumpdata.RequestTimedOut:
 		return t.tx.TimeOutRequest(ctx, id)
+	case pumpdata.RequestPending, pumpdata.RequestFailed:
+		if s.Rejection == "" || s.Rejections < 1 {
+			return fmt.Errorf("settle request %d %s: no refusal given", id, s.Status)
+		}
+		return t.tx.RefuseAnswer(ctx, id, s.MessageID, s.Rejections, s.Rejection, s.Status == pumpdata.RequestFailed)
 	}
-	return fmt.Errorf("settle request %d: %q is no end of a request (%s or %s)", id, status,
-		pumpdata.RequestCompleted, pumpdata.RequestTimedOut)
+	return fmt.Errorf("settle request %d: %q is no outcome of a request (%s, %s, %s or %s)", id, s.Status,
+		pumpdata.RequestCompleted, pumpdata.RequestTimedOut, pumpdata.RequestPending, pumpdata.RequestFailed)
 }
 
 func (t pgTx) ReplaySource(ctx context.Context, id int64) (pumpdata.ReplaySource, error) {

@@ -89,8 +89,9 @@ type Store interface {
 	// table as row outboxID.
 	RequestSent(ctx context.Context, id, outboxID int64, at time.Time) error
 	// AskedSince returns which of days had a request of kind sent or
-	// answered at or after since.
-	AskedSince(ctx context.Context, kind string, days []string, since time.Time) (map[string]bool, error)
+	// answered at or after since, and which are held: their request
+	// FAILED and no operator re-requested them since.
+	AskedSince(ctx context.Context, kind string, days []string, since time.Time) (pumpdata.AskedDays, error)
 	// PendingReplays lists up to limit PENDING replay requests, oldest
 	// first (`flightfeed replay` records them).
 	PendingReplays(ctx context.Context, limit int) ([]pumpdata.ReplayRequest, error)
@@ -138,10 +139,11 @@ type Tx interface {
 	// OpenRequest registers a new live request of kind for day to
 	// receiver, expiring the previous live one.
 	OpenRequest(ctx context.Context, kind, day, receiver, start, end, routingID string, seqn int) (*pumpdata.Request, error)
-	// SettleRequest ends the pending request id: status
-	// pumpdata.RequestCompleted (answered by message msgID) or
-	// pumpdata.RequestTimedOut (msgID 0).
-	SettleRequest(ctx context.Context, id int64, status string, msgID int64) error
+	// SettleRequest records what befell the pending request id: it ends
+	// COMPLETED (answered by s.MessageID) or TIMED_OUT, or an answer
+	// (s.MessageID) was refused (s.Rejection, s.Rejections in a row): it
+	// stays PENDING, or ends FAILED when given up.
+	SettleRequest(ctx context.Context, id int64, s pumpdata.RequestSettlement) error
 	// ReplaySource reads message id's archived raw text and processing
 	// state and locks the state for the transaction.
 	ReplaySource(ctx context.Context, id int64) (pumpdata.ReplaySource, error)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -255,6 +256,7 @@ func (p *Pump) Status() Status {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := p.status
+	s.FailedRequests = slices.Clone(p.status.FailedRequests)
 	s.Counts = make(map[string]int64, len(p.status.Counts))
 	for k, v := range p.status.Counts {
 		s.Counts[k] = v

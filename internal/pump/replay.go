@@ -69,10 +69,18 @@ func (p *Pump) replay(ctx context.Context, req pumpdata.ReplayRequest) error {
 	}
 
 	row := mailbox.Row{ID: req.MessageID, Received: src.ReceivedAt, Body: src.Body, Size: int64(len(src.Body))}
-	b := p.decodeBatch([]mailbox.Row{row})
+	opts := p.decode
+	// skip-conflicts skips the records the decoder refuses, each named with
+	// its FLID and refusal in the outcome, as it skips day mismatches.
+	opts.SkipRefusedRecords = req.Policy == pumpdata.ReplaySkipConflicts
+	b := p.decodeBatchWith([]mailbox.Row{row}, opts)
 	it := b.items[0]
 	if req.Policy == pumpdata.ReplaySkipConflicts && (it.msg == nil || it.decErr != nil || it.msg.Kind != sis.KindSnapshot) {
 		req.State, req.Note = pumpdata.ReplayRefused, "skip-conflicts is only for a snapshot, and the archived text no longer decodes as one"
+		if it.decErr != nil {
+			req.Note = "skip-conflicts is only for a snapshot whose refusal lies in records it can leave out, and the archived text does not decode even without them: " +
+				it.decErr.Error()
+		}
 		if err := tx.Write(ctx, Writes{Replay: &req}); err != nil {
 			return err
 		}
@@ -122,6 +130,7 @@ func (p *Pump) replay(ctx context.Context, req pumpdata.ReplayRequest) error {
 	p.pending = append(p.pending, pumpdata.Backfill{MessageID: req.MessageID, Received: src.ReceivedAt, Result: src.State.Status,
 		Note: note, Processed: p.clock.Now()})
 	p.writeTraces(ctx, []outcome{o}, "")
+	p.requestsFailed([]outcome{o})
 	p.replayDone(req, res)
 	return nil
 }
@@ -199,6 +208,18 @@ func replayNote(orig string, req pumpdata.ReplayRequest, at string) string {
 		return note
 	}
 	return orig + " | " + note
+}
+
+// refusedDetail lists the records the decoder refused and a skip-conflicts
+// replay left out, each by its FLID, position and refusal, for the trace
+// row and the replay's note: nothing is dropped silently.
+func refusedDetail(refused []sis.RefusedRecord) string {
+	parts := make([]string, len(refused))
+	for i, r := range refused {
+		parts[i] = fmt.Sprintf("FLID %s (FLTR[%d]): %s", r.FLID, r.Index, r.Err.Note(200))
+	}
+	return fmt.Sprintf("skip-conflicts: %d refused record(s) left out and their flights untouched: %s",
+		len(refused), strings.Join(parts, "; "))
 }
 
 // skippedDetail lists the FLIDs a skip-conflicts replay left out, for the

@@ -3,12 +3,15 @@ package pump
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/sis"
+	"github.com/flightfeed/flightfeed/internal/snapshot"
 )
 
 // requestKind is the one request kind the pump sends: RQFD, full day.
@@ -17,13 +20,24 @@ const requestKind = "RQFD"
 // requester sends one single-day RQFD per day of the horizon, ascending,
 // one after the other (the next when the previous completes or times out),
 // and starts a new round every requests.interval (SPEC §2.5). A timed-out
-// day is asked once more in the same round.
+// day is asked once more in the same round. A day whose request FAILED
+// (its answers refused the same way twice in a row, refuseAnswer) is held:
+// not asked for until an operator re-requests it (`flightfeed rerequest`),
+// which the requester sees within heldRecheck.
 type requester struct {
 	p         *Pump
 	queue     []string
 	nextRound time.Time
 	retried   map[string]bool
+	// held are the horizon's days whose request FAILED, by day;
+	// heldCheck is when they are read again while there are any.
+	held      map[string]pumpdata.FailedRequest
+	heldCheck time.Time
 }
+
+// heldRecheck is how often the requester looks whether an operator
+// re-requested a held day.
+const heldRecheck = time.Minute
 
 // tick advances the request state machine; it runs on the pump's FIFO,
 // between batches.
@@ -38,17 +52,19 @@ func (r *requester) tick(ctx context.Context) error {
 		r.queue = horizon(now, r.p.feed.Location, int(spec.Horizon.From), int(spec.Horizon.To))
 		r.retried = map[string]bool{}
 		r.nextRound = now.Add(spec.Interval.Duration)
-		if first {
-			// A pump that starts again (a restart, a takeover, a crash
-			// loop) does not ask again for a day asked for within the last
-			// interval — answered, still pending, or timed out — nor
-			// resend it after a timeout: each answer is a full-day snapshot
-			// of up to 10,000 flights for both sides to carry, so a
-			// restart storm sends at most one request per day and round.
-			// The next round asks for every day again.
-			if err := r.skipAsked(ctx, now.Add(-spec.Interval.Duration)); err != nil {
-				return err
-			}
+		// A pump that starts again (a restart, a takeover, a crash loop)
+		// does not ask again for a day asked for within the last interval
+		// — answered, still pending, or timed out — nor resend it after a
+		// timeout: each answer is a full-day snapshot of up to 10,000
+		// flights for both sides to carry, so a restart storm sends at
+		// most one request per day and round. The next round asks for
+		// every day again, but a held one.
+		if err := r.skipAsked(ctx, now, now.Add(-spec.Interval.Duration), first); err != nil {
+			return err
+		}
+	} else if len(r.held) > 0 && !now.Before(r.heldCheck) {
+		if err := r.recheckHeld(ctx, now); err != nil {
+			return err
 		}
 	}
 	cur, err := r.p.store.CurrentRequest(ctx, requestKind)
@@ -88,27 +104,96 @@ func (r *requester) tick(ctx context.Context) error {
 	return r.send(ctx, req)
 }
 
-// skipAsked drops from the queue the days asked for (sent) or answered at
-// or after since, and marks them resent, so a live request among them that
-// times out is not sent again this round. On failure the queue is left
-// empty and the round is retried at the next tick, so a day is never asked
-// for on a guess.
-func (r *requester) skipAsked(ctx context.Context, since time.Time) error {
+// skipAsked drops from the queue the held days and, in a pump's first
+// round, the days asked for (sent) or answered at or after since, marking
+// them resent, so a live request among them that times out is not sent
+// again this round. On failure the queue is left empty and the round is
+// retried at the next tick, so a day is never asked for on a guess.
+func (r *requester) skipAsked(ctx context.Context, now, since time.Time, first bool) error {
 	asked, err := r.p.store.AskedSince(ctx, requestKind, r.queue, since)
 	if err != nil {
-		r.queue, r.nextRound = nil, time.Time{}
+		r.queue, r.nextRound = nil, now // the round again, first or not
+		if first {
+			r.nextRound = time.Time{}
+		}
 		return err
 	}
 	kept := r.queue[:0]
 	for _, day := range r.queue {
-		if asked[day] {
+		switch {
+		case asked.Failed[day].Day != "":
 			r.retried[day] = true
-		} else {
+		case first && asked.Asked[day]:
+			r.retried[day] = true
+		default:
 			kept = append(kept, day)
 		}
 	}
 	r.queue = kept
+	r.setHeld(asked.Failed, now)
 	return nil
+}
+
+// recheckHeld reads the held days again: a day an operator re-requested
+// is asked for at once (its refusals count from zero).
+func (r *requester) recheckHeld(ctx context.Context, now time.Time) error {
+	days := make([]string, 0, len(r.held))
+	for day := range r.held {
+		days = append(days, day)
+	}
+	slices.Sort(days)
+	asked, err := r.p.store.AskedSince(ctx, requestKind, days, now)
+	if err != nil {
+		r.heldCheck = now.Add(heldRecheck)
+		return err
+	}
+	for _, day := range days {
+		if asked.Failed[day].Day == "" && !slices.Contains(r.queue, day) {
+			r.p.log.Info("held day re-requested by an operator: asked for again", "day", day)
+			r.queue = append([]string{day}, r.queue...)
+			r.retried[day] = false
+		}
+	}
+	r.setHeld(asked.Failed, now)
+	return nil
+}
+
+// setHeld keeps the held days and shows them in the status (and so the
+// metric and the alert).
+func (r *requester) setHeld(failed map[string]pumpdata.FailedRequest, now time.Time) {
+	r.held = failed
+	r.heldCheck = now.Add(heldRecheck)
+	list := make([]pumpdata.FailedRequest, 0, len(failed))
+	for _, f := range failed {
+		list = append(list, f)
+	}
+	slices.SortFunc(list, func(a, b pumpdata.FailedRequest) int { return strings.Compare(a.Day, b.Day) })
+	r.p.update(func(s *Status) { s.FailedRequests = list })
+}
+
+// requestsFailed notices the requests a committed batch (or replay) ended
+// FAILED: a warning Event, the status (so the metric and the alert), and
+// the requester holds the day from now on.
+func (p *Pump) requestsFailed(done []outcome) {
+	for _, o := range done {
+		f := o.requestFailed
+		if f == nil {
+			continue
+		}
+		p.log.Info("full-day request given up: its answers were refused the same way twice; the day is not asked for again until an operator re-requests it",
+			"day", f.Day, "msg_id", f.MessageID, "refusal", f.Rejection)
+		held := maps.Clone(p.reqs.held)
+		if held == nil {
+			held = map[string]pumpdata.FailedRequest{}
+		}
+		held[f.Day] = *f
+		p.reqs.setHeld(held, p.clock.Now())
+		p.update(func(*Status) {
+			p.addNotice(Notice{Kind: NoticeRequestFailed, MessageID: f.MessageID, Reason: pumpdata.RequestFailed,
+				Detail: fmt.Sprintf("full-day request for %s given up after %d identical refusals of its answers: %s; re-request the day once the cause is fixed (flightfeed rerequest --day %s)",
+					f.Day, snapshot.MaxIdenticalRejections, f.Rejection, f.Day)})
+		})
+	}
 }
 
 // horizon lists the airport-local days today+from … today+to.
@@ -203,7 +288,7 @@ func (r *requester) timeOut(ctx context.Context, req *pumpdata.Request) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := tx.SettleRequest(ctx, req.ID, pumpdata.RequestTimedOut, 0); err != nil {
+	if err := tx.SettleRequest(ctx, req.ID, pumpdata.RequestSettlement{Status: pumpdata.RequestTimedOut}); err != nil {
 		return err
 	}
 	r.p.log.Info("full-day request timed out", "day", req.Day, "seqn", req.Seqn)

@@ -1,6 +1,10 @@
 package pump
 
-import "time"
+import (
+	"time"
+
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
+)
 
 // Status is a point-in-time report of one feed's pump, for the operator's
 // status reporter, metrics and `/readyz`. The zero value means "not running".
@@ -52,4 +56,9 @@ type Status struct {
 
 	// BackfillPending counts committed results not yet written back.
 	BackfillPending int64
+
+	// FailedRequests are the request horizon's days whose full-day request
+	// FAILED (its answers refused the same way twice in a row), by day:
+	// the pump does not ask for them until an operator re-requests them.
+	FailedRequests []pumpdata.FailedRequest
 }

@@ -10,6 +10,10 @@ const (
 	RequestCompleted = "COMPLETED"
 	RequestExpired   = "EXPIRED"
 	RequestTimedOut  = "TIMED_OUT"
+	// RequestFailed: the answers to the day's requests were refused the
+	// same way twice in a row (snapshot.AnswerRefusal); the day is not asked
+	// for again until an operator re-requests it.
+	RequestFailed = "FAILED"
 )
 
 // Request is one outbound full-day request.
@@ -25,4 +29,41 @@ type Request struct {
 	RequestedAt time.Time
 	// SentAt is zero until the request is in the mailbox's outbound table.
 	SentAt time.Time
+	// Rejections counts the identical refusals in a row the answers to
+	// this day's requests met (carried from the request this one follows
+	// unless that one was answered or re-requested by an operator);
+	// Rejection is the refusal (reason code: detail).
+	Rejections int
+	Rejection  string
+}
+
+// RequestSettlement is what befell a live request (Tx.SettleRequest):
+// Status COMPLETED (answered by message MessageID) or TIMED_OUT (no
+// answer in time) ends it; a refused answer (message MessageID, Rejection
+// its refusal, Rejections the identical refusals in a row) keeps it
+// PENDING, or ends it FAILED when it was given up.
+type RequestSettlement struct {
+	Status     string
+	MessageID  int64
+	Rejections int
+	Rejection  string
+}
+
+// FailedRequest is a day whose full-day request FAILED and that no
+// operator re-requested since: the pump does not ask for it.
+type FailedRequest struct {
+	Day string
+	// Rejection is the refusal its answers met (reason code: detail),
+	// MessageID the last refused answer.
+	Rejection string
+	MessageID int64
+	FailedAt  time.Time
+}
+
+// AskedDays is what the request ledger says of the horizon's days
+// (Store.AskedSince): Asked had a request sent or answered at or after the
+// time asked, Failed are held (FAILED, not re-requested), by day.
+type AskedDays struct {
+	Asked  map[string]bool
+	Failed map[string]FailedRequest
 }

@@ -26,6 +26,11 @@ type Snapshot struct {
 	// roster and untouched (SnapshotEffect.Skipped) instead of refusing the
 	// whole message.
 	SkipConflicts bool
+	// Keep are the FLIDs of records the decoder refused and left out (a
+	// skip-conflicts replay, sis.Options.SkipRefusedRecords): their flights
+	// stay untouched — not written, not diff-deleted, and in the day's
+	// roster if they were in it.
+	Keep []flight.FLID
 }
 
 // SnapshotRecord is one FLTR record: full-snapshot commands and the

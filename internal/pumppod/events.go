@@ -50,6 +50,10 @@ const (
 	// ReasonSeqnRegression (Warning): an FLOP, ADFT or FDEL came with a
 	// SEQN below its sender's previous one in the session.
 	ReasonSeqnRegression = string(pump.NoticeSeqnRegression)
+	// ReasonRequestFailed (Warning): the answers to a day's full-day
+	// request were refused the same way twice in a row; the day is not
+	// asked for again until an operator re-requests it.
+	ReasonRequestFailed = string(pump.NoticeRequestFailed)
 	// ReasonEventParked (Warning): the brokers refused an outbox event's
 	// record for good and it was parked (KafkaDegraded).
 	ReasonEventParked = "KafkaEventParked"

@@ -73,6 +73,7 @@ type Metrics struct {
 	// reg is where the feeds' connection statistics are registered.
 	reg             prometheus.Registerer
 	backfillPending *prometheus.GaugeVec
+	requestsFailed  *prometheus.GaugeVec
 	snapshotVersion *prometheus.GaugeVec
 	leader          *prometheus.GaugeVec
 	fenced          *prometheus.GaugeVec
@@ -187,6 +188,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "flightfeed_backfill_pending",
 			Help: "Committed results not yet written back to the mailbox.",
 		}, feed),
+		requestsFailed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flightfeed_requests_failed_days",
+			Help: "Days of the request horizon whose full-day request FAILED (its answers refused the same way twice in a row): not asked for again until an operator re-requests them.",
+		}, feed),
 		snapshotVersion: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flightfeed_snapshot_version",
 			Help: "Snapshot generation of each operation day in the ledger.",
@@ -259,7 +264,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // second manager in the same process) are shared, not duplicated.
 func (m *Metrics) register(reg prometheus.Registerer) error {
 	for _, p := range []any{&m.messages, &m.txDuration, &m.batchSize, &m.ignoredTags, &m.serviceErrors, &m.snapshotFlags, &m.traceLogErrors, &m.panics, &m.runnerPanics, &m.seqnRegress, &m.queueDepth, &m.queueLag,
-		&m.headBlocked, &m.outboxPending, &m.outboxOldest, &m.backfillPending, &m.snapshotVersion, &m.leader, &m.fenced, &m.pumpRunning, &m.buildInfo, &m.kafkaReachable, &m.outboxParked,
+		&m.headBlocked, &m.outboxPending, &m.outboxOldest, &m.backfillPending, &m.requestsFailed, &m.snapshotVersion, &m.leader, &m.fenced, &m.pumpRunning, &m.buildInfo, &m.kafkaReachable, &m.outboxParked,
 		&m.mailboxReachable, &m.databaseReachable, &m.kafkaRenewed, &m.readAPIRejected, &m.readAPIRequests, &m.readAPIDuration, &m.deliveryLatency, &m.receiptLatency} {
 		var err error
 		switch v := p.(type) {
@@ -382,7 +387,7 @@ func (m *Metrics) dropPumpSeries(key types.NamespacedName) {
 	for _, c := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}{m.messages, m.txDuration, m.batchSize, m.ignoredTags, m.snapshotFlags, m.traceLogErrors, m.panics, m.seqnRegress, m.queueDepth, m.queueLag, m.headBlocked,
-		m.outboxPending, m.outboxOldest, m.backfillPending, m.snapshotVersion, m.pumpRunning, m.fenced, m.kafkaReachable, m.outboxParked,
+		m.outboxPending, m.outboxOldest, m.backfillPending, m.requestsFailed, m.snapshotVersion, m.pumpRunning, m.fenced, m.kafkaReachable, m.outboxParked,
 		m.mailboxReachable, m.databaseReachable, m.kafkaRenewed, m.deliveryLatency, m.receiptLatency} {
 		c.DeletePartialMatch(match)
 	}
@@ -401,7 +406,7 @@ func (m *Metrics) report(key types.NamespacedName, running bool, st feedrun.Stat
 	if !running {
 		// No pump, no figures: a queue depth of 0 would be a lie.
 		for _, g := range []*prometheus.GaugeVec{m.queueDepth, m.queueLag, m.headBlocked, m.outboxPending, m.outboxOldest, m.backfillPending,
-			m.kafkaReachable, m.outboxParked, m.mailboxReachable, m.databaseReachable} {
+			m.requestsFailed, m.kafkaReachable, m.outboxParked, m.mailboxReachable, m.databaseReachable} {
 			g.DeleteLabelValues(ns, name)
 		}
 		// The counter stays while this replica leads; the next pump
@@ -427,6 +432,7 @@ func (m *Metrics) report(key types.NamespacedName, running bool, st feedrun.Stat
 		m.outboxOldest.WithLabelValues(ns, name).Set(unixSeconds(now.Add(-st.OutboxOldestAge)))
 	}
 	m.backfillPending.WithLabelValues(ns, name).Set(float64(st.BackfillPending))
+	m.requestsFailed.WithLabelValues(ns, name).Set(float64(len(st.FailedRequests)))
 	m.kafkaReachable.WithLabelValues(ns, name).Set(boolFloat(st.KafkaReachable))
 	m.mailboxReachable.WithLabelValues(ns, name).Set(boolFloat(st.MailboxReachable))
 	m.databaseReachable.WithLabelValues(ns, name).Set(boolFloat(st.DatabaseReachable))

@@ -28,6 +28,7 @@ import (
 //	POST /api/v1/feeds/{ns}/{name}/parked/redeliver {"ids":[…]}|{"all":true} (create flightfeeds/replays)
 //	POST /api/v1/feeds/{ns}/{name}/replays {"id":N,"policy":"as-new"}    (create flightfeeds/replays)
 //	GET  /api/v1/feeds/{ns}/{name}/replays/{id}                          (get flightfeeds/replays)
+//	POST /api/v1/feeds/{ns}/{name}/rerequests {"day":"YYYY-MM-DD"}       (create flightfeeds/replays)
 //
 // Reads go through the read API's read-only connection. The two writes only
 // record a request (a replay_request row, parked events made PENDING), which
@@ -45,6 +46,9 @@ const maxOpsBody = 128 << 10
 type FeedWriter interface {
 	RequestReplay(ctx context.Context, id int64, policy string) (store.ReplayRequest, error)
 	RedeliverParked(ctx context.Context, ids []int64) ([]int64, error)
+	// ReleaseFailedRequests releases the FAILED full-day requests of kind
+	// for day (an operator's re-request); how many it released.
+	ReleaseFailedRequests(ctx context.Context, kind, day string) (int64, error)
 }
 
 // items is the list responses' shape.
@@ -67,6 +71,17 @@ type RedeliverResult struct {
 type ReplayRequestBody struct {
 	ID     int64  `json:"id"`
 	Policy string `json:"policy"`
+}
+
+// RerequestBody is the body of POST …/rerequests.
+type RerequestBody struct {
+	Day string `json:"day"`
+}
+
+// RerequestResult says how many FAILED requests of the day were released
+// (0: the day was not held).
+type RerequestResult struct {
+	Released int64 `json:"released"`
 }
 
 // listLimit reads ?limit= (default def, 1 to MaxListLimit).
@@ -183,6 +198,21 @@ func (a *ReadAPI) requestReplay(w http.ResponseWriter, r *http.Request) {
 			return 0, nil, conflict{refused.Error()}
 		}
 		return http.StatusCreated, req, err
+	})
+}
+
+func (a *ReadAPI) rerequest(w http.ResponseWriter, r *http.Request) {
+	var body RerequestBody
+	if !readBody(w, r, &body) {
+		return
+	}
+	if _, err := time.Parse(time.DateOnly, body.Day); err != nil {
+		httpError(w, http.StatusBadRequest, `"day" %q: must be YYYY-MM-DD`, body.Day)
+		return
+	}
+	a.withWriter(w, r, "re-request a day", func(ctx context.Context, fw FeedWriter) (int, any, error) {
+		n, err := fw.ReleaseFailedRequests(ctx, "RQFD", body.Day)
+		return http.StatusOK, RerequestResult{Released: n}, err
 	})
 }
 

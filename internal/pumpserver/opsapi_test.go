@@ -27,6 +27,7 @@ type fakeOps struct {
 	replays     map[int64]store.ReplayRequest
 	requested   []ReplayRequestBody
 	redelivered [][]int64
+	rerequested []string
 	writers     int
 }
 
@@ -51,6 +52,10 @@ func (f *fakeOps) RequestReplay(_ context.Context, id int64, policy string) (sto
 	}
 	f.requested = append(f.requested, ReplayRequestBody{ID: id, Policy: policy})
 	return store.ReplayRequest{ID: 7, MessageID: id, Policy: policy, State: store.ReplayPending}, nil
+}
+func (f *fakeOps) ReleaseFailedRequests(_ context.Context, kind, day string) (int64, error) {
+	f.rerequested = append(f.rerequested, kind+" "+day)
+	return 1, nil
 }
 func (f *fakeOps) RedeliverParked(_ context.Context, ids []int64) ([]int64, error) {
 	f.redelivered = append(f.redelivered, ids)
@@ -111,6 +116,8 @@ func TestOperationsRoutesWantTheirPermission(t *testing.T) {
 		{"POST", "/replays", readerToken, `{"id":4,"policy":"as-new"}`, http.StatusForbidden},
 		{"GET", "/replays/7", operatorToken, "", http.StatusOK},
 		{"GET", "/replays/7", readerToken, "", http.StatusForbidden},
+		{"POST", "/rerequests", operatorToken, `{"day":"2026-09-09"}`, http.StatusOK},
+		{"POST", "/rerequests", readerToken, `{"day":"2026-09-09"}`, http.StatusForbidden},
 		{"GET", "/flights", operatorToken, "", http.StatusForbidden},
 		{"GET", "/flights", readerToken, "", http.StatusOK},
 		// A method the route does not take.
@@ -174,6 +181,7 @@ func TestOperationsRoutesAnswers(t *testing.T) {
 		{"POST", "/parked/redeliver", `{}`, `give either \"ids\" (event ids) or \"all\": true`},
 		{"POST", "/parked/redeliver", `{"ids":[1],"all":true}`, `give either \"ids\" (event ids) or \"all\": true`},
 		{"POST", "/parked/redeliver", `{"ids":[-1]}`, `event id -1: must be positive`},
+		{"POST", "/rerequests", `{"day":"9/9"}`, `\"day\" \"9/9\": must be YYYY-MM-DD`},
 		{"POST", "/parked/redeliver", `{"ids":[` + strings.Repeat("1,", MaxListLimit) + `1]}`, `at most 5000 ids at once, not 5001`},
 	} {
 		rec := do(tc.method, tc.path, tc.body)
@@ -181,7 +189,7 @@ func TestOperationsRoutesAnswers(t *testing.T) {
 			t.Errorf("%s %s %s: %d %s, want 400 with %s", tc.method, tc.path, tc.body, rec.Code, rec.Body, tc.want)
 		}
 	}
-	if ops.writers != 0 || len(ops.requested) != 0 || len(ops.redelivered) != 0 {
+	if ops.writers != 0 || len(ops.requested) != 0 || len(ops.redelivered) != 0 || len(ops.rerequested) != 0 {
 		t.Fatalf("refused requests reached the store: %d writers, %v, %v", ops.writers, ops.requested, ops.redelivered)
 	}
 

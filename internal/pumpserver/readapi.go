@@ -202,6 +202,7 @@ func (a *ReadAPI) Handler() http.Handler {
 		{patternRedeliver, a.authorized(CreateReplays, a.limited(a.redeliver))},
 		{patternReplays, a.authorized(CreateReplays, a.limited(a.requestReplay))},
 		{patternReplay, a.authorized(ReadReplays, a.limited(a.replay))},
+		{patternRerequest, a.authorized(CreateReplays, a.limited(a.rerequest))},
 	} {
 		mux.HandleFunc(rt.pattern, rt.h)
 	}
@@ -223,6 +224,7 @@ const (
 	patternRedeliver = "POST /api/v1/feeds/{namespace}/{name}/parked/redeliver"
 	patternReplays   = "POST /api/v1/feeds/{namespace}/{name}/replays"
 	patternReplay    = "GET /api/v1/feeds/{namespace}/{name}/replays/{id}"
+	patternRerequest = "POST /api/v1/feeds/{namespace}/{name}/rerequests"
 	// routeOther labels requests that matched no route (no token, an
 	// unknown path or method): the label set stays the routes'.
 	routeOther = "other"
@@ -230,7 +232,7 @@ const (
 
 var routeNames = map[string]string{
 	patternFlights: "flights", patternFlight: "flight", patternDead: "dead", patternParked: "parked",
-	patternRedeliver: "redeliver", patternReplays: "replays", patternReplay: "replay",
+	patternRedeliver: "redeliver", patternReplays: "replays", patternReplay: "replay", patternRerequest: "rerequest",
 }
 
 // instrumented counts and times every answer of next by route and status

@@ -84,6 +84,9 @@ type Message struct {
 	Recs int `json:"recs"`
 	// Records holds snapshot, ADFT and FLOP records in input order.
 	Records []Record `json:"records,omitempty"`
+	// Refused are the snapshot records the decoder refused and left out
+	// (Options.SkipRefusedRecords), in input order; nil otherwise.
+	Refused []RefusedRecord `json:"refused,omitempty"`
 	// Deletions holds the FLIDs of an FDEL, in input order.
 	Deletions []flight.FLID `json:"deletions,omitempty"`
 	// IgnoredTags counts elements and attributes the module does not map
@@ -97,6 +100,15 @@ type Message struct {
 	// (Options.DeferRecordsFrom): where each record is in the input, for
 	// LoadRecords. Nil otherwise.
 	Positions *RecordPositions `json:"-"`
+}
+
+// RefusedRecord is a snapshot record the decoder refused and left out
+// (Options.SkipRefusedRecords): its position (1-based, FLTR[Index]), its
+// FLID and the refusal.
+type RefusedRecord struct {
+	Index int         `json:"index"`
+	FLID  flight.FLID `json:"flid"`
+	Err   *Error      `json:"-"`
 }
 
 // IsFullSnapshot reports whether records are full snapshots (DNLD/RESP).

@@ -121,6 +121,13 @@ type Options struct {
 	// SCHD, no comment, CDATA or processing instruction there); any other
 	// body keeps its records as usual (Message.Deferred says which).
 	DeferRecordsFrom int
+	// SkipRefusedRecords (a skip-conflicts replay only) leaves out a
+	// snapshot record (DNLD, RESP) the decoder refuses for its own content
+	// instead of refusing the message, when the record carries a readable
+	// FLID: Message.Refused lists each with its refusal. A duplicate FLID or
+	// a limit still refuses the message; RECS counts the refused records
+	// too. Such a message is decoded sequentially and never deferred.
+	SkipRefusedRecords bool
 }
 
 func (o Options) withDefaults() Options {

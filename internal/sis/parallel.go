@@ -116,7 +116,7 @@ func (d *decoder) tryParallelSCHD(st *schdState) bool {
 	workers := d.workers()
 	input := d.scan.input
 	deferring := d.deferring()
-	if (workers < 2 && !deferring) || (len(input) < parallelMinBytes && !deferring) || d.scan.base != 0 {
+	if (workers < 2 && !deferring) || (len(input) < parallelMinBytes && !deferring) || d.scan.base != 0 || d.opts.SkipRefusedRecords {
 		return false
 	}
 	pos := d.scan.offset()

@@ -3,6 +3,7 @@ package sis
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -116,8 +117,8 @@ func (d *decoder) recs(t xml.StartElement, st *schdState, path string) error {
 	if recs > d.opts.MaxRecords {
 		return newError(ReasonTooManyRecords, path, "RECS %d is more than the %d records a message may hold", recs, d.opts.MaxRecords)
 	}
-	if len(d.msg.Records) > recs {
-		return newError(ReasonRecsMismatch, path, "RECS %d but %d FLTR records precede it", recs, len(d.msg.Records))
+	if n := len(d.msg.Records) + len(d.msg.Refused); n > recs {
+		return newError(ReasonRecsMismatch, path, "RECS %d but %d FLTR records precede it", recs, n)
 	}
 	d.msg.Recs = recs
 	if cap(d.msg.Records) < recs {
@@ -129,7 +130,7 @@ func (d *decoder) recs(t xml.StartElement, st *schdState, path string) error {
 }
 
 func (d *decoder) fltr(t xml.StartElement, st *schdState, parent string) error {
-	index := len(d.msg.Records) + 1
+	index := len(d.msg.Records) + len(d.msg.Refused) + 1
 	path := fmt.Sprintf("%s/FLTR[%d]", parent, index)
 	if index > MaxRecs {
 		return newError(ReasonRecsOutOfRange, path, "more than %d FLTR records", MaxRecs)
@@ -148,6 +149,19 @@ func (d *decoder) fltr(t xml.StartElement, st *schdState, parent string) error {
 	full := d.msg.Kind == KindSnapshot
 	rec, err := d.decodeRecord(n, path, index, recordRules{full: full, requireSODT: full})
 	if err != nil {
+		if refused, ok := d.skippable(err, full); ok {
+			if st.seenFLIDs != nil {
+				if first, dup := st.seenFLIDs[refused.FLID]; dup {
+					e := newError(ReasonDuplicateFLID, path+"/FLID", "FLID %s already in FLTR[%d]", refused.FLID, first)
+					e.FLID = refused.FLID.String()
+					return e
+				}
+				st.seenFLIDs[refused.FLID] = index
+			}
+			refused.Index = index
+			d.msg.Refused = append(d.msg.Refused, refused)
+			return nil
+		}
 		return err
 	}
 	if st.seenFLIDs != nil {
@@ -162,6 +176,37 @@ func (d *decoder) fltr(t xml.StartElement, st *schdState, parent string) error {
 	return nil
 }
 
+// SkippableReason reports whether a snapshot record refused for reason r
+// is left out under Options.SkipRefusedRecords (when it has a readable
+// FLID): a fault of the record's own content. A duplicate FLID, a limit,
+// RECS or the XML itself refuse the message whole.
+func SkippableReason(r Reason) bool {
+	switch r {
+	case ReasonBadTime, ReasonMissingField, ReasonDuplicateField, ReasonBadStructure, ReasonSeqZeroMixed, ReasonBadSequence:
+		return true
+	}
+	return false
+}
+
+// skippable says whether a snapshot record's refusal err leaves the record
+// out rather than refusing the message (Options.SkipRefusedRecords): a
+// record with a readable FLID, refused for its own content — not for a
+// duplicate FLID, nor for a limit, which are the whole message's.
+func (d *decoder) skippable(err error, full bool) (RefusedRecord, bool) {
+	var e *Error
+	if !d.opts.SkipRefusedRecords || !full || !errors.As(err, &e) || e.FLID == "" {
+		return RefusedRecord{}, false
+	}
+	if !SkippableReason(e.Reason) {
+		return RefusedRecord{}, false
+	}
+	f, perr := flight.ParseFLID(e.FLID)
+	if perr != nil {
+		return RefusedRecord{}, false
+	}
+	return RefusedRecord{FLID: f, Err: e}, true
+}
+
 func (d *decoder) checkRecs(st *schdState) error {
 	if !st.sawBody && st.recsPath == "" {
 		return newError(ReasonMissingBody, "MSG/SCHD", "SCHD message without <SCHD> body")
@@ -172,7 +217,7 @@ func (d *decoder) checkRecs(st *schdState) error {
 		}
 		return nil
 	}
-	if got := len(d.msg.Records); got != d.msg.Recs {
+	if got := len(d.msg.Records) + len(d.msg.Refused); got != d.msg.Recs {
 		return newError(ReasonRecsMismatch, st.recsPath, "RECS is %d but %d FLTR records arrived", d.msg.Recs, got)
 	}
 	return nil

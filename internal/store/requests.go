@@ -17,16 +17,19 @@ const (
 	RequestCompleted = pumpdata.RequestCompleted
 	RequestExpired   = pumpdata.RequestExpired
 	RequestTimedOut  = pumpdata.RequestTimedOut
+	RequestFailed    = pumpdata.RequestFailed
 )
 
 // Request is one outbound full-day request.
 type Request = pumpdata.Request
 
-const requestColumns = `id, kind, operation_day::text, coalesce(receiver, ''), seqn, status, requested_at, coalesce(sent_at, 'epoch')`
+const requestColumns = `id, kind, operation_day::text, coalesce(receiver, ''), seqn, status, requested_at, coalesce(sent_at, 'epoch'),
+	rejections, coalesce(rejection, '')`
 
 func scanRequest(row pgx.Row) (*Request, error) {
 	var r Request
-	if err := row.Scan(&r.ID, &r.Kind, &r.Day, &r.Receiver, &r.Seqn, &r.Status, &r.RequestedAt, &r.SentAt); err != nil {
+	if err := row.Scan(&r.ID, &r.Kind, &r.Day, &r.Receiver, &r.Seqn, &r.Status, &r.RequestedAt, &r.SentAt,
+		&r.Rejections, &r.Rejection); err != nil {
 		return nil, err
 	}
 	if r.SentAt.Unix() == 0 {
@@ -72,19 +75,46 @@ func (t *Tx) CompleteRequest(ctx context.Context, id, msgID int64) error {
 
 // OpenRequest registers a new live request of kind for day to receiver,
 // expiring the previous live one (one live request per kind, seed 000 §7.1).
+// It carries the refusals in a row of the day's newest request when that
+// one ended without an answer (TIMED_OUT, EXPIRED): a re-ask continues the
+// count; an answered day, or a FAILED one an operator re-requested, starts
+// at zero.
 func (t *Tx) OpenRequest(ctx context.Context, kind, day, receiver, start, end, routingID string, seqn int) (*Request, error) {
 	if _, err := t.tx.Exec(ctx, `UPDATE req_track SET status = 'EXPIRED', updated_at = $2 WHERE kind = $1 AND status = 'PENDING'`,
 		kind, t.now); err != nil {
 		return nil, fmt.Errorf("expire %s requests: %w", kind, err)
 	}
-	r, err := scanRequest(t.tx.QueryRow(ctx, `INSERT INTO req_track (kind, operation_day, receiver, range_start, range_end, routing_id, seqn,
-			status, requested_at, updated_at)
-		VALUES ($1, $2::date, $8, $3, $4, $5, $6, 'PENDING', $7, $7) RETURNING `+requestColumns,
+	r, err := scanRequest(t.tx.QueryRow(ctx, `WITH prev AS (
+			SELECT CASE WHEN status IN ('TIMED_OUT', 'EXPIRED') THEN rejections ELSE 0 END AS rejections,
+			       CASE WHEN status IN ('TIMED_OUT', 'EXPIRED') THEN rejection END AS rejection
+			FROM req_track WHERE kind = $1 AND operation_day = $2::date ORDER BY id DESC LIMIT 1)
+		INSERT INTO req_track (kind, operation_day, receiver, range_start, range_end, routing_id, seqn,
+			status, requested_at, updated_at, rejections, rejection)
+		VALUES ($1, $2::date, $8, $3, $4, $5, $6, 'PENDING', $7, $7,
+			coalesce((SELECT rejections FROM prev), 0), (SELECT rejection FROM prev)) RETURNING `+requestColumns,
 		kind, day, start, end, routingID, seqn, t.now, receiver))
 	if err != nil {
 		return nil, fmt.Errorf("open %s request for %s: %w", kind, day, err)
 	}
 	return r, nil
+}
+
+// RefuseAnswer records that message msgID, an answer to the pending
+// request id, was refused (rejection, the rejections-th identical refusal
+// in a row); failed ends the request FAILED (given up), else it stays
+// PENDING.
+func (t *Tx) RefuseAnswer(ctx context.Context, id, msgID int64, rejections int, rejection string, failed bool) error {
+	status := RequestPending
+	if failed {
+		status = RequestFailed
+	}
+	if _, err := t.tx.Exec(ctx, `UPDATE req_track SET status = $5::text, rejections = $3, rejection = $4, updated_at = $6::timestamptz,
+			completed_at = CASE WHEN $5::text = 'FAILED' THEN $6::timestamptz END,
+			completed_by = CASE WHEN $5::text = 'FAILED' THEN $2::bigint END
+		WHERE id = $1 AND status = 'PENDING'`, id, msgID, rejections, rejection, status, t.now); err != nil {
+		return fmt.Errorf("record refused answer %d to request %d: %w", msgID, id, err)
+	}
+	return nil
 }
 
 // TimeOutRequest ends a pending request that got no answer in time.
@@ -117,24 +147,55 @@ func (s *Store) LastSeqn(ctx context.Context) (int, error) {
 
 // AskedSince returns which of days had a request of kind sent or answered
 // (COMPLETED) at or after since, whatever became of it (pending, answered,
-// timed out, expired): a pump that starts again does not ask for them
-// before its next round.
-func (s *Store) AskedSince(ctx context.Context, kind string, days []string, since time.Time) (map[string]bool, error) {
+// timed out, expired, failed): a pump that starts again does not ask for
+// them before its next round; and which of days are held: a request of the
+// day FAILED and no operator re-requested it since (ReleaseFailedRequests).
+func (s *Store) AskedSince(ctx context.Context, kind string, days []string, since time.Time) (pumpdata.AskedDays, error) {
+	out := pumpdata.AskedDays{Asked: map[string]bool{}, Failed: map[string]pumpdata.FailedRequest{}}
 	rows, err := s.pool.Query(ctx, `SELECT DISTINCT operation_day::text FROM req_track
 		WHERE kind = $1 AND operation_day = ANY($2::date[]) AND (sent_at >= $3 OR (status = 'COMPLETED' AND completed_at >= $3))`,
 		kind, days, since)
 	if err != nil {
-		return nil, fmt.Errorf("read %s requests sent since %s: %w", kind, since.Format(time.RFC3339), err)
+		return out, fmt.Errorf("read %s requests sent since %s: %w", kind, since.Format(time.RFC3339), err)
 	}
 	answered, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("read %s requests sent since %s: %w", kind, since.Format(time.RFC3339), err)
+		return out, fmt.Errorf("read %s requests sent since %s: %w", kind, since.Format(time.RFC3339), err)
 	}
-	out := make(map[string]bool, len(answered))
 	for _, d := range answered {
-		out[d] = true
+		out.Asked[d] = true
+	}
+	rows, err = s.pool.Query(ctx, `SELECT DISTINCT ON (operation_day) operation_day::text, coalesce(rejection, ''), coalesce(completed_by, 0), updated_at
+		FROM req_track WHERE kind = $1 AND operation_day = ANY($2::date[]) AND status = 'FAILED' AND released_at IS NULL
+		ORDER BY operation_day, id DESC`, kind, days)
+	if err != nil {
+		return out, fmt.Errorf("read failed %s requests: %w", kind, err)
+	}
+	failed, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (pumpdata.FailedRequest, error) {
+		var f pumpdata.FailedRequest
+		err := row.Scan(&f.Day, &f.Rejection, &f.MessageID, &f.FailedAt)
+		return f, err
+	})
+	if err != nil {
+		return out, fmt.Errorf("read failed %s requests: %w", kind, err)
+	}
+	for _, f := range failed {
+		out.Failed[f.Day] = f
 	}
 	return out, nil
+}
+
+// ReleaseFailedRequests is an operator's re-request of day (YYYY-MM-DD):
+// the FAILED requests of kind for it are released, so the pump asks for
+// the day again at its next round, counting refusals from zero. It returns
+// how many it released (0: the day was not held).
+func (s *Store) ReleaseFailedRequests(ctx context.Context, kind, day string) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE req_track SET released_at = now(), updated_at = now()
+		WHERE kind = $1 AND operation_day = $2::date AND status = 'FAILED' AND released_at IS NULL`, kind, day)
+	if err != nil {
+		return 0, fmt.Errorf("re-request %s for %s: %w", kind, day, err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 // CurrentRequest returns the live request of kind outside a transaction.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -105,6 +106,24 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 	}
 
 	candidates := snapshot.DiffDelete(roster, flids)
+	// rosterIDs is the day's roster after the snapshot: its records' FLIDs,
+	// and the refused records' flights (Keep) that were in it already.
+	var rosterIDs []flight.FLID
+	if len(snap.Keep) > 0 {
+		keep := make(map[flight.FLID]bool, len(snap.Keep))
+		for _, f := range snap.Keep {
+			keep[f] = true
+		}
+		candidates = without(candidates, keep)
+		for _, f := range roster {
+			if keep[f] {
+				rosterIDs = append(rosterIDs, f)
+			}
+		}
+		if snap.FullDay {
+			out.NewDigest, out.NewRoster = snapshot.Digest(append(slices.Clone(flids), rosterIDs...)), len(flids)+len(rosterIDs)
+		}
+	}
 	stored, err := t.storedDays(ctx, append(append([]flight.FLID{}, flids...), candidates...))
 	if err != nil {
 		return out, err
@@ -122,7 +141,7 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 		flids, candidates = without(flids, skip), without(candidates, skip)
 		out.Skipped = rej.FLIDs
 		if snap.FullDay {
-			out.NewDigest, out.NewRoster = snapshot.Digest(flids), len(flids)
+			out.NewDigest, out.NewRoster = snapshot.Digest(append(slices.Clone(flids), rosterIDs...)), len(flids)+len(rosterIDs)
 		}
 	}
 	// records and, after the victims, stored are not used again: the
@@ -155,9 +174,12 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 	if snap.FullDay {
 		// Roster replace: the diff-deleted left it in writeFlights; the rest of
 		// O − N (already gone) leaves here; N − O joins.
-		ids := make([]int64, len(flids))
-		for i, f := range flids {
-			ids[i] = int64(f) //nolint:gosec // at most 12 digits
+		ids := make([]int64, 0, len(flids)+len(rosterIDs))
+		for _, f := range flids {
+			ids = append(ids, int64(f)) //nolint:gosec // at most 12 digits
+		}
+		for _, f := range rosterIDs {
+			ids = append(ids, int64(f)) //nolint:gosec // at most 12 digits
 		}
 		b.Queue(`DELETE FROM schd_gen_flid WHERE operation_day = $1 AND flid NOT IN (SELECT unnest($2::bigint[]))`, snap.Day, ids)
 		sent := nullTime(snap.SentAt)

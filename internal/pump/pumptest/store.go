@@ -46,19 +46,21 @@ type Data struct {
 	Requests []pumpdata.Request
 	// Completed is when each completed request was answered.
 	Completed map[int64]time.Time
-	Replays   []pumpdata.ReplayRequest
+	// Failed are the FAILED requests no operator re-requested, by id.
+	Failed  map[int64]pumpdata.FailedRequest
+	Replays []pumpdata.ReplayRequest
 }
 
 func newData() Data {
 	return Data{States: map[int64]pumpdata.ProcState{}, Results: map[int64]pumpdata.Result{}, Priors: map[string]pumpdata.PriorCopy{},
 		Archive: map[int64]pumpdata.ArchivedRow{}, Backfills: map[int64]pumpdata.Backfill{},
-		Flights: map[flight.FLID]flight.State{}, Completed: map[int64]time.Time{}}
+		Flights: map[flight.FLID]flight.State{}, Completed: map[int64]time.Time{}, Failed: map[int64]pumpdata.FailedRequest{}}
 }
 
 func (d Data) clone() Data {
 	return Data{States: maps.Clone(d.States), Results: maps.Clone(d.Results), Priors: maps.Clone(d.Priors), Archive: maps.Clone(d.Archive),
 		Backfills: maps.Clone(d.Backfills), Flights: maps.Clone(d.Flights), Outbox: slices.Clone(d.Outbox),
-		Requests: slices.Clone(d.Requests), Completed: maps.Clone(d.Completed), Replays: slices.Clone(d.Replays)}
+		Requests: slices.Clone(d.Requests), Completed: maps.Clone(d.Completed), Failed: maps.Clone(d.Failed), Replays: slices.Clone(d.Replays)}
 }
 
 // Store is the feed's database in memory (pump.Store). A transaction's
@@ -313,19 +315,41 @@ func (s *Store) RequestSent(_ context.Context, id, _ int64, at time.Time) error 
 }
 
 // AskedSince names the days of kind with a request sent, or answered, at
-// or after since.
-func (s *Store) AskedSince(_ context.Context, kind string, days []string, since time.Time) (map[string]bool, error) {
+// or after since, and the days held by a FAILED request (the newest of
+// the day) no operator re-requested.
+func (s *Store) AskedSince(_ context.Context, kind string, days []string, since time.Time) (pumpdata.AskedDays, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := map[string]bool{}
-	for _, r := range s.d.Requests {
+	out := pumpdata.AskedDays{Asked: map[string]bool{}, Failed: map[string]pumpdata.FailedRequest{}}
+	for _, r := range s.d.Requests { // ascending ids: the newest failed one wins
+		if r.Kind != kind || !slices.Contains(days, r.Day) {
+			continue
+		}
 		sent := !r.SentAt.IsZero() && !r.SentAt.Before(since)
 		answered := r.Status == pumpdata.RequestCompleted && !s.d.Completed[r.ID].Before(since)
-		if r.Kind == kind && slices.Contains(days, r.Day) && (sent || answered) {
-			out[r.Day] = true
+		if sent || answered {
+			out.Asked[r.Day] = true
+		}
+		if f, ok := s.d.Failed[r.ID]; ok {
+			out.Failed[r.Day] = f
 		}
 	}
 	return out, nil
+}
+
+// ReleaseFailedRequests is an operator's re-request of day: its FAILED
+// requests of kind are released (store.Store.ReleaseFailedRequests).
+func (s *Store) ReleaseFailedRequests(kind, day string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for _, r := range s.d.Requests {
+		if _, ok := s.d.Failed[r.ID]; ok && r.Kind == kind && r.Day == day {
+			delete(s.d.Failed, r.ID)
+			n++
+		}
+	}
+	return n
 }
 
 // PendingReplays lists up to limit PENDING replay requests, oldest first.

@@ -88,6 +88,7 @@ func (t *tx) apply(d *Data) {
 	copyKeys(d.Priors, t.d.Priors, t.dirty.priors)
 	copyKeys(d.Flights, t.d.Flights, t.dirty.flights)
 	copyKeys(d.Completed, t.d.Completed, t.dirty.requests)
+	copyKeys(d.Failed, t.d.Failed, t.dirty.requests)
 	d.Requests = copyByID(d.Requests, t.d.Requests, t.dirty.requests, func(r pumpdata.Request) int64 { return r.ID })
 	d.Replays = copyByID(d.Replays, t.d.Replays, t.dirty.replays, func(r pumpdata.ReplayRequest) int64 { return r.ID })
 	d.Outbox = append(d.Outbox, t.d.Outbox[t.outboxFrom:]...)
@@ -368,27 +369,50 @@ func (t *tx) OpenRequest(_ context.Context, kind, day, receiver, _, _, _ string,
 	t.s.nextID++
 	r := pumpdata.Request{ID: t.s.nextID, Kind: kind, Day: day, Receiver: receiver, Seqn: seqn,
 		Status: pumpdata.RequestPending, RequestedAt: t.s.now()}
+	// A re-ask carries the refusals in a row of the day's newest request
+	// when that one ended unanswered (store.Tx.OpenRequest).
+	for _, prev := range slices.Backward(t.d.Requests) {
+		if prev.Kind == kind && prev.Day == day {
+			if prev.Status == pumpdata.RequestTimedOut || prev.Status == pumpdata.RequestExpired {
+				r.Rejections, r.Rejection = prev.Rejections, prev.Rejection
+			}
+			break
+		}
+	}
 	t.d.Requests = append(t.d.Requests, r)
 	t.dirty.requests[r.ID] = true
 	return &r, nil
 }
 
-func (t *tx) SettleRequest(_ context.Context, id int64, status string, msgID int64) error {
-	if status != pumpdata.RequestCompleted && status != pumpdata.RequestTimedOut {
-		return fmt.Errorf("settle request %d: %q is no end of a request", id, status)
+func (t *tx) SettleRequest(_ context.Context, id int64, s pumpdata.RequestSettlement) error {
+	switch s.Status {
+	case pumpdata.RequestCompleted, pumpdata.RequestTimedOut:
+	case pumpdata.RequestPending, pumpdata.RequestFailed:
+		if s.Rejection == "" || s.Rejections < 1 {
+			return fmt.Errorf("settle request %d %s: no refusal given", id, s.Status)
+		}
+	default:
+		return fmt.Errorf("settle request %d: %q is no outcome of a request", id, s.Status)
 	}
 	for i, r := range t.d.Requests {
-		if r.ID == id && r.Status == pumpdata.RequestPending {
-			t.d.Requests[i].Status = status
-			t.dirty.requests[id] = true
-			if status == pumpdata.RequestCompleted {
-				unlock := t.lock()
-				t.d.Completed[id] = t.s.now()
-				unlock()
+		if r.ID != id || r.Status != pumpdata.RequestPending {
+			continue
+		}
+		t.d.Requests[i].Status = s.Status
+		t.dirty.requests[id] = true
+		unlock := t.lock()
+		now := t.s.now()
+		unlock()
+		switch s.Status {
+		case pumpdata.RequestCompleted:
+			t.d.Completed[id] = now
+		case pumpdata.RequestPending, pumpdata.RequestFailed:
+			t.d.Requests[i].Rejections, t.d.Requests[i].Rejection = s.Rejections, s.Rejection
+			if s.Status == pumpdata.RequestFailed {
+				t.d.Failed[id] = pumpdata.FailedRequest{Day: r.Day, Rejection: s.Rejection, MessageID: s.MessageID, FailedAt: now}
 			}
 		}
 	}
-	_ = msgID // the answering message is not kept here
 	return nil
 }
 
