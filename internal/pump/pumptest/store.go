@@ -2,7 +2,6 @@ package pumptest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,9 +14,6 @@ import (
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
-
-// ErrNotInMemory is what the Store answers for what it does not keep.
-var ErrNotInMemory = errors.New("pumptest: not kept in memory (the real store's)")
 
 // Fault makes a call fail with Err: the call named (begin, prefetch,
 // record, finish, writeset, commit, snapshot) when it concerns message ID
@@ -44,21 +40,55 @@ type Data struct {
 	// Outbox are the events written, in order.
 	Outbox   []engine.Event
 	Requests []pumpdata.Request
-	// Completed is when each completed request was answered.
-	Completed map[int64]time.Time
-	Replays   []pumpdata.ReplayRequest
+	// Answers say when each completed request was answered, and by which
+	// message (req_track's completed_at and completed_by).
+	Answers map[int64]Answer
+	Replays []pumpdata.ReplayRequest
+	// Days is the day ledger (schd_gen and its roster, schd_gen_flid) by
+	// operation day: what full-day snapshots keep.
+	Days map[string]Day
+	// History are the flights the lifecycle jobs moved out of current
+	// state (flight_history), in the order they moved.
+	History []HistoryRow
+}
+
+// Answer is how a request was completed.
+type Answer struct {
+	At        time.Time
+	MessageID int64
+}
+
+// Day is one day of the ledger: its version, the last full-day snapshot
+// committed for it, and its roster (the FLIDs of that snapshot still in
+// current state).
+type Day struct {
+	Version       int64
+	LastMessageID int64
+	// LastReceivedAt is that message's received time, LastSentAt its
+	// META send time (zero: unknown), LastCommitAt when it committed.
+	LastReceivedAt, LastSentAt, LastCommitAt time.Time
+	// Roster is sorted; it is replaced, never changed in place.
+	Roster []flight.FLID
+}
+
+// HistoryRow is a flight a lifecycle job moved to history.
+type HistoryRow struct {
+	State      flight.State
+	Reason     string
+	ArchivedAt time.Time
 }
 
 func newData() Data {
 	return Data{States: map[int64]pumpdata.ProcState{}, Results: map[int64]pumpdata.Result{}, Priors: map[string]pumpdata.PriorCopy{},
 		Archive: map[int64]pumpdata.ArchivedRow{}, Backfills: map[int64]pumpdata.Backfill{},
-		Flights: map[flight.FLID]flight.State{}, Completed: map[int64]time.Time{}}
+		Flights: map[flight.FLID]flight.State{}, Answers: map[int64]Answer{}, Days: map[string]Day{}}
 }
 
 func (d Data) clone() Data {
 	return Data{States: maps.Clone(d.States), Results: maps.Clone(d.Results), Priors: maps.Clone(d.Priors), Archive: maps.Clone(d.Archive),
 		Backfills: maps.Clone(d.Backfills), Flights: maps.Clone(d.Flights), Outbox: slices.Clone(d.Outbox),
-		Requests: slices.Clone(d.Requests), Completed: maps.Clone(d.Completed), Replays: slices.Clone(d.Replays)}
+		Requests: slices.Clone(d.Requests), Answers: maps.Clone(d.Answers), Replays: slices.Clone(d.Replays),
+		Days: maps.Clone(d.Days), History: slices.Clone(d.History)}
 }
 
 // Store is the feed's database in memory (pump.Store). A transaction's
@@ -77,6 +107,9 @@ type Store struct {
 	commits  [][]string
 	versions int64
 	nextID   int64
+	// cacheHits counts the flights a transaction took from the pump's
+	// state cache (CacheHits).
+	cacheHits int
 }
 
 // NewStore is an empty feed database at epoch 1 on clock now (time.Now
@@ -136,6 +169,14 @@ func (s *Store) Traces() []pumpdata.TraceEntry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.traces)
+}
+
+// CacheHits is how many flights transactions took from the writer's
+// state cache instead of reading them.
+func (s *Store) CacheHits() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cacheHits
 }
 
 // RequestReplay records a PENDING replay request for message id.
@@ -207,7 +248,9 @@ func (s *Store) Begin(_ context.Context, epoch int64) (pump.Tx, error) {
 	if err := s.fail("begin"); err != nil {
 		return nil, err
 	}
-	return &tx{s: s, epoch: epoch, d: s.d.clone(), dirty: newDirty(), outboxFrom: len(s.d.Outbox)}, nil
+	d := s.d.clone()
+	return &tx{s: s, epoch: epoch, d: d, dirty: newDirty(), outboxFrom: len(d.Outbox), historyFrom: len(d.History),
+		days: maps.Clone(s.d.Days)}, nil
 }
 
 // Backfills lists up to limit intents, lowest id first, and counts them all.
@@ -291,7 +334,7 @@ func (s *Store) AskedSince(_ context.Context, kind string, days []string, since 
 	out := map[string]bool{}
 	for _, r := range s.d.Requests {
 		sent := !r.SentAt.IsZero() && !r.SentAt.Before(since)
-		answered := r.Status == pumpdata.RequestCompleted && !s.d.Completed[r.ID].Before(since)
+		answered := r.Status == pumpdata.RequestCompleted && !s.d.Answers[r.ID].At.Before(since)
 		if r.Kind == kind && slices.Contains(days, r.Day) && (sent || answered) {
 			out[r.Day] = true
 		}
