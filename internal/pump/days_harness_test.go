@@ -12,6 +12,8 @@ import (
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pump/pumptest"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
+	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 // What the database holds of days, history and snapshot traces, on either
@@ -97,6 +99,21 @@ func (h *harness) traceCount(id int64, result, flag string) int {
 		}
 	}
 	return n
+}
+
+// flaggedTraces is the number of trace rows, of any message, with flag.
+func (h *harness) flaggedTraces(flag string) int {
+	h.t.Helper()
+	if h.mem != nil {
+		n := 0
+		for _, e := range h.mem.Traces() {
+			if slices.Contains(e.Flags, flag) {
+				n++
+			}
+		}
+		return n
+	}
+	return h.count(`SELECT count(*) FROM schd_snap_log WHERE $1 = ANY(flags)`, flag)
 }
 
 // history is what flight_history holds of flid: each row's reason and the
@@ -189,4 +206,40 @@ func (h *harness) truncateMailbox() {
 	if _, err := h.mbox.Exec(`TRUNCATE TABLE CMINMSGS`); err != nil {
 		h.t.Fatal(err)
 	}
+}
+
+// requestReplay records a PENDING replay request for message id, as
+// `flightfeed replay` does.
+func (h *harness) requestReplay(id int64, policy string) {
+	h.t.Helper()
+	if h.mem != nil {
+		h.mem.RequestReplay(id, policy)
+		return
+	}
+	st, err := store.Open(context.Background(), h.feed.Secrets.DatabaseDSN, store.Options{Location: h.feed.Location, Clock: h.clock})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.RequestReplay(h.t.Context(), id, policy); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// replaysDone is the number of DONE replay requests whose result and
+// reason are these ("": any).
+func (h *harness) replaysDone(result, reason string) int {
+	h.t.Helper()
+	if h.mem != nil {
+		var n int
+		h.mem.View(func(d pumptest.Data) {
+			for _, r := range d.Replays {
+				if r.State == pumpdata.ReplayDone && (result == "" || r.Result == result) && (reason == "" || r.Reason == reason) {
+					n++
+				}
+			}
+		})
+		return n
+	}
+	return h.count(`SELECT count(*) FROM replay_request WHERE state = 'DONE' AND ($1 = '' OR result = $1) AND ($2 = '' OR reason = $2)`, result, reason)
 }
