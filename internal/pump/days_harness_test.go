@@ -243,3 +243,16 @@ func (h *harness) replaysDone(result, reason string) int {
 	}
 	return h.count(`SELECT count(*) FROM replay_request WHERE state = 'DONE' AND ($1 = '' OR result = $1) AND ($2 = '' OR reason = $2)`, result, reason)
 }
+
+// failTraceWrites makes every trace row fail to be written (the table
+// gone).
+func (h *harness) failTraceWrites() {
+	h.t.Helper()
+	if h.mem != nil {
+		h.mem.Fail(&pumptest.Fault{Call: "trace", Err: errors.New(`relation "schd_snap_log" does not exist`)})
+		return
+	}
+	if _, err := h.db.Exec(h.t.Context(), `ALTER TABLE schd_snap_log RENAME TO schd_snap_log_away`); err != nil {
+		h.t.Fatal(err)
+	}
+}

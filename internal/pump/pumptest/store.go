@@ -16,7 +16,7 @@ import (
 )
 
 // Fault makes a call fail with Err: the call named (begin, prefetch,
-// record, finish, writeset, commit, snapshot) when it concerns message ID
+// record, finish, writeset, commit, snapshot, trace) when it concerns message ID
 // (0: any), Times times (0: always).
 type Fault struct {
 	Call  string
@@ -133,6 +133,13 @@ func (s *Store) View(fn func(Data)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fn(s.d)
+}
+
+// Fail adds faults to those the store consults.
+func (s *Store) Fail(faults ...*Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, faults...)
 }
 
 // Fence makes the current epoch stale, as another pump taking over does.
@@ -278,6 +285,9 @@ func (s *Store) SettleBackfills(_ context.Context, ids []int64, cause error) err
 func (s *Store) AppendTraceLog(_ context.Context, e pumpdata.TraceEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.fail("trace", e.MessageID); err != nil {
+		return fmt.Errorf("append trace log of message %d: %w", e.MessageID, err)
+	}
 	s.traces = append(s.traces, e)
 	return nil
 }
