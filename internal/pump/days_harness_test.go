@@ -256,3 +256,25 @@ func (h *harness) failTraceWrites() {
 		h.t.Fatal(err)
 	}
 }
+
+// answeredBy is the message that completed the request of day (0: none).
+func (h *harness) answeredBy(day string) int64 {
+	h.t.Helper()
+	if h.mem != nil {
+		var by int64
+		h.mem.View(func(d pumptest.Data) {
+			for _, r := range d.Requests {
+				if r.Day == day && r.Status == pumpdata.RequestCompleted {
+					by = d.Answers[r.ID].MessageID
+				}
+			}
+		})
+		return by
+	}
+	var by int64
+	err := h.db.QueryRow(h.t.Context(), `SELECT coalesce(max(completed_by), 0) FROM req_track WHERE operation_day = $1::date AND status = 'COMPLETED'`, day).Scan(&by)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return by
+}

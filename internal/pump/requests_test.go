@@ -141,6 +141,9 @@ func requestsAndTheirAnswers(t *testing.T, h *harness) {
 	if !slices.Equal(reqs["2026-09-09"], []string{pumpdata.RequestCompleted}) {
 		t.Fatalf("9/9 request: %v", reqs)
 	}
+	if by := h.answeredBy("2026-09-09"); by != answer {
+		t.Fatalf("9/9 request completed by message %d, want %d", by, answer)
+	}
 	// Then 9/10 is requested (the next tick after the completion).
 	h.runUntil(p, "the 9/10 request sent", func() (bool, string) {
 		reqs, out := h.requests(), h.outbound()
