@@ -529,6 +529,11 @@ func TestNullDayFlightsAreRetiredByDefault(t *testing.T) {
 				if _, ok := h.flights()[1]; !ok {
 					t.Fatal("the FLOP created no flight")
 				}
+				// A pump started within the retention keeps it.
+				h.drain(h.newPump())
+				if _, ok := h.flights()[1]; !ok {
+					t.Fatal("a flight idle for less than nullDayDays was retired")
+				}
 				// Seven days idle and a little more: the next pump's lifecycle
 				// jobs (run at its start) see the flight as stale.
 				h.clock.offset += 7*24*time.Hour + time.Hour
