@@ -278,3 +278,24 @@ func (h *harness) answeredBy(day string) int64 {
 	}
 	return by
 }
+
+// recordKinds is the number of Kafka records in the outbox: flight states
+// (and tombstones), and notices.
+func (h *harness) recordKinds() (states, notices int) {
+	h.t.Helper()
+	if h.mem != nil {
+		h.mem.View(func(d pumptest.Data) {
+			for _, e := range d.Outbox {
+				if e.Event != "" {
+					states++
+				}
+				if e.Notice != "" {
+					notices++
+				}
+			}
+		})
+		return states, notices
+	}
+	return h.count(`SELECT count(*) FROM msg_event_record WHERE kind = $1`, engine.KindState),
+		h.count(`SELECT count(*) FROM msg_event_record WHERE kind = $1`, engine.KindNotice)
+}

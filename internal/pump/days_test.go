@@ -73,3 +73,27 @@ func TestFLOPAfterASnapshotStartsFromTheSnapshot(t *testing.T) {
 		}
 	}, "mailbox: {dnldFullDay: true}")
 }
+
+// Ledger retention (seed 000 §8.3) deletes a day past retention.ledgerDays
+// once nothing holds it, and keeps one whose flight is still current.
+func TestLedgerRetentionKeepsADayWithCurrentFlights(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, h *harness) {
+		h.put(h.schd("DNLD", fltr(1, "CA1", "05")))
+		h.put(h.schd("DNLD", fltr(2, "CA2", "06")))
+		h.drain(h.newPump())
+		if h.ledgerDays() != 2 {
+			t.Fatalf("%d ledger days, want 9/5 and 9/6", h.ledgerDays())
+		}
+		// The next pump's lifecycle jobs (run at its start): 9/5 ended
+		// more than 72 h ago, so its flight moves to history and nothing
+		// holds the day; 9/6's flight is still current.
+		h.drain(h.newPump())
+		if _, current := h.flights()[2]; !current || len(h.flights()) != 1 {
+			t.Fatalf("current flights %v, want 9/6's alone", keys(h.flights()))
+		}
+		if d5, d6 := h.ledgerDay("2026-09-05"), h.ledgerDay("2026-09-06"); d5 != (ledgerDay{}) || d6 != (ledgerDay{1, 1}) {
+			t.Fatalf("ledger after retention: 9/5 %+v (want gone), 9/6 %+v (want kept with its flight)", d5, d6)
+		}
+	}, "mailbox: {dnldFullDay: true}", "history: {scheduledAge: 72h}", "retention: {ledgerDays: 2}")
+}
