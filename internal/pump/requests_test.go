@@ -207,9 +207,12 @@ func restartDoesNotAskAgainForAnAnsweredDay(t *testing.T, h *harness) {
 
 	// Asking for 9/9 again would wait 5 minutes for its answer before 9/10.
 	again := h.newPump()
+	// Until the request is in the outbound table, not only recorded: the
+	// pump records a request (req_track) before it sends it, and a pump
+	// stopped between the two has not sent it yet.
 	h.runUntil(again, "the restarted pump asks for 9/10", func() (bool, string) {
-		reqs := h.requests()
-		return len(reqs["2026-09-10"]) > 0, fmt.Sprint(reqs)
+		reqs, out := h.requests(), h.outbound()
+		return len(reqs["2026-09-10"]) > 0 && len(out) >= 2, fmt.Sprint(reqs, len(out), " outbound")
 	})
 	if reqs := h.requests(); !slices.Equal(reqs["2026-09-09"], []string{pumpdata.RequestCompleted}) {
 		t.Fatalf("9/9, answered before the restart, was asked for again: %v", reqs)
