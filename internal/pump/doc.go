@@ -8,8 +8,8 @@
 // Requests lookup both answer, with plain data of package pumpdata); the
 // real ones are *mailbox.Mailbox and Postgres (pgports.go, the one file
 // that names package store), and pumptest/ keeps them in memory, so its
-// batch, failure, snapshot and request behaviour is tested on both
-// backends (eachBackend in the tests). It imports no Kubernetes package: it
+// batch, failure, snapshot, ledger, request and lifecycle behaviour is
+// tested on both backends (eachBackend in the tests). It imports no Kubernetes package: it
 // runs the same under `flightfeed pump` and under the operator. Its
 // crash-critical steps carry fail points (internal/failpoint: after
 // decode, before and after the commit, after the write-back, during the

@@ -87,9 +87,12 @@ func eachBackend(t *testing.T, test func(t *testing.T, h *harness), extra ...str
 func newMemHarness(t *testing.T, extra ...string) *harness {
 	t.Helper()
 	feed := testFeed(t, "mem:mem@tcp(127.0.0.1:1)/mailbox", "postgres://mem@127.0.0.1:1/feed", extra...)
-	clk := shiftedClock{offset: time.Until(testNow)}
-	return &harness{t: t, feed: feed, mem: pumptest.NewStore(clk.Now), inbox: pumptest.NewInbox(),
-		clock: clk, nextRow: testNow.Add(-time.Hour)}
+	h := &harness{t: t, feed: feed, inbox: pumptest.NewInbox(), clock: shiftedClock{offset: time.Until(testNow)},
+		nextRow: testNow.Add(-time.Hour)}
+	// The database's clock is the harness's, as a test moves it (the real
+	// store reads the pump's clock).
+	h.mem = pumptest.NewStore(func() time.Time { return h.clock.Now() })
+	return h
 }
 
 // newHarness gives a fresh mailbox and database and a feed config; extra

@@ -212,7 +212,10 @@ func TestInfraRetryLimitMakesTheHeadDead(t *testing.T) {
 // the trace log says ROLLED_BACK with DAY_MISMATCH; the next message goes on.
 func TestDayMismatchIsDeadProtocol(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, "mailbox: {dnldFullDay: true}")
+	eachBackend(t, dayMismatchIsDeadProtocol, "mailbox: {dnldFullDay: true}")
+}
+
+func dayMismatchIsDeadProtocol(t *testing.T, h *harness) {
 	day9 := h.put(h.schd("DNLD", fltr(1, "CA1", "09"), fltr(2, "CA2", "09")))
 	bad := h.put(h.schd("DNLD", fltr(3, "CA3", "10"), fltr(1, "CA1", "10")))
 	next := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"))
@@ -244,10 +247,10 @@ func TestDayMismatchIsDeadProtocol(t *testing.T) {
 	if _, ok := f[3]; ok || f[1].OperationDay != "2026-09-09" {
 		t.Fatalf("the refused snapshot changed state: %+v", f)
 	}
-	if n := h.count(`SELECT count(*) FROM schd_snap_log WHERE msg_id = $1 AND result = 'ROLLED_BACK' AND 'DAY_MISMATCH' = ANY(flags)`, bad); n != 1 {
+	if n := h.traceCount(bad, pumpdata.TraceRolledBack, pump.FlagDayMismatch); n != 1 {
 		t.Fatalf("trace rows for the refused snapshot: %d", n)
 	}
-	if n := h.count(`SELECT count(*) FROM schd_snap_log WHERE msg_id = $1 AND result = 'COMMITTED'`, day9); n != 1 {
+	if n := h.traceCount(day9, pumpdata.TraceCommitted, ""); n != 1 {
 		t.Fatalf("trace rows for the committed snapshot: %d", n)
 	}
 }
@@ -256,7 +259,10 @@ func TestDayMismatchIsDeadProtocol(t *testing.T) {
 // not undo its neighbours.
 func TestSavepointIsolatesADeadMessageInABatch(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, "mailbox: {dnldFullDay: true}")
+	eachBackend(t, savepointIsolatesADeadMessageInABatch, "mailbox: {dnldFullDay: true}")
+}
+
+func savepointIsolatesADeadMessageInABatch(t *testing.T, h *harness) {
 	ids := []int64{
 		h.put(h.schd("DNLD", fltr(1, "CA1", "09"))),
 		h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>")),
@@ -394,7 +400,10 @@ func TestStopIsClean(t *testing.T) {
 
 func TestHistorySweepMovesFinishedFlights(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, "history: {scheduledAge: 48h}")
+	eachBackend(t, historySweepMovesFinishedFlights, "history: {scheduledAge: 48h}")
+}
+
+func historySweepMovesFinishedFlights(t *testing.T, h *harness) {
 	// SODT 2026-09-05 is more than 48 h before testNow; 09-09 is not.
 	old := h.put(h.flop("SODT", 1, "<SODT>05SEP260800</SODT>"))
 	fresh := h.put(h.flop("SODT", 2, "<SODT>09SEP260800</SODT>"))
@@ -413,15 +422,11 @@ func TestHistorySweepMovesFinishedFlights(t *testing.T) {
 	if _, ok := f[2]; !ok {
 		t.Fatal("a current flight was swept")
 	}
-	var reason string
-	var state string
-	if err := h.db.QueryRow(t.Context(), `SELECT reason, state::text FROM flight_history WHERE flid = 1`).Scan(&reason, &state); err != nil {
-		t.Fatal(err)
+	reasons, states := h.history(1)
+	if len(reasons) != 1 || reasons[0] != pumpdata.HistoryScheduled || !strings.Contains(strings.ReplaceAll(states[0], " ", ""), `"SODT":"05SEP260800"`) {
+		t.Fatalf("history %v %v", reasons, states)
 	}
-	if reason != pumpdata.HistoryScheduled || !strings.Contains(state, `"SODT": "05SEP260800"`) {
-		t.Fatalf("history %s %s", reason, state)
-	}
-	if h.count(`SELECT count(*) FROM msg_event WHERE flid = 1 AND event = 'DELETE'`) != 1 {
+	if h.tombstones(1) != 1 {
 		t.Fatal("no tombstone for the swept flight")
 	}
 }
@@ -460,20 +465,15 @@ func TestDataTheDatabaseRefusesIsDead(t *testing.T) {
 // changes nothing, leaves a ROLLED_BACK trace row, and the head moves on.
 func TestLedgerInconsistentIsDeadAndChangesNothing(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, "mailbox: {dnldFullDay: true}")
+	eachBackend(t, ledgerInconsistentIsDeadAndChangesNothing, "mailbox: {dnldFullDay: true}")
+}
+
+func ledgerInconsistentIsDeadAndChangesNothing(t *testing.T, h *harness) {
 	h.put(h.schd("DNLD", fltr(1, "CA1", "09"), fltr(2, "CA2", "09")))
 	p := h.newPump()
 	h.drain(p)
-	for _, sql := range []string{
-		`ALTER TABLE flight_schd DISABLE TRIGGER flight_schd_guard`,
-		`UPDATE flight_schd SET operation_day = '2026-09-10' WHERE flid = 2`,
-		`ALTER TABLE flight_schd ENABLE TRIGGER flight_schd_guard`,
-	} {
-		if _, err := h.db.Exec(t.Context(), sql); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
-	events := h.count(`SELECT count(*) FROM msg_event_record`)
+	h.setStoredDay(2, "2026-09-10")
+	_, events := h.events(0)
 	bad := h.put(h.schd("DNLD", fltr(1, "CA1-NEW", "09")))
 	next := h.put(h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>"))
 	h.drain(p)
@@ -484,12 +484,15 @@ func TestLedgerInconsistentIsDeadAndChangesNothing(t *testing.T) {
 	if _, ok := f[2]; !ok || f[1].Scalars["FLNO"] != "CA1" || f[1].Scalars["ESTT"] != "09SEP260930" {
 		t.Fatalf("flights after the refused snapshot: %+v", f)
 	}
-	type ledger struct{ Version, Roster, Events int }
-	if diff := cmp.Diff(ledger{1, 2, events + 2}, ledger{h.count(`SELECT version FROM schd_gen WHERE operation_day = '2026-09-09'`),
-		h.count(`SELECT count(*) FROM schd_gen_flid WHERE operation_day = '2026-09-09'`), h.count(`SELECT count(*) FROM msg_event_record`)}); diff != "" {
+	type ledger struct {
+		Day    ledgerDay
+		Events int
+	}
+	_, after := h.events(0)
+	if diff := cmp.Diff(ledger{ledgerDay{1, 2}, events + 2}, ledger{h.ledgerDay("2026-09-09"), after}); diff != "" {
 		t.Fatalf("the refused snapshot changed the ledger or queued events (-want +got):\n%s", diff)
 	}
-	if n := h.count(`SELECT count(*) FROM schd_snap_log WHERE msg_id = $1 AND result = 'ROLLED_BACK'`, bad); n != 1 {
+	if n := h.traceCount(bad, pumpdata.TraceRolledBack, ""); n != 1 {
 		t.Fatalf("trace rows of the refused snapshot: %d, want 1", n)
 	}
 }
@@ -528,25 +531,32 @@ func TestNullDayFlightsAreRetiredByDefault(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			h := newHarness(t, tc.extra...)
-			id := h.put(h.flop("ESTT", 1, "<ESTT>09SEP261000</ESTT>"))
-			h.drain(h.newPump())
-			h.wantRow(id, pumpdata.StatusSucceeded, "")
-			if _, ok := h.flights()[1]; !ok {
-				t.Fatal("the FLOP created no flight")
-			}
-			// Seven days idle and a little more: the next pump's lifecycle
-			// jobs (run at its start) see the flight as stale.
-			h.clock.offset += 7*24*time.Hour + time.Hour
-			h.drain(h.newPump())
-			_, current := h.flights()[1]
-			if current == tc.retire {
-				t.Fatalf("flight still current: %v, want %v", current, !tc.retire)
-			}
-			n := h.count(`SELECT count(*) FROM flight_history WHERE flid = 1 AND reason = $1`, pumpdata.HistoryNullDay)
-			if want := map[bool]int{true: 1, false: 0}[tc.retire]; n != want {
-				t.Fatalf("%d history rows with %s, want %d", n, pumpdata.HistoryNullDay, want)
-			}
+			eachBackend(t, func(t *testing.T, h *harness) {
+				id := h.put(h.flop("ESTT", 1, "<ESTT>09SEP261000</ESTT>"))
+				h.drain(h.newPump())
+				h.wantRow(id, pumpdata.StatusSucceeded, "")
+				if _, ok := h.flights()[1]; !ok {
+					t.Fatal("the FLOP created no flight")
+				}
+				// A pump started within the retention keeps it.
+				h.drain(h.newPump())
+				if _, ok := h.flights()[1]; !ok {
+					t.Fatal("a flight idle for less than nullDayDays was retired")
+				}
+				// Seven days idle and a little more: the next pump's lifecycle
+				// jobs (run at its start) see the flight as stale.
+				h.clock.offset += 7*24*time.Hour + time.Hour
+				h.drain(h.newPump())
+				_, current := h.flights()[1]
+				if current == tc.retire {
+					t.Fatalf("flight still current: %v, want %v", current, !tc.retire)
+				}
+				reasons, _ := h.history(1)
+				n := len(slices.DeleteFunc(reasons, func(r string) bool { return r != pumpdata.HistoryNullDay }))
+				if want := map[bool]int{true: 1, false: 0}[tc.retire]; n != want {
+					t.Fatalf("%d history rows with %s, want %d", n, pumpdata.HistoryNullDay, want)
+				}
+			}, tc.extra...)
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package pump_test
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
-	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 type doneObserver struct {
@@ -40,7 +38,10 @@ func (o *doneObserver) take() map[string]int {
 // raises no SEQN_REGRESSION.
 func TestReplaysCountLikeLiveMessages(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, "mailbox: {dnldFullDay: true}")
+	eachBackend(t, replaysCountLikeLiveMessages, "mailbox: {dnldFullDay: true}")
+}
+
+func replaysCountLikeLiveMessages(t *testing.T, h *harness) {
 	h.put(h.schd("DNLD", fltr(1, "CA1", "09"), fltr(2, "CA2", "09")))
 	bad := h.put(h.schd("DNLD", fltr(3, "CA3", "10"), fltr(1, "CA1", "10")))   // DAY_MISMATCH
 	stale := h.put(h.schd("DNLD", fltr(4, "CA4", "10"), fltr(2, "CA2", "10"))) // DAY_MISMATCH
@@ -54,18 +55,11 @@ func TestReplaysCountLikeLiveMessages(t *testing.T) {
 	obs.take()
 	p.DrainNotices()
 
-	st, err := store.Open(context.Background(), h.feed.Secrets.DatabaseDSN, store.Options{Location: h.feed.Location, Clock: h.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	for _, id := range []int64{bad, stale} {
-		if _, err := st.RequestReplay(t.Context(), id, pumpdata.ReplayAsNew); err != nil {
-			t.Fatal(err)
-		}
+		h.requestReplay(id, pumpdata.ReplayAsNew)
 	}
 	h.runUntil(p, "both replays done", func() (bool, string) {
-		n := h.count(`SELECT count(*) FROM replay_request WHERE state = 'DONE'`)
+		n := h.replaysDone("", "")
 		return n == 2, fmt.Sprintf("%d replays done", n)
 	})
 
@@ -82,7 +76,7 @@ func TestReplaysCountLikeLiveMessages(t *testing.T) {
 	}
 	// A replay's SEQN is not compared with the session's: the replayed
 	// message is older than everything processed since.
-	if n := h.count(`SELECT count(*) FROM schd_snap_log WHERE 'SEQN_REGRESSION' = ANY(flags)`); n != 0 {
+	if n := h.flaggedTraces(pump.FlagSeqnRegression); n != 0 {
 		t.Errorf("%d trace rows flagged SEQN_REGRESSION, want none", n)
 	}
 	var dead []string
@@ -101,7 +95,10 @@ func TestReplaysCountLikeLiveMessages(t *testing.T) {
 // request is not taken again (left PENDING, it would panic every pass).
 func TestReplayPanicEndsTheRequest(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, "mailbox: {dnldFullDay: true}")
+	eachBackend(t, replayPanicEndsTheRequest, "mailbox: {dnldFullDay: true}")
+}
+
+func replayPanicEndsTheRequest(t *testing.T, h *harness) {
 	h.put(h.schd("DNLD", fltr(1, "CA1", "09"), fltr(2, "CA2", "09")))
 	bad := h.put(h.schd("DNLD", fltr(3, "CA3", "10"), fltr(1, "CA1", "10"))) // DAY_MISMATCH
 	h.put(h.flop("FDEL", 1, ""))                                             // frees FLID 1 for bad
@@ -117,16 +114,9 @@ func TestReplayPanicEndsTheRequest(t *testing.T) {
 			panic("injected: a bug of a write path")
 		}
 	})
-	st, err := store.Open(context.Background(), h.feed.Secrets.DatabaseDSN, store.Options{Location: h.feed.Location, Clock: h.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, err := st.RequestReplay(t.Context(), bad, pumpdata.ReplayAsNew); err != nil {
-		t.Fatal(err)
-	}
+	h.requestReplay(bad, pumpdata.ReplayAsNew)
 	h.runUntil(p, "the replay done", func() (bool, string) {
-		n := h.count(`SELECT count(*) FROM replay_request WHERE state = 'DONE' AND result = 'DEAD' AND reason = $1`, pump.ReasonInternal)
+		n := h.replaysDone(pumpdata.StatusDead, pump.ReasonInternal)
 		return n == 1, fmt.Sprintf("%d replays DONE with DEAD (INTERNAL)", n)
 	})
 	if after := h.export(); after != before {

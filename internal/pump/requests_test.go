@@ -51,6 +51,25 @@ func (h *harness) outbound() []outbound {
 	return out
 }
 
+// agePendingRequests makes the PENDING requests sent d earlier than they
+// were.
+func (h *harness) agePendingRequests(d time.Duration) {
+	h.t.Helper()
+	if h.mem != nil {
+		h.mem.Update(func(data *pumptest.Data) {
+			for i, r := range data.Requests {
+				if r.Status == pumpdata.RequestPending {
+					data.Requests[i].SentAt = r.SentAt.Add(-d)
+				}
+			}
+		})
+		return
+	}
+	if _, err := h.db.Exec(h.t.Context(), `UPDATE req_track SET sent_at = sent_at - $1::interval WHERE status = 'PENDING'`, fmt.Sprintf("%d seconds", int(d.Seconds()))); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 func (h *harness) requests() map[string][]string {
 	h.t.Helper()
 	if h.mem != nil {
@@ -83,7 +102,10 @@ func (h *harness) requests() map[string][]string {
 // is requested after it.
 func TestRequestsAndTheirAnswers(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, "requests: {horizon: {from: 0, to: 1}, interval: 1h, timeout: 5m, routingId: AODB}")
+	eachBackend(t, requestsAndTheirAnswers, "requests: {horizon: {from: 0, to: 1}, interval: 1h, timeout: 5m, routingId: AODB}")
+}
+
+func requestsAndTheirAnswers(t *testing.T, h *harness) {
 	// A snapshot of a day that was never requested is only a window.
 	unsolicited := h.put(h.schd("RESP", fltr(7, "CA7", "10")))
 	p := h.newPump()
@@ -119,6 +141,9 @@ func TestRequestsAndTheirAnswers(t *testing.T) {
 	if !slices.Equal(reqs["2026-09-09"], []string{pumpdata.RequestCompleted}) {
 		t.Fatalf("9/9 request: %v", reqs)
 	}
+	if by := h.answeredBy("2026-09-09"); by != answer {
+		t.Fatalf("9/9 request completed by message %d, want %d", by, answer)
+	}
 	// Then 9/10 is requested (the next tick after the completion).
 	h.runUntil(p, "the 9/10 request sent", func() (bool, string) {
 		reqs, out := h.requests(), h.outbound()
@@ -137,7 +162,7 @@ func TestRequestsAndTheirAnswers(t *testing.T) {
 	if f := h.flights()[7]; f.OperationDay != "2026-09-10" {
 		t.Fatalf("9/10 answer: %+v", f)
 	}
-	if n := h.count(`SELECT version FROM schd_gen WHERE operation_day = '2026-09-10'`); n != 1 {
+	if n := h.ledgerDay("2026-09-10").Version; n != 1 {
 		t.Fatalf("9/10 generation %d", n)
 	}
 }
@@ -168,7 +193,10 @@ func TestUnansweredRequestTimesOutAndIsResentOnce(t *testing.T) {
 // with the next day of the horizon.
 func TestRestartDoesNotAskAgainForAnAnsweredDay(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, "requests: {horizon: {from: 0, to: 1}, interval: 1h, timeout: 5m, routingId: AODB}")
+	eachBackend(t, restartDoesNotAskAgainForAnAnsweredDay, "requests: {horizon: {from: 0, to: 1}, interval: 1h, timeout: 5m, routingId: AODB}")
+}
+
+func restartDoesNotAskAgainForAnAnsweredDay(t *testing.T, h *harness) {
 	first := h.newPump()
 	h.drain(first) // 9/9 requested
 	h.put(h.schd("RESP", fltr(1, "CA1", "09")))
@@ -179,9 +207,12 @@ func TestRestartDoesNotAskAgainForAnAnsweredDay(t *testing.T) {
 
 	// Asking for 9/9 again would wait 5 minutes for its answer before 9/10.
 	again := h.newPump()
+	// Until the request is in the outbound table, not only recorded: the
+	// pump records a request (req_track) before it sends it, and a pump
+	// stopped between the two has not sent it yet.
 	h.runUntil(again, "the restarted pump asks for 9/10", func() (bool, string) {
-		reqs := h.requests()
-		return len(reqs["2026-09-10"]) > 0, fmt.Sprint(reqs)
+		reqs, out := h.requests(), h.outbound()
+		return len(reqs["2026-09-10"]) > 0 && len(out) >= 2, fmt.Sprint(reqs, len(out), " outbound")
 	})
 	if reqs := h.requests(); !slices.Equal(reqs["2026-09-09"], []string{pumpdata.RequestCompleted}) {
 		t.Fatalf("9/9, answered before the restart, was asked for again: %v", reqs)
@@ -198,7 +229,10 @@ func TestRestartDoesNotAskAgainForAnAnsweredDay(t *testing.T) {
 // day is set — and the AODB's own RESP then completes it.
 func TestRESPFromAnotherSenderIsUnsolicited(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, "requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 5m, routingId: AODB}")
+	eachBackend(t, rESPFromAnotherSenderIsUnsolicited, "requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 5m, routingId: AODB}")
+}
+
+func rESPFromAnotherSenderIsUnsolicited(t *testing.T, h *harness) {
 	p := h.newPump()
 	h.drain(p) // the request for 9/9 goes to the AODB
 	other := h.put(strings.Replace(h.schd("RESP", fltr(1, "CA1", "09"), fltr(2, "CA2", "09")), "<SNDR>AODB</SNDR>", "<SNDR>FIDS</SNDR>", 1))
@@ -213,7 +247,7 @@ func TestRESPFromAnotherSenderIsUnsolicited(t *testing.T) {
 	if f := h.flights(); len(f) != 2 || f[1].OperationDay != "" {
 		t.Fatalf("a RESP from another sender was a full-day snapshot: %+v", f)
 	}
-	if n := h.count(`SELECT count(*) FROM schd_gen`); n != 0 {
+	if n := h.ledgerDays(); n != 0 {
 		t.Fatalf("a RESP from another sender started a generation (%d ledger rows)", n)
 	}
 	answer := h.put(h.schd("RESP", fltr(1, "CA1", "09")))
@@ -234,7 +268,10 @@ func TestRESPFromAnotherSenderIsUnsolicited(t *testing.T) {
 // mismatch only.
 func TestDNLDWindowIsUnflaggedAndMixedDaysIsNoDayMismatch(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, "requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 5m, routingId: AODB}")
+	eachBackend(t, dNLDWindowIsUnflaggedAndMixedDaysIsNoDayMismatch, "requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 5m, routingId: AODB}")
+}
+
+func dNLDWindowIsUnflaggedAndMixedDaysIsNoDayMismatch(t *testing.T, h *harness) {
 	p := h.newPump()
 	h.drain(p)
 	window := h.put(h.schd("DNLD", fltr(1, "CA1", "09"), fltr(2, "CA2", "10")))
@@ -244,16 +281,16 @@ func TestDNLDWindowIsUnflaggedAndMixedDaysIsNoDayMismatch(t *testing.T) {
 	if _, _, flags, _ := h.procState(window); len(flags) != 0 {
 		t.Fatalf("a DNLD window was flagged %v", flags)
 	}
-	if n := h.count(`SELECT count(*) FROM schd_snap_log WHERE msg_id = $1 AND result = 'COMMITTED' AND flags = '{}'`, window); n != 1 {
-		t.Fatalf("trace rows of the DNLD window without flags: %d, want 1", n)
+	if tr := h.traced(window); len(tr) != 1 || tr[0].Result != pumpdata.TraceCommitted || len(tr[0].Flags) != 0 {
+		t.Fatalf("trace rows of the DNLD window: %+v, want one COMMITTED without flags", tr)
 	}
 	h.wantRow(mixed, pumpdata.StatusDead, snapshot.ReasonMixedDays)
-	var flags []string
-	if err := h.db.QueryRow(t.Context(), `SELECT flags FROM schd_snap_log WHERE msg_id = $1 AND result = 'ROLLED_BACK'`, mixed).Scan(&flags); err != nil {
-		t.Fatalf("trace row of the RESP over two days: %v", err)
+	tr := h.traced(mixed)
+	if len(tr) != 1 || tr[0].Result != pumpdata.TraceRolledBack {
+		t.Fatalf("trace rows of the RESP over two days: %+v, want one ROLLED_BACK", tr)
 	}
-	if slices.Contains(flags, pump.FlagDayMismatch) {
-		t.Fatalf("a RESP over two days was flagged %v", flags)
+	if slices.Contains(tr[0].Flags, pump.FlagDayMismatch) {
+		t.Fatalf("a RESP over two days was flagged %v", tr[0].Flags)
 	}
 }
 
@@ -266,7 +303,10 @@ func TestDNLDWindowIsUnflaggedAndMixedDaysIsNoDayMismatch(t *testing.T) {
 // never the second, which times out: one RQFD per day in COUTMSGS.
 func TestRestartStormSendsOneRequestPerDay(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, "requests: {horizon: {from: 0, to: 1}, interval: 1h, timeout: 5m, routingId: AODB}")
+	eachBackend(t, restartStormSendsOneRequestPerDay, "requests: {horizon: {from: 0, to: 1}, interval: 1h, timeout: 5m, routingId: AODB}")
+}
+
+func restartStormSendsOneRequestPerDay(t *testing.T, h *harness) {
 	for i := range 10 {
 		switch i {
 		case 3:
@@ -275,9 +315,7 @@ func TestRestartStormSendsOneRequestPerDay(t *testing.T) {
 			h.put(h.schd("RESP", fltr(1, "CA1", "09")))
 		case 7:
 			// The 9/10 request, unanswered, is past requests.timeout.
-			if _, err := h.db.Exec(t.Context(), `UPDATE req_track SET sent_at = sent_at - interval '6 minutes' WHERE status = 'PENDING'`); err != nil {
-				t.Fatal(err)
-			}
+			h.agePendingRequests(6 * time.Minute)
 		}
 		p := h.newPump()
 		if i == 3 {

@@ -2,12 +2,16 @@ package pump_test
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
+	"github.com/flightfeed/flightfeed/internal/pump/pumptest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/golden"
 )
 
@@ -43,7 +47,10 @@ func (h *harness) flopFor(spec flight.FieldSpec, flid int) string {
 // duplicate, a SEQN wrap and five malformed rows (playOperationDay). What
 // it leaves is compared with golden files, one concern per subtest.
 func TestScenarioOneOperationDay(t *testing.T) {
-	h := newHarness(t, "requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 1h, routingId: AODB}")
+	eachBackend(t, scenarioOneOperationDay, "requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 1h, routingId: AODB}")
+}
+
+func scenarioOneOperationDay(t *testing.T, h *harness) {
 	h.playOperationDay()
 	for _, c := range []struct{ concern, golden, got string }{
 		{"flights as exported", "scenario.export.jsonl", normalize(h.export())},
@@ -92,6 +99,20 @@ func (h *harness) playOperationDay() {
 
 func (h *harness) procDump() string {
 	h.t.Helper()
+	if h.mem != nil {
+		var b strings.Builder
+		h.mem.View(func(d pumptest.Data) {
+			for _, id := range slices.Sorted(maps.Keys(d.States)) {
+				st, r := d.States[id], d.Results[id]
+				flags := r.Flags
+				if flags == nil {
+					flags = []string{}
+				}
+				fmt.Fprintf(&b, "%d %s %s flags=%v attempts=%d %s\n", id, st.Status, st.Reason, flags, st.Attempts, r.IdentityKey)
+			}
+		})
+		return b.String()
+	}
 	rows, err := h.db.Query(h.t.Context(), `SELECT message_id, status, coalesce(reason, ''), flags, attempts, coalesce(identity_key, '') FROM proc_state ORDER BY message_id`)
 	if err != nil {
 		h.t.Fatal(err)
@@ -120,6 +141,16 @@ func normalize(s string) string { return volatile.ReplaceAllString(s, "<time>") 
 
 func (h *harness) ledger() string {
 	h.t.Helper()
+	if h.mem != nil {
+		var b strings.Builder
+		h.mem.View(func(data pumptest.Data) {
+			for _, day := range slices.Sorted(maps.Keys(data.Days)) {
+				d := data.Days[day]
+				fmt.Fprintf(&b, `{"day":%q,"version":%d,"last_message_id":%d,"flights":%d}`+"\n", day, d.Version, d.LastMessageID, len(d.Roster))
+			}
+		})
+		return b.String()
+	}
 	days, err := h.store.Ledger(h.t.Context())
 	if err != nil {
 		h.t.Fatal(err)
@@ -133,6 +164,22 @@ func (h *harness) ledger() string {
 
 func (h *harness) outboxDump() string {
 	h.t.Helper()
+	if h.mem != nil {
+		// Nothing delivers here: every record is PENDING, as in the
+		// database without a dispatcher.
+		var b strings.Builder
+		h.mem.View(func(d pumptest.Data) {
+			for _, e := range d.Outbox {
+				if e.Event != "" {
+					fmt.Fprintf(&b, "%s %s flid=%d v=%d msg=%d PENDING %s\n", engine.KindState, e.Event, e.FLID, e.Version, e.MessageID, e.State)
+				}
+				if e.Notice != "" {
+					fmt.Fprintf(&b, "%s NOTICE flid=%d v=%d msg=%d PENDING %s\n", engine.KindNotice, e.FLID, e.Version, e.MessageID, e.Notice)
+				}
+			}
+		})
+		return b.String()
+	}
 	rows, err := h.db.Query(h.t.Context(), `SELECT kind, event, flid, state_version, message_id,
 		CASE WHEN (id, kind) IN (SELECT event_id, kind FROM msg_event_parked) THEN 'PARKED'
 			WHEN id <= (SELECT delivered_id FROM msg_event_cursor) THEN 'DELIVERED' ELSE 'PENDING' END, payload
@@ -156,13 +203,34 @@ func (h *harness) outboxDump() string {
 	return b.String()
 }
 
-func (h *harness) mailboxDump() string { return mailboxtest.Results(h.t, h.mbox) }
+func (h *harness) mailboxDump() string {
+	h.t.Helper()
+	if h.inbox != nil {
+		h.inbox.Lock()
+		defer h.inbox.Unlock()
+		var b strings.Builder
+		for _, r := range h.inbox.Rows {
+			res, processed := h.inbox.Results[r.ID]
+			fmt.Fprintf(&b, "%d processed=%v %s %s\n", r.ID, processed, res.Result, res.Note)
+		}
+		return b.String()
+	}
+	return mailboxtest.Results(h.t, h.mbox)
+}
 
 func (h *harness) requestsDump() string {
 	h.t.Helper()
 	var b strings.Builder
 	for _, o := range h.outbound() {
 		fmt.Fprintf(&b, "outbound %d %s %s\n", o.ID, o.Routing, o.Body)
+	}
+	if h.mem != nil {
+		h.mem.View(func(d pumptest.Data) {
+			for _, r := range d.Requests {
+				fmt.Fprintf(&b, "request %s seqn=%d %s completed_by=%d\n", r.Day, r.Seqn, r.Status, d.Answers[r.ID].MessageID)
+			}
+		})
+		return b.String()
 	}
 	rows, err := h.db.Query(h.t.Context(), `SELECT operation_day::text, seqn, status, coalesce(completed_by, 0) FROM req_track ORDER BY id`)
 	if err != nil {

@@ -52,7 +52,10 @@ func lowerSeqn(h *harness, body string) string {
 // warning Event).
 func TestEverySnapshotAttemptIsTracedAndFlagged(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, "mailbox: {dnldFullDay: true, recsDropPercent: 30}")
+	eachBackend(t, everySnapshotAttemptIsTracedAndFlagged, "mailbox: {dnldFullDay: true, recsDropPercent: 30}")
+}
+
+func everySnapshotAttemptIsTracedAndFlagged(t *testing.T, h *harness) {
 	day := func(flids ...int) []string {
 		var out []string
 		for _, f := range flids {
@@ -88,22 +91,14 @@ func TestEverySnapshotAttemptIsTracedAndFlagged(t *testing.T) {
 
 	wantFlags := map[string]int{}
 	for i, c := range cases {
-		rows, err := h.db.Query(t.Context(), `SELECT result, flags FROM schd_snap_log WHERE msg_id = $1`, ids[i])
-		if err != nil {
-			t.Fatal(err)
-		}
 		var got []want
-		for rows.Next() {
-			var w want
-			if err := rows.Scan(&w.result, &w.flags); err != nil {
-				t.Fatal(err)
-			}
+		for _, r := range h.traced(ids[i]) {
+			w := want{r.Result, r.Flags}
 			if len(w.flags) == 0 {
 				w.flags = nil
 			}
 			got = append(got, w)
 		}
-		rows.Close()
 		if diff := cmp.Diff([]want{c.want}, got, cmp.AllowUnexported(want{})); diff != "" {
 			t.Errorf("message %d (row %d): trace rows (-want +got):\n%s", i, ids[i], diff)
 		}
@@ -135,10 +130,11 @@ func TestEverySnapshotAttemptIsTracedAndFlagged(t *testing.T) {
 // nothing else (seed 000 §5.6): the snapshot is committed and SUCCEEDED.
 func TestFailedTraceWriteIsCountedAndChangesNothing(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, "mailbox: {dnldFullDay: true}")
-	if _, err := h.db.Exec(t.Context(), `ALTER TABLE schd_snap_log RENAME TO schd_snap_log_away`); err != nil {
-		t.Fatal(err)
-	}
+	eachBackend(t, failedTraceWriteIsCountedAndChangesNothing, "mailbox: {dnldFullDay: true}")
+}
+
+func failedTraceWriteIsCountedAndChangesNothing(t *testing.T, h *harness) {
+	h.failTraceWrites()
 	id := h.put(h.schd("DNLD", fltr(1, "CA1", "09"), fltr(2, "CA2", "09")))
 	obs := &flagObserver{flags: map[string]int{}}
 	h.drain(h.newPump(func(o *pump.Options) { o.Observer = obs }))
@@ -146,7 +142,7 @@ func TestFailedTraceWriteIsCountedAndChangesNothing(t *testing.T) {
 	if f := h.flights(); len(f) != 2 || f[1].OperationDay != "2026-09-09" {
 		t.Fatalf("flights after a failed trace write: %+v", f)
 	}
-	if v := h.count(`SELECT version FROM schd_gen WHERE operation_day = '2026-09-09'`); v != 1 {
+	if v := h.ledgerDay("2026-09-09").Version; v != 1 {
 		t.Fatalf("day version %d", v)
 	}
 	obs.mu.Lock()

@@ -2,7 +2,6 @@ package pumptest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -16,11 +15,8 @@ import (
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
-// ErrNotInMemory is what the Store answers for what it does not keep.
-var ErrNotInMemory = errors.New("pumptest: not kept in memory (the real store's)")
-
 // Fault makes a call fail with Err: the call named (begin, prefetch,
-// record, finish, writeset, commit, snapshot) when it concerns message ID
+// record, finish, writeset, commit, snapshot, trace) when it concerns message ID
 // (0: any), Times times (0: always).
 type Fault struct {
 	Call  string
@@ -44,23 +40,57 @@ type Data struct {
 	// Outbox are the events written, in order.
 	Outbox   []engine.Event
 	Requests []pumpdata.Request
-	// Completed is when each completed request was answered.
-	Completed map[int64]time.Time
+	// Answers say when each completed request was answered, and by which
+	// message (req_track's completed_at and completed_by).
+	Answers map[int64]Answer
 	// Failed are the FAILED requests no operator re-requested, by id.
 	Failed  map[int64]pumpdata.FailedRequest
 	Replays []pumpdata.ReplayRequest
+	// Days is the day ledger (schd_gen and its roster, schd_gen_flid) by
+	// operation day: what full-day snapshots keep.
+	Days map[string]Day
+	// History are the flights the lifecycle jobs moved out of current
+	// state (flight_history), in the order they moved.
+	History []HistoryRow
+}
+
+// Answer is how a request was completed.
+type Answer struct {
+	At        time.Time
+	MessageID int64
+}
+
+// Day is one day of the ledger: its version, the last full-day snapshot
+// committed for it, and its roster (the FLIDs of that snapshot still in
+// current state).
+type Day struct {
+	Version       int64
+	LastMessageID int64
+	// LastReceivedAt is that message's received time, LastSentAt its
+	// META send time (zero: unknown), LastCommitAt when it committed.
+	LastReceivedAt, LastSentAt, LastCommitAt time.Time
+	// Roster is sorted; it is replaced, never changed in place.
+	Roster []flight.FLID
+}
+
+// HistoryRow is a flight a lifecycle job moved to history.
+type HistoryRow struct {
+	State      flight.State
+	Reason     string
+	ArchivedAt time.Time
 }
 
 func newData() Data {
 	return Data{States: map[int64]pumpdata.ProcState{}, Results: map[int64]pumpdata.Result{}, Priors: map[string]pumpdata.PriorCopy{},
 		Archive: map[int64]pumpdata.ArchivedRow{}, Backfills: map[int64]pumpdata.Backfill{},
-		Flights: map[flight.FLID]flight.State{}, Completed: map[int64]time.Time{}, Failed: map[int64]pumpdata.FailedRequest{}}
+		Flights: map[flight.FLID]flight.State{}, Answers: map[int64]Answer{}, Failed: map[int64]pumpdata.FailedRequest{}, Days: map[string]Day{}}
 }
 
 func (d Data) clone() Data {
 	return Data{States: maps.Clone(d.States), Results: maps.Clone(d.Results), Priors: maps.Clone(d.Priors), Archive: maps.Clone(d.Archive),
 		Backfills: maps.Clone(d.Backfills), Flights: maps.Clone(d.Flights), Outbox: slices.Clone(d.Outbox),
-		Requests: slices.Clone(d.Requests), Completed: maps.Clone(d.Completed), Failed: maps.Clone(d.Failed), Replays: slices.Clone(d.Replays)}
+		Requests: slices.Clone(d.Requests), Answers: maps.Clone(d.Answers), Failed: maps.Clone(d.Failed), Replays: slices.Clone(d.Replays),
+		Days: maps.Clone(d.Days), History: slices.Clone(d.History)}
 }
 
 // Store is the feed's database in memory (pump.Store). A transaction's
@@ -79,6 +109,9 @@ type Store struct {
 	commits  [][]string
 	versions int64
 	nextID   int64
+	// cacheHits counts the flights a transaction took from the pump's
+	// state cache (CacheHits).
+	cacheHits int
 }
 
 // NewStore is an empty feed database at epoch 1 on clock now (time.Now
@@ -102,6 +135,13 @@ func (s *Store) View(fn func(Data)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fn(s.d)
+}
+
+// Fail adds faults to those the store consults.
+func (s *Store) Fail(faults ...*Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, faults...)
 }
 
 // Fence makes the current epoch stale, as another pump taking over does.
@@ -138,6 +178,14 @@ func (s *Store) Traces() []pumpdata.TraceEntry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.traces)
+}
+
+// CacheHits is how many flights transactions took from the writer's
+// state cache instead of reading them.
+func (s *Store) CacheHits() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cacheHits
 }
 
 // RequestReplay records a PENDING replay request for message id.
@@ -238,7 +286,9 @@ func (s *Store) Begin(_ context.Context, epoch int64) (pump.Tx, error) {
 	if err := s.fail("begin"); err != nil {
 		return nil, err
 	}
-	return &tx{s: s, epoch: epoch, d: s.d.clone(), dirty: newDirty(), outboxFrom: len(s.d.Outbox)}, nil
+	d := s.d.clone()
+	return &tx{s: s, epoch: epoch, d: d, dirty: newDirty(), outboxFrom: len(d.Outbox), historyFrom: len(d.History),
+		days: maps.Clone(s.d.Days)}, nil
 }
 
 // Backfills lists up to limit intents, lowest id first, and counts them all.
@@ -266,6 +316,9 @@ func (s *Store) SettleBackfills(_ context.Context, ids []int64, cause error) err
 func (s *Store) AppendTraceLog(_ context.Context, e pumpdata.TraceEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.fail("trace", e.MessageID); err != nil {
+		return fmt.Errorf("append trace log of message %d: %w", e.MessageID, err)
+	}
 	s.traces = append(s.traces, e)
 	return nil
 }
@@ -326,7 +379,7 @@ func (s *Store) AskedSince(_ context.Context, kind string, days []string, since 
 			continue
 		}
 		sent := !r.SentAt.IsZero() && !r.SentAt.Before(since)
-		answered := r.Status == pumpdata.RequestCompleted && !s.d.Completed[r.ID].Before(since)
+		answered := r.Status == pumpdata.RequestCompleted && !s.d.Answers[r.ID].At.Before(since)
 		if sent || answered {
 			out.Asked[r.Day] = true
 		}

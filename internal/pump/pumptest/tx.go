@@ -24,21 +24,26 @@ type tx struct {
 	// into the store, so writes made outside it meanwhile (a write-back
 	// clearing intents, a request marked sent) are not undone.
 	dirty dirty
-	// outboxFrom is how many outbox rows the copy started with.
-	outboxFrom int
+	// outboxFrom and historyFrom are how many outbox and history rows the
+	// copy started with.
+	outboxFrom, historyFrom int
+	// days is the ledger as the transaction began (set on the outermost
+	// one): a snapshot's compare-and-set on a day's version fails when
+	// another transaction committed that day since.
+	days map[string]Day
 	// results are the results written, for the store's commit log.
 	results []pumpdata.Result
 }
 
 type dirty struct {
 	states, archive, backfills, requests, replays map[int64]bool
-	priors                                        map[string]bool
+	priors, days                                  map[string]bool
 	flights                                       map[flight.FLID]bool
 }
 
 func newDirty() dirty {
 	return dirty{states: map[int64]bool{}, archive: map[int64]bool{}, backfills: map[int64]bool{}, requests: map[int64]bool{},
-		replays: map[int64]bool{}, priors: map[string]bool{}, flights: map[flight.FLID]bool{}}
+		replays: map[int64]bool{}, priors: map[string]bool{}, days: map[string]bool{}, flights: map[flight.FLID]bool{}}
 }
 
 func (d dirty) merge(o dirty) {
@@ -48,6 +53,7 @@ func (d dirty) merge(o dirty) {
 	maps.Copy(d.requests, o.requests)
 	maps.Copy(d.replays, o.replays)
 	maps.Copy(d.priors, o.priors)
+	maps.Copy(d.days, o.days)
 	maps.Copy(d.flights, o.flights)
 }
 
@@ -87,11 +93,13 @@ func (t *tx) apply(d *Data) {
 	copyKeys(d.Backfills, t.d.Backfills, t.dirty.backfills)
 	copyKeys(d.Priors, t.d.Priors, t.dirty.priors)
 	copyKeys(d.Flights, t.d.Flights, t.dirty.flights)
-	copyKeys(d.Completed, t.d.Completed, t.dirty.requests)
+	copyKeys(d.Answers, t.d.Answers, t.dirty.requests)
 	copyKeys(d.Failed, t.d.Failed, t.dirty.requests)
+	copyKeys(d.Days, t.d.Days, t.dirty.days)
 	d.Requests = copyByID(d.Requests, t.d.Requests, t.dirty.requests, func(r pumpdata.Request) int64 { return r.ID })
 	d.Replays = copyByID(d.Replays, t.d.Replays, t.dirty.replays, func(r pumpdata.ReplayRequest) int64 { return r.ID })
 	d.Outbox = append(d.Outbox, t.d.Outbox[t.outboxFrom:]...)
+	d.History = append(d.History, t.d.History[t.historyFrom:]...)
 }
 
 func (t *tx) lock() func() {
@@ -104,7 +112,8 @@ func (t *tx) CurrentRequest(_ context.Context, kind string) (*pumpdata.Request, 
 }
 
 func (t *tx) Savepoint(context.Context) (pump.Tx, error) {
-	return &tx{s: t.s, parent: t, epoch: t.epoch, d: t.d.clone(), dirty: newDirty(), outboxFrom: len(t.d.Outbox)}, nil
+	return &tx{s: t.s, parent: t, epoch: t.epoch, d: t.d.clone(), dirty: newDirty(), outboxFrom: len(t.d.Outbox),
+		historyFrom: len(t.d.History)}, nil
 }
 
 func (t *tx) Commit(context.Context) error {
@@ -159,11 +168,20 @@ func (t *tx) Prefetch(_ context.Context, req pumpdata.PrefetchRequest) (*pumpdat
 			out.Priors[k] = p
 		}
 	}
+	// A flight in the writer's cache whose version is still the stored
+	// one is taken from the cache, as the real store does (a version
+	// names one content); any other is read.
 	states := map[flight.FLID]flight.State{}
 	for _, f := range req.FLIDs {
-		if s, ok := t.d.Flights[f]; ok {
-			states[f] = s
+		s, ok := t.d.Flights[f]
+		if !ok {
+			continue
 		}
+		if c, hit := req.Cache.Lookup(f); hit && c.StateVersion == s.StateVersion {
+			s = c
+			t.s.cacheHits++
+		}
+		states[f] = s
 	}
 	out.Set = engine.NewWorkingSet(req.FLIDs, states, t.s.takeVersions(req.Versions), t.s.now())
 	return out, nil
@@ -234,6 +252,7 @@ func (t *tx) Write(_ context.Context, w pump.Writes) error {
 			delete(t.d.Flights, f)
 			t.dirty.flights[f] = true
 		}
+		t.leaveRosters(p.Gone)
 		for _, wr := range p.Writes {
 			t.d.Flights[wr.Next.FLID] = wr.Next
 			t.dirty.flights[wr.Next.FLID] = true
@@ -309,55 +328,6 @@ func (t *tx) RequestedBefore(_ context.Context, kind, day, receiver string) (boo
 	return false, nil
 }
 
-// ApplySnapshot applies a window snapshot: every record is a full-field
-// upsert of its flight (engine.MergeSnapshot), stamped with fresh versions,
-// each with its outbox row. A full-day snapshot is ErrNotInMemory.
-func (t *tx) ApplySnapshot(_ context.Context, meta engine.Meta, snap pumpdata.Snapshot) (pumpdata.SnapshotEffect, error) {
-	unlock := t.lock()
-	err := t.s.fail("snapshot", meta.MessageID)
-	unlock()
-	if err != nil {
-		return pumpdata.SnapshotEffect{}, err
-	}
-	if snap.FullDay {
-		return pumpdata.SnapshotEffect{}, fmt.Errorf("apply full-day snapshot of %s: %w", snap.Day, ErrNotInMemory)
-	}
-	records := snap.Records
-	if snap.Source != nil {
-		var err error
-		if records, err = snap.Source.Chunk(0, snap.Source.Len()); err != nil {
-			return pumpdata.SnapshotEffect{}, err
-		}
-	}
-	cmds := make([]flight.Commands, len(records))
-	current := map[flight.FLID]flight.State{}
-	for i, r := range records {
-		cmds[i] = r.Cmds
-		if s, ok := t.d.Flights[r.Cmds.FLID]; ok {
-			current[r.Cmds.FLID] = s
-		}
-	}
-	writes, unchanged, err := engine.MergeSnapshot(cmds, current, false, "")
-	if err != nil {
-		return pumpdata.SnapshotEffect{}, err
-	}
-	unlock = t.lock()
-	versions := t.s.takeVersions(len(writes))
-	now := t.s.now()
-	unlock()
-	assigned := engine.Stamp(writes, versions, meta, now)
-	events, err := engine.Upserts(writes, meta)
-	if err != nil {
-		return pumpdata.SnapshotEffect{}, err
-	}
-	for _, w := range writes {
-		t.d.Flights[w.Next.FLID] = w.Next
-		t.dirty.flights[w.Next.FLID] = true
-	}
-	t.d.Outbox = append(t.d.Outbox, events...)
-	return pumpdata.SnapshotEffect{Upserted: len(writes), Unchanged: unchanged, Versions: assigned}, nil
-}
-
 func (t *tx) OpenRequest(_ context.Context, kind, day, receiver, _, _, _ string, seqn int) (*pumpdata.Request, error) {
 	for i, r := range t.d.Requests {
 		if r.Kind == kind && r.Status == pumpdata.RequestPending {
@@ -384,6 +354,8 @@ func (t *tx) OpenRequest(_ context.Context, kind, day, receiver, _, _, _ string,
 	return &r, nil
 }
 
+// SettleRequest ends or updates pending request id; a completed one
+// keeps when and by which message it was answered.
 func (t *tx) SettleRequest(_ context.Context, id int64, s pumpdata.RequestSettlement) error {
 	switch s.Status {
 	case pumpdata.RequestCompleted, pumpdata.RequestTimedOut:
@@ -405,7 +377,7 @@ func (t *tx) SettleRequest(_ context.Context, id int64, s pumpdata.RequestSettle
 		unlock()
 		switch s.Status {
 		case pumpdata.RequestCompleted:
-			t.d.Completed[id] = now
+			t.d.Answers[id] = Answer{At: now, MessageID: s.MessageID}
 		case pumpdata.RequestPending, pumpdata.RequestFailed:
 			t.d.Requests[i].Rejections, t.d.Requests[i].Rejection = s.Rejections, s.Rejection
 			if s.Status == pumpdata.RequestFailed {
@@ -426,18 +398,6 @@ func (t *tx) ReplaySource(_ context.Context, id int64) (pumpdata.ReplaySource, e
 		src.Archived, src.Body, src.Truncated = true, a.Body, a.Truncated
 	}
 	return src, nil
-}
-
-// Sweep: no day ledger is kept (full-day snapshots are the real store's),
-// so a ledger job prunes nothing; the history jobs are ErrNotInMemory.
-func (t *tx) Sweep(_ context.Context, _ engine.Meta, job pump.Job) (pump.Swept, error) {
-	if err := job.Check(); err != nil {
-		return pump.Swept{}, err
-	}
-	if job.LedgerBefore != "" {
-		return pump.Swept{}, nil
-	}
-	return pump.Swept{}, fmt.Errorf("lifecycle job: %w", ErrNotInMemory)
 }
 
 var _ pump.Tx = (*tx)(nil)

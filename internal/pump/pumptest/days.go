@@ -1,0 +1,429 @@
+package pumptest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/flightfeed/flightfeed/internal/engine"
+	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
+	"github.com/flightfeed/flightfeed/internal/snapshot"
+)
+
+// What the real store keeps of days (internal/store snapshot.go and
+// lifecycle.go), in memory: full-day snapshots with the day ledger and its
+// roster, the owner and day checks every snapshot makes, and the lifecycle
+// jobs. The decisions are the pure ones the real store makes too
+// (package snapshot's rules, engine.MergeSnapshot, Stamp, Upserts and
+// Tombstones); what is here is the bookkeeping the real store does in SQL.
+
+// ApplySnapshot applies a snapshot as the real store does (seed 000
+// §5.1): for a full-day one the coverage check, the replay short-circuit
+// on the day's last message, the diff against the day's roster; for every
+// one the owner check (a FLID stored under another day refuses the
+// message, or is skipped by a skip-conflicts replay), full-field merges
+// with fresh versions and their outbox rows; for a full-day one the
+// diff-delete with its day assertion, the roster replace and the
+// compare-and-set on the day's version. A decided refusal is a
+// *snapshot.Rejection.
+func (t *tx) ApplySnapshot(_ context.Context, meta engine.Meta, snap pumpdata.Snapshot) (pumpdata.SnapshotEffect, error) {
+	unlock := t.lock()
+	err := t.s.fail("snapshot", meta.MessageID)
+	unlock()
+	if err != nil {
+		return pumpdata.SnapshotEffect{}, err
+	}
+	out, err := t.applySnapshot(meta, snap)
+	if err != nil {
+		var rej *snapshot.Rejection
+		if errors.As(err, &rej) {
+			return out, err
+		}
+		what := "window snapshot"
+		if snap.Day != "" {
+			what = "snapshot of " + snap.Day
+		}
+		return out, fmt.Errorf("apply %s, message %d: %w", what, meta.MessageID, err)
+	}
+	return out, nil
+}
+
+func (t *tx) applySnapshot(meta engine.Meta, snap pumpdata.Snapshot) (pumpdata.SnapshotEffect, error) {
+	var out pumpdata.SnapshotEffect
+	records := snap.Records
+	if snap.Source != nil {
+		var err error
+		if records, err = snap.Source.Chunk(0, snap.Source.Len()); err != nil {
+			return out, fmt.Errorf("records 1–%d: %w", snap.Source.Len(), err)
+		}
+	}
+	keys := make([]snapshot.Record, len(records))
+	flids := make([]flight.FLID, len(records))
+	for i, r := range records {
+		keys[i] = snapshot.Record{FLID: r.Cmds.FLID, Day: r.Day}
+		flids[i] = r.Cmds.FLID
+	}
+
+	var (
+		day       Day
+		dayExists bool
+	)
+	if snap.FullDay {
+		if err := snapshot.CheckCoverage(snap.Day, keys); err != nil {
+			return out, err
+		}
+		if day, dayExists = t.d.Days[snap.Day]; dayExists {
+			out.OldVersion, out.PrevSentAt = day.Version, day.LastSentAt
+		}
+		if dayExists && day.LastMessageID == meta.MessageID && (day.LastReceivedAt.IsZero() || day.LastReceivedAt.Equal(meta.ReceivedAt)) {
+			out.Replay, out.NewVersion = true, out.OldVersion
+			return out, nil
+		}
+		out.OldDigest, out.NewDigest = snapshot.Digest(day.Roster), snapshot.Digest(flids)
+		out.OldRoster, out.NewRoster = len(day.Roster), len(flids)
+	}
+
+	candidates := snapshot.DiffDelete(day.Roster, flids)
+	// rosterIDs is the day's roster after the snapshot beyond its records:
+	// the refused records' flights (Keep) that were in it already, left
+	// untouched as the real store leaves them.
+	var rosterIDs []flight.FLID
+	if len(snap.Keep) > 0 {
+		keep := make(map[flight.FLID]bool, len(snap.Keep))
+		for _, f := range snap.Keep {
+			keep[f] = true
+		}
+		candidates = without(candidates, keep)
+		for _, f := range day.Roster {
+			if keep[f] {
+				rosterIDs = append(rosterIDs, f)
+			}
+		}
+		if snap.FullDay {
+			out.NewDigest, out.NewRoster = snapshot.Digest(slices.Concat(flids, rosterIDs)), len(flids)+len(rosterIDs)
+		}
+	}
+	stored := t.storedDays(slices.Concat(flids, candidates))
+	var skip map[flight.FLID]bool
+	if err := snapshot.CheckOwners(keys, stored); err != nil {
+		var rej *snapshot.Rejection
+		if !snap.SkipConflicts || !errors.As(err, &rej) || rej.Reason != snapshot.ReasonDayMismatch {
+			return out, err
+		}
+		skip = make(map[flight.FLID]bool, len(rej.FLIDs))
+		for _, f := range rej.FLIDs {
+			skip[f] = true
+		}
+		flids, candidates = without(flids, skip), without(candidates, skip)
+		out.Skipped = rej.FLIDs
+		if snap.FullDay {
+			out.NewDigest, out.NewRoster = snapshot.Digest(slices.Concat(flids, rosterIDs)), len(flids)+len(rosterIDs)
+		}
+	}
+	victimIDs, err := snapshot.Victims(snap.Day, candidates, stored)
+	if err != nil {
+		return out, err
+	}
+
+	var cmds []flight.Commands
+	current := map[flight.FLID]flight.State{}
+	for _, r := range records {
+		if skip[r.Cmds.FLID] {
+			continue
+		}
+		cmds = append(cmds, r.Cmds)
+		if s, ok := t.d.Flights[r.Cmds.FLID]; ok {
+			current[r.Cmds.FLID] = s
+		}
+	}
+	writes, unchanged, err := engine.MergeSnapshot(cmds, current, snap.FullDay, snap.Day)
+	if err != nil {
+		return out, err
+	}
+	out.Unchanged, out.Upserted = unchanged, len(writes)
+	unlock := t.lock()
+	versions := t.s.takeVersions(len(writes))
+	now := t.s.now()
+	unlock()
+	out.Versions = engine.Stamp(writes, versions, meta, now)
+	events, err := engine.Upserts(writes, meta)
+	if err != nil {
+		return out, err
+	}
+	for _, w := range writes {
+		t.d.Flights[w.Next.FLID] = w.Next
+		t.dirty.flights[w.Next.FLID] = true
+	}
+	t.d.Outbox = append(t.d.Outbox, events...)
+
+	victims := make([]flight.State, len(victimIDs))
+	for i, f := range victimIDs {
+		victims[i] = flight.State{FLID: f, OperationDay: stored[f]}
+	}
+	deleted, err := t.remove(meta, victims)
+	if err != nil {
+		return out, err
+	}
+	maps.Copy(out.Versions, deleted)
+	out.Deleted = victimIDs
+	if !snap.FullDay {
+		return out, nil
+	}
+
+	// The compare-and-set on the day's version: another transaction that
+	// committed the day since this one began wins.
+	unlock = t.lock()
+	base, had := t.root().days[snap.Day]
+	committed, has := t.s.d.Days[snap.Day]
+	unlock()
+	if had != has || base.Version != committed.Version {
+		return out, pumpdata.ErrConflict
+	}
+	t.d.Days[snap.Day] = Day{Version: out.OldVersion + 1, LastMessageID: meta.MessageID, LastReceivedAt: meta.ReceivedAt,
+		LastSentAt: snap.SentAt, LastCommitAt: now, Roster: slices.Sorted(slices.Values(slices.Concat(flids, rosterIDs)))}
+	t.dirty.days[snap.Day] = true
+	out.NewVersion = out.OldVersion + 1
+	return out, nil
+}
+
+// root is the outermost transaction of t.
+func (t *tx) root() *tx {
+	for t.parent != nil {
+		t = t.parent
+	}
+	return t
+}
+
+// storedDays is the operation day of each of flids that exists ("" for a
+// flight without one).
+func (t *tx) storedDays(flids []flight.FLID) map[flight.FLID]string {
+	out := make(map[flight.FLID]string, len(flids))
+	for _, f := range flids {
+		if s, ok := t.d.Flights[f]; ok {
+			out[f] = s.OperationDay
+		}
+	}
+	return out
+}
+
+// remove deletes flights from current state and from every roster, each
+// with its tombstone (published under the state's day) at a fresh version,
+// as the real store's writeFlights does for deletions.
+func (t *tx) remove(meta engine.Meta, gone []flight.State) (map[flight.FLID]int64, error) {
+	unlock := t.lock()
+	versions := t.s.takeVersions(len(gone))
+	unlock()
+	events, assigned, err := engine.Tombstones(gone, versions, meta)
+	if err != nil {
+		return nil, err
+	}
+	flids := make([]flight.FLID, len(gone))
+	for i, s := range gone {
+		flids[i] = s.FLID
+		delete(t.d.Flights, s.FLID)
+		t.dirty.flights[s.FLID] = true
+	}
+	t.leaveRosters(flids)
+	t.d.Outbox = append(t.d.Outbox, events...)
+	return assigned, nil
+}
+
+// leaveRosters takes flids out of every day's roster: a flight leaves its
+// roster when it leaves current state, however it leaves.
+func (t *tx) leaveRosters(flids []flight.FLID) {
+	if len(flids) == 0 {
+		return
+	}
+	for name, d := range t.d.Days {
+		kept := slices.DeleteFunc(slices.Clone(d.Roster), func(f flight.FLID) bool { return slices.Contains(flids, f) })
+		if len(kept) != len(d.Roster) {
+			d.Roster = kept
+			t.d.Days[name] = d
+			t.dirty.days[name] = true
+		}
+	}
+}
+
+func without(flids []flight.FLID, drop map[flight.FLID]bool) []flight.FLID {
+	var keep []flight.FLID
+	for _, f := range flids {
+		if !drop[f] {
+			keep = append(keep, f)
+		}
+	}
+	return keep
+}
+
+// Sweep runs one lifecycle job as the real store does: History and
+// NullDayBefore move up to Limit flights, lowest FLID first, to History
+// and delete them from current state with a tombstone each; LedgerBefore
+// deletes the ledger days before it that nothing holds (Held).
+func (t *tx) Sweep(_ context.Context, meta engine.Meta, job pump.Job) (pump.Swept, error) {
+	if err := job.Check(); err != nil {
+		return pump.Swept{}, err
+	}
+	if job.LedgerBefore != "" {
+		return pump.Swept{Days: t.pruneLedger(job.LedgerBefore)}, nil
+	}
+	reasons := map[flight.FLID]string{}
+	if job.History != nil {
+		var err error
+		if reasons, err = finished(t.d.Flights, *job.History); err != nil {
+			return pump.Swept{}, err
+		}
+	} else {
+		for f, s := range t.d.Flights {
+			if s.OperationDay == "" && s.UpdatedAt.Before(job.NullDayBefore) {
+				reasons[f] = pumpdata.HistoryNullDay
+			}
+		}
+	}
+	flids := slices.Sorted(maps.Keys(reasons))
+	flids = flids[:min(len(flids), job.Limit)]
+	if len(flids) == 0 {
+		return pump.Swept{}, nil
+	}
+	unlock := t.lock()
+	now := t.s.now()
+	unlock()
+	gone := make([]flight.State, len(flids))
+	for i, f := range flids {
+		gone[i] = t.d.Flights[f]
+		t.d.History = append(t.d.History, HistoryRow{State: gone[i], Reason: reasons[f], ArchivedAt: now})
+	}
+	if _, err := t.remove(meta, gone); err != nil {
+		return pump.Swept{}, err
+	}
+	return pump.Swept{Flights: len(gone)}, nil
+}
+
+// finished names the flights the history rules (pumpdata.HistoryCutoffs)
+// say are finished, each with the first rule that holds: SODT, CNCL, NAAT,
+// NEAT. Times are read in c.Zone, the airport's zone.
+func finished(flights map[flight.FLID]flight.State, c pumpdata.HistoryCutoffs) (map[flight.FLID]string, error) {
+	loc, err := time.LoadLocation(c.Zone)
+	if err != nil {
+		return nil, fmt.Errorf("select finished flights: %w", err)
+	}
+	at := func(s flight.State, tag string) (time.Time, bool) {
+		v, ok := s.Scalars[tag]
+		if !ok || v == "" {
+			return time.Time{}, false
+		}
+		t, err := flight.ParseSISTime(v, loc)
+		return t, err == nil
+	}
+	out := map[flight.FLID]string{}
+	for f, s := range flights {
+		sodt, hasSODT := at(s, "SODT") // zero when absent: later() then gives the day end
+		var dayStart time.Time
+		switch {
+		case s.OperationDay != "":
+			if dayStart, err = time.ParseInLocation(time.DateOnly, s.OperationDay, loc); err != nil {
+				return nil, fmt.Errorf("flight %s: operation day: %w", f, err)
+			}
+		case hasSODT:
+			y, m, d := sodt.In(loc).Date()
+			dayStart = time.Date(y, m, d, 0, 0, 0, 0, loc)
+		default:
+			continue // neither anchor: never history by these rules
+		}
+		dayEnd := dayStart.AddDate(0, 0, 1)
+		later := func(t time.Time) time.Time {
+			if t.After(dayEnd) {
+				return t
+			}
+			return dayEnd
+		}
+		// holds: the rule's time is plausible (within c.Plausible of the
+		// day end) and the later of it and the day end is before cut.
+		holds := func(cut time.Time, tag string) bool {
+			t, ok := at(s, tag)
+			if cut.IsZero() || !ok {
+				return false
+			}
+			if d := t.Sub(dayEnd); c.Plausible > 0 && (d > c.Plausible || -d > c.Plausible) {
+				return false
+			}
+			return later(t).Before(cut)
+		}
+		// SODT drives no plausibility check, and a flight without one is
+		// anchored on its day end alone.
+		scheduled := !c.Scheduled.IsZero() && later(sodt).Before(c.Scheduled)
+		switch {
+		case scheduled:
+			out[f] = pumpdata.HistoryScheduled
+		case holds(c.Cancelled, "CNCL"):
+			out[f] = pumpdata.HistoryCancelled
+		case holds(c.Departed, "NAAT"):
+			out[f] = pumpdata.HistoryDeparted
+		case holds(c.Arrived, "NEAT"):
+			out[f] = pumpdata.HistoryArrived
+		}
+	}
+	return out, nil
+}
+
+// pruneLedger deletes the ledger days before cutoff that nothing holds
+// (Held) and returns them, ascending.
+func (t *tx) pruneLedger(cutoff string) []string {
+	var pruned []string
+	for _, day := range slices.Sorted(maps.Keys(t.d.Days)) {
+		if day >= cutoff {
+			break
+		}
+		if t.held(day) == "" {
+			delete(t.d.Days, day)
+			t.dirty.days[day] = true
+			pruned = append(pruned, day)
+		}
+	}
+	return pruned
+}
+
+// held says what keeps day in the ledger past retention (seed 000 §8.3),
+// as the real store's first reason ("" when nothing does): a flight of
+// the day still in current state; a snapshot message (or one of unknown
+// type) that concerns the day — its trace rows name the day, or name none
+// — and is PENDING or FAILED, or waits for its write-back.
+func (t *tx) held(day string) string {
+	for _, s := range t.d.Flights {
+		if s.OperationDay == day {
+			return "FLIGHTS_CURRENT: flights of the day are still in current state (not yet moved to history)"
+		}
+	}
+	unlock := t.lock()
+	traced := map[int64][]string{}
+	for _, e := range t.s.traces {
+		if e.Day != "" {
+			traced[e.MessageID] = append(traced[e.MessageID], e.Day)
+		}
+	}
+	unlock()
+	concerns := func(id int64) bool {
+		typ := t.d.Results[id].Type
+		days := traced[id]
+		return (typ == "" || typ == "SCHD") && (len(days) == 0 || slices.Contains(days, day))
+	}
+	for _, id := range slices.Sorted(maps.Keys(t.d.States)) {
+		st := t.d.States[id]
+		if (st.Status == "PENDING" || st.Status == pumpdata.StatusFailed) && concerns(id) {
+			held := fmt.Sprintf("MESSAGE_UNFINISHED: message %d is %s", id, st.Status)
+			if st.Reason != "" {
+				held += " (" + st.Reason + ")"
+			}
+			return held
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(t.d.Backfills)) {
+		if _, known := t.d.States[id]; known && concerns(id) {
+			return fmt.Sprintf("BACKFILL_PENDING: message %d (%s) is not yet written back to the mailbox", id, t.d.States[id].Status)
+		}
+	}
+	return ""
+}
