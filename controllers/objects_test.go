@@ -11,9 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
 func testFeed(edit func(*v1alpha1.FlightFeed)) *v1alpha1.FlightFeed {

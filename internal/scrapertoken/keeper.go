@@ -80,7 +80,7 @@ func (k *Keeper) clock() clock.WithTicker {
 	return k.Clock
 }
 
-// NeedLeaderElection: one replica writes the Secret.
+// NeedLeaderElection is true: one replica writes the Secret.
 func (k *Keeper) NeedLeaderElection() bool { return true }
 
 // Start renews the token whenever it is due until ctx ends; a failed
