@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -329,4 +330,44 @@ func TestAttemptsTheDatabaseCouldNotRecordAreCountedBySuccess(t *testing.T) {
 			t.Fatalf("proc_state %s, %d attempts; want SUCCEEDED, 4", status, attempts)
 		}
 	})
+}
+
+// A replay's attempt that does not commit is traced too (seed 000 §5.6:
+// one row per attempt), ROLLED_BACK like a live batch's; the request stays
+// PENDING and the next pass applies it, traced COMMITTED.
+func TestFailedReplayAttemptIsTraced(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, h *harness) {
+		h.put(h.schd("DNLD", fltr(1, "CA1", "09"), fltr(2, "CA2", "09")))
+		bad := h.put(h.schd("DNLD", fltr(1, "CA1X", "09"), fltr(2, "CA2X", "09", "<CNCL>31FEB261000</CNCL>")))
+		p, fs := h.faultyPump()
+		h.drain(p)
+		h.wantRow(bad, pumpdata.StatusDead, "BAD_TIME")
+		before := h.traceCount(bad, pumpdata.TraceRolledBack, "")
+
+		refused := &pgconn.PgError{Code: "40001", Message: "could not serialize access due to concurrent update"}
+		var failures atomic.Int32
+		fs.set(func(fs *faultyStore) {
+			fs.write = func(_ context.Context, w pump.Writes) error {
+				if w.Replay != nil && w.Replay.State == pumpdata.ReplayDone && failures.CompareAndSwap(0, 1) {
+					return fmt.Errorf("finish replay: %w", refused)
+				}
+				return nil
+			}
+		})
+		h.requestReplay(bad, pumpdata.ReplaySkipConflicts)
+		h.runUntil(p, "the replay done after its failed attempt", func() (bool, string) {
+			r := h.replayOf(bad)
+			return r.State == pumpdata.ReplayDone, fmt.Sprint(r)
+		})
+		if n := failures.Load(); n != 1 {
+			t.Fatalf("the replay's write failed %d times, want 1: the scenario proves nothing", n)
+		}
+		if got := h.traceCount(bad, pumpdata.TraceRolledBack, "") - before; got != 1 {
+			t.Errorf("ROLLED_BACK trace rows of the failed replay attempt: %d, want 1 (rows %v)", got, h.traceRows(bad))
+		}
+		if got := h.traceCount(bad, pumpdata.TraceCommitted, ""); got != 1 {
+			t.Errorf("COMMITTED trace rows: %d, want 1, the replay that applied (rows %v)", got, h.traceRows(bad))
+		}
+	}, "mailbox: {dnldFullDay: true}")
 }

@@ -107,8 +107,26 @@ func (p *Pump) replay(ctx context.Context, req pumpdata.ReplayRequest) error {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return p.replayPanicked(ctx, req, src, it, pe, start.UTC().Format("2006-01-02T15:04:05Z"))
 	}
-	if err != nil {
+	// failed traces the replay's attempt that did not commit, as a live
+	// batch's (seed 000 §5.6: one row per attempt): ROLLED_BACK, flagged
+	// FENCED or SHUTDOWN when that stopped it. A COMMIT whose outcome is
+	// unknown writes no row: a replay that did commit leaves the message
+	// DEAD (the replay lives in its request), so the start's resolution by
+	// the message's state would call it rolled back; the request, PENDING
+	// or DONE, says what happened.
+	failed := func(err error, atCommit bool) error {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		var stop error
+		if ctx.Err() != nil {
+			stop = context.Cause(ctx)
+		}
+		if result, flag := AttemptTrace(err, atCommit, stop); result == pumpdata.TraceRolledBack {
+			p.traceUnfinished(ctx, []outcome{o}, result, flag, err)
+		}
 		return err
+	}
+	if err != nil {
+		return failed(err, false)
 	}
 	res := o.result
 	req.State, req.Result, req.Reason, req.Note = pumpdata.ReplayDone, res.Status, res.Reason, res.Note
@@ -117,10 +135,10 @@ func (p *Pump) replay(ctx context.Context, req pumpdata.ReplayRequest) error {
 	}
 	note := replayNote(src.State.Note, req, start.UTC().Format("2006-01-02T15:04:05Z"))
 	if err := tx.Write(ctx, Writes{Set: run.set, Replay: &req, ReplayNote: note}); err != nil {
-		return err
+		return failed(err, false)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return err
+		return failed(err, true)
 	}
 	p.cache.Keep(run.set)
 	log.Info("message replayed", "result", res.Status, "reason", res.Reason)
