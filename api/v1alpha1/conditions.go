@@ -114,6 +114,10 @@ const (
 	// another, already processed message within the last hour (the
 	// mailbox's ids restarted); it was processed as a new message.
 	ReasonMailboxIDsReused ConditionReason = "MailboxIDsReused"
+	// ReasonRequestFailed (Degraded True): a day's full-day request FAILED
+	// (its answers refused the same way twice); the day is not asked for
+	// again until an operator re-requests it.
+	ReasonRequestFailed ConditionReason = "RequestFailed"
 	// ReasonAsExpected (Degraded, KafkaDegraded False).
 	ReasonAsExpected ConditionReason = "AsExpected"
 	// ReasonEventsParked (KafkaDegraded True): the broker refused records

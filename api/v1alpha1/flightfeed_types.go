@@ -925,6 +925,29 @@ type PumpStatus struct {
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9])?$`
 	// +optional
 	MessagesPerSecond string `json:"messagesPerSecond,omitempty"`
+	// FailedRequests are the days of the request horizon whose full-day
+	// request FAILED (its answers refused the same way twice) and that no
+	// operator re-requested: the pump does not ask for them again until
+	// `flightfeed rerequest --day D`. Oldest day first.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=31
+	// +optional
+	FailedRequests []FailedRequestStatus `json:"failedRequests,omitempty"`
+}
+
+// FailedRequestStatus is a day held by its FAILED full-day request.
+type FailedRequestStatus struct {
+	// Day is the operation day (YYYY-MM-DD).
+	Day string `json:"day"`
+	// Rejection is the refusal its answers met (reason code: detail).
+	// +kubebuilder:validation:MaxLength=1024
+	Rejection string `json:"rejection"`
+	// MessageID is the last refused answer's mailbox id.
+	// +optional
+	MessageID int64 `json:"messageId,omitempty"`
+	// FailedAt is when the request was given up.
+	// +optional
+	FailedAt *metav1.Time `json:"failedAt,omitempty"`
 }
 
 // ResultCounts counts messages by terminal result.

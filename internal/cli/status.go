@@ -480,6 +480,10 @@ func writeOneStatus(w io.Writer, r statusReport, now time.Time, width int) {
 		if c := p.Counts; c != nil {
 			fmt.Fprintf(w, "\tsucceeded %d, skipped %d, dead %d, failed %d (since the pump started)\n", c.Succeeded, c.Skipped, c.Dead, c.Failed)
 		}
+		for _, f := range p.FailedRequests {
+			fmt.Fprintf(w, "\tREQUEST FAILED for %s (message %d): %s; not asked again until `flightfeed rerequest --day %s`\n",
+				f.Day, f.MessageID, oneLine(f.Rejection, width), f.Day)
+		}
 	} else {
 		fmt.Fprintln(w, "Pump:\tnot running")
 	}

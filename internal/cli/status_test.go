@@ -35,7 +35,8 @@ func TestBuildStatusReport(t *testing.T) {
 			},
 			Pump: &v1alpha1.PumpStatus{Holder: "replica-a", Epoch: 7, HeadID: 42, HeadBlockedSince: &blocked, HeadLastError: "database unreachable",
 				QueueDepth: 12, Lag: &metav1.Duration{Duration: 90 * time.Second}, MessagesPerSecond: "0.0", LastProcessedID: 41,
-				Counts: &v1alpha1.ResultCounts{Succeeded: 40, Dead: 3}},
+				Counts: &v1alpha1.ResultCounts{Succeeded: 40, Dead: 3},
+				FailedRequests: []v1alpha1.FailedRequestStatus{{Day: "2026-09-11", MessageID: 77, Rejection: "MIXED_OPERATION_DAYS: records of 2026-09-11\nand 2026-09-12"}}},
 			Outbox: &v1alpha1.OutboxStatus{Pending: 5, OldestAge: metav1.Duration{Duration: 2 * time.Minute}},
 		},
 	}
@@ -91,6 +92,7 @@ func TestBuildStatusReport(t *testing.T) {
 		"head row 42, lag 1m30s, queue 12, 0.0 msg/s, last processed row 41",
 		"BLOCKED since 5m ago: database unreachable",
 		"succeeded 40, skipped 0, dead 3, failed 0",
+		"REQUEST FAILED for 2026-09-11 (message 77): MIXED_OPERATION_DAYS: records of 2026-09-11 and 2026-09-12; not asked again until `flightfeed rerequest --day 2026-09-11`",
 		"5 pending, oldest 2m",
 		"k1:9092,k2:9092 → KAFKA_SCHD, KAFKA_MSG; reachable False (Unreachable): dial tcp k1:9092: refused",
 		"row 42 keeps failing", // a condition's message on one line

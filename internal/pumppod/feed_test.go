@@ -29,6 +29,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/dispatch"
 	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/pumppod"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
@@ -699,6 +700,27 @@ func TestPumpTroubleIsReported(t *testing.T) {
 	h.waitCondition(key, v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonAsExpected)
 	wantNoMetric(t, rep, "flightfeed_head_blocked_since_timestamp_seconds", map[string]string{"feed": "pek"})
 	h.waitEvent(key, pumppod.ReasonHeadUnblocked, "mailbox row 42")
+
+	// A day held by its FAILED full-day request: Degraded says so and how
+	// to release it, status.pump lists it; released, it goes.
+	failedAt := time.Now().Add(-time.Minute).Truncate(time.Second)
+	r1.setStatus(func(s *feedrun.Status) {
+		s.FailedRequests = []pumpdata.FailedRequest{{Day: "2026-09-11", Rejection: "MIXED_OPERATION_DAYS: records of two days", MessageID: 77, FailedAt: failedAt}}
+	})
+	ff = h.waitCondition(key, v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonRequestFailed)
+	if c := meta.FindStatusCondition(ff.Status.Conditions, string(v1alpha1.ConditionDegraded)); !strings.Contains(c.Message, "full-day request of 2026-09-11 failed") ||
+		!strings.Contains(c.Message, "flightfeed rerequest --day D") || !strings.Contains(c.Message, "message 77") {
+		t.Fatalf("Degraded %+v", c)
+	}
+	if f := ff.Status.Pump.FailedRequests; len(f) != 1 || f[0].Day != "2026-09-11" || f[0].MessageID != 77 ||
+		f[0].Rejection != "MIXED_OPERATION_DAYS: records of two days" || f[0].FailedAt == nil || !f[0].FailedAt.Time.Equal(failedAt) {
+		t.Fatalf("status.pump.failedRequests %+v", f)
+	}
+	r1.setStatus(func(s *feedrun.Status) { s.FailedRequests = nil })
+	ff = h.waitCondition(key, v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonAsExpected)
+	if f := ff.Status.Pump.FailedRequests; len(f) != 0 {
+		t.Fatalf("a released day is still listed: %+v", f)
+	}
 
 	r1.addNotice(pump.Notice{Kind: pump.NoticeDead, MessageID: 7, Reason: "PARSE", Detail: "broken closing tag"})
 	r1.addNotice(pump.Notice{Kind: pump.NoticeDayMismatch, MessageID: 8, Reason: "PROTOCOL", Detail: "SAME_FLID_ACROSS_OPERATION_DAYS FLID 1"})

@@ -14,6 +14,7 @@ import (
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/feedrun"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
@@ -236,6 +237,10 @@ func running(in reportInput, cond func(v1alpha1.ConditionType, metav1.ConditionS
 				p.HeadBlockedSince.UTC().Format(time.RFC3339), p.HeadLastError))
 		return
 	}
+	if len(p.FailedRequests) > 0 {
+		cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonRequestFailed, failedRequestsMessage(p.FailedRequests))
+		return
+	}
 	if !p.IDReusedAt.IsZero() && in.Now.Sub(p.IDReusedAt) < idReuseShown {
 		cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonMailboxIDsReused,
 			fmt.Sprintf("%d mailbox row(s) reused the id of an already processed message (newest: row %d at %s): the mailbox's ids restarted; "+
@@ -296,7 +301,30 @@ func pumpFigures(in reportInput) *v1alpha1.PumpStatus {
 	if p.HeadBlockedSince.IsZero() {
 		out.HeadLastError = ""
 	}
+	for _, f := range p.FailedRequests {
+		out.FailedRequests = append(out.FailedRequests, v1alpha1.FailedRequestStatus{Day: f.Day, Rejection: truncate(f.Rejection, 1024),
+			MessageID: f.MessageID, FailedAt: timePtr(f.FailedAt)})
+	}
+	slices.SortFunc(out.FailedRequests, func(a, b v1alpha1.FailedRequestStatus) int { return strings.Compare(a.Day, b.Day) })
+	if len(out.FailedRequests) > v1alpha1.MaxStatusDays {
+		out.FailedRequests = out.FailedRequests[len(out.FailedRequests)-v1alpha1.MaxStatusDays:]
+	}
 	return out
+}
+
+// failedRequestsMessage is Degraded's message while days are held by
+// their FAILED full-day request: the days, the first one's refusal, and
+// what the operator does.
+func failedRequestsMessage(failed []pumpdata.FailedRequest) string {
+	sorted := slices.SortedFunc(slices.Values(failed), func(a, b pumpdata.FailedRequest) int { return strings.Compare(a.Day, b.Day) })
+	days := make([]string, len(sorted))
+	for i, f := range sorted {
+		days[i] = f.Day
+	}
+	first := sorted[0]
+	return truncate(fmt.Sprintf("the full-day request of %s failed, its answers refused the same way twice (%s: %s, message %d): "+
+		"the day is not asked for again until `flightfeed rerequest --day D` once the cause is fixed",
+		strings.Join(days, ", "), first.Day, first.Rejection, first.MessageID), 1024)
 }
 
 // ledgerStatus lists the newest MaxStatusDays days and the most recently
