@@ -35,7 +35,7 @@ func TestBuildStatusReport(t *testing.T) {
 			},
 			Pump: &v1alpha1.PumpStatus{Holder: "replica-a", Epoch: 7, HeadID: 42, HeadBlockedSince: &blocked, HeadLastError: "database unreachable",
 				QueueDepth: 12, Lag: &metav1.Duration{Duration: 90 * time.Second}, MessagesPerSecond: "0.0", LastProcessedID: 41,
-				Counts: &v1alpha1.ResultCounts{Succeeded: 40, Dead: 3},
+				Counts:         &v1alpha1.ResultCounts{Succeeded: 40, Dead: 3},
 				FailedRequests: []v1alpha1.FailedRequestStatus{{Day: "2026-09-11", MessageID: 77, Rejection: "MIXED_OPERATION_DAYS: records of 2026-09-11\nand 2026-09-12"}}},
 			Outbox: &v1alpha1.OutboxStatus{Pending: 5, OldestAge: metav1.Duration{Duration: 2 * time.Minute}},
 		},
