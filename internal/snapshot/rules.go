@@ -3,6 +3,7 @@ package snapshot
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -108,6 +109,53 @@ func DiffDelete(old, current []flight.FLID) []flight.FLID {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// Without is flids less those in drop, in their order.
+func Without(flids []flight.FLID, drop map[flight.FLID]bool) []flight.FLID {
+	var out []flight.FLID
+	for _, f := range flids {
+		if !drop[f] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// KeepRefused applies the records a skip-conflicts replay left out (keep:
+// refused by the decoder, their flights untouched) to a snapshot of the
+// day: they are no diff-delete candidates, and those the day's roster
+// holds stay in it (rostered, in roster order).
+func KeepRefused(candidates, roster, keep []flight.FLID) (left, rostered []flight.FLID) {
+	if len(keep) == 0 {
+		return candidates, nil
+	}
+	kept := make(map[flight.FLID]bool, len(keep))
+	for _, f := range keep {
+		kept[f] = true
+	}
+	for _, f := range roster {
+		if kept[f] {
+			rostered = append(rostered, f)
+		}
+	}
+	return Without(candidates, kept), rostered
+}
+
+// SkipDayMismatches is what a snapshot does with CheckOwners' error err:
+// with skipConflicts and a day-mismatch rejection, it goes on without the
+// flights whose stored day differs (skip, and their FLIDs as the rejection
+// lists them); any other error stops it, returned as is.
+func SkipDayMismatches(err error, skipConflicts bool) (skip map[flight.FLID]bool, skipped []flight.FLID, _ error) {
+	var rej *Rejection
+	if !skipConflicts || !errors.As(err, &rej) || rej.Reason != ReasonDayMismatch {
+		return nil, nil, err
+	}
+	skip = make(map[flight.FLID]bool, len(rej.FLIDs))
+	for _, f := range rej.FLIDs {
+		skip[f] = true
+	}
+	return skip, rej.FLIDs, nil
 }
 
 // Victims applies seed 000 §5.5 to the diff-delete set: a victim that no

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -101,5 +102,56 @@ func TestDigestIgnoresOrder(t *testing.T) {
 	a := Digest([]flight.FLID{3, 1, 2})
 	if a != Digest([]flight.FLID{1, 2, 3}) || a == Digest([]flight.FLID{1, 2}) || len(a) != 16 {
 		t.Fatalf("digest %q", a)
+	}
+}
+
+// A skip-conflicts replay's refused records are no diff-delete candidates,
+// and those on the day's roster stay on it; without any, nothing changes.
+func TestKeepRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name                   string
+		candidates, roster     []flight.FLID
+		keep                   []flight.FLID
+		wantLeft, wantRostered []flight.FLID
+	}{
+		{"none kept", []flight.FLID{3, 5}, []flight.FLID{1, 3, 5}, nil, []flight.FLID{3, 5}, nil},
+		{"a kept flight on the roster", []flight.FLID{3, 5}, []flight.FLID{1, 3, 5}, []flight.FLID{5}, []flight.FLID{3}, []flight.FLID{5}},
+		{"a kept flight new to the day", []flight.FLID{3}, []flight.FLID{1, 3}, []flight.FLID{9}, []flight.FLID{3}, nil},
+		{"every candidate kept", []flight.FLID{3, 5}, []flight.FLID{5, 3}, []flight.FLID{3, 5}, nil, []flight.FLID{5, 3}},
+	} {
+		left, rostered := KeepRefused(tc.candidates, tc.roster, tc.keep)
+		if !slices.Equal(left, tc.wantLeft) || !slices.Equal(rostered, tc.wantRostered) {
+			t.Errorf("%s: left %v rostered %v, want %v and %v", tc.name, left, rostered, tc.wantLeft, tc.wantRostered)
+		}
+	}
+}
+
+// Only a skip-conflicts snapshot goes on past a day mismatch, without the
+// flights it names; every other refusal stops it as it is.
+func TestSkipDayMismatches(t *testing.T) {
+	mismatch := &Rejection{Reason: ReasonDayMismatch, FLIDs: []flight.FLID{4, 7}}
+	other := errors.New("read stored days: connection reset")
+	coverage := &Rejection{Reason: "MIXED_OPERATION_DAYS"}
+	for _, tc := range []struct {
+		name    string
+		err     error
+		skip    bool
+		want    []flight.FLID
+		wantErr error
+	}{
+		{"day mismatch, skip-conflicts", fmt.Errorf("owners: %w", mismatch), true, []flight.FLID{4, 7}, nil},
+		{"day mismatch, live", mismatch, false, nil, mismatch},
+		{"another rejection, skip-conflicts", coverage, true, nil, coverage},
+		{"an infrastructure error, skip-conflicts", other, true, nil, other},
+	} {
+		set, skipped, err := SkipDayMismatches(tc.err, tc.skip)
+		if !errors.Is(err, tc.wantErr) || !slices.Equal(skipped, tc.want) || len(set) != len(tc.want) {
+			t.Errorf("%s: skip %v %v, error %v; want %v, error %v", tc.name, set, skipped, err, tc.want, tc.wantErr)
+		}
+		for _, f := range tc.want {
+			if !set[f] {
+				t.Errorf("%s: %d not in the skip set %v", tc.name, f, set)
+			}
+		}
 	}
 }

@@ -105,24 +105,11 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 		out.OldRoster, out.NewRoster = len(roster), len(flids)
 	}
 
-	candidates := snapshot.DiffDelete(roster, flids)
-	// rosterIDs is the day's roster after the snapshot: its records' FLIDs,
-	// and the refused records' flights (Keep) that were in it already.
-	var rosterIDs []flight.FLID
-	if len(snap.Keep) > 0 {
-		keep := make(map[flight.FLID]bool, len(snap.Keep))
-		for _, f := range snap.Keep {
-			keep[f] = true
-		}
-		candidates = without(candidates, keep)
-		for _, f := range roster {
-			if keep[f] {
-				rosterIDs = append(rosterIDs, f)
-			}
-		}
-		if snap.FullDay {
-			out.NewDigest, out.NewRoster = snapshot.Digest(append(slices.Clone(flids), rosterIDs...)), len(flids)+len(rosterIDs)
-		}
+	// rosterIDs is the day's roster after the snapshot beyond its records'
+	// FLIDs: the refused records' flights (Keep) that were in it already.
+	candidates, rosterIDs := snapshot.KeepRefused(snapshot.DiffDelete(roster, flids), roster, snap.Keep)
+	if snap.FullDay && len(rosterIDs) > 0 {
+		out.NewDigest, out.NewRoster = snapshot.Digest(append(slices.Clone(flids), rosterIDs...)), len(flids)+len(rosterIDs)
 	}
 	stored, err := t.storedDays(ctx, append(append([]flight.FLID{}, flids...), candidates...))
 	if err != nil {
@@ -130,16 +117,10 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 	}
 	var skip map[flight.FLID]bool
 	if err := snapshot.CheckOwners(records, stored); err != nil {
-		var rej *snapshot.Rejection
-		if !snap.SkipConflicts || !errors.As(err, &rej) || rej.Reason != snapshot.ReasonDayMismatch {
+		if skip, out.Skipped, err = snapshot.SkipDayMismatches(err, snap.SkipConflicts); err != nil {
 			return out, err
 		}
-		skip = make(map[flight.FLID]bool, len(rej.FLIDs))
-		for _, f := range rej.FLIDs {
-			skip[f] = true
-		}
-		flids, candidates = without(flids, skip), without(candidates, skip)
-		out.Skipped = rej.FLIDs
+		flids, candidates = snapshot.Without(flids, skip), snapshot.Without(candidates, skip)
 		if snap.FullDay {
 			out.NewDigest, out.NewRoster = snapshot.Digest(append(slices.Clone(flids), rosterIDs...)), len(flids)+len(rosterIDs)
 		}
@@ -334,16 +315,4 @@ func (t *Tx) sendBatchCAS(ctx context.Context, b *pgx.Batch, casIndex int) error
 		return fmt.Errorf("close batch: %w", err)
 	}
 	return nil
-}
-
-// without returns flids less those in drop (a skip-conflicts replay
-// leaves them untouched).
-func without(flids []flight.FLID, drop map[flight.FLID]bool) []flight.FLID {
-	var keep []flight.FLID
-	for _, f := range flids {
-		if !drop[f] {
-			keep = append(keep, f)
-		}
-	}
-	return keep
 }

@@ -88,39 +88,20 @@ func (t *tx) applySnapshot(meta engine.Meta, snap pumpdata.Snapshot) (pumpdata.S
 		out.OldRoster, out.NewRoster = len(day.Roster), len(flids)
 	}
 
-	candidates := snapshot.DiffDelete(day.Roster, flids)
 	// rosterIDs is the day's roster after the snapshot beyond its records:
 	// the refused records' flights (Keep) that were in it already, left
 	// untouched as the real store leaves them.
-	var rosterIDs []flight.FLID
-	if len(snap.Keep) > 0 {
-		keep := make(map[flight.FLID]bool, len(snap.Keep))
-		for _, f := range snap.Keep {
-			keep[f] = true
-		}
-		candidates = without(candidates, keep)
-		for _, f := range day.Roster {
-			if keep[f] {
-				rosterIDs = append(rosterIDs, f)
-			}
-		}
-		if snap.FullDay {
-			out.NewDigest, out.NewRoster = snapshot.Digest(slices.Concat(flids, rosterIDs)), len(flids)+len(rosterIDs)
-		}
+	candidates, rosterIDs := snapshot.KeepRefused(snapshot.DiffDelete(day.Roster, flids), day.Roster, snap.Keep)
+	if snap.FullDay && len(rosterIDs) > 0 {
+		out.NewDigest, out.NewRoster = snapshot.Digest(slices.Concat(flids, rosterIDs)), len(flids)+len(rosterIDs)
 	}
 	stored := t.storedDays(slices.Concat(flids, candidates))
 	var skip map[flight.FLID]bool
 	if err := snapshot.CheckOwners(keys, stored); err != nil {
-		var rej *snapshot.Rejection
-		if !snap.SkipConflicts || !errors.As(err, &rej) || rej.Reason != snapshot.ReasonDayMismatch {
+		if skip, out.Skipped, err = snapshot.SkipDayMismatches(err, snap.SkipConflicts); err != nil {
 			return out, err
 		}
-		skip = make(map[flight.FLID]bool, len(rej.FLIDs))
-		for _, f := range rej.FLIDs {
-			skip[f] = true
-		}
-		flids, candidates = without(flids, skip), without(candidates, skip)
-		out.Skipped = rej.FLIDs
+		flids, candidates = snapshot.Without(flids, skip), snapshot.Without(candidates, skip)
 		if snap.FullDay {
 			out.NewDigest, out.NewRoster = snapshot.Digest(slices.Concat(flids, rosterIDs)), len(flids)+len(rosterIDs)
 		}
@@ -247,16 +228,6 @@ func (t *tx) leaveRosters(flids []flight.FLID) {
 			t.dirty.days[name] = true
 		}
 	}
-}
-
-func without(flids []flight.FLID, drop map[flight.FLID]bool) []flight.FLID {
-	var keep []flight.FLID
-	for _, f := range flids {
-		if !drop[f] {
-			keep = append(keep, f)
-		}
-	}
-	return keep
 }
 
 // Sweep runs one lifecycle job as the real store does: History and
