@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/dispatch"
 	"github.com/flightfeed/flightfeed/internal/testsupport/heapwatch"
+	"github.com/flightfeed/flightfeed/internal/testsupport/loopback"
 )
 
 // The client reads a broker's response only up to twice the record size
@@ -50,32 +50,17 @@ func TestClientReadBoundFollowsTheRecordSize(t *testing.T) {
 // size prefix of 1 GiB fails the request with an error giving the size and
 // the limit, and the client reserves nothing for it.
 func TestHugeBrokerResponseFailsTheRequest(t *testing.T) {
-	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() {
-				defer func() { _ = c.Close() }()
-				var size [4]byte
-				if _, err := io.ReadFull(c, size[:]); err != nil {
-					return
-				}
-				if _, err := io.CopyN(io.Discard, c, int64(binary.BigEndian.Uint32(size[:]))); err != nil {
-					return
-				}
-				// The size, then zeros for as long as the client reads.
-				_, _ = c.Write(binary.BigEndian.AppendUint32(nil, 1<<30))
-				_, _ = io.Copy(c, zeroReader{})
-			})
+	ln := loopback.Serve(t, func(c net.Conn) {
+		var size [4]byte
+		if _, err := io.ReadFull(c, size[:]); err != nil {
+			return
 		}
+		if _, err := io.CopyN(io.Discard, c, int64(binary.BigEndian.Uint32(size[:]))); err != nil {
+			return
+		}
+		// The size, then zeros for as long as the client reads.
+		_, _ = c.Write(binary.BigEndian.AppendUint32(nil, 1<<30))
+		_, _ = io.Copy(c, zeroReader{})
 	})
 	f := bareFeed()
 	f.Spec.Kafka.Brokers = []string{ln.Addr().String()}

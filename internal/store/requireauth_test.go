@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/loopback"
 )
 
 // passwordPG is a fake PostgreSQL server on loopback that asks every
@@ -25,25 +26,8 @@ type passwordPG struct {
 
 func startPasswordPG(t *testing.T, ask pgproto3.BackendMessage) *passwordPG {
 	t.Helper()
-	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &passwordPG{ln: ln}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() {
-				defer func() { _ = c.Close() }()
-				f.serve(c, ask)
-			})
-		}
-	})
-	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
+	f := &passwordPG{}
+	f.ln = loopback.Serve(t, func(c net.Conn) { f.serve(c, ask) })
 	return f
 }
 
