@@ -301,11 +301,11 @@ func pumpFigures(in reportInput) *v1alpha1.PumpStatus {
 	if p.HeadBlockedSince.IsZero() {
 		out.HeadLastError = ""
 	}
+	// By day, as the pump lists them.
 	for _, f := range p.FailedRequests {
 		out.FailedRequests = append(out.FailedRequests, v1alpha1.FailedRequestStatus{Day: f.Day, Rejection: truncate(f.Rejection, 1024),
 			MessageID: f.MessageID, FailedAt: timePtr(f.FailedAt)})
 	}
-	slices.SortFunc(out.FailedRequests, func(a, b v1alpha1.FailedRequestStatus) int { return strings.Compare(a.Day, b.Day) })
 	if len(out.FailedRequests) > v1alpha1.MaxStatusDays {
 		out.FailedRequests = out.FailedRequests[len(out.FailedRequests)-v1alpha1.MaxStatusDays:]
 	}
@@ -313,15 +313,14 @@ func pumpFigures(in reportInput) *v1alpha1.PumpStatus {
 }
 
 // failedRequestsMessage is Degraded's message while days are held by
-// their FAILED full-day request: the days, the first one's refusal, and
-// what the operator does.
+// their FAILED full-day request (by day, as the pump lists them): the
+// days, the oldest one's refusal, and what the operator does.
 func failedRequestsMessage(failed []pumpdata.FailedRequest) string {
-	sorted := slices.SortedFunc(slices.Values(failed), func(a, b pumpdata.FailedRequest) int { return strings.Compare(a.Day, b.Day) })
-	days := make([]string, len(sorted))
-	for i, f := range sorted {
+	days := make([]string, len(failed))
+	for i, f := range failed {
 		days[i] = f.Day
 	}
-	first := sorted[0]
+	first := failed[0]
 	return truncate(fmt.Sprintf("the full-day request of %s failed, its answers refused the same way twice (%s: %s, message %d): "+
 		"the day is not asked for again until `flightfeed rerequest --day D` once the cause is fixed",
 		strings.Join(days, ", "), first.Day, first.Rejection, first.MessageID), 1024)
