@@ -100,34 +100,14 @@ func (h *harness) headRow(id int64, body string) mailbox.Row {
 // flags in brackets when it has any.
 func (h *harness) traceRows(id int64) []string {
 	h.t.Helper()
-	line := func(result string, flags []string) string {
-		if len(flags) == 0 {
-			return result
-		}
-		slices.Sort(flags)
-		return fmt.Sprintf("%s %v", result, flags)
-	}
 	var out []string
-	if h.mem != nil {
-		for _, e := range h.mem.Traces() {
-			if e.MessageID == id {
-				out = append(out, line(e.Result, slices.Clone(e.Flags)))
-			}
+	for _, r := range h.traced(id) {
+		if len(r.Flags) == 0 {
+			out = append(out, r.Result)
+			continue
 		}
-		return out
-	}
-	rows, err := h.db.Query(context.Background(), `SELECT result, flags FROM schd_snap_log WHERE msg_id = $1 ORDER BY id`, id)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var result string
-		var flags []string
-		if err := rows.Scan(&result, &flags); err != nil {
-			h.t.Fatal(err)
-		}
-		out = append(out, line(result, flags))
+		flags := slices.Sorted(slices.Values(r.Flags))
+		out = append(out, fmt.Sprintf("%s %v", r.Result, flags))
 	}
 	return out
 }
