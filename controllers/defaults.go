@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -58,7 +59,33 @@ type PumpDefaults struct {
 	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
 	// NetworkPolicy, when set, is rendered around each feed's pump pods.
 	NetworkPolicy *PumpNetworkPolicy `json:"networkPolicy,omitempty"`
+	// Certificate, when set, has cert-manager issue each feed's pump pods
+	// a certificate (a Certificate <feed>-pump-tls in the feed's
+	// namespace) that they serve on the read API and the metrics endpoint
+	// instead of a self-signed one. Unset: self-signed, made at start.
+	Certificate *PumpCertificate `json:"certificate,omitempty"`
 }
+
+// PumpCertificate is how each feed's pump certificate is issued.
+type PumpCertificate struct {
+	// IssuerRef names the cert-manager issuer: a ClusterIssuer (one for
+	// every feed namespace), or an Issuer, which must then exist in each
+	// feed's namespace.
+	IssuerRef IssuerRef `json:"issuerRef"`
+	// ClusterDomain adds "<Service>.<namespace>.svc.<ClusterDomain>" to the
+	// certificate's names (default cluster.local).
+	ClusterDomain string `json:"clusterDomain,omitempty"`
+}
+
+// IssuerRef is cert-manager's reference to an issuer.
+type IssuerRef struct {
+	Name  string `json:"name"`
+	Kind  string `json:"kind,omitempty"`
+	Group string `json:"group,omitempty"`
+}
+
+// PumpTLSDir is where a pump pod mounts its certificate's Secret.
+const PumpTLSDir = "/etc/flightfeed/tls"
 
 // metav1Duration is a duration in a YAML file ("45s").
 type metav1Duration struct{ time.Duration }
@@ -143,6 +170,28 @@ func (d PumpDefaults) withDefaults() (PumpDefaults, error) {
 	if d.TerminationGracePeriod == nil {
 		d.TerminationGracePeriod = &metav1Duration{DefaultTerminationGracePeriod}
 	}
+	if c := d.Certificate; c != nil {
+		c = ptr.To(*c)
+		if c.IssuerRef.Name == "" {
+			return d, errors.New("pump defaults: certificate.issuerRef.name is required (a cert-manager ClusterIssuer, or an Issuer in every feed namespace)")
+		}
+		switch c.IssuerRef.Kind {
+		case "":
+			c.IssuerRef.Kind = "ClusterIssuer"
+		case "ClusterIssuer", "Issuer":
+		default:
+			if c.IssuerRef.Group == "" || c.IssuerRef.Group == CertManagerGroup {
+				return d, fmt.Errorf("pump defaults: certificate.issuerRef.kind %q: cert-manager's issuers are ClusterIssuer or Issuer", c.IssuerRef.Kind)
+			}
+		}
+		if c.IssuerRef.Group == "" {
+			c.IssuerRef.Group = CertManagerGroup
+		}
+		if c.ClusterDomain == "" {
+			c.ClusterDomain = "cluster.local"
+		}
+		d.Certificate = c
+	}
 	return d, nil
 }
 
@@ -158,3 +207,10 @@ func defaultSecurityContext() *corev1.SecurityContext {
 	return &corev1.SecurityContext{AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,
 		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
 }
+
+// cert-manager's API, which the operator writes Certificates of without
+// importing its Go module (unstructured objects).
+const (
+	CertManagerGroup   = "cert-manager.io"
+	CertManagerVersion = "v1"
+)

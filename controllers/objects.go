@@ -13,6 +13,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -41,6 +42,10 @@ type pumpObjects struct {
 	// Lease is the feed's Lease, made empty here so that the pump pods
 	// need only get and update it (RBAC cannot limit create to one name).
 	Lease *coordinationv1.Lease
+	// Certificate is nil unless the defaults name a cert-manager issuer:
+	// then cert-manager fills the Secret the pods serve the read API and
+	// metrics with.
+	Certificate *unstructured.Unstructured
 }
 
 // renderPumpObjects renders the objects of ff's pump from its spec and the
@@ -73,7 +78,40 @@ func renderPumpObjects(ff *v1alpha1.FlightFeed, d PumpDefaults) pumpObjects {
 	if d.NetworkPolicy != nil {
 		o.NetworkPolicy = renderNetworkPolicy(ff, d, meta(name))
 	}
+	if d.Certificate != nil {
+		o.Certificate = renderCertificate(key, *d.Certificate, meta(feednames.PumpTLS(ff.Name)))
+	}
 	return o
+}
+
+// renderCertificate is the cert-manager Certificate of a feed's pump pods:
+// its Service's names and feednames.PumpServerName, a fresh ECDSA key at
+// every renewal, into the Secret of the same name.
+func renderCertificate(feed types.NamespacedName, c PumpCertificate, meta metav1.ObjectMeta) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"spec": map[string]any{
+			"secretName": meta.Name,
+			"dnsNames":   toAny(feednames.PumpDNSNames(feed, c.ClusterDomain)),
+			"usages":     []any{"server auth", "digital signature"},
+			"privateKey": map[string]any{"algorithm": "ECDSA", "size": int64(256), "rotationPolicy": "Always"},
+			"issuerRef":  map[string]any{"name": c.IssuerRef.Name, "kind": c.IssuerRef.Kind, "group": c.IssuerRef.Group},
+		},
+	}}
+	u.SetAPIVersion(CertManagerGroup + "/" + CertManagerVersion)
+	u.SetKind("Certificate")
+	u.SetName(meta.Name)
+	u.SetNamespace(meta.Namespace)
+	u.SetLabels(meta.Labels)
+	u.SetOwnerReferences(meta.OwnerReferences)
+	return u
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
 
 func objectLabels(feed string) map[string]string {
@@ -189,15 +227,27 @@ func renderDeployment(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.Objec
 			spread[i].LabelSelector = &metav1.LabelSelector{MatchLabels: podLabels}
 		}
 	}
-	args := append([]string{"pump", "--feed", ff.Namespace + "/" + ff.Name,
+	args := []string{"pump", "--feed", ff.Namespace + "/" + ff.Name,
 		"--metrics-bind-address", portAddr(d.Ports.Metrics),
 		"--health-probe-bind-address", portAddr(d.Ports.Probes),
-		"--api-bind-address", portAddr(d.Ports.API)}, d.Args...)
+		"--api-bind-address", portAddr(d.Ports.API)}
 	env := append([]corev1.EnvVar{
 		// The pod's name is its identity in the Lease and in pipeline_lock.
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
 	}, d.Env...)
+	var volumes []corev1.Volume
+	var mounts []corev1.VolumeMount
+	if d.Certificate != nil {
+		// cert-manager's Secret, not optional: a pod waits for its
+		// certificate rather than serve a self-signed one; the pump reloads
+		// the files when a renewal changes them.
+		args = append(args, "--api-cert-dir", PumpTLSDir, "--metrics-cert-dir", PumpTLSDir)
+		volumes = append(volumes, corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: feednames.PumpTLS(ff.Name), DefaultMode: ptr.To(int32(0o440))}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "tls", MountPath: PumpTLSDir, ReadOnly: true})
+	}
+	args = append(args, d.Args...) // last: the chart's extraArgs win
 	ports := []corev1.ContainerPort{{Name: "probes", ContainerPort: d.Ports.Probes}}
 	if d.Ports.Metrics > 0 {
 		ports = append(ports, corev1.ContainerPort{Name: "metrics", ContainerPort: d.Ports.Metrics})
@@ -229,6 +279,7 @@ func renderDeployment(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.Objec
 					Affinity:                      affinity,
 					TopologySpreadConstraints:     spread,
 					EnableServiceLinks:            ptr.To(false),
+					Volumes:                       volumes,
 					Containers: []corev1.Container{{
 						Name:            "pump",
 						Image:           d.Image,
@@ -238,6 +289,7 @@ func renderDeployment(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.Objec
 						Ports:           ports,
 						Resources:       resources,
 						SecurityContext: d.SecurityContext,
+						VolumeMounts:    mounts,
 						// /healthz fails when the held Lease is not renewed or
 						// a stopped pump hangs; /readyz while the API server
 						// does not answer: a standby is Ready.

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -9,6 +10,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -258,5 +260,91 @@ func TestFeedChangedIgnoresStatusWrites(t *testing.T) {
 	}
 	if !feedChanged.Create(event.CreateEvent{Object: base}) || !feedChanged.Delete(event.DeleteEvent{Object: base}) {
 		t.Error("a feed made or deleted does not wake the reconciler")
+	}
+}
+
+// With an issuer in the defaults, each feed gets a cert-manager Certificate
+// for its Service's names and the shared pump name, owned by the feed, and
+// its pods serve that Secret's files on the read API and metrics; without
+// one, no Certificate and no mount (the self-signed certificate).
+func TestRenderPumpCertificate(t *testing.T) {
+	d, err := PumpDefaults{Image: "x", Args: []string{"--api-cert-dir=/mine"},
+		Certificate: &PumpCertificate{IssuerRef: IssuerRef{Name: "corp-ca"}}}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := renderPumpObjects(testFeed(nil), d)
+	c := o.Certificate
+	if c == nil {
+		t.Fatal("no Certificate")
+	}
+	if c.GetAPIVersion() != "cert-manager.io/v1" || c.GetKind() != "Certificate" || c.GetName() != "pek-pump-tls" || c.GetNamespace() != "airports" {
+		t.Errorf("certificate %s %s %s/%s", c.GetAPIVersion(), c.GetKind(), c.GetNamespace(), c.GetName())
+	}
+	if refs := c.GetOwnerReferences(); len(refs) != 1 || refs[0].UID != "uid-1" {
+		t.Errorf("owners %+v", refs)
+	}
+	names, _, _ := unstructured.NestedStringSlice(c.Object, "spec", "dnsNames")
+	if want := []string{"pek-pump.airports.svc", "pek-pump.airports.svc.cluster.local", "flightfeed-pump"}; !slices.Equal(names, want) {
+		t.Errorf("dnsNames %q, want %q", names, want)
+	}
+	secret, _, _ := unstructured.NestedString(c.Object, "spec", "secretName")
+	issuer, _, _ := unstructured.NestedStringMap(c.Object, "spec", "issuerRef")
+	if secret != "pek-pump-tls" || issuer["name"] != "corp-ca" || issuer["kind"] != "ClusterIssuer" || issuer["group"] != "cert-manager.io" {
+		t.Errorf("secret %q issuer %v", secret, issuer)
+	}
+	p := o.Deployment.Spec.Template.Spec
+	if len(p.Volumes) != 1 || p.Volumes[0].Secret == nil || p.Volumes[0].Secret.SecretName != "pek-pump-tls" || p.Volumes[0].Secret.Optional != nil {
+		t.Errorf("volumes %+v", p.Volumes)
+	}
+	m := p.Containers[0].VolumeMounts
+	if len(m) != 1 || m[0].Name != "tls" || m[0].MountPath != PumpTLSDir || !m[0].ReadOnly {
+		t.Errorf("mounts %+v", m)
+	}
+	args := p.Containers[0].Args
+	at := slices.Index(args, "--api-cert-dir")
+	if at < 0 || args[at+1] != PumpTLSDir || !slices.Contains(args, "--metrics-cert-dir") || slices.Index(args, "--api-cert-dir=/mine") < at {
+		t.Errorf("args %q: the certificate's folder for both endpoints, the defaults' own args after them", args)
+	}
+
+	plain := renderPumpObjects(testFeed(nil), testDefaults)
+	if plain.Certificate != nil || len(plain.Deployment.Spec.Template.Spec.Volumes) != 0 || slices.Contains(plain.Deployment.Spec.Template.Spec.Containers[0].Args, "--api-cert-dir") {
+		t.Errorf("no issuer, yet a certificate: %v, volumes %+v", plain.Certificate != nil, plain.Deployment.Spec.Template.Spec.Volumes)
+	}
+}
+
+func TestPumpCertificateDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		c       PumpCertificate
+		kind    string
+		domain  string
+		refused string
+	}{
+		{"kind defaults to ClusterIssuer", PumpCertificate{IssuerRef: IssuerRef{Name: "ca"}}, "ClusterIssuer", "cluster.local", ""},
+		{"an Issuer in each namespace", PumpCertificate{IssuerRef: IssuerRef{Name: "ca", Kind: "Issuer"}, ClusterDomain: "corp.internal"}, "Issuer", "corp.internal", ""},
+		{"an external issuer of its own group", PumpCertificate{IssuerRef: IssuerRef{Name: "v", Kind: "VaultIssuer", Group: "vault.example"}}, "VaultIssuer", "cluster.local", ""},
+		{"no issuer name", PumpCertificate{}, "", "", "issuerRef.name is required"},
+		{"an unknown kind of cert-manager's", PumpCertificate{IssuerRef: IssuerRef{Name: "ca", Kind: "Issuers"}}, "", "", `kind "Issuers"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.c
+			d, err := PumpDefaults{Image: "x", Certificate: &in}.withDefaults()
+			if tc.refused != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.refused) {
+					t.Fatalf("err %v, want it to say %q", err, tc.refused)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Certificate.IssuerRef.Kind != tc.kind || d.Certificate.ClusterDomain != tc.domain {
+				t.Errorf("kind %q domain %q, want %q %q", d.Certificate.IssuerRef.Kind, d.Certificate.ClusterDomain, tc.kind, tc.domain)
+			}
+			if in != tc.c {
+				t.Error("withDefaults changed the caller's PumpCertificate")
+			}
+		})
 	}
 }

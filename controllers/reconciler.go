@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,7 +15,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
@@ -48,6 +51,7 @@ import (
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;create;update;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // FieldOwner names the operator's writes.
@@ -274,6 +278,14 @@ func (r *FlightFeedReconciler) apply(ctx context.Context, ff *v1alpha1.FlightFee
 			}
 		}})
 	}
+	if o.Certificate != nil {
+		steps = append(steps, struct {
+			obj    client.Object
+			mutate func(existing client.Object)
+		}{o.Certificate.DeepCopy(), func(e client.Object) {
+			e.(*unstructured.Unstructured).Object["spec"] = o.Certificate.DeepCopy().Object["spec"]
+		}})
+	}
 	if o.NetworkPolicy != nil {
 		steps = append(steps, struct {
 			obj    client.Object
@@ -296,7 +308,11 @@ func (r *FlightFeedReconciler) apply(ctx context.Context, ff *v1alpha1.FlightFee
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("apply %T %s/%s: %w", obj, ff.Namespace, obj.GetName(), err)
+			if _, ok := obj.(*unstructured.Unstructured); ok && meta.IsNoMatchError(err) {
+				return fmt.Errorf("apply %s %s/%s: %w (the pump certificates are issued by cert-manager: install it, or turn pump.certManager off)",
+					obj.GetObjectKind().GroupVersionKind().Kind, ff.Namespace, obj.GetName(), err)
+			}
+			return fmt.Errorf("apply %s %s/%s: %w", kindName(obj), ff.Namespace, obj.GetName(), err)
 		}
 	}
 	if o.PDB == nil {
@@ -309,7 +325,36 @@ func (r *FlightFeedReconciler) apply(ctx context.Context, ff *v1alpha1.FlightFee
 			return err
 		}
 	}
+	if o.Certificate == nil {
+		// Turned off: the pods no longer mount it. Without cert-manager's
+		// CRDs there is none to delete.
+		err := r.deleteOwned(ctx, ff, certificateKey(ff.Namespace, feednames.PumpTLS(ff.Name)))
+		if err != nil && !meta.IsNoMatchError(err) {
+			return err
+		}
+	}
 	return nil
+}
+
+// certificateKey is an empty cert-manager Certificate of that name, read
+// and written unstructured (uncached: the operator keeps no informer on a
+// kind that may not be installed).
+func certificateKey(namespace, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(CertManagerGroup + "/" + CertManagerVersion)
+	u.SetKind("Certificate")
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	return u
+}
+
+// kindName is the kind of a typed or unstructured object, for messages.
+func kindName(obj client.Object) string {
+	if k := obj.GetObjectKind().GroupVersionKind().Kind; k != "" {
+		return k
+	}
+	t := fmt.Sprintf("%T", obj)
+	return t[strings.LastIndex(t, ".")+1:]
 }
 
 func ownedBy(obj client.Object, uid types.UID) bool {

@@ -143,3 +143,26 @@ const APIPort = "api"
 func Audience(feed types.NamespacedName) string {
 	return "flightfeed.aero/" + feed.Namespace + "/" + feed.Name
 }
+
+// PumpTLS is the name of the feed's cert-manager Certificate and of the
+// kubernetes.io/tls Secret it fills, mounted into the pump pods for the
+// read API and the metrics endpoint: "<Pump(feed)>-tls".
+func PumpTLS(feed string) string { return Pump(feed) + "-tls" }
+
+// PumpServerName is the name every pump certificate carries beside its
+// Service's DNS names: one name a client of many feeds (the pumps'
+// ServiceMonitor) verifies every pump by. It is no DNS name of the
+// cluster; only the CA that signs the pump certificates vouches for it.
+const PumpServerName = "flightfeed-pump"
+
+// PumpDNSNames are the names a pump certificate is issued for: the feed's
+// Service ("<Pump(feed)>.<namespace>.svc" and, with a cluster domain such
+// as cluster.local, its fully qualified name) and PumpServerName.
+func PumpDNSNames(feed types.NamespacedName, clusterDomain string) []string {
+	svc := Pump(feed.Name) + "." + feed.Namespace + ".svc"
+	names := []string{svc}
+	if clusterDomain != "" {
+		names = append(names, svc+"."+clusterDomain)
+	}
+	return append(names, PumpServerName)
+}

@@ -2,6 +2,7 @@ package feednames
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,5 +62,26 @@ func TestFeedLabelValue(t *testing.T) {
 	long := strings.Repeat("z", 80)
 	if got := FeedLabelValue(long); len(got) > 63 || got == FeedLabelValue(long+"1") {
 		t.Errorf("FeedLabelValue(long) = %q", got)
+	}
+}
+
+func TestPumpCertificateNames(t *testing.T) {
+	feed := types.NamespacedName{Namespace: "airports", Name: "pek"}
+	if got := PumpTLS("pek"); got != "pek-pump-tls" {
+		t.Errorf("PumpTLS = %q", got)
+	}
+	got := PumpDNSNames(feed, "corp.internal")
+	want := []string{"pek-pump.airports.svc", "pek-pump.airports.svc.corp.internal", PumpServerName}
+	if !slices.Equal(got, want) {
+		t.Errorf("PumpDNSNames = %q, want %q", got, want)
+	}
+	if got := PumpDNSNames(feed, ""); !slices.Equal(got, []string{"pek-pump.airports.svc", PumpServerName}) {
+		t.Errorf("no cluster domain: %q", got)
+	}
+	// A long or dotted feed name: the Service's (hashed) name, the same the
+	// Service gets.
+	long := types.NamespacedName{Namespace: "airports", Name: "a.very.long.feed.name.for.the.capital.airport.of.somewhere"}
+	if got := PumpDNSNames(long, ""); got[0] != Pump(long.Name)+".airports.svc" {
+		t.Errorf("long name: %q", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,8 +43,23 @@ type env struct {
 
 func newEnv(t *testing.T, edit func(*operator.Options)) *env {
 	t.Helper()
+	e := newNamespace(t)
+	t.Cleanup(e.start(edit))
+	return e
+}
+
+// newNamespace is an env with no operator running yet (see start).
+func newNamespace(t *testing.T) *env {
+	t.Helper()
 	e := &env{t: t, c: kubetest.Client(t, restCfg), ns: "op-" + strings.ToLower(utilrand.String(8))}
 	e.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}})
+	return e
+}
+
+// start runs an operator on the env's namespace until the returned stop.
+func (e *env) start(edit func(*operator.Options)) (stop func()) {
+	t := e.t
+	t.Helper()
 	o := operator.Options{RestConfig: restCfg, MetricsAddr: "0", ProbeAddr: loopback.FreeAddr(t),
 		Namespaces: []string{e.ns}, Namespace: e.ns + "-sys",
 		Pump: controllers.PumpDefaults{Image: "flightfeed:test", Args: []string{"--zap-log-level=info"}},
@@ -58,13 +74,15 @@ func newEnv(t *testing.T, edit func(*operator.Options)) *env {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("operator: %v", err)
-		}
-	})
-	return e
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("operator: %v", err)
+			}
+		})
+	}
 }
 
 func (e *env) create(obj client.Object) {

@@ -80,3 +80,94 @@ func TestChartMetricsCertificateFromCertManager(t *testing.T) {
 		})
 	}
 }
+
+// The pump pods' certificates: with cert-manager served (or forced), the
+// pump defaults name an issuer — the user's, or the chart's own CA
+// ClusterIssuer, whose CA certificate lives in cert-manager's namespace —
+// and the pumps' ServiceMonitor verifies every pump by the shared name
+// against the issuer's CA, carried into the release namespace by a
+// certificate of the same issuer. Without cert-manager, opted out, or with
+// no TLS endpoint on the pumps: no certificate, and the ServiceMonitor says
+// it cannot verify.
+func TestChartPumpCertificatesFromCertManager(t *testing.T) {
+	find := func(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+		for _, o := range objs {
+			if o.GetKind() == kind && o.GetName() == name {
+				return o
+			}
+		}
+		return nil
+	}
+	monitor := []string{"--set", "monitoring.serviceMonitor.enabled=true", "--api-versions", "monitoring.coreos.com/v1"}
+	const ownCA = "ops-ff-flightfeed-pump-ca"
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		issuer string // "" : no certificate
+		kind   string
+		ownCA  bool
+	}{
+		{"cert-manager installed: on, the chart's CA", []string{"--api-versions", "cert-manager.io/v1"}, ownCA, "ClusterIssuer", true},
+		{"cert-manager absent: off", nil, "", "", false},
+		{"opted out", []string{"--api-versions", "cert-manager.io/v1", "--set", "pump.certManager.enabled=false"}, "", "", false},
+		{"forced on", []string{"--set", "pump.certManager.enabled=true"}, ownCA, "ClusterIssuer", true},
+		{"the user's issuer", []string{"--api-versions", "cert-manager.io/v1", "--set", "pump.certManager.issuerRef.name=corp-ca"}, "corp-ca", "ClusterIssuer", false},
+		{"no TLS endpoint on the pumps", []string{"--api-versions", "cert-manager.io/v1", "--set", "api.enabled=false", "--set", "metrics.secure=false"}, "", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := renderChart(t, "ff", "ops", append(append([]string(nil), monitor...), tc.args...)...)
+			d := pumpDefaultsOf(t, objs)
+			if tc.issuer == "" {
+				if d.Certificate != nil {
+					t.Errorf("pump defaults name a certificate issuer %+v", d.Certificate)
+				}
+				for _, o := range objs {
+					if o.GetKind() == "ClusterIssuer" || strings.Contains(o.GetName(), "pump-trust") {
+						t.Errorf("%s %s rendered", o.GetKind(), o.GetName())
+					}
+				}
+				if sm := find(objs, "ServiceMonitor", "ff-flightfeed-pumps"); sm != nil {
+					endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+					if skip, _, _ := unstructured.NestedBool(endpoints[0].(map[string]any), "tlsConfig", "insecureSkipVerify"); !skip && !strings.Contains(tc.name, "no TLS") {
+						t.Error("pumps' ServiceMonitor verifies a self-signed certificate")
+					}
+				}
+				return
+			}
+			if d.Certificate == nil || d.Certificate.IssuerRef.Name != tc.issuer || d.Certificate.IssuerRef.Kind != tc.kind ||
+				d.Certificate.IssuerRef.Group != "cert-manager.io" || d.Certificate.ClusterDomain != "cluster.local" {
+				t.Fatalf("pump defaults certificate %+v, want issuer %s %s", d.Certificate, tc.kind, tc.issuer)
+			}
+			caCert := find(objs, "Certificate", ownCA)
+			if (caCert != nil) != tc.ownCA || (find(objs, "ClusterIssuer", ownCA) != nil) != tc.ownCA {
+				t.Fatalf("the chart's CA rendered: %v, want %v", caCert != nil, tc.ownCA)
+			}
+			if caCert != nil {
+				isCA, _, _ := unstructured.NestedBool(caCert.Object, "spec", "isCA")
+				if caCert.GetNamespace() != "cert-manager" || !isCA {
+					t.Errorf("CA certificate in %q, isCA %v: want cert-manager's cluster resource namespace", caCert.GetNamespace(), isCA)
+				}
+				secret, _, _ := unstructured.NestedString(find(objs, "ClusterIssuer", ownCA).Object, "spec", "ca", "secretName")
+				if secret != ownCA {
+					t.Errorf("CA ClusterIssuer reads %q", secret)
+				}
+			}
+			trust := find(objs, "Certificate", "ff-flightfeed-pump-trust")
+			if trust == nil || trust.GetNamespace() != "ops" {
+				t.Fatal("no trust certificate in the release namespace")
+			}
+			trustIssuer, _, _ := unstructured.NestedString(trust.Object, "spec", "issuerRef", "name")
+			if trustIssuer != tc.issuer {
+				t.Errorf("trust certificate issued by %q, want the pumps' issuer %q", trustIssuer, tc.issuer)
+			}
+			sm := find(objs, "ServiceMonitor", "ff-flightfeed-pumps")
+			endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+			tlsConfig, _, _ := unstructured.NestedMap(endpoints[0].(map[string]any), "tlsConfig")
+			skip, _, _ := unstructured.NestedBool(tlsConfig, "insecureSkipVerify")
+			caSecret, _, _ := unstructured.NestedString(tlsConfig, "ca", "secret", "name")
+			if skip || caSecret != "ff-flightfeed-pump-trust" || tlsConfig["serverName"] != "flightfeed-pump" {
+				t.Errorf("pumps' ServiceMonitor tlsConfig %v: want serverName flightfeed-pump verified against the trust Secret's ca.crt", tlsConfig)
+			}
+		})
+	}
+}

@@ -134,6 +134,13 @@ podLabels:
 podAnnotations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- if include "flightfeed.pumpCertManager" . }}
+# cert-manager issues each feed's pump certificate.
+certificate:
+  issuerRef:
+    {{- include "flightfeed.pumpIssuerRef" . | nindent 4 }}
+  clusterDomain: {{ dig "certManager" "clusterDomain" "cluster.local" $p }}
+{{- end }}
 {{- if $np.enabled }}
 networkPolicy:
   # Metrics and the read API: from the labelled namespaces and the API
@@ -213,5 +220,42 @@ the cert-manager Certificate's; empty for the self-signed one.
 {{ .Values.metrics.certSecret }}
 {{- else if include "flightfeed.metricsCertManager" . -}}
 {{ include "flightfeed.fullname" . }}-metrics-cert
+{{- end -}}
+{{- end }}
+
+{{/*
+Whether cert-manager issues the pump pods' certificates (values
+pump.certManager): an endpoint that serves TLS (the read API, or metrics
+over HTTPS) and enabled true, or auto while the API server serves
+cert-manager.io/v1. dig: a release upgraded with --reuse-values from a
+chart without pump.certManager has no such values.
+*/}}
+{{- define "flightfeed.pumpCertManager" -}}
+{{- $c := .Values.pump.certManager | default dict -}}
+{{- $on := toString (dig "enabled" "auto" $c) -}}
+{{- if and (or .Values.api.enabled (and .Values.metrics.enabled .Values.metrics.secure)) (or (eq $on "true") (and (eq $on "auto") (.Capabilities.APIVersions.Has "cert-manager.io/v1"))) -}}
+true
+{{- end -}}
+{{- end }}
+
+{{/* The chart's own CA for the pumps (ClusterIssuer and CA Certificate):
+cluster-scoped, so the release namespace is in the name. */}}
+{{- define "flightfeed.pumpCAName" -}}
+{{- printf "%s-%s-pump-ca" .Release.Namespace (include "flightfeed.fullname" .) }}
+{{- end }}
+
+{{/* The issuerRef of the pumps' certificates, as YAML: the user's, or the
+chart's own CA ClusterIssuer. */}}
+{{- define "flightfeed.pumpIssuerRef" -}}
+{{- $c := .Values.pump.certManager | default dict -}}
+{{- $ref := dig "issuerRef" dict $c -}}
+{{- if $ref.name -}}
+name: {{ $ref.name }}
+kind: {{ $ref.kind | default "ClusterIssuer" }}
+group: {{ $ref.group | default "cert-manager.io" }}
+{{- else -}}
+name: {{ include "flightfeed.pumpCAName" . }}
+kind: ClusterIssuer
+group: cert-manager.io
 {{- end -}}
 {{- end }}
