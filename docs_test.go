@@ -34,6 +34,16 @@ func TestReadmeIsAFrontDoor(t *testing.T) {
 			t.Errorf("README.md lacks %q", want)
 		}
 	}
+	// The install command pins the image of this very version.
+	appVersion := "(none)"
+	if m := regexp.MustCompile(`(?m)^appVersion: *"?([^"\n]+)"?$`).FindStringSubmatch(readText(t, "charts/flightfeed/Chart.yaml")); m != nil {
+		appVersion = m[1]
+	}
+	for _, m := range regexp.MustCompile(`image\.tag=(\S+)`).FindAllStringSubmatch(readme, -1) {
+		if m[1] != appVersion {
+			t.Errorf("README.md installs image.tag=%s; the chart's appVersion is %s", m[1], appVersion)
+		}
+	}
 	if ci := readText(t, ".ci/run"); !regexp.MustCompile(`(?m)^(exec )?make test$`).MatchString(ci) {
 		t.Errorf(".ci/run does not run exactly the README's `make test`:\n%s", ci)
 	}
