@@ -355,6 +355,9 @@ func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, head pumpda
 	return batchOutcome{blocked: true, wait: p.backoff()}
 }
 
+// errResultRecorded: a give-up found the head's result committed already.
+var errResultRecorded = errors.New("its result is recorded already")
+
 // pingTimeout bounds the database ping after a failed batch.
 const pingTimeout = 5 * time.Second
 
@@ -442,12 +445,37 @@ func (p *Pump) writeAlone(ctx context.Context, res pumpdata.Result) error {
 // land) is known as this message, and its attempts; not its identity key: a
 // message that was never applied is no prior copy a re-sent one could be
 // SKIPPED against.
+//
+// It never replaces a committed result: a head whose message is terminal
+// already (only its write-back was being redone: an operator reset the
+// mailbox row, a write-back did not land) or whose id the database records
+// for another message (a reused id the failing batch did not get to
+// retire) is not given up — the batch is retried until it writes back what
+// committed (seed 001 §8: never downgrade a committed success).
 func (p *Pump) giveUp(ctx context.Context, head pumpdata.Result, reason, note string) error {
 	res := head
 	res.Status, res.Reason, res.Note = pumpdata.StatusDead, reason, note
 	res.IdentityKey, res.ContentDigest = "", nil
 	res.Attempts = p.unrecorded.at(panicKey{head.MessageID, head.ReceivedAt})
-	if err := p.writeAlone(ctx, res); err != nil {
+	tx, err := p.store.Begin(ctx, p.epoch)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	pre, err := tx.Prefetch(ctx, pumpdata.PrefetchRequest{MessageIDs: []int64{head.MessageID}})
+	if err != nil {
+		return err
+	}
+	if prior, known := pre.States[head.MessageID]; known && (prior.Terminal() || !prior.ReceivedAt.Equal(head.ReceivedAt)) {
+		p.log.Info("not given up: the database records a result for this mailbox id already; retrying to write it back",
+			"msg_id", head.MessageID, "recorded", prior.Status, "recorded_received", prior.ReceivedAt.UTC().Format(time.RFC3339Nano),
+			"reason", reason)
+		return fmt.Errorf("give up message %d: %w (%s)", head.MessageID, errResultRecorded, prior.Status)
+	}
+	if err := tx.Write(ctx, Writes{Results: []pumpdata.Result{res}}); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
 		return err
 	}
 	p.unrecorded = unrecorded{}

@@ -208,6 +208,43 @@ func TestInfraRetryLimitMakesTheHeadDead(t *testing.T) {
 	h.wantRow(first, pumpdata.StatusDead, "INFRA")
 }
 
+// A give-up never replaces a committed result (seed 001 §8): the head's
+// message SUCCEEDED already and only its write-back is redone (an operator
+// reset its mailbox row) when the database starts refusing the batch; past
+// infraRetryLimit the pump keeps retrying instead of recording it DEAD and
+// writing DEAD to the mailbox, and once the fault is gone the SUCCEEDED is
+// written back. PostgreSQL only: the fault is a renamed table.
+func TestGiveUpNeverReplacesACommittedResult(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "pump: {backoffInitial: 1ms, backoffMax: 2ms, infraRetryLimit: 1}")
+	id := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
+	h.drain(h.newPump())
+	h.wantRow(id, pumpdata.StatusSucceeded, "")
+	h.unprocess(id)
+	// The batch loads the flight's state (a fresh pump has no cache) from
+	// the table that is gone; the give-up's own transaction does not.
+	if _, err := h.db.Exec(t.Context(), `ALTER TABLE flight_schd RENAME TO flight_schd_away`); err != nil {
+		t.Fatal(err)
+	}
+	p := h.newPump()
+	h.runUntil(p, "three failed attempts past the limit of one, or the result replaced", func() (bool, string) {
+		status, reason, _, _ := h.procState(id)
+		failed := p.Status().Counts[pumpdata.StatusFailed]
+		return failed >= 3 || status != pumpdata.StatusSucceeded, fmt.Sprintf("proc_state %s %s, failed attempts %d", status, reason, failed)
+	})
+	if status, reason, _, _ := h.procState(id); status != pumpdata.StatusSucceeded {
+		t.Fatalf("the give-up replaced the committed SUCCEEDED with %s (%s)", status, reason)
+	}
+	if r := h.row(id); r.Processed {
+		t.Fatalf("the mailbox row was written back during the fault: %+v", r)
+	}
+	if _, err := h.db.Exec(t.Context(), `ALTER TABLE flight_schd_away RENAME TO flight_schd`); err != nil {
+		t.Fatal(err)
+	}
+	h.drain(p)
+	h.wantRow(id, pumpdata.StatusSucceeded, "")
+}
+
 // DEAD(PROTOCOL): a snapshot holding a FLID of another day is refused whole;
 // the trace log says ROLLED_BACK with DAY_MISMATCH; the next message goes on.
 func TestDayMismatchIsDeadProtocol(t *testing.T) {
