@@ -19,7 +19,9 @@ import (
 	"github.com/flightfeed/flightfeed/internal/config"
 )
 
-var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`)
+// identifier is at most 64 bytes (checked apart: a counted repetition
+// compiles to that many copies of its class).
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]*$`)
 
 // NoteMaxChars is the width of the default note column (VARCHAR(512)).
 // Longer notes are cut with an explicit marker; the full text stays in
@@ -261,7 +263,7 @@ func (m *Mailbox) packetLimit(ctx context.Context) int64 {
 func (m *Mailbox) Close() error { return m.db.Close() }
 
 func quote(name string) (string, error) {
-	if !identifier.MatchString(name) {
+	if len(name) > 64 || !identifier.MatchString(name) {
 		return "", fmt.Errorf("mailbox identifier %q is not a plain SQL identifier", name)
 	}
 	return "`" + name + "`", nil
