@@ -309,7 +309,7 @@ func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, head pumpda
 			note = fmt.Sprintf("%s: the database refused the message %d times in a row: %v", reason, RefusalRepeats, err)
 		}
 		if note != "" {
-			if derr := p.giveUp(ctx, head, reason, note); derr == nil {
+			if derr := p.giveUp(ctx, rows[0], head, reason, note); derr == nil {
 				p.infraAttempts, p.refusal = 0, refusal{}
 				return batchOutcome{}
 			}
@@ -339,7 +339,7 @@ func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, head pumpda
 		return batchOutcome{blocked: true, wait: p.backoff()}
 	}
 	if limit := p.feed.Spec.Pump.InfraRetryLimit; limit > 0 && p.infraAttempts > int(limit) {
-		if derr := p.giveUp(ctx, head, ReasonInfra,
+		if derr := p.giveUp(ctx, rows[0], head, ReasonInfra,
 			fmt.Sprintf("%s: gave up after %d attempts: %v", ReasonInfra, p.infraAttempts, err)); derr == nil {
 			p.infraAttempts = 0
 			return batchOutcome{}
@@ -444,7 +444,10 @@ func (p *Pump) writeAlone(ctx context.Context, res pumpdata.Result) error {
 // head's payload digest, so a re-read of its row (a write-back that did not
 // land) is known as this message, and its attempts; not its identity key: a
 // message that was never applied is no prior copy a re-sent one could be
-// SKIPPED against.
+// SKIPPED against. It archives the row's raw text with it, as a batch does
+// every message, so that once the cause is fixed the message can be
+// replayed; when the database refuses that too (the archive row is what it
+// cannot take), the DEAD is recorded without it.
 //
 // It never replaces a committed result: a head whose message is terminal
 // already (only its write-back was being redone: an operator reset the
@@ -452,35 +455,58 @@ func (p *Pump) writeAlone(ctx context.Context, res pumpdata.Result) error {
 // for another message (a reused id the failing batch did not get to
 // retire) is not given up — the batch is retried until it writes back what
 // committed (seed 001 §8: never downgrade a committed success).
-func (p *Pump) giveUp(ctx context.Context, head pumpdata.Result, reason, note string) error {
+func (p *Pump) giveUp(ctx context.Context, row mailbox.Row, head pumpdata.Result, reason, note string) error {
 	res := head
 	res.Status, res.Reason, res.Note = pumpdata.StatusDead, reason, note
 	res.IdentityKey, res.ContentDigest = "", nil
 	res.Attempts = p.unrecorded.at(panicKey{head.MessageID, head.ReceivedAt})
-	tx, err := p.store.Begin(ctx, p.epoch)
+	archived := pumpdata.ArchivedRow{MessageID: row.ID, ReceivedAt: row.Received, Size: row.Size, Body: row.Body,
+		Digest: head.PayloadDigest, Truncated: row.Truncated}
+	err := p.writeGivenUp(ctx, res, &archived)
+	if err != nil && !errors.Is(err, errResultRecorded) && !errors.Is(err, pumpdata.ErrFenced) && ctx.Err() == nil {
+		p.log.Info("the raw text of a message given up could not be archived; recording it DEAD without (it cannot be replayed)",
+			"msg_id", head.MessageID, "error", err.Error())
+		err = p.writeGivenUp(ctx, res, nil)
+	}
 	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	pre, err := tx.Prefetch(ctx, pumpdata.PrefetchRequest{MessageIDs: []int64{head.MessageID}})
-	if err != nil {
-		return err
-	}
-	if prior, known := pre.States[head.MessageID]; known && (prior.Terminal() || !prior.ReceivedAt.Equal(head.ReceivedAt)) {
-		p.log.Info("not given up: the database records a result for this mailbox id already; retrying to write it back",
-			"msg_id", head.MessageID, "recorded", prior.Status, "recorded_received", prior.ReceivedAt.UTC().Format(time.RFC3339Nano),
-			"reason", reason)
-		return fmt.Errorf("give up message %d: %w (%s)", head.MessageID, errResultRecorded, prior.Status)
-	}
-	if err := tx.Write(ctx, Writes{Results: []pumpdata.Result{res}}); err != nil {
-		return err
-	}
-	if err := tx.Commit(ctx); err != nil {
 		return err
 	}
 	p.unrecorded = unrecorded{}
 	p.afterCommit(ctx, []outcome{{result: res}}, p.clock.Now())
 	return nil
+}
+
+// writeGivenUp records res, and archived unless nil, in a transaction of
+// its own, unless the database records a result for the id already.
+func (p *Pump) writeGivenUp(ctx context.Context, res pumpdata.Result, archived *pumpdata.ArchivedRow) error {
+	tx, err := p.store.Begin(ctx, p.epoch)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	pre, err := tx.Prefetch(ctx, pumpdata.PrefetchRequest{MessageIDs: []int64{res.MessageID}})
+	if err != nil {
+		return err
+	}
+	prior, known := pre.States[res.MessageID]
+	if known && (prior.Terminal() || !prior.ReceivedAt.Equal(res.ReceivedAt)) {
+		p.log.Info("not given up: the database records a result for this mailbox id already; retrying to write it back",
+			"msg_id", res.MessageID, "recorded", prior.Status, "recorded_received", prior.ReceivedAt.UTC().Format(time.RFC3339Nano),
+			"reason", res.Reason)
+		return fmt.Errorf("give up message %d: %w (%s)", res.MessageID, errResultRecorded, prior.Status)
+	}
+	w := Writes{Results: []pumpdata.Result{res}}
+	if archived != nil {
+		// Known (FAILED before): an archive row of it may exist; the insert
+		// skips it then.
+		a := *archived
+		a.New = !known
+		w.Archive = []pumpdata.ArchivedRow{a}
+	}
+	if err := tx.Write(ctx, w); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
 }
 
 // afterCommit does what must follow a commit: queue the results for write

@@ -197,6 +197,9 @@ func TestInfrastructureFailureBlocksThenRecovers(t *testing.T) {
 	}
 }
 
+// Past infraRetryLimit the head is DEAD (INFRA) — also when the failing
+// table is the raw archive itself, which the give-up writes too: then it
+// records the DEAD without the raw text.
 func TestInfraRetryLimitMakesTheHeadDead(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, "pump: {backoffInitial: 1ms, backoffMax: 2ms, infraRetryLimit: 2}")
@@ -206,6 +209,38 @@ func TestInfraRetryLimitMakesTheHeadDead(t *testing.T) {
 	}
 	h.drain(h.newPump())
 	h.wantRow(first, pumpdata.StatusDead, "INFRA")
+}
+
+// A message given up after infraRetryLimit keeps its raw text in the
+// archive, so that once the cause is fixed an operator replays it (before,
+// replay refused it: "its raw text is not archived").
+func TestAMessageGivenUpCanBeReplayed(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "pump: {backoffInitial: 1ms, backoffMax: 2ms, infraRetryLimit: 1}")
+	id := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
+	if _, err := h.db.Exec(t.Context(), `ALTER TABLE flight_schd RENAME TO flight_schd_away`); err != nil {
+		t.Fatal(err)
+	}
+	p := h.newPump()
+	h.drain(p)
+	h.wantRow(id, pumpdata.StatusDead, "INFRA")
+	if held, size, kept, truncated := h.archived(id); !held || kept == 0 || int64(kept) != size || truncated {
+		t.Fatalf("the given-up message's raw text: held %v, %d of %d bytes, truncated %v", held, kept, size, truncated)
+	}
+	if _, err := h.db.Exec(t.Context(), `ALTER TABLE flight_schd_away RENAME TO flight_schd`); err != nil {
+		t.Fatal(err)
+	}
+	h.requestReplay(id, pumpdata.ReplayAsNew)
+	h.runUntil(p, "the replay done", func() (bool, string) {
+		r := h.replayOf(id)
+		return r.ID != 0 && r.State != pumpdata.ReplayPending, fmt.Sprint(r)
+	})
+	if r := h.replayOf(id); r.State != pumpdata.ReplayDone || r.Result != pumpdata.StatusSucceeded {
+		t.Fatalf("replay %+v: want DONE, SUCCEEDED", r)
+	}
+	if f := h.flights(); f[9].Scalars["ESTT"] != "09SEP260930" {
+		t.Fatalf("the replayed message did not apply: %+v", f[9])
+	}
 }
 
 // A give-up never replaces a committed result (seed 001 §8): the head's
