@@ -63,6 +63,12 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior pum
 			// (seed 000 §5.6).
 			o.trace = &pumpdata.TraceEntry{MessageID: row.ID, ReceivedAt: row.Received, Recs: max(msg.Recs, 0),
 				Result: pumpdata.TraceRolledBack, Flags: []string{o.result.Reason}, Detail: o.result.Note}
+			if err == nil {
+				// An answer the decoder refuses counts against the request
+				// like one the snapshot rules refuse.
+				err = p.refuseDecodedAnswer(ctx, run, msg, row, o.result.Note)
+				o.requestFailed, run.requestFailed = run.requestFailed, nil
+			}
 		}
 		return o, w, err
 	}
@@ -388,7 +394,44 @@ func (p *Pump) refuseAnswer(ctx context.Context, run *batchRun, req *pumpdata.Re
 	if req == nil || !errors.As(applyErr, &rej) {
 		return nil
 	}
-	refusal := rej.Error()
+	return p.countRefusal(ctx, run, req, msgID, rej.Error())
+}
+
+// refuseDecodedAnswer counts a snapshot the decoder refused (a record's
+// bad time, a RECS mismatch, …) against the live request when it is the
+// request's answer: a RESP from the request's receiver with a record of
+// the request's day. The refused message keeps no records, so its row is
+// decoded again leaving out the refused records (as a skip-conflicts
+// replay would) to read the days of the others; when even that fails, the
+// days are unknown and nothing is counted. note is the message's DEAD note
+// (reason and detail), what two identical refusals are compared by.
+func (p *Pump) refuseDecodedAnswer(ctx context.Context, run *batchRun, msg *sis.Message, row mailbox.Row, note string) error {
+	if msg.Meta.Styp != "RESP" {
+		return nil
+	}
+	req, err := run.tx.CurrentRequest(ctx, requestKind)
+	if err != nil || req == nil || (req.Receiver != "" && req.Receiver != msg.Meta.Sndr) {
+		return err
+	}
+	records := msg.Records
+	if len(records) == 0 {
+		opts := p.decode
+		opts.SkipRefusedRecords = true
+		rest, err := p.decodeOne(row, opts)
+		if err != nil {
+			return nil
+		}
+		records = rest.Records
+	}
+	if !slices.ContainsFunc(records, func(r sis.Record) bool { return r.OperationDay == req.Day }) {
+		return nil // another day's answer, or days unknown
+	}
+	return p.countRefusal(ctx, run, req, row.ID, note)
+}
+
+// countRefusal settles the refusal of req's answer msgID: still PENDING
+// with the count, or FAILED at the second identical one.
+func (p *Pump) countRefusal(ctx context.Context, run *batchRun, req *pumpdata.Request, msgID int64, refusal string) error {
 	if len(refusal) > maxRefusal {
 		refusal = strings.ToValidUTF8(refusal[:maxRefusal], "") + "…"
 	}

@@ -59,6 +59,43 @@ func TestSecondIdenticalRefusalFailsTheRequest(t *testing.T) {
 	}, "requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 5m, routingId: AODB}")
 }
 
+// An answer the decoder refuses (here a record's impossible CNCL) counts
+// against the request as one the snapshot rules refuse: the AODB that
+// answers every re-ask with the same broken RESP ends the request FAILED
+// at the second, instead of being asked again at every timeout for ever.
+// Another day's broken RESP does not count. On both backends.
+func TestIdenticalDecoderRefusalsFailTheRequest(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, h *harness) {
+		p := h.newPump()
+		h.drain(p) // 9/9 asked for
+		broken := func(day string) string {
+			return h.schd("RESP", fltr(3, "CA3", day), fltr(4, "CA4", day, "<CNCL>31FEB261000</CNCL>"))
+		}
+		other := h.put(broken("10"))
+		first := h.put(broken("09"))
+		h.drain(p)
+		h.wantRow(other, pumpdata.StatusDead, "BAD_TIME at MSG/SCHD/FLTR[2]/CNCL (FLID 4)")
+		h.wantRow(first, pumpdata.StatusDead, "BAD_TIME at MSG/SCHD/FLTR[2]/CNCL (FLID 4)")
+		if reqs := h.requests(); !slices.Equal(reqs["2026-09-09"], []string{pumpdata.RequestPending}) {
+			t.Fatalf("after one refused answer (and another day's): %v, want the request still PENDING", reqs)
+		}
+		second := h.put(broken("09"))
+		h.drain(p)
+		h.wantRow(second, pumpdata.StatusDead, "BAD_TIME at MSG/SCHD/FLTR[2]/CNCL (FLID 4)")
+		if reqs := h.requests(); !slices.Equal(reqs["2026-09-09"], []string{pumpdata.RequestFailed}) {
+			t.Fatalf("after two identical refused answers: %v, want the request FAILED", reqs)
+		}
+		st := p.Status()
+		if len(st.FailedRequests) != 1 || st.FailedRequests[0].MessageID != second || !strings.HasPrefix(st.FailedRequests[0].Rejection, "BAD_TIME") {
+			t.Fatalf("status failed requests %+v, want 9/9 failed by message %d with BAD_TIME", st.FailedRequests, second)
+		}
+		if n, ok := failedNotice(p, "2026-09-09"); !ok || n.MessageID != second {
+			t.Fatalf("no RequestFailed notice for 9/9 naming message %d: %+v", second, n)
+		}
+	}, "requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 5m, routingId: AODB}")
+}
+
 // Two different refusals are no refusal repeated: the request stays live.
 func TestDifferentRefusalsDoNotFailTheRequest(t *testing.T) {
 	t.Parallel()
