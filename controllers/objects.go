@@ -241,10 +241,13 @@ func renderDeployment(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.Objec
 	if d.Certificate != nil {
 		// cert-manager's Secret, not optional: a pod waits for its
 		// certificate rather than serve a self-signed one; the pump reloads
-		// the files when a renewal changes them.
+		// the files when a renewal changes them. The API server's default
+		// mode, written out (a template equal to what the server stores is
+		// not written back at every reconcile): readable whatever the pod's
+		// fsGroup, in a pod of one container.
 		args = append(args, "--api-cert-dir", PumpTLSDir, "--metrics-cert-dir", PumpTLSDir)
 		volumes = append(volumes, corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: feednames.PumpTLS(ff.Name), DefaultMode: ptr.To(int32(0o440))}}})
+			Secret: &corev1.SecretVolumeSource{SecretName: feednames.PumpTLS(ff.Name), DefaultMode: ptr.To(corev1.SecretVolumeSourceDefaultMode)}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: "tls", MountPath: PumpTLSDir, ReadOnly: true})
 	}
 	args = append(args, d.Args...) // last: the chart's extraArgs win
