@@ -27,6 +27,10 @@ import (
 // rollout tells which generation the pods run.
 const AnnotationGeneration = "flightfeed.aero/generation"
 
+// AnnotationTemplateHash on a pump Deployment is a digest of the pod
+// template the operator last wrote into it (see setTemplate).
+const AnnotationTemplateHash = "flightfeed.aero/template-hash"
+
 // pumpObjects are the objects one feed's data plane runs in.
 type pumpObjects struct {
 	ServiceAccount *corev1.ServiceAccount
@@ -296,9 +300,8 @@ func renderDeployment(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.Objec
 						// /healthz fails when the held Lease is not renewed or
 						// a stopped pump hangs; /readyz while the API server
 						// does not answer: a standby is Ready.
-						LivenessProbe: &corev1.Probe{ProbeHandler: httpGet("/healthz", "probes"),
-							InitialDelaySeconds: 10, PeriodSeconds: 10},
-						ReadinessProbe: &corev1.Probe{ProbeHandler: httpGet("/readyz", "probes"), PeriodSeconds: 5},
+						LivenessProbe:  probe("/healthz", 10, 10),
+						ReadinessProbe: probe("/readyz", 0, 5),
 					}},
 				},
 			},
@@ -313,8 +316,16 @@ func portAddr(port int32) string {
 	return ":" + strconv.Itoa(int(port))
 }
 
-func httpGet(path, port string) corev1.ProbeHandler {
-	return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(port)}}
+// probe is an HTTP probe of path on the probes port, with the API server's
+// defaults for what it does not choose written out (the stored template
+// then holds the rendered one: see setTemplate).
+func probe(path string, initialDelay, period int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("probes"),
+			Scheme: corev1.URISchemeHTTP}},
+		InitialDelaySeconds: initialDelay, PeriodSeconds: period,
+		TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3,
+	}
 }
 
 func renderService(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.ObjectMeta) *corev1.Service {

@@ -2,6 +2,9 @@ package controllers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -263,7 +266,8 @@ func (r *FlightFeedReconciler) apply(ctx context.Context, ff *v1alpha1.FlightFee
 				dep.Spec.Selector = o.Deployment.Spec.Selector // immutable once made
 			}
 			dep.Spec.Replicas, dep.Spec.Strategy = o.Deployment.Spec.Replicas, o.Deployment.Spec.Strategy
-			dep.Spec.RevisionHistoryLimit, dep.Spec.Template = o.Deployment.Spec.RevisionHistoryLimit, o.Deployment.Spec.Template
+			dep.Spec.RevisionHistoryLimit = o.Deployment.Spec.RevisionHistoryLimit
+			setTemplate(dep, o.Deployment.Spec.Template)
 		}},
 	}
 	if o.PDB != nil {
@@ -346,6 +350,38 @@ func certificateKey(namespace, name string) *unstructured.Unstructured {
 	u.SetNamespace(namespace)
 	u.SetName(name)
 	return u
+}
+
+// setTemplate puts the rendered pod template into dep unless dep already
+// runs it. The API server fills defaults into a stored template
+// (terminationMessagePath, protocols, probe thresholds, ...), so the
+// rendering never equals it, and writing it back at every reconcile was a
+// PUT per Deployment status change that changed nothing. dep runs the
+// rendering when it was last written from the same rendering (the hash
+// annotation: a field the rendering dropped changes the hash) and still
+// holds every field the rendering sets (an edit of the pods' template by
+// hand is put back).
+func setTemplate(dep *appsv1.Deployment, want corev1.PodTemplateSpec) {
+	hash := templateHash(want)
+	if dep.Annotations[AnnotationTemplateHash] == hash && equality.Semantic.DeepDerivative(want, dep.Spec.Template) {
+		return
+	}
+	dep.Spec.Template = want
+	if dep.Annotations == nil {
+		dep.Annotations = map[string]string{}
+	}
+	dep.Annotations[AnnotationTemplateHash] = hash
+}
+
+// templateHash is a digest of a rendered pod template (encoding/json
+// writes map keys sorted: the same rendering, the same hash).
+func templateHash(t corev1.PodTemplateSpec) string {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return "" // never equal to a stored hash: the template is written
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
 }
 
 // kindName is the kind of a typed or unstructured object, for messages.

@@ -1,6 +1,7 @@
 package operator_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -12,6 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/flightfeed/flightfeed/controllers"
 	"github.com/flightfeed/flightfeed/internal/feednames"
@@ -108,4 +112,67 @@ func TestPumpCertificateFollowsTheDefaults(t *testing.T) {
 		}
 		return apierrors.IsNotFound(cerr) && !mounted(&d), fmt.Sprintf("certificate: %v, mounted %v", cerr, mounted(&d))
 	})
+}
+
+// A reconcile that renders what the Deployment runs writes nothing: the
+// API server's defaults in the stored pod template used to make every
+// reconcile (one per Deployment status change) PUT the template back
+// unchanged. A changed rendering, or a hand edit of a field the operator
+// sets, is still written.
+func TestUnchangedDeploymentIsNotWrittenBack(t *testing.T) {
+	e := newNamespace(t)
+	ff := e.feed("pek", nil)
+	var updates []string
+	ww, err := client.NewWithWatch(restCfg, client.Options{Scheme: e.c.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := interceptor.NewClient(ww, interceptor.Funcs{
+		Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if _, ok := obj.(*appsv1.Deployment); ok {
+				updates = append(updates, obj.GetName())
+			}
+			return cl.Update(ctx, obj, opts...)
+		},
+	})
+	r := &controllers.FlightFeedReconciler{Client: c, APIReader: e.c,
+		Defaults: controllers.PumpDefaults{Image: "flightfeed:test", NodeSelector: map[string]string{"pool": "a"}}}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(ff)}
+	reconcile := func() {
+		t.Helper()
+		if _, err := r.Reconcile(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reconcile() // creates
+	updates = nil
+	reconcile()
+	reconcile()
+	if len(updates) != 0 {
+		t.Fatalf("reconciles of an unchanged feed updated the Deployment %d times", len(updates))
+	}
+	pk := types.NamespacedName{Namespace: e.ns, Name: feednames.Pump("pek")}
+
+	// A hand edit of a field the operator sets is put back.
+	var dep appsv1.Deployment
+	if err := e.get(pk, &dep); err != nil {
+		t.Fatal(err)
+	}
+	dep.Spec.Template.Spec.Containers[0].Image = "somebody-else:1"
+	if err := e.c.Update(t.Context(), &dep); err != nil {
+		t.Fatal(err)
+	}
+	reconcile()
+	if err := e.get(pk, &dep); err != nil || dep.Spec.Template.Spec.Containers[0].Image != "flightfeed:test" {
+		t.Fatalf("hand-edited image not put back: %q (%v)", dep.Spec.Template.Spec.Containers[0].Image, err)
+	}
+
+	// A rendering that drops a field (the defaults' node selector gone) is
+	// written, though what it still sets is all in the stored template.
+	r.Defaults.NodeSelector = nil
+	updates = nil
+	reconcile()
+	if err := e.get(pk, &dep); err != nil || len(dep.Spec.Template.Spec.NodeSelector) != 0 || len(updates) != 1 {
+		t.Fatalf("node selector %v after it left the defaults (%d updates, %v)", dep.Spec.Template.Spec.NodeSelector, len(updates), err)
+	}
 }
