@@ -65,6 +65,10 @@ var (
 			"flightfeed.aero flightfeeddays/status get", "flightfeed.aero flightfeeddays/status patch",
 			"coordination.k8s.io leases get", "coordination.k8s.io leases create", "coordination.k8s.io leases update",
 			"events.k8s.io events create", "events.k8s.io events patch",
+			// the pump pods' certificates (pump defaults' certificate), read
+			// and written uncached, deleted when turned off
+			"cert-manager.io certificates get", "cert-manager.io certificates create", "cert-manager.io certificates update",
+			"cert-manager.io certificates delete",
 		})
 	// clusterScope: the ClusterRoleBinding of every pump ServiceAccount to
 	// system:auth-delegator (the pumps authenticate read API and metrics
