@@ -446,8 +446,7 @@ func (p *Pump) writeAlone(ctx context.Context, res pumpdata.Result) error {
 // message that was never applied is no prior copy a re-sent one could be
 // SKIPPED against. It archives the row's raw text with it, as a batch does
 // every message, so that once the cause is fixed the message can be
-// replayed; when the database answers that it refuses that too (the archive
-// row is what it cannot take), the DEAD is recorded without it.
+// replayed; when that write fails, the DEAD is recorded without it.
 //
 // It never replaces a committed result: a head whose message is terminal
 // already (only its write-back was being redone: an operator reset the
@@ -463,9 +462,12 @@ func (p *Pump) giveUp(ctx context.Context, row mailbox.Row, head pumpdata.Result
 	archived := pumpdata.ArchivedRow{MessageID: row.ID, ReceivedAt: row.Received, Size: row.Size, Body: row.Body,
 		Digest: head.PayloadDigest, Truncated: row.Truncated}
 	err := p.writeGivenUp(ctx, res, &archived)
-	// Only the server's refusal of what was written: a connection that
-	// failed says nothing of the archive, and the next attempt archives.
-	if err != nil && isServerAnswer(err) && !errors.Is(err, errResultRecorded) && !errors.Is(err, pumpdata.ErrFenced) && ctx.Err() == nil {
+	// Whatever failed, the DEAD alone is tried at once: the retry limit
+	// promises the head moves on once the result can be recorded, and the
+	// archive is what keeps it replayable, not what gives it up. (When the
+	// connection failed, the second try fails too and the next attempt
+	// archives again.)
+	if err != nil && !errors.Is(err, errResultRecorded) && !errors.Is(err, pumpdata.ErrFenced) && ctx.Err() == nil {
 		p.log.Info("the raw text of a message given up could not be archived; recording it DEAD without (it cannot be replayed)",
 			"msg_id", head.MessageID, "error", err.Error())
 		err = p.writeGivenUp(ctx, res, nil)
