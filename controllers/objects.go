@@ -92,19 +92,14 @@ func renderPumpObjects(ff *v1alpha1.FlightFeed, d PumpDefaults) pumpObjects {
 // its Service's names and feednames.PumpServerName, a fresh ECDSA key at
 // every renewal, into the Secret of the same name.
 func renderCertificate(feed types.NamespacedName, c PumpCertificate, meta metav1.ObjectMeta) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"spec": map[string]any{
-			"secretName": meta.Name,
-			"dnsNames":   toAny(feednames.PumpDNSNames(feed, c.ClusterDomain)),
-			"usages":     []any{"server auth", "digital signature"},
-			"privateKey": map[string]any{"algorithm": "ECDSA", "size": int64(256), "rotationPolicy": "Always"},
-			"issuerRef":  map[string]any{"name": c.IssuerRef.Name, "kind": c.IssuerRef.Kind, "group": c.IssuerRef.Group},
-		},
-	}}
-	u.SetAPIVersion(CertManagerGroup + "/" + CertManagerVersion)
-	u.SetKind("Certificate")
-	u.SetName(meta.Name)
-	u.SetNamespace(meta.Namespace)
+	u := certificateKey(meta.Namespace, meta.Name)
+	u.Object["spec"] = map[string]any{
+		"secretName": meta.Name,
+		"dnsNames":   toAny(feednames.PumpDNSNames(feed, c.ClusterDomain)),
+		"usages":     []any{"server auth", "digital signature"},
+		"privateKey": map[string]any{"algorithm": "ECDSA", "size": int64(256), "rotationPolicy": "Always"},
+		"issuerRef":  map[string]any{"name": c.IssuerRef.Name, "kind": c.IssuerRef.Kind, "group": c.IssuerRef.Group},
+	}
 	u.SetLabels(meta.Labels)
 	u.SetOwnerReferences(meta.OwnerReferences)
 	return u
