@@ -326,8 +326,7 @@ func (p *Pump) applySnapshot(ctx context.Context, tx Tx, meta engine.Meta, msg *
 		}
 		return ok
 	}
-	if pending != nil && msg.Meta.Styp == "RESP" && (pending.Receiver == "" || pending.Receiver == msg.Meta.Sndr) &&
-		(len(days) == 0 || slices.Contains(days, pending.Day)) {
+	if answeredBy(pending, msg.Meta) && (len(days) == 0 || slices.Contains(days, pending.Day)) {
 		// The request's receiver answers with records of its day, perhaps
 		// with others (refused whole, but an answer all the same).
 		answered = pending
@@ -407,10 +406,10 @@ func (p *Pump) refuseAnswer(ctx context.Context, run *batchRun, req *pumpdata.Re
 // (reason and detail), what two identical refusals are compared by.
 func (p *Pump) refuseDecodedAnswer(ctx context.Context, run *batchRun, msg *sis.Message, row mailbox.Row, note string) error {
 	if msg.Meta.Styp != "RESP" {
-		return nil
+		return nil // no answer: the request is not even read
 	}
 	req, err := run.tx.CurrentRequest(ctx, requestKind)
-	if err != nil || req == nil || (req.Receiver != "" && req.Receiver != msg.Meta.Sndr) {
+	if err != nil || !answeredBy(req, msg.Meta) {
 		return err
 	}
 	records := msg.Records
@@ -427,6 +426,13 @@ func (p *Pump) refuseDecodedAnswer(ctx context.Context, run *batchRun, msg *sis.
 		return nil // another day's answer, or days unknown
 	}
 	return p.countRefusal(ctx, run, req, row.ID, note)
+}
+
+// answeredBy reports whether a message of meta is an answer to the live
+// request req: a RESP from the request's receiver (any sender when the
+// request names none). Which day it answers is the caller's to check.
+func answeredBy(req *pumpdata.Request, meta sis.Meta) bool {
+	return req != nil && meta.Styp == "RESP" && (req.Receiver == "" || req.Receiver == meta.Sndr)
 }
 
 // countRefusal settles the refusal of req's answer msgID: still PENDING
