@@ -1,5 +1,10 @@
 package sis
 
+import (
+	"slices"
+	"strings"
+)
+
 // CollectionMode is how the collections a FLOP subtype carries apply to the
 // stored state.
 type CollectionMode uint8
@@ -13,11 +18,20 @@ const (
 	CollectionsReplace CollectionMode = iota + 1
 )
 
-// FlopSubtype is one FLOP subtype: the field(s) it carries. A FLOP record
-// must carry at least one of Fields (its subject); any other mapped field it
-// carries (FFID, SODT, …) is applied too, with increment semantics.
+// FlopSubtype is one FLOP subtype: the field(s) it is about (its subject).
+// A FLOP message of a subtype gives the AODB's current value of each of its
+// subject fields: a subject field the record carries is Set (Replace for a
+// collection; empty = Clear, as everywhere), and a subject field the record
+// does not carry is Cleared — the interface's rule that an optional field
+// left out means "the AODB has no value" (seed 001 §6.1, SIS §3.16.1 note
+// 4), which the AODB's own consumer applies to every subtype (a STYP=TOBT
+// without TOBT clears TOBT; an HNAG without PHAG clears PHAG). Any other
+// mapped field the record carries (FFID, SODT, …) is applied with increment
+// semantics: absent = unchanged (seed 001 §5.2).
 type FlopSubtype struct {
-	Styp        string
+	Styp string
+	// Fields are the subject fields, every one a field of flight.Fields
+	// (TestFlopSubtypeFieldsAreFlightFields).
 	Fields      []string
 	Collections CollectionMode
 	// Delete marks FDEL: the record names a FLID to delete.
@@ -32,7 +46,9 @@ func sub(styp string, fields ...string) FlopSubtype {
 }
 
 // flopSubtypes is THE table of FLOP subtypes (seeds 000 §6, 001 §6; SPEC
-// §2.6, §3.1): every mapped field is its own subtype, plus FDEL.
+// §2.6, §3.1): every mapped field is its own subtype, the grouped subtypes
+// carry the fields of their group (a subtype names a group, not a field),
+// plus FDEL. docs/processing-rules.md lists them (TestProcessingRulesListEveryFlopSubtype).
 var flopSubtypes = map[string]FlopSubtype{
 	// Deletion (SIS §3.29).
 	StypFDEL: {Styp: StypFDEL, Delete: true},
@@ -62,6 +78,14 @@ var flopSubtypes = map[string]FlopSubtype{
 	"TIPT": sub("TIPT"),
 	"PORT": sub("PORT"),
 
+	// Grouped subtypes: the subtype names a group of fields, none of which
+	// is called after it (the interface's handling agents, external status
+	// and VIP subtypes). Each member follows the subject rule on its own:
+	// an HNAG carrying only FHAG sets FHAG and clears PHAG and MHAG.
+	"HNAG": sub("HNAG", "FHAG", "PHAG", "MHAG"), // handling agents: flight, passenger, maintenance
+	"EXSS": sub("EXSS", "EXSC", "EXSR"),         // external status: code and remark
+	"VIPP": sub("VIPP", "VIPP", "VIPR"),         // VIP passengers: count and rating
+
 	// Cancellation: a scalar Set of CNCL (a SIS time).
 	"CNCL": sub("CNCL"),
 
@@ -73,9 +97,9 @@ var flopSubtypes = map[string]FlopSubtype{
 	"CSFT": sub("CSFT"), "MAID": sub("MAID"), "ESTT": sub("ESTT"), "ACTT": sub("ACTT"),
 	"STND": sub("STND"), "PHAG": sub("PHAG"), "FHAG": sub("FHAG"), "MHAG": sub("MHAG"),
 	"REMC": sub("REMC"), "BOTM": sub("BOTM"), "LACL": sub("LACL"), "FINT": sub("FINT"),
-	"APPT": sub("APPT"), "EGSR": sub("EGSR"), "EGST": sub("EGST"), "VIPP": sub("VIPP"),
+	"APPT": sub("APPT"), "EGSR": sub("EGSR"), "EGST": sub("EGST"),
 	"VIPR": sub("VIPR"), "LBNO": sub("LBNO"), "LBWT": sub("LBWT"), "PAXC": sub("PAXC"),
-	"EXSC": sub("EXSC"), "EXSR": sub("EXSR"), "EXSS": sub("EXSS"), "FTSS": sub("FTSS"),
+	"EXSC": sub("EXSC"), "EXSR": sub("EXSR"), "FTSS": sub("FTSS"),
 	"PEDT": sub("PEDT"), "NEAT": sub("NEAT"), "PADT": sub("PADT"), "NAAT": sub("NAAT"),
 	"STDT": sub("STDT"), "EDDT": sub("EDDT"), "DYOP": sub("DYOP"), "SCHT": sub("SCHT"),
 	"COBT": sub("COBT"), "TOBT": sub("TOBT"), "EOBT": sub("EOBT"), "CTOT": sub("CTOT"),
@@ -86,4 +110,15 @@ var flopSubtypes = map[string]FlopSubtype{
 func LookupFlopSubtype(styp string) (FlopSubtype, bool) {
 	s, ok := flopSubtypes[styp]
 	return s, ok
+}
+
+// FlopSubtypes returns every FLOP subtype, sorted by STYP (for
+// documentation and exhaustive tests).
+func FlopSubtypes() []FlopSubtype {
+	out := make([]FlopSubtype, 0, len(flopSubtypes))
+	for _, s := range flopSubtypes {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b FlopSubtype) int { return strings.Compare(a.Styp, b.Styp) })
+	return out
 }

@@ -1,6 +1,7 @@
 package sis
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -80,15 +81,22 @@ func TestFlopKinds(t *testing.T) {
 	}
 }
 
-// TestFlopScalarKinds covers every single-value subtype: Set with the
-// original string, Clear when empty.
+// TestFlopScalarKinds covers every single-value field through the subtype
+// named after it (its own, or the group it names: VIPP carries VIPP and
+// VIPR): Set with the original string, Clear when empty.
 func TestFlopScalarKinds(t *testing.T) {
 	for _, spec := range flight.Fields() {
 		if spec.Kind != flight.KindScalar {
 			continue
 		}
 		sub, ok := LookupFlopSubtype(spec.Tag)
-		if !ok || sub.Delete || len(sub.Fields) != 1 || sub.Fields[0] != spec.Tag {
+		if spec.Tag == "EXSS" {
+			// Not a field of the interface's FLOP: the EXSS subtype is the
+			// external-status group EXSC/EXSR (TestGroupedFlopSubtypes); a
+			// snapshot may still carry an EXSS element.
+			continue
+		}
+		if !ok || sub.Delete || !slices.Contains(sub.Fields, spec.Tag) {
 			t.Fatalf("no scalar FLOP subtype for %s: %+v", spec.Tag, sub)
 		}
 		value := " value " + spec.Tag
@@ -125,8 +133,84 @@ func TestFlopSubtypeTableCoversEveryField(t *testing.T) {
 			}
 		}
 	}
-	if len(flopSubtypes) != len(flight.Fields())+1 {
-		t.Errorf("%d subtypes for %d fields + FDEL", len(flopSubtypes), len(flight.Fields()))
+	// The subtypes that are no field's name: FDEL and the groups whose
+	// name is none of their fields'.
+	var others []string
+	for styp, sub := range flopSubtypes {
+		if _, ok := flight.Lookup(styp); !ok {
+			others = append(others, styp)
+		}
+		if !sub.Delete && len(sub.Fields) == 0 {
+			t.Errorf("subtype %s carries no field", styp)
+		}
+	}
+	slices.Sort(others)
+	if diff := cmp.Diff([]string{"FDEL", "HNAG"}, others); diff != "" {
+		t.Errorf("subtypes named after no field (-want +got):\n%s", diff)
+	}
+}
+
+// TestGroupedFlopSubtypes: a subtype that names a group carries the
+// group's fields (the interface's handling agents, external status and
+// VIP subtypes); each member present is Set (empty = Clear), each member
+// absent is Cleared, and another mapped field the record carries is an
+// increment.
+func TestGroupedFlopSubtypes(t *testing.T) {
+	tests := []struct {
+		styp, body string
+		want       map[string]flight.Command // every command of the record but FFID's
+	}{
+		{"HNAG", "<FHAG>101</FHAG><PHAG>102</PHAG><MHAG>103</MHAG>", map[string]flight.Command{
+			"FHAG": {Tag: "FHAG", Op: flight.OpSet, Value: "101"},
+			"PHAG": {Tag: "PHAG", Op: flight.OpSet, Value: "102"},
+			"MHAG": {Tag: "MHAG", Op: flight.OpSet, Value: "103"},
+		}},
+		{"HNAG", "<FHAG>101</FHAG>", map[string]flight.Command{
+			"FHAG": {Tag: "FHAG", Op: flight.OpSet, Value: "101"},
+			"PHAG": {Tag: "PHAG", Op: flight.OpClear},
+			"MHAG": {Tag: "MHAG", Op: flight.OpClear},
+		}},
+		{"HNAG", "<FHAG/><MHAG>7</MHAG><ESTT>09SEP261020</ESTT>", map[string]flight.Command{
+			"FHAG": {Tag: "FHAG", Op: flight.OpClear},
+			"PHAG": {Tag: "PHAG", Op: flight.OpClear},
+			"MHAG": {Tag: "MHAG", Op: flight.OpSet, Value: "7"},
+			"ESTT": {Tag: "ESTT", Op: flight.OpSet, Value: "09SEP261020"},
+		}},
+		{"EXSS", "<EXSC>DLY</EXSC><EXSR>late inbound</EXSR>", map[string]flight.Command{
+			"EXSC": {Tag: "EXSC", Op: flight.OpSet, Value: "DLY"},
+			"EXSR": {Tag: "EXSR", Op: flight.OpSet, Value: "late inbound"},
+		}},
+		{"EXSS", "<EXSC>DLY</EXSC>", map[string]flight.Command{
+			"EXSC": {Tag: "EXSC", Op: flight.OpSet, Value: "DLY"},
+			"EXSR": {Tag: "EXSR", Op: flight.OpClear},
+		}},
+		{"VIPP", "<VIPP>2</VIPP><VIPR>1</VIPR>", map[string]flight.Command{
+			"VIPP": {Tag: "VIPP", Op: flight.OpSet, Value: "2"},
+			"VIPR": {Tag: "VIPR", Op: flight.OpSet, Value: "1"},
+		}},
+		{"VIPP", "", map[string]flight.Command{
+			"VIPP": {Tag: "VIPP", Op: flight.OpClear},
+			"VIPR": {Tag: "VIPR", Op: flight.OpClear},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.styp+" "+tt.body, func(t *testing.T) {
+			msg := mustDecode(t, flop(tt.styp, "<FLID>5</FLID><FFID>CA-1</FFID>"+tt.body))
+			got := map[string]flight.Command{}
+			for _, c := range msg.Records[0].Cmds {
+				if c.Tag != "FFID" {
+					got[c.Tag] = c
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Fatalf("commands (-want +got):\n%s", diff)
+			}
+			if !slices.IsSortedFunc(msg.Records[0].Cmds, func(a, b flight.Command) int {
+				return flight.FieldOrder(a.Tag) - flight.FieldOrder(b.Tag)
+			}) {
+				t.Fatalf("commands out of field order: %+v", msg.Records[0].Cmds)
+			}
+		})
 	}
 }
 
@@ -146,10 +230,27 @@ func TestFlopMultipleRecordsAndIncrementSemantics(t *testing.T) {
 	}
 }
 
-func TestFlopRecordMustCarryItsSubject(t *testing.T) {
-	e := mustReject(t, flop("GTDT", flopHead+"<ESTT>09SEP261020</ESTT>"), Options{})
-	if e.Reason != ReasonMissingField || e.Path != "MSG/FLOP[1]/GTDT" {
-		t.Fatalf("got %v", e)
+// TestFlopRecordWithoutItsSubjectClearsIt: a FLOP of a subtype gives the
+// AODB's current value of the subtype's field; a record that leaves the
+// field out says the AODB has none (a STYP=TOBT carrying only FLID and
+// FFID clears TOBT), while the other fields it carries stay increments.
+func TestFlopRecordWithoutItsSubjectClearsIt(t *testing.T) {
+	for _, tt := range []struct{ styp, body, other string }{
+		{"GTDT", flopHead + "<ESTT>09SEP261020</ESTT>", "ESTT"},
+		{"TOBT", "<FLID>121112312</FLID><FFID>CA-1</FFID>", "FFID"},
+		{"FDIV", "<FLID>121112312</FLID><FFID>CA-1</FFID>", "FFID"},
+	} {
+		msg := mustDecode(t, flop(tt.styp, tt.body))
+		rec := msg.Records[0]
+		if c := cmdOf(t, rec, tt.styp); c.Op != flight.OpClear {
+			t.Fatalf("%s without %s: %+v, want CLEAR", tt.styp, tt.styp, c)
+		}
+		if c := cmdOf(t, rec, tt.other); c.Op != flight.OpSet {
+			t.Fatalf("%s: %s = %+v, want SET", tt.styp, tt.other, c)
+		}
+		if c := rec.For("CKDT"); c.Op != flight.OpUnchanged {
+			t.Fatalf("%s: a field neither the subject nor carried = %s, want UNCHANGED", tt.styp, c.Op)
+		}
 	}
 }
 

@@ -3,7 +3,7 @@ package sis
 import (
 	"errors"
 	"fmt"
-	"strings"
+	"slices"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 )
@@ -110,13 +110,15 @@ func (d *decoder) readRecord(n *node, path string, index int, rules recordRules)
 	if err != nil {
 		return Record{}, err
 	}
-	if err := checkSubject(rules.subject, groups, path); err != nil {
-		return Record{}, err
-	}
+	clears := subjectClears(rules.subject, groups)
 	rec := Record{Index: index, Commands: flight.Commands{FLID: flid, Full: rules.full}}
-	rec.Cmds = make([]flight.Command, 0, present)
+	rec.Cmds = make([]flight.Command, 0, present+len(clears))
 	for pos, nodes := range groups {
 		if len(nodes) == 0 {
+			if len(clears) > 0 && clears[0] == pos {
+				rec.Cmds = append(rec.Cmds, flight.Command{Tag: fieldSpecs[pos].Tag, Op: flight.OpClear})
+				clears = clears[1:]
+			}
 			continue
 		}
 		cmd, err := d.command(&fieldSpecs[pos], nodes, path)
@@ -157,17 +159,21 @@ func flidOf(n *node, path string) (flight.FLID, error) {
 	return parseFLID(n.text, path)
 }
 
-// checkSubject enforces that a FLOP record carries its subtype's field.
-func checkSubject(subject *FlopSubtype, groups [][]*node, path string) error {
+// subjectClears returns a Clear command for each subject field of a FLOP
+// subtype that the record does not carry (FlopSubtype: an absent subject
+// field means the AODB has no value for it), nil for any other record.
+func subjectClears(subject *FlopSubtype, groups [][]*node) []int {
 	if subject == nil {
 		return nil
 	}
+	var absent []int
 	for _, tag := range subject.Fields {
-		if pos := flight.FieldOrder(tag); pos >= 0 && len(groups[pos]) > 0 {
-			return nil
+		if pos := flight.FieldOrder(tag); pos >= 0 && len(groups[pos]) == 0 {
+			absent = append(absent, pos)
 		}
 	}
-	return newError(ReasonMissingField, path+"/"+subject.Fields[0], "FLOP %s record does not carry %s", subject.Styp, strings.Join(subject.Fields, "|"))
+	slices.Sort(absent) // in field order, as the record's commands
+	return absent
 }
 
 // operationDay derives the record's day from SODT in the airport zone.
