@@ -76,7 +76,7 @@ func TestBatchOutcomes(t *testing.T) {
 	t.Parallel()
 	var m sisMessages
 	ok := func(flid int) string { return m.flop("ESTT", flid, "<ESTT>09SEP260930</ESTT>") }
-	unsupported := `<MSG>` + m.meta("ARPT", "DNLD") + `<ARPT><RECS>1</RECS></ARPT></MSG>`
+	unsupported := `<MSG>` + m.meta("ZZZZ", "DNLD") + `<ZZZZ><RECS>1</RECS></ZZZZ></MSG>`
 	malformed := `<MSG><META><SNDR>AODB</SNDR>`
 	snapshot := m.schd("DNLD", fltr(5, "X", "09"))
 	outage := errors.New("read tcp 127.0.0.1:5432: connection reset by peer")
@@ -112,7 +112,7 @@ func TestBatchOutcomes(t *testing.T) {
 		batches: [][]int64{{1, 2, 3}, {2, 3}},
 		want: []string{
 			"[1 2 3]: read the head again; committed [1 SUCCEEDED]; write back [1]; next batch 50",
-			"[2 3]: blocked, backoff; committed [2 FAILED UNSUPPORTED_TYPE]; next batch 50",
+			"[2 3]: blocked, backoff; committed [2 FAILED UNKNOWN_TYPE]; next batch 50",
 		},
 	}, {
 		name:    "infrastructure errors block the head without killing it, the batch shrunk to one",
@@ -324,7 +324,7 @@ func TestReadAheadKeepsTheFIFOOrder(t *testing.T) {
 	for i := range bodies {
 		bodies[i] = m.flop("ESTT", 1+i%4, fmt.Sprintf("<ESTT>09SEP2609%02d</ESTT>", i))
 	}
-	unsupported := `<MSG>` + m.meta("ARPT", "DNLD") + `<ARPT><RECS>1</RECS></ARPT></MSG>`
+	unsupported := `<MSG>` + m.meta("ZZZZ", "DNLD") + `<ZZZZ><RECS>1</RECS></ZZZZ></MSG>`
 	outage := errors.New("read tcp 127.0.0.1:5432: connection reset by peer")
 	trigger := &pgconn.PgError{Code: "P0001", Message: "flight row refused"}
 	succeeded := func(ids ...int) []string {
@@ -348,7 +348,7 @@ func TestReadAheadKeepsTheFIFOOrder(t *testing.T) {
 		name:   "a message that must wait in a batch read ahead",
 		bodies: slices.Concat(bodies[:6], []string{unsupported}, bodies[7:]),
 		want: slices.Concat(succeeded(1, 2, 3, 4, 5, 6),
-			[]string{"7 FAILED UNSUPPORTED_TYPE", "7 FAILED UNSUPPORTED_TYPE", "7 DEAD UNSUPPORTED_TYPE"},
+			[]string{"7 FAILED UNKNOWN_TYPE", "7 FAILED UNKNOWN_TYPE", "7 DEAD UNKNOWN_TYPE"},
 			succeeded(8, 9, 10, 11, 12)),
 	}, {
 		name:   "an infrastructure error in a batch read ahead",

@@ -111,11 +111,11 @@ func TestOversizeIsArchivedTruncatedNeverParsed(t *testing.T) {
 func TestUnsupportedRetriesThenDead(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
-		ref := h.put(`<MSG>` + h.meta("ARPT", "DNLD") + `<ARPT><RECS>1</RECS></ARPT></MSG>`)
+		ref := h.put(`<MSG>` + h.meta("ZZZZ", "DNLD") + `<ZZZZ><RECS>1</RECS></ZZZZ></MSG>`)
 		next := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
 		p := h.newPump()
 		h.drain(p)
-		h.wantRow(ref, pumpdata.StatusDead, "UNSUPPORTED_TYPE")
+		h.wantRow(ref, pumpdata.StatusDead, "UNKNOWN_TYPE")
 		status, _, _, attempts := h.procState(ref)
 		if status != pumpdata.StatusDead || attempts != 3 {
 			t.Fatalf("unsupported: %s after %d attempts, want DEAD after 3 (limit 2)", status, attempts)
@@ -131,14 +131,14 @@ func TestUnsupportedRetriesThenDead(t *testing.T) {
 func TestUnsupportedBlocksTheHeadWhileRetrying(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
-		ref := h.put(`<MSG>` + h.meta("ARPT", "DNLD") + `<ARPT><RECS>1</RECS></ARPT></MSG>`)
+		ref := h.put(`<MSG>` + h.meta("ZZZZ", "DNLD") + `<ZZZZ><RECS>1</RECS></ZZZZ></MSG>`)
 		next := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
 		p := h.newPump()
-		h.runUntil(p, "the head waiting on its UNSUPPORTED retry", headBlocked(p, ref, "UNSUPPORTED_TYPE"))
+		h.runUntil(p, "the head waiting on its UNSUPPORTED retry", headBlocked(p, ref, "UNKNOWN_TYPE"))
 		if r := h.row(ref); r.Processed {
 			t.Fatalf("a FAILED row was backfilled as terminal: %+v", r)
 		}
-		if status, reason, _, _ := h.procState(ref); status != pumpdata.StatusFailed || reason != "UNSUPPORTED_TYPE" {
+		if status, reason, _, _ := h.procState(ref); status != pumpdata.StatusFailed || reason != "UNKNOWN_TYPE" {
 			t.Fatalf("proc_state %s %s", status, reason)
 		}
 		type behind struct {
@@ -148,7 +148,7 @@ func TestUnsupportedBlocksTheHeadWhileRetrying(t *testing.T) {
 		if diff := cmp.Diff(behind{}, behind{h.row(next).Processed, len(h.flights())}); diff != "" {
 			t.Fatalf("the message behind a waiting head was processed (-want +got):\n%s", diff)
 		}
-		if st := p.Status(); st.HeadID != ref || st.HeadBlockedSince.IsZero() || !strings.Contains(st.HeadLastError, "UNSUPPORTED_TYPE") {
+		if st := p.Status(); st.HeadID != ref || st.HeadBlockedSince.IsZero() || !strings.Contains(st.HeadLastError, "UNKNOWN_TYPE") {
 			t.Fatalf("blocked head not visible: %+v", st)
 		}
 	}, "pump: {backoffInitial: 1h, backoffMax: 1h, unsupportedRetryLimit: 5}")

@@ -16,8 +16,8 @@ import (
 // Every rejection is an *Error (use errors.As) with a Reason, the element
 // Path and a Class. When META was decoded before the rejection, the returned
 // Message is non-nil and carries Meta and Kind only (no records), so the
-// caller can still log the upstream identity; an UNSUPPORTED_TYPE rejection
-// always comes with such a Message of KindUnsupported. Decode is meant
+// caller can still log the upstream identity; an UNKNOWN_TYPE rejection
+// always comes with such a Message. Decode is meant
 // never to panic; should a bug make it panic all the same, the panic is
 // raised in the caller's goroutine (one of a chunk worker as a
 // *WorkerPanic), where the caller can recover it.
@@ -45,7 +45,7 @@ func DecodeString(raw string, opts Options) (*Message, error) {
 	msg, err := d.decode()
 	if err != nil {
 		if msg != nil {
-			msg.Records, msg.Deletions, msg.Positions = nil, nil, nil
+			msg.Records, msg.Deletions, msg.Positions, msg.Reference = nil, nil, nil, nil
 		}
 		return msg, err
 	}
@@ -94,6 +94,12 @@ func (d *decoder) decode() (*Message, error) {
 		err = d.schdBody()
 	case KindFLOP, KindFDEL:
 		err = d.flopBody(subtype)
+	case KindReference:
+		err = d.referenceBody(referenceKinds[upper(meta.Type)])
+	case KindNotApplied:
+		na := notApplied[upper(meta.Type)]
+		d.msg.NotApplied = &na
+		err = d.skipBody()
 	}
 	if err != nil {
 		return d.msg, err
@@ -103,6 +109,18 @@ func (d *decoder) decode() (*Message, error) {
 	}
 	d.msg.ContentDigest = contentDigest(d.scan.input, d.resent)
 	return d.msg, nil
+}
+
+// skipBody reads the rest of MSG without decoding it (a type FlightFeed
+// does not apply): the message must still be well-formed XML within the
+// limits, and its content digest tells a re-sent copy.
+func (d *decoder) skipBody() error {
+	return d.msgChildren(func(t xml.StartElement) error {
+		if qualified(t.Name) == "META" {
+			return newError(ReasonDuplicateField, "MSG/META[2]", "<META> occurs twice")
+		}
+		return d.scan.skip()
+	})
 }
 
 // utf8BOM is the byte order mark that Windows tools write before a UTF-8
@@ -215,8 +233,13 @@ func classify(meta Meta) (Kind, FlopSubtype, error) {
 			return KindFDEL, sub, nil
 		}
 		return KindFLOP, sub, nil
-	case referenceTypes[typ]:
-		return KindUnsupported, FlopSubtype{}, newError(ReasonUnsupportedType, "MSG/META/TYPE", "reference data %s/%s is not processed", meta.Type, meta.Styp)
+	case referenceKinds[typ].Type != "":
+		if _, ok := referenceOps[styp]; !ok {
+			return KindUnknown, FlopSubtype{}, newError(ReasonUnknownStyp, "MSG/META/STYP", "reference data %s subtype %q (DNLD, RESP, ADD, UPD or DEL)", meta.Type, meta.Styp)
+		}
+		return KindReference, FlopSubtype{}, nil
+	case notApplied[typ].Type != "":
+		return KindNotApplied, FlopSubtype{}, nil
 	default:
 		return KindUnknown, FlopSubtype{}, newError(ReasonUnknownType, "MSG/META/TYPE", "message type %q", meta.Type)
 	}

@@ -281,9 +281,13 @@ func TestRejectedMessageKeepsMetaOnly(t *testing.T) {
 	if msg.Meta.Sndr != "AODB" || msg.Records != nil {
 		t.Fatalf("partial message = %+v", msg)
 	}
-	unsupported, err := Decode(envelope("ARPT", "DNLD", "<RECS>1</RECS><ARPT/>"), Options{})
-	if r, _ := ReasonOf(err); r != ReasonUnsupportedType || unsupported == nil || unsupported.Kind != KindUnsupported {
-		t.Fatalf("unsupported: %v %+v", err, unsupported)
+	unknown, err := Decode(envelope("ZZZZ", "DNLD", "<RECS>1</RECS><ZZZZ/>"), Options{})
+	if r, _ := ReasonOf(err); r != ReasonUnknownType || unknown == nil || unknown.Meta.Type != "ZZZZ" {
+		t.Fatalf("unknown type: %v %+v", err, unknown)
+	}
+	keyless, err := Decode(envelope("ARPT", "DNLD", "<RECS>1</RECS><ARPT/>"), Options{})
+	if r, _ := ReasonOf(err); r != ReasonMissingField || keyless == nil || keyless.Kind != KindReference || keyless.Reference != nil {
+		t.Fatalf("refused reference data: %v %+v", err, keyless)
 	}
 	if msg, err := Decode([]byte("<x"), Options{}); msg != nil || err == nil {
 		t.Fatalf("malformed before META: %v %v", msg, err)
@@ -445,7 +449,7 @@ func TestLocationOption(t *testing.T) {
 
 func TestKindNames(t *testing.T) {
 	for k, want := range map[Kind]string{KindUnknown: "UNKNOWN", KindSnapshot: "SNAPSHOT", KindADFT: "ADFT",
-		KindFLOP: "FLOP", KindFDEL: "FDEL", KindUnsupported: "UNSUPPORTED", Kind(99): "UNKNOWN"} {
+		KindFLOP: "FLOP", KindFDEL: "FDEL", KindReference: "REFERENCE", KindNotApplied: "NOT_APPLIED", Kind(99): "UNKNOWN"} {
 		if b, _ := k.MarshalText(); string(b) != want {
 			t.Errorf("Kind(%d) = %s, want %s", k, b, want)
 		}

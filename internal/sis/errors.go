@@ -63,9 +63,6 @@ const (
 	ReasonUnknownType Reason = "UNKNOWN_TYPE"
 	// ReasonUnknownStyp: META STYP is not valid for its TYPE.
 	ReasonUnknownStyp Reason = "UNKNOWN_STYP"
-	// ReasonUnsupportedType: a recognised message the module does not
-	// process (reference data).
-	ReasonUnsupportedType Reason = "UNSUPPORTED_TYPE"
 	// ReasonMissingBody: a SCHD or FLOP message without its body.
 	ReasonMissingBody Reason = "MISSING_BODY"
 	// ReasonMissingField: a required element is absent or empty (FLID, RECS
@@ -101,7 +98,7 @@ var Reasons = []Reason{
 	ReasonOversize, ReasonMalformedXML, ReasonBadEncoding, ReasonTooDeep, ReasonTooManyElements,
 	ReasonTooManyAttributes, ReasonTooManyItems, ReasonTooManyRecords, ReasonTooManyIgnored,
 	ReasonValueTooLong, ReasonBadRoot, ReasonMissingMeta,
-	ReasonMetaFieldTooLong, ReasonBadSeqn, ReasonBadTime, ReasonUnknownType, ReasonUnknownStyp, ReasonUnsupportedType,
+	ReasonMetaFieldTooLong, ReasonBadSeqn, ReasonBadTime, ReasonUnknownType, ReasonUnknownStyp,
 	ReasonMissingBody, ReasonMissingField, ReasonDuplicateField, ReasonBadStructure, ReasonBadFLID,
 	ReasonBadRecs, ReasonRecsOutOfRange, ReasonRecsMismatch, ReasonDuplicateFLID, ReasonSeqZeroMixed,
 	ReasonBadSequence,
@@ -134,7 +131,7 @@ func (c Class) String() string {
 // ClassOf returns the failure class of a reason.
 func ClassOf(r Reason) Class {
 	switch r {
-	case ReasonUnknownType, ReasonUnknownStyp, ReasonUnsupportedType:
+	case ReasonUnknownType, ReasonUnknownStyp:
 		return ClassUnsupported
 	default:
 		return ClassIllegal

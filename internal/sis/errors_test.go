@@ -32,7 +32,6 @@ func TestRejectionReasons(t *testing.T) {
 		{ReasonBadTime, dnld(fltr("1", "<CNCL>31FEB261000</CNCL>")), Options{}, "MSG/SCHD/FLTR[1]/CNCL"},
 		{ReasonUnknownType, envelope("ZZZZ", "NONE", ""), Options{}, "MSG/META/TYPE"},
 		{ReasonUnknownStyp, envelope("SCHD", "WEEK", ""), Options{}, "MSG/META/STYP"},
-		{ReasonUnsupportedType, envelope("REGN", "DNLD", "<RECS>1</RECS><REGN><RNUM>B2290</RNUM></REGN>"), Options{}, "MSG/META/TYPE"},
 		{ReasonMissingBody, envelope("FLOP", "ESTT", ""), Options{}, "MSG/FLOP"},
 		{ReasonMissingField, dnld("<FLTR><FLID>1</FLID><FLNO>CA1</FLNO></FLTR>"), Options{}, "MSG/SCHD/FLTR[1]/SODT"},
 		{ReasonDuplicateField, dnld(fltr("1", "<FLNO>CA1</FLNO><FLNO>CA2</FLNO>")), Options{}, "MSG/SCHD/FLTR[1]/FLNO[2]"},
@@ -72,7 +71,7 @@ func TestRejectionReasons(t *testing.T) {
 }
 
 func TestFailureClasses(t *testing.T) {
-	unsupported := map[Reason]bool{ReasonUnknownType: true, ReasonUnknownStyp: true, ReasonUnsupportedType: true}
+	unsupported := map[Reason]bool{ReasonUnknownType: true, ReasonUnknownStyp: true}
 	for _, r := range Reasons {
 		want := ClassIllegal
 		if unsupported[r] {

@@ -21,12 +21,16 @@ const (
 	KindFLOP
 	// KindFDEL is FLOP FDEL: Deletions lists the FLIDs to delete.
 	KindFDEL
-	// KindUnsupported is a recognised message the module does not process;
-	// Decode returns it together with an UNSUPPORTED_TYPE error.
-	KindUnsupported
+	// KindReference is reference data (airlines, gates, …): Reference
+	// holds the operation and the records.
+	KindReference
+	// KindNotApplied is a type of the interface FlightFeed does not apply
+	// (the seasonal schedule, a request): NotApplied says why; its body is
+	// not decoded.
+	KindNotApplied
 )
 
-var kindNames = [...]string{"UNKNOWN", "SNAPSHOT", "ADFT", "FLOP", "FDEL", "UNSUPPORTED"}
+var kindNames = [...]string{"UNKNOWN", "SNAPSHOT", "ADFT", "FLOP", "FDEL", "REFERENCE", "NOT_APPLIED"}
 
 // String returns the kind's name.
 func (k Kind) String() string {
@@ -87,6 +91,10 @@ type Message struct {
 	// Refused are the snapshot records the decoder refused and left out
 	// (Options.SkipRefusedRecords), in input order; nil otherwise.
 	Refused []RefusedRecord `json:"refused,omitempty"`
+	// Reference holds a reference-data message's records (KindReference).
+	Reference *Reference `json:"reference,omitempty"`
+	// NotApplied says why a message of KindNotApplied is not applied.
+	NotApplied *NotApplied `json:"not_applied,omitempty"`
 	// Deletions holds the FLIDs of an FDEL, in input order.
 	Deletions []flight.FLID `json:"deletions,omitempty"`
 	// IgnoredTags counts elements and attributes the module does not map
