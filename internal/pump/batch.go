@@ -130,7 +130,7 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 			results = append(results, o.result)
 		}
 	}
-	if err := tx.Write(ctx, Writes{Archive: archive, Set: run.set, Results: results}); err != nil {
+	if err := tx.Write(ctx, Writes{Archive: archive, Set: run.set, Results: results, Reference: run.reference}); err != nil {
 		return fail(done, err, false)
 	}
 	failpoint.Hit(failpoint.BeforeCommit)
@@ -237,6 +237,9 @@ type batchRun struct {
 	// requestFailed is set by the snapshot that ended its day's request
 	// FAILED, until processOne puts it on the message's outcome.
 	requestFailed *pumpdata.FailedRequest
+	// reference are the batch's reference-data changes, written with its
+	// results.
+	reference []pumpdata.ReferenceChange
 }
 
 // waiting says the message must be retried later (FAILED, non-terminal).

@@ -46,6 +46,9 @@ const (
 	// topics would refuse for good (engine.TooLarge says which flight,
 	// which field and how large).
 	ReasonStateTooLarge = "STATE_TOO_LARGE"
+	// ReasonNotApplied: a message of a type the interface defines that
+	// FlightFeed does not apply (sis.NotAppliedTypes): SKIPPED at once.
+	ReasonNotApplied = "NOT_APPLIED"
 	// ReasonInternal: decoding or applying the message panicked (a bug of
 	// FlightFeed); the message changed nothing, the stack is in the log.
 	ReasonInternal = "INTERNAL"
@@ -56,6 +59,9 @@ const (
 	FlagSeqnRegression = "SEQN_REGRESSION"
 	FlagSeqnReuse      = "SEQN_REUSE"
 	FlagDayMismatch    = "DAY_MISMATCH"
+	// FlagDuplicateKey: a reference-data message carried a key twice; the
+	// later record was applied.
+	FlagDuplicateKey = "DUPLICATE_KEY"
 	// FlagImplausibleTime: a CNCL, NAAT or NEAT farther than
 	// history.plausibleWindow from its flight's day (kept, ignored by the
 	// history sweep).

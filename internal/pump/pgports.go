@@ -138,6 +138,11 @@ func (t pgTx) Write(ctx context.Context, w Writes) error {
 			return err
 		}
 	}
+	if len(w.Reference) > 0 {
+		if err := t.tx.ApplyReference(ctx, w.Reference); err != nil {
+			return err
+		}
+	}
 	switch {
 	case len(w.Archive) == 0 && w.Set == nil && len(w.Results) == 1:
 		if err := t.tx.RecordResult(ctx, w.Results[0]); err != nil {

@@ -164,6 +164,9 @@ type Writes struct {
 	Archive []pumpdata.ArchivedRow
 	Set     *engine.WorkingSet
 	Results []pumpdata.Result
+	// Reference are the reference-data messages' changes, in mailbox
+	// order.
+	Reference []pumpdata.ReferenceChange
 	// Replay, when set, records the replay request's outcome (its State,
 	// Result, Reason, Note); when it ran (DONE), ReplayNote is the original
 	// message's new note, which a backfill intent of its own writes to its

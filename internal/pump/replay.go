@@ -134,7 +134,7 @@ func (p *Pump) replay(ctx context.Context, req pumpdata.ReplayRequest) error {
 		req.Note = o.trace.Detail
 	}
 	note := replayNote(src.State.Note, req, start.UTC().Format("2006-01-02T15:04:05Z"))
-	if err := tx.Write(ctx, Writes{Set: run.set, Replay: &req, ReplayNote: note}); err != nil {
+	if err := tx.Write(ctx, Writes{Set: run.set, Reference: run.reference, Replay: &req, ReplayNote: note}); err != nil {
 		return failed(err, false)
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -131,3 +131,28 @@ func NotAppliedTypes() []NotApplied {
 	slices.SortFunc(out, func(a, b NotApplied) int { return strings.Compare(a.Type, b.Type) })
 	return out
 }
+
+// KnownType reports whether the interface defines TYPE typ (a flight,
+// reference-data or not-applied type), so a metric may label it without
+// bounding it: the catalogue is bounded by construction.
+func KnownType(typ string) bool {
+	switch typ {
+	case TypeSCHD, TypeFLOP:
+		return true
+	}
+	_, ref := referenceKinds[typ]
+	_, na := notApplied[typ]
+	return ref || na
+}
+
+// KnownStyp reports whether the interface defines STYP styp for some type.
+func KnownStyp(styp string) bool {
+	if _, ok := schdSubtypes[styp]; ok {
+		return true
+	}
+	if _, ok := referenceOps[styp]; ok {
+		return true
+	}
+	_, ok := flopSubtypes[styp]
+	return ok || styp == StypNONE
+}

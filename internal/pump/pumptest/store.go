@@ -52,6 +52,9 @@ type Data struct {
 	// History are the flights the lifecycle jobs moved out of current
 	// state (flight_history), in the order they moved.
 	History []HistoryRow
+	// Reference are the reference-data records (ref_record) by SIS TYPE
+	// and key; a transaction replaces a type's map whole when it writes it.
+	Reference map[string]map[string]pumpdata.ReferenceRecord
 }
 
 // Answer is how a request was completed.
@@ -83,14 +86,15 @@ type HistoryRow struct {
 func newData() Data {
 	return Data{States: map[int64]pumpdata.ProcState{}, Results: map[int64]pumpdata.Result{}, Priors: map[string]pumpdata.PriorCopy{},
 		Archive: map[int64]pumpdata.ArchivedRow{}, Backfills: map[int64]pumpdata.Backfill{},
-		Flights: map[flight.FLID]flight.State{}, Answers: map[int64]Answer{}, Failed: map[int64]pumpdata.FailedRequest{}, Days: map[string]Day{}}
+		Flights: map[flight.FLID]flight.State{}, Answers: map[int64]Answer{}, Failed: map[int64]pumpdata.FailedRequest{}, Days: map[string]Day{},
+		Reference: map[string]map[string]pumpdata.ReferenceRecord{}}
 }
 
 func (d Data) clone() Data {
 	return Data{States: maps.Clone(d.States), Results: maps.Clone(d.Results), Priors: maps.Clone(d.Priors), Archive: maps.Clone(d.Archive),
 		Backfills: maps.Clone(d.Backfills), Flights: maps.Clone(d.Flights), Outbox: slices.Clone(d.Outbox),
 		Requests: slices.Clone(d.Requests), Answers: maps.Clone(d.Answers), Failed: maps.Clone(d.Failed), Replays: slices.Clone(d.Replays),
-		Days: maps.Clone(d.Days), History: slices.Clone(d.History)}
+		Days: maps.Clone(d.Days), History: slices.Clone(d.History), Reference: maps.Clone(d.Reference)}
 }
 
 // Store is the feed's database in memory (pump.Store). A transaction's

@@ -37,13 +37,14 @@ type tx struct {
 
 type dirty struct {
 	states, archive, backfills, requests, replays map[int64]bool
-	priors, days                                  map[string]bool
+	priors, days, reference                       map[string]bool
 	flights                                       map[flight.FLID]bool
 }
 
 func newDirty() dirty {
 	return dirty{states: map[int64]bool{}, archive: map[int64]bool{}, backfills: map[int64]bool{}, requests: map[int64]bool{},
-		replays: map[int64]bool{}, priors: map[string]bool{}, days: map[string]bool{}, flights: map[flight.FLID]bool{}}
+		replays: map[int64]bool{}, priors: map[string]bool{}, days: map[string]bool{}, reference: map[string]bool{},
+		flights: map[flight.FLID]bool{}}
 }
 
 func (d dirty) merge(o dirty) {
@@ -54,6 +55,7 @@ func (d dirty) merge(o dirty) {
 	maps.Copy(d.replays, o.replays)
 	maps.Copy(d.priors, o.priors)
 	maps.Copy(d.days, o.days)
+	maps.Copy(d.reference, o.reference)
 	maps.Copy(d.flights, o.flights)
 }
 
@@ -96,6 +98,7 @@ func (t *tx) apply(d *Data) {
 	copyKeys(d.Answers, t.d.Answers, t.dirty.requests)
 	copyKeys(d.Failed, t.d.Failed, t.dirty.requests)
 	copyKeys(d.Days, t.d.Days, t.dirty.days)
+	copyKeys(d.Reference, t.d.Reference, t.dirty.reference)
 	d.Requests = copyByID(d.Requests, t.d.Requests, t.dirty.requests, func(r pumpdata.Request) int64 { return r.ID })
 	d.Replays = copyByID(d.Replays, t.d.Replays, t.dirty.replays, func(r pumpdata.ReplayRequest) int64 { return r.ID })
 	d.Outbox = append(d.Outbox, t.d.Outbox[t.outboxFrom:]...)
@@ -236,6 +239,9 @@ func (t *tx) Write(_ context.Context, w pump.Writes) error {
 		if _, ok := t.d.States[r.MessageID]; ok && r.New {
 			return fmt.Errorf("finish batch: result of message %d: %w", r.MessageID, pumpdata.ErrNotNew)
 		}
+	}
+	for _, c := range w.Reference {
+		t.applyReference(c)
 	}
 	for _, a := range w.Archive {
 		if _, ok := t.d.Archive[a.MessageID]; !ok {
@@ -401,3 +407,32 @@ func (t *tx) ReplaySource(_ context.Context, id int64) (pumpdata.ReplaySource, e
 }
 
 var _ pump.Tx = (*tx)(nil)
+
+// applyReference writes one reference-data change as store.ApplyReference
+// does: a record repeated unchanged keeps the message that last changed it.
+func (t *tx) applyReference(c pumpdata.ReferenceChange) {
+	list := maps.Clone(t.d.Reference[c.Type])
+	if list == nil {
+		list = map[string]pumpdata.ReferenceRecord{}
+	}
+	now := t.s.now().UTC()
+	if c.Op == pumpdata.RefReplace {
+		for k := range list {
+			if !slices.Contains(c.Keys, k) {
+				delete(list, k)
+			}
+		}
+	}
+	for i, k := range c.Keys {
+		if c.Op == pumpdata.RefDelete {
+			delete(list, k)
+			continue
+		}
+		if old, ok := list[k]; ok && string(old.Doc) == string(c.Docs[i]) {
+			continue
+		}
+		list[k] = pumpdata.ReferenceRecord{Type: c.Type, Key: k, Doc: c.Docs[i], MessageID: c.MessageID, UpdatedAt: now}
+	}
+	t.d.Reference[c.Type] = list
+	t.dirty.reference[c.Type] = true
+}
