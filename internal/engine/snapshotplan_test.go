@@ -18,7 +18,9 @@ import (
 // and §4.2) as tables of the planner: what the store read in, the plan it
 // writes out. Where the seeds disagree, 000 wins (SPEC): a FLID stored
 // under another day refuses the whole message, and a victim of another day
-// (or of none) refuses it too instead of being kept silently.
+// (or of none) refuses it too instead of being kept silently. A refusal is
+// a *snapshot.Rejection, which the pump records DEAD (class PROTOCOL) with
+// its reason (pump.Classify), writing nothing of the plan.
 
 const day10 = "2026-09-10"
 
