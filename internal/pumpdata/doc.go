@@ -11,7 +11,7 @@
 // these names as aliases, so its other callers (the CLI, the read API, the
 // operator) name them there as before. The package holds data, its
 // constants and the small pure rules on them (ProcState.Same, ReplayFits,
-// PayloadDigest); it does no I/O and imports no driver: both the real
+// PayloadDigest, PlannedEffect); it does no I/O and imports no driver: both the real
 // store and the in-memory one of the pump's tests (internal/pump/pumptest)
 // use it.
 package pumpdata

@@ -3,6 +3,7 @@ package pumpdata
 import (
 	"time"
 
+	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/flight"
 )
 
@@ -71,4 +72,18 @@ type RecordSource interface {
 	Key(i int) (flight.FLID, string)
 	// Chunk returns records lo..hi-1 in full, in order.
 	Chunk(lo, hi int) ([]SnapshotRecord, error)
+}
+
+// PlannedEffect is what a snapshot's plan reports before anything of it is
+// written: the replay, the day's old version, the roster digests and sizes,
+// the previous send time and the skipped FLIDs. The backend that writes the
+// plan adds the counts, the versions, the deleted flights and the new version
+// as it writes them.
+func PlannedEffect(p engine.SnapshotPlan) SnapshotEffect {
+	out := SnapshotEffect{Replay: p.Replay, OldVersion: p.OldVersion, OldDigest: p.OldDigest, NewDigest: p.NewDigest,
+		OldRoster: p.OldRoster, NewRoster: p.NewRoster, PrevSentAt: p.PrevSentAt, Skipped: p.Skipped}
+	if p.Replay {
+		out.NewVersion = p.OldVersion
+	}
+	return out
 }

@@ -3,10 +3,14 @@
 // transactions and serves consistent reads (export, the read API, status)
 // and the dispatcher's side of the outbox. It owns no decisions: what a
 // message does to flights is package engine's (the working set, merges,
-// versions, notices and state documents, the Kafka size check) and the
-// snapshot rules are package snapshot's; the store reads the flights they
-// need and writes their result. It must not decide a merge, render an
-// outbox document or measure a Kafka record itself.
+// a snapshot's plan, versions, notices and state documents, the Kafka size
+// check) on the rules of package snapshot; the store reads what they
+// decide from and writes what they decided. It must not decide a merge, a
+// snapshot's victims, roster or version, render an outbox document or
+// measure a Kafka record itself. One exception stands: the lifecycle jobs
+// select finished flights and the ledger days still held in SQL
+// (lifecycle.go), over the whole of current state, and the pump tests'
+// in-memory store spells the same rules out in Go.
 //
 // Every write runs in a Tx that Store.Begin opens by locking pipeline_lock
 // and checking the caller's fencing epoch; a pump that was taken over gets
@@ -14,12 +18,15 @@
 // Tx.FinishBatch, each a fixed number of round trips whatever the batch's
 // size.
 //
-// A snapshot is decided on its FLIDs and days alone (coverage, owners,
-// diff-delete victims, from the stored days rather than stored states),
-// then merged by the engine and written a chunk of 1,000 records at a
-// time: the chunk's stored states, merged states, rows (COPY for large
-// child tables) and outbox events (COPY) are all it holds in memory,
-// whatever the snapshot's size; a RecordSource lets the caller hand the records over a chunk at a
+// A snapshot is read, planned and written (Tx.ApplySnapshot): the store
+// reads its facts — the records' FLIDs and days, the day's ledger row
+// (locked) and roster, the stored days of those flights rather than their
+// states — engine.PlanSnapshot decides, and the store writes the plan: the
+// merges a chunk of 1,000 records at a time (the chunk's stored states,
+// merged states, rows with COPY for large child tables and outbox events
+// with COPY are all it holds in memory, whatever the snapshot's size), the
+// victims, the roster and the compare-and-set on the day's version. A
+// RecordSource lets the caller hand the records over a chunk at a
 // time too. A large new message body is archived by a streamed COPY,
 // without a second copy in pgx's send buffer.
 //
@@ -33,7 +40,7 @@
 //	setwrite.go     Tx.WriteSet: what an engine.WorkingSet holds, written in one round trip
 //	state_cache.go  StateCache: states a writer committed, reused while current
 //	batch.go        the batch write: FinishBatch, RecordResult, archive and results
-//	snapshot.go     Tx.ApplySnapshot: full-day and window snapshots, the roster, CAS
+//	snapshot.go     Tx.ApplySnapshot: a snapshot's facts read, its plan written (roster, CAS)
 //	lifecycle.go    history sweeps, ledger pruning, retention
 //	requests.go     outbound full-day requests (req_track)
 //	reuse.go        Tx.RetireReusedIDs: a mailbox id that came back as another message

@@ -27,11 +27,13 @@ type SnapshotRecord = pumpdata.SnapshotRecord
 type SnapshotEffect = pumpdata.SnapshotEffect
 
 // ApplySnapshot applies a snapshot in the caller's transaction, exactly as
-// seed 000 §5.1: replay short-circuit, coverage and owner checks, diff set,
-// full-field writes, diff-delete with its day assertion, roster replace, CAS
-// on the day's version, events. A decided refusal is a *snapshot.Rejection
-// and leaves nothing written; the caller rolls back to its savepoint and
-// records the terminal state.
+// seed 000 §5.1: it reads what the decision needs (snapshotFacts), has the
+// engine plan it (engine.PlanSnapshot: replay short-circuit, coverage and
+// owner checks, diff-delete with its day assertion, roster, CAS), and
+// writes the plan: full-field merges a chunk at a time, the victims, the
+// roster replace and the CAS on the day's version, with their events. A
+// decided refusal is a *snapshot.Rejection and leaves nothing written; the
+// caller rolls back to its savepoint and records the terminal state.
 func (t *Tx) ApplySnapshot(ctx context.Context, meta Meta, snap Snapshot) (SnapshotEffect, error) {
 	out, err := t.applySnapshot(ctx, meta, snap)
 	if err != nil {
@@ -49,142 +51,132 @@ func (t *Tx) ApplySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 }
 
 func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (SnapshotEffect, error) {
-	var out SnapshotEffect
 	src := recordsOf(snap)
-	n := src.Len()
-	// The decisions before any write need only the records' FLIDs and
-	// days; their commands are read a chunk at a time below.
-	records := make([]snapshot.Record, n)
-	flids := make([]flight.FLID, n)
-	for i := range n {
-		f, day := src.Key(i)
-		records[i] = snapshot.Record{FLID: f, Day: day}
-		flids[i] = f
-	}
-
-	var (
-		genExists bool
-		roster    []flight.FLID
-	)
-	if snap.FullDay {
-		if err := snapshot.CheckCoverage(snap.Day, records); err != nil {
-			return out, err
-		}
-		var lastMsg int64
-		var lastRecv, lastSent *time.Time
-		err := t.tx.QueryRow(ctx, `SELECT version, last_message_id, last_msg_received_at, last_sent_at FROM schd_gen WHERE operation_day = $1 FOR UPDATE`,
-			snap.Day).Scan(&out.OldVersion, &lastMsg, &lastRecv, &lastSent)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-		case err != nil:
-			return out, fmt.Errorf("read ledger: %w", err)
-		default:
-			genExists = true
-			if lastSent != nil {
-				out.PrevSentAt = *lastSent
-			}
-		}
-		// The same message only when the received time matches too (rows
-		// from before it was recorded have none): mailbox ids can restart.
-		if genExists && lastMsg == meta.MessageID && (lastRecv == nil || lastRecv.Equal(meta.ReceivedAt)) {
-			out.Replay, out.NewVersion = true, out.OldVersion
-			return out, nil
-		}
-		rows, err := t.tx.Query(ctx, `SELECT flid FROM schd_gen_flid WHERE operation_day = $1`, snap.Day)
-		if err != nil {
-			return out, fmt.Errorf("read roster: %w", err)
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return out, fmt.Errorf("read roster: %w", err)
-		}
-		for _, id := range ids {
-			roster = append(roster, flight.FLID(id)) //nolint:gosec // checked column
-		}
-		out.OldDigest, out.NewDigest = snapshot.Digest(roster), snapshot.Digest(flids)
-		out.OldRoster, out.NewRoster = len(roster), len(flids)
-	}
-
-	// rosterIDs is the day's roster after the snapshot beyond its records'
-	// FLIDs: the refused records' flights (Keep) that were in it already.
-	candidates, rosterIDs := snapshot.KeepRefused(snapshot.DiffDelete(roster, flids), roster, snap.Keep)
-	if snap.FullDay && len(rosterIDs) > 0 {
-		out.NewDigest, out.NewRoster = snapshot.Digest(append(slices.Clone(flids), rosterIDs...)), len(flids)+len(rosterIDs)
-	}
-	stored, err := t.storedDays(ctx, append(append([]flight.FLID{}, flids...), candidates...))
+	facts, err := t.snapshotFacts(ctx, meta, snap, src)
 	if err != nil {
+		return SnapshotEffect{}, err
+	}
+	plan, err := engine.PlanSnapshot(facts)
+	out := pumpdata.PlannedEffect(plan)
+	if err != nil || plan.Replay {
 		return out, err
 	}
-	var skip map[flight.FLID]bool
-	if err := snapshot.CheckOwners(records, stored); err != nil {
-		if skip, out.Skipped, err = snapshot.SkipDayMismatches(err, snap.SkipConflicts); err != nil {
-			return out, err
-		}
-		flids, candidates = snapshot.Without(flids, skip), snapshot.Without(candidates, skip)
-		if snap.FullDay {
-			out.NewDigest, out.NewRoster = snapshot.Digest(append(slices.Clone(flids), rosterIDs...)), len(flids)+len(rosterIDs)
-		}
-	}
-	// records and, after the victims, stored are not used again: the
-	// collector frees them during the chunks (Go's liveness analysis; no
-	// nil assignment needed).
-	victimIDs, err := snapshot.Victims(snap.Day, candidates, stored)
-	if err != nil {
-		return out, err
-	}
-	victims := make([]flight.State, len(victimIDs))
-	for i, f := range victimIDs {
-		victims[i] = flight.State{FLID: f, OperationDay: stored[f]}
-	}
-
-	out.Versions = make(map[flight.FLID]int64, len(flids)+len(victimIDs))
-	for lo := 0; lo < n; lo += snapshotChunk {
-		hi := min(lo+snapshotChunk, n)
-		if err := t.applySnapshotChunk(ctx, meta, snap, src, lo, hi, skip, &out); err != nil {
+	// facts is not used again: the collector frees its records and stored
+	// days during the chunks (Go's liveness analysis).
+	out.Versions = make(map[flight.FLID]int64, src.Len()+len(plan.Victims))
+	for lo := 0; lo < src.Len(); lo += snapshotChunk {
+		hi := min(lo+snapshotChunk, src.Len())
+		if err := t.applySnapshotChunk(ctx, meta, src, lo, hi, plan, &out); err != nil {
 			return out, err
 		}
 	}
-	out.Deleted = victimIDs
+	out.Deleted = plan.VictimIDs()
 
 	b := &pgx.Batch{}
-	deleted, err := t.writeFlights(ctx, b, meta, nil, victims)
+	deleted, err := t.writeFlights(ctx, b, meta, nil, plan.Victims)
 	if err != nil {
 		return out, err
 	}
 	maps.Copy(out.Versions, deleted)
-	if snap.FullDay {
-		// Roster replace: the diff-deleted left it in writeFlights; the rest of
-		// O − N (already gone) leaves here; N − O joins.
-		ids := make([]int64, 0, len(flids)+len(rosterIDs))
-		for _, f := range flids {
-			ids = append(ids, int64(f)) //nolint:gosec // at most 12 digits
-		}
-		for _, f := range rosterIDs {
-			ids = append(ids, int64(f)) //nolint:gosec // at most 12 digits
-		}
-		b.Queue(`DELETE FROM schd_gen_flid WHERE operation_day = $1 AND flid NOT IN (SELECT unnest($2::bigint[]))`, snap.Day, ids)
-		sent := nullTime(snap.SentAt)
-		if genExists {
-			b.Queue(`UPDATE schd_gen SET version = version + 1, last_message_id = $2, last_recv_at = $3, last_msg_received_at = $5,
-					last_sent_at = $6
-				WHERE operation_day = $1 AND version = $4`, snap.Day, meta.MessageID, t.now, out.OldVersion, meta.ReceivedAt, sent)
-		} else {
-			b.Queue(`INSERT INTO schd_gen (operation_day, version, last_message_id, last_recv_at, last_msg_received_at, last_sent_at)
-				VALUES ($1, 1, $2, $3, $4, $5)
-				ON CONFLICT (operation_day) DO NOTHING`, snap.Day, meta.MessageID, t.now, meta.ReceivedAt, sent)
-		}
-		casIndex := b.Len() - 1
-		b.Queue(`INSERT INTO schd_gen_flid (operation_day, flid) SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING`, snap.Day, ids)
-		if err := t.sendBatchCAS(ctx, b, casIndex); err != nil {
-			return out, err
-		}
-		out.NewVersion = out.OldVersion + 1
-		return out, nil
+	l := plan.Ledger
+	if l == nil {
+		return out, t.sendBatch(ctx, b)
 	}
-	if err := t.sendBatch(ctx, b); err != nil {
+	// Roster replace: the diff-deleted left it in writeFlights; the rest of
+	// O − N (already gone) leaves here; N − O joins.
+	ids := make([]int64, len(l.Roster))
+	for i, f := range l.Roster {
+		ids[i] = int64(f) //nolint:gosec // at most 12 digits
+	}
+	b.Queue(`DELETE FROM schd_gen_flid WHERE operation_day = $1 AND flid NOT IN (SELECT unnest($2::bigint[]))`, l.Day, ids)
+	sent := nullTime(snap.SentAt)
+	if l.Create {
+		b.Queue(`INSERT INTO schd_gen (operation_day, version, last_message_id, last_recv_at, last_msg_received_at, last_sent_at)
+			VALUES ($1, $6, $2, $3, $4, $5)
+			ON CONFLICT (operation_day) DO NOTHING`, l.Day, meta.MessageID, t.now, meta.ReceivedAt, sent, l.Version)
+	} else {
+		b.Queue(`UPDATE schd_gen SET version = $7, last_message_id = $2, last_recv_at = $3, last_msg_received_at = $5,
+				last_sent_at = $6
+			WHERE operation_day = $1 AND version = $4`, l.Day, meta.MessageID, t.now, l.Expect, meta.ReceivedAt, sent, l.Version)
+	}
+	casIndex := b.Len() - 1
+	b.Queue(`INSERT INTO schd_gen_flid (operation_day, flid) SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING`, l.Day, ids)
+	if err := t.sendBatchCAS(ctx, b, casIndex); err != nil {
 		return out, err
 	}
+	out.NewVersion = l.Version
 	return out, nil
+}
+
+// snapshotFacts reads what engine.PlanSnapshot decides a snapshot from:
+// its records' FLIDs and days (without their commands, which are read a
+// chunk at a time later), for a full-day one the day's ledger row (locked)
+// and roster, and the stored days of the records' and the roster's
+// flights (not their whole states).
+func (t *Tx) snapshotFacts(ctx context.Context, meta Meta, snap Snapshot, src RecordSource) (engine.SnapshotFacts, error) {
+	f := engine.SnapshotFacts{Meta: meta, FullDay: snap.FullDay, Day: snap.Day, SkipConflicts: snap.SkipConflicts, Keep: snap.Keep}
+	n := src.Len()
+	f.Records = make([]snapshot.Record, n)
+	flids := make([]flight.FLID, n)
+	for i := range n {
+		flid, day := src.Key(i)
+		f.Records[i] = snapshot.Record{FLID: flid, Day: day}
+		flids[i] = flid
+	}
+	if snap.FullDay {
+		var err error
+		if f.Ledger, err = t.dayLedger(ctx, snap.Day); err != nil {
+			return f, err
+		}
+		if f.Roster, err = t.roster(ctx, snap.Day); err != nil {
+			return f, err
+		}
+	}
+	// Each flight once: the roster mostly repeats the records.
+	flids = append(flids, f.Roster...)
+	slices.Sort(flids)
+	var err error
+	f.Stored, err = t.storedDays(ctx, slices.Compact(flids))
+	return f, err
+}
+
+// dayLedger reads day's ledger row and locks it for the transaction.
+func (t *Tx) dayLedger(ctx context.Context, day string) (engine.DayLedger, error) {
+	var l engine.DayLedger
+	var lastRecv, lastSent *time.Time
+	err := t.tx.QueryRow(ctx, `SELECT version, last_message_id, last_msg_received_at, last_sent_at FROM schd_gen WHERE operation_day = $1 FOR UPDATE`,
+		day).Scan(&l.Version, &l.LastMessageID, &lastRecv, &lastSent)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return l, nil
+	case err != nil:
+		return l, fmt.Errorf("read ledger: %w", err)
+	}
+	l.Exists = true
+	if lastRecv != nil {
+		l.LastReceivedAt = *lastRecv
+	}
+	if lastSent != nil {
+		l.LastSentAt = *lastSent
+	}
+	return l, nil
+}
+
+// roster reads day's roster (schd_gen_flid).
+func (t *Tx) roster(ctx context.Context, day string) ([]flight.FLID, error) {
+	rows, err := t.tx.Query(ctx, `SELECT flid FROM schd_gen_flid WHERE operation_day = $1`, day)
+	if err != nil {
+		return nil, fmt.Errorf("read roster: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("read roster: %w", err)
+	}
+	roster := make([]flight.FLID, len(ids))
+	for i, id := range ids {
+		roster[i] = flight.FLID(id) //nolint:gosec // checked column
+	}
+	return roster, nil
 }
 
 // snapshotChunk is how many of a snapshot's records are merged and written
@@ -193,27 +185,17 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 // so tests can cut small snapshots into several chunks.
 var snapshotChunk = 1000
 
-// applySnapshotChunk merges and writes records lo..hi of a snapshot (those
-// in skip left out): it loads their stored states, has the engine merge
-// them, and writes the changed ones with their events, adding to out's
-// counts and versions.
-func (t *Tx) applySnapshotChunk(ctx context.Context, meta Meta, snap Snapshot, src RecordSource, lo, hi int,
-	skip map[flight.FLID]bool, out *SnapshotEffect) error {
+// applySnapshotChunk merges and writes records lo..hi of a snapshot: it
+// loads their stored states, has the plan merge them (engine), and writes
+// the changed ones with their events, adding to out's counts and versions.
+func (t *Tx) applySnapshotChunk(ctx context.Context, meta Meta, src RecordSource, lo, hi int,
+	plan engine.SnapshotPlan, out *SnapshotEffect) error {
 	recs, err := src.Chunk(lo, hi)
 	if err != nil {
 		return fmt.Errorf("records %d–%d: %w", lo+1, hi, err)
 	}
 	if len(recs) != hi-lo {
 		return fmt.Errorf("records %d–%d: %d records read", lo+1, hi, len(recs))
-	}
-	if len(skip) > 0 {
-		kept := recs[:0:0]
-		for _, r := range recs {
-			if !skip[r.Cmds.FLID] {
-				kept = append(kept, r)
-			}
-		}
-		recs = kept
 	}
 	ids := make([]flight.FLID, len(recs))
 	cmds := make([]flight.Commands, len(recs))
@@ -224,7 +206,7 @@ func (t *Tx) applySnapshotChunk(ctx context.Context, meta Meta, snap Snapshot, s
 	if err != nil {
 		return err
 	}
-	writes, unchanged, err := engine.MergeSnapshot(cmds, current, snap.FullDay, snap.Day)
+	writes, unchanged, err := plan.Merge(cmds, current)
 	if err != nil {
 		return err
 	}
@@ -236,10 +218,7 @@ func (t *Tx) applySnapshotChunk(ctx context.Context, meta Meta, snap Snapshot, s
 		return err
 	}
 	maps.Copy(out.Versions, versions)
-	if err := t.sendBatch(ctx, b); err != nil {
-		return err
-	}
-	return nil
+	return t.sendBatch(ctx, b)
 }
 
 // RecordSource gives a snapshot's records to ApplySnapshot: every record's

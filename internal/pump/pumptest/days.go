@@ -16,19 +16,17 @@ import (
 )
 
 // What the real store keeps of days (internal/store snapshot.go and
-// lifecycle.go), in memory: full-day snapshots with the day ledger and its
-// roster, the owner and day checks every snapshot makes, and the lifecycle
-// jobs. The decisions are the pure ones the real store makes too
-// (package snapshot's rules, engine.MergeSnapshot, Stamp, Upserts and
-// Tombstones); what is here is the bookkeeping the real store does in SQL.
+// lifecycle.go), in memory: the day ledger and its roster, and the
+// lifecycle jobs. A snapshot is decided by the planner the real store
+// calls (engine.PlanSnapshot, then the plan's Merge, Stamp, Upserts and
+// Tombstones); what is here is what the real store does in SQL: reading
+// the plan's facts and writing the plan.
 
 // ApplySnapshot applies a snapshot as the real store does (seed 000
-// §5.1): for a full-day one the coverage check, the replay short-circuit
-// on the day's last message, the diff against the day's roster; for every
-// one the owner check (a FLID stored under another day refuses the
-// message, or is skipped by a skip-conflicts replay), full-field merges
-// with fresh versions and their outbox rows; for a full-day one the
-// diff-delete with its day assertion, the roster replace and the
+// §5.1): it reads the snapshot's facts (the day's ledger and roster, the
+// stored days), has engine.PlanSnapshot decide, and writes the plan: the
+// merged flights with fresh versions and their outbox rows, the victims
+// with their tombstones, and for a full-day one the roster replace and the
 // compare-and-set on the day's version. A decided refusal is a
 // *snapshot.Rejection.
 func (t *tx) ApplySnapshot(_ context.Context, meta engine.Meta, snap pumpdata.Snapshot) (pumpdata.SnapshotEffect, error) {
@@ -54,75 +52,28 @@ func (t *tx) ApplySnapshot(_ context.Context, meta engine.Meta, snap pumpdata.Sn
 }
 
 func (t *tx) applySnapshot(meta engine.Meta, snap pumpdata.Snapshot) (pumpdata.SnapshotEffect, error) {
-	var out pumpdata.SnapshotEffect
 	records := snap.Records
 	if snap.Source != nil {
 		var err error
 		if records, err = snap.Source.Chunk(0, snap.Source.Len()); err != nil {
-			return out, fmt.Errorf("records 1–%d: %w", snap.Source.Len(), err)
+			return pumpdata.SnapshotEffect{}, fmt.Errorf("records 1–%d: %w", snap.Source.Len(), err)
 		}
 	}
-	keys := make([]snapshot.Record, len(records))
-	flids := make([]flight.FLID, len(records))
-	for i, r := range records {
-		keys[i] = snapshot.Record{FLID: r.Cmds.FLID, Day: r.Day}
-		flids[i] = r.Cmds.FLID
-	}
-
-	var (
-		day       Day
-		dayExists bool
-	)
-	if snap.FullDay {
-		if err := snapshot.CheckCoverage(snap.Day, keys); err != nil {
-			return out, err
-		}
-		if day, dayExists = t.d.Days[snap.Day]; dayExists {
-			out.OldVersion, out.PrevSentAt = day.Version, day.LastSentAt
-		}
-		if dayExists && day.LastMessageID == meta.MessageID && (day.LastReceivedAt.IsZero() || day.LastReceivedAt.Equal(meta.ReceivedAt)) {
-			out.Replay, out.NewVersion = true, out.OldVersion
-			return out, nil
-		}
-		out.OldDigest, out.NewDigest = snapshot.Digest(day.Roster), snapshot.Digest(flids)
-		out.OldRoster, out.NewRoster = len(day.Roster), len(flids)
-	}
-
-	// rosterIDs is the day's roster after the snapshot beyond its records:
-	// the refused records' flights (Keep) that were in it already, left
-	// untouched as the real store leaves them.
-	candidates, rosterIDs := snapshot.KeepRefused(snapshot.DiffDelete(day.Roster, flids), day.Roster, snap.Keep)
-	if snap.FullDay && len(rosterIDs) > 0 {
-		out.NewDigest, out.NewRoster = snapshot.Digest(slices.Concat(flids, rosterIDs)), len(flids)+len(rosterIDs)
-	}
-	stored := t.storedDays(slices.Concat(flids, candidates))
-	var skip map[flight.FLID]bool
-	if err := snapshot.CheckOwners(keys, stored); err != nil {
-		if skip, out.Skipped, err = snapshot.SkipDayMismatches(err, snap.SkipConflicts); err != nil {
-			return out, err
-		}
-		flids, candidates = snapshot.Without(flids, skip), snapshot.Without(candidates, skip)
-		if snap.FullDay {
-			out.NewDigest, out.NewRoster = snapshot.Digest(slices.Concat(flids, rosterIDs)), len(flids)+len(rosterIDs)
-		}
-	}
-	victimIDs, err := snapshot.Victims(snap.Day, candidates, stored)
-	if err != nil {
+	plan, err := engine.PlanSnapshot(t.snapshotFacts(meta, snap, records))
+	out := pumpdata.PlannedEffect(plan)
+	if err != nil || plan.Replay {
 		return out, err
 	}
 
-	var cmds []flight.Commands
+	cmds := make([]flight.Commands, len(records))
 	current := map[flight.FLID]flight.State{}
-	for _, r := range records {
-		if skip[r.Cmds.FLID] {
-			continue
-		}
-		cmds = append(cmds, r.Cmds)
+	for i, r := range records {
+		cmds[i] = r.Cmds
 		if s, ok := t.d.Flights[r.Cmds.FLID]; ok {
 			current[r.Cmds.FLID] = s
 		}
 	}
-	writes, unchanged, err := engine.MergeSnapshot(cmds, current, snap.FullDay, snap.Day)
+	writes, unchanged, err := plan.Merge(cmds, current)
 	if err != nil {
 		return out, err
 	}
@@ -142,34 +93,62 @@ func (t *tx) applySnapshot(meta engine.Meta, snap pumpdata.Snapshot) (pumpdata.S
 	}
 	t.d.Outbox = append(t.d.Outbox, events...)
 
-	victims := make([]flight.State, len(victimIDs))
-	for i, f := range victimIDs {
-		victims[i] = flight.State{FLID: f, OperationDay: stored[f]}
-	}
-	deleted, err := t.remove(meta, victims)
+	deleted, err := t.remove(meta, plan.Victims)
 	if err != nil {
 		return out, err
 	}
 	maps.Copy(out.Versions, deleted)
-	out.Deleted = victimIDs
-	if !snap.FullDay {
+	out.Deleted = plan.VictimIDs()
+	l := plan.Ledger
+	if l == nil {
 		return out, nil
 	}
 
 	// The compare-and-set on the day's version: another transaction that
 	// committed the day since this one began wins.
 	unlock = t.lock()
-	base, had := t.root().days[snap.Day]
-	committed, has := t.s.d.Days[snap.Day]
+	base, had := t.root().days[l.Day]
+	committed, has := t.s.d.Days[l.Day]
 	unlock()
 	if had != has || base.Version != committed.Version {
 		return out, pumpdata.ErrConflict
 	}
-	t.d.Days[snap.Day] = Day{Version: out.OldVersion + 1, LastMessageID: meta.MessageID, LastReceivedAt: meta.ReceivedAt,
-		LastSentAt: snap.SentAt, LastCommitAt: now, Roster: slices.Sorted(slices.Values(slices.Concat(flids, rosterIDs)))}
-	t.dirty.days[snap.Day] = true
-	out.NewVersion = out.OldVersion + 1
+	t.d.Days[l.Day] = Day{Version: l.Version, LastMessageID: meta.MessageID, LastReceivedAt: meta.ReceivedAt,
+		LastSentAt: snap.SentAt, LastCommitAt: now, Roster: slices.Sorted(slices.Values(l.Roster))}
+	t.dirty.days[l.Day] = true
+	out.NewVersion = l.Version
 	return out, nil
+}
+
+// snapshotFacts is what the real store reads for engine.PlanSnapshot: the
+// records' FLIDs and days, for a full-day snapshot the day's ledger and
+// roster, and the stored days of the records' and the roster's flights.
+func (t *tx) snapshotFacts(meta engine.Meta, snap pumpdata.Snapshot, records []pumpdata.SnapshotRecord) engine.SnapshotFacts {
+	f := engine.SnapshotFacts{Meta: meta, FullDay: snap.FullDay, Day: snap.Day, SkipConflicts: snap.SkipConflicts, Keep: snap.Keep,
+		Records: make([]snapshot.Record, len(records)), Stored: map[flight.FLID]string{}}
+	for i, r := range records {
+		f.Records[i] = snapshot.Record{FLID: r.Cmds.FLID, Day: r.Day}
+	}
+	if day, ok := t.d.Days[snap.Day]; ok && snap.FullDay {
+		f.Ledger = engine.DayLedger{Exists: true, Version: day.Version, LastMessageID: day.LastMessageID,
+			LastReceivedAt: day.LastReceivedAt, LastSentAt: day.LastSentAt}
+		f.Roster = slices.Clone(day.Roster)
+	}
+	for _, r := range f.Records {
+		t.storedDay(f.Stored, r.FLID)
+	}
+	for _, id := range f.Roster {
+		t.storedDay(f.Stored, id)
+	}
+	return f
+}
+
+// storedDay adds flid's operation day to stored when the flight exists
+// ("" for a flight without one).
+func (t *tx) storedDay(stored map[flight.FLID]string, flid flight.FLID) {
+	if s, ok := t.d.Flights[flid]; ok {
+		stored[flid] = s.OperationDay
+	}
 }
 
 // root is the outermost transaction of t.
@@ -178,18 +157,6 @@ func (t *tx) root() *tx {
 		t = t.parent
 	}
 	return t
-}
-
-// storedDays is the operation day of each of flids that exists ("" for a
-// flight without one).
-func (t *tx) storedDays(flids []flight.FLID) map[flight.FLID]string {
-	out := make(map[flight.FLID]string, len(flids))
-	for _, f := range flids {
-		if s, ok := t.d.Flights[f]; ok {
-			out[f] = s.OperationDay
-		}
-	}
-	return out
 }
 
 // remove deletes flights from current state and from every roster, each

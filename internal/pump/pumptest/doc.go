@@ -2,10 +2,10 @@
 // a feed database (Store) that keeps processing states, prior copies,
 // archived rows, backfill intents, flights (merged by package engine, as
 // the real store writes what the engine decides), the outbox, the day
-// ledger with its rosters (full-day snapshots: replay short-circuit,
-// diff-delete, roster replace, the version's compare-and-set), the owner
-// and day checks of every snapshot (package snapshot's rules, as the real
-// store applies them), flight history (the lifecycle jobs: history rules,
+// ledger with its rosters (a snapshot is planned by engine.PlanSnapshot,
+// the planner the real store calls, from the facts kept here, and its plan
+// written here: merges, diff-delete victims, roster replace, the version's
+// compare-and-set), flight history (the lifecycle jobs: history rules,
 // NULL-day retention, ledger retention with what holds a day), full-day
 // requests with the message that answered them, replay requests, and the
 // writer's state cache (a cached flight whose version is still the stored
