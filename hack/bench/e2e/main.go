@@ -12,6 +12,8 @@
 //     the CPU microseconds per message of all processes together, the mailbox
 //     span (first to last DATE_PROCESSED), the Kafka tail (last record
 //     after the last DATE_PROCESSED) and the process's peak RSS;
+//   - N reference-data messages of every type against N FLOPs, each a
+//     drain of its own: both times and their ratio (-reference);
 //   - a 9,999-flight RESP: its time and peak RSS;
 //   - a steady stream at 50 messages/s through a running pump
 //     (pollInterval 100ms): DATE_RECEIVED to the change notice read from
@@ -70,10 +72,13 @@ type options struct {
 	flights    int
 	bigFlights int
 	backlogs   []int
-	pgbench    time.Duration
-	latency    time.Duration
-	rate       int
-	batchSize  int
+	// reference is how many reference-data messages (and as many FLOPs,
+	// the baseline) referenceRun drains.
+	reference int
+	pgbench   time.Duration
+	latency   time.Duration
+	rate      int
+	batchSize int
 	// compression is kafka.compression ("" keeps the feed's default).
 	compression string
 	profile     string
@@ -93,6 +98,7 @@ func main() {
 	flag.IntVar(&o.flights, "flights", 2000, "flights in the RESP before the backlogs")
 	flag.IntVar(&o.bigFlights, "big-flights", 9999, "flights in the large RESP (0 skips it)")
 	flag.StringVar(&backlogs, "backlogs", "10000,50000", "backlog sizes, drained one after another")
+	flag.IntVar(&o.reference, "reference", 100, "reference-data messages drained against as many FLOPs (0 skips it)")
 	flag.DurationVar(&o.pgbench, "pgbench", 10*time.Second, "pgbench duration")
 	flag.DurationVar(&o.latency, "latency", 20*time.Second, "duration of the steady-rate latency run (0 skips it)")
 	flag.IntVar(&o.rate, "rate", 50, "messages/s of the latency run")
@@ -188,6 +194,11 @@ func run(ctx context.Context, o options) error {
 	}
 	for _, n := range o.backlogs {
 		if err := f.backlog(ctx, n, empty, tps); err != nil {
+			return err
+		}
+	}
+	if o.reference > 0 {
+		if err := f.referenceRun(ctx, o.reference, empty); err != nil {
 			return err
 		}
 	}
