@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"maps"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pump/pumptest"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
@@ -116,6 +118,58 @@ func TestReferenceDataIsAppliedInTheBatch(t *testing.T) {
 		}
 		if got := h.references("AIRL"); len(got) != 1 {
 			t.Fatalf("another type's list changed: %v", got)
+		}
+	})
+}
+
+// deadFromAnOlderRelease makes mailbox row id what an older release left
+// of a reference-data message: DEAD (UNSUPPORTED_TYPE), written back,
+// its raw text archived.
+func (h *harness) deadFromAnOlderRelease(id int64, body string) {
+	h.t.Helper()
+	const note = "UNSUPPORTED_TYPE: reference data GLST/DNLD is not processed (after 5 attempts)"
+	digest := pumpdata.PayloadDigest([]byte(body))
+	if h.mem != nil {
+		h.mem.Update(func(d *pumptest.Data) {
+			d.States[id] = pumpdata.ProcState{Status: pumpdata.StatusDead, Reason: "UNSUPPORTED_TYPE", Note: note, Attempts: 5,
+				Finished: time.Now(), ReceivedAt: h.nextRow, Digest: digest}
+			d.Archive[id] = pumpdata.ArchivedRow{MessageID: id, ReceivedAt: h.nextRow, Size: int64(len(body)), Body: []byte(body), Digest: digest}
+		})
+		if err := h.inbox.Backfill(h.t.Context(), []mailbox.Result{{ID: id, Received: h.nextRow, Result: pumpdata.StatusDead, Note: note, Processed: time.Now()}}); err != nil {
+			h.t.Fatal(err)
+		}
+		return
+	}
+	if _, err := h.db.Exec(h.t.Context(), `INSERT INTO proc_state (message_id, status, reason, note, attempts, received_at, payload_digest, finished_at)
+		VALUES ($1, 'DEAD', 'UNSUPPORTED_TYPE', $2, 5, $3, $4, now())`, id, note, h.nextRow, digest); err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := h.db.Exec(h.t.Context(), `INSERT INTO msg_archive (message_id, received_at, byte_size, digest, body) VALUES ($1, $2, $3, $4, $5)`,
+		id, h.nextRow, len(body), digest, []byte(body)); err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := h.mbox.ExecContext(h.t.Context(), `UPDATE CMINMSGS SET CMINMSGS_DATE_PROCESSED = NOW(), CMINMSGS_PROC_RESULT = 'DEAD',
+		CMINMSGS_PROC_NOTE = ? WHERE CMINMSGS_ID = ?`, note, id); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// TestReferenceMessageDeadFromAnOlderReleaseReplays: the upgrade note's
+// way to load a list an older release made DEAD (UNSUPPORTED_TYPE):
+// `replay --policy as-new` applies it to the reference store.
+func TestReferenceMessageDeadFromAnOlderReleaseReplays(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, h *harness) {
+		body := h.refMessage("GLST", "DNLD", "<GCOD>B7</GCOD>", "<GCOD>B8</GCOD>")
+		id := h.put(body)
+		h.deadFromAnOlderRelease(id, body)
+		h.requestReplay(id, pumpdata.ReplayAsNew)
+		h.drain(h.newPump())
+		if r := h.replayOf(id); r.State != pumpdata.ReplayDone || r.Result != pumpdata.StatusSucceeded {
+			t.Fatalf("replay %+v", r)
+		}
+		if got := h.references("GLST"); len(got) != 2 || got["B7"].MessageID != id {
+			t.Fatalf("gates after the replay: %v", got)
 		}
 	})
 }
