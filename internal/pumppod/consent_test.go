@@ -128,7 +128,8 @@ func TestAnotherFeedsSASLSecretIsRefused(t *testing.T) {
 					ok = ok && strings.Contains(c.Message, p)
 				}
 			}
-			return ok, strings.Join(got, " | ")
+			conns, bytes := evil.seen()
+			return ok, fmt.Sprintf("%s | the attacker's broker: %d connections, %d bytes", strings.Join(got, " | "), conns, bytes)
 		})
 		e := h.waitEvent(key, eventReason, parts[0])
 		for _, p := range parts {
