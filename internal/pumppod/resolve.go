@@ -180,7 +180,9 @@ func checkPlaintext(sp *field.Path, namespace string, spec *v1alpha1.FlightFeedS
 // host of kafka.brokers (secretconsent.CheckBrokers), as a *ConfigError
 // (BrokersNotAllowed, or InvalidSecret for a value that does not parse)
 // naming the Secret, the feed and the hosts, with the command that would
-// allow them. Annotations are no credentials; the value is quoted.
+// allow them. Annotations are no credentials, but a Secret's owner may
+// write anything there: the value is shown only as parsed (hosts and
+// ports), and a value that does not parse is quoted by its error.
 func checkBrokers(path *field.Path, ff *v1alpha1.FlightFeed, sec *corev1.Secret, brokers []string) error {
 	v, present := sec.Annotations[v1alpha1.BrokersAnnotation]
 	allowed, refused, err := secretconsent.CheckBrokers(v, present, brokers)
@@ -197,7 +199,7 @@ func checkBrokers(path *field.Path, ff *v1alpha1.FlightFeed, sec *corev1.Secret,
 	case errors.Is(err, secretconsent.ErrNotAllowed):
 		err = fmt.Errorf("%s: secret %s/%s (kafka.sasl.secretRef of feed %s) allows its credentials to go to %s only "+
 			"(annotation %s), not to %s: nothing is sent; if its owner means them to go there: %s",
-			path, ns, name, ff.Name, v, a, strings.Join(refused, ","), annotate)
+			path, ns, name, ff.Name, secretconsent.BrokersWith(allowed, nil), a, strings.Join(refused, ","), annotate)
 	default:
 		return &ConfigError{Reason: v1alpha1.ReasonInvalidSecret,
 			Err: fmt.Errorf("%s: secret %s/%s annotation %s: %w", path, ns, name, a, err)}
