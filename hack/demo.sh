@@ -90,7 +90,9 @@ sed -e "s|flightfeed:change-me@tcp(sis-mailbox.aodb.svc.cluster.local:3306)/sis?
     config/samples/flightfeed_v1alpha1_flightfeed.yaml >"$work/pek.yaml"
 # The sample is minimal; the demo polls fast and requests today and
 # tomorrow only, as before. Its placeholders changed once unnoticed: check.
+# Both Secrets must name the feed (flightfeed.aero/feeds), or it never starts.
 ! grep -qE 'change-me|svc.cluster.local' "$work/pek.yaml" && grep -q 'pollInterval: 100ms' "$work/pek.yaml" && [ "$(grep -c 'mode: disable' "$work/pek.yaml")" = 2 ] || { echo "demo: config/samples' minimal FlightFeed no longer holds the DSNs and broker this script replaces" >&2; exit 1; }
+[ "$(grep -c 'annotations: {flightfeed.aero/feeds: pek}' "$work/pek.yaml")" = 2 ] || { echo "demo: config/samples' Secrets no longer name the feed pek in flightfeed.aero/feeds" >&2; exit 1; }
 show kubectl apply -f "$work/pek.yaml"
 poll "the pump pods pek-pump-*" 120 sh -c "[ \"\$(kubectl -n default get deployment pek-pump -o jsonpath='{.status.readyReplicas}')\" = 2 ]"
 echo "the operator made the Deployment pek-pump (its ServiceAccount, Role, Service, PodDisruptionBudget) in the feed's namespace:"

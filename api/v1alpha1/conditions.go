@@ -54,6 +54,16 @@ const (
 	// Secret lacks the label SecretLabel=true, so the operator does not
 	// use it; the message names the Secret and how to label it.
 	ReasonSecretNotLabeled ConditionReason = "SecretNotLabeled"
+	// ReasonSecretNotForFeed (Ready, PumpRunning False): a referenced
+	// Secret's annotation FeedsAnnotation is missing or does not name the
+	// feed, so the feed may not use it; the message names the Secret, the
+	// feed and the kubectl annotate command its owner would run.
+	ReasonSecretNotForFeed ConditionReason = "SecretNotForFeed"
+	// ReasonBrokersNotAllowed (Ready, PumpRunning False): the SASL Secret's
+	// annotation BrokersAnnotation is missing or does not list every host
+	// of kafka.brokers, so its credentials are sent nowhere (nothing is
+	// dialled); the message names the Secret, the feed and the hosts.
+	ReasonBrokersNotAllowed ConditionReason = "BrokersNotAllowed"
 	// ReasonInvalidSecret (Ready, PumpRunning False): a referenced Secret
 	// holds a value that is refused, such as a DSN option that would let
 	// a server read local files (docs/security.md); the message names the
@@ -134,3 +144,18 @@ const Finalizer = "flightfeed.aero/pump"
 // or a watch) and uses only those an owner of the namespace marked for it,
 // so a FlightFeed cannot hand it an arbitrary Secret of its namespace.
 const SecretLabel = "flightfeed.aero/secret" //nolint:gosec // G101: a label key, not a credential
+
+// FeedsAnnotation names, on a Secret, the FlightFeeds of its namespace that
+// may use it: "pek,pvg", or "*" for every feed of the namespace. The label
+// says the namespace lets FlightFeeds use the Secret at all; this says
+// which. Whoever may write the Secret writes it, so a person who may only
+// edit FlightFeeds cannot point a feed of theirs at another feed's
+// credentials. Rules: package secretconsent.
+const FeedsAnnotation = "flightfeed.aero/feeds"
+
+// BrokersAnnotation lists, on a kafka.sasl Secret, the broker hosts its
+// credentials may be sent to: "kafka-1.example:9093,kafka-2.example",
+// a host with an optional port each. A feed whose kafka.brokers name any
+// other host does not start and dials nothing. Rules: package
+// secretconsent.
+const BrokersAnnotation = "flightfeed.aero/brokers"

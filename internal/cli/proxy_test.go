@@ -52,7 +52,7 @@ func newProxyWorld(t *testing.T) proxyWorld {
 	c := kubetest.Client(t, restCfg)
 	ctx := t.Context()
 	for name, dsn := range map[string]string{"pek-mailbox": mailboxDSN, "pek-db": databaseDSN} {
-		if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Namespace: "default", Name: name},
+		if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Annotations: map[string]string{v1alpha1.FeedsAnnotation: "pek"}, Namespace: "default", Name: name},
 			StringData: map[string]string{"dsn": dsn}}); err != nil {
 			t.Fatal(err)
 		}

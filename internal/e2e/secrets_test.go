@@ -68,18 +68,23 @@ func TestNoSecretAnywhere(t *testing.T) {
 	}
 	readDSN := "postgres://reader:" + secretMarker + "-ro@" + loopback.FreeAddr(t) + "/ff?sslmode=disable&connect_timeout=2"
 
-	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: "pek-mailbox", Namespace: e.ns},
+	// The Secrets name the feed; the SASL Secret allows the (unreachable)
+	// broker, so the pump gets its credentials and tries to send them.
+	pekOnly := map[string]string{v1alpha1.FeedsAnnotation: "pek"}
+	broker := loopback.FreeAddr(t)
+	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Annotations: pekOnly, Name: "pek-mailbox", Namespace: e.ns},
 		StringData: map[string]string{"dsn": mailboxDSN(secretMarker + "-wrong")}})
-	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: "pek-db", Namespace: e.ns},
+	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Annotations: pekOnly, Name: "pek-db", Namespace: e.ns},
 		StringData: map[string]string{"dsn": pgDSN, "read": readDSN}})
-	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: "pek-sasl", Namespace: e.ns}, Type: corev1.SecretTypeBasicAuth,
+	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"},
+		Annotations: map[string]string{v1alpha1.FeedsAnnotation: "pek", v1alpha1.BrokersAnnotation: broker}, Name: "pek-sasl", Namespace: e.ns}, Type: corev1.SecretTypeBasicAuth,
 		StringData: map[string]string{"username": "flightfeed", "password": secretMarker + "-sasl"}})
 	e.create(&v1alpha1.FlightFeed{ObjectMeta: metav1.ObjectMeta{Name: "pek", Namespace: e.ns}, Spec: v1alpha1.FlightFeedSpec{
 		Airport: v1alpha1.AirportSpec{IATA: "PEK", TimeZone: "Asia/Shanghai"},
 		Mailbox: v1alpha1.MailboxSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: "pek-mailbox", Key: "dsn"}},
 		Database: v1alpha1.DatabaseSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: "pek-db", Key: "dsn"},
 			ReadDSNSecretRef: &v1alpha1.SecretKeyRef{Name: "pek-db", Key: "read"}},
-		Kafka: v1alpha1.KafkaSpec{Brokers: []string{loopback.FreeAddr(t)}, TLS: &v1alpha1.KafkaTLS{},
+		Kafka: v1alpha1.KafkaSpec{Brokers: []string{broker}, TLS: &v1alpha1.KafkaTLS{},
 			SASL: &v1alpha1.KafkaSASL{Mechanism: "SCRAM-SHA-512", SecretRef: v1alpha1.SecretRef{Name: "pek-sasl"}}},
 		Requests: v1alpha1.RequestsSpec{Disabled: true},
 	}})

@@ -2,8 +2,10 @@
 // --feed NS/NAME`, assembled by package pumpserver). The
 // FlightFeedReconciler validates the pod's FlightFeed, resolves its Secrets
 // (under the pump's own ServiceAccount, which may get exactly the Secrets
-// the feed names, and only those labelled flightfeed.aero/secret=true are
-// used) into a config.Feed (ResolveFeed), and hands it to the feed's
+// the feed names, and only those labelled flightfeed.aero/secret=true and
+// naming the feed in flightfeed.aero/feeds are used; a kafka.sasl Secret
+// must also allow every broker in flightfeed.aero/brokers, package
+// secretconsent) into a config.Feed (ResolveFeed), and hands it to the feed's
 // supervisor and the read API's directory. The supervisor contends for the
 // feed's coordination.k8s.io Lease in the feed's namespace with the other
 // pods of the feed; the holder opens the feed's database, takes a fencing

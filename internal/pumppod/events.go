@@ -31,6 +31,15 @@ const (
 	// ReasonSecretNotLabeled (Warning): a referenced Secret lacks the label
 	// flightfeed.aero/secret=true; the note names it and how to label it.
 	ReasonSecretNotLabeled = string(v1alpha1.ReasonSecretNotLabeled)
+	// ReasonSecretNotForFeed (Warning): a referenced Secret's annotation
+	// flightfeed.aero/feeds does not name the feed (or is missing); the
+	// note names the Secret, the feed and the kubectl annotate command.
+	ReasonSecretNotForFeed = string(v1alpha1.ReasonSecretNotForFeed)
+	// ReasonBrokersNotAllowed (Warning): the kafka.sasl Secret's annotation
+	// flightfeed.aero/brokers does not allow every host of kafka.brokers
+	// (or is missing): nothing was dialled; the note names the Secret, the
+	// feed, the hosts and the kubectl annotate command.
+	ReasonBrokersNotAllowed = string(v1alpha1.ReasonBrokersNotAllowed)
 	// ReasonHeadBlocked (Warning) and ReasonHeadUnblocked (Normal): the
 	// mailbox head started or stopped failing.
 	ReasonHeadBlocked   = "HeadBlocked"

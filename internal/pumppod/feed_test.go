@@ -598,7 +598,7 @@ func TestUnlabelledSecretIsRefused(t *testing.T) {
 	h := newHarness(t)
 	h.startReplica("replica-a")
 	for name, dsn := range map[string]string{"lgw-mailbox": h.mboxDSN, "lgw-db": h.pgDSN} {
-		h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns}, StringData: map[string]string{"dsn": dsn}})
+		h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.FeedsAnnotation: "lgw"}, Name: name, Namespace: h.ns}, StringData: map[string]string{"dsn": dsn}})
 	}
 	key := h.feed("lgw")
 	wantRefused := func(secret string, event bool) {
@@ -798,9 +798,9 @@ func TestRefusedDSNOptionIsReported(t *testing.T) {
 	const marker = "Zq9Marker"
 	h := newHarness(t)
 	h.startReplica("replica-a")
-	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: "rogue-mailbox", Namespace: h.ns},
+	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Annotations: map[string]string{v1alpha1.FeedsAnnotation: "rogue"}, Name: "rogue-mailbox", Namespace: h.ns},
 		StringData: map[string]string{"dsn": "root:" + marker + "@tcp(127.0.0.1:3306)/mbx?allowAllFiles=true"}})
-	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: "rogue-db", Namespace: h.ns},
+	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Annotations: map[string]string{v1alpha1.FeedsAnnotation: "rogue"}, Name: "rogue-db", Namespace: h.ns},
 		StringData: map[string]string{"dsn": h.pgDSN}})
 	key := h.feed("rogue")
 

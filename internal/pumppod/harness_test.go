@@ -86,12 +86,13 @@ func (h *harness) create(obj client.Object) {
 	}
 }
 
-// secrets creates the two Secrets of feed name: <name>-mailbox and <name>-db.
+// secrets creates the two Secrets of feed name: <name>-mailbox and <name>-db,
+// labelled and naming the feed (flightfeed.aero/feeds).
 func (h *harness) secrets(name string) {
 	h.t.Helper()
-	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: name + "-mailbox", Namespace: h.ns},
+	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Annotations: map[string]string{v1alpha1.FeedsAnnotation: name}, Name: name + "-mailbox", Namespace: h.ns},
 		StringData: map[string]string{"dsn": h.mboxDSN}})
-	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: name + "-db", Namespace: h.ns},
+	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Annotations: map[string]string{v1alpha1.FeedsAnnotation: name}, Name: name + "-db", Namespace: h.ns},
 		StringData: map[string]string{"dsn": h.pgDSN}})
 }
 

@@ -630,7 +630,8 @@ func TestOperatorAndPumpRunUnderTheChartsRBAC(t *testing.T) {
 	h.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: otherNS}})
 	for _, ns := range []string{otherNS, opNS} {
 		h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "other-db", Namespace: ns,
-			Labels: map[string]string{v1alpha1.SecretLabel: "true"}}, StringData: map[string]string{"dsn": "not yours"}})
+			Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Annotations: map[string]string{v1alpha1.FeedsAnnotation: "*"}},
+			StringData: map[string]string{"dsn": "not yours"}})
 	}
 	// ClusterRoles are cluster-wide: the release name keeps tests apart.
 	release := "rb" + h.ns[len(h.ns)-6:]
@@ -768,7 +769,8 @@ func TestOperatorAndPumpRunUnderTheChartsRBAC(t *testing.T) {
 	h.waitCondition(key, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonSecretUnavailable)
 	h.secrets("pek")
 	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "pek-other", Namespace: key.Namespace,
-		Labels: map[string]string{v1alpha1.SecretLabel: "true"}}, StringData: map[string]string{"dsn": "not the feed's"}})
+		Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Annotations: map[string]string{v1alpha1.FeedsAnnotation: "pek"}},
+		StringData: map[string]string{"dsn": "not the feed's"}})
 
 	mbox, loc, day := h.pumpRequest()
 	resp := simulate.Response(simulate.Options{Day: day, Flights: 2, Seed: 1, FirstSeqn: 1, Location: loc})

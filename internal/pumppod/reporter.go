@@ -247,8 +247,13 @@ func (r *reporter) events(in reportInput) {
 		r.configErr = msg
 		if msg != "" {
 			reason := ReasonConfigInvalid
-			if configReason(in.ConfigErr) == v1alpha1.ReasonSecretNotLabeled {
+			switch configReason(in.ConfigErr) {
+			case v1alpha1.ReasonSecretNotLabeled:
 				reason = ReasonSecretNotLabeled
+			case v1alpha1.ReasonSecretNotForFeed:
+				reason = ReasonSecretNotForFeed
+			case v1alpha1.ReasonBrokersNotAllowed:
+				reason = ReasonBrokersNotAllowed
 			}
 			s.event(corev1.EventTypeWarning, reason, "Configure", "%s", msg)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,11 +14,14 @@ import (
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/secretconsent"
 )
 
 // ConfigError means a FlightFeed cannot run as it stands: its spec does not
-// validate, or a referenced Secret is missing or not labelled
-// v1alpha1.SecretLabel=true. It is reported in the status (Reason); the
+// validate, or a referenced Secret is missing, not labelled
+// v1alpha1.SecretLabel=true, does not name the feed in
+// v1alpha1.FeedsAnnotation, or (kafka.sasl) does not allow every broker in
+// v1alpha1.BrokersAnnotation. It is reported in the status (Reason); the
 // reconciler reads the Secrets again at every resync, so a Secret created or
 // labelled later is picked up without touching the FlightFeed.
 type ConfigError struct {
@@ -52,7 +56,7 @@ func ResolveFeed(ctx context.Context, secrets client.Reader, ff *v1alpha1.Flight
 	if len(errs) > 0 {
 		return nil, &ConfigError{Reason: v1alpha1.ReasonInvalidSpec, Err: errs.ToAggregate()}
 	}
-	r := secretReader{ctx: ctx, reader: secrets, namespace: ff.Namespace, cache: map[string]*corev1.Secret{}}
+	r := secretReader{ctx: ctx, reader: secrets, namespace: ff.Namespace, feed: ff.Name, cache: map[string]*corev1.Secret{}}
 	sp := field.NewPath("spec")
 	var out config.Secrets
 	var err error
@@ -116,6 +120,15 @@ func ResolveFeed(ctx context.Context, secrets client.Reader, ff *v1alpha1.Flight
 	}
 	if s := spec.Kafka.SASL; s != nil {
 		path := sp.Child("kafka", "sasl", "secretRef")
+		sec, err := r.secret(path, s.SecretRef.Name)
+		if err != nil {
+			return nil, err
+		}
+		// Before a key is read: a feed whose brokers the Secret does not
+		// allow gets no credentials, so nothing can dial with them.
+		if err := checkBrokers(sp.Child("kafka", "brokers"), ff, sec, spec.Kafka.Brokers); err != nil {
+			return nil, err
+		}
 		// The keys are fixed, so a missing one is charged to the Secret's name.
 		if out.Kafka.Username, err = r.key(path, path.Child("name"), v1alpha1.SecretKeyRef{Name: s.SecretRef.Name, Key: KeyUsername}); err != nil {
 			return nil, err
@@ -162,11 +175,45 @@ func checkPlaintext(sp *field.Path, namespace string, spec *v1alpha1.FlightFeedS
 	return nil
 }
 
-// secretReader reads each Secret once per resolution.
+// checkBrokers refuses a kafka.sasl Secret whose annotation
+// v1alpha1.BrokersAnnotation is missing, invalid, or does not allow every
+// host of kafka.brokers (secretconsent.CheckBrokers), as a *ConfigError
+// (BrokersNotAllowed, or InvalidSecret for a value that does not parse)
+// naming the Secret, the feed and the hosts, with the command that would
+// allow them. Annotations are no credentials, but a Secret's owner may
+// write anything there: the value is shown only as parsed (hosts and
+// ports), and a value that does not parse is quoted by its error.
+func checkBrokers(path *field.Path, ff *v1alpha1.FlightFeed, sec *corev1.Secret, brokers []string) error {
+	v, present := sec.Annotations[v1alpha1.BrokersAnnotation]
+	allowed, refused, err := secretconsent.CheckBrokers(v, present, brokers)
+	if err == nil {
+		return nil
+	}
+	ns, name, a := ff.Namespace, sec.Name, v1alpha1.BrokersAnnotation
+	annotate := fmt.Sprintf("kubectl annotate secret -n %s %s --overwrite %s=%s", ns, name, a, secretconsent.BrokersWith(allowed, refused))
+	switch {
+	case errors.Is(err, secretconsent.ErrMissing):
+		err = fmt.Errorf("%s: secret %s/%s (kafka.sasl.secretRef of feed %s) has no annotation %s, and SASL credentials go "+
+			"only to the brokers their Secret lists: nothing is sent to %s; if its owner means them to go there: %s",
+			path, ns, name, ff.Name, a, strings.Join(refused, ","), annotate)
+	case errors.Is(err, secretconsent.ErrNotAllowed):
+		err = fmt.Errorf("%s: secret %s/%s (kafka.sasl.secretRef of feed %s) allows its credentials to go to %s only "+
+			"(annotation %s), not to %s: nothing is sent; if its owner means them to go there: %s",
+			path, ns, name, ff.Name, secretconsent.BrokersWith(allowed, nil), a, strings.Join(refused, ","), annotate)
+	default:
+		return &ConfigError{Reason: v1alpha1.ReasonInvalidSecret,
+			Err: fmt.Errorf("%s: secret %s/%s annotation %s: %w", path, ns, name, a, err)}
+	}
+	return &ConfigError{Reason: v1alpha1.ReasonBrokersNotAllowed, Err: err}
+}
+
+// secretReader reads each Secret once per resolution, for the feed named
+// feed.
 type secretReader struct {
 	ctx       context.Context //nolint:containedctx // lives for one ResolveFeed call
 	reader    client.Reader
 	namespace string
+	feed      string
 	cache     map[string]*corev1.Secret
 }
 
@@ -183,13 +230,38 @@ func (r *secretReader) secret(path *field.Path, name string) (*corev1.Secret, er
 	if err != nil {
 		return nil, fmt.Errorf("read secret %s/%s for %s: %w", r.namespace, name, path, err)
 	}
+	// Its data is dropped at once on every refusal below: the Secret is
+	// not the feed's to use.
+	v, present := s.Annotations[v1alpha1.FeedsAnnotation]
+	feeds, ferr := secretconsent.CheckFeed(v, present, r.feed)
+	annotate := fmt.Sprintf("kubectl annotate secret -n %s %s --overwrite %s=%s", r.namespace, name, v1alpha1.FeedsAnnotation, feeds.With(r.feed))
 	if s.Labels[v1alpha1.SecretLabel] != "true" {
-		// Its data is dropped at once: an unlabelled Secret is not the
-		// feed's to use.
+		also := ""
+		if ferr != nil {
+			// Both missing (a Secret of a release before the
+			// annotation): one message with both commands.
+			also = "; it must also name the feed: " + annotate
+		}
 		return nil, &ConfigError{Reason: v1alpha1.ReasonSecretNotLabeled,
 			Err: fmt.Errorf("%s: secret %s/%s is not labelled %s=true, and the operator uses only Secrets so labelled: "+
-				"kubectl label secret -n %s %s %s=true", path.Child("name"), r.namespace, name, v1alpha1.SecretLabel,
-				r.namespace, name, v1alpha1.SecretLabel)}
+				"kubectl label secret -n %s %s %s=true%s", path.Child("name"), r.namespace, name, v1alpha1.SecretLabel,
+				r.namespace, name, v1alpha1.SecretLabel, also)}
+	}
+	switch {
+	case ferr == nil:
+	case errors.Is(ferr, secretconsent.ErrMissing):
+		return nil, &ConfigError{Reason: v1alpha1.ReasonSecretNotForFeed,
+			Err: fmt.Errorf("%s: secret %s/%s has no annotation %s, and a Secret is used only by the feeds it names: "+
+				"feed %s does not start and sends nothing until the Secret's owner names it: %s",
+				path.Child("name"), r.namespace, name, v1alpha1.FeedsAnnotation, r.feed, annotate)}
+	case errors.Is(ferr, secretconsent.ErrNotNamed):
+		return nil, &ConfigError{Reason: v1alpha1.ReasonSecretNotForFeed,
+			Err: fmt.Errorf("%s: secret %s/%s is for the feeds %s (annotation %s), not for feed %s: "+
+				"feed %s does not start and sends nothing; if the Secret's owner means %s to use it: %s",
+				path.Child("name"), r.namespace, name, feeds, v1alpha1.FeedsAnnotation, r.feed, r.feed, r.feed, annotate)}
+	default:
+		return nil, &ConfigError{Reason: v1alpha1.ReasonInvalidSecret,
+			Err: fmt.Errorf("%s: secret %s/%s annotation %s: %w", path.Child("name"), r.namespace, name, v1alpha1.FeedsAnnotation, ferr)}
 	}
 	r.cache[name] = &s
 	return &s, nil

@@ -25,11 +25,16 @@ func TestResolveFeed(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	secret := func(name string, data map[string]string) {
-		if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: name, Namespace: ns}, StringData: data}); err != nil {
+	// Labelled, and annotated as the owner of a Secret of feed pek's
+	// would: for pek, its credentials for the feed's broker.
+	pekOnly := map[string]string{v1alpha1.FeedsAnnotation: "pek", v1alpha1.BrokersAnnotation: "127.0.0.1:9092"}
+	secretWith := func(name string, annotations, data map[string]string) {
+		if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"},
+			Annotations: annotations, Name: name, Namespace: ns}, StringData: data}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	secret := func(name string, data map[string]string) { secretWith(name, pekOnly, data) }
 	secret("mbx", map[string]string{"dsn": "root@tcp(127.0.0.1:3306)/mbx"})
 	secret("db", map[string]string{"dsn": "postgres://postgres@127.0.0.1:5432/ff", "other": "x"})
 	secret("tls", map[string]string{"ca.crt": "CA", "tls.crt": "CERT", "tls.key": "KEY"})
@@ -47,6 +52,14 @@ func TestResolveFeed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Whose feeds and brokers the annotations say (issue 46).
+	sasl := map[string]string{"username": "u", "password": "unlabelled-marker"}
+	secretWith("sasl-pvg", map[string]string{v1alpha1.FeedsAnnotation: "pvg", v1alpha1.BrokersAnnotation: "127.0.0.1:9092"}, sasl)
+	secretWith("sasl-every-feed", map[string]string{v1alpha1.FeedsAnnotation: "*", v1alpha1.BrokersAnnotation: "127.0.0.1"}, sasl)
+	secretWith("sasl-nobrokers", map[string]string{v1alpha1.FeedsAnnotation: "pek"}, sasl)
+	secretWith("sasl-badbrokers", map[string]string{v1alpha1.FeedsAnnotation: "pek", v1alpha1.BrokersAnnotation: "*.example:9092"}, sasl)
+	secretWith("db-nofeeds", nil, map[string]string{"dsn": "postgres://postgres:unlabelled-marker@127.0.0.1:5432/ff"})
+	secretWith("db-badfeeds", map[string]string{v1alpha1.FeedsAnnotation: "pek,,pvg"}, map[string]string{"dsn": "postgres://postgres:unlabelled-marker@127.0.0.1:5432/ff"})
 	pki := testpki.New(t, "database CA", "db.test")
 	secret("db-tls", map[string]string{"ca.crt": string(pki.CAPEM), "tls.crt": string(pki.ClientCertPEM), "tls.key": string(pki.ClientKeyPEM)})
 	secret("db-tls-badca", map[string]string{"ca.crt": "not PEM"})
@@ -101,6 +114,39 @@ func TestResolveFeed(t *testing.T) {
 		{"unlabelled secret", func(f *v1alpha1.FlightFeed) { f.Spec.Database.DSNSecretRef.Name = "db-unlabelled" },
 			v1alpha1.ReasonSecretNotLabeled, "spec.database.dsnSecretRef.name: secret " + ns + "/db-unlabelled is not labelled flightfeed.aero/secret=true, " +
 				"and the operator uses only Secrets so labelled: kubectl label secret -n " + ns + " db-unlabelled flightfeed.aero/secret=true"},
+		{"unlabelled secret without the feeds annotation", func(f *v1alpha1.FlightFeed) { f.Spec.Database.DSNSecretRef.Name = "db-unlabelled" },
+			v1alpha1.ReasonSecretNotLabeled, "kubectl label secret -n " + ns + " db-unlabelled flightfeed.aero/secret=true; it must also name the feed: " +
+				"kubectl annotate secret -n " + ns + " db-unlabelled --overwrite flightfeed.aero/feeds=pek"},
+		{"secret without the feeds annotation", func(f *v1alpha1.FlightFeed) { f.Spec.Database.DSNSecretRef.Name = "db-nofeeds" },
+			v1alpha1.ReasonSecretNotForFeed, "spec.database.dsnSecretRef.name: secret " + ns + "/db-nofeeds has no annotation flightfeed.aero/feeds, " +
+				"and a Secret is used only by the feeds it names: feed pek does not start and sends nothing until the Secret's owner names it: " +
+				"kubectl annotate secret -n " + ns + " db-nofeeds --overwrite flightfeed.aero/feeds=pek"},
+		{"another feed's SASL secret", func(f *v1alpha1.FlightFeed) { f.Spec.Kafka.SASL.SecretRef.Name = "sasl-pvg" },
+			v1alpha1.ReasonSecretNotForFeed, "spec.kafka.sasl.secretRef.name: secret " + ns + "/sasl-pvg is for the feeds pvg (annotation flightfeed.aero/feeds), " +
+				"not for feed pek: feed pek does not start and sends nothing; if the Secret's owner means pek to use it: " +
+				"kubectl annotate secret -n " + ns + " sasl-pvg --overwrite flightfeed.aero/feeds=pvg,pek"},
+		{"another feed's TLS secret", func(f *v1alpha1.FlightFeed) { f.Spec.Kafka.TLS.SecretRef.Name = "sasl-pvg" },
+			v1alpha1.ReasonSecretNotForFeed, "spec.kafka.tls.secretRef.name: secret " + ns + "/sasl-pvg is for the feeds pvg"},
+		{"another feed's mailbox TLS secret", func(f *v1alpha1.FlightFeed) {
+			f.Spec.Mailbox.TLS = &v1alpha1.ServerTLS{SecretRef: &v1alpha1.SecretRef{Name: "sasl-pvg"}}
+		}, v1alpha1.ReasonSecretNotForFeed, "spec.mailbox.tls.secretRef.name: secret " + ns + "/sasl-pvg is for the feeds pvg"},
+		{"another feed's read DSN secret", func(f *v1alpha1.FlightFeed) {
+			f.Spec.Database.ReadDSNSecretRef = &v1alpha1.SecretKeyRef{Name: "sasl-pvg", Key: "password"}
+		}, v1alpha1.ReasonSecretNotForFeed, "spec.database.readDsnSecretRef.name: secret " + ns + "/sasl-pvg is for the feeds pvg"},
+		{"feeds annotation that does not parse", func(f *v1alpha1.FlightFeed) { f.Spec.Database.DSNSecretRef.Name = "db-badfeeds" },
+			v1alpha1.ReasonInvalidSecret, "spec.database.dsnSecretRef.name: secret " + ns + `/db-badfeeds annotation flightfeed.aero/feeds: invalid annotation: "pek,,pvg" has an empty item`},
+		{"broker the SASL secret does not allow", func(f *v1alpha1.FlightFeed) { f.Spec.Kafka.Brokers = []string{"127.0.0.1:9092", "Evil.test:9093"} },
+			v1alpha1.ReasonBrokersNotAllowed, "spec.kafka.brokers: secret " + ns + "/sasl (kafka.sasl.secretRef of feed pek) allows its credentials to go to " +
+				"127.0.0.1:9092 only (annotation flightfeed.aero/brokers), not to Evil.test:9093: nothing is sent; if its owner means them to go there: " +
+				"kubectl annotate secret -n " + ns + " sasl --overwrite flightfeed.aero/brokers=127.0.0.1:9092,Evil.test:9093"},
+		{"port the SASL secret does not allow", func(f *v1alpha1.FlightFeed) { f.Spec.Kafka.Brokers = []string{"127.0.0.1:19092"} },
+			v1alpha1.ReasonBrokersNotAllowed, "not to 127.0.0.1:19092: nothing is sent"},
+		{"SASL secret without the brokers annotation", func(f *v1alpha1.FlightFeed) { f.Spec.Kafka.SASL.SecretRef.Name = "sasl-nobrokers" },
+			v1alpha1.ReasonBrokersNotAllowed, "spec.kafka.brokers: secret " + ns + "/sasl-nobrokers (kafka.sasl.secretRef of feed pek) has no annotation " +
+				"flightfeed.aero/brokers, and SASL credentials go only to the brokers their Secret lists: nothing is sent to 127.0.0.1:9092; " +
+				"if its owner means them to go there: kubectl annotate secret -n " + ns + " sasl-nobrokers --overwrite flightfeed.aero/brokers=127.0.0.1:9092"},
+		{"brokers annotation that does not parse", func(f *v1alpha1.FlightFeed) { f.Spec.Kafka.SASL.SecretRef.Name = "sasl-badbrokers" },
+			v1alpha1.ReasonInvalidSecret, "spec.kafka.brokers: secret " + ns + `/sasl-badbrokers annotation flightfeed.aero/brokers: invalid annotation: "*.example:9092": no wildcards`},
 		{"secret labelled other than true", func(f *v1alpha1.FlightFeed) { f.Spec.Kafka.SASL.SecretRef.Name = "sasl-labelled-yes" },
 			v1alpha1.ReasonSecretNotLabeled, "spec.kafka.sasl.secretRef.name: secret " + ns + "/sasl-labelled-yes is not labelled"},
 		{"mailbox DSN with allowAllFiles", func(f *v1alpha1.FlightFeed) { f.Spec.Mailbox.DSNSecretRef.Name = "mbx-files" },
@@ -149,6 +195,15 @@ func TestResolveFeed(t *testing.T) {
 				t.Fatalf("the error shows a password: %v", err)
 			}
 		})
+	}
+
+	// "*" lets every feed of the namespace use a Secret; a host without a
+	// port allows each of its ports.
+	ff = base()
+	ff.Spec.Kafka.SASL.SecretRef.Name = "sasl-every-feed"
+	ff.Spec.Kafka.Brokers = []string{"127.0.0.1:9092", "127.0.0.1:19092"}
+	if feed, err = pumppod.ResolveFeed(ctx, c, ff); err != nil || feed.Secrets.Kafka.Password != "unlabelled-marker" {
+		t.Fatalf("a Secret for every feed: %v", err)
 	}
 
 	// mailbox.tls and database.tls read their Secrets' keys.

@@ -181,8 +181,8 @@ func serveDB(t *testing.T, dsn string, states []flight.State, readDSN string) se
 	}
 	for _, obj := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: srv.ns}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: "db", Namespace: srv.ns}, StringData: map[string]string{"dsn": dsn, "read-dsn": readDSN}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: "mbx", Namespace: srv.ns}, StringData: map[string]string{"dsn": "root@tcp(127.0.0.1:3306)/unused"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Annotations: map[string]string{v1alpha1.FeedsAnnotation: "pek"}, Name: "db", Namespace: srv.ns}, StringData: map[string]string{"dsn": dsn, "read-dsn": readDSN}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Annotations: map[string]string{v1alpha1.FeedsAnnotation: "pek"}, Name: "mbx", Namespace: srv.ns}, StringData: map[string]string{"dsn": "root@tcp(127.0.0.1:3306)/unused"}},
 		&v1alpha1.FlightFeed{ObjectMeta: metav1.ObjectMeta{Name: "pek", Namespace: srv.ns}, Spec: v1alpha1.FlightFeedSpec{
 			Airport:  v1alpha1.AirportSpec{IATA: "PEK"},
 			Mailbox:  v1alpha1.MailboxSpec{DSNSecretRef: v1alpha1.SecretKeyRef{Name: "mbx", Key: "dsn"}},

@@ -77,11 +77,12 @@ func KubeconfigVia(t testing.TB, cfg *rest.Config, hostPort string) string {
 
 // ApplyFeed creates the feed f as the FlightFeed name in namespace ns with
 // c (feedtest.Feed.Manifest), its DSNs in the Secrets <name>-mailbox and
-// <name>-db it names, and returns its key.
+// <name>-db it names (labelled, and naming the feed in
+// flightfeed.aero/feeds), and returns its key.
 func ApplyFeed(t testing.TB, c client.Client, ns, name string, f feedtest.Feed) types.NamespacedName {
 	t.Helper()
 	for suffix, dsn := range map[string]string{"-mailbox": f.MailboxDSN, "-db": f.DatabaseDSN} {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Name: name + suffix, Namespace: ns},
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Annotations: map[string]string{v1alpha1.FeedsAnnotation: name}, Name: name + suffix, Namespace: ns},
 			StringData: map[string]string{"dsn": dsn}}
 		if err := c.Create(t.Context(), s); err != nil {
 			t.Fatalf("create Secret %s%s: %v", name, suffix, err)
