@@ -129,15 +129,18 @@ func CheckMailboxDSN(dsn string) error {
 }
 
 // DatabaseKeys are the connection-string keys a database DSN may hold:
-// where and as whom to connect, sslmode, and the session settings the
-// store itself knows. Every other key is refused, including those that
-// make pgconn read a local file (fileKeys).
+// where and as whom to connect, sslmode, how to authenticate
+// (require_auth; channel_binding=require insists on SCRAM-SHA-256-PLUS, the
+// SCRAM exchange bound to the TLS channel, so a server that cannot prove
+// it holds the certificate's key fails the login), and the session
+// settings the store itself knows. Every other key is refused, including
+// those that make pgconn read a local file (fileKeys).
 var DatabaseKeys = []string{
 	"host", "port", "dbname", "user", "password", "sslmode", "sslsni",
 	"connect_timeout", "target_session_attrs", "application_name",
 	"statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout",
 	"tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count",
-	"require_auth",
+	"require_auth", "channel_binding",
 }
 
 // DefaultRequireAuth is the require_auth of every database connection
