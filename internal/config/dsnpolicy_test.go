@@ -41,7 +41,7 @@ func TestMailboxDSNPolicy(t *testing.T) {
 		{"interpolateParams=false&readTimeout=30s", ""},
 	} {
 		dsn := base + "?" + c.query
-		cfg, err := config.MailboxConfig(dsn)
+		cfg, err := config.MailboxConfig(dsn, nil)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s: refused: %v", c.query, err)
@@ -67,7 +67,7 @@ func TestMailboxDSNAddress(t *testing.T) {
 		"app:p?w/d@tcp(mysql:3306)/mbx?timeout=1s":                      "",
 		"app:" + dsnMarker + "@/mbx":                                    "",
 	} {
-		_, err := config.MailboxConfig(dsn)
+		_, err := config.MailboxConfig(dsn, nil)
 		if (want == "" && err != nil) || (want != "" && (err == nil || !strings.Contains(err.Error(), want))) {
 			t.Errorf("%s: got %v, want %q", dsn, err, want)
 		}
