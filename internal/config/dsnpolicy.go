@@ -237,20 +237,7 @@ func CheckDatabaseEnvironment() error {
 // keyword/value string as libpq and pgconn split them.
 func databaseKeys(dsn string) ([]string, error) {
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			return nil, err
-		}
-		q, err := url.ParseQuery(u.RawQuery)
-		if err != nil {
-			return nil, err
-		}
-		var keys []string
-		for k := range q {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		return keys, nil
+		return uriKeys(dsn)
 	}
 	var keys []string
 	s := dsn
@@ -294,4 +281,74 @@ func databaseKeys(dsn string) ([]string, error) {
 		}
 		s = s[i:]
 	}
+}
+
+// uriKeys lists the query keys of a connection URI as pgconn's parser
+// (libpq's conninfo_uri_parse) finds them, not as net/url does: the user
+// information ends at the first '@' before any '/' (so a '?' or '#' in a
+// password is not a query), the host list at '/' or '?', the query at the
+// end of the string ('#' is no fragment), and ';' separates nothing. A key
+// is percent-decoded with its surrounding spaces dropped; one that does
+// not decode is kept as written, which no allowed key is.
+func uriKeys(dsn string) ([]string, error) {
+	p, ok := strings.CutPrefix(dsn, "postgresql://")
+	if !ok {
+		p, _ = strings.CutPrefix(dsn, "postgres://")
+	}
+	if i := strings.IndexAny(p, "@/"); i >= 0 && p[i] == '@' {
+		p = p[i+1:]
+	}
+	for {
+		if strings.HasPrefix(p, "[") {
+			end := strings.IndexByte(p, ']')
+			if end < 0 {
+				return nil, errors.New("unterminated IPv6 address")
+			}
+			p = p[end+1:]
+		} else {
+			i := strings.IndexAny(p, ":/?,")
+			if i < 0 {
+				i = len(p)
+			}
+			p = p[i:]
+		}
+		if strings.HasPrefix(p, ":") {
+			i := strings.IndexAny(p, "/?,")
+			if i < 0 {
+				i = len(p)
+			}
+			p = p[i:]
+		}
+		if !strings.HasPrefix(p, ",") {
+			break
+		}
+		p = p[1:]
+	}
+	if rest, ok := strings.CutPrefix(p, "/"); ok {
+		p = ""
+		if i := strings.IndexByte(rest, '?'); i >= 0 {
+			p = rest[i:]
+		}
+	}
+	query, ok := strings.CutPrefix(p, "?")
+	if !ok {
+		return nil, nil
+	}
+	var keys []string
+	for _, pair := range strings.Split(query, "&") {
+		if query == "" {
+			break
+		}
+		raw, _, found := strings.Cut(pair, "=")
+		if !found {
+			return nil, errors.New("query parameter without '='")
+		}
+		key, err := url.PathUnescape(strings.Trim(raw, " "))
+		if err != nil {
+			key = raw
+		}
+		keys = append(keys, key)
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys), nil
 }
