@@ -335,9 +335,13 @@ func uriKeys(dsn string) ([]string, error) {
 		return nil, nil
 	}
 	var keys []string
-	for _, pair := range strings.Split(query, "&") {
-		if query == "" {
-			break
+	// pgconn's loop: a '&' at the very end leaves no pair behind it.
+	for query != "" {
+		pair := query
+		if i := strings.IndexByte(query, '&'); i >= 0 {
+			pair, query = query[:i], query[i+1:]
+		} else {
+			query = ""
 		}
 		raw, _, found := strings.Cut(pair, "=")
 		if !found {
