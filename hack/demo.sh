@@ -82,7 +82,7 @@ show kubectl -n "$ns" get deployments,pods -o wide
 
 say "the sample FlightFeed and its Secrets (config/samples; DSNs and broker pointed at this machine)"
 sed -e "s|flightfeed:change-me@tcp(sis-mailbox.aodb.svc.cluster.local:3306)/sis?tls=true|root@tcp($node_ip:3306)/flightfeed_demo_mbx|" \
-    -e "s|postgres://flightfeed:change-me@flightfeed-db-rw.databases.svc.cluster.local:5432/flightfeed?sslmode=require|postgres://postgres@$node_ip:5432/flightfeed_demo?sslmode=disable|" \
+    -e "s|postgres://flightfeed:change-me@flightfeed-db-rw.databases.svc.cluster.local:5432/flightfeed?sslmode=verify-full|postgres://postgres@$node_ip:5432/flightfeed_demo?sslmode=disable|" \
     -e "s|\"events-kafka-bootstrap.kafka.svc.cluster.local:9092\"|\"$node_ip:$broker_port\"|" \
     -e "s|mailbox: {dsnSecretRef: {name: pek-mailbox, key: dsn}}|mailbox: {dsnSecretRef: {name: pek-mailbox, key: dsn}, pollInterval: 100ms, batchSize: 1000, tls: {mode: disable}}|" \
     -e "s|database: {dsnSecretRef: {name: pek-db, key: dsn}}|database: {dsnSecretRef: {name: pek-db, key: dsn}, tls: {mode: disable}}|" \

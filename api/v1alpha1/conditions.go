@@ -30,6 +30,18 @@ const (
 	// reaches an address other than loopback without TLS; the message names
 	// each such dependency and address.
 	ConditionPlaintextDependency ConditionType = "PlaintextDependency"
+	// ConditionUnverifiedTLSDependency: a warning. True while the feed
+	// opted in (mailbox.tls or database.tls mode: unverified or disable)
+	// and its DSN reaches an address over TLS without verifying the
+	// server's certificate (sslmode require, prefer or allow beyond
+	// loopback; tls=skip-verify or tls=preferred); the message names each
+	// such dependency and address.
+	ConditionUnverifiedTLSDependency ConditionType = "UnverifiedTLSDependency"
+	// ConditionWeakDatabaseAuth: a warning. True while a database DSN's
+	// require_auth (or $PGREQUIREAUTH) lets the client answer a server's
+	// request for the password in clear text (password) or as an MD5 hash
+	// (md5); the message names the DSN and the methods.
+	ConditionWeakDatabaseAuth ConditionType = "WeakDatabaseAuth"
 	// ConditionKafkaBrokersChanged: a warning. True while the current
 	// generation changed kafka.brokers and kept kafka.sasl.secretRef, so the
 	// same credentials now go to other hosts; the message names the old
@@ -77,6 +89,20 @@ const (
 	// ReasonPlaintextOptedIn (PlaintextDependency True): the feed opted in
 	// to plain text and uses it to the addresses the message names.
 	ReasonPlaintextOptedIn ConditionReason = "PlaintextOptedIn"
+	// ReasonUnverifiedTLSRefused (Ready, PumpRunning False): the mailbox
+	// or a database DSN would reach an address over TLS without verifying
+	// the server's certificate (sslmode require, prefer or allow beyond
+	// loopback; tls=skip-verify or tls=preferred), and the feed did not
+	// opt in (mode: unverified); the message names the Secret, the key and
+	// the address.
+	ReasonUnverifiedTLSRefused ConditionReason = "UnverifiedTLSRefused"
+	// ReasonUnverifiedTLSOptedIn (UnverifiedTLSDependency True): the feed
+	// opted in to TLS without verification and uses it to the addresses
+	// the message names.
+	ReasonUnverifiedTLSOptedIn ConditionReason = "UnverifiedTLSOptedIn"
+	// ReasonPasswordAuthAllowed (WeakDatabaseAuth True): a database DSN's
+	// require_auth permits password or md5 authentication.
+	ReasonPasswordAuthAllowed ConditionReason = "PasswordAuthAllowed"
 	// ReasonCredentialsMoved (KafkaBrokersChanged True): the message names
 	// the brokers the SASL Secret went to before and goes to now.
 	ReasonCredentialsMoved ConditionReason = "CredentialsMoved"

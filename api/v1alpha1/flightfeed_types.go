@@ -96,8 +96,11 @@ type MailboxSpec struct {
 	// TLS to the mailbox server with a private CA and/or a client
 	// certificate, always verified; it wins over the DSN's tls option.
 	// Absent: as the DSN says (tls=true verifies against the system roots),
-	// but a DSN without tls=true is refused unless its address is loopback.
-	// {mode: disable} opts in to plain text to any address.
+	// but a DSN without tls=true is refused unless its address is loopback,
+	// and tls=skip-verify or tls=preferred (no certificate check) is refused
+	// whatever the address. {mode: unverified} opts in to TLS without
+	// verification, {mode: disable} to plain text (and unverified TLS), to
+	// any address.
 	// +optional
 	TLS *ServerTLS `json:"tls,omitempty"`
 
@@ -288,9 +291,12 @@ type DatabaseSpec struct {
 	// client certificate, always verified; it wins over the DSN's sslmode
 	// (TLS is used even with sslmode=disable, and never falls back to
 	// plain text). Absent: as the DSN's sslmode says, but a DSN that may
-	// connect in plain text (sslmode disable, allow, prefer or none) is
-	// refused unless every host is loopback. {mode: disable} opts in to
-	// plain text to any host.
+	// connect in plain text (sslmode disable, allow, prefer or none) or
+	// over TLS without verifying the server (sslmode require, prefer or
+	// allow) is refused unless every host is loopback; verify-ca and
+	// verify-full pass. {mode: unverified} opts in to TLS without
+	// verification, {mode: disable} to plain text (and unverified TLS), to
+	// any host.
 	// +optional
 	TLS *ServerTLS `json:"tls,omitempty"`
 
@@ -417,26 +423,39 @@ type KafkaTLS struct {
 }
 
 // TLSMode says whether the mailbox or the database is reached over TLS.
-// +kubebuilder:validation:Enum=verify;disable
+// +kubebuilder:validation:Enum=verify;unverified;disable
 type TLSMode string
 
 const (
 	// TLSVerify (the default): TLS, the server's certificate verified
 	// against secretRef's ca.crt (absent: the system roots).
 	TLSVerify TLSMode = "verify"
+	// TLSUnverified opts the feed in to TLS that does not verify the
+	// server's certificate, to any address; the DSN decides (sslmode
+	// require, prefer or allow; tls=skip-verify or tls=preferred, the
+	// latter without its plain-text fallback). Without it such a DSN is
+	// refused (the database's on loopback excepted), since whoever answers
+	// at the address with any certificate reads the password exchange and
+	// the data. Plain text beyond loopback stays refused. The feed shows
+	// the UnverifiedTLSDependency condition while it is used.
+	TLSUnverified TLSMode = "unverified"
 	// TLSDisable opts the feed in to plain text to this server, to any
 	// address; the DSN decides (tls=, sslmode=). Without it a DSN that
 	// would send anything in plain text to an address other than loopback
 	// (127.0.0.0/8, ::1, localhost) is refused. The feed shows the
-	// PlaintextDependency condition while it is set.
+	// PlaintextDependency condition while it is set. It takes in
+	// unverified TLS too (UnverifiedTLSDependency shows when the DSN uses
+	// it): a feed that accepts plain text cannot be safer for refusing
+	// TLS.
 	TLSDisable TLSMode = "disable"
 )
 
 // ServerTLS configures verified TLS to the mailbox or database server, or
-// (mode: disable) the explicit opt-in to plain text.
+// the explicit opt-in to TLS without verification (mode: unverified) or to
+// plain text (mode: disable).
 type ServerTLS struct {
-	// Mode is verify (default) or disable. disable takes neither
-	// secretRef nor serverName.
+	// Mode is verify (default), unverified or disable. unverified and
+	// disable take neither secretRef nor serverName.
 	// +optional
 	Mode TLSMode `json:"mode,omitempty"`
 	// SecretRef names a Secret with optional keys ca.crt (trusted CA, PEM;

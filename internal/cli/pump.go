@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -81,6 +82,11 @@ it ends, and exits 1 with a one-line summary when any is parked.`,
 			defer func() { err = errors.Join(err, stop()) }()
 		}
 		log := newLogger(cmd)
+		// What the operator would show as warning conditions: allowed by an
+		// opt-in in the file, never silent.
+		for _, w := range config.WarningsOf(feed) {
+			log.Info("configuration warning", "condition", string(w.Condition), "message", w.Message)
+		}
 		id := *identity
 		if id == "" {
 			id = hostIdentity()

@@ -10,6 +10,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
 )
 
 // A DSN comes from a Secret that whoever may write the FlightFeed's
@@ -46,22 +48,32 @@ var mailboxRefused = []mailboxRule{
 
 // MailboxTLSValues are the values of the mailbox DSN's tls option that are
 // accepted; the TLS of a private CA or a client certificate is given in
-// mailbox.tls, not by a registered name.
+// mailbox.tls, not by a registered name. skip-verify and preferred (no
+// certificate check) are accepted only with the opt-in (mailbox.tls mode
+// unverified or disable).
 var MailboxTLSValues = []string{"", "false", "true"}
 
 // MailboxConfig parses a go-sql-driver/mysql DSN, refuses the options that
 // would let the server read local files or weaken the connection, and
 // forces those flags off in what it returns (so a later change of the
-// parser cannot turn them back on). Its errors quote no part of the DSN
-// but the option they refuse.
-func MailboxConfig(dsn string) (*mysql.Config, error) {
+// parser cannot turn them back on). tls=skip-verify and tls=preferred are
+// refused (errors.Is ErrUnverifiedTLS) unless t (mailbox.tls) opts in to
+// unverified TLS; tls=preferred then loses its plain-text fallback (the
+// driver's allowFallbackToPlaintext, forced off like the others). Its
+// errors quote no part of the DSN but the option they refuse.
+func MailboxConfig(dsn string, t *v1alpha1.ServerTLS) (*mysql.Config, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, RedactError(err, dsn)
 	}
 	switch {
-	case cfg.TLSConfig == "skip-verify" || cfg.TLSConfig == "preferred":
-		return nil, fmt.Errorf("option tls=%s is refused: it accepts any server certificate (use tls=true, and mailbox.tls for a private CA)", cfg.TLSConfig)
+	case mailboxUnverifiedTLS(cfg.TLSConfig) && !optedInUnverified(t):
+		return nil, &unverifiedError{msg: fmt.Sprintf("option tls=%s is refused: it accepts any server certificate, so whoever answers at the mailbox's address reads the password exchange and the data "+
+			"(use tls=true, and mailbox.tls for a private CA; or opt in to unverified TLS with mailbox.tls: {mode: unverified})", cfg.TLSConfig)}
+	case mailboxUnverifiedTLS(cfg.TLSConfig):
+		// The driver turns tls=preferred into allowFallbackToPlaintext; only
+		// the DSN's own allowFallbackToPlaintext=true is refused below.
+		cfg.AllowFallbackToPlaintext = mailboxOptionTrue(dsn, "allowFallbackToPlaintext")
 	case !slices.Contains(MailboxTLSValues, cfg.TLSConfig):
 		return nil, errors.New("option tls=<name> is refused: only tls=true or tls=false (give a private CA or a client certificate in mailbox.tls)")
 	}
@@ -104,40 +116,62 @@ var MailboxOptions = []string{
 // query after the database name, which follows the last slash (a password
 // may hold '?' or '/' only before the '@' that precedes the address).
 func mailboxOptionKeys(dsn string) []string {
-	rest := dsn[strings.LastIndex(dsn, "/")+1:]
-	_, query, ok := strings.Cut(rest, "?")
-	if !ok || query == "" {
-		return nil
-	}
 	var keys []string
-	for _, kv := range strings.Split(query, "&") {
+	for _, kv := range mailboxOptions(dsn) {
 		key, _, _ := strings.Cut(kv, "=")
 		keys = append(keys, key)
 	}
 	return keys
 }
 
-// CheckMailboxDSN reports an option MailboxConfig refuses in dsn. A DSN the
-// driver cannot parse at all passes here: opening the mailbox names that
-// error, as it always did.
-func CheckMailboxDSN(dsn string) error {
+// mailboxOptions are the key=value options of a mailbox DSN, in order (see
+// mailboxOptionKeys).
+func mailboxOptions(dsn string) []string {
+	rest := dsn[strings.LastIndex(dsn, "/")+1:]
+	_, query, ok := strings.Cut(rest, "?")
+	if !ok || query == "" {
+		return nil
+	}
+	return strings.Split(query, "&")
+}
+
+// mailboxOptionTrue reports whether the mailbox DSN sets the boolean
+// option key to true, as the driver reads it (the last one wins; 1, true,
+// TRUE, True).
+func mailboxOptionTrue(dsn, key string) bool {
+	on := false
+	for _, kv := range mailboxOptions(dsn) {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			on = v == "1" || v == "true" || v == "TRUE" || v == "True"
+		}
+	}
+	return on
+}
+
+// CheckMailboxDSN reports an option MailboxConfig refuses in dsn under t
+// (mailbox.tls). A DSN the driver cannot parse at all passes here: opening
+// the mailbox names that error, as it always did.
+func CheckMailboxDSN(dsn string, t *v1alpha1.ServerTLS) error {
 	if _, err := mysql.ParseDSN(dsn); err != nil {
 		return nil //nolint:nilerr // the parse error is Open's to name
 	}
-	_, err := MailboxConfig(dsn)
+	_, err := MailboxConfig(dsn, t)
 	return err
 }
 
 // DatabaseKeys are the connection-string keys a database DSN may hold:
-// where and as whom to connect, sslmode, and the session settings the
-// store itself knows. Every other key is refused, including those that
-// make pgconn read a local file (fileKeys).
+// where and as whom to connect, sslmode, how to authenticate
+// (require_auth; channel_binding=require insists on SCRAM-SHA-256-PLUS, the
+// SCRAM exchange bound to the TLS channel, so a server that cannot prove
+// it holds the certificate's key fails the login), and the session
+// settings the store itself knows. Every other key is refused, including
+// those that make pgconn read a local file (fileKeys).
 var DatabaseKeys = []string{
 	"host", "port", "dbname", "user", "password", "sslmode", "sslsni",
 	"connect_timeout", "target_session_attrs", "application_name",
 	"statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout",
 	"tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count",
-	"require_auth",
+	"require_auth", "channel_binding",
 }
 
 // DefaultRequireAuth is the require_auth of every database connection
@@ -203,20 +237,7 @@ func CheckDatabaseEnvironment() error {
 // keyword/value string as libpq and pgconn split them.
 func databaseKeys(dsn string) ([]string, error) {
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			return nil, err
-		}
-		q, err := url.ParseQuery(u.RawQuery)
-		if err != nil {
-			return nil, err
-		}
-		var keys []string
-		for k := range q {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		return keys, nil
+		return uriKeys(dsn)
 	}
 	var keys []string
 	s := dsn
@@ -260,4 +281,78 @@ func databaseKeys(dsn string) ([]string, error) {
 		}
 		s = s[i:]
 	}
+}
+
+// uriKeys lists the query keys of a connection URI as pgconn's parser
+// (libpq's conninfo_uri_parse) finds them, not as net/url does: the user
+// information ends at the first '@' before any '/' (so a '?' or '#' in a
+// password is not a query), the host list at '/' or '?', the query at the
+// end of the string ('#' is no fragment), and ';' separates nothing. A key
+// is percent-decoded with its surrounding spaces dropped; one that does
+// not decode is kept as written, which no allowed key is.
+func uriKeys(dsn string) ([]string, error) {
+	p, ok := strings.CutPrefix(dsn, "postgresql://")
+	if !ok {
+		p, _ = strings.CutPrefix(dsn, "postgres://")
+	}
+	if i := strings.IndexAny(p, "@/"); i >= 0 && p[i] == '@' {
+		p = p[i+1:]
+	}
+	for {
+		if strings.HasPrefix(p, "[") {
+			end := strings.IndexByte(p, ']')
+			if end < 0 {
+				return nil, errors.New("unterminated IPv6 address")
+			}
+			p = p[end+1:]
+		} else {
+			i := strings.IndexAny(p, ":/?,")
+			if i < 0 {
+				i = len(p)
+			}
+			p = p[i:]
+		}
+		if strings.HasPrefix(p, ":") {
+			i := strings.IndexAny(p, "/?,")
+			if i < 0 {
+				i = len(p)
+			}
+			p = p[i:]
+		}
+		if !strings.HasPrefix(p, ",") {
+			break
+		}
+		p = p[1:]
+	}
+	if rest, ok := strings.CutPrefix(p, "/"); ok {
+		p = ""
+		if i := strings.IndexByte(rest, '?'); i >= 0 {
+			p = rest[i:]
+		}
+	}
+	query, ok := strings.CutPrefix(p, "?")
+	if !ok {
+		return nil, nil
+	}
+	var keys []string
+	// pgconn's loop: a '&' at the very end leaves no pair behind it.
+	for query != "" {
+		pair := query
+		if i := strings.IndexByte(query, '&'); i >= 0 {
+			pair, query = query[:i], query[i+1:]
+		} else {
+			query = ""
+		}
+		raw, _, found := strings.Cut(pair, "=")
+		if !found {
+			return nil, errors.New("query parameter without '='")
+		}
+		key, err := url.PathUnescape(strings.Trim(raw, " "))
+		if err != nil {
+			key = raw
+		}
+		keys = append(keys, key)
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys), nil
 }

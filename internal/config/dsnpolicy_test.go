@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/flightfeed/flightfeed/internal/config"
 )
 
@@ -39,7 +41,7 @@ func TestMailboxDSNPolicy(t *testing.T) {
 		{"interpolateParams=false&readTimeout=30s", ""},
 	} {
 		dsn := base + "?" + c.query
-		cfg, err := config.MailboxConfig(dsn)
+		cfg, err := config.MailboxConfig(dsn, nil)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s: refused: %v", c.query, err)
@@ -65,7 +67,7 @@ func TestMailboxDSNAddress(t *testing.T) {
 		"app:p?w/d@tcp(mysql:3306)/mbx?timeout=1s":                      "",
 		"app:" + dsnMarker + "@/mbx":                                    "",
 	} {
-		_, err := config.MailboxConfig(dsn)
+		_, err := config.MailboxConfig(dsn, nil)
 		if (want == "" && err != nil) || (want != "" && (err == nil || !strings.Contains(err.Error(), want))) {
 			t.Errorf("%s: got %v, want %q", dsn, err, want)
 		}
@@ -140,6 +142,23 @@ func TestFileRefusesDangerousDSNOptions(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), dsnMarker[3:]) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("not one line without the password: %q", err)
+		}
+	}
+}
+
+// channel_binding is an allowed database key, so a DSN can insist on
+// SCRAM-SHA-256-PLUS; pgconn takes it.
+func TestDatabaseChannelBindingCanBeRequired(t *testing.T) {
+	for _, dsn := range []string{
+		"postgres://u:" + dsnMarker + "@db.ops:5432/ff?sslmode=verify-full&channel_binding=require",
+		"host=db.ops user=u dbname=ff sslmode=verify-full channel_binding=require",
+	} {
+		if err := config.CheckDatabaseDSN(dsn); err != nil {
+			t.Fatalf("%s: refused: %v", dsn, err)
+		}
+		cfg, err := pgconn.ParseConfigWithOptions(dsn, config.DatabaseParseOptions())
+		if err != nil || cfg.ChannelBinding != "require" {
+			t.Fatalf("%s: pgconn %v, channel_binding %q", dsn, err, cfg.ChannelBinding)
 		}
 	}
 }

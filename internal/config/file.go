@@ -59,7 +59,8 @@ type fileTLS struct {
 	Cert       string `json:"cert"`
 	Key        string `json:"key"`
 	ServerName string `json:"serverName"`
-	// Mode is mailbox.tls.mode or database.tls.mode (verify, disable).
+	// Mode is mailbox.tls.mode or database.tls.mode (verify, unverified,
+	// disable).
 	Mode v1alpha1.TLSMode `json:"mode"`
 }
 
@@ -157,7 +158,7 @@ func (fs *fileSpec) resolve() (v1alpha1.FlightFeedSpec, Secrets, field.ErrorList
 	}
 	if strings.TrimSpace(fs.Mailbox.DSN) == "" {
 		errs = append(errs, field.Required(field.NewPath("mailbox", "dsn"), `the mailbox DSN, e.g. "root@tcp(127.0.0.1:3306)/mbx"`))
-	} else if err := CheckMailboxDSN(fs.Mailbox.DSN); err != nil {
+	} else if err := CheckMailboxDSN(fs.Mailbox.DSN, fs.Mailbox.TLS.spec()); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("mailbox", "dsn"), RedactDSN(fs.Mailbox.DSN), err.Error()))
 	}
 	if strings.TrimSpace(fs.Database.DSN) == "" {
@@ -185,6 +186,12 @@ func (fs *fileSpec) resolve() (v1alpha1.FlightFeedSpec, Secrets, field.ErrorList
 			errs = append(errs, field.Invalid(plaintextField(p.Dependency), RedactDSN(plaintextDSN(p.Dependency, secrets)), err.Error()))
 		}
 	}
+	for _, u := range UnverifiedOf(&spec, secrets) {
+		// The mailbox's tls=skip-verify was named by CheckMailboxDSN.
+		if err := u.Err(); err != nil && u.Dependency != "mailbox" {
+			errs = append(errs, field.Invalid(plaintextField(u.Dependency), RedactDSN(plaintextDSN(u.Dependency, secrets)), err.Error()))
+		}
+	}
 	if s := fs.Kafka.SASL; s != nil {
 		spec.Kafka.SASL = &v1alpha1.KafkaSASL{Mechanism: s.Mechanism}
 		secrets.Kafka.Username, secrets.Kafka.Password = s.Username, s.Password
@@ -210,10 +217,23 @@ func (t *fileTLS) resolve(path *field.Path) (*v1alpha1.ServerTLS, TLSMaterial, f
 		return nil, TLSMaterial{}, field.ErrorList{field.Invalid(path.Child("mode"), string(t.Mode),
 			"disable (plain text) takes no ca, cert or key: remove them, or drop mode to verify TLS")}
 	}
+	if t.Mode == v1alpha1.TLSUnverified && (t.CA != "" || t.Cert != "" || t.Key != "") {
+		return nil, TLSMaterial{}, field.ErrorList{field.Invalid(path.Child("mode"), string(t.Mode),
+			"unverified (no certificate check, as the DSN says) takes no ca, cert or key: remove them, or drop mode to verify TLS")}
+	}
 	if _, err := ClientTLS(spec, m); err != nil {
 		return nil, TLSMaterial{}, field.ErrorList{field.Invalid(path, "", err.Error())}
 	}
 	return spec, m, nil
+}
+
+// spec is the mode and server name of a file's tls (the material left
+// out), nil when absent: what the DSN checks need to know.
+func (t *fileTLS) spec() *v1alpha1.ServerTLS {
+	if t == nil {
+		return nil
+	}
+	return &v1alpha1.ServerTLS{Mode: t.Mode, ServerName: t.ServerName}
 }
 
 // plaintextField is the config file's field of a dependency's DSN.

@@ -73,7 +73,7 @@ func optedIn(t *v1alpha1.ServerTLS) bool {
 // enforced reports whether FlightFeed forces verified TLS (a ServerTLS of
 // mode verify), whatever the DSN says.
 func enforced(t *v1alpha1.ServerTLS) bool {
-	return t != nil && t.Mode != v1alpha1.TLSDisable
+	return t != nil && t.Mode != v1alpha1.TLSDisable && t.Mode != v1alpha1.TLSUnverified
 }
 
 // MailboxPlaintext is what the mailbox DSN sends in plain text under t
@@ -84,8 +84,10 @@ func MailboxPlaintext(dsn string, t *v1alpha1.ServerTLS) Plaintext {
 	if enforced(t) {
 		return p
 	}
+	// skip-verify and preferred are TLS (unverified: MailboxUnverified);
+	// preferred's plain-text fallback is forced off (MailboxConfig).
 	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil || cfg.TLSConfig == "true" {
+	if err != nil || cfg.TLSConfig == "true" || mailboxUnverifiedTLS(cfg.TLSConfig) {
 		return p
 	}
 	host, _, err := net.SplitHostPort(cfg.Addr)

@@ -13,10 +13,11 @@ import (
 // database.tls: the material's CA as the only root (the system roots
 // without one), its client certificate when given, and spec.ServerName
 // (empty: the caller puts the DSN's host). Verification is never skipped.
-// nil spec or mode disable: nil, no TLS of FlightFeed's making. Its errors name what is
-// wrong with the material, never the material.
+// nil spec or mode disable or unverified: nil, no TLS of FlightFeed's
+// making (the DSN decides). Its errors name what is wrong with the
+// material, never the material.
 func ClientTLS(spec *v1alpha1.ServerTLS, m TLSMaterial) (*tls.Config, error) {
-	if spec == nil || spec.Mode == v1alpha1.TLSDisable {
+	if spec == nil || spec.Mode == v1alpha1.TLSDisable || spec.Mode == v1alpha1.TLSUnverified {
 		return nil, nil
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: spec.ServerName}

@@ -146,8 +146,8 @@ func validateMailbox(mb *v1alpha1.MailboxSpec, path *field.Path) field.ErrorList
 }
 
 // validateServerTLS checks mailbox.tls or database.tls: a known mode, a
-// valid serverName, and no TLS material with mode disable (it would be
-// ignored, which the author cannot have meant).
+// valid serverName, and no TLS material with mode disable or unverified
+// (it would be ignored, which the author cannot have meant).
 func validateServerTLS(t *v1alpha1.ServerTLS, path *field.Path) field.ErrorList {
 	if t == nil {
 		return nil
@@ -161,8 +161,14 @@ func validateServerTLS(t *v1alpha1.ServerTLS, path *field.Path) field.ErrorList 
 			errs = append(errs, field.Invalid(path.Child("mode"), string(t.Mode),
 				"disable (plain text) takes neither secretRef nor serverName: remove them, or drop mode to verify TLS"))
 		}
+	case v1alpha1.TLSUnverified:
+		if t.SecretRef != nil || t.ServerName != "" {
+			errs = append(errs, field.Invalid(path.Child("mode"), string(t.Mode),
+				"unverified (no certificate check, as the DSN says) takes neither secretRef nor serverName: remove them, or drop mode to verify TLS"))
+		}
 	default:
-		errs = append(errs, field.NotSupported(path.Child("mode"), string(t.Mode), []string{string(v1alpha1.TLSVerify), string(v1alpha1.TLSDisable)}))
+		errs = append(errs, field.NotSupported(path.Child("mode"), string(t.Mode),
+			[]string{string(v1alpha1.TLSVerify), string(v1alpha1.TLSUnverified), string(v1alpha1.TLSDisable)}))
 	}
 	return errs
 }

@@ -82,10 +82,11 @@ type queries struct {
 
 // Open connects to the mailbox. Times are read and written in UTC unless
 // the DSN names another loc. A DSN option that would let the server read
-// local files or weaken the connection (allowAllFiles, tls=skip-verify…,
-// config.MailboxConfig) is refused before anything is dialled.
+// local files or weaken the connection (allowAllFiles, tls=skip-verify
+// without mailbox.tls's opt-in…, config.MailboxConfig) is refused before
+// anything is dialled.
 func Open(ctx context.Context, dsn string, spec v1alpha1.MailboxSpec, opts ...Option) (*Mailbox, error) {
-	cfg, err := config.MailboxConfig(dsn)
+	cfg, err := config.MailboxConfig(dsn, spec.TLS)
 	if err != nil {
 		return nil, dsnError(dsn, "parse mailbox DSN %s: %w", redactDSN(dsn), err)
 	}
@@ -191,7 +192,7 @@ var ioTimeout = DefaultIOTimeout
 // no credential.
 func FeedConnector(feed *config.Feed) (driver.Connector, error) {
 	dsn := feed.Secrets.MailboxDSN
-	cfg, err := config.MailboxConfig(dsn)
+	cfg, err := config.MailboxConfig(dsn, feed.Spec.Mailbox.TLS)
 	if err != nil {
 		return nil, dsnError(dsn, "parse mailbox DSN %s: %w", redactDSN(dsn), err)
 	}

@@ -74,6 +74,8 @@ func (r *FlightFeedReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	case err == nil:
 		d.Feed = feed
 		d.Plaintext = config.PlaintextOf(&feed.Spec, feed.Secrets)
+		d.Unverified = config.UnverifiedOf(&feed.Spec, feed.Secrets)
+		d.WeakAuth = config.WeakAuthOf(feed.Secrets)
 		d.Hash = configHash(ff.UID, feed)
 		r.Directory.set(req.NamespacedName, feed)
 	case configReason(err) != "":

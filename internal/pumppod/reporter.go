@@ -96,7 +96,7 @@ func (s *feedSupervisor) snapshot() (reportInput, *store.Store) {
 		ReadAccess:    readAccess(d.Feed),
 	}
 	if d.Feed != nil {
-		in.Plaintext, in.PlaintextKnown = d.Plaintext, true
+		in.Plaintext, in.Unverified, in.WeakAuth, in.PlaintextKnown = d.Plaintext, d.Unverified, d.WeakAuth, true
 	}
 	if st.runner != nil {
 		in.Pump = st.runner.Status()

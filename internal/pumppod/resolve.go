@@ -67,7 +67,7 @@ func ResolveFeed(ctx context.Context, secrets client.Reader, ff *v1alpha1.Flight
 	if out.DatabaseDSN, err = r.key(dp, dp.Child("key"), spec.Database.DSNSecretRef); err != nil {
 		return nil, err
 	}
-	if err := checkDSN(mp, ff.Namespace, spec.Mailbox.DSNSecretRef, "mailbox", config.CheckMailboxDSN(out.MailboxDSN)); err != nil {
+	if err := checkDSN(mp, ff.Namespace, spec.Mailbox.DSNSecretRef, "mailbox", config.CheckMailboxDSN(out.MailboxDSN, spec.Mailbox.TLS)); err != nil {
 		return nil, err
 	}
 	if err := checkDSN(dp, ff.Namespace, spec.Database.DSNSecretRef, "database", config.CheckDatabaseDSN(out.DatabaseDSN)); err != nil {
@@ -118,6 +118,9 @@ func ResolveFeed(ctx context.Context, secrets client.Reader, ff *v1alpha1.Flight
 	if err := checkPlaintext(sp, ff.Namespace, &spec, out); err != nil {
 		return nil, err
 	}
+	if err := checkUnverified(sp, ff.Namespace, &spec, out); err != nil {
+		return nil, err
+	}
 	if s := spec.Kafka.SASL; s != nil {
 		path := sp.Child("kafka", "sasl", "secretRef")
 		sec, err := r.secret(path, s.SecretRef.Name)
@@ -141,14 +144,19 @@ func ResolveFeed(ctx context.Context, secrets client.Reader, ff *v1alpha1.Flight
 }
 
 // checkDSN turns what config refused in a DSN read from a Secret into a
-// *ConfigError (InvalidSecret) that names the Secret and key, never the
-// DSN: the config checks quote no credential, and the DSN is not quoted
-// at all.
+// *ConfigError (InvalidSecret; UnverifiedTLSRefused for the mailbox's
+// tls=skip-verify without the opt-in) that names the Secret and key, never
+// the DSN: the config checks quote no credential, and the DSN is not
+// quoted at all.
 func checkDSN(path *field.Path, namespace string, ref v1alpha1.SecretKeyRef, what string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &ConfigError{Reason: v1alpha1.ReasonInvalidSecret,
+	reason := v1alpha1.ReasonInvalidSecret
+	if errors.Is(err, config.ErrUnverifiedTLS) {
+		reason = v1alpha1.ReasonUnverifiedTLSRefused
+	}
+	return &ConfigError{Reason: reason,
 		Err: fmt.Errorf("%s: secret %s/%s key %q: %s DSN: %w", path, namespace, ref.Name, ref.Key, what, err)}
 }
 
@@ -158,19 +166,11 @@ func checkDSN(path *field.Path, namespace string, ref v1alpha1.SecretKeyRef, wha
 // address, never the DSN.
 func checkPlaintext(sp *field.Path, namespace string, spec *v1alpha1.FlightFeedSpec, s config.Secrets) error {
 	for _, p := range config.PlaintextOf(spec, s) {
-		err := p.Err()
-		if err == nil {
-			continue
+		if err := p.Err(); err != nil {
+			path, ref := dsnRef(sp, spec, p.Dependency)
+			return &ConfigError{Reason: v1alpha1.ReasonPlaintextRefused,
+				Err: fmt.Errorf("%s: secret %s/%s key %q: %w", path, namespace, ref.Name, ref.Key, err)}
 		}
-		path, ref := sp.Child("mailbox", "dsnSecretRef"), spec.Mailbox.DSNSecretRef
-		switch p.Dependency {
-		case "database":
-			path, ref = sp.Child("database", "dsnSecretRef"), spec.Database.DSNSecretRef
-		case "read database":
-			path, ref = sp.Child("database", "readDsnSecretRef"), *spec.Database.ReadDSNSecretRef
-		}
-		return &ConfigError{Reason: v1alpha1.ReasonPlaintextRefused,
-			Err: fmt.Errorf("%s: secret %s/%s key %q: %w", path, namespace, ref.Name, ref.Key, err)}
 	}
 	return nil
 }
@@ -205,6 +205,33 @@ func checkBrokers(path *field.Path, ff *v1alpha1.FlightFeed, sec *corev1.Secret,
 			Err: fmt.Errorf("%s: secret %s/%s annotation %s: %w", path, ns, name, a, err)}
 	}
 	return &ConfigError{Reason: v1alpha1.ReasonBrokersNotAllowed, Err: err}
+}
+
+// checkUnverified refuses a DSN that reaches an address over TLS without
+// verifying the server's certificate, without the feed's opt-in
+// (config.UnverifiedOf), as a *ConfigError (UnverifiedTLSRefused) naming
+// the Secret, its key and the address, never the DSN.
+func checkUnverified(sp *field.Path, namespace string, spec *v1alpha1.FlightFeedSpec, s config.Secrets) error {
+	for _, u := range config.UnverifiedOf(spec, s) {
+		if err := u.Err(); err != nil {
+			path, ref := dsnRef(sp, spec, u.Dependency)
+			return &ConfigError{Reason: v1alpha1.ReasonUnverifiedTLSRefused,
+				Err: fmt.Errorf("%s: secret %s/%s key %q: %w", path, namespace, ref.Name, ref.Key, err)}
+		}
+	}
+	return nil
+}
+
+// dsnRef is the spec field and Secret reference of a dependency's DSN.
+func dsnRef(sp *field.Path, spec *v1alpha1.FlightFeedSpec, dependency string) (*field.Path, v1alpha1.SecretKeyRef) {
+	switch dependency {
+	case "database":
+		return sp.Child("database", "dsnSecretRef"), spec.Database.DSNSecretRef
+	case "read database":
+		return sp.Child("database", "readDsnSecretRef"), *spec.Database.ReadDSNSecretRef
+	default:
+		return sp.Child("mailbox", "dsnSecretRef"), spec.Mailbox.DSNSecretRef
+	}
 }
 
 // secretReader reads each Secret once per resolution, for the feed named

@@ -67,6 +67,8 @@ func TestResolveFeed(t *testing.T) {
 	secret("db-passfile", map[string]string{"dsn": "postgres://postgres:Zq9Marker@127.0.0.1:5432/ff?passfile=/etc/passwd"})
 	secret("mbx-remote", map[string]string{"dsn": "root:Zq9Marker@tcp(mysql.ops:3306)/mbx"})
 	secret("db-remote", map[string]string{"dsn": "postgres://postgres:Zq9Marker@db.ops:5432/ff?sslmode=prefer"})
+	secret("db-require", map[string]string{"dsn": "postgres://postgres:Zq9Marker@db.ops:5432/ff?sslmode=require&require_auth=md5"})
+	secret("mbx-skipverify", map[string]string{"dsn": "root:Zq9Marker@tcp(mysql.ops:3306)/mbx?tls=skip-verify"})
 
 	base := func() *v1alpha1.FlightFeed {
 		return &v1alpha1.FlightFeed{
@@ -172,6 +174,16 @@ func TestResolveFeed(t *testing.T) {
 		{"read database in plain text on the network", func(f *v1alpha1.FlightFeed) {
 			f.Spec.Database.ReadDSNSecretRef = &v1alpha1.SecretKeyRef{Name: "db-remote", Key: "dsn"}
 		}, v1alpha1.ReasonPlaintextRefused, "spec.database.readDsnSecretRef: secret " + ns + `/db-remote key "dsn": plain text to db.ops:5432 is refused`},
+		{"database over unverified TLS", func(f *v1alpha1.FlightFeed) { f.Spec.Database.DSNSecretRef.Name = "db-require" },
+			v1alpha1.ReasonUnverifiedTLSRefused, "spec.database.dsnSecretRef: secret " + ns + `/db-require key "dsn": unverified TLS (sslmode=require) to db.ops:5432 is refused`},
+		{"read database over unverified TLS", func(f *v1alpha1.FlightFeed) {
+			f.Spec.Database.ReadDSNSecretRef = &v1alpha1.SecretKeyRef{Name: "db-require", Key: "dsn"}
+		}, v1alpha1.ReasonUnverifiedTLSRefused, "spec.database.readDsnSecretRef: secret " + ns + `/db-require key "dsn": unverified TLS (sslmode=require) to db.ops:5432 is refused`},
+		{"mailbox over unverified TLS", func(f *v1alpha1.FlightFeed) { f.Spec.Mailbox.DSNSecretRef.Name = "mbx-skipverify" },
+			v1alpha1.ReasonUnverifiedTLSRefused, "spec.mailbox.dsnSecretRef: secret " + ns + `/mbx-skipverify key "dsn": mailbox DSN: option tls=skip-verify is refused`},
+		{"unverified opt-in with a server name", func(f *v1alpha1.FlightFeed) {
+			f.Spec.Database.TLS = &v1alpha1.ServerTLS{Mode: v1alpha1.TLSUnverified, ServerName: "db.ops"}
+		}, v1alpha1.ReasonInvalidSpec, "spec.database.tls.mode: Invalid value: \"unverified\""},
 		{"opt-in with a TLS Secret", func(f *v1alpha1.FlightFeed) {
 			f.Spec.Mailbox.TLS = &v1alpha1.ServerTLS{Mode: v1alpha1.TLSDisable, SecretRef: &v1alpha1.SecretRef{Name: "db-tls"}}
 		}, v1alpha1.ReasonInvalidSpec, "spec.mailbox.tls.mode: Invalid value: \"disable\""},
@@ -231,6 +243,22 @@ func TestResolveFeed(t *testing.T) {
 		t.Fatalf("opted in, refused: %v", err)
 	}
 	if w := config.PlaintextWarning(config.PlaintextOf(&feed.Spec, feed.Secrets)); !strings.Contains(w, "mailbox mysql.ops:3306; database db.ops:5432") {
+		t.Fatalf("warning %q", w)
+	}
+
+	// The unverified opt-in lets both use TLS without verification, shown
+	// with the weak require_auth.
+	ff = base()
+	ff.Spec.Mailbox.DSNSecretRef.Name, ff.Spec.Database.DSNSecretRef.Name = "mbx-skipverify", "db-require"
+	ff.Spec.Mailbox.TLS = &v1alpha1.ServerTLS{Mode: v1alpha1.TLSUnverified}
+	ff.Spec.Database.TLS = &v1alpha1.ServerTLS{Mode: v1alpha1.TLSUnverified}
+	if feed, err = pumppod.ResolveFeed(ctx, c, ff); err != nil {
+		t.Fatalf("opted in to unverified TLS, refused: %v", err)
+	}
+	if w := config.UnverifiedWarning(config.UnverifiedOf(&feed.Spec, feed.Secrets)); !strings.Contains(w, "mailbox mysql.ops:3306 (tls=skip-verify); database db.ops:5432 (sslmode=require)") {
+		t.Fatalf("warning %q", w)
+	}
+	if w := config.WeakAuthWarning(config.WeakAuthOf(feed.Secrets)); !strings.Contains(w, "database require_auth=md5 permits md5") {
 		t.Fatalf("warning %q", w)
 	}
 

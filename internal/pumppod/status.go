@@ -76,9 +76,13 @@ type reportInput struct {
 	// feed; "" while the feed does not resolve (left as it is).
 	ReadAccess v1alpha1.ReadAPIDatabaseAccess
 	// Plaintext is what the resolved feed's DSNs send in plain text
-	// (config.PlaintextOf); PlaintextKnown is false while the feed does not
-	// resolve.
+	// (config.PlaintextOf), Unverified what they reach over unverified TLS
+	// (config.UnverifiedOf), WeakAuth the weak password requests they
+	// answer (config.WeakAuthOf); PlaintextKnown is false while the feed
+	// does not resolve (then none of the three is known).
 	Plaintext      []config.Plaintext
+	Unverified     []config.Unverified
+	WeakAuth       []config.WeakAuth
 	PlaintextKnown bool
 }
 
@@ -172,6 +176,26 @@ func buildStatus(in reportInput) statusReport {
 	default:
 		cond(v1alpha1.ConditionPlaintextDependency, metav1.ConditionFalse, v1alpha1.ReasonAsExpected,
 			"the mailbox and the database are reached over TLS or on loopback")
+	}
+	switch warning := config.UnverifiedWarning(in.Unverified); {
+	case !in.PlaintextKnown:
+		cond(v1alpha1.ConditionUnverifiedTLSDependency, metav1.ConditionUnknown, v1alpha1.ReasonNotRunning,
+			"the feed's configuration does not resolve")
+	case warning != "":
+		cond(v1alpha1.ConditionUnverifiedTLSDependency, metav1.ConditionTrue, v1alpha1.ReasonUnverifiedTLSOptedIn, warning)
+	default:
+		cond(v1alpha1.ConditionUnverifiedTLSDependency, metav1.ConditionFalse, v1alpha1.ReasonAsExpected,
+			"every TLS connection to the mailbox and the database verifies the server's certificate (or stays on loopback)")
+	}
+	switch warning := config.WeakAuthWarning(in.WeakAuth); {
+	case !in.PlaintextKnown:
+		cond(v1alpha1.ConditionWeakDatabaseAuth, metav1.ConditionUnknown, v1alpha1.ReasonNotRunning,
+			"the feed's configuration does not resolve")
+	case warning != "":
+		cond(v1alpha1.ConditionWeakDatabaseAuth, metav1.ConditionTrue, v1alpha1.ReasonPasswordAuthAllowed, warning)
+	default:
+		cond(v1alpha1.ConditionWeakDatabaseAuth, metav1.ConditionFalse, v1alpha1.ReasonAsExpected,
+			"the database connections answer no cleartext or MD5 password request")
 	}
 	if in.LedgerKnown {
 		out.OperationDays, out.LatestSnapshot = ledgerStatus(in.Ledger, in.LedgerCutoff)

@@ -157,12 +157,49 @@ func TestBuildStatusConditions(t *testing.T) {
 			v1alpha1.ConditionPumpRunning:         {metav1.ConditionFalse, v1alpha1.ReasonPlaintextRefused, "mysql.ops:3306 is refused"},
 			v1alpha1.ConditionPlaintextDependency: {metav1.ConditionUnknown, v1alpha1.ReasonNotRunning, "does not resolve"},
 		}},
+		{"verified TLS, default require_auth", runningInput(func(in *reportInput) {
+			in.Unverified = []config.Unverified{config.MailboxUnverified("u:p@tcp(mysql.ops:3306)/mbx?tls=true", nil),
+				config.DatabaseUnverified("database", "postgres://u@db.ops/ff?sslmode=verify-full", nil),
+				config.DatabaseUnverified("database", "postgres://u@127.0.0.1/ff?sslmode=require", nil)}
+			in.WeakAuth = []config.WeakAuth{config.DatabaseWeakAuth("database", "postgres://u@db.ops/ff?sslmode=verify-full")}
+		}), map[v1alpha1.ConditionType]wantCond{
+			v1alpha1.ConditionReady:                   {metav1.ConditionTrue, v1alpha1.ReasonRunning, ""},
+			v1alpha1.ConditionUnverifiedTLSDependency: {metav1.ConditionFalse, v1alpha1.ReasonAsExpected, "verifies the server's certificate"},
+			v1alpha1.ConditionWeakDatabaseAuth:        {metav1.ConditionFalse, v1alpha1.ReasonAsExpected, "no cleartext or MD5"},
+		}},
+		{"unverified TLS opted in", runningInput(func(in *reportInput) {
+			in.Unverified = []config.Unverified{
+				config.MailboxUnverified("u:p@tcp(mysql.ops:3306)/mbx?tls=skip-verify", &v1alpha1.ServerTLS{Mode: v1alpha1.TLSUnverified}),
+				config.DatabaseUnverified("database", "postgres://u:p@db.ops/ff?sslmode=require", &v1alpha1.ServerTLS{Mode: v1alpha1.TLSUnverified})}
+		}), map[v1alpha1.ConditionType]wantCond{
+			v1alpha1.ConditionReady:               {metav1.ConditionTrue, v1alpha1.ReasonRunning, ""},
+			v1alpha1.ConditionPlaintextDependency: {metav1.ConditionFalse, v1alpha1.ReasonAsExpected, ""},
+			v1alpha1.ConditionUnverifiedTLSDependency: {metav1.ConditionTrue, v1alpha1.ReasonUnverifiedTLSOptedIn,
+				"to mailbox mysql.ops:3306 (tls=skip-verify); database db.ops:5432 (sslmode=require): whoever answers"},
+		}},
+		{"require_auth permits md5", runningInput(func(in *reportInput) {
+			in.WeakAuth = []config.WeakAuth{config.DatabaseWeakAuth("database", "postgres://u:p@db.ops/ff?sslmode=verify-full&require_auth=scram-sha-256,md5"),
+				config.DatabaseWeakAuth("read database", "postgres://r:p@db.ops/ff?sslmode=verify-full")}
+		}), map[v1alpha1.ConditionType]wantCond{
+			v1alpha1.ConditionReady: {metav1.ConditionTrue, v1alpha1.ReasonRunning, ""},
+			v1alpha1.ConditionWeakDatabaseAuth: {metav1.ConditionTrue, v1alpha1.ReasonPasswordAuthAllowed,
+				"database require_auth=scram-sha-256,md5 permits md5: "},
+		}},
+		{"unverified TLS refused", runningInput(func(in *reportInput) {
+			in.ConfigErr = &ConfigError{Reason: v1alpha1.ReasonUnverifiedTLSRefused, Err: errors.New("spec.database.dsnSecretRef: unverified TLS (sslmode=require) to db.ops:5432 is refused")}
+			in.Phase, in.PlaintextKnown = phaseWaiting, false
+		}), map[v1alpha1.ConditionType]wantCond{
+			v1alpha1.ConditionReady:                   {metav1.ConditionFalse, v1alpha1.ReasonUnverifiedTLSRefused, "db.ops:5432 is refused"},
+			v1alpha1.ConditionPumpRunning:             {metav1.ConditionFalse, v1alpha1.ReasonUnverifiedTLSRefused, "db.ops:5432 is refused"},
+			v1alpha1.ConditionUnverifiedTLSDependency: {metav1.ConditionUnknown, v1alpha1.ReasonNotRunning, "does not resolve"},
+			v1alpha1.ConditionWeakDatabaseAuth:        {metav1.ConditionUnknown, v1alpha1.ReasonNotRunning, "does not resolve"},
+		}},
 		{"stepping down", reportInput{Now: t0, Generation: 3, Identity: "a"}, notRunning(v1alpha1.ReasonNoLeader, "a stepped down")},
 		{"deleted", reportInput{Now: t0, Generation: 3, Identity: "a", Terminating: true}, notRunning(v1alpha1.ReasonTerminating, "")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := buildStatus(tc.in)
-			if len(got.Conditions) != 8 {
+			if len(got.Conditions) != 10 {
 				t.Fatalf("%d conditions: %+v", len(got.Conditions), got.Conditions)
 			}
 			for ct, w := range tc.want {

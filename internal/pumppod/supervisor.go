@@ -31,8 +31,13 @@ type feedDesired struct {
 	Feed      *config.Feed
 	ConfigErr error
 	// Plaintext is what Feed's DSNs send in plain text (for the
-	// PlaintextDependency condition), worked out once per resolution.
-	Plaintext []config.Plaintext
+	// PlaintextDependency condition), Unverified what they reach over TLS
+	// without verification (UnverifiedTLSDependency), WeakAuth the
+	// password requests they answer (WeakDatabaseAuth), worked out once
+	// per resolution.
+	Plaintext  []config.Plaintext
+	Unverified []config.Unverified
+	WeakAuth   []config.WeakAuth
 	// Hash identifies the resolved configuration (spec, credentials, UID):
 	// the runner restarts when it changes.
 	Hash        string
