@@ -237,7 +237,8 @@ const (
 	// The reference data (refapi.go).
 	patternRefLists   = "GET /api/v1/feeds/{namespace}/{name}/ref"
 	patternRefRecords = "GET /api/v1/feeds/{namespace}/{name}/ref/{kind}"
-	patternRefRecord  = "GET /api/v1/feeds/{namespace}/{name}/ref/{kind}/{key}"
+	// A key is the rest of the path: a code may hold a slash.
+	patternRefRecord = "GET /api/v1/feeds/{namespace}/{name}/ref/{kind}/{key...}"
 	// routeOther labels requests that matched no route (no token, an
 	// unknown path or method): the label set stays the routes'.
 	routeOther = "other"

@@ -21,7 +21,7 @@ import (
 //
 //	GET /api/v1/feeds/{ns}/{name}/ref                                 every list (get flightfeeds/flights)
 //	GET /api/v1/feeds/{ns}/{name}/ref/{kind}?limit=N&cursor=C|after=KEY one list's records by key (get flightfeeds/flights)
-//	GET /api/v1/feeds/{ns}/{name}/ref/{kind}/{key}                    one record (get flightfeeds/flights)
+//	GET /api/v1/feeds/{ns}/{name}/ref/{kind}/{key}                    one record, the key the rest of the path (get flightfeeds/flights)
 //
 // {kind} is a list's name (airlines) or its SIS TYPE (AIRL). Reference
 // data is what a consumer of the flights reads beside them (the codes a
@@ -176,6 +176,10 @@ func (a *ReadAPI) refRecord(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := r.PathValue("key")
+	if key == "" {
+		httpError(w, http.StatusBadRequest, "a %s key is required after %s/", kind.Name, r.PathValue("kind"))
+		return
+	}
 	a.withReader(w, r, "read "+kind.Name, func(ctx context.Context, fr FeedReader) (any, error) {
 		rec, err := fr.ReferenceRecordByKey(ctx, kind.Type, key)
 		if errors.Is(err, store.ErrNoReferenceRecord) {

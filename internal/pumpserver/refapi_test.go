@@ -25,7 +25,8 @@ var gateKeys = []string{"A1", "A2", "B7", "B8", "B9", "C1", "C2"}
 
 // populateReference stores reference data as the pump does: message 10 is
 // the whole gate list (GLST DNLD: gateKeys, each named "Gate KEY"), message
-// 11 adds the airline CA (AIRL UPD). It returns the database's DSN.
+// 11 adds the airline CA (AIRL UPD), message 12 the delay code 81/A (a key
+// with a slash). It returns the database's DSN.
 func populateReference(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
@@ -42,6 +43,7 @@ func populateReference(t *testing.T) string {
 		{MessageID: 10, Type: "GLST", Op: pumpdata.RefReplace, Keys: gateKeys, Docs: docs},
 		{MessageID: 11, Type: "AIRL", Op: pumpdata.RefUpsert, Keys: []string{"CA"},
 			Docs: [][]byte{[]byte(`{"ITOP":"CA","ICOP":"CCA","ONAM":"AIR CHINA","OGRP":["STAR ALLIANCE"]}`)}},
+		{MessageID: 12, Type: "DLYL", Op: pumpdata.RefUpsert, Keys: []string{"81/A"}, Docs: [][]byte{[]byte(`{"DCOD":"81/A"}`)}},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -201,6 +203,9 @@ func TestRefRoutesAnswers(t *testing.T) {
 		!strings.Contains(rec.Body.String(), `"name":"airlines"`) {
 		t.Errorf("airl/CA: %d %s", rec.Code, rec.Body)
 	}
+	if rec := get("/ref/delay-codes/81/A"); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"key":"81/A"`) {
+		t.Errorf("a key with a slash, delay-codes/81/A: %d %s", rec.Code, rec.Body)
+	}
 	if rec := get("/ref/gates/ZZ"); rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), `gates (GLST) record \"ZZ\" not found`) {
 		t.Errorf("gates/ZZ: %d %s", rec.Code, rec.Body)
 	}
@@ -210,6 +215,7 @@ func TestRefRoutesAnswers(t *testing.T) {
 	for _, tc := range []struct{ path, want string }{
 		{"/ref/nope", `unknown reference list \"nope\": one of abnormal-reasons (ABNR), airbridges (ABDG),`},
 		{"/ref/nope/B7", `unknown reference list \"nope\"`},
+		{"/ref/gates/", `a gates key is required after gates/`},
 		{"/ref/FLOP", `unknown reference list \"FLOP\"`},
 		{"/ref/gates?limit=0", `limit \"0\": must be 1 to 5000`},
 		{"/ref/gates?limit=5001", `limit \"5001\": must be 1 to 5000`},
