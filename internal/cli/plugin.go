@@ -26,11 +26,12 @@ import (
 func NewPluginCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "flightfeed",
-		Short: "Look at and operate FlightFeeds: status, operation days, DEAD and parked messages, replays, flights",
+		Short: "Look at and operate FlightFeeds: status, operation days, DEAD and parked messages, replays, flights, reference data",
 		Long: `kubectl flightfeed reads FlightFeeds and their FlightFeedDays from the API
-server, and a feed's flights, DEAD and parked messages through the feed's
-read API behind the API server's service proxy: it needs Kubernetes RBAC and
-a token for the feed, never the feed's Secrets or a route to its database.`,
+server, and a feed's flights, reference data, DEAD and parked messages
+through the feed's read API behind the API server's service proxy: it needs
+Kubernetes RBAC and a token for the feed, never the feed's Secrets or a
+route to its database.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		// kubectl completes a plugin through kubectl_complete-flightfeed
@@ -53,6 +54,7 @@ func userCommands(m mode) []*cobra.Command {
 		newReplayCommand(m),
 		newRerequestCommand(m),
 		newGetCommand(m),
+		newRefCommand(m),
 		newVersionCommand(m),
 	}
 	if m == pluginMode {

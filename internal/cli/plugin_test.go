@@ -34,6 +34,7 @@ func TestPluginCommandTree(t *testing.T) {
 		"get":        {args: "flight"},
 		"get flight": {args: "NAME FLID", name: true, outputs: []string{outJSON, outYAML}},
 		"export":     {args: "NAME", name: true},
+		"ref":        {args: "NAME", name: true, outputs: table},
 		"version":    {outputs: []string{outJSON, outYAML}},
 	}
 	root := NewPluginCommand()
@@ -153,13 +154,13 @@ func TestPluginHelpListsNoManagerPumpOrSimulate(t *testing.T) {
 			t.Errorf("kubectl flightfeed --help lists %s:\n%s", cmd, out.String())
 		}
 	}
-	for _, cmd := range []string{"status", "days", "dead", "parked", "replay", "rerequest", "get", "export", "version"} {
+	for _, cmd := range []string{"status", "days", "dead", "parked", "replay", "rerequest", "get", "ref", "export", "version"} {
 		if !strings.Contains(out.String(), "\n  "+cmd+" ") {
 			t.Errorf("kubectl flightfeed --help does not list %s:\n%s", cmd, out.String())
 		}
 	}
 	code, all, _ := runCLI("--help")
-	for _, cmd := range []string{"manager", "pump", "simulate", "migrate", "ledger", "status", "days", "dead", "parked", "replay", "rerequest", "get", "export", "version"} {
+	for _, cmd := range []string{"manager", "pump", "simulate", "migrate", "ledger", "status", "days", "dead", "parked", "replay", "rerequest", "get", "ref", "export", "version"} {
 		if code != 0 || !strings.Contains(all, "\n  "+cmd+" ") {
 			t.Errorf("flightfeed --help does not list %s:\n%s", cmd, all)
 		}

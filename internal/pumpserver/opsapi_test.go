@@ -46,6 +46,16 @@ func (f *fakeOps) Replay(_ context.Context, id int64) (store.ReplayRequest, erro
 	}
 	return r, nil
 }
+
+// The operations routes read no reference data (refapi_test.go reads the
+// real store).
+func (f *fakeOps) ReferenceLists(context.Context) ([]store.ReferenceList, error) { return nil, nil }
+func (f *fakeOps) ReferenceRecords(context.Context, string, string, int) ([]store.ReferenceRecord, error) {
+	return nil, nil
+}
+func (f *fakeOps) ReferenceRecordByKey(_ context.Context, typ, key string) (store.ReferenceRecord, error) {
+	return store.ReferenceRecord{}, fmt.Errorf("%s %q: %w", typ, key, store.ErrNoReferenceRecord)
+}
 func (f *fakeOps) RequestReplay(_ context.Context, id int64, policy string) (store.ReplayRequest, error) {
 	if id == 1 {
 		return store.ReplayRequest{}, &store.ReplayRefusedError{MessageID: 1, Why: "it is SUCCEEDED, not DEAD"}

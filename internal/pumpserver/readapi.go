@@ -52,6 +52,12 @@ type FeedReader interface {
 	DeadMessages(ctx context.Context, f store.DeadFilter) ([]store.DeadMessage, error)
 	ParkedEvents(ctx context.Context, limit int) ([]store.ParkedEvent, error)
 	Replay(ctx context.Context, id int64) (store.ReplayRequest, error)
+	// ReferenceLists, ReferenceRecords and ReferenceRecordByKey read the
+	// reference data (refapi.go); ReferenceRecordByKey answers
+	// store.ErrNoReferenceRecord for a key not stored.
+	ReferenceLists(ctx context.Context) ([]store.ReferenceList, error)
+	ReferenceRecords(ctx context.Context, typ, after string, limit int) ([]store.ReferenceRecord, error)
+	ReferenceRecordByKey(ctx context.Context, typ, key string) (store.ReferenceRecord, error)
 }
 
 // FeedLookup finds a runnable feed's configuration
@@ -66,7 +72,7 @@ type FeedLookup interface {
 //	GET /api/v1/feeds/{namespace}/{name}/flights?day=&updatedSince=&limit=&cursor=
 //	GET /api/v1/feeds/{namespace}/{name}/flights/{flid}
 //
-// and the operations routes (opsapi.go).
+// the reference data (refapi.go) and the operations routes (opsapi.go).
 //
 // Each response is read in one consistent (REPEATABLE READ, READ ONLY)
 // transaction; documents are the canonical JSON of SPEC §3.3, the same
@@ -197,6 +203,9 @@ func (a *ReadAPI) Handler() http.Handler {
 	}{
 		{patternFlights, a.authorized(ReadFlights, a.limited(a.list))},
 		{patternFlight, a.authorized(ReadFlights, a.limited(a.one))},
+		{patternRefLists, a.authorized(ReadFlights, a.limited(a.refLists))},
+		{patternRefRecords, a.authorized(ReadFlights, a.limited(a.refRecords))},
+		{patternRefRecord, a.authorized(ReadFlights, a.limited(a.refRecord))},
 		{patternDead, a.authorized(ReadMessages, a.limited(a.dead))},
 		{patternParked, a.authorized(ReadMessages, a.limited(a.parked))},
 		{patternRedeliver, a.authorized(CreateReplays, a.limited(a.redeliver))},
@@ -225,6 +234,11 @@ const (
 	patternReplays   = "POST /api/v1/feeds/{namespace}/{name}/replays"
 	patternReplay    = "GET /api/v1/feeds/{namespace}/{name}/replays/{id}"
 	patternRerequest = "POST /api/v1/feeds/{namespace}/{name}/rerequests"
+	// The reference data (refapi.go).
+	patternRefLists   = "GET /api/v1/feeds/{namespace}/{name}/ref"
+	patternRefRecords = "GET /api/v1/feeds/{namespace}/{name}/ref/{kind}"
+	// A key is the rest of the path: a code may hold a slash.
+	patternRefRecord = "GET /api/v1/feeds/{namespace}/{name}/ref/{kind}/{key...}"
 	// routeOther labels requests that matched no route (no token, an
 	// unknown path or method): the label set stays the routes'.
 	routeOther = "other"
@@ -233,6 +247,7 @@ const (
 var routeNames = map[string]string{
 	patternFlights: "flights", patternFlight: "flight", patternDead: "dead", patternParked: "parked",
 	patternRedeliver: "redeliver", patternReplays: "replays", patternReplay: "replay", patternRerequest: "rerequest",
+	patternRefLists: "ref-lists", patternRefRecords: "ref-records", patternRefRecord: "ref-record",
 }
 
 // instrumented counts and times every answer of next by route and status
@@ -393,14 +408,11 @@ func (a *ReadAPI) list(w http.ResponseWriter, r *http.Request) {
 		}
 		after = id
 	}
-	// The page's flights come out of the budget (a page larger than the
-	// whole budget waits for all of it).
-	weight := min(int64(limit), a.budget)
-	if !a.flights.TryAcquire(weight) {
-		a.busy(w, r, fmt.Sprintf("the lists being served by this replica read up to %d flights at once and this one asks for %d more than are left", a.budget, limit))
+	release, ok := a.fromBudget(w, r, limit)
+	if !ok {
 		return
 	}
-	defer a.flights.Release(weight)
+	defer release()
 	// One page in SQL: the limit+1 lowest FLIDs after the cursor, the
 	// extra one only telling that another page follows.
 	filter.UpdatedSince, filter.After, filter.Limit = since, &after, limit+1
@@ -424,6 +436,19 @@ func (a *ReadAPI) list(w http.ResponseWriter, r *http.Request) {
 		out.Items = append(out.Items, doc)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// fromBudget takes a page of limit rows (flights, or reference records,
+// which are smaller) out of the lists' budget and returns its release, or
+// refuses the request (429) itself. A page larger than the whole budget
+// takes all of it.
+func (a *ReadAPI) fromBudget(w http.ResponseWriter, r *http.Request, limit int) (func(), bool) {
+	weight := min(int64(limit), a.budget)
+	if !a.flights.TryAcquire(weight) {
+		a.busy(w, r, fmt.Sprintf("the lists being served by this replica read up to %d flights at once and this one asks for %d more than are left", a.budget, limit))
+		return nil, false
+	}
+	return func() { a.flights.Release(weight) }, true
 }
 
 func (a *ReadAPI) one(w http.ResponseWriter, r *http.Request) {
