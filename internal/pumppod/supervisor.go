@@ -183,7 +183,7 @@ func (s *feedSupervisor) lead(ctx context.Context) {
 	lost := make(chan error, len(holders))
 	for _, e := range holders {
 		go func() {
-			err := e.hold(holdCtx)
+			err := s.holdLease(holdCtx, e)
 			if err != nil {
 				cancelLead()
 			}
@@ -204,7 +204,13 @@ func (s *feedSupervisor) lead(ctx context.Context) {
 	reporterDone := make(chan struct{})
 	go func() {
 		defer close(reporterDone)
-		s.reportLoop(leadCtx)
+		// A panic of a report (a bug) must neither end the process nor
+		// leave the feed without status: the reporter starts again, with
+		// backoff, from the supervisor's state.
+		_ = s.restart(whereStatusReporter, s.deps.restartBackoff, s.deps.maxRestartBackoff).Run(leadCtx, func(ctx context.Context) error {
+			s.reportLoop(ctx)
+			return nil
+		})
 	}()
 
 	s.runLoop(leadCtx)
@@ -257,6 +263,36 @@ func (s *feedSupervisor) lead(ctx context.Context) {
 		ledger.Close()
 	}
 	s.deps.metrics.setLeader(s.key, false)
+}
+
+// holdLease renews the Lease as e.hold does, restarting it after a panic
+// (logged, counted) within the retry period, so one bad renewal does not
+// cost the Lease. A holder that keeps panicking renews nothing: once
+// RenewDeadline has passed since the last renewal it reports the Lease
+// lost, so the pump stops as it would after failed renewals.
+func (s *feedSupervisor) holdLease(ctx context.Context, e *leaseElector) error {
+	retry := s.deps.timings.RetryPeriod
+	return s.restart(whereLeaseHolder, retry/4, retry).Run(ctx, func(ctx context.Context) error {
+		if last := e.lastRenewAt(); s.deps.clock.Since(last) >= s.deps.timings.RenewDeadline {
+			e.setLeading(false)
+			return fmt.Errorf("%w: not renewed since %s (renew deadline %s; the holder panicked)", errLeaseLost,
+				last.Format(time.RFC3339), s.deps.timings.RenewDeadline)
+		}
+		return e.hold(ctx)
+	})
+}
+
+// restart keeps one of the supervisor's long-lived loops running through
+// its panics: each is logged with its stack and counted
+// (flightfeed_pump_panics_total{where}); the loop starts again after a
+// backoff from initial to maxWait.
+func (s *feedSupervisor) restart(where string, initial, maxWait time.Duration) panics.Restart {
+	return panics.Restart{Where: where, Initial: initial, Max: maxWait, Clock: s.deps.clock,
+		OnPanic: func(e *panics.Error, inARow int, wait time.Duration) {
+			s.deps.metrics.countLoopPanic(s.key, where)
+			s.log.Error(e, "panic in a long-lived goroutine of the pump pod (a FlightFeed bug); restarting it",
+				"where", where, "in_a_row", inARow, "after", wait.String(), "stack", string(e.Stack))
+		}}
 }
 
 // runLoop keeps a runner running for the current configuration while
@@ -349,7 +385,7 @@ func (s *feedSupervisor) runLoop(ctx context.Context) {
 		case errors.As(err, new(*panics.Error)):
 			var pe *panics.Error
 			errors.As(err, &pe)
-			s.deps.metrics.countRunnerPanic(s.key)
+			s.deps.metrics.countLoopPanic(s.key, whereRunner)
 			s.log.Error(err, "pump panicked; restarting", "after", wait, "stack", string(pe.Stack))
 			s.event(corev1.EventTypeWarning, ReasonPumpPanicked, "Pump", "the pump panicked (a FlightFeed bug, stack in the pod's log), restarting in %s: %s", wait, err.Error())
 		default:
