@@ -168,7 +168,7 @@ func Start(ctx context.Context, feed *config.Feed, opts Options) (*Runner, error
 	// (a pass outlived kafka's transaction timeout) is renewed the same way.
 	renew := func() (*kgo.Client, error) { return dispatch.NewClient(feed, kafkaOpts...) }
 	d, err := dispatch.New(st, client, feed, dispatch.Options{Epoch: epoch, Log: opts.Log.WithName("dispatch"), Door: door, Renew: renew,
-		DeliveryLatency: opts.DeliveryLatency, ReceiptLatency: opts.ReceiptLatency})
+		DeliveryLatency: opts.DeliveryLatency, ReceiptLatency: opts.ReceiptLatency, Panicked: loopPanicked(opts.Observer)})
 	if err != nil {
 		client.Close()
 		p.Close()
@@ -184,6 +184,15 @@ func Start(ctx context.Context, feed *config.Feed, opts Options) (*Runner, error
 		}
 	}
 	return r, nil
+}
+
+// loopPanicked is the dispatcher's count of its recovered panics: the
+// feed's observer's (nil without one).
+func loopPanicked(o pump.Observer) func(string) {
+	if o == nil {
+		return nil
+	}
+	return o.LoopPanicked
 }
 
 func (r *Runner) closeStore() {
