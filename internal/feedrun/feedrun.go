@@ -63,6 +63,7 @@ type Options struct {
 // with a *store.SchemaError before anything is read or written: the pump
 // never runs on a schema other than its own.
 func Open(ctx context.Context, feed *config.Feed) (*store.Store, error) {
+	feed, caps := withReadCaps(feed)
 	dbTLS, err := feed.DatabaseTLS()
 	if err != nil {
 		return nil, err
@@ -77,7 +78,7 @@ func Open(ctx context.Context, feed *config.Feed) (*store.Store, error) {
 	}
 	st, err := store.Open(ctx, feed.Secrets.DatabaseDSN, store.Options{
 		MaxConns: feed.Spec.Database.MaxConns, Location: feed.Location, SchemaVersion: version, TLS: dbTLS,
-		MaxMessageBytes: feed.Spec.Mailbox.MaxMessageBytes})
+		MaxMessageBytes: feed.Spec.Mailbox.MaxMessageBytes, ReadCap: caps.StoreReadCap})
 	if err != nil {
 		return nil, fmt.Errorf("open the database: %w", err)
 	}
@@ -103,6 +104,13 @@ func Start(ctx context.Context, feed *config.Feed, opts Options) (*Runner, error
 		opts.Log = logr.Discard()
 	}
 	r := &Runner{}
+	feed, caps := withReadCaps(feed)
+	if caps.Lowered {
+		opts.Log.Error(nil, "the pod's memory limit does not hold the configured read caps of its connections: "+
+			"mailbox.maxMessageBytes and maxBatchBytes lowered to fit (a larger message is refused as over capacity)",
+			"memoryLimit", caps.Limit, "connections", caps.Connections, "maxMessageBytes", caps.MaxMessageBytes,
+			"maxBatchBytes", caps.MaxBatchBytes, "tooSmall", caps.TooSmall)
+	}
 	st := opts.Store
 	if st == nil {
 		var err error
