@@ -77,8 +77,10 @@ func cutOff(conn net.Conn, within time.Duration) bool {
 // A slow-loris client — headers sent a byte at a time, never finished —
 // is cut off by the read API and by /metrics (issue 46 point 6), long
 // before it would have sent them; so is a kept-alive connection left
-// idle. Before, the read API waited 10 s for headers and for ever on an
-// idle connection, and nothing bounded a request's body.
+// idle. Before, the read API and /metrics cut slow headers after 10 s
+// (the read API's own ReadHeaderTimeout, the header subtests pass on it
+// too) but waited for ever on an idle kept-alive connection and for the
+// whole of a slow body.
 func TestSlowLorisIsCutOff(t *testing.T) {
 	for name, addr := range startServers(t, looseTimeouts) {
 		t.Run(name+": headers byte by byte", func(t *testing.T) {
@@ -127,8 +129,10 @@ func TestSlowLorisIsCutOff(t *testing.T) {
 					}
 				}
 			}
-			if sent == 4000 {
-				t.Fatal("the server took a whole body sent at a byte every 20 ms")
+			// Cut long before half of it (40 s of sending): a server
+			// without a read deadline takes it all and closes only then.
+			if sent >= 2000 {
+				t.Fatalf("the server took %d bytes of a body sent at a byte every 20 ms", sent)
 			}
 		})
 		t.Run(name+": an idle kept-alive connection", func(t *testing.T) {
