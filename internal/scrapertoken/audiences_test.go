@@ -54,7 +54,7 @@ func TestKeeperTokenCarriesTheFeedsAudiences(t *testing.T) {
 	})
 	feeds := []string{"flightfeed.aero/airport/pvg", "flightfeed.aero/airport/pek"}
 	k := &scrapertoken.Keeper{Client: c, Namespace: "monitoring", ServiceAccount: "scraper", Secret: "scraper-token",
-		Clock: clocktesting.NewFakeClock(time.Now()),
+		Clock:     clocktesting.NewFakeClock(time.Now()),
 		Audiences: func(context.Context) ([]string, error) { return slices.Clone(feeds), nil }}
 	tokenAudiences := func() []string {
 		s, err := c.CoreV1().Secrets("monitoring").Get(t.Context(), "scraper-token", metav1.GetOptions{})
