@@ -204,13 +204,7 @@ func (s *feedSupervisor) lead(ctx context.Context) {
 	reporterDone := make(chan struct{})
 	go func() {
 		defer close(reporterDone)
-		// A panic of a report (a bug) must neither end the process nor
-		// leave the feed without status: the reporter starts again, with
-		// backoff, from the supervisor's state.
-		_ = s.restart(whereStatusReporter, s.deps.restartBackoff, s.deps.maxRestartBackoff).Run(leadCtx, func(ctx context.Context) error {
-			s.reportLoop(ctx)
-			return nil
-		})
+		s.runReporter(leadCtx)
 	}()
 
 	s.runLoop(leadCtx)
@@ -263,6 +257,17 @@ func (s *feedSupervisor) lead(ctx context.Context) {
 		ledger.Close()
 	}
 	s.deps.metrics.setLeader(s.key, false)
+}
+
+// runReporter reports until ctx ends. A panic of a report (a bug) must
+// neither end the process nor leave the feed without status: the reporter
+// starts again, with the runner's restart backoff, from the supervisor's
+// state.
+func (s *feedSupervisor) runReporter(ctx context.Context) {
+	_ = s.restart(whereStatusReporter, s.deps.restartBackoff, s.deps.maxRestartBackoff).Run(ctx, func(ctx context.Context) error {
+		s.reportLoop(ctx)
+		return nil
+	})
 }
 
 // holdLease renews the Lease as e.hold does, restarting it after a panic
