@@ -20,6 +20,7 @@ import (
 // arming is the process's.
 func TestReporterAndLeaseHolderPanicsAreRecovered(t *testing.T) {
 	h := newHarness(t)
+	h.secrets("pek")
 	key := h.feed("pek")
 	rep := h.startReplica("a")
 	h.waitReady(key)
