@@ -12,11 +12,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/flightfeed/flightfeed/internal/scrapertoken"
+	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
 )
 
 const apiServerAudience = "https://kubernetes.default.svc.cluster.local"
@@ -84,5 +86,45 @@ func TestKeeperTokenCarriesTheFeedsAudiences(t *testing.T) {
 	}
 	if got := tokenAudiences(); !slices.Contains(got, "flightfeed.aero/ground/can") || !slices.Contains(got, apiServerAudience) {
 		t.Fatalf("after a new feed the token carries %v", got)
+	}
+}
+
+// Against a real kube-apiserver: the keeper's token with feed audiences
+// passes a TokenReview for a feed's audience (a pump pod's /metrics) and
+// one without audiences (the operator's /metrics, controller-runtime's
+// filter), and not one for a feed it was not made for.
+func TestKeeperFeedTokenPassesBothReviews(t *testing.T) {
+	cfg, _ := kubetest.Start(t)
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	ctx := t.Context()
+	const ns, sa, secret = "default", "feed-scraper", "feed-scraper-token"
+	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secret}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	k := &scrapertoken.Keeper{Client: kube, Namespace: ns, ServiceAccount: sa, Secret: secret, Clock: clocktesting.NewFakeClock(time.Now()),
+		Audiences: func(context.Context) ([]string, error) { return []string{"flightfeed.aero/airport/pek"}, nil }}
+	if _, err := k.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, err := kube.CoreV1().Secrets(ns).Get(ctx, secret, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := string(s.Data[scrapertoken.Key])
+	for _, tc := range []struct {
+		audiences []string
+		ok        bool
+	}{{nil, true}, {[]string{"flightfeed.aero/airport/pek"}, true}, {[]string{"flightfeed.aero/airport/pvg"}, false}} {
+		tr, err := kube.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
+			Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: tc.audiences}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr.Status.Authenticated != tc.ok {
+			t.Errorf("review for %v: authenticated %v, want %v (%s)", tc.audiences, tr.Status.Authenticated, tc.ok, tr.Status.Error)
+		}
 	}
 }
