@@ -82,7 +82,7 @@ func (s *metricsServer) NeedLeaderElection() bool { return false }
 
 // handler is /metrics behind the token check.
 func (s *metricsServer) handler() http.Handler {
-	metrics := promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{ErrorLog: stdlog.New(logrWriter{s.log}, "", 0)})
+	metrics := promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{ErrorLog: stdlog.New(logrWriter{s.log, "metrics: gathering"}, "", 0)})
 	mux := http.NewServeMux()
 	if s.insecure {
 		mux.Handle("GET /metrics", metrics)
@@ -119,7 +119,7 @@ func (s *metricsServer) Start(ctx context.Context) error {
 		Addr:        s.addr,
 		Handler:     s.handler(),
 		BaseContext: func(net.Listener) context.Context { return ctx },
-		ErrorLog:    stdlog.New(logrWriter{s.log.V(1)}, "", 0),
+		ErrorLog:    stdlog.New(logrWriter{s.log.V(1), "metrics: connection"}, "", 0),
 	}
 	s.timeouts.apply(srv, metricsWriteTimeout)
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", s.addr)

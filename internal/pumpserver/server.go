@@ -376,10 +376,14 @@ func durationOr(d, def time.Duration) time.Duration {
 }
 
 // logrWriter turns net/http's error log lines into logr messages.
-type logrWriter struct{ log logr.Logger }
+type logrWriter struct {
+	log logr.Logger
+	// msg is the message of each line ("read api: connection").
+	msg string
+}
 
 func (w logrWriter) Write(p []byte) (int, error) {
-	w.log.Info("read api: connection", "error", strings.TrimSpace(string(p)))
+	w.log.Info(w.msg, "error", strings.TrimSpace(string(p)))
 	return len(p), nil
 }
 
@@ -409,7 +413,7 @@ func (s *apiServer) Start(ctx context.Context) error {
 		BaseContext: func(net.Listener) context.Context { return ctx },
 		// TLS handshake failures (port scanners, plain HTTP) are the
 		// caller's problem: debug level, through the manager's logger.
-		ErrorLog: stdlog.New(logrWriter{s.log.V(1)}, "", 0),
+		ErrorLog: stdlog.New(logrWriter{s.log.V(1), "read api: connection"}, "", 0),
 	}
 	s.timeouts.apply(srv, 2*readTimeout)
 	if !s.http2 {
