@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/flightfeed/flightfeed/internal/failpoint"
+	"github.com/flightfeed/flightfeed/internal/panics"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
@@ -25,6 +27,10 @@ const maxAhead = 50_000
 
 // markTimeout bounds the statements that record a pass's outcome.
 const markTimeout = 30 * time.Second
+
+// WhereOutboxFlush names the goroutine that flushes a pass and records the
+// broker's answers in flightfeed_pump_panics_total.
+const WhereOutboxFlush = "outbox-flush"
 
 // errHeldBack marks a record not produced because an earlier record of the
 // same topic and key failed first in its pass: sending it would let the
@@ -229,6 +235,26 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, again bool, err e
 	d.prev = done
 	go func() {
 		defer close(done)
+		// A panic here must not end the process, nor leave the pass
+		// waiting for an answer that never comes: the pass fails, and Run
+		// retries after its backoff. Nothing is marked, so the events stay
+		// PENDING and go again in order (records the broker acknowledged
+		// are sent again at the same version, a duplicate never a loss);
+		// a transaction left open is aborted before the next one begins
+		// (txnOpen).
+		defer func() {
+			if v := recover(); v != nil {
+				e := &panics.Error{Value: v, Stack: debug.Stack()}
+				d.log.Error(e, "panic while flushing a pass (a FlightFeed bug); the pass is retried after a backoff",
+					"where", WhereOutboxFlush, "stack", string(e.Stack))
+				if d.opts.Panicked != nil {
+					d.opts.Panicked(WhereOutboxFlush)
+				}
+				d.setInflight(0)
+				d.recordFailure(fmt.Errorf("flush the pass: %w", e))
+				settled <- outcome{err: fmt.Errorf("flush the pass: %w", e)}
+			}
+		}()
 		// Manual flushing: nothing was sent before this call, so a failure
 		// of one record fails every later record of its partition too
 		// (franz-go keeps a partition gapless), and no later record of a
@@ -236,6 +262,7 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, again bool, err e
 		// error only says ctx ended; the promises report each record.
 		_ = d.client.Flush(ctx)
 		wg.Wait()
+		failpoint.Panic(failpoint.OutboxFlush)
 		// A fresh context on purpose: what the broker acknowledged must be
 		// recorded even when ctx ended meanwhile, or it is sent again.
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)

@@ -77,6 +77,9 @@ type Options struct {
 	// the acknowledgement: what a consumer waits for an AODB message
 	// (optional).
 	ReceiptLatency LatencyObserver
+	// Panicked counts a panic recovered in one of the dispatcher's
+	// long-lived goroutines (where: WhereOutboxFlush) (optional).
+	Panicked func(where string)
 }
 
 // LatencyObserver receives durations in seconds (a Prometheus histogram).

@@ -40,4 +40,10 @@
 //     FlightFeed's status — under the status lock (pump.update). The CLI
 //     pump persists no status of its own: this in-memory write is the
 //     status write it performs, after every batch and head read.
+//
+// Panic points (panic.go) are another kind: Panic(name) in each long-lived
+// goroutine of a pump pod, armed only from inside the process (ArmPanic, by
+// the tests of issue 46 point 6), never from the environment, in every
+// build. An armed point panics, and the goroutine must recover, count the
+// panic (flightfeed_pump_panics_total{where}) and go on.
 package failpoint

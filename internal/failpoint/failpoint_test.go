@@ -125,3 +125,35 @@ func TestBadArmingStopsTaggedBinary(t *testing.T) {
 		t.Fatalf("child with a misspelt point: %v\n%s", err, out)
 	}
 }
+
+// An armed panic point panics the number of times it was armed for, then
+// is quiet again; disarmed, it is quiet at once.
+func TestArmPanic(t *testing.T) {
+	hit := func() (panicked bool) {
+		defer func() {
+			if v := recover(); v != nil {
+				pv, ok := v.(failpoint.PanicValue)
+				if !ok || pv.Point != failpoint.ReadAhead {
+					t.Fatalf("panicked with %v", v)
+				}
+				panicked = true
+			}
+		}()
+		failpoint.Panic(failpoint.ReadAhead)
+		return false
+	}
+	if hit() {
+		t.Fatal("a point nobody armed panicked")
+	}
+	disarm := failpoint.ArmPanic(failpoint.ReadAhead, 2)
+	failpoint.Panic(failpoint.OutboxFlush) // another point: quiet
+	if !hit() || !hit() || hit() {
+		t.Fatal("armed for 2 hits: want panic, panic, quiet")
+	}
+	disarm()
+	disarm = failpoint.ArmPanic(failpoint.ReadAhead, 5)
+	disarm()
+	if hit() {
+		t.Fatal("a disarmed point panicked")
+	}
+}

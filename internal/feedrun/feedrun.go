@@ -63,6 +63,7 @@ type Options struct {
 // with a *store.SchemaError before anything is read or written: the pump
 // never runs on a schema other than its own.
 func Open(ctx context.Context, feed *config.Feed) (*store.Store, error) {
+	feed, caps := withReadCaps(feed)
 	dbTLS, err := feed.DatabaseTLS()
 	if err != nil {
 		return nil, err
@@ -77,7 +78,7 @@ func Open(ctx context.Context, feed *config.Feed) (*store.Store, error) {
 	}
 	st, err := store.Open(ctx, feed.Secrets.DatabaseDSN, store.Options{
 		MaxConns: feed.Spec.Database.MaxConns, Location: feed.Location, SchemaVersion: version, TLS: dbTLS,
-		MaxMessageBytes: feed.Spec.Mailbox.MaxMessageBytes})
+		MaxMessageBytes: feed.Spec.Mailbox.MaxMessageBytes, ReadCap: caps.StoreReadCap})
 	if err != nil {
 		return nil, fmt.Errorf("open the database: %w", err)
 	}
@@ -103,6 +104,13 @@ func Start(ctx context.Context, feed *config.Feed, opts Options) (*Runner, error
 		opts.Log = logr.Discard()
 	}
 	r := &Runner{}
+	feed, caps := withReadCaps(feed)
+	if caps.Lowered {
+		opts.Log.Error(nil, "the pod's memory limit does not hold the configured read caps of its connections: "+
+			"mailbox.maxMessageBytes and maxBatchBytes lowered to fit (a larger message is refused as over capacity)",
+			"memoryLimit", caps.Limit, "connections", caps.Connections, "maxMessageBytes", caps.MaxMessageBytes,
+			"maxBatchBytes", caps.MaxBatchBytes, "tooSmall", caps.TooSmall)
+	}
 	st := opts.Store
 	if st == nil {
 		var err error
@@ -168,7 +176,7 @@ func Start(ctx context.Context, feed *config.Feed, opts Options) (*Runner, error
 	// (a pass outlived kafka's transaction timeout) is renewed the same way.
 	renew := func() (*kgo.Client, error) { return dispatch.NewClient(feed, kafkaOpts...) }
 	d, err := dispatch.New(st, client, feed, dispatch.Options{Epoch: epoch, Log: opts.Log.WithName("dispatch"), Door: door, Renew: renew,
-		DeliveryLatency: opts.DeliveryLatency, ReceiptLatency: opts.ReceiptLatency})
+		DeliveryLatency: opts.DeliveryLatency, ReceiptLatency: opts.ReceiptLatency, Panicked: loopPanicked(opts.Observer)})
 	if err != nil {
 		client.Close()
 		p.Close()
@@ -184,6 +192,15 @@ func Start(ctx context.Context, feed *config.Feed, opts Options) (*Runner, error
 		}
 	}
 	return r, nil
+}
+
+// loopPanicked is the dispatcher's count of its recovered panics: the
+// feed's observer's (nil without one).
+func loopPanicked(o pump.Observer) func(string) {
+	if o == nil {
+		return nil
+	}
+	return o.LoopPanicked
 }
 
 func (r *Runner) closeStore() {

@@ -104,6 +104,17 @@ func newBound(spec v1alpha1.MailboxSpec) *bound {
 	return &bound{packet: msg + BoundMargin, answer: answer, maxMessage: msg, maxBatch: batch}
 }
 
+// ConnReadBound is the most one mailbox connection of a feed with spec
+// may read for one answer: the larger of its packet bound and its answer
+// bound (the pod's memory budget counts it per connection).
+func ConnReadBound(spec v1alpha1.MailboxSpec) int64 {
+	b := newBound(spec)
+	return max(b.packet, b.answer)
+}
+
+// MaxConns is the size of a feed's mailbox connection pool.
+const MaxConns = 4
+
 // BoundError is a mailbox connection's bound crossed by the server.
 type BoundError struct {
 	// Limit is the bound crossed; Answer is set when it bounds a whole

@@ -123,7 +123,7 @@ func Open(ctx context.Context, dsn string, spec v1alpha1.MailboxSpec, opts ...Op
 		return nil, dsnError(dsn, "open mailbox: %w", err)
 	}
 	db := sql.OpenDB(conn)
-	db.SetMaxOpenConns(4)
+	db.SetMaxOpenConns(MaxConns)
 	db.SetConnMaxIdleTime(time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()

@@ -16,6 +16,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -26,6 +27,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/controllers"
 	"github.com/flightfeed/flightfeed/internal/feednames"
 	"github.com/flightfeed/flightfeed/internal/scrapertoken"
@@ -183,6 +185,20 @@ func New(o Options) (manager.Manager, error) {
 	if o.ScraperToken.Secret != "" {
 		k := o.ScraperToken
 		k.Client, k.Namespace, k.Log = kube, o.Namespace, o.Log.WithName("scraper-token")
+		// The pump pods' /metrics take only tokens for their feed's
+		// audience: the scraper's token carries every watched feed's.
+		reader := mgr.GetClient()
+		k.Audiences = func(ctx context.Context) ([]string, error) {
+			var list v1alpha1.FlightFeedList
+			if err := reader.List(ctx, &list); err != nil {
+				return nil, fmt.Errorf("list flightfeeds: %w", err)
+			}
+			out := make([]string, 0, len(list.Items))
+			for _, ff := range list.Items {
+				out = append(out, feednames.Audience(types.NamespacedName{Namespace: ff.Namespace, Name: ff.Name}))
+			}
+			return out, nil
+		}
 		if err := k.Validate(); err != nil {
 			return nil, fmt.Errorf("operator: %w", err)
 		}

@@ -48,12 +48,18 @@ func (p *Pump) run(ctx context.Context, drainIdle func(context.Context) (bool, e
 	renewed := make(chan struct{})
 	go func() {
 		defer close(renewed)
-		p.renewEpoch(ctx, cancel)
+		_ = p.restart(WhereEpochRenew).Run(ctx, func(ctx context.Context) error {
+			p.renewEpoch(ctx, cancel)
+			return nil
+		})
 	}()
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		p.watchDatabase(ctx)
+		_ = p.restart(WhereDatabaseWatch).Run(ctx, func(ctx context.Context) error {
+			p.watchDatabase(ctx)
+			return nil
+		})
 	}()
 	defer func() {
 		cancel(nil)
@@ -110,6 +116,7 @@ func (p *Pump) renewEpoch(ctx context.Context, cancel context.CancelCauseFunc) {
 			return
 		case <-t.C():
 		}
+		failpoint.Panic(failpoint.EpochRenew)
 		err := p.store.RenewEpoch(ctx, p.epoch)
 		switch {
 		case errors.Is(err, pumpdata.ErrFenced):
@@ -157,7 +164,15 @@ func (p *Pump) step(ctx context.Context) (worked bool, wait time.Duration, err e
 	<-next.done
 	if err := next.err; err != nil {
 		if ctx.Err() != nil {
+			p.takeBack(next)
 			return false, 0, nil
+		}
+		if next.panicked {
+			// Logged and counted; the head is read afresh after the
+			// backoff, so no row is skipped and the order stays FIFO.
+			p.takeBack(next)
+			p.infraAttempts++
+			return false, p.backoff(), nil
 		}
 		// A failed write-back leaves its rows at the head; reading them
 		// again would only redo the write-back in a tight loop, so a
@@ -247,6 +262,11 @@ type reading struct {
 	// that write-back failed (err is set, nothing was read).
 	wroteBack, writeBackErr bool
 	err                     error
+	// panicked: the read-ahead panicked (err is the *panics.Error, rows
+	// are empty); unwritten are the results it took to write back and did
+	// not, which the loop takes back (takeBack).
+	panicked  bool
+	unwritten []pumpdata.Backfill
 }
 
 // readAhead starts reading the next batch while the rows in applying are
@@ -275,6 +295,21 @@ func (p *Pump) readAhead(ctx context.Context, applying []mailbox.Row) *reading {
 	r := &reading{done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
+		// A panic here (a bug of the mailbox adapter or the decoder
+		// outside one message) must not end the process: the reading
+		// fails as a whole, nothing of it is used, and the loop reads the
+		// head afresh after a backoff — the head, not this goroutine, is
+		// the state a restart resumes from.
+		defer func() {
+			if v := recover(); v != nil {
+				r.rows, r.batch = nil, decodedBatch{}
+				r.err, r.panicked = p.loopPanicked(WhereReadAhead, v), true
+				if !r.wroteBack {
+					r.unwritten = backfill
+				}
+			}
+		}()
+		failpoint.Panic(failpoint.ReadAhead)
 		if len(backfill) > 0 {
 			err := p.backfill(ctx, backfill)
 			// The intents left are counted at most once a second while
@@ -322,7 +357,18 @@ func collectAfterLargeRead(rows []mailbox.Row) {
 func (p *Pump) dropAhead() {
 	if p.ahead != nil {
 		<-p.ahead.done
+		p.takeBack(p.ahead)
 		p.ahead = nil
+	}
+}
+
+// takeBack returns to the results to write back those a read-ahead took
+// and did not write because it panicked (written again if in doubt: a
+// write-back is idempotent).
+func (p *Pump) takeBack(r *reading) {
+	if len(r.unwritten) > 0 {
+		p.pending = append(r.unwritten, p.pending...)
+		r.unwritten = nil
 	}
 }
 

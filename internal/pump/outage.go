@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/flightfeed/flightfeed/internal/failpoint"
 )
 
 // outageLogEvery bounds how often a lasting mailbox outage is logged
@@ -86,6 +88,7 @@ func (p *Pump) watchDatabase(ctx context.Context) {
 			stopping = true
 		case <-t.C():
 		}
+		failpoint.Panic(failpoint.DatabaseWatch)
 		since, what := p.store.Unanswered()
 		now := p.clock.Now()
 		if stopping && (stalled.IsZero() || (!since.IsZero() && now.Sub(since) >= DatabaseStallAfter)) {

@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/panics"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/sis"
 )
@@ -118,6 +119,37 @@ func asPanic(err error) (*panicError, bool) {
 	var e *panicError
 	ok := errors.As(err, &e)
 	return e, ok
+}
+
+// The pump's long-lived goroutines, as flightfeed_pump_panics_total's
+// where label names them.
+const (
+	WhereReadAhead     = "read-ahead"
+	WhereEpochRenew    = "epoch-renew"
+	WhereDatabaseWatch = "database-watch"
+)
+
+// loopPanicked logs a panic recovered in one of the pump's long-lived
+// goroutines with its stack, counts it and returns it as an error.
+func (p *Pump) loopPanicked(where string, v any) *panics.Error {
+	e := &panics.Error{Value: v, Stack: debug.Stack()}
+	p.log.Error(e, "panic in a long-lived goroutine of the pump (a FlightFeed bug); it goes on after a backoff",
+		"where", where, "stack", string(e.Stack))
+	p.obs.LoopPanicked(where)
+	return e
+}
+
+// restart keeps one of the pump's long-lived loops running through its
+// panics (logged and counted as loopPanicked does), with the feed's
+// backoff.
+func (p *Pump) restart(where string) panics.Restart {
+	spec := p.feed.Spec.Pump
+	return panics.Restart{Where: where, Initial: spec.BackoffInitial.Duration, Max: spec.BackoffMax.Duration, Clock: p.clock,
+		OnPanic: func(e *panics.Error, inARow int, wait time.Duration) {
+			p.log.Error(e, "panic in a long-lived goroutine of the pump (a FlightFeed bug); restarting it",
+				"where", where, "in_a_row", inARow, "after", wait.String(), "stack", string(e.Stack))
+			p.obs.LoopPanicked(where)
+		}}
 }
 
 // hooks are test seams: set only by tests of this package (export_test.go).

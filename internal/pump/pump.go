@@ -46,6 +46,10 @@ type Observer interface {
 	// an FLOP, ADFT or FDEL alike), once, when its result commits: an
 	// alert (seed 000 §9).
 	SeqnRegression()
+	// LoopPanicked counts a panic recovered in one of the pump's
+	// long-lived goroutines (where: WhereReadAhead, WhereEpochRenew,
+	// WhereDatabaseWatch), which then goes on after a backoff.
+	LoopPanicked(where string)
 }
 
 // ServiceMailbox names the mailbox in ServiceError.
@@ -81,6 +85,9 @@ func (NopObserver) MessagePanicked() {}
 
 // SeqnRegression implements Observer.
 func (NopObserver) SeqnRegression() {}
+
+// LoopPanicked implements Observer.
+func (NopObserver) LoopPanicked(string) {}
 
 // Options configure a Pump.
 type Options struct {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/flightfeed/flightfeed/internal/failpoint"
 	"github.com/flightfeed/flightfeed/internal/feednames"
 )
 
@@ -203,6 +204,7 @@ func (e *leaseElector) hold(ctx context.Context) error {
 			e.setLeading(false)
 			return fmt.Errorf("%w: not renewed since %s (renew deadline %s)", errLeaseLost, e.lastRenewAt().Format(time.RFC3339), e.timings.RenewDeadline)
 		}
+		failpoint.Panic(failpoint.LeaseHold)
 		callCtx, cancel := context.WithTimeout(ctx, remaining)
 		ok, holder, err := e.try(callCtx)
 		cancel()

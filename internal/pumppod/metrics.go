@@ -11,7 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/flightfeed/flightfeed/internal/buildinfo"
+	"github.com/flightfeed/flightfeed/internal/dispatch"
 	"github.com/flightfeed/flightfeed/internal/feedrun"
+	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/sis"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
@@ -157,8 +159,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, feed),
 		runnerPanics: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flightfeed_pump_panics_total",
-			Help: "Times the feed's pump or dispatcher panicked outside a message (a bug of FlightFeed; the stack is in the log): the pod restarted its pump with backoff.",
-		}, feed),
+			Help: "Panics of a long-lived part of the feed's pump pod outside a message (a bug of FlightFeed; the stack is in the log), by where: runner (the pump or dispatcher as a whole, restarted by the pod), read-ahead, epoch-renew, database-watch, outbox-flush, status-reporter, lease-holder (each recovered and restarted with backoff).",
+		}, append(feed, "where")),
 		seqnRegress: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flightfeed_seqn_regressions_total",
 			Help: "Messages (snapshots, FLOP, ADFT, FDEL) whose SEQN was lower than their sender's previous one in the session, flagged SEQN_REGRESSION (seed 000 §9: an alert, the message is applied).",
@@ -352,12 +354,31 @@ func (m *Metrics) setLeader(key types.NamespacedName, leading bool) {
 	m.dropPumpSeries(key)
 }
 
-// countRunnerPanic counts a panic of the feed's runner.
-func (m *Metrics) countRunnerPanic(key types.NamespacedName) {
+// Where labels of flightfeed_pump_panics_total for the pump pod's own
+// goroutines (the pump's and the dispatcher's name theirs).
+const (
+	whereRunner         = "runner"
+	whereStatusReporter = "status-reporter"
+	whereLeaseHolder    = "lease-holder"
+)
+
+// countLoopPanic counts a panic recovered in one of the feed's long-lived
+// goroutines (where names it).
+func (m *Metrics) countLoopPanic(key types.NamespacedName, where string) {
 	if m == nil {
 		return
 	}
-	m.runnerPanics.WithLabelValues(key.Namespace, key.Name).Inc()
+	m.runnerPanics.WithLabelValues(key.Namespace, key.Name, boundedWhere(where)).Inc()
+}
+
+// boundedWhere keeps the where label to the known goroutines.
+func boundedWhere(w string) string {
+	switch w {
+	case whereRunner, whereStatusReporter, whereLeaseHolder, pump.WhereReadAhead, pump.WhereEpochRenew, pump.WhereDatabaseWatch,
+		dispatch.WhereOutboxFlush:
+		return w
+	}
+	return "other"
 }
 
 // setFenced says whether the feed's leader waits for another pump that
@@ -562,6 +583,15 @@ func (o *FeedObserver) MessagePanicked() {
 		return
 	}
 	o.m.panics.WithLabelValues(o.ns, o.name).Inc()
+}
+
+// LoopPanicked counts a panic recovered in one of the pump's or the
+// dispatcher's long-lived goroutines.
+func (o *FeedObserver) LoopPanicked(where string) {
+	if o == nil || o.m == nil {
+		return
+	}
+	o.m.countLoopPanic(types.NamespacedName{Namespace: o.ns, Name: o.name}, where)
 }
 
 // SeqnRegression counts a message flagged SEQN_REGRESSION.

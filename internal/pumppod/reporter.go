@@ -12,6 +12,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/failpoint"
 	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -128,6 +129,7 @@ func (r *reporter) signature(in reportInput) pumpSignature {
 
 // report writes one report. Failures are logged and retried at the next.
 func (r *reporter) report(ctx context.Context) {
+	failpoint.Panic(failpoint.StatusReport)
 	s := r.s
 	in, db := s.snapshot()
 	if !in.Leading {

@@ -188,7 +188,7 @@ func (s *feedSupervisor) lead(ctx context.Context) {
 	lost := make(chan error, len(holders))
 	for _, e := range holders {
 		go func() {
-			err := e.hold(holdCtx)
+			err := s.holdLease(holdCtx, e)
 			if err != nil {
 				cancelLead()
 			}
@@ -209,7 +209,7 @@ func (s *feedSupervisor) lead(ctx context.Context) {
 	reporterDone := make(chan struct{})
 	go func() {
 		defer close(reporterDone)
-		s.reportLoop(leadCtx)
+		s.runReporter(leadCtx)
 	}()
 
 	s.runLoop(leadCtx)
@@ -262,6 +262,47 @@ func (s *feedSupervisor) lead(ctx context.Context) {
 		ledger.Close()
 	}
 	s.deps.metrics.setLeader(s.key, false)
+}
+
+// runReporter reports until ctx ends. A panic of a report (a bug) must
+// neither end the process nor leave the feed without status: the reporter
+// starts again, with the runner's restart backoff, from the supervisor's
+// state.
+func (s *feedSupervisor) runReporter(ctx context.Context) {
+	_ = s.restart(whereStatusReporter, s.deps.restartBackoff, s.deps.maxRestartBackoff).Run(ctx, func(ctx context.Context) error {
+		s.reportLoop(ctx)
+		return nil
+	})
+}
+
+// holdLease renews the Lease as e.hold does, restarting it after a panic
+// (logged, counted) within the retry period, so one bad renewal does not
+// cost the Lease. A holder that keeps panicking renews nothing: once
+// RenewDeadline has passed since the last renewal it reports the Lease
+// lost, so the pump stops as it would after failed renewals.
+func (s *feedSupervisor) holdLease(ctx context.Context, e *leaseElector) error {
+	retry := s.deps.timings.RetryPeriod
+	return s.restart(whereLeaseHolder, retry/4, retry).Run(ctx, func(ctx context.Context) error {
+		if last := e.lastRenewAt(); s.deps.clock.Since(last) >= s.deps.timings.RenewDeadline {
+			e.setLeading(false)
+			return fmt.Errorf("%w: not renewed since %s (renew deadline %s; the holder panicked)", errLeaseLost,
+				last.Format(time.RFC3339), s.deps.timings.RenewDeadline)
+		}
+		return e.hold(ctx)
+	})
+}
+
+// restart keeps one of the supervisor's long-lived loops running through
+// its panics: each is logged with its stack and counted
+// (flightfeed_pump_panics_total{where}); the loop starts again after a
+// backoff from initial to maxWait.
+func (s *feedSupervisor) restart(where string, initial, maxWait time.Duration) panics.Restart {
+	return panics.Restart{Where: where, Initial: initial, Max: maxWait, Clock: s.deps.clock,
+		OnPanic: func(e *panics.Error, inARow int, wait time.Duration) {
+			s.deps.metrics.countLoopPanic(s.key, where)
+			s.log.Error(e, "panic in a long-lived goroutine of the pump pod (a FlightFeed bug); restarting it",
+				"where", where, "in_a_row", inARow, "after", wait.String(), "stack", string(e.Stack))
+		}}
 }
 
 // runLoop keeps a runner running for the current configuration while
@@ -354,7 +395,7 @@ func (s *feedSupervisor) runLoop(ctx context.Context) {
 		case errors.As(err, new(*panics.Error)):
 			var pe *panics.Error
 			errors.As(err, &pe)
-			s.deps.metrics.countRunnerPanic(s.key)
+			s.deps.metrics.countLoopPanic(s.key, whereRunner)
 			s.log.Error(err, "pump panicked; restarting", "after", wait, "stack", string(pe.Stack))
 			s.event(corev1.EventTypeWarning, ReasonPumpPanicked, "Pump", "the pump panicked (a FlightFeed bug, stack in the pod's log), restarting in %s: %s", wait, err.Error())
 		default:

@@ -38,7 +38,16 @@ import (
 type Permission struct {
 	Verb        string
 	Subresource string
+	// Path, when set, makes the permission a non-resource URL's (the
+	// metrics endpoint's "/metrics", as the scrapers' ClusterRole grants
+	// it) instead of a subresource of the feed.
+	Path string
 }
+
+// ScrapeMetrics reads the pump pod's /metrics: the non-resource URL the
+// chart's metrics-reader ClusterRole grants, with a token for the feed's
+// audience (feednames.Audience) like the read API's.
+var ScrapeMetrics = Permission{Verb: "get", Path: "/metrics"}
 
 // The read API's permissions, all on subresources of ReadResource.
 var (
@@ -59,6 +68,9 @@ const ReadResource = "flightfeeds"
 
 // String is the permission as a Role rule says it: "get flightfeeds/flights".
 func (p Permission) String() string {
+	if p.Path != "" {
+		return p.Verb + " " + p.Path
+	}
 	return p.Verb + " " + ReadResource + "/" + p.Subresource
 }
 
@@ -164,7 +176,7 @@ func BearerToken(r *http.Request) string {
 // accessKey is the cache key: a hash, so a memory dump of the cache does
 // not hand out tokens.
 func accessKey(token string, p Permission, feed types.NamespacedName) [sha256.Size]byte {
-	return sha256.Sum256([]byte(token + "\x00" + p.Verb + "\x00" + p.Subresource + "\x00" + feed.Namespace + "\x00" + feed.Name))
+	return sha256.Sum256([]byte(token + "\x00" + p.Verb + "\x00" + p.Subresource + "\x00" + p.Path + "\x00" + feed.Namespace + "\x00" + feed.Name))
 }
 
 // Check decides whether token may do p on feed. user is the token's user
@@ -219,13 +231,16 @@ func (a *Access) ask(ctx context.Context, token string, p Permission, feed types
 	for k, v := range u.Extra {
 		extra[k] = authorizationv1.ExtraValue(v)
 	}
-	sar, err := a.sars.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
+	spec := authorizationv1.SubjectAccessReviewSpec{User: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra}
+	if p.Path != "" {
+		spec.NonResourceAttributes = &authorizationv1.NonResourceAttributes{Path: p.Path, Verb: p.Verb}
+	} else {
+		spec.ResourceAttributes = &authorizationv1.ResourceAttributes{
 			Namespace: feed.Namespace, Verb: p.Verb, Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version,
 			Resource: ReadResource, Subresource: p.Subresource, Name: feed.Name,
-		},
-	}}, metav1.CreateOptions{})
+		}
+	}
+	sar, err := a.sars.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
 	if err != nil {
 		return Unauthenticated, "", fmt.Errorf("%w: subject access review for %s: %w", ErrAccessCheck, u.Username, err)
 	}

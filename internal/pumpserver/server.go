@@ -55,9 +55,11 @@ type Options struct {
 	// MetricsAddr serves /metrics (Prometheus). "0" disables it. Default :8080.
 	MetricsAddr string
 	// InsecureMetrics serves /metrics over plain HTTP to anyone (for local
-	// runs: `flightfeed manager --metrics-secure=false`). By default it is
-	// HTTPS, and a scraper needs a bearer token whose user may `get` the
-	// non-resource URL /metrics (TokenReview, SubjectAccessReview).
+	// runs: `flightfeed pump --metrics-secure=false`). By default it is
+	// HTTPS, and a scraper needs a bearer token made for the feed's
+	// audience (feednames.Audience, as the read API's) whose user may
+	// `get` the non-resource URL /metrics (TokenReview,
+	// SubjectAccessReview); the secure endpoint needs Feed.
 	InsecureMetrics bool
 	// MetricsCertDir holds tls.crt and tls.key for /metrics, reloaded when
 	// they change; without them a self-signed certificate is made at start.
@@ -74,6 +76,9 @@ type Options struct {
 	// APICertDir holds tls.crt and tls.key for the read API, reloaded when
 	// they change; without them a self-signed certificate is made at start.
 	APICertDir string
+	// Timeouts bound reading requests and idle connections on the read
+	// API and /metrics (zero: the defaults of Timeouts).
+	Timeouts Timeouts
 	// EnableHTTP2 offers HTTP/2 on the metrics and read API endpoints (off
 	// by default: its stream handling had denial of service flaws).
 	EnableHTTP2 bool
@@ -171,6 +176,9 @@ func New(o Options) (manager.Manager, error) {
 	if o.Log.GetSink() == nil {
 		o.Log = ctrl.Log.WithName("flightfeed")
 	}
+	if orDefault(o.MetricsAddr, DefaultMetricsAddr) != "0" && !o.InsecureMetrics && o.Feed.Name == "" {
+		return nil, errors.New("pump pod: the secure metrics endpoint needs the feed (its tokens are bound to the feed's audience)")
+	}
 	cfg, err := serving.RestConfig(o.RestConfig, o.Kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("pump pod: %w", err)
@@ -180,9 +188,12 @@ func New(o Options) (manager.Manager, error) {
 		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Logger:                 o.Log,
-		Metrics:                metricsOptions(o),
+		Scheme: scheme,
+		Logger: o.Log,
+		// The pump pod serves /metrics itself (metricsServer): bound to
+		// the feed's audience, with timeouts; controller-runtime's server
+		// is off.
+		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: orDefault(o.ProbeAddr, DefaultProbeAddr),
 		// Every replica reconciles every feed; each feed elects its own
 		// pump through its own Lease.
@@ -279,11 +290,23 @@ func New(o Options) (manager.Manager, error) {
 	if err := mgr.AddReadyzCheck("informers", cacheSynced(mgr)); err != nil {
 		return nil, fmt.Errorf("pump pod: readyz: %w", err)
 	}
+	// One Access for the read API and /metrics: one cache, and one limit
+	// of new tokens reviewed a second for the whole pod.
+	access := NewAccess(reviewKube.AuthenticationV1().TokenReviews(), reviewKube.AuthorizationV1().SubjectAccessReviews(), nil)
+	if addr := orDefault(o.MetricsAddr, DefaultMetricsAddr); addr != "0" {
+		gatherer, ok := reg.(prometheus.Gatherer)
+		if !ok {
+			gatherer = crmetrics.Registry
+		}
+		if err := mgr.Add(&metricsServer{addr: addr, feed: o.Feed, insecure: o.InsecureMetrics, certDir: o.MetricsCertDir, http2: o.EnableHTTP2,
+			gatherer: gatherer, access: access, timeouts: o.Timeouts, log: o.Log.WithName("metrics")}); err != nil {
+			return nil, fmt.Errorf("pump pod: add metrics: %w", err)
+		}
+	}
 	if addr := orDefault(o.APIAddr, DefaultAPIAddr); addr != "0" {
-		access := NewAccess(reviewKube.AuthenticationV1().TokenReviews(), reviewKube.AuthorizationV1().SubjectAccessReviews(), nil)
 		api := NewReadAPI(dir, access, o.APIMaxConcurrentRequests,
 			APIMetrics{Rejected: metrics.ReadAPIRejected(), Requests: metrics.ReadAPIRequests(), Duration: metrics.ReadAPIDuration()}, o.Log.WithName("read-api"))
-		if err := mgr.Add(&apiServer{addr: addr, api: api, certDir: o.APICertDir, http2: o.EnableHTTP2, log: o.Log.WithName("read-api")}); err != nil {
+		if err := mgr.Add(&apiServer{addr: addr, api: api, certDir: o.APICertDir, http2: o.EnableHTTP2, timeouts: o.Timeouts, log: o.Log.WithName("read-api")}); err != nil {
 			return nil, fmt.Errorf("pump pod: add read api: %w", err)
 		}
 	}
@@ -304,10 +327,6 @@ func ownClient(cfg *rest.Config, qps float32, burst int) (*kubernetes.Clientset,
 	c.RateLimiter = nil
 	c.QPS, c.Burst = qps, burst
 	return kubernetes.NewForConfig(c)
-}
-
-func metricsOptions(o Options) metricsserver.Options {
-	return serving.MetricsOptions(orDefault(o.MetricsAddr, DefaultMetricsAddr), o.InsecureMetrics, o.MetricsCertDir, o.EnableHTTP2)
 }
 
 // cacheOptions watches the one feed (and its namespace's FlightFeedDays),
@@ -357,20 +376,25 @@ func durationOr(d, def time.Duration) time.Duration {
 }
 
 // logrWriter turns net/http's error log lines into logr messages.
-type logrWriter struct{ log logr.Logger }
+type logrWriter struct {
+	log logr.Logger
+	// msg is the message of each line ("read api: connection").
+	msg string
+}
 
 func (w logrWriter) Write(p []byte) (int, error) {
-	w.log.Info("read api: connection", "error", strings.TrimSpace(string(p)))
+	w.log.Info(w.msg, "error", strings.TrimSpace(string(p)))
 	return len(p), nil
 }
 
 // apiServer runs the read API as a manager Runnable on every replica.
 type apiServer struct {
-	addr    string
-	api     *ReadAPI
-	certDir string
-	http2   bool
-	log     logr.Logger
+	addr     string
+	api      *ReadAPI
+	certDir  string
+	http2    bool
+	timeouts Timeouts
+	log      logr.Logger
 }
 
 // NeedLeaderElection is false: every replica serves reads.
@@ -384,15 +408,14 @@ func (s *apiServer) Start(ctx context.Context) error {
 		return fmt.Errorf("read api: %w", err)
 	}
 	srv := &http.Server{
-		Addr:              s.addr,
-		Handler:           s.api.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		WriteTimeout:      2 * readTimeout,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		Addr:        s.addr,
+		Handler:     s.api.Handler(),
+		BaseContext: func(net.Listener) context.Context { return ctx },
 		// TLS handshake failures (port scanners, plain HTTP) are the
 		// caller's problem: debug level, through the manager's logger.
-		ErrorLog: stdlog.New(logrWriter{s.log.V(1)}, "", 0),
+		ErrorLog: stdlog.New(logrWriter{s.log.V(1), "read api: connection"}, "", 0),
 	}
+	s.timeouts.apply(srv, 2*readTimeout)
 	if !s.http2 {
 		// A non-nil, empty map: no HTTP/2 even if a client asks for it.
 		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}

@@ -200,6 +200,9 @@ func serveDB(t *testing.T, dsn string, states []flight.State, readDSN string) se
 		RestConfig: restCfg, APIAddr: srv.api, ProbeAddr: srv.probe, MetricsAddr: srv.metrics,
 		Identity: "replica-a", LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond,
 		StatusInterval: 300 * time.Millisecond, Factory: idleFactory, Namespaces: []string{srv.ns},
+		// The pump pod of ns/pek, as the operator runs it: its /metrics
+		// takes tokens for pek's audience.
+		Feed: types.NamespacedName{Namespace: srv.ns, Name: "pek"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +217,9 @@ func serveDB(t *testing.T, dsn string, states []flight.State, readDSN string) se
 		}
 	})
 	srv.reader = saToken(t, srv.ns, "reader", readerRole(srv.ns), feedAudience(srv.ns))
-	srv.scraper = saToken(t, srv.ns, "scraper", metricsReaderRole(srv.ns))
+	// The scraper's token is made for the feed's audience: the pump pod's
+	// /metrics takes no other (issue 46).
+	srv.scraper = saToken(t, srv.ns, "scraper", metricsReaderRole(srv.ns), feedAudience(srv.ns))
 	await.Eventually(t, "the metrics endpoint to answer", waitLong, func() (bool, string) {
 		code, body := getAs(t, srv.scraper, "https://"+srv.metrics+"/metrics")
 		return code == http.StatusOK, fmt.Sprint(code, " ", string(body[:min(len(body), 200)]))
@@ -446,7 +451,7 @@ func TestManagerServesReadsMetricsAndProbes(t *testing.T) {
 // 403, with it 200; the read API's refusals are JSON. Both are HTTPS.
 func TestReadAPIAndMetricsRequireAnAllowedToken(t *testing.T) {
 	srv := serve(t)
-	outsider := saToken(t, srv.ns, "outsider", nil)
+	outsiderForAPIServer := saToken(t, srv.ns, "outsider", nil)
 	outsiderForFeed := token(t, srv.ns, "outsider", feedAudience(srv.ns))
 	// Allowed to read flights elsewhere, not in srv.ns.
 	otherNS := srv.ns + "-other"
@@ -460,8 +465,9 @@ func TestReadAPIAndMetricsRequireAnAllowedToken(t *testing.T) {
 	readerForAPIServer := token(t, srv.ns, "reader")
 	readerForOtherFeed := token(t, srv.ns, "reader", feednames.Audience(types.NamespacedName{Namespace: srv.ns, Name: "pvg"}))
 	// Bound to the metrics reader, not to the flights.
-	scraper := srv.scraper
-	scraperForFeed := token(t, srv.ns, "scraper", feedAudience(srv.ns))
+	scraperForFeed := srv.scraper
+	scraperForAPIServer := token(t, srv.ns, "scraper")
+	scraperForOtherFeed := token(t, srv.ns, "scraper", feednames.Audience(types.NamespacedName{Namespace: srv.ns, Name: "pvg"}))
 	feed, metrics := srv.flights(), "https://"+srv.metrics+"/metrics"
 
 	for _, tc := range []struct {
@@ -478,9 +484,12 @@ func TestReadAPIAndMetricsRequireAnAllowedToken(t *testing.T) {
 		{"read API, the metrics scraper", scraperForFeed, feed, http.StatusForbidden},
 		{"read API, the reader", srv.reader, feed, http.StatusOK},
 		{"metrics, no token", "", metrics, http.StatusUnauthorized},
-		{"metrics, a ServiceAccount without a binding", outsider, metrics, http.StatusForbidden},
-		{"metrics, the flights reader", readerForAPIServer, metrics, http.StatusForbidden},
-		{"metrics, the scraper", scraper, metrics, http.StatusOK},
+		{"metrics, a ServiceAccount without a binding", outsiderForFeed, metrics, http.StatusForbidden},
+		{"metrics, a ServiceAccount without a binding, its token for the API server", outsiderForAPIServer, metrics, http.StatusUnauthorized},
+		{"metrics, the flights reader", srv.reader, metrics, http.StatusForbidden},
+		{"metrics, the scraper's token for the API server", scraperForAPIServer, metrics, http.StatusUnauthorized},
+		{"metrics, the scraper's token for another feed", scraperForOtherFeed, metrics, http.StatusUnauthorized},
+		{"metrics, the scraper", scraperForFeed, metrics, http.StatusOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, body := getAs(t, tc.token, tc.url)

@@ -6,6 +6,9 @@
 // fills an ordinary Secret with a TokenRequest token of the scraper's
 // ServiceAccount, expiring after its TTL, and writes a fresh one before a
 // third of the TTL is left; Prometheus Operator rewrites the scrape
-// configuration when the Secret changes. The decision of when to renew is
+// configuration when the Secret changes. The token carries the API
+// server's audience (the operator's /metrics) and, with Keeper.Audiences,
+// every feed's: a pump pod's /metrics takes only a token made for its
+// feed (issue 46). The decision of when to renew is
 // the pure function Due; the rest is a thin adapter over client-go.
 package scrapertoken

@@ -2,8 +2,12 @@ package scrapertoken
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -22,6 +26,12 @@ const (
 	// ExpiresAnnotation on the Secret is when its token expires (RFC 3339,
 	// as the API server answered the TokenRequest).
 	ExpiresAnnotation = "flightfeed.aero/token-expires"
+	// AudiencesAnnotation on the Secret lists the feed audiences its token
+	// was made for (comma-separated, sorted), besides the API server's.
+	AudiencesAnnotation = "flightfeed.aero/token-audiences"
+	// AudiencesRecheck is how often the Keeper looks for feeds whose
+	// audience its token lacks (a new feed's pump is scraped from then on).
+	AudiencesRecheck = time.Minute
 	// DefaultTTL is a token's requested lifetime.
 	DefaultTTL = 24 * time.Hour
 	// MinTTL is the shortest lifetime the API server issues.
@@ -53,6 +63,11 @@ type Keeper struct {
 	TTL                               time.Duration    // default DefaultTTL
 	Clock                             clock.WithTicker // default the real clock
 	Log                               logr.Logger
+	// Audiences lists the feed audiences (feednames.Audience) the token
+	// must carry besides the API server's: the pump pods' /metrics takes
+	// only a token made for its feed (issue 46). The token is made again
+	// when the list changes. Nil: the API server's audience alone.
+	Audiences func(ctx context.Context) ([]string, error)
 }
 
 // Validate reports a Keeper that cannot work.
@@ -103,6 +118,10 @@ func (k *Keeper) Start(ctx context.Context) error {
 		} else {
 			wait = retryFirst
 		}
+		if k.Audiences != nil {
+			// New feeds are noticed without waiting for the renewal.
+			next = minTime(next, c.Now().Add(AudiencesRecheck))
+		}
 		t := c.NewTimer(max(next.Sub(c.Now()), 0))
 		select {
 		case <-ctx.Done():
@@ -127,11 +146,29 @@ func (k *Keeper) Renew(ctx context.Context) (time.Time, error) {
 	}
 	now, ttl := k.clock().Now(), k.ttl()
 	expires, _ := time.Parse(time.RFC3339, s.Annotations[ExpiresAnnotation])
-	if len(s.Data[Key]) > 0 && !Due(now, expires, ttl) {
+	var feeds []string
+	if k.Audiences != nil {
+		if feeds, err = k.Audiences(ctx); err != nil {
+			return time.Time{}, fmt.Errorf("list the feeds' audiences for the scraper token: %w", err)
+		}
+		feeds = slices.Compact(slices.Sorted(slices.Values(feeds)))
+	}
+	sameFeeds := s.Annotations[AudiencesAnnotation] == strings.Join(feeds, ",")
+	if len(s.Data[Key]) > 0 && !Due(now, expires, ttl) && sameFeeds {
 		return RenewAt(expires, ttl), nil
 	}
+	var audiences []string
+	if len(feeds) > 0 {
+		// Naming audiences replaces the API server's own: it is asked
+		// for first (the audience of a token requested without any), so
+		// the token still scrapes the operator's /metrics.
+		if audiences, err = k.apiServerAudiences(ctx); err != nil {
+			return time.Time{}, err
+		}
+		audiences = append(audiences, feeds...)
+	}
 	tr, err := k.Client.CoreV1().ServiceAccounts(k.Namespace).CreateToken(ctx, k.ServiceAccount, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(ttl / time.Second))},
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(ttl / time.Second)), Audiences: audiences},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		return time.Time{}, fmt.Errorf("request a token of ServiceAccount %s/%s: %w", k.Namespace, k.ServiceAccount, err)
@@ -141,6 +178,11 @@ func (k *Keeper) Renew(ctx context.Context) (time.Time, error) {
 		s.Annotations = map[string]string{}
 	}
 	s.Annotations[ExpiresAnnotation] = got.Format(time.RFC3339)
+	if len(feeds) > 0 {
+		s.Annotations[AudiencesAnnotation] = strings.Join(feeds, ",")
+	} else {
+		delete(s.Annotations, AudiencesAnnotation)
+	}
 	if s.Data == nil {
 		s.Data = map[string][]byte{}
 	}
@@ -155,6 +197,58 @@ func (k *Keeper) Renew(ctx context.Context) (time.Time, error) {
 	if granted := got.Sub(now); granted < ttl-time.Minute {
 		lifetime = granted
 	}
-	k.Log.Info("scraper token renewed", "secret", k.Namespace+"/"+k.Secret, "expires", got.Format(time.RFC3339))
+	k.Log.Info("scraper token renewed", "secret", k.Namespace+"/"+k.Secret, "expires", got.Format(time.RFC3339), "feeds", len(feeds))
 	return RenewAt(got, lifetime), nil
+}
+
+// apiServerAudiences are the audiences of a token the API server issues
+// when none is asked for: the "aud" claim of such a token, requested for
+// the shortest lifetime and never stored. (The claim is read, not
+// verified: the token comes straight from the API server.)
+func (k *Keeper) apiServerAudiences(ctx context.Context) ([]string, error) {
+	tr, err := k.Client.CoreV1().ServiceAccounts(k.Namespace).CreateToken(ctx, k.ServiceAccount, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(MinTTL / time.Second))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("request a token of ServiceAccount %s/%s to learn the API server's audience: %w", k.Namespace, k.ServiceAccount, err)
+	}
+	aud, err := TokenAudiences(tr.Status.Token)
+	if err != nil {
+		return nil, fmt.Errorf("the API server's audience: %w", err)
+	}
+	return aud, nil
+}
+
+// TokenAudiences reads the "aud" claim of a JWT (a string or a list).
+func TokenAudiences(token string) ([]string, error) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return nil, errors.New("the token is not a JWT")
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return nil, fmt.Errorf("decode the token's claims: %w", err)
+	}
+	var claims struct {
+		Aud json.RawMessage `json:"aud"`
+	}
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		return nil, fmt.Errorf("read the token's claims: %w", err)
+	}
+	var one string
+	if json.Unmarshal(claims.Aud, &one) == nil && one != "" {
+		return []string{one}, nil
+	}
+	var many []string
+	if err := json.Unmarshal(claims.Aud, &many); err != nil || len(many) == 0 {
+		return nil, errors.New("the token names no audience")
+	}
+	return many, nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }

@@ -30,8 +30,10 @@ import (
 // default's (40 MiB): an unset option, and the one-off connections of the
 // schema commands, get 41 MiB. That is one message in one connection's
 // buffer: the pool's 4 connections hold at most 164 MiB at once in the
-// worst case, within the pump pod's 512 MiB; 256 MiB a connection would
-// not be.
+// worst case. With the mailbox's connections that does not fit every pod's
+// memory limit, so the pump lowers the bound (Options.ReadCap) and the
+// feed's maxMessageBytes to the share of its limit each connection may
+// take (feedrun.FitReadCaps, issue 46).
 
 // MessageMargin is what MessageBound adds to the largest body: a DataRow's
 // other columns and framing take a few dozen bytes.
@@ -62,7 +64,16 @@ func (e *MessageBoundError) Error() string {
 // a reader that names the bound in its error (what pgx says alone is
 // "invalid body length"), and pgproto3's own limit behind it.
 func boundFrontend(maxMessageBytes int64) pgconn.BuildFrontendFunc {
+	return boundFrontendCapped(maxMessageBytes, 0)
+}
+
+// boundFrontendCapped is boundFrontend with the bound lowered to readCap
+// when that is positive and smaller.
+func boundFrontendCapped(maxMessageBytes, readCap int64) pgconn.BuildFrontendFunc {
 	limit := MessageBound(maxMessageBytes)
+	if readCap > 0 {
+		limit = min(limit, readCap)
+	}
 	return func(r io.Reader, w io.Writer) *pgproto3.Frontend {
 		f := pgproto3.NewFrontend(&boundReader{r: r, limit: limit}, w)
 		f.SetMaxBodyLen(int(limit))

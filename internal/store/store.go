@@ -61,6 +61,10 @@ type Options struct {
 	// MaxMessageBytes is the feed's mailbox.maxMessageBytes: a connection
 	// refuses a server message above MessageBound of it (0: the default's).
 	MaxMessageBytes int64
+	// ReadCap, when positive, lowers the bound of every connection's
+	// server message to it: the share of the pod's memory limit a
+	// connection may hold (feedrun.FitReadCaps).
+	ReadCap int64
 }
 
 // Store is the PostgreSQL state database of one feed.
@@ -87,7 +91,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, dsnError(dsn, "parse database DSN %s: %w", config.RedactDSN(dsn), parseReason(err))
 	}
 	applyTLS(&cfg.ConnConfig.Config, opts.TLS)
-	cfg.ConnConfig.BuildFrontend = boundFrontend(opts.MaxMessageBytes)
+	cfg.ConnConfig.BuildFrontend = boundFrontendCapped(opts.MaxMessageBytes, opts.ReadCap)
 	cfg.MaxConns = opts.MaxConns
 	idle := opts.IdleInTransactionTimeout
 	if idle <= 0 {
