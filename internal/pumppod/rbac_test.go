@@ -404,7 +404,7 @@ func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 					t.Errorf("%v: pump args %v lack %s", tc.args, d.Args, a)
 				}
 			}
-			if d.Resources.Limits.Memory().String() != "256Mi" || d.TerminationGracePeriod == nil {
+			if d.Resources.Limits.Memory().String() != "512Mi" || d.TerminationGracePeriod == nil {
 				t.Errorf("%v: pump resources %v, grace period %v", tc.args, d.Resources, d.TerminationGracePeriod)
 			}
 		}
