@@ -25,7 +25,8 @@ type FlightFeedSpec struct {
 	// Kafka receives full-state and change-notice events.
 	Kafka KafkaSpec `json:"kafka"`
 
-	// Requests controls the full-day schedule requests (RQFD) the pump sends.
+	// Requests controls the requests the pump sends: full-day schedules
+	// (RQFD) and, when asked for, reference-data lists (RQRD).
 	// +optional
 	// +kubebuilder:default={}
 	Requests RequestsSpec `json:"requests,omitempty"`
@@ -483,7 +484,8 @@ type KafkaSASL struct {
 
 // RequestsSpec controls the full-day schedule requests (RQFD). The pump
 // requests each operation day of the horizon, one after the other, before it
-// processes the first mailbox row and again every Interval.
+// processes the first mailbox row and again every Interval. ReferenceData
+// adds the reference-data requests (RQRD).
 type RequestsSpec struct {
 	// Horizon is the range of operation days requested, relative to today
 	// (airport-local). Default from -1 to 1.
@@ -535,9 +537,51 @@ type RequestsSpec struct {
 	Receiver string `json:"receiver,omitempty"`
 
 	// Disabled stops the pump from sending requests (the AODB's window
-	// pushes still upsert, but no day is ever diff-deleted). Default false.
+	// pushes still upsert, but no day is ever diff-deleted), the
+	// reference-data requests too. Default false.
 	// +optional
 	Disabled bool `json:"disabled,omitempty"`
+
+	// ReferenceData asks the AODB for whole reference-data lists (RQRD):
+	// when the pump starts leading and then every ReferenceData.Interval,
+	// one request per type listed whose list was neither asked for nor
+	// replaced (a DNLD or RESP) within that interval. The answers (RESP)
+	// replace the lists. Off by default (no types).
+	// +optional
+	ReferenceData ReferenceDataRequestsSpec `json:"referenceData,omitempty"`
+}
+
+// ReferenceDataRequestsSpec says which reference-data lists the pump asks
+// the AODB for (RQRD), how often, and where the requests go.
+type ReferenceDataRequestsSpec struct {
+	// Types are the reference-data types requested, each by its SIS TYPE
+	// (GLST) or its list name (gates), case-insensitive, or all for every
+	// one of the interface's 23 types. Default none: no request.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=32
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z-]+$`
+	Types []string `json:"types,omitempty"`
+
+	// Interval within which a list asked for or replaced is not asked for
+	// again (a restarted pump included). Default 24h, at least 1m.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) >= duration('1m'))",message="must be at least 1m"
+	// +optional
+	// +kubebuilder:default="24h"
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// RoutingID written to COUTMSGS.ROUTINGID for these requests, where
+	// the AODB routes reference-data requests apart from full-day ones.
+	// Default requests.routingId. Letters, digits and _.:@#+=-.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.:@#+=-]+$`
+	RoutingID string `json:"routingId,omitempty"`
 }
 
 // HorizonSpec is a range of days relative to today, both ends included.

@@ -65,6 +65,8 @@ func SetDefaults(spec *v1alpha1.FlightFeedSpec) {
 	str(&r.RoutingID, DefaultRoutingID)
 	str(&r.Sender, DefaultRequestSender)
 	str(&r.Receiver, DefaultRequestReceiver)
+	dur(&r.ReferenceData.Interval, DefaultReferenceDataInterval)
+	str(&r.ReferenceData.RoutingID, r.RoutingID)
 
 	ret := &spec.Retention
 	if ret.LedgerDays == nil {

@@ -69,25 +69,28 @@ const (
 	DefaultClientID              = "flightfeed"
 	DefaultTransactionalIDPrefix = "flightfeed"
 	// DefaultMaxRecordBytes is Kafka's own max.message.bytes default, 1 MiB.
-	DefaultMaxRecordBytes     = 1 << 20
-	DefaultCompression        = "zstd"
-	DefaultHorizonFrom        = -1
-	DefaultHorizonTo          = 1
-	DefaultRequestInterval    = time.Hour
-	DefaultRequestTimeout     = 5 * time.Minute
-	DefaultRoutingID          = "AODB"
-	DefaultRequestSender      = "RMS"
-	DefaultRequestReceiver    = "AODB"
-	DefaultLedgerDays         = 7
-	DefaultNullDayDays        = 7
-	DefaultTraceLogDays       = 90
-	DefaultArchiveDays        = 90
-	DefaultDeliveredEventDays = 2
-	DefaultFlightFeedDays     = 14
-	DefaultHistoryAge         = 48 * time.Hour
-	DefaultSweepInterval      = 10 * time.Minute
-	DefaultPlausibleWindow    = 365 * 24 * time.Hour
-	DefaultUnsupportedRetries = 3
-	DefaultBackoffInitial     = 500 * time.Millisecond
-	DefaultBackoffMax         = time.Minute
+	DefaultMaxRecordBytes  = 1 << 20
+	DefaultCompression     = "zstd"
+	DefaultHorizonFrom     = -1
+	DefaultHorizonTo       = 1
+	DefaultRequestInterval = time.Hour
+	DefaultRequestTimeout  = 5 * time.Minute
+	DefaultRoutingID       = "AODB"
+	DefaultRequestSender   = "RMS"
+	DefaultRequestReceiver = "AODB"
+	// DefaultReferenceDataInterval: reference lists change seldom, and
+	// their ADD, UPD and DEL messages keep them current in between.
+	DefaultReferenceDataInterval = 24 * time.Hour
+	DefaultLedgerDays            = 7
+	DefaultNullDayDays           = 7
+	DefaultTraceLogDays          = 90
+	DefaultArchiveDays           = 90
+	DefaultDeliveredEventDays    = 2
+	DefaultFlightFeedDays        = 14
+	DefaultHistoryAge            = 48 * time.Hour
+	DefaultSweepInterval         = 10 * time.Minute
+	DefaultPlausibleWindow       = 365 * 24 * time.Hour
+	DefaultUnsupportedRetries    = 3
+	DefaultBackoffInitial        = 500 * time.Millisecond
+	DefaultBackoffMax            = time.Minute
 )

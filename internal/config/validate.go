@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/sis"
 )
 
 // The length limits are checked apart from the patterns: a counted
@@ -285,7 +287,72 @@ func validateRequests(r *v1alpha1.RequestsSpec, path *field.Path) field.ErrorLis
 		}
 		errs = append(errs, code(path.Child(c.name), c.value)...)
 	}
+	return append(errs, validateReferenceData(&r.ReferenceData, path.Child("referenceData"))...)
+}
+
+// AllReferenceTypes is the entry of requests.referenceData.types that
+// stands for every reference-data type.
+const AllReferenceTypes = "all"
+
+// maxReferenceTypes bounds requests.referenceData.types (as the schema
+// does): the interface has 23 types, each with two names, and all.
+const maxReferenceTypes = 64
+
+func validateReferenceData(rd *v1alpha1.ReferenceDataRequestsSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, atLeast(path.Child("interval"), rd.Interval, time.Minute)...)
+	if e := length(path.Child("routingId"), rd.RoutingID, 64); e != nil {
+		errs = append(errs, e...)
+	} else {
+		errs = append(errs, code(path.Child("routingId"), rd.RoutingID)...)
+	}
+	tp := path.Child("types")
+	if len(rd.Types) > maxReferenceTypes {
+		return append(errs, field.TooMany(tp, len(rd.Types), maxReferenceTypes))
+	}
+	for i, t := range rd.Types {
+		if strings.EqualFold(t, AllReferenceTypes) {
+			continue
+		}
+		if _, ok := sis.LookupReferenceKind(t); !ok {
+			errs = append(errs, field.Invalid(tp.Index(i), t, referenceTypesMessage()))
+		}
+	}
 	return errs
+}
+
+// referenceTypesMessage names every valid entry of
+// requests.referenceData.types, on one line.
+func referenceTypesMessage() string {
+	kinds := sis.ReferenceKinds()
+	slices.SortFunc(kinds, func(a, b sis.ReferenceKind) int { return strings.Compare(a.Type, b.Type) })
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = k.Type + " (" + k.Name + ")"
+	}
+	return "must be " + AllReferenceTypes + " or a reference-data type, by its SIS TYPE or list name (case-insensitive): " +
+		strings.Join(names, ", ")
+}
+
+// ReferenceRequestTypes resolves a validated requests.referenceData.types
+// into SIS TYPEs, sorted, each once: all is every type; an entry that names
+// no type (refused by ValidateSpec) is left out. None: no request.
+func ReferenceRequestTypes(rd v1alpha1.ReferenceDataRequestsSpec) []string {
+	var out []string
+	for _, t := range rd.Types {
+		if strings.EqualFold(t, AllReferenceTypes) {
+			out = out[:0]
+			for _, k := range sis.ReferenceKinds() {
+				out = append(out, k.Type)
+			}
+			break
+		}
+		if k, ok := sis.LookupReferenceKind(t); ok {
+			out = append(out, k.Type)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func validateRetention(r *v1alpha1.RetentionSpec, path *field.Path) field.ErrorList {

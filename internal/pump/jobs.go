@@ -12,12 +12,16 @@ import (
 // sweepBatch bounds one history transaction.
 const sweepBatch = 500
 
-// runJobs runs the requests state machine and, when due, the lifecycle
-// jobs (seed 000 §8), on the pump's FIFO between batches. Failures are
-// logged and retried on the next round; they never block messages.
+// runJobs runs the requests state machine, the reference-data requests
+// and, when due, the lifecycle jobs (seed 000 §8), on the pump's FIFO
+// between batches. Failures are logged and retried on the next round; they
+// never block messages.
 func (p *Pump) runJobs(ctx context.Context) {
 	if err := p.reqs.tick(ctx); err != nil && ctx.Err() == nil {
 		p.log.Error(err, "requests")
+	}
+	if err := p.refs.tick(ctx); err != nil && ctx.Err() == nil {
+		p.log.Error(err, "reference-data requests")
 	}
 	now := p.clock.Now()
 	if now.Before(p.nextJobs) {

@@ -240,6 +240,9 @@ func (p *Pump) apply(ctx context.Context, run *batchRun, msg *sis.Message, row m
 		return len(out.Versions) > 0, nil, nil, err
 	case sis.KindReference:
 		run.reference = append(run.reference, referenceChange(row.ID, msg.Reference))
+		if err := p.completeReferenceRequest(ctx, run.tx, msg, row.ID); err != nil {
+			return false, nil, nil, err
+		}
 		if msg.Reference.DuplicateKeys > 0 {
 			return false, nil, []string{FlagDuplicateKey}, nil
 		}

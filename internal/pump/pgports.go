@@ -93,6 +93,10 @@ func (s pgStore) RequestSent(ctx context.Context, id, outboxID int64, at time.Ti
 }
 
 func (s pgStore) AskedSince(ctx context.Context, kind string, days []string, since time.Time) (pumpdata.AskedDays, error) {
+	if kind == pumpdata.RequestKindRQRD {
+		asked, err := s.st.ReferenceAskedSince(ctx, days, since)
+		return pumpdata.AskedDays{Asked: asked, Failed: map[string]pumpdata.FailedRequest{}}, err
+	}
 	return s.st.AskedSince(ctx, kind, days, since)
 }
 
@@ -172,6 +176,9 @@ func (t pgTx) ApplySnapshot(ctx context.Context, meta engine.Meta, snap pumpdata
 }
 
 func (t pgTx) OpenRequest(ctx context.Context, kind, day, receiver, start, end, routingID string, seqn int) (*pumpdata.Request, error) {
+	if typ, ok := pumpdata.ReferenceRequestType(kind); ok {
+		return t.tx.OpenReferenceRequest(ctx, typ, receiver, routingID, seqn)
+	}
 	return t.tx.OpenRequest(ctx, kind, day, receiver, start, end, routingID, seqn)
 }
 

@@ -90,7 +90,11 @@ type Store interface {
 	RequestSent(ctx context.Context, id, outboxID int64, at time.Time) error
 	// AskedSince returns which of days had a request of kind sent or
 	// answered at or after since, and which are held: their request
-	// FAILED and no operator re-requested them since.
+	// FAILED and no operator re-requested them since. For the kind
+	// pumpdata.RequestKindRQRD, days are reference-data lists (SIS
+	// TYPEs): Asked are those whose reference-data request was sent or
+	// answered, or whose list was replaced whole (a DNLD or RESP, requested
+	// or not), at or after since; none is held.
 	AskedSince(ctx context.Context, kind string, days []string, since time.Time) (pumpdata.AskedDays, error)
 	// PendingReplays lists up to limit PENDING replay requests, oldest
 	// first (`flightfeed replay` records them).
@@ -137,7 +141,8 @@ type Tx interface {
 	// is a *snapshot.Rejection and leaves nothing written.
 	ApplySnapshot(ctx context.Context, meta engine.Meta, snap pumpdata.Snapshot) (pumpdata.SnapshotEffect, error)
 	// OpenRequest registers a new live request of kind for day to
-	// receiver, expiring the previous live one.
+	// receiver, expiring the previous live one. A reference-data request
+	// (kind pumpdata.ReferenceRequestKind) has no day, start or end.
 	OpenRequest(ctx context.Context, kind, day, receiver, start, end, routingID string, seqn int) (*pumpdata.Request, error)
 	// SettleRequest records what befell the pending request id: it ends
 	// COMPLETED (answered by s.MessageID) or TIMED_OUT, or an answer

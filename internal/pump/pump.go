@@ -135,6 +135,7 @@ type Pump struct {
 	decode sis.Options
 	seqn   *sis.SeqnGenerator
 	reqs   requester
+	refs   refRequester
 	// lastSeqn per sender, for SEQN regression flags (this session only).
 	lastSeqn map[string]int
 	// cache holds the flight states this pump committed (checked by
@@ -247,6 +248,7 @@ func New(ctx context.Context, opts Options) (*Pump, error) {
 	}
 	p.seqn = sis.NewSeqnGenerator(sis.Seqn(session.LastSeqn)) //nolint:gosec // 1..999999 by CHECK
 	p.reqs = requester{p: p}
+	p.refs = refRequester{p: p, types: config.ReferenceRequestTypes(feed.Spec.Requests.ReferenceData)}
 	p.rate.since = opts.Clock.Now()
 	p.status = Status{Holder: opts.Identity, Epoch: p.epoch, Since: opts.Clock.Now(), Counts: map[string]int64{},
 		DatabaseReachable: true, MailboxReachable: true}

@@ -245,35 +245,50 @@ func (r *requester) send(ctx context.Context, req *pumpdata.Request) error {
 	if err != nil {
 		return err
 	}
-	now := r.p.clock.Now()
+	return r.p.sendRequest(ctx, req, spec.RoutingID, "full-day request", func(meta sis.RequestMeta) ([]byte, error) {
+		body, err := sis.EncodeRQFD(meta, start, end)
+		if err != nil {
+			return nil, fmt.Errorf("encode request for %s: %w", req.Day, err)
+		}
+		return body, nil
+	}, "day", req.Day)
+}
+
+// sendRequest writes request req into the mailbox's outbound table under
+// routingID, its body from encode (given the request's META), and records
+// it sent; what names the request in the log, with keysAndValues.
+func (p *Pump) sendRequest(ctx context.Context, req *pumpdata.Request, routingID, what string,
+	encode func(sis.RequestMeta) ([]byte, error), keysAndValues ...any) error {
+	spec := p.feed.Spec.Requests
+	now := p.clock.Now()
 	// A pump that died between inserting the request and recording it
 	// left it in the outbound table: it is recorded, not sent twice (the
-	// AODB would answer both with a full-day snapshot).
+	// AODB would answer both, each with a full-day snapshot or a whole
+	// list).
 	seqn := sis.Seqn(req.Seqn) //nolint:gosec // 1..999999
-	outID, found, err := r.p.mbox.FindRequest(ctx, spec.RoutingID, seqn.String(), req.RequestedAt.Add(-requestClockSkew))
+	outID, found, err := p.mbox.FindRequest(ctx, routingID, seqn.String(), req.RequestedAt.Add(-requestClockSkew))
 	if err != nil {
 		return err
 	}
 	if found {
-		if err := r.p.store.RequestSent(ctx, req.ID, outID, now); err != nil {
+		if err := p.store.RequestSent(ctx, req.ID, outID, now); err != nil {
 			return err
 		}
-		r.p.log.Info("full-day request found already sent", "day", req.Day, "seqn", req.Seqn, "outbound_id", outID)
+		p.log.Info(what+" found already sent", append(keysAndValues, "seqn", req.Seqn, "outbound_id", outID)...)
 		return nil
 	}
-	body, err := sis.EncodeRQFD(sis.RequestMeta{Sndr: spec.Sender, Rcvr: spec.Receiver, Seqn: seqn,
-		Time: now, Location: r.p.feed.Location}, start, end)
-	if err != nil {
-		return fmt.Errorf("encode request for %s: %w", req.Day, err)
-	}
-	outID, err = r.p.mbox.SendRequest(ctx, spec.RoutingID, body, now)
+	body, err := encode(sis.RequestMeta{Sndr: spec.Sender, Rcvr: spec.Receiver, Seqn: seqn, Time: now, Location: p.feed.Location})
 	if err != nil {
 		return err
 	}
-	if err := r.p.store.RequestSent(ctx, req.ID, outID, now); err != nil {
+	outID, err = p.mbox.SendRequest(ctx, routingID, body, now)
+	if err != nil {
 		return err
 	}
-	r.p.log.Info("full-day request sent", "day", req.Day, "seqn", req.Seqn, "outbound_id", outID)
+	if err := p.store.RequestSent(ctx, req.ID, outID, now); err != nil {
+		return err
+	}
+	p.log.Info(what+" sent", append(keysAndValues, "seqn", req.Seqn, "outbound_id", outID)...)
 	return nil
 }
 

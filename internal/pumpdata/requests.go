@@ -1,6 +1,7 @@
 package pumpdata
 
 import (
+	"strings"
 	"time"
 )
 
@@ -16,7 +17,28 @@ const (
 	RequestFailed = "FAILED"
 )
 
-// Request is one outbound full-day request.
+// RequestKindRQRD names the reference-data requests as a whole (the
+// lists asked for: Store.AskedSince); each list's requests are of its own
+// kind, ReferenceRequestKind.
+const RequestKindRQRD = "RQRD"
+
+// referenceRequestPrefix starts the kind of a reference-data request.
+const referenceRequestPrefix = RequestKindRQRD + ":"
+
+// ReferenceRequestKind is the kind of the reference-data requests (RQRD)
+// for the list of SIS TYPE typ: RQRD:GLST. One kind per list, so each list
+// has its own live request.
+func ReferenceRequestKind(typ string) string { return referenceRequestPrefix + typ }
+
+// ReferenceRequestType is the SIS TYPE a reference-data request's kind
+// asks for, and whether kind is one.
+func ReferenceRequestType(kind string) (string, bool) {
+	return strings.CutPrefix(kind, referenceRequestPrefix)
+}
+
+// Request is one outbound request: a full-day request (RQFD) for Day, or
+// a reference-data request (RQRD, Kind ReferenceRequestKind) for a whole
+// list, whose Day is "".
 type Request struct {
 	ID   int64
 	Kind string

@@ -81,6 +81,8 @@ func TestCRDInstallsAndValidates(t *testing.T) {
 		{"same topic twice", "notice: KAFKA_MSG", "notice: KAFKA_SCHD", "spec.kafka.topics.notice"},
 		{"notice topic named like the default state topic", "topics: {state: KAFKA_SCHD, notice: KAFKA_MSG}", "topics: {notice: KAFKA_SCHD}", "spec.kafka.topics.notice"},
 		{"backoff max below initial", "routingId: AODB}", "routingId: AODB}\n  pump: {backoffInitial: 2m}", "spec.pump.backoffMax"},
+		{"reference-data interval below a minute", "routingId: AODB}", "routingId: AODB, referenceData: {types: [GLST], interval: 30s}}", "spec.requests.referenceData.interval"},
+		{"reference-data type with markup", "routingId: AODB}", `routingId: AODB, referenceData: {types: ["GLST<"]}}`, "spec.requests.referenceData.types[0]"},
 		{"secret key with a slash", "{name: pek-db, key: dsn}", "{name: pek-db, key: a/b}", "spec.database.dsnSecretRef.key"},
 		{"secret name with capitals", "{name: pek-db, key: dsn}", "{name: PEK_DB, key: dsn}", "spec.database.dsnSecretRef.name"},
 	}

@@ -3,7 +3,8 @@
 // flight.Commands), rejects bad input with a typed *Error that carries a
 // machine-readable Reason, the offending element path and the failure class
 // (Illegal → DEAD, Unsupported → FAILED(UNSUPPORTED)), and encodes the
-// outbound RQFD request. An Error renders on one line (control characters
+// outbound requests (RQFD, full-day flight data; RQRD, a whole
+// reference-data list). An Error renders on one line (control characters
 // escaped), since its text becomes the mailbox note.
 //
 // Input is UTF-8; a leading byte order mark is dropped. Bytes that are not

@@ -104,3 +104,93 @@ func TestSeqnGeneratorIsConcurrencySafe(t *testing.T) {
 		t.Fatalf("%d unique, last %d", len(unique), g.Last())
 	}
 }
+
+func TestEncodeRQRD(t *testing.T) {
+	at := time.Date(2026, 9, 9, 2, 15, 0, 0, time.UTC) // 10:15 in Shanghai
+	tests := map[string]struct {
+		meta RequestMeta
+		typ  string
+		want string
+	}{
+		"gates with a receiver": {
+			meta: RequestMeta{Sndr: "RMS", Rcvr: "AODB", Seqn: 42, Time: at},
+			typ:  "GLST",
+			want: "<MSG><META><SNDR>RMS</SNDR><RCVR>AODB</RCVR><SEQN>000042</SEQN><DDTM>20260909101500</DDTM>" +
+				"<TYPE>RQRD</TYPE><STYP>GLST</STYP></META><RQRD><RTYP>GLST</RTYP></RQRD></MSG>",
+		},
+		"airlines, no receiver, UTC, escaped sender": {
+			meta: RequestMeta{Sndr: "R&D", Seqn: 999999, Time: at, Location: time.UTC},
+			typ:  "AIRL",
+			want: "<MSG><META><SNDR>R&amp;D</SNDR><SEQN>999999</SEQN><DDTM>20260909021500</DDTM>" +
+				"<TYPE>RQRD</TYPE><STYP>AIRL</STYP></META><RQRD><RTYP>AIRL</RTYP></RQRD></MSG>",
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := EncodeRQRD(tt.meta, tt.typ)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want {
+				t.Fatalf("EncodeRQRD =\n%s\nwant\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+// Every reference-data type can be requested, and the request is one the
+// module's own decoder knows: TYPE RQRD, STYP and RTYP the type, not
+// applied (it is addressed to the AODB).
+func TestEncodeRQRDEveryReferenceType(t *testing.T) {
+	at := time.Date(2026, 9, 9, 10, 0, 0, 0, DefaultLocation)
+	for _, k := range ReferenceKinds() {
+		got, err := EncodeRQRD(RequestMeta{Sndr: "RMS", Seqn: 7, Time: at}, k.Type)
+		if err != nil {
+			t.Fatalf("%s: %v", k.Type, err)
+		}
+		var parsed struct {
+			Meta struct{ SNDR, SEQN, DDTM, TYPE, STYP string } `xml:"META"`
+			RQRD struct{ RTYP string }                         `xml:"RQRD"`
+		}
+		if err := xml.Unmarshal(got, &parsed); err != nil {
+			t.Fatalf("%s: not well-formed: %v\n%s", k.Type, err, got)
+		}
+		if parsed.Meta.TYPE != TypeRQRD || parsed.Meta.STYP != k.Type || parsed.RQRD.RTYP != k.Type || parsed.Meta.SEQN != "000007" ||
+			parsed.Meta.DDTM != "20260909100000" {
+			t.Fatalf("%s: %+v", k.Type, parsed)
+		}
+		msg, err := Decode(got, Options{})
+		if err != nil {
+			t.Fatalf("%s: the decoder refuses the request: %v", k.Type, err)
+		}
+		if msg.Kind != KindNotApplied || msg.Meta.Type != TypeRQRD || msg.Meta.Styp != k.Type {
+			t.Fatalf("%s: decoded as %s %s/%s", k.Type, msg.Kind, msg.Meta.Type, msg.Meta.Styp)
+		}
+	}
+}
+
+func TestEncodeRQRDRejects(t *testing.T) {
+	at := time.Date(2026, 9, 9, 10, 0, 0, 0, DefaultLocation)
+	ok := RequestMeta{Sndr: "R", Seqn: 1, Time: at}
+	tests := map[string]struct {
+		meta RequestMeta
+		typ  string
+	}{
+		"no sender":        {RequestMeta{Seqn: 1, Time: at}, "GLST"},
+		"seqn zero":        {RequestMeta{Sndr: "R", Time: at}, "GLST"},
+		"seqn too big":     {RequestMeta{Sndr: "R", Seqn: MaxSeqn + 1, Time: at}, "GLST"},
+		"no request time":  {RequestMeta{Sndr: "R", Seqn: 1}, "GLST"},
+		"no type":          {ok, ""},
+		"a list name":      {ok, "gates"},
+		"lower case":       {ok, "glst"},
+		"a flight type":    {ok, "SCHD"},
+		"markup in a type": {ok, "GLST</RTYP>"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got, err := EncodeRQRD(tt.meta, tt.typ); !errors.Is(err, ErrBadRequest) {
+				t.Fatalf("error = %v (%s), want ErrBadRequest", err, got)
+			}
+		})
+	}
+}

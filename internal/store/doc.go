@@ -42,7 +42,7 @@
 //	batch.go        the batch write: FinishBatch, RecordResult, archive and results
 //	snapshot.go     Tx.ApplySnapshot: a snapshot's facts read, its plan written (roster, CAS)
 //	lifecycle.go    history sweeps, ledger pruning, retention
-//	requests.go     outbound full-day requests (req_track)
+//	requests.go     outbound requests, full-day (RQFD) and reference-data (RQRD) (req_track)
 //	reuse.go        Tx.RetireReusedIDs: a mailbox id that came back as another message
 //	backfill.go     backfill intents: results waiting for the mailbox
 //	tracelog.go     the snapshot trace log, outside the message's transaction

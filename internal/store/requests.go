@@ -20,10 +20,11 @@ const (
 	RequestFailed    = pumpdata.RequestFailed
 )
 
-// Request is one outbound full-day request.
+// Request is one outbound request (full-day or reference-data).
 type Request = pumpdata.Request
 
-const requestColumns = `id, kind, operation_day::text, coalesce(receiver, ''), seqn, status, requested_at, coalesce(sent_at, 'epoch'),
+// An RQRD's operation_day is NULL: its Day is "".
+const requestColumns = `id, kind, coalesce(operation_day::text, ''), coalesce(receiver, ''), seqn, status, requested_at, coalesce(sent_at, 'epoch'),
 	rejections, coalesce(rejection, '')`
 
 func scanRequest(row pgx.Row) (*Request, error) {
@@ -97,6 +98,53 @@ func (t *Tx) OpenRequest(ctx context.Context, kind, day, receiver, start, end, r
 		return nil, fmt.Errorf("open %s request for %s: %w", kind, day, err)
 	}
 	return r, nil
+}
+
+// OpenReferenceRequest registers a new live reference-data request (RQRD)
+// for the list of SIS TYPE typ to receiver, expiring the list's previous
+// live one (left unanswered): kind pumpdata.ReferenceRequestKind(typ), no
+// operation day, no range.
+func (t *Tx) OpenReferenceRequest(ctx context.Context, typ, receiver, routingID string, seqn int) (*Request, error) {
+	kind := pumpdata.ReferenceRequestKind(typ)
+	if _, err := t.tx.Exec(ctx, `UPDATE req_track SET status = 'EXPIRED', updated_at = $2 WHERE kind = $1 AND status = 'PENDING'`,
+		kind, t.now); err != nil {
+		return nil, fmt.Errorf("expire %s requests: %w", kind, err)
+	}
+	r, err := scanRequest(t.tx.QueryRow(ctx, `INSERT INTO req_track (kind, operation_day, receiver, range_start, range_end, routing_id, seqn,
+			status, requested_at, updated_at)
+		VALUES ($1, NULL, $2, '', '', $3, $4, 'PENDING', $5, $5) RETURNING `+requestColumns,
+		kind, receiver, routingID, seqn, t.now))
+	if err != nil {
+		return nil, fmt.Errorf("open %s request: %w", kind, err)
+	}
+	return r, nil
+}
+
+// ReferenceAskedSince returns which of types (SIS TYPEs) had their list
+// asked for (an RQRD sent), answered (an RQRD COMPLETED) or replaced whole
+// by any message (a DNLD or RESP, ref_list.replaced_at) at or after since:
+// the pump does not ask for them again before its next round.
+func (s *Store) ReferenceAskedSince(ctx context.Context, types []string, since time.Time) (map[string]bool, error) {
+	kinds := make([]string, len(types))
+	for i, typ := range types {
+		kinds[i] = pumpdata.ReferenceRequestKind(typ)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT u.typ FROM unnest($1::text[], $2::text[]) AS u(typ, kind)
+		WHERE EXISTS (SELECT 1 FROM req_track r WHERE r.kind = u.kind AND r.operation_day IS NULL
+				AND (r.sent_at >= $3 OR (r.status = 'COMPLETED' AND r.completed_at >= $3)))
+			OR EXISTS (SELECT 1 FROM ref_list l WHERE l.kind = u.typ AND l.replaced_at >= $3)`, types, kinds, since)
+	if err != nil {
+		return nil, fmt.Errorf("read reference lists asked for since %s: %w", since.Format(time.RFC3339), err)
+	}
+	asked, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("read reference lists asked for since %s: %w", since.Format(time.RFC3339), err)
+	}
+	out := make(map[string]bool, len(asked))
+	for _, typ := range asked {
+		out[typ] = true
+	}
+	return out, nil
 }
 
 // RefuseAnswer records that message msgID, an answer to the pending

@@ -55,6 +55,10 @@ type Data struct {
 	// Reference are the reference-data records (ref_record) by SIS TYPE
 	// and key; a transaction replaces a type's map whole when it writes it.
 	Reference map[string]map[string]pumpdata.ReferenceRecord
+	// Replaced says when and by which message each type's list was last
+	// replaced whole, a DNLD or RESP (ref_list's replaced_at and
+	// replaced_by).
+	Replaced map[string]Answer
 }
 
 // Answer is how a request was completed.
@@ -87,14 +91,14 @@ func newData() Data {
 	return Data{States: map[int64]pumpdata.ProcState{}, Results: map[int64]pumpdata.Result{}, Priors: map[string]pumpdata.PriorCopy{},
 		Archive: map[int64]pumpdata.ArchivedRow{}, Backfills: map[int64]pumpdata.Backfill{},
 		Flights: map[flight.FLID]flight.State{}, Answers: map[int64]Answer{}, Failed: map[int64]pumpdata.FailedRequest{}, Days: map[string]Day{},
-		Reference: map[string]map[string]pumpdata.ReferenceRecord{}}
+		Reference: map[string]map[string]pumpdata.ReferenceRecord{}, Replaced: map[string]Answer{}}
 }
 
 func (d Data) clone() Data {
 	return Data{States: maps.Clone(d.States), Results: maps.Clone(d.Results), Priors: maps.Clone(d.Priors), Archive: maps.Clone(d.Archive),
 		Backfills: maps.Clone(d.Backfills), Flights: maps.Clone(d.Flights), Outbox: slices.Clone(d.Outbox),
 		Requests: slices.Clone(d.Requests), Answers: maps.Clone(d.Answers), Failed: maps.Clone(d.Failed), Replays: slices.Clone(d.Replays),
-		Days: maps.Clone(d.Days), History: slices.Clone(d.History), Reference: maps.Clone(d.Reference)}
+		Days: maps.Clone(d.Days), History: slices.Clone(d.History), Reference: maps.Clone(d.Reference), Replaced: maps.Clone(d.Replaced)}
 }
 
 // Store is the feed's database in memory (pump.Store). A transaction's
@@ -373,11 +377,31 @@ func (s *Store) RequestSent(_ context.Context, id, _ int64, at time.Time) error 
 
 // AskedSince names the days of kind with a request sent, or answered, at
 // or after since, and the days held by a FAILED request (the newest of
-// the day) no operator re-requested.
+// the day) no operator re-requested. For pumpdata.RequestKindRQRD it
+// names the reference-data lists of days (SIS TYPEs) asked for, answered
+// or replaced whole at or after since (store.Store.ReferenceAskedSince).
 func (s *Store) AskedSince(_ context.Context, kind string, days []string, since time.Time) (pumpdata.AskedDays, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := pumpdata.AskedDays{Asked: map[string]bool{}, Failed: map[string]pumpdata.FailedRequest{}}
+	if kind == pumpdata.RequestKindRQRD {
+		for _, typ := range days {
+			if r, ok := s.d.Replaced[typ]; ok && !r.At.Before(since) {
+				out.Asked[typ] = true
+			}
+		}
+		for _, r := range s.d.Requests {
+			typ, ok := pumpdata.ReferenceRequestType(r.Kind)
+			if !ok || !slices.Contains(days, typ) {
+				continue
+			}
+			if (!r.SentAt.IsZero() && !r.SentAt.Before(since)) ||
+				(r.Status == pumpdata.RequestCompleted && !s.d.Answers[r.ID].At.Before(since)) {
+				out.Asked[typ] = true
+			}
+		}
+		return out, nil
+	}
 	for _, r := range s.d.Requests { // ascending ids: the newest failed one wins
 		if r.Kind != kind || !slices.Contains(days, r.Day) {
 			continue

@@ -99,6 +99,7 @@ func (t *tx) apply(d *Data) {
 	copyKeys(d.Failed, t.d.Failed, t.dirty.requests)
 	copyKeys(d.Days, t.d.Days, t.dirty.days)
 	copyKeys(d.Reference, t.d.Reference, t.dirty.reference)
+	copyKeys(d.Replaced, t.d.Replaced, t.dirty.reference)
 	d.Requests = copyByID(d.Requests, t.d.Requests, t.dirty.requests, func(r pumpdata.Request) int64 { return r.ID })
 	d.Replays = copyByID(d.Replays, t.d.Replays, t.dirty.replays, func(r pumpdata.ReplayRequest) int64 { return r.ID })
 	d.Outbox = append(d.Outbox, t.d.Outbox[t.outboxFrom:]...)
@@ -434,5 +435,8 @@ func (t *tx) applyReference(c pumpdata.ReferenceChange) {
 		list[k] = pumpdata.ReferenceRecord{Type: c.Type, Key: k, Doc: c.Docs[i], MessageID: c.MessageID, UpdatedAt: now}
 	}
 	t.d.Reference[c.Type] = list
+	if c.Op == pumpdata.RefReplace {
+		t.d.Replaced[c.Type] = Answer{At: now, MessageID: c.MessageID}
+	}
 	t.dirty.reference[c.Type] = true
 }
