@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/feednames"
 )
 
@@ -360,12 +361,16 @@ func renderNetworkPolicy(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.Ob
 	}
 	egress := slices.Clone(d.NetworkPolicy.Egress)
 	// Kafka brokers the feed names by address: exactly those, on their
-	// ports. Brokers named by host name need the chart's egress CIDRs.
+	// ports. Brokers named by host name need the chart's egress CIDRs. An
+	// address the validation refuses (the cloud's metadata service,
+	// link-local: config.BrokerAddressRefusal) is never opened: the pump
+	// refuses the feed, and the policy must not let anything else in the
+	// pod reach it either.
 	for _, b := range ff.Spec.Kafka.Brokers {
 		host, p, err := net.SplitHostPort(b)
 		ip := net.ParseIP(host)
-		n, perr := strconv.ParseInt(p, 10, 32)
-		if err != nil || ip == nil || perr != nil {
+		n, perr := strconv.ParseUint(p, 10, 16)
+		if err != nil || ip == nil || perr != nil || n == 0 || config.BrokerAddressRefusal(host) != "" {
 			continue
 		}
 		bits := 32

@@ -174,6 +174,26 @@ func TestRenderNetworkPolicy(t *testing.T) {
 	}
 }
 
+// A broker given as the metadata service's or a link-local address opens
+// no egress: the pump refuses the feed, and nothing else in the pod may
+// reach the address through the feed's policy either.
+func TestNetworkPolicyOpensNoRefusedBroker(t *testing.T) {
+	d := testDefaults
+	d.NetworkPolicy = &PumpNetworkPolicy{}
+	ff := testFeed(func(ff *v1alpha1.FlightFeed) {
+		ff.Spec.Kafka.Brokers = []string{"169.254.169.254:80", "[fd00:ec2::254]:80", "100.100.100.200:80",
+			"169.254.7.7:9092", "[fe80::1]:9092", "[::ffff:169.254.169.254]:80", "10.1.2.3:9093", "10.1.2.4:0"}
+	})
+	np := renderPumpObjects(ff, d).NetworkPolicy
+	var got []string
+	for _, e := range np.Spec.Egress {
+		got = append(got, e.To[0].IPBlock.CIDR+" "+e.Ports[0].Port.String())
+	}
+	if !slices.Equal(got, []string{"10.1.2.3/32 9093"}) {
+		t.Errorf("egress %q, want only 10.1.2.3/32 9093", got)
+	}
+}
+
 func TestPumpPodsStatus(t *testing.T) {
 	ff := testFeed(nil)
 	ff.Status.PumpPods = &v1alpha1.PumpPodsStatus{Generation: 6}
