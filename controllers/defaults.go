@@ -26,7 +26,13 @@ type PumpDefaults struct {
 	// feed's namespace).
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 	// Resources of the pump container unless spec.pump.resources is set.
+	// Always with a memory limit (DefaultPumpMemoryLimit when it has
+	// none).
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// ResourceBounds bound spec.pump.resources: a value outside them is
+	// clamped, and said in status.pumpPods.adjusted. A spec without a
+	// memory limit gets the one of Resources.
+	ResourceBounds PumpResourceBounds `json:"resourceBounds,omitempty"`
 	// NodeSelector, Tolerations, Affinity and TopologySpreadConstraints
 	// unless the FlightFeed sets its own. With no topology spread given,
 	// a feed's pods spread over nodes (kubernetes.io/hostname,
@@ -166,6 +172,9 @@ func (d PumpDefaults) withDefaults() (PumpDefaults, error) {
 	}
 	if d.SecurityContext == nil {
 		d.SecurityContext = defaultSecurityContext()
+	}
+	if err := d.checkResources(); err != nil {
+		return d, err
 	}
 	if d.TerminationGracePeriod == nil {
 		d.TerminationGracePeriod = &metav1Duration{DefaultTerminationGracePeriod}

@@ -51,6 +51,9 @@ type pumpObjects struct {
 	// then cert-manager fills the Secret the pods serve the read API and
 	// metrics with.
 	Certificate *unstructured.Unstructured
+	// Adjusted says what of spec.pump was not rendered as written (a
+	// resource clamped to the chart's bounds), for status.pumpPods.
+	Adjusted []string
 }
 
 // renderPumpObjects renders the objects of ff's pump from its spec and the
@@ -69,10 +72,10 @@ func renderPumpObjects(ff *v1alpha1.FlightFeed, d PumpDefaults) pumpObjects {
 		RoleBinding: &rbacv1.RoleBinding{ObjectMeta: meta(name),
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ff.Namespace}}},
-		Deployment: renderDeployment(ff, d, meta(name), replicas),
-		Service:    renderService(ff, d, meta(name)),
-		Lease:      &coordinationv1.Lease{ObjectMeta: meta(feednames.Lease(key))},
+		Service: renderService(ff, d, meta(name)),
+		Lease:   &coordinationv1.Lease{ObjectMeta: meta(feednames.Lease(key))},
 	}
+	o.Deployment, o.Adjusted = renderDeployment(ff, d, meta(name), replicas)
 	if replicas > 1 {
 		o.PDB = &policyv1.PodDisruptionBudget{ObjectMeta: meta(name), Spec: policyv1.PodDisruptionBudgetSpec{
 			// One pod may go at a time: the leader or its standby, never both.
@@ -182,7 +185,9 @@ func pumpRules(ff *v1alpha1.FlightFeed) []rbacv1.PolicyRule {
 	return rules
 }
 
-func renderDeployment(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.ObjectMeta, replicas int32) *appsv1.Deployment {
+// renderDeployment renders the pump Deployment and says what of
+// spec.pump it did not render as written (status.pumpPods.adjusted).
+func renderDeployment(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.ObjectMeta, replicas int32) (*appsv1.Deployment, []string) {
 	p := ff.Spec.Pump
 	podLabels := feednames.PodLabels(ff.Name)
 	tmplLabels := maps.Clone(d.PodLabels)
@@ -196,10 +201,7 @@ func renderDeployment(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.Objec
 	}
 	annotations[AnnotationGeneration] = strconv.FormatInt(ff.Generation, 10)
 
-	resources := d.Resources
-	if p.Resources != nil {
-		resources = *p.Resources
-	}
+	resources, adjusted := boundResources(p.Resources, d)
 	nodeSelector := d.NodeSelector
 	if p.NodeSelector != nil {
 		nodeSelector = p.NodeSelector
@@ -302,7 +304,7 @@ func renderDeployment(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.Objec
 				},
 			},
 		},
-	}
+	}, adjusted
 }
 
 func portAddr(port int32) string {

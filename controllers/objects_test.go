@@ -216,13 +216,13 @@ func TestPumpPodsStatus(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dep.Status = c.status
-			s := pumpPodsStatus(ff, dep, "")
+			s := pumpPodsStatus(ff, dep, "", nil)
 			if s.Generation != c.wantGen || s.Ready != c.ready || s.ObservedGeneration != 7 || s.Deployment != "pek-pump" {
 				t.Errorf("%+v", s)
 			}
 		})
 	}
-	if s := pumpPodsStatus(ff, nil, "waiting"); s.Waiting != "waiting" || s.Generation != 6 || s.Ready != "0/0" {
+	if s := pumpPodsStatus(ff, nil, "waiting", nil); s.Waiting != "waiting" || s.Generation != 6 || s.Ready != "0/0" {
 		t.Errorf("waiting: %+v", s)
 	}
 }

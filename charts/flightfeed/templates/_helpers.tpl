@@ -82,6 +82,14 @@ imagePullSecrets:
 resources:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- with $p.resourceBounds }}
+resourceBounds:
+  {{- range $k, $v := . }}
+  {{- if $v }}
+  {{ $k }}: {{ $v | quote }}
+  {{- end }}
+  {{- end }}
+{{- end }}
 {{- with $p.nodeSelector }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
