@@ -34,13 +34,20 @@ type PumpDefaults struct {
 	// memory limit gets the one of Resources.
 	ResourceBounds PumpResourceBounds `json:"resourceBounds,omitempty"`
 	// NodeSelector, Tolerations, Affinity and TopologySpreadConstraints
-	// unless the FlightFeed sets its own. With no topology spread given,
-	// a feed's pods spread over nodes (kubernetes.io/hostname,
-	// ScheduleAnyway).
+	// unless the FlightFeed sets its own (its nodeSelector, tolerations
+	// and affinity only with AllowPlacementFromSpec). With no topology
+	// spread given, a feed's pods spread over nodes
+	// (kubernetes.io/hostname, ScheduleAnyway).
 	NodeSelector              map[string]string                 `json:"nodeSelector,omitempty"`
 	Tolerations               []corev1.Toleration               `json:"tolerations,omitempty"`
 	Affinity                  *corev1.Affinity                  `json:"affinity,omitempty"`
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	// AllowPlacementFromSpec lets spec.pump.nodeSelector, tolerations and
+	// affinity place the pump pods. Off (the chart's default), they are
+	// ignored and said in status.pumpPods.adjusted: whoever may edit a
+	// FlightFeed could otherwise tolerate the control plane's taints and
+	// select its nodes.
+	AllowPlacementFromSpec bool `json:"allowPlacementFromSpec,omitempty"`
 	// PriorityClassName of the pump pods.
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 	// PodSecurityContext and SecurityContext (default: non-root 65532,

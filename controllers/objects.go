@@ -202,17 +202,26 @@ func renderDeployment(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.Objec
 	annotations[AnnotationGeneration] = strconv.FormatInt(ff.Generation, 10)
 
 	resources, adjusted := boundResources(p.Resources, d)
-	nodeSelector := d.NodeSelector
-	if p.NodeSelector != nil {
-		nodeSelector = p.NodeSelector
-	}
-	tolerations := d.Tolerations
-	if p.Tolerations != nil {
-		tolerations = p.Tolerations
-	}
-	affinity := d.Affinity
-	if p.Affinity != nil {
-		affinity = p.Affinity
+	nodeSelector, tolerations, affinity := d.NodeSelector, d.Tolerations, d.Affinity
+	if d.AllowPlacementFromSpec {
+		if p.NodeSelector != nil {
+			nodeSelector = p.NodeSelector
+		}
+		if p.Tolerations != nil {
+			tolerations = p.Tolerations
+		}
+		if p.Affinity != nil {
+			affinity = p.Affinity
+		}
+	} else {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"nodeSelector", p.NodeSelector != nil}, {"tolerations", p.Tolerations != nil}, {"affinity", p.Affinity != nil}} {
+			if f.set {
+				adjusted = append(adjusted, "spec.pump."+f.name+" is ignored: the operator places pump pods as the chart says (pump.allowPlacementFromSpec is off)")
+			}
+		}
 	}
 	spread := p.TopologySpreadConstraints
 	if spread == nil {

@@ -732,16 +732,22 @@ type PumpSpec struct {
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 
-	// NodeSelector of the pump pods. Default: the operator's.
+	// NodeSelector of the pump pods. Default: the operator's. Used only where the chart
+	// allows it (pump.allowPlacementFromSpec); otherwise ignored, and said
+	// in status.pumpPods.adjusted.
 	// +optional
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
-	// Tolerations of the pump pods. Default: the operator's.
+	// Tolerations of the pump pods. Default: the operator's. Used only where the chart
+	// allows it (pump.allowPlacementFromSpec); otherwise ignored, and said
+	// in status.pumpPods.adjusted.
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
-	// Affinity of the pump pods. Default: the operator's.
+	// Affinity of the pump pods. Default: the operator's. Used only where the chart
+	// allows it (pump.allowPlacementFromSpec); otherwise ignored, and said
+	// in status.pumpPods.adjusted.
 	// +optional
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
 

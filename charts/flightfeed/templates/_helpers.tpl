@@ -102,6 +102,7 @@ tolerations:
 affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+allowPlacementFromSpec: {{ $p.allowPlacementFromSpec }}
 {{- with $p.topologySpreadConstraints }}
 topologySpreadConstraints:
   {{- toYaml . | nindent 2 }}
