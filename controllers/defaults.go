@@ -26,15 +26,28 @@ type PumpDefaults struct {
 	// feed's namespace).
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 	// Resources of the pump container unless spec.pump.resources is set.
+	// Always with a memory limit (DefaultPumpMemoryLimit when it has
+	// none).
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// ResourceBounds bound spec.pump.resources: a value outside them is
+	// clamped, and said in status.pumpPods.adjusted. A spec without a
+	// memory limit gets the one of Resources.
+	ResourceBounds PumpResourceBounds `json:"resourceBounds,omitempty"`
 	// NodeSelector, Tolerations, Affinity and TopologySpreadConstraints
-	// unless the FlightFeed sets its own. With no topology spread given,
-	// a feed's pods spread over nodes (kubernetes.io/hostname,
-	// ScheduleAnyway).
+	// unless the FlightFeed sets its own (its nodeSelector, tolerations
+	// and affinity only with AllowPlacementFromSpec). With no topology
+	// spread given, a feed's pods spread over nodes
+	// (kubernetes.io/hostname, ScheduleAnyway).
 	NodeSelector              map[string]string                 `json:"nodeSelector,omitempty"`
 	Tolerations               []corev1.Toleration               `json:"tolerations,omitempty"`
 	Affinity                  *corev1.Affinity                  `json:"affinity,omitempty"`
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	// AllowPlacementFromSpec lets spec.pump.nodeSelector, tolerations and
+	// affinity place the pump pods. Off (the chart's default), they are
+	// ignored and said in status.pumpPods.adjusted: whoever may edit a
+	// FlightFeed could otherwise tolerate the control plane's taints and
+	// select its nodes.
+	AllowPlacementFromSpec bool `json:"allowPlacementFromSpec,omitempty"`
 	// PriorityClassName of the pump pods.
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 	// PodSecurityContext and SecurityContext (default: non-root 65532,
@@ -166,6 +179,9 @@ func (d PumpDefaults) withDefaults() (PumpDefaults, error) {
 	}
 	if d.SecurityContext == nil {
 		d.SecurityContext = defaultSecurityContext()
+	}
+	if err := d.checkResources(); err != nil {
+		return d, err
 	}
 	if d.TerminationGracePeriod == nil {
 		d.TerminationGracePeriod = &metav1Duration{DefaultTerminationGracePeriod}

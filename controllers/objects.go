@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/feednames"
 )
 
@@ -50,6 +51,9 @@ type pumpObjects struct {
 	// then cert-manager fills the Secret the pods serve the read API and
 	// metrics with.
 	Certificate *unstructured.Unstructured
+	// Adjusted says what of spec.pump was not rendered as written (a
+	// resource clamped to the chart's bounds), for status.pumpPods.
+	Adjusted []string
 }
 
 // renderPumpObjects renders the objects of ff's pump from its spec and the
@@ -68,10 +72,10 @@ func renderPumpObjects(ff *v1alpha1.FlightFeed, d PumpDefaults) pumpObjects {
 		RoleBinding: &rbacv1.RoleBinding{ObjectMeta: meta(name),
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ff.Namespace}}},
-		Deployment: renderDeployment(ff, d, meta(name), replicas),
-		Service:    renderService(ff, d, meta(name)),
-		Lease:      &coordinationv1.Lease{ObjectMeta: meta(feednames.Lease(key))},
+		Service: renderService(ff, d, meta(name)),
+		Lease:   &coordinationv1.Lease{ObjectMeta: meta(feednames.Lease(key))},
 	}
+	o.Deployment, o.Adjusted = renderDeployment(ff, d, meta(name), replicas)
 	if replicas > 1 {
 		o.PDB = &policyv1.PodDisruptionBudget{ObjectMeta: meta(name), Spec: policyv1.PodDisruptionBudgetSpec{
 			// One pod may go at a time: the leader or its standby, never both.
@@ -181,7 +185,9 @@ func pumpRules(ff *v1alpha1.FlightFeed) []rbacv1.PolicyRule {
 	return rules
 }
 
-func renderDeployment(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.ObjectMeta, replicas int32) *appsv1.Deployment {
+// renderDeployment renders the pump Deployment and says what of
+// spec.pump it did not render as written (status.pumpPods.adjusted).
+func renderDeployment(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.ObjectMeta, replicas int32) (*appsv1.Deployment, []string) {
 	p := ff.Spec.Pump
 	podLabels := feednames.PodLabels(ff.Name)
 	tmplLabels := maps.Clone(d.PodLabels)
@@ -195,21 +201,27 @@ func renderDeployment(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.Objec
 	}
 	annotations[AnnotationGeneration] = strconv.FormatInt(ff.Generation, 10)
 
-	resources := d.Resources
-	if p.Resources != nil {
-		resources = *p.Resources
-	}
-	nodeSelector := d.NodeSelector
-	if p.NodeSelector != nil {
-		nodeSelector = p.NodeSelector
-	}
-	tolerations := d.Tolerations
-	if p.Tolerations != nil {
-		tolerations = p.Tolerations
-	}
-	affinity := d.Affinity
-	if p.Affinity != nil {
-		affinity = p.Affinity
+	resources, adjusted := boundResources(p.Resources, d)
+	nodeSelector, tolerations, affinity := d.NodeSelector, d.Tolerations, d.Affinity
+	if d.AllowPlacementFromSpec {
+		if p.NodeSelector != nil {
+			nodeSelector = p.NodeSelector
+		}
+		if p.Tolerations != nil {
+			tolerations = p.Tolerations
+		}
+		if p.Affinity != nil {
+			affinity = p.Affinity
+		}
+	} else {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"nodeSelector", p.NodeSelector != nil}, {"tolerations", p.Tolerations != nil}, {"affinity", p.Affinity != nil}} {
+			if f.set {
+				adjusted = append(adjusted, "spec.pump."+f.name+" is ignored: the operator places pump pods as the chart says (pump.allowPlacementFromSpec is off)")
+			}
+		}
 	}
 	spread := p.TopologySpreadConstraints
 	if spread == nil {
@@ -301,7 +313,7 @@ func renderDeployment(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.Objec
 				},
 			},
 		},
-	}
+	}, adjusted
 }
 
 func portAddr(port int32) string {
@@ -360,12 +372,16 @@ func renderNetworkPolicy(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.Ob
 	}
 	egress := slices.Clone(d.NetworkPolicy.Egress)
 	// Kafka brokers the feed names by address: exactly those, on their
-	// ports. Brokers named by host name need the chart's egress CIDRs.
+	// ports. Brokers named by host name need the chart's egress CIDRs. An
+	// address the validation refuses (the cloud's metadata service,
+	// link-local: config.BrokerAddressRefusal) is never opened: the pump
+	// refuses the feed, and the policy must not let anything else in the
+	// pod reach it either.
 	for _, b := range ff.Spec.Kafka.Brokers {
 		host, p, err := net.SplitHostPort(b)
 		ip := net.ParseIP(host)
-		n, perr := strconv.ParseInt(p, 10, 32)
-		if err != nil || ip == nil || perr != nil {
+		n, perr := strconv.ParseUint(p, 10, 16)
+		if err != nil || ip == nil || perr != nil || n == 0 || config.BrokerAddressRefusal(host) != "" {
 			continue
 		}
 		bits := 32

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -102,15 +103,13 @@ func TestRenderPumpObjects(t *testing.T) {
 				t.Errorf("replicas %d pdb %+v", *o.Deployment.Spec.Replicas, o.PDB)
 			}
 		}},
-		{"the spec's placement and resources win", func(ff *v1alpha1.FlightFeed) {
+		{"the spec's resources and topology spread win (placement: TestPlacementFromSpecOnlyWhenAllowed)", func(ff *v1alpha1.FlightFeed) {
 			ff.Spec.Pump.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
-			ff.Spec.Pump.NodeSelector = map[string]string{"pool": "airports"}
-			ff.Spec.Pump.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
 			ff.Spec.Pump.TopologySpreadConstraints = spread
 		}, func(t *testing.T, o pumpObjects) {
 			p := o.Deployment.Spec.Template.Spec
-			if p.Containers[0].Resources.Limits.Memory().String() != "1Gi" || p.NodeSelector["pool"] != "airports" ||
-				len(p.Tolerations) != 1 || len(p.TopologySpreadConstraints) != 1 || p.TopologySpreadConstraints[0].MaxSkew != 2 ||
+			if p.Containers[0].Resources.Limits.Memory().String() != "1Gi" ||
+				len(p.TopologySpreadConstraints) != 1 || p.TopologySpreadConstraints[0].MaxSkew != 2 ||
 				p.TopologySpreadConstraints[0].LabelSelector == nil {
 				t.Errorf("pod spec %+v", p)
 			}
@@ -156,6 +155,45 @@ func TestRenderPumpObjects(t *testing.T) {
 	}
 }
 
+// spec.pump.nodeSelector, tolerations and affinity could put a feed's
+// pods on the control plane's nodes: they are the chart's to allow, and
+// when it does not, ignored and said so.
+func TestPlacementFromSpecOnlyWhenAllowed(t *testing.T) {
+	controlPlane := func(ff *v1alpha1.FlightFeed) {
+		ff.Spec.Pump.NodeSelector = map[string]string{"node-role.kubernetes.io/control-plane": ""}
+		ff.Spec.Pump.Tolerations = []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+		ff.Spec.Pump.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.NodeSelectorOpExists}}}}}}}
+	}
+	// Off (the chart's default): the chart's placement, three notes.
+	o := renderPumpObjects(testFeed(controlPlane), testDefaults)
+	p := o.Deployment.Spec.Template.Spec
+	if !maps.Equal(p.NodeSelector, map[string]string{"pool": "default"}) || p.Tolerations != nil || p.Affinity != nil {
+		t.Errorf("placement from the spec without the chart's leave: nodeSelector %v tolerations %v affinity %v", p.NodeSelector, p.Tolerations, p.Affinity)
+	}
+	want := []string{"spec.pump.nodeSelector is ignored", "spec.pump.tolerations is ignored", "spec.pump.affinity is ignored"}
+	if len(o.Adjusted) != len(want) {
+		t.Fatalf("adjusted %q", o.Adjusted)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(o.Adjusted[i], w) || !strings.Contains(o.Adjusted[i], "pump.allowPlacementFromSpec") {
+			t.Errorf("adjusted[%d] %q, want %q", i, o.Adjusted[i], w)
+		}
+	}
+	// Allowed: the spec's, nothing said.
+	d := testDefaults
+	d.AllowPlacementFromSpec = true
+	o = renderPumpObjects(testFeed(controlPlane), d)
+	p = o.Deployment.Spec.Template.Spec
+	if _, ok := p.NodeSelector["node-role.kubernetes.io/control-plane"]; !ok || len(p.Tolerations) != 1 || p.Affinity == nil || len(o.Adjusted) != 0 {
+		t.Errorf("allowed: nodeSelector %v tolerations %v affinity %v adjusted %q", p.NodeSelector, p.Tolerations, p.Affinity, o.Adjusted)
+	}
+	// No placement in the spec: nothing said either way.
+	if o := renderPumpObjects(testFeed(nil), testDefaults); len(o.Adjusted) != 0 {
+		t.Errorf("adjusted %q", o.Adjusted)
+	}
+}
+
 func TestRenderNetworkPolicy(t *testing.T) {
 	d := testDefaults
 	dns := networkingv1.NetworkPolicyEgressRule{Ports: []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstrPort(53))}}}
@@ -171,6 +209,26 @@ func TestRenderNetworkPolicy(t *testing.T) {
 	}
 	if len(np.Spec.Ingress) != 1 || np.Spec.Ingress[0].Ports[0].Port.IntValue() != DefaultProbesPort {
 		t.Errorf("ingress without peers: %+v", np.Spec.Ingress)
+	}
+}
+
+// A broker given as the metadata service's or a link-local address opens
+// no egress: the pump refuses the feed, and nothing else in the pod may
+// reach the address through the feed's policy either.
+func TestNetworkPolicyOpensNoRefusedBroker(t *testing.T) {
+	d := testDefaults
+	d.NetworkPolicy = &PumpNetworkPolicy{}
+	ff := testFeed(func(ff *v1alpha1.FlightFeed) {
+		ff.Spec.Kafka.Brokers = []string{"169.254.169.254:80", "[fd00:ec2::254]:80", "100.100.100.200:80",
+			"169.254.7.7:9092", "[fe80::1]:9092", "[::ffff:169.254.169.254]:80", "10.1.2.3:9093", "10.1.2.4:0"}
+	})
+	np := renderPumpObjects(ff, d).NetworkPolicy
+	var got []string
+	for _, e := range np.Spec.Egress {
+		got = append(got, e.To[0].IPBlock.CIDR+" "+e.Ports[0].Port.String())
+	}
+	if !slices.Equal(got, []string{"10.1.2.3/32 9093"}) {
+		t.Errorf("egress %q, want only 10.1.2.3/32 9093", got)
 	}
 }
 
@@ -196,13 +254,13 @@ func TestPumpPodsStatus(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dep.Status = c.status
-			s := pumpPodsStatus(ff, dep, "")
+			s := pumpPodsStatus(ff, dep, "", nil)
 			if s.Generation != c.wantGen || s.Ready != c.ready || s.ObservedGeneration != 7 || s.Deployment != "pek-pump" {
 				t.Errorf("%+v", s)
 			}
 		})
 	}
-	if s := pumpPodsStatus(ff, nil, "waiting"); s.Waiting != "waiting" || s.Generation != 6 || s.Ready != "0/0" {
+	if s := pumpPodsStatus(ff, nil, "waiting", nil); s.Waiting != "waiting" || s.Generation != 6 || s.Ready != "0/0" {
 		t.Errorf("waiting: %+v", s)
 	}
 }

@@ -125,7 +125,7 @@ func (r *FlightFeedReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, err
 	} else if wait != "" {
 		log.Info("not starting the pump pods yet", "reason", wait)
-		if err := r.writePumpPods(ctx, &ff, nil, wait); err != nil {
+		if err := r.writePumpPods(ctx, &ff, nil, wait, nil); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: again}, nil
@@ -147,7 +147,7 @@ func (r *FlightFeedReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		if gerr := r.Client.Get(ctx, client.ObjectKeyFromObject(objs.Deployment), &dep); gerr == nil {
 			have = &dep
 		}
-		if werr := r.writePumpPods(ctx, &ff, have, err.Error()); werr != nil {
+		if werr := r.writePumpPods(ctx, &ff, have, err.Error(), objs.Adjusted); werr != nil {
 			log.Error(werr, "report the failed apply")
 		}
 		return ctrl.Result{}, err
@@ -159,7 +159,7 @@ func (r *FlightFeedReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(objs.Deployment), &dep); err != nil {
 		return ctrl.Result{}, fmt.Errorf("get deployment %s: %w", objs.Deployment.Name, err)
 	}
-	return ctrl.Result{}, r.writePumpPods(ctx, &ff, &dep, "")
+	return ctrl.Result{}, r.writePumpPods(ctx, &ff, &dep, "", objs.Adjusted)
 }
 
 // dropLegacyFinalizer removes the finalizer releases that ran the pumps
@@ -488,8 +488,8 @@ func compare(a, b string) int {
 
 // pumpPodsStatus is status.pumpPods for the Deployment dep (nil: not made
 // yet, waiting says why) on top of the previous one.
-func pumpPodsStatus(ff *v1alpha1.FlightFeed, dep *appsv1.Deployment, waiting string) *v1alpha1.PumpPodsStatus {
-	s := &v1alpha1.PumpPodsStatus{Deployment: feednames.Pump(ff.Name), Waiting: waiting}
+func pumpPodsStatus(ff *v1alpha1.FlightFeed, dep *appsv1.Deployment, waiting string, adjusted []string) *v1alpha1.PumpPodsStatus {
+	s := &v1alpha1.PumpPodsStatus{Deployment: feednames.Pump(ff.Name), Waiting: waiting, Adjusted: adjusted}
 	if prev := ff.Status.PumpPods; prev != nil {
 		s.Generation = prev.Generation
 	}
@@ -528,7 +528,7 @@ func templateGeneration(dep *appsv1.Deployment) (int64, bool) {
 // status — read fresh and patched under an optimistic lock, only when it
 // changed. The merge patch names pumpPods alone, so the leading pump's
 // fields are never touched.
-func (r *FlightFeedReconciler) writePumpPods(ctx context.Context, ff *v1alpha1.FlightFeed, dep *appsv1.Deployment, waiting string) error {
+func (r *FlightFeedReconciler) writePumpPods(ctx context.Context, ff *v1alpha1.FlightFeed, dep *appsv1.Deployment, waiting string, adjusted []string) error {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var fresh v1alpha1.FlightFeed
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(ff), &fresh); err != nil {
@@ -537,7 +537,7 @@ func (r *FlightFeedReconciler) writePumpPods(ctx context.Context, ff *v1alpha1.F
 		if fresh.UID != ff.UID {
 			return nil
 		}
-		want := pumpPodsStatus(&fresh, dep, waiting)
+		want := pumpPodsStatus(&fresh, dep, waiting, adjusted)
 		if equality.Semantic.DeepEqual(fresh.Status.PumpPods, want) {
 			return nil
 		}

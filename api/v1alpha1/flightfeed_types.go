@@ -769,20 +769,29 @@ type PumpSpec struct {
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// Resources of the pump container. Default: the operator's
-	// (chart value pump.resources).
+	// (chart value pump.resources). Bounded by the chart
+	// (pump.resourceBounds): a value outside is clamped, and said in
+	// status.pumpPods.adjusted; without a memory limit the operator's is
+	// kept; only cpu, memory and ephemeral-storage are taken.
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 
-	// NodeSelector of the pump pods. Default: the operator's.
+	// NodeSelector of the pump pods. Default: the operator's. Used only where the chart
+	// allows it (pump.allowPlacementFromSpec); otherwise ignored, and said
+	// in status.pumpPods.adjusted.
 	// +optional
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
-	// Tolerations of the pump pods. Default: the operator's.
+	// Tolerations of the pump pods. Default: the operator's. Used only where the chart
+	// allows it (pump.allowPlacementFromSpec); otherwise ignored, and said
+	// in status.pumpPods.adjusted.
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
-	// Affinity of the pump pods. Default: the operator's.
+	// Affinity of the pump pods. Default: the operator's. Used only where the chart
+	// allows it (pump.allowPlacementFromSpec); otherwise ignored, and said
+	// in status.pumpPods.adjusted.
 	// +optional
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
 
@@ -914,6 +923,12 @@ type PumpPodsStatus struct {
 	// inside the operator, still holds the feed's Lease).
 	// +optional
 	Waiting string `json:"waiting,omitempty"`
+	// Adjusted lists what of spec.pump the operator did not render as
+	// written: a resource outside the chart's bounds (clamped), one a
+	// FlightFeed may not set (ignored).
+	// +optional
+	// +listType=atomic
+	Adjusted []string `json:"adjusted,omitempty"`
 }
 
 // ReadAPIDatabaseAccess is how the read API reaches a feed's database.

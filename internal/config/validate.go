@@ -209,6 +209,10 @@ func validateKafka(k *v1alpha1.KafkaSpec, path *field.Path) field.ErrorList {
 		}
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 			errs = append(errs, field.Invalid(bp.Index(i), shown, "port must be 1 to 65535"))
+			continue
+		}
+		if why := BrokerAddressRefusal(host); why != "" {
+			errs = append(errs, field.Invalid(bp.Index(i), shown, "broker "+host+" "+why))
 		}
 	}
 	tp := path.Child("topics")

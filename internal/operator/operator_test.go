@@ -15,6 +15,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
@@ -289,11 +290,39 @@ func TestBindingsFollowTheFeeds(t *testing.T) {
 	})
 }
 
+// Without the chart's leave (pump.allowPlacementFromSpec), the spec's
+// placement is not rendered, and status.pumpPods.adjusted says so; the
+// spec's resources are clamped to the bounds and said there too.
+func TestIgnoredPlacementIsReported(t *testing.T) {
+	e := newEnv(t, func(o *operator.Options) {
+		o.Pump.ResourceBounds.MaxMemory = ptr.To(resource.MustParse("1Gi"))
+	})
+	ff := e.feed("pek", func(ff *v1alpha1.FlightFeed) {
+		ff.Spec.Pump.Tolerations = []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists}}
+		ff.Spec.Pump.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Gi")}}
+	})
+	await.Eventually(t, "status.pumpPods.adjusted", waitLong, func() (bool, string) {
+		var got v1alpha1.FlightFeed
+		_ = e.get(client.ObjectKeyFromObject(ff), &got)
+		p := got.Status.PumpPods
+		return p != nil && len(p.Adjusted) == 2 && strings.HasPrefix(p.Adjusted[0], "spec.pump.resources.limits.memory 64Gi is above the chart's maximum 1Gi") &&
+			strings.HasPrefix(p.Adjusted[1], "spec.pump.tolerations is ignored"), fmt.Sprintf("%+v", p)
+	})
+	var dep appsv1.Deployment
+	if err := e.get(types.NamespacedName{Namespace: e.ns, Name: feednames.Pump("pek")}, &dep); err != nil {
+		t.Fatal(err)
+	}
+	pod := dep.Spec.Template.Spec
+	if len(pod.Tolerations) != 0 || pod.Containers[0].Resources.Limits.Memory().String() != "1Gi" {
+		t.Errorf("tolerations %v limits %v", pod.Tolerations, pod.Containers[0].Resources.Limits)
+	}
+}
+
 // A value of the pods' placement that the API server refuses in the
 // Deployment (the CRD takes Kubernetes' own types as they are) is said in
 // status.pumpPods.waiting, and no Deployment is made.
 func TestRefusedPlacementIsReported(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEnv(t, func(o *operator.Options) { o.Pump.AllowPlacementFromSpec = true })
 	ff := e.feed("pek", func(ff *v1alpha1.FlightFeed) {
 		ff.Spec.Pump.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: "Sometimes"}}
 	})

@@ -82,6 +82,14 @@ imagePullSecrets:
 resources:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- with $p.resourceBounds }}
+resourceBounds:
+  {{- range $k, $v := . }}
+  {{- if $v }}
+  {{ $k }}: {{ $v | quote }}
+  {{- end }}
+  {{- end }}
+{{- end }}
 {{- with $p.nodeSelector }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
@@ -94,6 +102,7 @@ tolerations:
 affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+allowPlacementFromSpec: {{ $p.allowPlacementFromSpec }}
 {{- with $p.topologySpreadConstraints }}
 topologySpreadConstraints:
   {{- toYaml . | nindent 2 }}
