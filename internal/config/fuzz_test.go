@@ -82,7 +82,7 @@ func FuzzMailboxDSN(f *testing.F) {
 		if cfg.Net != "tcp" && cfg.Net != "tcp4" && cfg.Net != "tcp6" {
 			t.Fatalf("MailboxConfig accepted %q over %s", dsn, cfg.Net)
 		}
-		if !slices.Contains(config.MailboxTLSValues, raw.TLSConfig) && !(optIn && (raw.TLSConfig == "skip-verify" || raw.TLSConfig == "preferred")) {
+		if !slices.Contains(config.MailboxTLSValues, raw.TLSConfig) && (!optIn || (raw.TLSConfig != "skip-verify" && raw.TLSConfig != "preferred")) {
 			t.Fatalf("MailboxConfig accepted %q with tls=%s", dsn, raw.TLSConfig)
 		}
 	})

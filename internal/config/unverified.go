@@ -151,17 +151,14 @@ func DatabaseUnverified(dependency, dsn string, t *v1alpha1.ServerTLS) Unverifie
 // messages (pgconn keeps no copy of it): allow tries plain text first,
 // prefer TLS first, require only TLS.
 func databaseSSLMode(cfg *pgconn.Config) string {
-	plainFirst := cfg.TLSConfig == nil
-	for _, fb := range cfg.Fallbacks {
-		if fb.Host != cfg.Host || fb.Port != cfg.Port {
-			break
-		}
-		if plainFirst {
-			return "allow"
-		}
-		return "prefer"
+	// Only the first fallback tells: a later one is another host's.
+	if len(cfg.Fallbacks) == 0 || cfg.Fallbacks[0].Host != cfg.Host || cfg.Fallbacks[0].Port != cfg.Port {
+		return "require"
 	}
-	return "require"
+	if cfg.TLSConfig == nil {
+		return "allow"
+	}
+	return "prefer"
 }
 
 // UnverifiedOf lists what each of the feed's DSNs reaches over unverified

@@ -147,7 +147,8 @@ func TestArmPanic(t *testing.T) {
 	}
 	disarm := failpoint.ArmPanic(failpoint.ReadAhead, 2)
 	failpoint.Panic(failpoint.OutboxFlush) // another point: quiet
-	if !hit() || !hit() || hit() {
+	first, second, third := hit(), hit(), hit()
+	if !first || !second || third {
 		t.Fatal("armed for 2 hits: want panic, panic, quiet")
 	}
 	disarm()

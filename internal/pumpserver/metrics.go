@@ -119,7 +119,9 @@ func (s *metricsServer) Start(ctx context.Context) error {
 		Addr:        s.addr,
 		Handler:     s.handler(),
 		BaseContext: func(net.Listener) context.Context { return ctx },
-		ErrorLog:    stdlog.New(logrWriter{s.log.V(1), "metrics: connection"}, "", 0),
+		// The default until s.timeouts.apply sets the configured one.
+		ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		ErrorLog:          stdlog.New(logrWriter{s.log.V(1), "metrics: connection"}, "", 0),
 	}
 	s.timeouts.apply(srv, metricsWriteTimeout)
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", s.addr)

@@ -411,6 +411,8 @@ func (s *apiServer) Start(ctx context.Context) error {
 		Addr:        s.addr,
 		Handler:     s.api.Handler(),
 		BaseContext: func(net.Listener) context.Context { return ctx },
+		// The default until s.timeouts.apply sets the configured one.
+		ReadHeaderTimeout: DefaultReadHeaderTimeout,
 		// TLS handshake failures (port scanners, plain HTTP) are the
 		// caller's problem: debug level, through the manager's logger.
 		ErrorLog: stdlog.New(logrWriter{s.log.V(1), "read api: connection"}, "", 0),

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// AllFeeds, as the whole value of the feeds annotation, lets every
-// FlightFeed of the Secret's namespace use it.
+// AllFeeds is the feeds annotation's value that lets every FlightFeed of
+// the Secret's namespace use the Secret (it stands alone).
 const AllFeeds = "*"
 
 // Sentinel errors of the decisions; errors.Is tells them apart.
@@ -56,10 +56,10 @@ func ParseFeeds(v string) (Feeds, error) {
 	var f Feeds
 	for item := range strings.SplitSeq(v, ",") {
 		name := strings.TrimSpace(item)
-		switch {
-		case name == "":
+		switch name {
+		case "":
 			return Feeds{}, fmt.Errorf("%w: %q has an empty item", ErrInvalid, v)
-		case name == AllFeeds:
+		case AllFeeds:
 			return Feeds{}, fmt.Errorf("%w: %q: %q stands alone, not among names", ErrInvalid, v, AllFeeds)
 		}
 		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {

@@ -14,13 +14,14 @@ import (
 // Reference data: what the pump writes (ApplyReference, in a message's
 // batch transaction) and what the read API and `flightfeed ref` read.
 
-// ReferenceChange, ReferenceList and ReferenceRecord are the pump's plain
-// data (package pumpdata).
-type (
-	ReferenceChange = pumpdata.ReferenceChange
-	ReferenceList   = pumpdata.ReferenceList
-	ReferenceRecord = pumpdata.ReferenceRecord
-)
+// ReferenceChange is one reference-data message's effect (pumpdata).
+type ReferenceChange = pumpdata.ReferenceChange
+
+// ReferenceList is what is stored of one reference-data type (pumpdata).
+type ReferenceList = pumpdata.ReferenceList
+
+// ReferenceRecord is one stored reference-data record (pumpdata).
+type ReferenceRecord = pumpdata.ReferenceRecord
 
 // ErrNoReferenceRecord says a reference-data record is not stored.
 var ErrNoReferenceRecord = errors.New("no such reference-data record")
