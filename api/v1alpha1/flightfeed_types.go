@@ -548,6 +548,7 @@ type RequestsSpec struct {
 	// replaced (a DNLD or RESP) within that interval. The answers (RESP)
 	// replace the lists. Off by default (no types).
 	// +optional
+	// +kubebuilder:default={}
 	ReferenceData ReferenceDataRequestsSpec `json:"referenceData,omitempty"`
 }
 

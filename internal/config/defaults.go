@@ -66,7 +66,10 @@ func SetDefaults(spec *v1alpha1.FlightFeedSpec) {
 	str(&r.Sender, DefaultRequestSender)
 	str(&r.Receiver, DefaultRequestReceiver)
 	dur(&r.ReferenceData.Interval, DefaultReferenceDataInterval)
-	str(&r.ReferenceData.RoutingID, r.RoutingID)
+	// ReferenceData.RoutingID stays empty when unset: its default is
+	// another field (requests.routingId), which a CRD default cannot say,
+	// so it is resolved where it is used (ReferenceRoutingID) and the
+	// stored spec shows what the user wrote.
 
 	ret := &spec.Retention
 	if ret.LedgerDays == nil {
@@ -115,4 +118,13 @@ func dur(field **metav1.Duration, def time.Duration) {
 	if *field == nil {
 		*field = &metav1.Duration{Duration: def}
 	}
+}
+
+// ReferenceRoutingID is the routing id of reference-data requests:
+// requests.referenceData.routingId, else requests.routingId.
+func ReferenceRoutingID(r v1alpha1.RequestsSpec) string {
+	if r.ReferenceData.RoutingID != "" {
+		return r.ReferenceData.RoutingID
+	}
+	return r.RoutingID
 }

@@ -30,8 +30,8 @@ func TestReferenceDataRequestsDefaults(t *testing.T) {
 	if rd.Interval == nil || rd.Interval.Duration != 24*time.Hour {
 		t.Fatalf("interval %v, want 24h", rd.Interval)
 	}
-	if rd.RoutingID != "SCHEDULES" {
-		t.Fatalf("routing id %q, want requests.routingId SCHEDULES", rd.RoutingID)
+	if got := config.ReferenceRoutingID(feed.Spec.Requests); rd.RoutingID != "" || got != "SCHEDULES" {
+		t.Fatalf("routing id %q (stored %q), want requests.routingId SCHEDULES (stored empty: a CRD default cannot name another field)", got, rd.RoutingID)
 	}
 
 	feed, err = config.Parse([]byte(withReferenceData("{types: [gates], interval: 6h, routingId: REFDATA}")))

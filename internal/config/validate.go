@@ -305,7 +305,9 @@ const maxReferenceTypes = 64
 func validateReferenceData(rd *v1alpha1.ReferenceDataRequestsSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, atLeast(path.Child("interval"), rd.Interval, time.Minute)...)
-	if e := length(path.Child("routingId"), rd.RoutingID, 64); e != nil {
+	if rd.RoutingID == "" {
+		// requests.routingId's (ReferenceRoutingID).
+	} else if e := length(path.Child("routingId"), rd.RoutingID, 64); e != nil {
 		errs = append(errs, e...)
 	} else {
 		errs = append(errs, code(path.Child("routingId"), rd.RoutingID)...)
