@@ -633,7 +633,12 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 		_ = exec.Command(s.helm, "uninstall", s.release, "--namespace", s.ns, "--kubeconfig", s.kubeconfig).Run()
 	})
 	s.run("kubectl", "-n", s.ns, "create", "serviceaccount", "scraper")
-	scrapeToken = strings.TrimSpace(s.run("kubectl", "-n", s.ns, "create", "token", "scraper", "--duration", "2h"))
+	// The operator's /metrics takes the API server's audience, a pump pod's
+	// only its feed's (flightfeed.aero/NS/NAME): one token with all of them,
+	// as docs/security.md tells a scraper Secret of one's own to carry.
+	scrapeToken = strings.TrimSpace(s.run("kubectl", "-n", s.ns, "create", "token", "scraper", "--duration", "2h",
+		"--audience", "https://kubernetes.default.svc.cluster.local",
+		"--audience", "flightfeed.aero/"+s.feedNS+"/pek", "--audience", "flightfeed.aero/"+s.feedNS+"/pvg"))
 	s.run("kubectl", "create", "namespace", s.feedNS)
 	s.waitPods("previous managers", s.operatorPods, 2, nil)
 	timing("helm install of the previous release")
