@@ -81,9 +81,10 @@ func main() {
 			failed = true
 			continue
 		}
+		n := report.Len()
 		res.print(&report)
+		_, _ = os.Stdout.Write(report.Bytes()[n:])
 	}
-	_, _ = os.Stdout.Write(report.Bytes())
 	if *out != "" {
 		if err := os.WriteFile(*out, report.Bytes(), 0o644); err != nil { //nolint:gosec // a report
 			fmt.Fprintln(os.Stderr, err)
