@@ -72,13 +72,13 @@ var (
 		})
 	// clusterScope: the ClusterRoleBinding of every pump ServiceAccount to
 	// system:auth-delegator (the pumps authenticate read API and metrics
-	// callers): its cache lists and watches ClusterRoleBindings, it creates
-	// that one and changes no other, and may bind that ClusterRole only.
+	// callers), which the chart makes: the operator reads that one by name
+	// and changes its subjects, creates none, lists none, and may bind
+	// that ClusterRole only.
 	clusterScope = []string{
-		"rbac.authorization.k8s.io clusterrolebindings create", "rbac.authorization.k8s.io clusterrolebindings get",
-		"rbac.authorization.k8s.io clusterrolebindings list", "rbac.authorization.k8s.io clusterrolebindings watch",
-		"rbac.authorization.k8s.io clusterrolebindings patch [ff-flightfeed-pumps-auth-delegator]",
-		"rbac.authorization.k8s.io clusterrolebindings update [ff-flightfeed-pumps-auth-delegator]",
+		"rbac.authorization.k8s.io clusterrolebindings get [ff-flightfeed-pump-auth-delegator]",
+		"rbac.authorization.k8s.io clusterrolebindings patch [ff-flightfeed-pump-auth-delegator]",
+		"rbac.authorization.k8s.io clusterrolebindings update [ff-flightfeed-pump-auth-delegator]",
 		"rbac.authorization.k8s.io clusterroles bind [system:auth-delegator]",
 	}
 	// secretGrant: bind (never escalate) on the one ClusterRole that may
@@ -280,7 +280,7 @@ func argsOf(t *testing.T, objs []*unstructured.Unstructured) []string {
 func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 	const ns, sa = "flightfeed-system", "ff-flightfeed"
 	wantArgs := []string{"--leader-elect", "--pump-defaults=/etc/flightfeed/pump/defaults.yaml",
-		"--secret-reader-clusterrole=ff-flightfeed-secret-reader", "--auth-delegator-binding=ff-flightfeed-pumps-auth-delegator"}
+		"--secret-reader-clusterrole=ff-flightfeed-secret-reader", "--auth-delegator-binding=ff-flightfeed-pump-auth-delegator"}
 	for _, tc := range []struct {
 		name     string
 		args     []string
@@ -332,6 +332,11 @@ func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 					if strings.Contains(g, " secrets ") || strings.Contains(g, "escalate") || strings.Contains(g, "*") {
 						t.Errorf("%s: the operator may %q: its own roles grant no Secret, no escalate, no wildcard", scope, g)
 					}
+					// A ClusterRoleBinding it made could bind the secret
+					// reader cluster-wide.
+					if (strings.Contains(g, " clusterrolebindings ") || strings.Contains(g, " flightfeeds ")) && strings.HasSuffix(g, " create") {
+						t.Errorf("%s: the operator may %q", scope, g)
+					}
 				}
 			}
 			args := argsOf(t, objs)
@@ -346,8 +351,11 @@ func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 				}
 			}
 			// The secret reader: get on Secrets, bound by nothing the chart
-			// renders (the operator binds itself per feed namespace).
+			// renders (the operator binds itself per feed namespace). The
+			// pumps' auth-delegator binding: the chart's, with no subjects
+			// (no key at all: Helm's upgrades keep the operator's).
 			var reader *unstructured.Unstructured
+			delegator := false
 			for _, o := range objs {
 				switch o.GetKind() {
 				case "ClusterRole":
@@ -360,7 +368,16 @@ func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 					if b.RoleRef.Name == "ff-flightfeed-secret-reader" {
 						t.Errorf("%s %s binds the secret reader", o.GetKind(), o.GetName())
 					}
+					if o.GetName() == "ff-flightfeed-pump-auth-delegator" {
+						delegator = true
+						if _, ok := o.Object["subjects"]; ok || b.RoleRef.Name != "system:auth-delegator" || o.GetKind() != "ClusterRoleBinding" {
+							t.Errorf("the pumps' binding: %v, want a ClusterRoleBinding to system:auth-delegator with no subjects key", o.Object)
+						}
+					}
 				}
+			}
+			if !delegator {
+				t.Error("no ClusterRoleBinding ff-flightfeed-pump-auth-delegator: the operator creates none")
 			}
 			if reader == nil {
 				t.Fatal("no ClusterRole ff-flightfeed-secret-reader")
@@ -608,10 +625,10 @@ func mustForbid(t *testing.T, c client.Client, who, ns, name string) {
 
 // The default install's RBAC, as the chart renders it and nothing more:
 // the operator (impersonating its ServiceAccount, leader-elected, with the
-// chart's pump defaults) turns a FlightFeed into its objects — the pump
-// Deployment, ServiceAccount, Role granting exactly the Secrets the feed
-// names, RoleBinding, Service, Lease, the operator's own binding to the
-// secret reader, the auth-delegator binding — without escalate, and still
+// chart's pump defaults) turns a FlightFeed into its objects — the pump Deployment, ServiceAccount, Role granting exactly
+// the Secrets the feed names, RoleBinding, Service, Lease, the operator's
+// own binding to the secret reader, the subjects of the chart's
+// auth-delegator binding — without escalate, and still
 // cannot read a Secret in a namespace holding no FlightFeed; then a pump
 // pod (impersonating <feed>-pump, the operator's objects its only rights)
 // runs the feed end to end — Secrets appearing after their FlightFeed, the
@@ -654,9 +671,6 @@ func TestOperatorAndPumpRunUnderTheChartsRBAC(t *testing.T) {
 			t.Cleanup(func() { _ = admin.Delete(context.Background(), o) })
 		}
 	}
-	t.Cleanup(func() {
-		_ = admin.Delete(context.Background(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: full + "-pumps-auth-delegator"}})
-	})
 	opts := client.Options{Scheme: admin.Scheme()}
 	opCfg, asOperator := impersonate(t, opts, opNS, sa)
 	mustForbid(t, asOperator, "the operator", otherNS, "other-db")
@@ -671,7 +685,7 @@ func TestOperatorAndPumpRunUnderTheChartsRBAC(t *testing.T) {
 		Pump: pump,
 		SecretGrant: &controllers.SecretGrant{ClusterRole: full + "-secret-reader",
 			ServiceAccount: types.NamespacedName{Namespace: opNS, Name: sa}, BindingName: full + "-secret-reader"},
-		AuthDelegator: full + "-pumps-auth-delegator",
+		AuthDelegator: full + "-pump-auth-delegator",
 		Log:           ctrl.Log.WithName("operator"),
 	})
 	if err != nil {
@@ -713,7 +727,7 @@ func TestOperatorAndPumpRunUnderTheChartsRBAC(t *testing.T) {
 			missing = append(missing, fmt.Sprintf("the operator's own RoleBinding: %+v %+v", self.RoleRef, self.Subjects))
 		}
 		var crb rbacv1.ClusterRoleBinding
-		if err := admin.Get(h.ctx(), types.NamespacedName{Name: full + "-pumps-auth-delegator"}, &crb); err != nil {
+		if err := admin.Get(h.ctx(), types.NamespacedName{Name: full + "-pump-auth-delegator"}, &crb); err != nil {
 			missing = append(missing, "the auth-delegator binding: "+err.Error())
 		} else if !slices.ContainsFunc(crb.Subjects, func(s rbacv1.Subject) bool { return s.Namespace == key.Namespace && s.Name == name }) {
 			missing = append(missing, fmt.Sprintf("the auth-delegator binding names %+v", crb.Subjects))
