@@ -42,7 +42,9 @@ import (
 // reads no Secret data itself. Creating the pump's Role, which may get the
 // Secrets the feed names, needs that right in the feed's namespace: the
 // operator binds itself there to one fixed ClusterRole (bind, never
-// escalate), see FlightFeedReconciler.SecretGrant.
+// escalate), see FlightFeedReconciler.SecretGrant. RBAC cannot say "only
+// in a namespace holding a FlightFeed": the install's admission policy
+// does (charts/flightfeed/templates/admission-policy.yaml).
 // +kubebuilder:rbac:groups=flightfeed.aero,resources=flightfeeds,verbs=get;list;watch;patch;update
 // +kubebuilder:rbac:groups=flightfeed.aero,resources=flightfeeds/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups=flightfeed.aero,resources=flightfeeds/finalizers,verbs=update

@@ -17,6 +17,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -333,7 +334,8 @@ func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 						t.Errorf("%s: the operator may %q: its own roles grant no Secret, no escalate, no wildcard", scope, g)
 					}
 					// A ClusterRoleBinding it made could bind the secret
-					// reader cluster-wide.
+					// reader cluster-wide; FlightFeeds it made would open
+					// namespaces to the admission policy.
 					if (strings.Contains(g, " clusterrolebindings ") || strings.Contains(g, " flightfeeds ")) && strings.HasSuffix(g, " create") {
 						t.Errorf("%s: the operator may %q", scope, g)
 					}
@@ -356,6 +358,7 @@ func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 			// (no key at all: Helm's upgrades keep the operator's).
 			var reader *unstructured.Unstructured
 			delegator := false
+			policies := map[string]int{}
 			for _, o := range objs {
 				switch o.GetKind() {
 				case "ClusterRole":
@@ -374,10 +377,19 @@ func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 							t.Errorf("the pumps' binding: %v, want a ClusterRoleBinding to system:auth-delegator with no subjects key", o.Object)
 						}
 					}
+				case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+					policies[o.GetName()]++
 				}
 			}
 			if !delegator {
 				t.Error("no ClusterRoleBinding ff-flightfeed-pump-auth-delegator: the operator creates none")
+			}
+			// Each admission policy and its binding (what they refuse:
+			// TestOperatorTokenReachesNoSecretOutsideFeedNamespaces).
+			for _, p := range []string{"ff-flightfeed-operator-labels", "ff-flightfeed-operator-namespaces", "ff-flightfeed-operator-rolebindings", "ff-flightfeed-operator-pods"} {
+				if policies[p] != 2 {
+					t.Errorf("admission policy %s: %d objects, want the policy and its binding", p, policies[p])
+				}
 			}
 			if reader == nil {
 				t.Fatal("no ClusterRole ff-flightfeed-secret-reader")
@@ -423,6 +435,14 @@ func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 			}
 			if d.Resources.Limits.Memory().String() != "512Mi" || d.TerminationGracePeriod == nil {
 				t.Errorf("%v: pump resources %v, grace period %v", tc.args, d.Resources, d.TerminationGracePeriod)
+			}
+		}
+	})
+
+	t.Run("admission policy opt-out", func(t *testing.T) {
+		for _, o := range renderChart(t, "ff", ns, "--set", "rbac.admissionPolicy=false") {
+			if strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") {
+				t.Errorf("rbac.admissionPolicy=false renders %s %s", o.GetKind(), o.GetName())
 			}
 		}
 	})
@@ -544,6 +564,25 @@ func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 		check("config/rbac/secret_reader_role.yaml binder", rulesOf("rbac/secret_reader_role.yaml", "ClusterRole", "secret-reader-binder"), kustomized(secretGrant))
 		check("config/rbac/secret_reader_role.yaml", rulesOf("rbac/secret_reader_role.yaml", "ClusterRole", "secret-reader"), []string{" secrets get"})
 		check("config/rbac/leader_election_role.yaml", rulesOf("rbac/leader_election_role.yaml", "Role", ""), sortedSet(leaderScope))
+		// The admission policies: the chart's, for the names the kustomize
+		// tree gives (namespace flightfeed-system, ServiceAccount
+		// flightfeed-manager, prefix flightfeed-).
+		specs := func(objs []*unstructured.Unstructured, prefix string) map[string]any {
+			out := map[string]any{}
+			for _, o := range objs {
+				if strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") {
+					out[o.GetKind()+"/"+prefix+o.GetName()] = o.Object["spec"]
+				}
+			}
+			return out
+		}
+		want := specs(renderChart(t, "flightfeed", "flightfeed-system", "--set", "serviceAccount.name=flightfeed-manager"), "")
+		got := specs(decodeObjects(t, readFile(t, filepath.Join(root, "config", "rbac", "admission_policy.yaml"))), "flightfeed-")
+		if len(want) != 8 || !equality.Semantic.DeepEqual(got, want) {
+			gotYAML, _ := yaml.Marshal(got)
+			wantYAML, _ := yaml.Marshal(want)
+			t.Errorf("config/rbac/admission_policy.yaml:\n%s\nwant the chart's:\n%s", gotYAML, wantYAML)
+		}
 		// The pump defaults of both kustomize trees load.
 		for _, file := range []string{"manager/pump_defaults.yaml", "default/pump_defaults_network_policy.yaml"} {
 			pumpDefaultsOf(t, decodeObjects(t, readFile(t, filepath.Join(root, "config", file))))
@@ -623,9 +662,10 @@ func mustForbid(t *testing.T, c client.Client, who, ns, name string) {
 	}
 }
 
-// The default install's RBAC, as the chart renders it and nothing more:
-// the operator (impersonating its ServiceAccount, leader-elected, with the
-// chart's pump defaults) turns a FlightFeed into its objects — the pump Deployment, ServiceAccount, Role granting exactly
+// The default install's RBAC and admission policies, as the chart renders
+// them and nothing more: the operator (impersonating its ServiceAccount,
+// leader-elected, with the chart's pump defaults) turns a FlightFeed into
+// its objects — the pump Deployment, ServiceAccount, Role granting exactly
 // the Secrets the feed names, RoleBinding, Service, Lease, the operator's
 // own binding to the secret reader, the subjects of the chart's
 // auth-delegator binding — without escalate, and still
@@ -659,8 +699,10 @@ func TestOperatorAndPumpRunUnderTheChartsRBAC(t *testing.T) {
 		switch o.GetKind() {
 		case "ServiceAccount":
 			sa = o.GetName()
-		case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
-			// The chart's RBAC, as rendered; nothing else is granted.
+		case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+			// The chart's RBAC and admission policies, as rendered;
+			// nothing else is granted.
 		default:
 			continue
 		}
@@ -766,8 +808,12 @@ func TestOperatorAndPumpRunUnderTheChartsRBAC(t *testing.T) {
 	if got := sortedSet(flatten(t, unnamed)); !slices.Equal(got, sortedSet(generated)) {
 		t.Errorf("the pump's Role (names aside):\n  %s\nconfig/rbac/pump/role.yaml:\n  %s", strings.Join(got, "\n  "), strings.Join(sortedSet(generated), "\n  "))
 	}
-	// Still no Secret where no FlightFeed is.
+	// Still no Secret where no FlightFeed is, and no object of its own
+	// there: the admission policies were in effect while it worked.
 	mustForbid(t, asOperator, "the operator", otherNS, "other-db")
+	if err := asOperator.Create(h.ctx(), ours(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: otherNS}})); !refusal(err) {
+		t.Fatalf("the operator making a ServiceAccount where no FlightFeed is: %v, want refused", err)
+	}
 	var list corev1.SecretList
 	if err := asOperator.List(h.ctx(), &list, client.InNamespace(key.Namespace)); !apierrors.IsForbidden(err) {
 		t.Fatalf("the operator listing Secrets: %v, want forbidden", err)

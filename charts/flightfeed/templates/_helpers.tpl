@@ -68,6 +68,12 @@ Helm refuses to take over an object it did not make. */}}
 {{- printf "%s-pump-auth-delegator" (include "flightfeed.fullname" .) }}
 {{- end }}
 
+{{/* The operator's user name in API requests (its ServiceAccount's), which
+the admission policy matches. */}}
+{{- define "flightfeed.operatorUser" -}}
+{{- printf "system:serviceaccount:%s:%s" .Release.Namespace (include "flightfeed.serviceAccountName" .) }}
+{{- end }}
+
 {{/* The pump pods' defaults (controllers.PumpDefaults), the file
 `flightfeed manager --pump-defaults` reads: values pump.*, the hardened
 security contexts, the ports, lease timings, log level and the
