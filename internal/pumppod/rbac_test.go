@@ -69,6 +69,11 @@ var (
 			// and written uncached, deleted when turned off
 			"cert-manager.io certificates get", "cert-manager.io certificates create", "cert-manager.io certificates update",
 			"cert-manager.io certificates delete",
+			// each feed namespace's own pump CA (its Issuers), and each
+			// feed's ServiceMonitor, likewise
+			"cert-manager.io issuers get", "cert-manager.io issuers create", "cert-manager.io issuers update", "cert-manager.io issuers delete",
+			"monitoring.coreos.com servicemonitors get", "monitoring.coreos.com servicemonitors create",
+			"monitoring.coreos.com servicemonitors update", "monitoring.coreos.com servicemonitors delete",
 		})
 	// clusterScope: the ClusterRoleBinding of every pump ServiceAccount to
 	// system:auth-delegator (the pumps authenticate read API and metrics
