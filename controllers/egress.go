@@ -94,8 +94,9 @@ const apiServerTTL = time.Minute
 // the ClusterIP(s) of the Service kubernetes in namespace default and the
 // endpoints of its EndpointSlice of the same name (most CNIs judge a
 // connection after the Service address is translated). The chart grants
-// get on those two objects alone. An error means unknown.
-func (r *FlightFeedReconciler) apiServerAddresses(ctx context.Context) ([]netip.Addr, error) {
+// get on those two objects alone. An error means unknown; fresh says the
+// answer was looked up now, not remembered.
+func (r *FlightFeedReconciler) apiServerAddresses(ctx context.Context) (addrs []netip.Addr, fresh bool, err error) {
 	c := &r.apiServer
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -104,11 +105,11 @@ func (r *FlightFeedReconciler) apiServerAddresses(ctx context.Context) ([]netip.
 		clk = clock.RealClock{}
 	}
 	if !c.fetched.IsZero() && clk.Since(c.fetched) < apiServerTTL {
-		return c.addrs, c.err
+		return c.addrs, false, c.err
 	}
 	c.addrs, c.err = r.lookUpAPIServer(ctx)
 	c.fetched = clk.Now()
-	return c.addrs, c.err
+	return c.addrs, true, c.err
 }
 
 func (r *FlightFeedReconciler) lookUpAPIServer(ctx context.Context) ([]netip.Addr, error) {

@@ -214,8 +214,8 @@ func (r *FlightFeedReconciler) renderEnv(ctx context.Context, ff *v1alpha1.Fligh
 		return env, err
 	}
 	if np.APIServer != nil && len(np.APIServer.Ports) > 0 && len(np.APIServer.CIDRs) == 0 {
-		addrs, err := r.apiServerAddresses(ctx)
-		if err != nil {
+		addrs, fresh, err := r.apiServerAddresses(ctx)
+		if err != nil && fresh {
 			logf.FromContext(ctx).Info("the API server's addresses are unknown: the pump pods' NetworkPolicy opens its ports to any address (list them in networkPolicy.egress.apiServer.cidrs)",
 				"error", err.Error())
 		}
