@@ -383,7 +383,9 @@ func renderDeployment(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.Objec
 			spread[i].LabelSelector = &metav1.LabelSelector{MatchLabels: podLabels}
 		}
 	}
-	args := []string{"pump", "--feed", ff.Namespace + "/" + ff.Name,
+	// --in-pod: the pod's loopback is the pod itself, so a broker there is
+	// refused (a pump run outside the cluster may use one).
+	args := []string{"pump", "--feed", ff.Namespace + "/" + ff.Name, "--in-pod",
 		"--metrics-bind-address", portAddr(d.Ports.Metrics),
 		"--health-probe-bind-address", portAddr(d.Ports.Probes),
 		"--api-bind-address", portAddr(d.Ports.API)}
