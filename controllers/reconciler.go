@@ -361,9 +361,9 @@ func (r *FlightFeedReconciler) apply(ctx context.Context, ff *v1alpha1.FlightFee
 			}
 		}})
 	}
-	for _, u := range []*unstructured.Unstructured{o.Certificate, o.ServiceMonitor} {
+	unstructuredStep := func(u *unstructured.Unstructured) {
 		if u == nil {
-			continue
+			return
 		}
 		steps = append(steps, struct {
 			obj    client.Object
@@ -372,6 +372,7 @@ func (r *FlightFeedReconciler) apply(ctx context.Context, ff *v1alpha1.FlightFee
 			e.(*unstructured.Unstructured).Object["spec"] = u.DeepCopy().Object["spec"]
 		}})
 	}
+	unstructuredStep(o.Certificate)
 	if o.NetworkPolicy != nil {
 		steps = append(steps, struct {
 			obj    client.Object
@@ -380,6 +381,8 @@ func (r *FlightFeedReconciler) apply(ctx context.Context, ff *v1alpha1.FlightFee
 			e.(*networkingv1.NetworkPolicy).Spec = o.NetworkPolicy.Spec
 		}})
 	}
+	// Last: the pods' own objects do not wait for the Prometheus Operator.
+	unstructuredStep(o.ServiceMonitor)
 	// The namespace's CA first: the feed's Certificate names its Issuer.
 	if err := r.applyNamespaceCA(ctx, ff, o.NamespaceCA); err != nil {
 		return err
