@@ -114,7 +114,7 @@ func TestServiceMonitorVerifiesTheFeedsServiceName(t *testing.T) {
 	if ns, _, _ := unstructured.NestedStringSlice(sm.Object, "spec", "namespaceSelector", "matchNames"); !slices.Equal(ns, []string{"airports"}) {
 		t.Errorf("namespaceSelector.matchNames %q, want the feed's namespace only", ns)
 	}
-	if _, any, _ := unstructured.NestedBool(sm.Object, "spec", "namespaceSelector", "any"); any {
+	if _, anyNS, _ := unstructured.NestedBool(sm.Object, "spec", "namespaceSelector", "any"); anyNS {
 		t.Error("namespaceSelector.any")
 	}
 	sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")

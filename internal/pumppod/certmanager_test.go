@@ -126,8 +126,8 @@ func TestChartPumpCertificatesFromCertManager(t *testing.T) {
 				if o.GetKind() != "ServiceMonitor" {
 					continue
 				}
-				if any, _, _ := unstructured.NestedBool(o.Object, "spec", "namespaceSelector", "any"); any || o.GetName() != "ff-flightfeed" {
-					t.Errorf("ServiceMonitor %s (namespaceSelector.any %v): the chart's only ServiceMonitor is the operator's", o.GetName(), any)
+				if anyNS, _, _ := unstructured.NestedBool(o.Object, "spec", "namespaceSelector", "any"); anyNS || o.GetName() != "ff-flightfeed" {
+					t.Errorf("ServiceMonitor %s (namespaceSelector.any %v): the chart's only ServiceMonitor is the operator's", o.GetName(), anyNS)
 				}
 			}
 			// The operator writes each feed's ServiceMonitor; it decides
