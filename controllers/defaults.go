@@ -3,6 +3,7 @@ package controllers
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"time"
 
@@ -74,27 +75,56 @@ type PumpDefaults struct {
 	NetworkPolicy *PumpNetworkPolicy `json:"networkPolicy,omitempty"`
 	// Certificate, when set, has cert-manager issue each feed's pump pods
 	// a certificate (a Certificate <feed>-pump-tls in the feed's
-	// namespace) that they serve on the read API and the metrics endpoint
-	// instead of a self-signed one. Unset: self-signed, made at start.
+	// namespace) for the feed's Service names only, which they serve on
+	// the read API and the metrics endpoint instead of a self-signed one.
+	// Unset: self-signed, made at start.
 	Certificate *PumpCertificate `json:"certificate,omitempty"`
+	// ServiceMonitor, when set, has the operator write each feed a
+	// Prometheus Operator ServiceMonitor of its pump pods' metrics, in the
+	// feed's namespace (see renderServiceMonitor). Unset: none.
+	ServiceMonitor *PumpServiceMonitor `json:"serviceMonitor,omitempty"`
 }
 
 // PumpCertificate is how each feed's pump certificate is issued.
 type PumpCertificate struct {
-	// IssuerRef names the cert-manager issuer: a ClusterIssuer (one for
-	// every feed namespace), or an Issuer, which must then exist in each
-	// feed's namespace.
-	IssuerRef IssuerRef `json:"issuerRef"`
+	// IssuerRef names a cert-manager issuer of your own: a ClusterIssuer,
+	// or an Issuer, which must then exist in each feed's namespace. Empty
+	// (the chart's default): the operator keeps a CA of each feed
+	// namespace's own (feednames.PumpCA: a self-signed CA Certificate and
+	// the CA Issuer it backs) and issues the namespace's pump certificates
+	// with it, so a certificate obtained in one namespace is never one a
+	// client of another namespace's pump accepts.
+	IssuerRef IssuerRef `json:"issuerRef,omitempty"`
 	// ClusterDomain adds "<Service>.<namespace>.svc.<ClusterDomain>" to the
 	// certificate's names (default cluster.local).
 	ClusterDomain string `json:"clusterDomain,omitempty"`
 }
 
+// NamespaceCA reports whether the certificates are issued by each
+// namespace's own CA (no issuer of the user's named).
+func (c PumpCertificate) NamespaceCA() bool { return c.IssuerRef.Name == "" }
+
 // IssuerRef is cert-manager's reference to an issuer.
 type IssuerRef struct {
-	Name  string `json:"name"`
+	Name  string `json:"name,omitempty"`
 	Kind  string `json:"kind,omitempty"`
 	Group string `json:"group,omitempty"`
+}
+
+// PumpServiceMonitor is the ServiceMonitor of each feed's pump pods.
+type PumpServiceMonitor struct {
+	// Interval between scrapes (default 30s).
+	Interval string `json:"interval,omitempty"`
+	// Labels of every ServiceMonitor, e.g. the one a Prometheus selects
+	// ServiceMonitors by.
+	Labels map[string]string `json:"labels,omitempty"`
+	// PlainHTTP: the pump pods serve metrics over plain HTTP to anyone
+	// (--metrics-secure=false, local clusters): scraped over HTTP, with no
+	// token. Otherwise they are scraped over HTTPS with a token made for
+	// the feed alone, and only when the pods' certificate is cert-manager's
+	// (Certificate) and the operator can make such tokens: a token goes
+	// only to a pod that proves the feed's Service name.
+	PlainHTTP bool `json:"plainHTTP,omitempty"`
 }
 
 // PumpTLSDir is where a pump pod mounts its certificate's Secret.
@@ -126,12 +156,41 @@ type PumpPorts struct {
 
 // PumpNetworkPolicy is the NetworkPolicy of each feed's pump pods.
 // Ingress: the read API and metrics ports from the listed peers, the probe
-// port from anywhere (the kubelet). Egress: the listed rules (DNS, the API
-// server, the dependencies' CIDRs) and, for each Kafka broker the
-// FlightFeed names by IP address, that address on its port.
+// port from anywhere (the kubelet). Egress: DNS, the API server, and what
+// the feed itself resolves to — its mailbox's and databases' host:port
+// (from the DSNs) and each Kafka broker's — nothing else (see
+// renderNetworkPolicy).
 type PumpNetworkPolicy struct {
-	IngressFrom []networkingv1.NetworkPolicyPeer       `json:"ingressFrom,omitempty"`
-	Egress      []networkingv1.NetworkPolicyEgressRule `json:"egress,omitempty"`
+	IngressFrom []networkingv1.NetworkPolicyPeer `json:"ingressFrom,omitempty"`
+	// Egress rules every feed's pods get as written: DNS, and any rule the
+	// chart's values add (networkPolicy.egress.*.ports).
+	Egress []networkingv1.NetworkPolicyEgressRule `json:"egress,omitempty"`
+	// APIServer is the API server's rule: its ports, and its addresses
+	// when known (cidrs); without them the operator looks them up (the
+	// kubernetes Service of namespace default and its EndpointSlice).
+	APIServer *APIServerEgress `json:"apiServer,omitempty"`
+	// Mailbox, Database and Brokers bound the per-feed rules: a host given
+	// by name is opened on its port to these networks only (to any address
+	// without them), and an address outside them is not opened at all.
+	Mailbox  DependencyNetworks `json:"mailbox,omitempty"`
+	Database DependencyNetworks `json:"database,omitempty"`
+	Brokers  DependencyNetworks `json:"brokers,omitempty"`
+}
+
+// APIServerEgress is the pump pods' egress to the API server.
+type APIServerEgress struct {
+	// Ports of the API server: the kubernetes Service's (443) and the API
+	// server's own (6443): most CNIs judge a connection after the Service
+	// address is translated to the endpoint's.
+	Ports []int32 `json:"ports,omitempty"`
+	// CIDRs of the API server (and the kubernetes Service's address).
+	// Empty: looked up.
+	CIDRs []string `json:"cidrs,omitempty"`
+}
+
+// DependencyNetworks are the networks one kind of dependency lives in.
+type DependencyNetworks struct {
+	CIDRs []string `json:"cidrs,omitempty"`
 }
 
 // Default ports of the pump container.
@@ -141,7 +200,16 @@ const (
 	DefaultAPIPort     = 8082
 	// DefaultTerminationGracePeriod of the pump pods.
 	DefaultTerminationGracePeriod = 45 * time.Second
+	// DefaultScrapeInterval of the pumps' ServiceMonitors.
+	DefaultScrapeInterval = "30s"
 )
+
+func apiServerCIDRs(a *APIServerEgress) []string {
+	if a == nil {
+		return nil
+	}
+	return a.CIDRs
+}
 
 // LoadPumpDefaults reads a PumpDefaults file (YAML or JSON); unknown keys
 // are an error, so a misspelt chart value is not silently ignored.
@@ -188,25 +256,48 @@ func (d PumpDefaults) withDefaults() (PumpDefaults, error) {
 	}
 	if c := d.Certificate; c != nil {
 		c = ptr.To(*c)
-		if c.IssuerRef.Name == "" {
-			return d, errors.New("pump defaults: certificate.issuerRef.name is required (a cert-manager ClusterIssuer, or an Issuer in every feed namespace)")
-		}
-		switch c.IssuerRef.Kind {
-		case "":
-			c.IssuerRef.Kind = "ClusterIssuer"
-		case "ClusterIssuer", "Issuer":
-		default:
-			if c.IssuerRef.Group == "" || c.IssuerRef.Group == CertManagerGroup {
-				return d, fmt.Errorf("pump defaults: certificate.issuerRef.kind %q: cert-manager's issuers are ClusterIssuer or Issuer", c.IssuerRef.Kind)
+		switch {
+		case c.NamespaceCA():
+			if c.IssuerRef.Kind != "" || c.IssuerRef.Group != "" {
+				return d, errors.New("pump defaults: certificate.issuerRef has a kind or group but no name: name your issuer, or leave issuerRef empty for each namespace's own CA")
 			}
-		}
-		if c.IssuerRef.Group == "" {
-			c.IssuerRef.Group = CertManagerGroup
+		default:
+			switch c.IssuerRef.Kind {
+			case "":
+				c.IssuerRef.Kind = "ClusterIssuer"
+			case "ClusterIssuer", "Issuer":
+			default:
+				if c.IssuerRef.Group == "" || c.IssuerRef.Group == CertManagerGroup {
+					return d, fmt.Errorf("pump defaults: certificate.issuerRef.kind %q: cert-manager's issuers are ClusterIssuer or Issuer", c.IssuerRef.Kind)
+				}
+			}
+			if c.IssuerRef.Group == "" {
+				c.IssuerRef.Group = CertManagerGroup
+			}
 		}
 		if c.ClusterDomain == "" {
 			c.ClusterDomain = "cluster.local"
 		}
 		d.Certificate = c
+	}
+	if m := d.ServiceMonitor; m != nil {
+		m = ptr.To(*m)
+		if m.Interval == "" {
+			m.Interval = DefaultScrapeInterval
+		}
+		d.ServiceMonitor = m
+	}
+	if np := d.NetworkPolicy; np != nil {
+		for _, n := range []struct {
+			name  string
+			cidrs []string
+		}{{"apiServer", apiServerCIDRs(np.APIServer)}, {"mailbox", np.Mailbox.CIDRs}, {"database", np.Database.CIDRs}, {"brokers", np.Brokers.CIDRs}} {
+			for _, c := range n.cidrs {
+				if _, err := netip.ParsePrefix(c); err != nil {
+					return d, fmt.Errorf("pump defaults: networkPolicy.%s.cidrs: %q is not a CIDR: %w", n.name, c, err)
+				}
+			}
+		}
 	}
 	return d, nil
 }
@@ -229,4 +320,10 @@ func defaultSecurityContext() *corev1.SecurityContext {
 const (
 	CertManagerGroup   = "cert-manager.io"
 	CertManagerVersion = "v1"
+)
+
+// The Prometheus Operator's API, likewise.
+const (
+	MonitoringGroup   = "monitoring.coreos.com"
+	MonitoringVersion = "v1"
 )

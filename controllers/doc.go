@@ -3,14 +3,22 @@
 // its data plane runs in — the Deployment <name>-pump (pods running
 // `flightfeed pump --feed NS/NAME`), their ServiceAccount, Role and
 // RoleBinding, a PodDisruptionBudget, the read API's Service, a
-// NetworkPolicy when enabled, and the feed's Lease — and writes one part
-// of the feed's status, status.pumpPods. Everything else in the status, the
+// NetworkPolicy when enabled, the feed's Lease and, with cert-manager and
+// the Prometheus Operator, its pump certificate and ServiceMonitor — and
+// writes one part of the feed's status, status.pumpPods. Once per
+// namespace holding a FlightFeed, owned by the namespace's feeds, it keeps
+// the namespace's pump CA (cert-manager Issuers) and the Secret of the
+// scraper's per-feed tokens. Everything else in the status, the
 // FlightFeedDays and the feed's Events are written by the pump pod that
 // leads the feed (package pumppod).
 //
-// It opens no connection to any mailbox, database or Kafka broker, parses
-// no DSN and reads no Secret's data: the pump pods do that under their own
-// ServiceAccount, which may get exactly the Secrets its feed names. It
+// It opens no connection to any mailbox, database or Kafka broker: the pump
+// pods do that under their own ServiceAccount, which may get exactly the
+// Secrets its feed names. With the NetworkPolicy on, it reads the feed's
+// DSN Secrets (by name, uncached; it uses only those that consent to the
+// feed, as the pump does) for
+// their host and port alone, to open the pods' egress to exactly those
+// (egress.go); it keeps and logs nothing else of them. It
 // imports no data-plane package (store, mailbox, dispatch, pump, feedrun,
 // pumppod); the names both sides share come from package feednames. Object
 // rendering is pure (objects.go) and table-tested.

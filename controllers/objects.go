@@ -1,10 +1,13 @@
 package controllers
 
 import (
+	"fmt"
 	"maps"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -47,18 +50,53 @@ type pumpObjects struct {
 	// Lease is the feed's Lease, made empty here so that the pump pods
 	// need only get and update it (RBAC cannot limit create to one name).
 	Lease *coordinationv1.Lease
-	// Certificate is nil unless the defaults name a cert-manager issuer:
-	// then cert-manager fills the Secret the pods serve the read API and
-	// metrics with.
+	// Certificate is nil unless the defaults turn cert-manager on: then
+	// cert-manager fills the Secret the pods serve the read API and
+	// metrics with, for the feed's Service names alone.
 	Certificate *unstructured.Unstructured
+	// NamespaceCA are the namespace's own pump CA objects (the self-signed
+	// Issuer, the CA Certificate and the CA Issuer that signs Certificate),
+	// shared by every feed of the namespace; nil unless Certificate comes
+	// from them.
+	NamespaceCA []*unstructured.Unstructured
+	// ServiceMonitor is nil unless the defaults ask for one and it can be
+	// scraped safely (see renderServiceMonitor).
+	ServiceMonitor *unstructured.Unstructured
+	// ScrapeToken says the ServiceMonitor sends a token of the scraper made
+	// for this feed, from key <feed> of the namespace's
+	// feednames.PumpScrapeTokens Secret, which the reconciler keeps.
+	ScrapeToken bool
 	// Adjusted says what of spec.pump was not rendered as written (a
 	// resource clamped to the chart's bounds), for status.pumpPods.
 	Adjusted []string
 }
 
+// renderEnv is what the rendering needs beyond the FlightFeed and the
+// defaults, found by the reconciler.
+type renderEnv struct {
+	// ScrapeTokens: the operator can make the metrics scraper tokens for a
+	// feed's audience (without it no HTTPS ServiceMonitor is written).
+	ScrapeTokens bool
+	// Mailbox and Database are the host:port the feed's DSNs connect to
+	// (config.MailboxAddress, config.DatabaseAddresses of the writer's and
+	// the reader's), read from its Secrets when the NetworkPolicy is on.
+	Mailbox, Database []string
+	// APIServer are the API server's addresses (the kubernetes Service's
+	// and its endpoints'), looked up when the defaults list none; nil:
+	// unknown.
+	APIServer []netip.Addr
+}
+
 // renderPumpObjects renders the objects of ff's pump from its spec and the
-// operator's defaults. It is pure: same inputs, same objects.
+// operator's defaults, with nothing found beyond them.
 func renderPumpObjects(ff *v1alpha1.FlightFeed, d PumpDefaults) pumpObjects {
+	return renderPumpObjectsWith(ff, d, renderEnv{})
+}
+
+// renderPumpObjectsWith renders the objects of ff's pump from its spec, the
+// operator's defaults and what the reconciler found (env). It is pure:
+// same inputs, same objects.
+func renderPumpObjectsWith(ff *v1alpha1.FlightFeed, d PumpDefaults, env renderEnv) pumpObjects {
 	name := feednames.Pump(ff.Name)
 	key := types.NamespacedName{Namespace: ff.Namespace, Name: ff.Name}
 	meta := func(n string) metav1.ObjectMeta {
@@ -84,29 +122,136 @@ func renderPumpObjects(ff *v1alpha1.FlightFeed, d PumpDefaults) pumpObjects {
 		}}
 	}
 	if d.NetworkPolicy != nil {
-		o.NetworkPolicy = renderNetworkPolicy(ff, d, meta(name))
+		var notes []string
+		o.NetworkPolicy, notes = renderNetworkPolicy(ff, d, env, meta(name))
+		o.Adjusted = append(o.Adjusted, notes...)
 	}
 	if d.Certificate != nil {
 		o.Certificate = renderCertificate(key, *d.Certificate, meta(feednames.PumpTLS(ff.Name)))
+		if d.Certificate.NamespaceCA() {
+			o.NamespaceCA = renderNamespaceCA(ff.Namespace)
+		}
 	}
+	o.ServiceMonitor = renderServiceMonitor(key, d, env, meta(name))
+	o.ScrapeToken = o.ServiceMonitor != nil && !d.ServiceMonitor.PlainHTTP
 	return o
 }
 
 // renderCertificate is the cert-manager Certificate of a feed's pump pods:
-// its Service's names and feednames.PumpServerName, a fresh ECDSA key at
-// every renewal, into the Secret of the same name.
+// its Service's names and nothing else (feednames.PumpDNSNames), a fresh
+// ECDSA key at every renewal, into the Secret of the same name; issued by
+// the namespace's own CA unless the defaults name an issuer.
 func renderCertificate(feed types.NamespacedName, c PumpCertificate, meta metav1.ObjectMeta) *unstructured.Unstructured {
-	u := certificateKey(meta.Namespace, meta.Name)
+	u := certManagerKey("Certificate", meta.Namespace, meta.Name)
+	issuer := c.IssuerRef
+	if c.NamespaceCA() {
+		issuer = IssuerRef{Name: feednames.PumpCA, Kind: "Issuer", Group: CertManagerGroup}
+	}
 	u.Object["spec"] = map[string]any{
 		"secretName": meta.Name,
 		"dnsNames":   toAny(feednames.PumpDNSNames(feed, c.ClusterDomain)),
 		"usages":     []any{"server auth", "digital signature"},
 		"privateKey": map[string]any{"algorithm": "ECDSA", "size": int64(256), "rotationPolicy": "Always"},
-		"issuerRef":  map[string]any{"name": c.IssuerRef.Name, "kind": c.IssuerRef.Kind, "group": c.IssuerRef.Group},
+		"issuerRef":  map[string]any{"name": issuer.Name, "kind": issuer.Kind, "group": issuer.Group},
 	}
 	u.SetLabels(meta.Labels)
 	u.SetOwnerReferences(meta.OwnerReferences)
 	return u
+}
+
+// caDuration is the namespace CA certificate's lifetime: cert-manager
+// renews it a third before its end, keeping its key (rotationPolicy
+// Never), so the pump certificates it signed stay valid across the
+// renewal.
+const caDuration = "87600h"
+
+// renderNamespaceCA is the namespace's own pump CA: a self-signed Issuer
+// that signs only the CA Certificate feednames.PumpCA (its Secret of the
+// same name), and the CA Issuer of that name, which signs the pump
+// certificates of the namespace's feeds. Owners and labels are the
+// reconciler's (every FlightFeed of the namespace).
+func renderNamespaceCA(namespace string) []*unstructured.Unstructured {
+	self := certManagerKey("Issuer", namespace, feednames.PumpCASelfSigned)
+	self.Object["spec"] = map[string]any{"selfSigned": map[string]any{}}
+	ca := certManagerKey("Certificate", namespace, feednames.PumpCA)
+	ca.Object["spec"] = map[string]any{
+		"isCA":       true,
+		"commonName": "flightfeed pump CA",
+		// The namespace in the subject: a CA of one namespace is told
+		// apart from another's (a common name is at most 64 bytes).
+		"subject":    map[string]any{"organizationalUnits": []any{namespace}},
+		"secretName": feednames.PumpCA,
+		"duration":   caDuration,
+		"usages":     []any{"cert sign", "crl sign", "digital signature"},
+		"privateKey": map[string]any{"algorithm": "ECDSA", "size": int64(256), "rotationPolicy": "Never"},
+		"issuerRef":  map[string]any{"name": feednames.PumpCASelfSigned, "kind": "Issuer", "group": CertManagerGroup},
+	}
+	issuer := certManagerKey("Issuer", namespace, feednames.PumpCA)
+	issuer.Object["spec"] = map[string]any{"ca": map[string]any{"secretName": feednames.PumpCA}}
+	return []*unstructured.Unstructured{self, ca, issuer}
+}
+
+// renderServiceMonitor is the ServiceMonitor of the feed's pump pods, in
+// the feed's namespace: it selects that namespace only, the feed's Service
+// by its labels and, before anything is scraped, by its name; over HTTPS
+// it verifies the pods' certificate as the Service's DNS name against the
+// CA that issued it (a Secret of the feed's namespace: a ServiceMonitor
+// reads no other) and sends a token of the scraper made for this feed's
+// audience alone. nil when the defaults ask for none, the pods serve no
+// metrics, or — over HTTPS — the pods have no certificate a client can
+// verify (no cert-manager) or the operator makes no scraper tokens: no
+// token goes to an endpoint that cannot prove it is the feed's.
+func renderServiceMonitor(feed types.NamespacedName, d PumpDefaults, env renderEnv, meta metav1.ObjectMeta) *unstructured.Unstructured {
+	m := d.ServiceMonitor
+	if m == nil || d.Ports.Metrics <= 0 {
+		return nil
+	}
+	svc := feednames.Pump(feed.Name)
+	endpoint := map[string]any{
+		"port":     "metrics",
+		"path":     "/metrics",
+		"interval": m.Interval,
+		// The selector's labels can be put on any Service of the
+		// namespace: the feed's own is kept by its name.
+		"relabelings": []any{map[string]any{"action": "keep", "sourceLabels": []any{"__meta_kubernetes_service_name"}, "regex": svc}},
+	}
+	if m.PlainHTTP {
+		endpoint["scheme"] = "http"
+	} else {
+		if d.Certificate == nil || !env.ScrapeTokens {
+			return nil
+		}
+		ca := map[string]any{"name": feednames.PumpTLS(feed.Name), "key": "ca.crt"}
+		if d.Certificate.NamespaceCA() {
+			ca = map[string]any{"name": feednames.PumpCA, "key": "ca.crt"}
+		}
+		endpoint["scheme"] = "https"
+		endpoint["authorization"] = map[string]any{"type": "Bearer",
+			"credentials": map[string]any{"name": feednames.PumpScrapeTokens, "key": feed.Name}}
+		endpoint["tlsConfig"] = map[string]any{"serverName": feednames.PumpServiceDNSName(feed), "ca": map[string]any{"secret": ca}}
+	}
+	u := monitoringKey("ServiceMonitor", meta.Namespace, meta.Name)
+	labels := maps.Clone(m.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, meta.Labels)
+	u.SetLabels(labels)
+	u.SetOwnerReferences(meta.OwnerReferences)
+	u.Object["spec"] = map[string]any{
+		"namespaceSelector": map[string]any{"matchNames": []any{feed.Namespace}},
+		"selector":          map[string]any{"matchLabels": stringMap(objectLabels(feed.Name))},
+		"endpoints":         []any{endpoint},
+	}
+	return u
+}
+
+func stringMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 func toAny(ss []string) []any {
@@ -238,7 +383,9 @@ func renderDeployment(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.Objec
 			spread[i].LabelSelector = &metav1.LabelSelector{MatchLabels: podLabels}
 		}
 	}
-	args := []string{"pump", "--feed", ff.Namespace + "/" + ff.Name,
+	// --in-pod: the pod's loopback is the pod itself, so a broker there is
+	// refused (a pump run outside the cluster may use one).
+	args := []string{"pump", "--feed", ff.Namespace + "/" + ff.Name, "--in-pod",
 		"--metrics-bind-address", portAddr(d.Ports.Metrics),
 		"--health-probe-bind-address", portAddr(d.Ports.Probes),
 		"--api-bind-address", portAddr(d.Ports.API)}
@@ -354,49 +501,131 @@ func renderService(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.ObjectMe
 	}}
 }
 
-func renderNetworkPolicy(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.ObjectMeta) *networkingv1.NetworkPolicy {
-	tcp := corev1.ProtocolTCP
-	port := func(p int32) networkingv1.NetworkPolicyPort {
-		return networkingv1.NetworkPolicyPort{Protocol: &tcp, Port: ptr.To(intstr.FromInt32(p))}
-	}
+// renderNetworkPolicy is the feed's pump NetworkPolicy. Egress lists what
+// the feed resolves to and nothing else: the defaults' rules (DNS, and
+// any the chart's values add), the API server, and each host:port of the
+// feed's mailbox, databases (from the DSNs: env) and Kafka brokers. An IP
+// address is opened as itself (/32, /128) on its port; a host name cannot
+// be named in a NetworkPolicy, so its port is opened to the dependency's
+// networks of the defaults, or to any address when they list none (DNS
+// resolves the name). An address the broker validation refuses (metadata
+// services, link-local: config.BrokerAddressRefusal), loopback (the pod
+// itself: no rule needed) and an address outside the dependency's listed
+// networks are never opened; the last is said in the returned notes
+// (status.pumpPods.adjusted).
+func renderNetworkPolicy(ff *v1alpha1.FlightFeed, d PumpDefaults, env renderEnv, meta metav1.ObjectMeta) (*networkingv1.NetworkPolicy, []string) {
+	np := d.NetworkPolicy
 	var dataPorts []networkingv1.NetworkPolicyPort
 	if d.Ports.API > 0 {
-		dataPorts = append(dataPorts, port(d.Ports.API))
+		dataPorts = append(dataPorts, tcpPort(d.Ports.API))
 	}
 	if d.Ports.Metrics > 0 {
-		dataPorts = append(dataPorts, port(d.Ports.Metrics))
+		dataPorts = append(dataPorts, tcpPort(d.Ports.Metrics))
 	}
-	ingress := []networkingv1.NetworkPolicyIngressRule{{Ports: []networkingv1.NetworkPolicyPort{port(d.Ports.Probes)}}}
-	if len(dataPorts) > 0 && len(d.NetworkPolicy.IngressFrom) > 0 {
-		ingress = append(ingress, networkingv1.NetworkPolicyIngressRule{Ports: dataPorts, From: d.NetworkPolicy.IngressFrom})
+	ingress := []networkingv1.NetworkPolicyIngressRule{{Ports: []networkingv1.NetworkPolicyPort{tcpPort(d.Ports.Probes)}}}
+	if len(dataPorts) > 0 && len(np.IngressFrom) > 0 {
+		ingress = append(ingress, networkingv1.NetworkPolicyIngressRule{Ports: dataPorts, From: np.IngressFrom})
 	}
-	egress := slices.Clone(d.NetworkPolicy.Egress)
-	// Kafka brokers the feed names by address: exactly those, on their
-	// ports. Brokers named by host name need the chart's egress CIDRs. An
-	// address the validation refuses (the cloud's metadata service,
-	// link-local: config.BrokerAddressRefusal) is never opened: the pump
-	// refuses the feed, and the policy must not let anything else in the
-	// pod reach it either.
-	for _, b := range ff.Spec.Kafka.Brokers {
-		host, p, err := net.SplitHostPort(b)
-		ip := net.ParseIP(host)
+	egress := slices.Clone(np.Egress)
+	if a := np.APIServer; a != nil && len(a.Ports) > 0 {
+		r := networkingv1.NetworkPolicyEgressRule{}
+		for _, p := range a.Ports {
+			r.Ports = append(r.Ports, tcpPort(p))
+		}
+		switch {
+		case len(a.CIDRs) > 0:
+			r.To = cidrPeers(a.CIDRs)
+		case len(env.APIServer) > 0:
+			for _, ip := range env.APIServer {
+				r.To = append(r.To, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: netip.PrefixFrom(ip, ip.BitLen()).String()}})
+			}
+		}
+		// Neither: the API server's addresses are unknown, its ports are
+		// opened to any address (the reconciler logs why).
+		egress = append(egress, r)
+	}
+	var notes []string
+	seen := map[string]bool{}
+	add := func(what, addr string, nets []string) {
+		host, p, err := net.SplitHostPort(addr)
 		n, perr := strconv.ParseUint(p, 10, 16)
-		if err != nil || ip == nil || perr != nil || n == 0 || config.BrokerAddressRefusal(host) != "" {
-			continue
+		if err != nil || perr != nil || n == 0 || config.BrokerAddressRefusal(host) != "" || config.IsLoopback(host) {
+			return
 		}
-		bits := 32
-		if ip.To4() == nil {
-			bits = 128
+		r := networkingv1.NetworkPolicyEgressRule{Ports: []networkingv1.NetworkPolicyPort{tcpPort(int32(n))}}
+		if ip, err := netip.ParseAddr(host); err == nil {
+			ip = ip.Unmap()
+			if ip.IsUnspecified() {
+				return
+			}
+			if len(nets) > 0 && !inPrefixes(ip, nets) {
+				notes = append(notes, fmt.Sprintf("%s %s is outside the chart's networkPolicy.egress CIDRs for it (%s): the pump pods' NetworkPolicy does not open it",
+					what, addr, strings.Join(nets, ", ")))
+				return
+			}
+			r.To = []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: netip.PrefixFrom(ip, ip.BitLen()).String()}}}
+		} else {
+			r.To = cidrPeers(nets)
 		}
-		egress = append(egress, networkingv1.NetworkPolicyEgressRule{
-			To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: ip.String() + "/" + strconv.Itoa(bits)}}},
-			Ports: []networkingv1.NetworkPolicyPort{port(int32(n))},
-		})
+		k := ruleKey(r)
+		if !seen[k] {
+			seen[k] = true
+			egress = append(egress, r)
+		}
+	}
+	for _, a := range env.Mailbox {
+		add("the mailbox", a, np.Mailbox.CIDRs)
+	}
+	for _, a := range env.Database {
+		add("the database", a, np.Database.CIDRs)
+	}
+	for i, b := range ff.Spec.Kafka.Brokers {
+		add(fmt.Sprintf("spec.kafka.brokers[%d]", i), b, np.Brokers.CIDRs)
 	}
 	return &networkingv1.NetworkPolicy{ObjectMeta: meta, Spec: networkingv1.NetworkPolicySpec{
 		PodSelector: metav1.LabelSelector{MatchLabels: feednames.PodLabels(ff.Name)},
 		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 		Ingress:     ingress,
 		Egress:      egress,
-	}}
+	}}, notes
+}
+
+// ruleKey tells equal egress rules apart by value (their fields are
+// pointers).
+func ruleKey(r networkingv1.NetworkPolicyEgressRule) string {
+	var b strings.Builder
+	for _, p := range r.Ports {
+		fmt.Fprintf(&b, "%s/%s,", ptr.Deref(p.Protocol, corev1.ProtocolTCP), p.Port.String())
+	}
+	b.WriteString(" to ")
+	for _, peer := range r.To {
+		if peer.IPBlock != nil {
+			fmt.Fprintf(&b, "%s,", peer.IPBlock.CIDR)
+		}
+	}
+	return b.String()
+}
+
+func tcpPort(p int32) networkingv1.NetworkPolicyPort {
+	return networkingv1.NetworkPolicyPort{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(p))}
+}
+
+// cidrPeers are ipBlock peers of the CIDRs (nil: any address).
+func cidrPeers(cidrs []string) []networkingv1.NetworkPolicyPeer {
+	var out []networkingv1.NetworkPolicyPeer
+	for _, c := range cidrs {
+		out = append(out, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: c}})
+	}
+	return out
+}
+
+// inPrefixes reports whether ip lies in one of the CIDRs (checked by
+// PumpDefaults.withDefaults).
+func inPrefixes(ip netip.Addr, cidrs []string) bool {
+	for _, c := range cidrs {
+		if p, err := netip.ParsePrefix(c); err == nil && p.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }

@@ -60,7 +60,9 @@ func TestRenderPumpObjects(t *testing.T) {
 				t.Errorf("deployment %s/%s replicas %d", d.Namespace, d.Name, *d.Spec.Replicas)
 			}
 			c := d.Spec.Template.Spec.Containers[0]
-			if !slices.Equal(c.Args[:3], []string{"pump", "--feed", "airports/pek"}) || !slices.Contains(c.Args, "--lease-duration=15s") {
+			// --in-pod: a broker on loopback would be the pod itself.
+			if !slices.Equal(c.Args[:3], []string{"pump", "--feed", "airports/pek"}) || !slices.Contains(c.Args, "--lease-duration=15s") ||
+				!slices.Contains(c.Args, "--in-pod") {
 				t.Errorf("args %q", c.Args)
 			}
 			if c.Image != testDefaults.Image || c.Resources.Limits.Memory().String() != "256Mi" {
@@ -202,9 +204,10 @@ func TestRenderNetworkPolicy(t *testing.T) {
 	if np == nil {
 		t.Fatal("no NetworkPolicy")
 	}
-	// DNS, then the broker named by address; the one named by host name
-	// needs the chart's CIDRs.
-	if len(np.Spec.Egress) != 2 || np.Spec.Egress[1].To[0].IPBlock.CIDR != "10.1.2.3/32" || np.Spec.Egress[1].Ports[0].Port.IntValue() != 9093 {
+	// DNS, then the broker named by address, then the one named by host
+	// name: its port, to any address (a NetworkPolicy names no host).
+	if len(np.Spec.Egress) != 3 || np.Spec.Egress[1].To[0].IPBlock.CIDR != "10.1.2.3/32" || np.Spec.Egress[1].Ports[0].Port.IntValue() != 9093 ||
+		len(np.Spec.Egress[2].To) != 0 || np.Spec.Egress[2].Ports[0].Port.IntValue() != 9092 {
 		t.Errorf("egress %+v", np.Spec.Egress)
 	}
 	if len(np.Spec.Ingress) != 1 || np.Spec.Ingress[0].Ports[0].Port.IntValue() != DefaultProbesPort {
@@ -322,9 +325,9 @@ func TestFeedChangedIgnoresStatusWrites(t *testing.T) {
 }
 
 // With an issuer in the defaults, each feed gets a cert-manager Certificate
-// for its Service's names and the shared pump name, owned by the feed, and
-// its pods serve that Secret's files on the read API and metrics; without
-// one, no Certificate and no mount (the self-signed certificate).
+// for its Service's names (and no other), owned by the feed, and its pods
+// serve that Secret's files on the read API and metrics; without one, no
+// Certificate and no mount (the self-signed certificate).
 func TestRenderPumpCertificate(t *testing.T) {
 	d, err := PumpDefaults{Image: "x", Args: []string{"--api-cert-dir=/mine"},
 		Certificate: &PumpCertificate{IssuerRef: IssuerRef{Name: "corp-ca"}}}.withDefaults()
@@ -343,7 +346,7 @@ func TestRenderPumpCertificate(t *testing.T) {
 		t.Errorf("owners %+v", refs)
 	}
 	names, _, _ := unstructured.NestedStringSlice(c.Object, "spec", "dnsNames")
-	if want := []string{"pek-pump.airports.svc", "pek-pump.airports.svc.cluster.local", "flightfeed-pump"}; !slices.Equal(names, want) {
+	if want := []string{"pek-pump.airports.svc", "pek-pump.airports.svc.cluster.local"}; !slices.Equal(names, want) {
 		t.Errorf("dnsNames %q, want %q", names, want)
 	}
 	secret, _, _ := unstructured.NestedString(c.Object, "spec", "secretName")
@@ -382,7 +385,8 @@ func TestPumpCertificateDefaults(t *testing.T) {
 		{"kind defaults to ClusterIssuer", PumpCertificate{IssuerRef: IssuerRef{Name: "ca"}}, "ClusterIssuer", "cluster.local", ""},
 		{"an Issuer in each namespace", PumpCertificate{IssuerRef: IssuerRef{Name: "ca", Kind: "Issuer"}, ClusterDomain: "corp.internal"}, "Issuer", "corp.internal", ""},
 		{"an external issuer of its own group", PumpCertificate{IssuerRef: IssuerRef{Name: "v", Kind: "VaultIssuer", Group: "vault.example"}}, "VaultIssuer", "cluster.local", ""},
-		{"no issuer name", PumpCertificate{}, "", "", "issuerRef.name is required"},
+		{"no issuer: each namespace's own CA", PumpCertificate{}, "", "cluster.local", ""},
+		{"a kind without a name", PumpCertificate{IssuerRef: IssuerRef{Kind: "ClusterIssuer"}}, "", "", "kind or group but no name"},
 		{"an unknown kind of cert-manager's", PumpCertificate{IssuerRef: IssuerRef{Name: "ca", Kind: "Issuers"}}, "", "", `kind "Issuers"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -57,6 +57,8 @@ import (
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;create;update;delete
+// +kubebuilder:rbac:groups=cert-manager.io,resources=issuers,verbs=get;create;update;delete
+// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;create;update;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // FieldOwner names the operator's writes.
@@ -92,8 +94,14 @@ type FlightFeedReconciler struct {
 	// metrics callers (TokenReview, SubjectAccessReview). The install makes
 	// the binding; the operator never creates one.
 	AuthDelegator string
-	// Clock judges Lease expiry (default: real).
+	// ScrapeTokens, when set, is how the feeds' ServiceMonitors get their
+	// bearer tokens (see ScrapeTokens). Nil: no ServiceMonitor that needs
+	// one is written.
+	ScrapeTokens *ScrapeTokens
+	// Clock judges Lease expiry and token renewal (default: real).
 	Clock clock.PassiveClock
+
+	apiServer apiServerCache
 }
 
 // SecretGrant is the operator's own binding to the Secret-reading
@@ -137,10 +145,14 @@ func (r *FlightFeedReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	objs := renderPumpObjects(&ff, d)
 	if err := r.grantSecrets(ctx, &ff); err != nil {
 		return ctrl.Result{}, err
 	}
+	env, err := r.renderEnv(ctx, &ff, d)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	objs := renderPumpObjectsWith(&ff, d, env)
 	if err := r.apply(ctx, &ff, objs); err != nil {
 		// Said where the user looks (a value the API server refuses in the
 		// pods' resources or placement, an object of that name that is not
@@ -155,6 +167,25 @@ func (r *FlightFeedReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 		return ctrl.Result{}, err
 	}
+	var result ctrl.Result
+	if d.NetworkPolicy != nil {
+		// The DSNs' hosts are read again, as the pump pods read them.
+		result.RequeueAfter = DependencyResync
+	}
+	switch {
+	case objs.ScrapeToken:
+		renewAt, err := r.keepScrapeToken(ctx, &ff)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if wait := max(renewAt.Sub(r.now()), time.Second); result.RequeueAfter == 0 || wait < result.RequeueAfter {
+			result.RequeueAfter = wait
+		}
+	case r.ScrapeTokens != nil:
+		if err := r.dropScrapeToken(ctx, &ff); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	var dep appsv1.Deployment
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(objs.Deployment), &dep); err != nil {
 		return ctrl.Result{}, fmt.Errorf("get deployment %s: %w", objs.Deployment.Name, err)
@@ -164,7 +195,38 @@ func (r *FlightFeedReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	// Last: a binding the install lacks fails the reconcile (retried) but
 	// does not hide the pods from status.pumpPods.
-	return ctrl.Result{}, r.syncAuthDelegator(ctx)
+	return result, r.syncAuthDelegator(ctx)
+}
+
+func (r *FlightFeedReconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
+}
+
+// renderEnv finds what the rendering needs beyond the feed and the
+// defaults: whether scraper tokens can be made, and, for the
+// NetworkPolicy, the feed's DSN hosts and the API server's addresses.
+func (r *FlightFeedReconciler) renderEnv(ctx context.Context, ff *v1alpha1.FlightFeed, d PumpDefaults) (renderEnv, error) {
+	env := renderEnv{ScrapeTokens: r.ScrapeTokens != nil && r.ScrapeTokens.Mint != nil}
+	np := d.NetworkPolicy
+	if np == nil {
+		return env, nil
+	}
+	var err error
+	if env.Mailbox, env.Database, err = r.dependencyAddresses(ctx, ff); err != nil {
+		return env, err
+	}
+	if np.APIServer != nil && len(np.APIServer.Ports) > 0 && len(np.APIServer.CIDRs) == 0 {
+		addrs, fresh, err := r.apiServerAddresses(ctx)
+		if err != nil && fresh {
+			logf.FromContext(ctx).Info("the API server's addresses are unknown: the pump pods' NetworkPolicy opens its ports to any address (list them in networkPolicy.egress.apiServer.cidrs)",
+				"error", err.Error())
+		}
+		env.APIServer = addrs
+	}
+	return env, nil
 }
 
 // dropLegacyFinalizer removes the finalizer releases that ran the pumps
@@ -216,10 +278,20 @@ func (r *FlightFeedReconciler) legacyPumpRunning(ctx context.Context, key types.
 }
 
 // grantSecrets binds the operator to the Secret-reading ClusterRole in the
-// feed's namespace, with this feed among the binding's owners (so the
-// binding goes with the last FlightFeed of the namespace).
+// feed's namespace, and to the scrape token writer's when the feeds'
+// ServiceMonitors get tokens, with this feed among each binding's owners
+// (so the binding goes with the last FlightFeed of the namespace).
 func (r *FlightFeedReconciler) grantSecrets(ctx context.Context, ff *v1alpha1.FlightFeed) error {
-	g := r.SecretGrant
+	if err := r.bindSelf(ctx, ff, r.SecretGrant); err != nil {
+		return err
+	}
+	if r.ScrapeTokens != nil {
+		return r.bindSelf(ctx, ff, r.ScrapeTokens.Writer)
+	}
+	return nil
+}
+
+func (r *FlightFeedReconciler) bindSelf(ctx context.Context, ff *v1alpha1.FlightFeed, g *SecretGrant) error {
 	if g == nil {
 		return nil
 	}
@@ -231,16 +303,23 @@ func (r *FlightFeedReconciler) grantSecrets(ctx context.Context, ff *v1alpha1.Fl
 		rb.Labels[feednames.LabelManagedBy] = feednames.ManagedBy
 		rb.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: g.ClusterRole}
 		rb.Subjects = []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: g.ServiceAccount.Namespace, Name: g.ServiceAccount.Name}}
-		ref := metav1.OwnerReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "FlightFeed", Name: ff.Name, UID: ff.UID}
-		if !slices.ContainsFunc(rb.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == ff.UID }) {
-			rb.OwnerReferences = append(rb.OwnerReferences, ref)
-		}
+		addOwner(rb, ff)
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("bind the operator to %s in %s: %w", g.ClusterRole, ff.Namespace, err)
 	}
 	return nil
+}
+
+// addOwner puts ff among obj's owners (not as its controller: a
+// namespace's object is shared by its feeds).
+func addOwner(obj client.Object, ff *v1alpha1.FlightFeed) {
+	if ownedBy(obj, ff.UID) {
+		return
+	}
+	obj.SetOwnerReferences(append(obj.GetOwnerReferences(),
+		metav1.OwnerReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "FlightFeed", Name: ff.Name, UID: ff.UID}))
 }
 
 // apply creates or updates every object of the feed's pump, and removes
@@ -287,14 +366,18 @@ func (r *FlightFeedReconciler) apply(ctx context.Context, ff *v1alpha1.FlightFee
 			}
 		}})
 	}
-	if o.Certificate != nil {
+	unstructuredStep := func(u *unstructured.Unstructured) {
+		if u == nil {
+			return
+		}
 		steps = append(steps, struct {
 			obj    client.Object
 			mutate func(existing client.Object)
-		}{o.Certificate.DeepCopy(), func(e client.Object) {
-			e.(*unstructured.Unstructured).Object["spec"] = o.Certificate.DeepCopy().Object["spec"]
+		}{u.DeepCopy(), func(e client.Object) {
+			e.(*unstructured.Unstructured).Object["spec"] = u.DeepCopy().Object["spec"]
 		}})
 	}
+	unstructuredStep(o.Certificate)
 	if o.NetworkPolicy != nil {
 		steps = append(steps, struct {
 			obj    client.Object
@@ -302,6 +385,12 @@ func (r *FlightFeedReconciler) apply(ctx context.Context, ff *v1alpha1.FlightFee
 		}{&networkingv1.NetworkPolicy{ObjectMeta: o.NetworkPolicy.ObjectMeta}, func(e client.Object) {
 			e.(*networkingv1.NetworkPolicy).Spec = o.NetworkPolicy.Spec
 		}})
+	}
+	// Last: the pods' own objects do not wait for the Prometheus Operator.
+	unstructuredStep(o.ServiceMonitor)
+	// The namespace's CA first: the feed's Certificate names its Issuer.
+	if err := r.applyNamespaceCA(ctx, ff, o.NamespaceCA); err != nil {
+		return err
 	}
 	for _, s := range steps {
 		want := s.obj.DeepCopyObject().(client.Object)
@@ -317,11 +406,7 @@ func (r *FlightFeedReconciler) apply(ctx context.Context, ff *v1alpha1.FlightFee
 			return nil
 		})
 		if err != nil {
-			if _, ok := obj.(*unstructured.Unstructured); ok && meta.IsNoMatchError(err) {
-				return fmt.Errorf("apply %s %s/%s: %w (the pump certificates are issued by cert-manager: install it, or turn pump.certManager off)",
-					obj.GetObjectKind().GroupVersionKind().Kind, ff.Namespace, obj.GetName(), err)
-			}
-			return fmt.Errorf("apply %s %s/%s: %w", kindName(obj), ff.Namespace, obj.GetName(), err)
+			return applyError(ff, obj, err)
 		}
 	}
 	if o.PDB == nil {
@@ -337,7 +422,16 @@ func (r *FlightFeedReconciler) apply(ctx context.Context, ff *v1alpha1.FlightFee
 	if o.Certificate == nil {
 		// Turned off: the pods no longer mount it. Without cert-manager's
 		// CRDs there is none to delete.
-		err := r.deleteOwned(ctx, ff, certificateKey(ff.Namespace, feednames.PumpTLS(ff.Name)))
+		err := r.deleteOwned(ctx, ff, certManagerKey("Certificate", ff.Namespace, feednames.PumpTLS(ff.Name)))
+		if err != nil && !meta.IsNoMatchError(err) {
+			return err
+		}
+	}
+	if o.ServiceMonitor == nil {
+		// Turned off, or no longer safe to scrape: no ServiceMonitor
+		// sends a token the pods cannot be trusted with. Without the
+		// Prometheus Operator's CRDs there is none to delete.
+		err := r.deleteOwned(ctx, ff, monitoringKey("ServiceMonitor", ff.Namespace, feednames.Pump(ff.Name)))
 		if err != nil && !meta.IsNoMatchError(err) {
 			return err
 		}
@@ -345,13 +439,62 @@ func (r *FlightFeedReconciler) apply(ctx context.Context, ff *v1alpha1.FlightFee
 	return nil
 }
 
-// certificateKey is an empty cert-manager Certificate of that name, read
-// and written unstructured (uncached: the operator keeps no informer on a
-// kind that may not be installed).
-func certificateKey(namespace, name string) *unstructured.Unstructured {
+// applyError says which object could not be applied, and, when its kind
+// is not served, what provides it.
+func applyError(ff *v1alpha1.FlightFeed, obj client.Object, err error) error {
+	if u, ok := obj.(*unstructured.Unstructured); ok && meta.IsNoMatchError(err) {
+		provider := "the pump certificates are issued by cert-manager: install it, or turn pump.certManager off"
+		if u.GroupVersionKind().Group == MonitoringGroup {
+			provider = "the feeds' ServiceMonitors need the Prometheus Operator's CRDs: install them, or turn monitoring.serviceMonitor off"
+		}
+		return fmt.Errorf("apply %s %s/%s: %w (%s)", u.GetKind(), ff.Namespace, obj.GetName(), err, provider)
+	}
+	return fmt.Errorf("apply %s %s/%s: %w", kindName(obj), ff.Namespace, obj.GetName(), err)
+}
+
+// applyNamespaceCA creates or updates the namespace's pump CA objects,
+// with this feed among their owners (they go with the namespace's last
+// FlightFeed), refusing objects of those names the operator did not make.
+func (r *FlightFeedReconciler) applyNamespaceCA(ctx context.Context, ff *v1alpha1.FlightFeed, objs []*unstructured.Unstructured) error {
+	for _, want := range objs {
+		obj := want.DeepCopy()
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			_, err := controllerutil.CreateOrUpdate(ctx, r.Client, obj, func() error {
+				created := obj.GetCreationTimestamp()
+				if !created.IsZero() && obj.GetLabels()[feednames.LabelManagedBy] != feednames.ManagedBy {
+					return fmt.Errorf("%s %s exists and is not the operator's: rename or remove it (each namespace's pump certificates are issued by the operator's CA of that name)",
+						obj.GetKind(), obj.GetName())
+				}
+				obj.SetLabels(mergeLabels(obj.GetLabels(), map[string]string{feednames.LabelManagedBy: feednames.ManagedBy}))
+				addOwner(obj, ff)
+				obj.Object["spec"] = want.DeepCopy().Object["spec"]
+				return nil
+			})
+			return err
+		})
+		if err != nil {
+			return applyError(ff, obj, err)
+		}
+	}
+	return nil
+}
+
+// certManagerKey is an empty cert-manager object of that kind and name,
+// read and written unstructured (uncached: the operator keeps no informer
+// on a kind that may not be installed).
+func certManagerKey(kind, namespace, name string) *unstructured.Unstructured {
+	return unstructuredKey(CertManagerGroup+"/"+CertManagerVersion, kind, namespace, name)
+}
+
+// monitoringKey is the same for the Prometheus Operator's kinds.
+func monitoringKey(kind, namespace, name string) *unstructured.Unstructured {
+	return unstructuredKey(MonitoringGroup+"/"+MonitoringVersion, kind, namespace, name)
+}
+
+func unstructuredKey(apiVersion, kind, namespace, name string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(CertManagerGroup + "/" + CertManagerVersion)
-	u.SetKind("Certificate")
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
 	u.SetNamespace(namespace)
 	u.SetName(name)
 	return u

@@ -93,7 +93,9 @@ hasnot() { local n=$1; shift; [ "$1" = -- ] && shift; ! grep -qE -- "$1" "$work/
 # 3. Default values: everything, CRDs kept, two hardened operator replicas
 # (leader-elected) and the pump pods' defaults.
 render default
-for kind in CustomResourceDefinition:2 Deployment:1 ClusterRole:6 ClusterRoleBinding:2 Role:1 RoleBinding:1 ServiceAccount:1 Service:1 PodDisruptionBudget:1 NetworkPolicy:1 ConfigMap:1 \
+# Two Roles: the leader election's, and in namespace default the one that
+# lets the operator read the API server's addresses (the pumps' egress).
+for kind in CustomResourceDefinition:2 Deployment:1 ClusterRole:6 ClusterRoleBinding:2 Role:2 RoleBinding:2 ServiceAccount:1 Service:1 PodDisruptionBudget:1 NetworkPolicy:1 ConfigMap:1 \
   ValidatingAdmissionPolicy:4 ValidatingAdmissionPolicyBinding:4; do
   [ "$(count default "${kind%%:*}")" = "${kind##*:}" ] || fail "default: want ${kind##*:} ${kind%%:*}, got $(count default "${kind%%:*}")"
 done
@@ -146,6 +148,11 @@ has default 'fieldPath: metadata.namespace'
 has default 'rbac.authorization.k8s.io/aggregate-to-view: "true"'
 has default 'rbac.authorization.k8s.io/aggregate-to-edit: "true"'
 has default 'policyTypes: \[Ingress, Egress\]'
+# The pumps' egress: DNS to the DNS pods, the API server, and per feed what
+# it resolves to (the operator); no port opened to anywhere for every feed.
+has default 'k8s-app: kube-dns'
+has default 'name: ff-flightfeed-apiserver-addresses'
+hasnot default 'port: (3306|5432|9092)'
 hasnot default -- '--legacy-leases'
 hasnot default -- '--namespaces'
 has default 'resources:'
@@ -188,12 +195,12 @@ has norbac 'serviceAccountName: existing'
 # binding's rights.
 render namespaced --set 'watchNamespaces={ops,ground}' --is-upgrade \
   --set 'networkPolicy.egress.database.cidrs={10.0.0.0/8}' --set 'networkPolicy.egress.brokers.ports={9092,9093}'
-[ "$(count namespaced Role)" = 3 ] || fail "namespaced: want 3 Roles, got $(count namespaced Role)"
-[ "$(count namespaced RoleBinding)" = 3 ] || fail "namespaced: want 3 RoleBindings, got $(count namespaced RoleBinding)"
+[ "$(count namespaced Role)" = 4 ] || fail "namespaced: want 4 Roles, got $(count namespaced Role)"
+[ "$(count namespaced RoleBinding)" = 4 ] || fail "namespaced: want 4 RoleBindings, got $(count namespaced RoleBinding)"
 has namespaced -- '- --namespaces=ops,ground'
 hasnot namespaced -- '--legacy-leases'
 has namespaced 'namespace: ground'
-has namespaced 'cidr: "10.0.0.0/8"'
+has namespaced 'cidrs: \["10.0.0.0/8"\]'
 has namespaced 'port: 9093, protocol: TCP'
 render nonetpol --set networkPolicy.enabled=false
 [ "$(count nonetpol NetworkPolicy)" = 0 ] || fail "networkPolicy.enabled=false still renders a NetworkPolicy"
@@ -250,9 +257,10 @@ for f in "$work"/*.yaml; do
   ! grep -q "bearerTokenFile" "$f" || fail "$(basename "$f" .yaml): renders the deprecated bearerTokenFile"
 done
 has monitoring 'insecureSkipVerify: true'
-# Two ServiceMonitors (the operator's, every feed's pump Service); two
-# ConfigMaps (the pump defaults, the dashboard).
-for kind in ServiceMonitor:2 PrometheusRule:1 ConfigMap:2; do
+# One ServiceMonitor, the operator's: the operator writes each feed's in
+# the feed's namespace (no ServiceMonitor of the chart selects every
+# namespace); two ConfigMaps (the pump defaults, the dashboard).
+for kind in ServiceMonitor:1 PrometheusRule:1 ConfigMap:2; do
   [ "$(count monitoring "${kind%%:*}")" = "${kind##*:}" ] || fail "monitoring: want ${kind##*:} ${kind%%:*}, got $(count monitoring "${kind%%:*}")"
 done
 has monitoring 'grafana_dashboard: "1"'
@@ -261,6 +269,17 @@ has monitoring 'time\(\) - flightfeed_head_blocked_since_timestamp_seconds > 300
 # Absolute runbook links a pager can open, from one value.
 has monitoring 'runbook_url: "https://github.com/flightfeed/flightfeed/blob/main/docs/operations.md#flightfeedheadblocked"'
 hasnot monitoring 'runbook: '
+# With cert-manager: each feed namespace's own CA (the operator's), no
+# ClusterIssuer of the chart's; the operator keeps the feeds' tokens in
+# their namespaces (the token writer it binds itself to).
+render pumpcerts --set monitoring.serviceMonitor.enabled=true --api-versions cert-manager.io/v1 --api-versions monitoring.coreos.com/v1
+hasnot pumpcerts 'kind: ClusterIssuer'
+hasnot pumpcerts 'flightfeed-pump$'
+hasnot pumpcerts 'any: true'
+has pumpcerts -- '- --scrape-token-writer-clusterrole=ff-flightfeed-scrape-token-writer$'
+has pumpcerts 'resourceNames: \[flightfeed-pump-scrape-tokens\]'
+has pumpcerts 'clusterDomain: cluster.local'
+[ "$(count pumpcerts ServiceMonitor)" = 1 ] || fail "pumpcerts: want the operator's ServiceMonitor alone"
 render runbooks --set monitoring.prometheusRule.enabled=true --set monitoring.runbookBaseURL=https://wiki.example/ff
 has runbooks 'runbook_url: "https://wiki.example/ff#flightfeednoleader"'
 for kind in ServiceMonitor PrometheusRule; do

@@ -12,6 +12,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/flightfeed/flightfeed/controllers"
+	"github.com/flightfeed/flightfeed/internal/feednames"
 	"github.com/flightfeed/flightfeed/internal/operator"
 	"github.com/flightfeed/flightfeed/internal/scrapertoken"
 )
@@ -52,6 +53,7 @@ pods do. Its replicas elect one leader (--leader-elect).`,
 	authDelegator := f.String("auth-delegator-binding", "", "ClusterRoleBinding to system:auth-delegator, made by the install, whose subjects the operator keeps equal to the pump ServiceAccounts (they authenticate read API and metrics callers); the operator never creates it; empty: none")
 	scraperSecret := f.String("scraper-token-secret", "", "Secret of the operator's namespace to keep filled (key token) with a short-lived token of --scraper-service-account, the metrics scraper's bearer token (empty: none)")
 	scraperSA := f.String("scraper-service-account", "", "ServiceAccount of the operator's namespace whose tokens --scraper-token-secret holds")
+	tokenWriter := f.String("scrape-token-writer-clusterrole", "", "ClusterRole granting create on Secrets and get/update of the Secret "+feednames.PumpScrapeTokens+" that the operator binds itself to in each namespace holding a FlightFeed, to keep the feeds' ServiceMonitors' tokens there (empty: the operator holds that right already)")
 	scraperTTL := f.Duration("scraper-token-ttl", scrapertoken.DefaultTTL, "lifetime of each scraper token; a new one is written when a third of it is left (at least 10m)")
 	logFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -77,20 +79,29 @@ pods do. Its replicas elect one leader (--leader-elect).`,
 		if defaults.Image == "" {
 			return usageError{errors.New("the pump image is required: --pump-image or image in --pump-defaults")}
 		}
-		var grant *controllers.SecretGrant
-		if *secretReader != "" {
+		var grant, writer *controllers.SecretGrant
+		for _, g := range []struct {
+			role string
+			into **controllers.SecretGrant
+		}{{*secretReader, &grant}, {*tokenWriter, &writer}} {
+			if g.role == "" {
+				continue
+			}
 			sa, err := operatorServiceAccount(*serviceAccount)
 			if err != nil {
 				return usageError{err}
 			}
-			grant = &controllers.SecretGrant{ClusterRole: *secretReader, ServiceAccount: sa, BindingName: *secretReader}
+			*g.into = &controllers.SecretGrant{ClusterRole: g.role, ServiceAccount: sa, BindingName: g.role}
+		}
+		if *tokenWriter != "" && *scraperSA == "" {
+			return usageError{errors.New("--scrape-token-writer-clusterrole needs --scraper-service-account: the feeds' tokens are that ServiceAccount's")}
 		}
 		return operator.Run(cmd.Context(), operator.Options{
 			Kubeconfig: *kubeconfig, MetricsAddr: *metricsAddr, ProbeAddr: *probeAddr,
 			InsecureMetrics: !*metricsSecure, MetricsCertDir: *metricsCertDir, EnableHTTP2: *enableHTTP2,
 			LeaderElection: *leaderElect, Identity: *identity, LeaseDuration: *leaseDuration, RenewDeadline: *renewDeadline,
 			RetryPeriod: *retryPeriod, Namespace: *namespace, Namespaces: *namespaces, Pump: defaults,
-			SecretGrant: grant, AuthDelegator: *authDelegator, Log: log,
+			SecretGrant: grant, AuthDelegator: *authDelegator, ScrapeTokenWriter: writer, Log: log,
 			ScraperToken: scrapertoken.Keeper{Secret: *scraperSecret, ServiceAccount: *scraperSA, TTL: *scraperTTL},
 		})
 	}
@@ -103,7 +114,7 @@ func operatorServiceAccount(flag string) (types.NamespacedName, error) {
 	if flag == "" {
 		ns, name := os.Getenv("POD_NAMESPACE"), os.Getenv("SERVICE_ACCOUNT")
 		if ns == "" || name == "" {
-			return types.NamespacedName{}, errors.New("--secret-reader-clusterrole needs --service-account NAMESPACE/NAME (or POD_NAMESPACE and SERVICE_ACCOUNT)")
+			return types.NamespacedName{}, errors.New("--secret-reader-clusterrole and --scrape-token-writer-clusterrole need --service-account NAMESPACE/NAME (or POD_NAMESPACE and SERVICE_ACCOUNT): the operator binds that ServiceAccount")
 		}
 		return types.NamespacedName{Namespace: ns, Name: name}, nil
 	}

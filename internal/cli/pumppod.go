@@ -23,12 +23,13 @@ type podOptions struct {
 	leaseDuration, renewDeadline, retryPeriod *time.Duration
 	statusInterval, figuresInterval           *time.Duration
 	secretResync                              *time.Duration
+	inPod                                     *bool
 }
 
 // podFlagNames are the flags only --feed uses.
 var podFlagNames = []string{"kubeconfig", "metrics-bind-address", "metrics-secure", "metrics-cert-dir",
 	"health-probe-bind-address", "api-bind-address", "api-max-concurrent-requests", "api-cert-dir", "enable-http2",
-	"lease-duration", "renew-deadline", "retry-period", "status-interval", "status-figures-interval", "secret-resync-period"}
+	"lease-duration", "renew-deadline", "retry-period", "status-interval", "status-figures-interval", "secret-resync-period", "in-pod"}
 
 func podFlags(cmd *cobra.Command) *podOptions {
 	f := cmd.Flags()
@@ -50,6 +51,7 @@ func podFlags(cmd *cobra.Command) *podOptions {
 			"with --feed: write fast-moving figures (counts, rates, lag) to the feed's status at most this often; condition changes are written at once"),
 		secretResync: f.Duration("secret-resync-period", pumppod.DefaultSecretResync,
 			"with --feed: how often the feed's Secrets are read again (by name): a rotated Secret restarts the pump within this period"),
+		inPod: f.Bool("in-pod", false, "with --feed: this pump runs in a pod of the cluster (the operator sets it), whose loopback is the pod itself: kafka.brokers on loopback are refused"),
 	}
 }
 
@@ -78,6 +80,6 @@ func (o *podOptions) run(cmd *cobra.Command, key types.NamespacedName, identity 
 		APICertDir: *o.apiCertDir, EnableHTTP2: *o.enableHTTP2, Identity: identity,
 		LeaseDuration: *o.leaseDuration, RenewDeadline: *o.renewDeadline, RetryPeriod: *o.retryPeriod,
 		StatusInterval: *o.statusInterval, StatusFiguresInterval: *o.figuresInterval, SecretResync: *o.secretResync,
-		Log: log, Factory: pumppod.StartFeed,
+		InCluster: *o.inPod, Log: log, Factory: pumppod.StartFeed,
 	})
 }

@@ -1,8 +1,13 @@
 package config
 
 import (
+	"net"
 	"net/netip"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
 )
 
 // A Kafka broker is a host the FlightFeed's author chooses, and the pump
@@ -12,9 +17,10 @@ import (
 // to reach: the cloud's instance metadata service (node credentials),
 // link-local addresses (the metadata service's range, the node's own
 // agents). BrokerAddressRefusal says why such a host is refused. Loopback
-// stays allowed, in a config file and in a FlightFeed alike, as for the
-// DSNs (IsLoopback): the test harnesses run pumps of FlightFeeds against
-// brokers on 127.0.0.1.
+// is allowed where the pump runs as a process of the machine (a config
+// file, a test harness's pump of FlightFeeds against brokers on
+// 127.0.0.1), and refused where it runs in a cluster (InClusterBrokers):
+// a pump pod's loopback is the pod itself.
 // docs/security.md, "What an editor may set", lists them.
 
 // metadataAddresses are clouds' instance metadata and platform endpoints
@@ -100,4 +106,29 @@ func numericHost(name string) bool {
 		return last == "" || strings.Trim(last, "0123456789abcdef") == ""
 	}
 	return strings.Trim(last, "0123456789") == ""
+}
+
+// InClusterBrokers refuses the kafka.brokers a pump running in a cluster
+// can never mean: loopback (127.0.0.0/8, ::1, localhost) and the
+// unspecified address (0.0.0.0, ::, which a dial takes for this host) are
+// the pump pod itself, where no broker runs; the NetworkPolicy opens
+// nothing for them either. Errors are named under root as ValidateSpec's.
+func InClusterBrokers(spec *v1alpha1.FlightFeedSpec, root *field.Path) field.ErrorList {
+	bp := field.NewPath("kafka", "brokers")
+	if root != nil {
+		bp = root.Child("kafka", "brokers")
+	}
+	var errs field.ErrorList
+	for i, b := range spec.Kafka.Brokers {
+		host, _, err := net.SplitHostPort(b)
+		if err != nil {
+			continue // ValidateSpec names it
+		}
+		ip, perr := netip.ParseAddr(host)
+		if IsLoopback(host) || (perr == nil && ip.Unmap().IsUnspecified()) {
+			errs = append(errs, field.Invalid(bp.Index(i), b, "broker "+host+" is this host, and in a pump pod that is the pod itself, never a broker: "+
+				"name the broker by an address or a Service name the pod reaches (loopback brokers are for a pump run outside the cluster, flightfeed pump --config)"))
+		}
+	}
+	return errs
 }

@@ -1,11 +1,13 @@
 package config_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/config"
 )
 
@@ -75,5 +77,25 @@ func TestBrokerAddressesAreBounded(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// In a cluster a broker on loopback, localhost or the unspecified address
+// is the pump pod itself: refused with the reason, under the field's name;
+// any other address is not this check's.
+func TestInClusterBrokersRefusesTheLoopback(t *testing.T) {
+	spec := &v1alpha1.FlightFeedSpec{Kafka: v1alpha1.KafkaSpec{Brokers: []string{
+		"127.0.0.1:9092", "kafka.example:9092", "localhost:9092", "127.1.2.3:9093", "0.0.0.0:9092", "10.0.0.7:9092", "[::1]:9092"}}}
+	errs := config.InClusterBrokers(spec, field.NewPath("spec"))
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Field)
+		if !strings.Contains(e.Detail, "the pod itself") {
+			t.Errorf("%s: %q does not say why", e.Field, e.Detail)
+		}
+	}
+	want := []string{"spec.kafka.brokers[0]", "spec.kafka.brokers[2]", "spec.kafka.brokers[3]", "spec.kafka.brokers[4]", "spec.kafka.brokers[6]"}
+	if !slices.Equal(got, want) {
+		t.Errorf("refused %q, want %q", got, want)
 	}
 }

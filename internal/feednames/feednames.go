@@ -149,20 +149,43 @@ func Audience(feed types.NamespacedName) string {
 // read API and the metrics endpoint: "<Pump(feed)>-tls".
 func PumpTLS(feed string) string { return Pump(feed) + "-tls" }
 
-// PumpServerName is the name every pump certificate carries beside its
-// Service's DNS names: one name a client of many feeds (the pumps'
-// ServiceMonitor) verifies every pump by. It is no DNS name of the
-// cluster; only the CA that signs the pump certificates vouches for it.
-const PumpServerName = "flightfeed-pump"
+// PumpServiceDNSName is the name the feed's pump Service answers to in
+// the cluster, "<Pump(feed)>.<namespace>.svc": the name a client of the
+// feed (the feed's own ServiceMonitor) verifies its pump pods' certificate
+// by.
+func PumpServiceDNSName(feed types.NamespacedName) string {
+	return Pump(feed.Name) + "." + feed.Namespace + ".svc"
+}
 
 // PumpDNSNames are the names a pump certificate is issued for: the feed's
 // Service ("<Pump(feed)>.<namespace>.svc" and, with a cluster domain such
-// as cluster.local, its fully qualified name) and PumpServerName.
+// as cluster.local, its fully qualified name), nothing else. No name is
+// shared between feeds or namespaces: a certificate of one feed's pump is
+// no good for another's.
 func PumpDNSNames(feed types.NamespacedName, clusterDomain string) []string {
-	svc := Pump(feed.Name) + "." + feed.Namespace + ".svc"
+	svc := PumpServiceDNSName(feed)
 	names := []string{svc}
 	if clusterDomain != "" {
 		names = append(names, svc+"."+clusterDomain)
 	}
-	return append(names, PumpServerName)
+	return names
 }
+
+// Objects the operator keeps once per namespace holding a FlightFeed,
+// owned by every FlightFeed of the namespace (they go with the last one).
+const (
+	// PumpCA names the namespace's pump CA: the cert-manager Issuer that
+	// signs the pump certificates of the namespace's feeds, its CA
+	// Certificate and that Certificate's Secret. Each namespace has a CA of
+	// its own, so nobody in one namespace can obtain a certificate that a
+	// client of another namespace's pump accepts.
+	PumpCA = "flightfeed-pump-ca"
+	// PumpCASelfSigned names the self-signed Issuer that signs PumpCA's
+	// certificate, nothing else.
+	PumpCASelfSigned = "flightfeed-pump-ca-selfsigned"
+	// PumpScrapeTokens names the Secret holding, under each feed's name, a
+	// short-lived token of the metrics scraper made for that feed's
+	// audience alone: the feed's ServiceMonitor sends it to the feed's pump
+	// pods only (a ServiceMonitor reads Secrets of its own namespace).
+	PumpScrapeTokens = "flightfeed-pump-scrape-tokens"
+)

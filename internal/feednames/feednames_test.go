@@ -71,11 +71,11 @@ func TestPumpCertificateNames(t *testing.T) {
 		t.Errorf("PumpTLS = %q", got)
 	}
 	got := PumpDNSNames(feed, "corp.internal")
-	want := []string{"pek-pump.airports.svc", "pek-pump.airports.svc.corp.internal", PumpServerName}
+	want := []string{"pek-pump.airports.svc", "pek-pump.airports.svc.corp.internal"}
 	if !slices.Equal(got, want) {
 		t.Errorf("PumpDNSNames = %q, want %q", got, want)
 	}
-	if got := PumpDNSNames(feed, ""); !slices.Equal(got, []string{"pek-pump.airports.svc", PumpServerName}) {
+	if got := PumpDNSNames(feed, ""); !slices.Equal(got, []string{"pek-pump.airports.svc"}) {
 		t.Errorf("no cluster domain: %q", got)
 	}
 	// A long or dotted feed name: the Service's (hashed) name, the same the

@@ -95,8 +95,9 @@ func TestPumpCertificateFollowsTheDefaults(t *testing.T) {
 		names, _, _ := unstructured.NestedStringSlice(c.Object, "spec", "dnsNames")
 		issuer, _, _ := unstructured.NestedString(c.Object, "spec", "issuerRef", "name")
 		refs := c.GetOwnerReferences()
-		return mounted(&d) && issuer == "corp-ca" && slices.Contains(names, "flightfeed-pump") &&
-				slices.Contains(names, pk.Name+"."+e.ns+".svc") && len(refs) == 1 && refs[0].UID == ff.UID,
+		// The feed's Service names, no name shared with another pump.
+		return mounted(&d) && issuer == "corp-ca" && slices.Equal(names, []string{pk.Name + "." + e.ns + ".svc", pk.Name + "." + e.ns + ".svc.cluster.local"}) &&
+				len(refs) == 1 && refs[0].UID == ff.UID,
 			fmt.Sprintf("mounted %v, issuer %q, names %q, owners %+v", mounted(&d), issuer, names, refs)
 	})
 

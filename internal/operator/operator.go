@@ -10,13 +10,14 @@ import (
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -27,7 +28,6 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/controllers"
 	"github.com/flightfeed/flightfeed/internal/feednames"
 	"github.com/flightfeed/flightfeed/internal/scrapertoken"
@@ -87,10 +87,15 @@ type Options struct {
 	AuthDelegator string
 
 	// ScraperToken, when its Secret is set, keeps the metrics scraper's
-	// bearer token in that Secret of the operator's namespace: a
-	// short-lived token of its ServiceAccount, renewed before it expires
-	// (package scrapertoken). Client, Namespace and Log are filled in.
+	// bearer token for the operator's own /metrics in that Secret of the
+	// operator's namespace: a short-lived token of its ServiceAccount,
+	// renewed before it expires (package scrapertoken). Client, Namespace
+	// and Log are filled in. Its ServiceAccount and TTL, when set, also
+	// make each feed's ServiceMonitor's token (controllers.ScrapeTokens),
+	// for that feed's audience alone.
 	ScraperToken scrapertoken.Keeper
+	// ScrapeTokenWriter: see controllers.ScrapeTokens.Writer.
+	ScrapeTokenWriter *controllers.SecretGrant
 
 	// Log is the manager's logger (default: controller-runtime's global).
 	Log logr.Logger
@@ -159,13 +164,19 @@ func New(o Options) (manager.Manager, error) {
 		Cache:                         cacheOptions(o.Namespaces),
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Leases are read one at a time, never cached (every Lease of
-			// the cluster would be); Secrets are never read at all.
+			// the cluster would be); so are Secrets (the few the operator
+			// reads — the feeds' DSN hosts for their NetworkPolicies, its own
+			// scrape token Secret — by name, never listed or watched).
 			DisableFor: []client.Object{&coordinationv1.Lease{}, &corev1.Secret{}},
 		}},
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("operator: new manager: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("operator: kubernetes client: %w", err)
 	}
 	rec := &controllers.FlightFeedReconciler{
 		Client:            mgr.GetClient(),
@@ -174,31 +185,20 @@ func New(o Options) (manager.Manager, error) {
 		OperatorNamespace: o.Namespace,
 		SecretGrant:       o.SecretGrant,
 		AuthDelegator:     o.AuthDelegator,
+		ScrapeTokens:      scrapeTokens(kube, o),
 	}
 	if err := rec.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("operator: set up the reconciler: %w", err)
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("operator: kubernetes client: %w", err)
-	}
 	if o.ScraperToken.Secret != "" {
 		k := o.ScraperToken
 		k.Client, k.Namespace, k.Log = kube, o.Namespace, o.Log.WithName("scraper-token")
-		// The pump pods' /metrics take only tokens for their feed's
-		// audience: the scraper's token carries every watched feed's.
-		reader := mgr.GetClient()
-		k.Audiences = func(ctx context.Context) ([]string, error) {
-			var list v1alpha1.FlightFeedList
-			if err := reader.List(ctx, &list); err != nil {
-				return nil, fmt.Errorf("list flightfeeds: %w", err)
-			}
-			out := make([]string, 0, len(list.Items))
-			for _, ff := range list.Items {
-				out = append(out, feednames.Audience(types.NamespacedName{Namespace: ff.Namespace, Name: ff.Name}))
-			}
-			return out, nil
-		}
+		// The API server's audience alone: the operator's /metrics. The
+		// pump pods' ServiceMonitors get tokens of their own feed's
+		// audience (controllers.ScrapeTokens), so a token sent to the
+		// operator is good nowhere else, and one sent to a pump pod only
+		// there.
+		k.Audiences = nil
 		if err := k.Validate(); err != nil {
 			return nil, fmt.Errorf("operator: %w", err)
 		}
@@ -213,6 +213,29 @@ func New(o Options) (manager.Manager, error) {
 		return nil, fmt.Errorf("operator: readyz: %w", err)
 	}
 	return mgr, nil
+}
+
+// scrapeTokens makes the feeds' ServiceMonitors' tokens as the chart's
+// scraper ServiceAccount (--scraper-service-account, in the operator's
+// namespace), one feed's audience each; nil without a scraper.
+func scrapeTokens(kube kubernetes.Interface, o Options) *controllers.ScrapeTokens {
+	sa := o.ScraperToken.ServiceAccount
+	if sa == "" {
+		return nil
+	}
+	return &controllers.ScrapeTokens{
+		TTL:    o.ScraperToken.TTL,
+		Writer: o.ScrapeTokenWriter,
+		Mint: func(ctx context.Context, audience string, ttl time.Duration) (string, time.Time, error) {
+			tr, err := kube.CoreV1().ServiceAccounts(o.Namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+				Spec: authenticationv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: ptr.To(int64(ttl / time.Second))},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				return "", time.Time{}, fmt.Errorf("request a token of ServiceAccount %s/%s: %w", o.Namespace, sa, err)
+			}
+			return tr.Status.Token, tr.Status.ExpirationTimestamp.UTC(), nil
+		},
+	}
 }
 
 // electionLock is the operator's leader election Lease under this

@@ -1,9 +1,11 @@
 package pumppod_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -82,13 +84,15 @@ func TestChartMetricsCertificateFromCertManager(t *testing.T) {
 }
 
 // The pump pods' certificates: with cert-manager served (or forced), the
-// pump defaults name an issuer — the user's, or the chart's own CA
-// ClusterIssuer, whose CA certificate lives in cert-manager's namespace —
-// and the pumps' ServiceMonitor verifies every pump by the shared name
-// against the issuer's CA, carried into the release namespace by a
-// certificate of the same issuer. Without cert-manager, opted out, or with
-// no TLS endpoint on the pumps: no certificate, and the ServiceMonitor says
-// it cannot verify.
+// pump defaults turn them on — issued by each feed namespace's own CA,
+// which the operator keeps, or by the user's issuer — and the chart
+// renders no ClusterIssuer that would sign any namespace's pump name for
+// whoever may request a certificate. No ServiceMonitor of the chart's
+// selects the pumps' Services (any namespace, labels anyone can set): the
+// operator writes one per feed in the feed's namespace, with a token it
+// keeps there (the writer ClusterRole: create Secrets, get and update that
+// one). Without cert-manager, opted out, or with no TLS endpoint on the
+// pumps: no certificate.
 func TestChartPumpCertificatesFromCertManager(t *testing.T) {
 	find := func(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
 		for _, o := range objs {
@@ -99,74 +103,74 @@ func TestChartPumpCertificatesFromCertManager(t *testing.T) {
 		return nil
 	}
 	monitor := []string{"--set", "monitoring.serviceMonitor.enabled=true", "--api-versions", "monitoring.coreos.com/v1"}
-	const ownCA = "ops-ff-flightfeed-pump-ca"
+	const writer = "ff-flightfeed-scrape-token-writer"
 	for _, tc := range []struct {
 		name   string
 		args   []string
-		issuer string // "" : no certificate
-		kind   string
-		ownCA  bool
+		issuer string // "-": no certificate; "": the namespace's own CA
 	}{
-		{"cert-manager installed: on, the chart's CA", []string{"--api-versions", "cert-manager.io/v1"}, ownCA, "ClusterIssuer", true},
-		{"cert-manager absent: off", nil, "", "", false},
-		{"opted out", []string{"--api-versions", "cert-manager.io/v1", "--set", "pump.certManager.enabled=false"}, "", "", false},
-		{"forced on", []string{"--set", "pump.certManager.enabled=true"}, ownCA, "ClusterIssuer", true},
-		{"the user's issuer", []string{"--api-versions", "cert-manager.io/v1", "--set", "pump.certManager.issuerRef.name=corp-ca"}, "corp-ca", "ClusterIssuer", false},
-		{"no TLS endpoint on the pumps", []string{"--api-versions", "cert-manager.io/v1", "--set", "api.enabled=false", "--set", "metrics.secure=false"}, "", "", false},
+		{"cert-manager installed: on, each namespace's own CA", []string{"--api-versions", "cert-manager.io/v1"}, ""},
+		{"cert-manager absent: off", nil, "-"},
+		{"opted out", []string{"--api-versions", "cert-manager.io/v1", "--set", "pump.certManager.enabled=false"}, "-"},
+		{"forced on", []string{"--set", "pump.certManager.enabled=true"}, ""},
+		{"the user's issuer", []string{"--api-versions", "cert-manager.io/v1", "--set", "pump.certManager.issuerRef.name=corp-ca"}, "corp-ca"},
+		{"no TLS endpoint on the pumps", []string{"--api-versions", "cert-manager.io/v1", "--set", "api.enabled=false", "--set", "metrics.secure=false"}, "-"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := renderChart(t, "ff", "ops", append(append([]string(nil), monitor...), tc.args...)...)
 			d := pumpDefaultsOf(t, objs)
-			if tc.issuer == "" {
+			for _, o := range objs {
+				if o.GetKind() == "ClusterIssuer" || strings.Contains(o.GetName(), "pump-trust") || strings.Contains(o.GetName(), "pump-ca") {
+					t.Errorf("%s %s rendered: a CA of the chart's would sign every namespace's pump names", o.GetKind(), o.GetName())
+				}
+				if o.GetKind() != "ServiceMonitor" {
+					continue
+				}
+				if anyNS, _, _ := unstructured.NestedBool(o.Object, "spec", "namespaceSelector", "any"); anyNS || o.GetName() != "ff-flightfeed" {
+					t.Errorf("ServiceMonitor %s (namespaceSelector.any %v): the chart's only ServiceMonitor is the operator's", o.GetName(), anyNS)
+				}
+			}
+			// The operator writes each feed's ServiceMonitor; it decides
+			// whether it can be scraped safely (controllers' tests).
+			if d.ServiceMonitor == nil || d.ServiceMonitor.PlainHTTP != strings.Contains(tc.name, "no TLS") {
+				t.Errorf("pump defaults serviceMonitor %+v", d.ServiceMonitor)
+			}
+			args := strings.Join(argsOf(t, objs), " ")
+			if tc.issuer == "-" {
 				if d.Certificate != nil {
-					t.Errorf("pump defaults name a certificate issuer %+v", d.Certificate)
+					t.Errorf("pump defaults name a certificate %+v", d.Certificate)
 				}
-				for _, o := range objs {
-					if o.GetKind() == "ClusterIssuer" || strings.Contains(o.GetName(), "pump-trust") {
-						t.Errorf("%s %s rendered", o.GetKind(), o.GetName())
-					}
-				}
-				if sm := find(objs, "ServiceMonitor", "ff-flightfeed-pumps"); sm != nil {
-					endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
-					if skip, _, _ := unstructured.NestedBool(endpoints[0].(map[string]any), "tlsConfig", "insecureSkipVerify"); !skip && !strings.Contains(tc.name, "no TLS") {
-						t.Error("pumps' ServiceMonitor verifies a self-signed certificate")
-					}
+				if strings.Contains(args, "--scrape-token-writer-clusterrole") || find(objs, "ClusterRole", writer) != nil {
+					t.Errorf("no certificate, yet the token writer: args %s", args)
 				}
 				return
 			}
-			if d.Certificate == nil || d.Certificate.IssuerRef.Name != tc.issuer || d.Certificate.IssuerRef.Kind != tc.kind ||
-				d.Certificate.IssuerRef.Group != "cert-manager.io" || d.Certificate.ClusterDomain != "cluster.local" {
-				t.Fatalf("pump defaults certificate %+v, want issuer %s %s", d.Certificate, tc.kind, tc.issuer)
+			if d.Certificate == nil || d.Certificate.IssuerRef.Name != tc.issuer || d.Certificate.ClusterDomain != "cluster.local" {
+				t.Fatalf("pump defaults certificate %+v, want issuer %q", d.Certificate, tc.issuer)
 			}
-			caCert := find(objs, "Certificate", ownCA)
-			if (caCert != nil) != tc.ownCA || (find(objs, "ClusterIssuer", ownCA) != nil) != tc.ownCA {
-				t.Fatalf("the chart's CA rendered: %v, want %v", caCert != nil, tc.ownCA)
+			if tc.issuer != "" && (d.Certificate.IssuerRef.Kind != "ClusterIssuer" || d.Certificate.IssuerRef.Group != "cert-manager.io") {
+				t.Errorf("the user's issuer %+v", d.Certificate.IssuerRef)
 			}
-			if caCert != nil {
-				isCA, _, _ := unstructured.NestedBool(caCert.Object, "spec", "isCA")
-				if caCert.GetNamespace() != "cert-manager" || !isCA {
-					t.Errorf("CA certificate in %q, isCA %v: want cert-manager's cluster resource namespace", caCert.GetNamespace(), isCA)
+			if !strings.Contains(args, "--scrape-token-writer-clusterrole="+writer) {
+				t.Errorf("operator args %s lack the token writer", args)
+			}
+			w := find(objs, "ClusterRole", writer)
+			if w == nil {
+				t.Fatal("no token writer ClusterRole")
+			}
+			var r rbacv1.ClusterRole
+			convert(t, w, &r)
+			if got, want := sortedSet(flatten(t, r.Rules)), []string{" secrets create", " secrets get [flightfeed-pump-scrape-tokens]", " secrets update [flightfeed-pump-scrape-tokens]"}; !slices.Equal(got, want) {
+				t.Errorf("the token writer grants %v, want %v", got, want)
+			}
+			grants := grants(t, objs, "ops", "ff-flightfeed")
+			if !slices.Contains(grants["cluster"], "rbac.authorization.k8s.io clusterroles bind ["+writer+"]") {
+				t.Errorf("the operator may not bind the token writer: %v", grants["cluster"])
+			}
+			for _, g := range grants["cluster"] {
+				if strings.Contains(g, " secrets ") {
+					t.Errorf("the chart binds the operator to %q itself", g)
 				}
-				secret, _, _ := unstructured.NestedString(find(objs, "ClusterIssuer", ownCA).Object, "spec", "ca", "secretName")
-				if secret != ownCA {
-					t.Errorf("CA ClusterIssuer reads %q", secret)
-				}
-			}
-			trust := find(objs, "Certificate", "ff-flightfeed-pump-trust")
-			if trust == nil || trust.GetNamespace() != "ops" {
-				t.Fatal("no trust certificate in the release namespace")
-			}
-			trustIssuer, _, _ := unstructured.NestedString(trust.Object, "spec", "issuerRef", "name")
-			if trustIssuer != tc.issuer {
-				t.Errorf("trust certificate issued by %q, want the pumps' issuer %q", trustIssuer, tc.issuer)
-			}
-			sm := find(objs, "ServiceMonitor", "ff-flightfeed-pumps")
-			endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
-			tlsConfig, _, _ := unstructured.NestedMap(endpoints[0].(map[string]any), "tlsConfig")
-			skip, _, _ := unstructured.NestedBool(tlsConfig, "insecureSkipVerify")
-			caSecret, _, _ := unstructured.NestedString(tlsConfig, "ca", "secret", "name")
-			if skip || caSecret != "ff-flightfeed-pump-trust" || tlsConfig["serverName"] != "flightfeed-pump" {
-				t.Errorf("pumps' ServiceMonitor tlsConfig %v: want serverName flightfeed-pump verified against the trust Secret's ca.crt", tlsConfig)
 			}
 		})
 	}

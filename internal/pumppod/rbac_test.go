@@ -70,6 +70,11 @@ var (
 			// and written uncached, deleted when turned off
 			"cert-manager.io certificates get", "cert-manager.io certificates create", "cert-manager.io certificates update",
 			"cert-manager.io certificates delete",
+			// each feed namespace's own pump CA (its Issuers), and each
+			// feed's ServiceMonitor, likewise
+			"cert-manager.io issuers get", "cert-manager.io issuers create", "cert-manager.io issuers update", "cert-manager.io issuers delete",
+			"monitoring.coreos.com servicemonitors get", "monitoring.coreos.com servicemonitors create",
+			"monitoring.coreos.com servicemonitors update", "monitoring.coreos.com servicemonitors delete",
 		})
 	// clusterScope: the ClusterRoleBinding of every pump ServiceAccount to
 	// system:auth-delegator (the pumps authenticate read API and metrics
@@ -88,6 +93,9 @@ var (
 	secretGrant = []string{"rbac.authorization.k8s.io clusterroles bind [ff-flightfeed-secret-reader]"}
 	// leaderScope: the operator's namespace, its leader election Lease.
 	leaderScope = []string{"coordination.k8s.io leases create", "coordination.k8s.io leases get", "coordination.k8s.io leases update"}
+	// apiServerScope: namespace default, the API server's addresses for
+	// the pump pods' egress (networkPolicy.egress.apiServer.cidrs empty).
+	apiServerScope = []string{" services get [kubernetes]", "discovery.k8s.io endpointslices get [kubernetes]"}
 )
 
 // crud is every verb the operator uses on the objects it owns.
@@ -291,13 +299,13 @@ func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 	}{
 		{
 			name:   "cluster-wide",
-			want:   map[string][]string{"cluster": join(feedScope, secretGrant, clusterScope), ns: leaderScope},
+			want:   map[string][]string{"cluster": join(feedScope, secretGrant, clusterScope), ns: leaderScope, "default": apiServerScope},
 			noArgs: []string{"--legacy-leases", "--namespaces", "--api-bind-address"},
 		},
 		{
 			name:     "namespaced",
 			args:     []string{"--set", "watchNamespaces={ops,ground}"},
-			want:     map[string][]string{"cluster": clusterScope, "ops": join(feedScope, secretGrant), "ground": join(feedScope, secretGrant), ns: leaderScope},
+			want:     map[string][]string{"cluster": clusterScope, "ops": join(feedScope, secretGrant), "ground": join(feedScope, secretGrant), ns: leaderScope, "default": apiServerScope},
 			wantArgs: []string{"--namespaces=ops,ground"},
 			noArgs:   []string{"--legacy-leases"},
 		},
@@ -307,13 +315,13 @@ func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 			// old Leases of its own namespace.
 			name:   "cluster-wide upgrade",
 			args:   []string{"--is-upgrade"},
-			want:   map[string][]string{"cluster": join(feedScope, secretGrant, clusterScope), ns: leaderScope},
+			want:   map[string][]string{"cluster": join(feedScope, secretGrant, clusterScope), ns: leaderScope, "default": apiServerScope},
 			noArgs: []string{"--legacy-leases"},
 		},
 		{
 			name:     "namespaced, Kubernetes 1.33",
 			args:     []string{"--kube-version", "1.33.4", "--set", "watchNamespaces={ops}"},
-			want:     map[string][]string{"cluster": clusterScope, "ops": join(feedScope, secretGrant), ns: leaderScope},
+			want:     map[string][]string{"cluster": clusterScope, "ops": join(feedScope, secretGrant), ns: leaderScope, "default": apiServerScope},
 			wantArgs: []string{"--namespaces=ops"},
 		},
 	} {
@@ -418,8 +426,14 @@ func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 			if (d.NetworkPolicy != nil) != tc.netpol {
 				t.Errorf("%v: pump NetworkPolicy %+v, want one: %v", tc.args, d.NetworkPolicy, tc.netpol)
 			}
-			if tc.netpol && (len(d.NetworkPolicy.Egress) != 5 || len(d.NetworkPolicy.IngressFrom) != 1) {
-				t.Errorf("pump NetworkPolicy %+v: want DNS, API server, mailbox, database, brokers", d.NetworkPolicy)
+			// DNS alone as written, to the cluster's DNS pods; the API
+			// server's ports (its addresses looked up); nothing for the
+			// mailboxes, databases and brokers, which the operator opens
+			// per feed to what each resolves to.
+			if tc.netpol && (len(d.NetworkPolicy.Egress) != 1 || len(d.NetworkPolicy.Egress[0].To) != 1 || d.NetworkPolicy.Egress[0].To[0].PodSelector == nil ||
+				d.NetworkPolicy.APIServer == nil || len(d.NetworkPolicy.APIServer.Ports) != 2 || len(d.NetworkPolicy.APIServer.CIDRs) != 0 ||
+				len(d.NetworkPolicy.IngressFrom) != 1) {
+				t.Errorf("pump NetworkPolicy %+v: want DNS to the DNS pods and the API server, no blanket rule", d.NetworkPolicy)
 			}
 			lease := "--lease-duration=15s"
 			if !tc.netpol {

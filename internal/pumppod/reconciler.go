@@ -51,6 +51,9 @@ type FlightFeedReconciler struct {
 	Supervisors *Supervisors
 	// Directory receives every resolved feed, for the read API (optional).
 	Directory *FeedDirectory
+	// InCluster: this pump runs in a pod of the cluster (see
+	// ResolveOptions).
+	InCluster bool
 }
 
 // Reconcile brings one feed's supervisor in line with its FlightFeed.
@@ -69,7 +72,7 @@ func (r *FlightFeedReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return r.stop(req.NamespacedName)
 	}
 	d := feedDesired{Generation: ff.Generation, UID: ff.UID}
-	feed, err := ResolveFeed(ctx, r.SecretReader, &ff)
+	feed, err := ResolveFeedWith(ctx, r.SecretReader, &ff, ResolveOptions{InCluster: r.InCluster})
 	switch {
 	case err == nil:
 		d.Feed = feed

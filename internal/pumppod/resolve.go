@@ -50,9 +50,25 @@ const (
 // names what the user must fix; any other error is transient (reading a
 // Secret failed) and worth a retry.
 func ResolveFeed(ctx context.Context, secrets client.Reader, ff *v1alpha1.FlightFeed) (*config.Feed, error) {
+	return ResolveFeedWith(ctx, secrets, ff, ResolveOptions{})
+}
+
+// ResolveOptions are what ResolveFeed takes from where the pump runs.
+type ResolveOptions struct {
+	// InCluster: the pump runs in a pod of the cluster, whose loopback is
+	// the pod itself: kafka.brokers on loopback are refused
+	// (config.InClusterBrokers) rather than dialled.
+	InCluster bool
+}
+
+// ResolveFeedWith is ResolveFeed for a pump that runs as o says.
+func ResolveFeedWith(ctx context.Context, secrets client.Reader, ff *v1alpha1.FlightFeed, o ResolveOptions) (*config.Feed, error) {
 	spec := *ff.Spec.DeepCopy()
 	config.SetDefaults(&spec)
 	loc, errs := config.ValidateSpec(&spec, field.NewPath("spec"))
+	if o.InCluster {
+		errs = append(errs, config.InClusterBrokers(&spec, field.NewPath("spec"))...)
+	}
 	if len(errs) > 0 {
 		return nil, &ConfigError{Reason: v1alpha1.ReasonInvalidSpec, Err: errs.ToAggregate()}
 	}

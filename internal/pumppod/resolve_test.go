@@ -269,4 +269,19 @@ func TestResolveFeed(t *testing.T) {
 	if _, err := pumppod.ResolveFeed(ctx, c, ff); err != nil {
 		t.Fatal(err)
 	}
+
+	// A pump pod in the cluster: the broker on 127.0.0.1 (which the test
+	// harness's pump, a process of this machine, dials) is the pod itself,
+	// refused with the reason before any Secret is read; another broker
+	// of the feed is not.
+	_, err = pumppod.ResolveFeedWith(ctx, c, ff, pumppod.ResolveOptions{InCluster: true})
+	var ce *pumppod.ConfigError
+	if !errors.As(err, &ce) || ce.Reason != v1alpha1.ReasonInvalidSpec || !strings.Contains(err.Error(), "spec.kafka.brokers[0]") ||
+		!strings.Contains(err.Error(), "the pod itself") {
+		t.Fatalf("in the cluster, a loopback broker: %v, want InvalidSpec naming spec.kafka.brokers[0]", err)
+	}
+	ff.Spec.Kafka.Brokers = []string{"kafka.example:9092"}
+	if _, err := pumppod.ResolveFeedWith(ctx, c, ff, pumppod.ResolveOptions{InCluster: true}); err != nil {
+		t.Fatalf("in the cluster, a broker by name: %v", err)
+	}
 }

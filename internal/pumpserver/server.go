@@ -124,6 +124,11 @@ type Options struct {
 	// namespaces when Feed is empty; empty means every namespace.
 	Namespaces []string
 
+	// InCluster: the process runs in a pod of the cluster (`flightfeed pump
+	// --in-pod`, which the operator renders), so a broker on loopback would
+	// be the pod itself and is refused.
+	InCluster bool
+
 	// Log is the manager's logger (default: controller-runtime's global).
 	Log logr.Logger
 	// Registry receives the FlightFeed metrics (default: the registry the
@@ -272,6 +277,7 @@ func New(o Options) (manager.Manager, error) {
 		SecretResync: o.SecretResync,
 		Supervisors:  sup,
 		Directory:    dir,
+		InCluster:    o.InCluster,
 	}
 	if err := rec.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("pump pod: set up the reconciler: %w", err)

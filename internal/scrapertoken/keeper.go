@@ -252,3 +252,29 @@ func minTime(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// TokenTimes reads the "iat" and "exp" claims of a JWT: when it was issued
+// and when it expires (not verified: the token came from the API server,
+// and this only says when to replace it, a third of its life before its
+// end: RenewAt(expires, expires.Sub(issued))).
+func TokenTimes(token string) (issued, expires time.Time, err error) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return time.Time{}, time.Time{}, errors.New("the token is not a JWT")
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return time.Time{}, time.Time{}, fmt.Errorf("decode the token's claims: %w", err)
+	}
+	var claims struct {
+		Iat int64 `json:"iat"`
+		Exp int64 `json:"exp"`
+	}
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		return time.Time{}, time.Time{}, fmt.Errorf("read the token's claims: %w", err)
+	}
+	if claims.Exp == 0 || claims.Iat == 0 || claims.Exp <= claims.Iat {
+		return time.Time{}, time.Time{}, errors.New("the token names no lifetime (iat, exp)")
+	}
+	return time.Unix(claims.Iat, 0).UTC(), time.Unix(claims.Exp, 0).UTC(), nil
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/flightfeed/flightfeed/internal/feednames"
 	"github.com/flightfeed/flightfeed/internal/serving"
@@ -36,7 +37,9 @@ func TestTLSServesTheMountedCertificateAndItsRenewal(t *testing.T) {
 			}
 		}
 	}
-	first := testpki.New(t, "pump-ca", feednames.PumpServerName)
+	// The pump certificate of feed airports/pek names its Service only.
+	served := feednames.PumpServiceDNSName(types.NamespacedName{Namespace: "airports", Name: "pek"})
+	first := testpki.New(t, "pump-ca", served)
 	write(first)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -70,21 +73,21 @@ func TestTLSServesTheMountedCertificateAndItsRenewal(t *testing.T) {
 		}
 		return nil
 	}
-	if err := get(first.Pool(), feednames.PumpServerName); err != nil {
-		t.Fatalf("verified as %s against the folder's CA: %v", feednames.PumpServerName, err)
+	if err := get(first.Pool(), served); err != nil {
+		t.Fatalf("verified as %s against the folder's CA: %v", served, err)
 	}
-	if err := get(first.Pool(), "pek-pump.airports.svc"); err == nil {
-		t.Fatal("a name the certificate does not carry was accepted")
+	if err := get(first.Pool(), feednames.PumpServiceDNSName(types.NamespacedName{Namespace: "airports", Name: "pvg"})); err == nil {
+		t.Fatal("another feed's name, which the certificate does not carry, was accepted")
 	}
-	if err := get(x509.NewCertPool(), feednames.PumpServerName); err == nil {
+	if err := get(x509.NewCertPool(), served); err == nil {
 		t.Fatal("a client without the CA accepted the certificate")
 	}
 
 	// A renewal (here by another CA, so the served one can be told apart).
-	renewed := testpki.New(t, "pump-ca-renewed", feednames.PumpServerName)
+	renewed := testpki.New(t, "pump-ca-renewed", served)
 	write(renewed)
 	await.Eventually(t, "the renewed certificate served", 30*time.Second, func() (bool, string) {
-		err := get(renewed.Pool(), feednames.PumpServerName)
+		err := get(renewed.Pool(), served)
 		return err == nil, fmt.Sprint(err)
 	})
 }

@@ -153,11 +153,31 @@ podAnnotations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- if include "flightfeed.pumpCertManager" . }}
-# cert-manager issues each feed's pump certificate.
+# cert-manager issues each feed's pump certificate, for its Service's names
+# only: by the feed namespace's own CA, which the operator keeps, unless an
+# issuer of the user's is named.
+{{- $ref := dig "certManager" "issuerRef" dict $p }}
 certificate:
+  {{- if $ref.name }}
   issuerRef:
-    {{- include "flightfeed.pumpIssuerRef" . | nindent 4 }}
+    name: {{ $ref.name }}
+    kind: {{ $ref.kind | default "ClusterIssuer" }}
+    group: {{ $ref.group | default "cert-manager.io" }}
+  {{- end }}
   clusterDomain: {{ dig "certManager" "clusterDomain" "cluster.local" $p }}
+{{- end }}
+{{- $sm := .Values.monitoring.serviceMonitor }}
+{{- if and $sm.enabled .Values.metrics.enabled }}
+# Each feed's ServiceMonitor, in its namespace. Over HTTPS only with the
+# certificate above and the chart's scraper (a token for the feed alone);
+# otherwise the operator writes none.
+serviceMonitor:
+  interval: {{ $sm.interval }}
+  {{- with $sm.labels }}
+  labels:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  plainHTTP: {{ not .Values.metrics.secure }}
 {{- end }}
 {{- if $np.enabled }}
 networkPolicy:
@@ -170,16 +190,22 @@ networkPolicy:
     {{- range $np.egress.apiServer.cidrs }}
     - ipBlock: {cidr: {{ . | quote }}}
     {{- end }}
+  # DNS, and any rule the values add; each feed's own mailbox, database
+  # and brokers are added per feed by the operator.
   egress:
     - ports:
         {{- range $np.egress.dns.ports }}
         - {port: {{ . }}, protocol: UDP}
         - {port: {{ . }}, protocol: TCP}
         {{- end }}
-    {{- range $name := list "apiServer" "mailbox" "database" "brokers" }}
+      {{- with (dig "to" list $np.egress.dns) }}
+      to:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+    {{- range $name := list "mailbox" "database" "brokers" }}
     {{- $e := index $np.egress $name }}
     {{- if $e.ports }}
-    # {{ $name }}
+    # {{ $name }}: the ports the values list, for every feed
     - ports:
         {{- range $e.ports }}
         - {port: {{ . }}, protocol: TCP}
@@ -192,6 +218,19 @@ networkPolicy:
       {{- end }}
     {{- end }}
     {{- end }}
+  {{- with $np.egress.apiServer }}
+  apiServer:
+    ports: {{ toJson (.ports | default list) }}
+    {{- with .cidrs }}
+    cidrs: {{ toJson . }}
+    {{- end }}
+  {{- end }}
+  {{- range $name := list "mailbox" "database" "brokers" }}
+  {{- with (index $np.egress $name).cidrs }}
+  {{ $name }}:
+    cidrs: {{ toJson . }}
+  {{- end }}
+  {{- end }}
 {{- end }}
 {{- end }}
 
@@ -256,24 +295,9 @@ true
 {{- end -}}
 {{- end }}
 
-{{/* The chart's own CA for the pumps (ClusterIssuer and CA Certificate):
-cluster-scoped, so the release namespace is in the name. */}}
-{{- define "flightfeed.pumpCAName" -}}
-{{- printf "%s-%s-pump-ca" .Release.Namespace (include "flightfeed.fullname" .) }}
-{{- end }}
-
-{{/* The issuerRef of the pumps' certificates, as YAML: the user's, or the
-chart's own CA ClusterIssuer. */}}
-{{- define "flightfeed.pumpIssuerRef" -}}
-{{- $c := .Values.pump.certManager | default dict -}}
-{{- $ref := dig "issuerRef" dict $c -}}
-{{- if $ref.name -}}
-name: {{ $ref.name }}
-kind: {{ $ref.kind | default "ClusterIssuer" }}
-group: {{ $ref.group | default "cert-manager.io" }}
-{{- else -}}
-name: {{ include "flightfeed.pumpCAName" . }}
-kind: ClusterIssuer
-group: cert-manager.io
-{{- end -}}
+{{/* The ClusterRole the operator binds itself to in each feed namespace to
+keep the feeds' ServiceMonitors' tokens there
+(--scrape-token-writer-clusterrole). */}}
+{{- define "flightfeed.scrapeTokenWriter" -}}
+{{- printf "%s-scrape-token-writer" (include "flightfeed.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
