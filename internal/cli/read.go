@@ -82,7 +82,7 @@ user may get flightfeeds/flights); each page is one consistent read.`,
 			"export pek -n airport-pek --token-file token --day 2026-09-09"),
 		Args: cobra.ExactArgs(1),
 	}
-	if m == binaryMode {
+	if !m.plugin() {
 		cmd.Use = "export (--config F | NAME [--service-account SA | --token-file F]) [--flid ID] [--day D]"
 		cmd.Long += `
 

@@ -77,7 +77,7 @@ flightfeeds/flights.`,
 			"ref pek gates B7 -n airport-pek --token-file token -o yaml"),
 		Args: cobra.RangeArgs(1, 3),
 	}
-	if m == binaryMode {
+	if !m.plugin() {
 		cmd.Use = "ref (--config F | NAME [--service-account SA | --token-file F]) [KIND [KEY]] [--limit N] [--after KEY] [-o table|wide|json]"
 		cmd.Long += `
 
