@@ -104,7 +104,7 @@ func (s *feedSource) named(args []string) (string, error) {
 }
 
 // kube says whether the command line asks for the cluster.
-func (s *feedSource) kube(cmd *cobra.Command, args []string) bool {
+func (s *feedSource) kube(args []string) bool {
 	name, _ := s.named(args)
 	return name != "" || s.cf.changed() || *s.tokenFile != "" || *s.serviceAccount != ""
 }
@@ -150,7 +150,7 @@ func (s *feedSource) api(ctx context.Context, args []string) (*feedAPI, error) {
 func (s *feedSource) ops(ctx context.Context, cmd *cobra.Command, args []string) (opsBackend, error) {
 	path := s.configFile()
 	switch {
-	case path != "" && s.kube(cmd, args):
+	case path != "" && s.kube(args):
 		return nil, usageError{errors.New("give either --config F (the database directly) or --feed NAME (its read API in the cluster), not both")}
 	case path != "":
 		feed, err := config.Load(path)

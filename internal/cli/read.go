@@ -112,7 +112,7 @@ transaction; --feed [NS/]NAME is the same as NAME.`
 		w := bufio.NewWriter(cmd.OutOrStdout())
 		path := source.configFile()
 		switch {
-		case path != "" && source.kube(cmd, args):
+		case path != "" && source.kube(args):
 			return usageError{errors.New("give either --config F (the database directly) or NAME (its read API in the cluster), not both")}
 		case path == "":
 			a, err := source.api(cmd.Context(), args)
