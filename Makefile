@@ -122,8 +122,10 @@ build: ## Build bin/flightfeed.
 PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
 
 .PHONY: plugin
-plugin: ## Build the kubectl plugin: bin/kubectl-flightfeed (the same binary; its name selects the user commands) and bin/kubectl_complete-flightfeed (shell completion for kubectl).
-	go build -o bin/kubectl-flightfeed .
+plugin: ## Build the kubectl plugin: bin/kubectl-flightfeed (its own binary, cmd/kubectl-flightfeed) and bin/kubectl_complete-flightfeed (shell completion for kubectl).
+	@# Earlier releases had a symlink to bin/flightfeed here: replace it, never write through it.
+	rm -f bin/kubectl-flightfeed
+	go build -o bin/kubectl-flightfeed ./cmd/kubectl-flightfeed
 	printf '#!/bin/sh\n# kubectl runs this to complete "kubectl flightfeed ..." (docs/plugin.md).\nexec kubectl-flightfeed __complete "$$@"\n' >bin/kubectl_complete-flightfeed
 	chmod +x bin/kubectl_complete-flightfeed
 
@@ -133,7 +135,7 @@ plugin-dist: ## The plugin's release archives for krew (dist/kubectl-flightfeed_
 	@for p in $(PLUGIN_PLATFORMS); do \
 		os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; d=dist/kubectl-flightfeed_$${os}_$${arch}; \
 		rm -rf $$d && mkdir -p $$d && \
-		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags="-s -w" -o $$d/kubectl-flightfeed$$ext . && \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags="-s -w" -o $$d/kubectl-flightfeed$$ext ./cmd/kubectl-flightfeed && \
 		tar -C $$d -czf $$d.tar.gz kubectl-flightfeed$$ext && rm -rf $$d && \
 		sha256sum $$d.tar.gz | tee $$d.tar.gz.sha256 || exit 1; \
 	done
@@ -148,7 +150,7 @@ image: ## The operator's OCI image as an OCI archive, without a Docker engine (t
 	@echo "image $$(cat $(IMAGE_REF)) in $(IMAGE_ARCHIVE)"
 
 .PHONY: demo
-demo: build image ## helm install on a local single-node cluster, one feed end to end, a takeover (README).
+demo: build image plugin ## helm install on a local single-node cluster, one feed end to end, a takeover (README).
 	bash hack/demo.sh
 
 .PHONY: demo-down

@@ -154,10 +154,10 @@ printf '\n$ token=$(kubectl -n default create token flight-reader --audience fli
 printf '\n$ curl -sSk -H "Authorization: Bearer $token" https://%s:8082/api/v1/feeds/default/pek/flights/%s\n' "$svc" "$flid"
 curl -sSk -H "Authorization: Bearer $token" "https://$svc:8082/api/v1/feeds/default/pek/flights/$flid"
 echo
-# The kubectl plugin is the same binary under the name kubectl-flightfeed
-# (make plugin): through the API server's service proxy, with a token it
-# makes for the ServiceAccount.
-ln -sf flightfeed bin/kubectl-flightfeed
+# The kubectl plugin, its own binary (make plugin, which make demo runs
+# first): through the API server's service proxy, with a token it makes
+# for the ServiceAccount.
+[ -x bin/kubectl-flightfeed ] && [ ! -L bin/kubectl-flightfeed ] || make plugin
 show bin/kubectl-flightfeed get flight pek "$flid" -n default --service-account flight-reader
 show bin/kubectl-flightfeed dead pek -n default --service-account flight-reader
 show "$ff" ledger --config "$work/host.yaml"

@@ -42,7 +42,7 @@ get flightfeeds/messages.`,
 			"dead pek -n airport-pek --token-file token --since 24h -o wide"),
 		Args: cobra.MaximumNArgs(1),
 	}
-	if m == binaryMode {
+	if !m.plugin() {
 		cmd.Use = "dead (NAME [--service-account SA | --token-file F] | --config F) [--since T] [--reason R] [--replayed] [-o table|wide|json]"
 		cmd.Long += `
 

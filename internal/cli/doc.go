@@ -1,6 +1,10 @@
 // Package cli holds the cobra commands of the flightfeed binary (SPEC §5):
 // manager, pump (and pump --drain), migrate, export, ledger, simulate, dead,
-// status (also the kubectl plugin kubectl-flightfeed) and replay. Each command parses its flags, loads configuration
+// status and replay, and the kubectl plugin's tree of the user commands
+// (NewPluginCommand, run by cmd/kubectl-flightfeed with kubectl's flags and
+// printers: Kubectl). It must not import kubectl's library
+// (k8s.io/cli-runtime) itself: the flightfeed binary, which every pump pod
+// runs, would link it. Each command parses its flags, loads configuration
 // (package config) or, for dead, parked and replay with --feed, asks the
 // feed's read API through the API server's service proxy (opsBackend), and
 // calls into the packages that do the work. It owns only process concerns:

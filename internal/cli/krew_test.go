@@ -106,7 +106,7 @@ func TestKrewManifestMatchesThePluginDist(t *testing.T) {
 
 	// The description names commands by their words in parentheses.
 	names := map[string]bool{}
-	for _, c := range NewPluginCommand().Commands() {
+	for _, c := range newPluginCommand().Commands() {
 		names[c.Name()] = true
 		for _, sub := range c.Commands() {
 			names[c.Name()+" "+sub.Name()] = true

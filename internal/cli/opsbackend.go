@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -63,7 +62,7 @@ const tokenTTL = 10 * time.Minute
 // --service-account); on the flightfeed binary, --config F instead works on
 // the database directly, without Kubernetes.
 type feedSource struct {
-	cf             *genericclioptions.ConfigFlags
+	cf             *kubeFlagSet
 	config, feed   *string // nil in the plugin
 	tokenFile      *string
 	serviceAccount *string
@@ -74,8 +73,8 @@ type feedSource struct {
 // FlightFeeds of the namespace.
 func addFeedSource(cmd *cobra.Command, m mode, withConfig bool) *feedSource {
 	f := cmd.Flags()
-	s := &feedSource{cf: kubeFlags(cmd)}
-	if m == binaryMode {
+	s := &feedSource{cf: kubeFlags(cmd, m)}
+	if !m.plugin() {
 		if withConfig {
 			s.config = f.String("config", "", "feed configuration file (YAML, the FlightFeed spec's shape with inline DSNs): work on the database directly, without Kubernetes")
 		}
@@ -105,9 +104,9 @@ func (s *feedSource) named(args []string) (string, error) {
 }
 
 // kube says whether the command line asks for the cluster.
-func (s *feedSource) kube(cmd *cobra.Command, args []string) bool {
+func (s *feedSource) kube(args []string) bool {
 	name, _ := s.named(args)
-	return name != "" || kubeFlagChanged(cmd) || *s.tokenFile != "" || *s.serviceAccount != ""
+	return name != "" || s.cf.changed() || *s.tokenFile != "" || *s.serviceAccount != ""
 }
 
 // key is the named feed and the kubeconfig to reach it.
@@ -123,7 +122,7 @@ func (s *feedSource) key(args []string) (*rest.Config, types.NamespacedName, err
 		}
 		return nil, types.NamespacedName{}, usageError{errors.New(what + " is required")}
 	}
-	cfg, ns, err := restConfig(s.cf)
+	cfg, ns, err := s.cf.restConfig()
 	if err != nil {
 		return nil, types.NamespacedName{}, err
 	}
@@ -151,7 +150,7 @@ func (s *feedSource) api(ctx context.Context, args []string) (*feedAPI, error) {
 func (s *feedSource) ops(ctx context.Context, cmd *cobra.Command, args []string) (opsBackend, error) {
 	path := s.configFile()
 	switch {
-	case path != "" && s.kube(cmd, args):
+	case path != "" && s.kube(args):
 		return nil, usageError{errors.New("give either --config F (the database directly) or --feed NAME (its read API in the cluster), not both")}
 	case path != "":
 		feed, err := config.Load(path)

@@ -9,11 +9,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/liggitt/tabwriter"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/cli-runtime/pkg/printers"
 )
 
 // Output formats of -o. A command that prints a table takes "" (the
@@ -43,7 +42,7 @@ func outputFlag(cmd *cobra.Command, def, help string, allowed ...string) func() 
 // table by default); the flightfeed binary takes table|wide|json, its
 // -o json one object per line, as it always has.
 func tableOutput(cmd *cobra.Command, m mode) func() (string, error) {
-	if m == pluginMode {
+	if m.plugin() {
 		return outputFlag(cmd, "", "output format: json, yaml or wide (default: a table)", outJSON, outYAML, outWide)
 	}
 	// The binary's contract: -o table|json, json as JSON lines (scripts
@@ -58,14 +57,17 @@ func printRows[T any](w io.Writer, m mode, format string, t *metav1.Table, rows 
 	bw := bufio.NewWriter(w)
 	switch format {
 	case outJSON, outYAML:
-		if m == binaryMode && format == outJSON {
+		if !m.plugin() {
+			if format != outJSON {
+				return usageError{fmt.Errorf("-o %s: must be %s", format, outJSON)}
+			}
 			return writeJSONLines(bw, rows)
 		}
 		list, err := listObject(rows)
 		if err != nil {
 			return err
 		}
-		if err := printObject(bw, format, list); err != nil {
+		if err := m.kubectl.PrintObject(bw, format == outYAML, list); err != nil {
 			return err
 		}
 		return flush(bw)
@@ -73,16 +75,17 @@ func printRows[T any](w io.Writer, m mode, format string, t *metav1.Table, rows 
 	for _, r := range rows {
 		t.Rows = append(t.Rows, metav1.TableRow{Cells: row(r)})
 	}
-	if err := printTable(bw, t, format == outWide); err != nil {
+	if err := printTable(bw, m, t, format == outWide); err != nil {
 		return err
 	}
 	return flush(bw)
 }
 
-// printTable prints t with cli-runtime's table printer (kubectl's):
-// priority-1 columns only when wide. An empty table still prints its
-// header, which the printer leaves out, so a script sees the columns.
-func printTable(w io.Writer, t *metav1.Table, wide bool) error {
+// printTable prints t as kubectl get does (kubectl's own table printer in
+// the plugin): priority-1 columns only when wide. An empty table still
+// prints its header, which kubectl leaves out, so a script sees the
+// columns.
+func printTable(w io.Writer, m mode, t *metav1.Table, wide bool) error {
 	if len(t.Rows) == 0 {
 		var names []string
 		for _, c := range t.ColumnDefinitions {
@@ -93,23 +96,97 @@ func printTable(w io.Writer, t *metav1.Table, wide bool) error {
 		_, err := fmt.Fprintln(w, strings.Join(names, "   "))
 		return err
 	}
-	if err := printers.NewTablePrinter(printers.PrintOptions{Wide: wide}).PrintObj(t, w); err != nil {
+	if m.plugin() {
+		return m.kubectl.PrintTable(w, t, wide)
+	}
+	if err := writeTable(w, t, wide); err != nil {
 		return fmt.Errorf("write output: %w", err)
 	}
 	return nil
 }
 
-// printObject prints obj (its kind set) with cli-runtime's JSON or YAML
-// printer.
-func printObject(w io.Writer, format string, obj runtime.Object) error {
-	var p printers.ResourcePrinter = &printers.JSONPrinter{}
-	if format == outYAML {
-		p = &printers.YAMLPrinter{}
+// writeTable lays t out as kubectl's table printer does, byte for byte (a
+// test compares the two): upper-case headers, columns three spaces apart,
+// each as wide as its widest cell even across a short row, a cell cut at
+// its first line break ("..."), an escape character shown as ^[ so a cell
+// cannot drive the terminal.
+func writeTable(w io.Writer, t *metav1.Table, wide bool) error {
+	tw := tabwriter.NewWriter(w, 6, 4, 3, ' ', tabwriter.RememberWidths)
+	var visible []int
+	for i, c := range t.ColumnDefinitions {
+		if wide || c.Priority == 0 {
+			visible = append(visible, i)
+		}
 	}
-	if err := p.PrintObj(obj, w); err != nil {
-		return fmt.Errorf("write output: %w", err)
+	// The header is padded to the widest cell as given, before a cut:
+	// kubectl measures so, and its rows are written in flushes of
+	// tableFlushRows whose widths the header sets.
+	widths := make([]int, len(t.ColumnDefinitions))
+	for _, r := range t.Rows {
+		for i, cell := range r.Cells[:min(len(r.Cells), len(widths))] {
+			if cell != nil {
+				widths[i] = max(widths[i], len(cellText(cell)))
+			}
+		}
 	}
-	return nil
+	header := make([]string, 0, len(visible))
+	for n, i := range visible {
+		name := strings.ToUpper(t.ColumnDefinitions[i].Name)
+		if n < len(visible)-1 && len(name) < widths[i] {
+			name += strings.Repeat(" ", widths[i]-len(name))
+		}
+		header = append(header, name)
+	}
+	if _, err := fmt.Fprintln(tw, strings.Join(header, "\t")); err != nil {
+		return err
+	}
+	for n, r := range t.Rows {
+		var cells []string
+		for i, cell := range r.Cells[:min(len(r.Cells), len(widths))] {
+			if wide || t.ColumnDefinitions[i].Priority == 0 {
+				cells = append(cells, tableCell(cell))
+			}
+		}
+		if _, err := fmt.Fprintln(tw, strings.Join(cells, "\t")); err != nil {
+			return err
+		}
+		if (n+1)%tableFlushRows == 0 {
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return tw.Flush()
+}
+
+// tableFlushRows is how many rows kubectl's table printer lays out at once.
+const tableFlushRows = 100
+
+// cellText is a cell's text as given ("" for nil).
+func cellText(cell any) string {
+	switch v := cell.(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// tableCell is one cell's text as shown: cut at its first line break,
+// escape characters made visible.
+func tableCell(cell any) string {
+	s := cellText(cell)
+	cut := false
+	if i := strings.IndexAny(s, "\f\n\r"); i >= 0 {
+		s, cut = s[:i], true
+	}
+	s = strings.ReplaceAll(s, "\x1b", "^[")
+	if cut {
+		s += "..."
+	}
+	return s
 }
 
 // listObject wraps rows that are not Kubernetes objects in a v1 List, as

@@ -39,7 +39,7 @@ needs get flightfeeds/messages, and create flightfeeds/replays for
 			"parked pek -n airport-pek --service-account ops --redeliver 41,42"),
 		Args: cobra.MaximumNArgs(1),
 	}
-	if m == binaryMode {
+	if !m.plugin() {
 		cmd.Use = "parked (NAME [--service-account SA | --token-file F] | --config F) [-o table|wide|json] [--redeliver IDS|all]"
 		cmd.Long += `
 

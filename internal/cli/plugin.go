@@ -22,8 +22,10 @@ import (
 
 // NewPluginCommand builds the kubectl plugin's command tree: only what a
 // user of a running feed needs (no manager, pump, simulate, migrate, …),
-// each command taking kubectl's flags and the feed as a positional NAME.
-func NewPluginCommand() *cobra.Command {
+// each command taking kubectl's flags and the feed as a positional NAME,
+// and printing with kubectl's printers (k: package internal/cli/kubectl,
+// which only the plugin's binary links).
+func NewPluginCommand(k Kubectl) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "flightfeed",
 		Short: "Look at and operate FlightFeeds: status, operation days, DEAD and parked messages, replays, flights, reference data",
@@ -40,7 +42,7 @@ route to its database.`,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(userCommands(pluginMode)...)
+	root.AddCommand(userCommands(pluginMode(k))...)
 	return root
 }
 
@@ -57,7 +59,7 @@ func userCommands(m mode) []*cobra.Command {
 		newRefCommand(m),
 		newVersionCommand(m),
 	}
-	if m == pluginMode {
+	if m.plugin() {
 		cmds = append(cmds, newExportCommand(m))
 	}
 	return cmds
@@ -77,7 +79,7 @@ long ago that committed. -o wide adds the object's name.`,
 			"days airport-pek/pek -o wide"),
 		Args: cobra.ExactArgs(1),
 	}
-	cf := kubeFlags(cmd)
+	cf := kubeFlags(cmd, m)
 	cmd.ValidArgsFunction = completeFeedNames(cf)
 	output := tableOutput(cmd, m)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -85,7 +87,7 @@ long ago that committed. -o wide adds the object's name.`,
 		if err != nil {
 			return err
 		}
-		cfg, ns, err := restConfig(cf)
+		cfg, ns, err := cf.restConfig()
 		if err != nil {
 			return err
 		}
@@ -146,7 +148,7 @@ func newGetCommand(m mode) *cobra.Command {
 			return usageError{fmt.Errorf("name what to get: %s get flight NAME FLID", cmd.Root().DisplayName())}
 		},
 	}
-	kubeFlags(get)
+	kubeFlags(get, m)
 	get.AddCommand(newGetFlightCommand(m))
 	return get
 }
@@ -210,7 +212,7 @@ two can be compared. It reads nothing from the cluster.`,
 		Example: examples(m, "version", "version -o json"),
 		Args:    cobra.NoArgs,
 	}
-	kubeFlags(cmd)
+	kubeFlags(cmd, m)
 	output := outputFlag(cmd, "", "output format: json or yaml (default: one line)", outJSON, outYAML)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		format, err := output()

@@ -53,7 +53,7 @@ func TestDocumentedPluginCommandsParse(t *testing.T) {
 // parsePluginLine says why the plugin would refuse args ("" when it
 // takes them).
 func parsePluginLine(args []string) string {
-	c, rest, err := NewPluginCommand().Find(args)
+	c, rest, err := newPluginCommand().Find(args)
 	if err != nil {
 		return err.Error()
 	}

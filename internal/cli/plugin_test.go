@@ -37,7 +37,7 @@ func TestPluginCommandTree(t *testing.T) {
 		"ref":        {args: "NAME", name: true, outputs: table},
 		"version":    {outputs: []string{outJSON, outYAML}},
 	}
-	root := NewPluginCommand()
+	root := newPluginCommand()
 	seen := map[string]bool{}
 	var walk func(*cobra.Command)
 	walk = func(c *cobra.Command) {
@@ -115,7 +115,7 @@ func checkOutputs(t *testing.T, cmd *cobra.Command, path string, outputs []strin
 	}
 	for _, o := range append(slices.Clone(outputs), "bogus") {
 		// A fresh command each time: flags keep their values.
-		c, _, err := NewPluginCommand().Find(strings.Fields(path))
+		c, _, err := newPluginCommand().Find(strings.Fields(path))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,21 +142,21 @@ func outputValid(c *cobra.Command, args []string) bool {
 	return err == nil || !strings.Contains(err.Error(), "-o ")
 }
 
-// The plugin, named kubectl-flightfeed, shows only its commands; the
-// flightfeed binary keeps every command and gains the plugin's.
+// The plugin shows only its commands; the flightfeed binary keeps every
+// command and has the plugin's too.
 func TestPluginHelpListsNoManagerPumpOrSimulate(t *testing.T) {
-	var out, errOut bytes.Buffer
-	if code := runAs(t.Context(), displayName("/usr/local/bin/kubectl-flightfeed"), []string{"--help"}, &out, &errOut); code != 0 {
-		t.Fatalf("kubectl flightfeed --help: exit %d: %s", code, errOut.String())
+	code, out, errOut := runPlugin("--help")
+	if code != 0 {
+		t.Fatalf("kubectl flightfeed --help: exit %d: %s", code, errOut)
 	}
 	for _, cmd := range []string{"manager", "pump", "simulate", "migrate", "ledger", "selftest", "completion"} {
-		if strings.Contains(out.String(), "\n  "+cmd+" ") {
-			t.Errorf("kubectl flightfeed --help lists %s:\n%s", cmd, out.String())
+		if strings.Contains(out, "\n  "+cmd+" ") {
+			t.Errorf("kubectl flightfeed --help lists %s:\n%s", cmd, out)
 		}
 	}
 	for _, cmd := range []string{"status", "days", "dead", "parked", "replay", "rerequest", "get", "ref", "export", "version"} {
-		if !strings.Contains(out.String(), "\n  "+cmd+" ") {
-			t.Errorf("kubectl flightfeed --help does not list %s:\n%s", cmd, out.String())
+		if !strings.Contains(out, "\n  "+cmd+" ") {
+			t.Errorf("kubectl flightfeed --help does not list %s:\n%s", cmd, out)
 		}
 	}
 	code, all, _ := runCLI("--help")
@@ -225,6 +225,6 @@ func maps(a, b map[string]string) bool {
 // runPlugin runs a command line as kubectl flightfeed.
 func runPlugin(args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
-	code = runAs(context.Background(), pluginDisplayName, args, &out, &errOut)
+	code = runPluginCommand(context.Background(), pluginKubectl, args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }

@@ -82,7 +82,7 @@ user may get flightfeeds/flights); each page is one consistent read.`,
 			"export pek -n airport-pek --token-file token --day 2026-09-09"),
 		Args: cobra.ExactArgs(1),
 	}
-	if m == binaryMode {
+	if !m.plugin() {
 		cmd.Use = "export (--config F | NAME [--service-account SA | --token-file F]) [--flid ID] [--day D]"
 		cmd.Long += `
 
@@ -112,7 +112,7 @@ transaction; --feed [NS/]NAME is the same as NAME.`
 		w := bufio.NewWriter(cmd.OutOrStdout())
 		path := source.configFile()
 		switch {
-		case path != "" && source.kube(cmd, args):
+		case path != "" && source.kube(args):
 			return usageError{errors.New("give either --config F (the database directly) or NAME (its read API in the cluster), not both")}
 		case path == "":
 			a, err := source.api(cmd.Context(), args)

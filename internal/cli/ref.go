@@ -77,7 +77,7 @@ flightfeeds/flights.`,
 			"ref pek gates B7 -n airport-pek --token-file token -o yaml"),
 		Args: cobra.RangeArgs(1, 3),
 	}
-	if m == binaryMode {
+	if !m.plugin() {
 		cmd.Use = "ref (--config F | NAME [--service-account SA | --token-file F]) [KIND [KEY]] [--limit N] [--after KEY] [-o table|wide|json]"
 		cmd.Long += `
 
@@ -151,7 +151,7 @@ func splitRefArgs(source *feedSource, args []string) (feedArgs, refArgs []string
 func openRefSource(cmd *cobra.Command, source *feedSource, feedArgs []string) (refSource, error) {
 	path := source.configFile()
 	switch {
-	case path != "" && source.kube(cmd, feedArgs):
+	case path != "" && source.kube(feedArgs):
 		return nil, usageError{errors.New("give either --config F (the database directly) or NAME (its read API in the cluster), not both")}
 	case path != "":
 		feed, err := config.Load(path)

@@ -46,7 +46,7 @@ records it and the leader applies it.`,
 			"replay pek -n airport-pek --token-file token --id 4712 --policy skip-conflicts --timeout 5m"),
 		Args: cobra.MaximumNArgs(1),
 	}
-	if m == binaryMode {
+	if !m.plugin() {
 		cmd.Use = "replay (NAME [--service-account SA | --token-file F] | --config F) --id N --policy as-new|skip-conflicts [--timeout D]"
 		cmd.Long += `
 

@@ -29,7 +29,7 @@ flightfeeds/replays).`,
 		Example: examples(m, "rerequest pek -n airport-pek --service-account ops --day 2026-09-09"),
 		Args:    cobra.MaximumNArgs(1),
 	}
-	if m == binaryMode {
+	if !m.plugin() {
 		cmd.Use = "rerequest (NAME [--service-account SA | --token-file F] | --config F) --day YYYY-MM-DD"
 		cmd.Long += `
 

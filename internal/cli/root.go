@@ -28,39 +28,59 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
-// Execute runs the command line and returns the process exit code.
+// Execute runs the flightfeed binary's command line and returns the
+// process exit code.
 func Execute() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	return runAs(ctx, displayName(os.Args[0]), os.Args[1:], os.Stdout, os.Stderr)
+	if isPluginName(os.Args[0]) {
+		return notThePlugin(os.Stderr)
+	}
+	return run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 }
 
-// PluginName is the name under which kubectl finds flightfeed as a plugin:
-// with a kubectl-flightfeed binary (or symlink) on the PATH, kubectl runs
-// `kubectl-flightfeed status ...` for `kubectl flightfeed status ...`.
+// ExecutePlugin runs the kubectl plugin's command line (its binary,
+// cmd/kubectl-flightfeed, hands it kubectl's flags and printers) and
+// returns the process exit code.
+func ExecutePlugin(k Kubectl) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return runPluginCommand(ctx, k, os.Args[1:], os.Stdout, os.Stderr)
+}
+
+// PluginName is the name under which kubectl finds the plugin: with a
+// kubectl-flightfeed binary on the PATH, kubectl runs `kubectl-flightfeed
+// status ...` for `kubectl flightfeed status ...`.
 const PluginName = "kubectl-flightfeed"
 
 // pluginDisplayName is the command's name in help and usage as a plugin.
 const pluginDisplayName = "kubectl flightfeed"
 
-// displayName is the command's name in help and usage: `kubectl
-// flightfeed` when run as the plugin, else flightfeed.
-func displayName(argv0 string) string {
-	if strings.TrimSuffix(filepath.Base(argv0), ".exe") == PluginName {
-		return pluginDisplayName
-	}
-	return "flightfeed"
+// isPluginName says whether argv0 names the plugin's binary.
+func isPluginName(argv0 string) bool {
+	return strings.TrimSuffix(filepath.Base(argv0), ".exe") == PluginName
+}
+
+// notThePlugin answers a flightfeed binary run under the plugin's name
+// (a copy or symlink made for a release whose one binary was both): the
+// plugin is a binary of its own now, and this one no longer carries it.
+// Nothing runs, so nothing is done under a name that means something else.
+func notThePlugin(stderr io.Writer) int {
+	fmt.Fprintln(stderr, "flightfeed: this is the flightfeed binary, not the kubectl plugin: install kubectl-flightfeed"+
+		" (make plugin, or kubectl krew install flightfeed) in its place; see docs/plugin.md")
+	return exitUsage
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return runAs(ctx, "flightfeed", args, stdout, stderr)
+	return execute(ctx, NewRootCommand(), "flightfeed", args, stdout, stderr)
 }
 
-func runAs(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
-	root := NewRootCommand()
-	if name == pluginDisplayName {
-		root = NewPluginCommand()
-	}
+func runPluginCommand(ctx context.Context, k Kubectl, args []string, stdout, stderr io.Writer) int {
+	return execute(ctx, NewPluginCommand(k), pluginDisplayName, args, stdout, stderr)
+}
+
+// execute runs root, named name in help and usage, on args.
+func execute(ctx context.Context, root *cobra.Command, name string, args []string, stdout, stderr io.Writer) int {
 	root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: name}
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -107,7 +127,8 @@ operator (manager) or, for one feed without Kubernetes, as a pump.`,
 		newSelftestCommand(),
 	)
 	// The kubectl plugin's commands, here with the flightfeed binary's
-	// compatibility flags (--config, --feed, -o table).
+	// compatibility flags (--config, --feed, -o table) and without
+	// kubectl's own library (see Kubectl).
 	root.AddCommand(userCommands(binaryMode)...)
 	return root
 }

@@ -47,17 +47,18 @@ Events. -o wide keeps messages whole; -o json and -o yaml print the report.`,
 		Args: cobra.MaximumNArgs(1),
 	}
 	f := cmd.Flags()
-	cf := kubeFlags(cmd)
+	cf := kubeFlags(cmd, m)
 	cmd.ValidArgsFunction = completeFeedNames(cf)
 	feedFlag := new(string)
-	if m == binaryMode {
+	if !m.plugin() {
 		cmd.Use = "status [--kubeconfig K] [NAME | --feed NS/NAME] [-o text|wide|json|yaml]"
 		cmd.Long += `
-Installed as kubectl-flightfeed on the PATH it is also "kubectl flightfeed status".`
+The kubectl plugin (kubectl-flightfeed, a binary of its own) has it as
+"kubectl flightfeed status".`
 		feedFlag = f.String("feed", "", "the FlightFeed, NS/NAME or NAME (the same as the positional NAME)")
 	}
 	textDefault := ""
-	if m == binaryMode {
+	if !m.plugin() {
 		textDefault = "text"
 	}
 	output := outputFlag(cmd, textDefault, "output format: wide, json or yaml (default: text)", "text", outWide, outJSON, outYAML)
@@ -75,7 +76,7 @@ Installed as kubectl-flightfeed on the PATH it is also "kubectl flightfeed statu
 		if err != nil {
 			return err
 		}
-		cfg, ns, err := restConfig(cf)
+		cfg, ns, err := cf.restConfig()
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,23 +142,25 @@ func TestParseFeedKey(t *testing.T) {
 	}
 }
 
-// Installed as kubectl-flightfeed on the PATH, the binary is the kubectl
-// plugin "kubectl flightfeed": kubectl finds it and it names itself so.
+// The plugin's binary (cmd/kubectl-flightfeed, as make plugin builds it)
+// installed on the PATH is the kubectl plugin "kubectl flightfeed": kubectl
+// finds it and it names itself so. The flightfeed binary installed under
+// the plugin's name, as earlier releases had it, says it is not the plugin
+// and what to install instead, and runs nothing.
 func TestKubectlPlugin(t *testing.T) {
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
 		t.Fatalf("kubectl is needed (apt-get install -y kubectl): %v", err)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	if err := os.Symlink(self, filepath.Join(dir, PluginName)); err != nil {
-		t.Fatal(err)
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", filepath.Join(dir, PluginName), "./cmd/kubectl-flightfeed")
+	build.Dir = "../.."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/kubectl-flightfeed: %v\n%s", err, out)
 	}
+	path := "PATH=" + dir + string(os.PathListSeparator) + os.Getenv("PATH")
 	cmd := exec.CommandContext(t.Context(), kubectl, "flightfeed", "status", "--help")
-	cmd.Env = append(os.Environ(), mainEnv+"=1", "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = append(os.Environ(), path)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl flightfeed status --help: %v\n%s", err, out)
@@ -167,7 +170,7 @@ func TestKubectlPlugin(t *testing.T) {
 	}
 	// kubectl flightfeed --help shows the user commands only.
 	cmd = exec.CommandContext(t.Context(), kubectl, "flightfeed", "--help")
-	cmd.Env = append(os.Environ(), mainEnv+"=1", "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = append(os.Environ(), path)
 	if out, err = cmd.CombinedOutput(); err != nil {
 		t.Fatalf("kubectl flightfeed --help: %v\n%s", err, out)
 	}
@@ -175,6 +178,25 @@ func TestKubectlPlugin(t *testing.T) {
 		if strings.Contains(string(out), "\n  "+c+" ") || !strings.Contains(string(out), "\n  status ") {
 			t.Errorf("kubectl flightfeed --help lists %s (or not status):\n%s", c, out)
 		}
+	}
+
+	// The flightfeed binary (this test binary runs its main) under the
+	// plugin's name.
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := t.TempDir()
+	if err := os.Symlink(self, filepath.Join(old, PluginName)); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.CommandContext(t.Context(), kubectl, "flightfeed", "status", "--help")
+	cmd.Env = append(os.Environ(), mainEnv+"=1", "PATH="+old+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err = cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitUsage ||
+		!strings.Contains(string(out), "not the kubectl plugin: install kubectl-flightfeed") || strings.Contains(string(out), "Usage:") {
+		t.Errorf("the flightfeed binary as kubectl-flightfeed: %v\n%s", err, out)
 	}
 	if code, out, _ := runCLI("status", "--help"); code != 0 || !strings.Contains(out, "\n  flightfeed status [--kubeconfig K]") {
 		t.Errorf("flightfeed status --help (exit %d):\n%s", code, out)
