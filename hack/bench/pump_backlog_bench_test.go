@@ -19,6 +19,8 @@ import (
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/pump/pgstore"
+	"github.com/flightfeed/flightfeed/internal/recsize"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
@@ -44,7 +46,16 @@ func BenchmarkPumpBacklog(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p, err := pump.New(context.Background(), pump.Options{Feed: feed, Store: pump.Postgres(st), Identity: "bench"})
+		// The mailbox and the door as feedrun wires them.
+		mb, err := mailbox.OpenFeed(context.Background(), feed)
+		if err != nil {
+			b.Fatal(err)
+		}
+		door, err := recsize.New(int(feed.Spec.Kafka.MaxRecordBytes), feed.Spec.Kafka.Compression)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := pump.New(context.Background(), pump.Options{Feed: feedrun.PumpFeed(feed), Store: pgstore.New(st), Inbox: mb, Door: door, Identity: "bench"})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -54,7 +65,7 @@ func BenchmarkPumpBacklog(b *testing.B) {
 		}
 		total += time.Since(start)
 		status := p.Status()
-		p.Close()
+		_ = mb.Close()
 		st.Close()
 		if status.Counts["SUCCEEDED"] != int64(messages) {
 			b.Fatalf("drained %v, want %d SUCCEEDED", status.Counts, messages)

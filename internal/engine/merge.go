@@ -39,14 +39,9 @@ func Merge(cur flight.State, exists bool, cmds flight.Commands) (Write, bool, er
 		return Write{}, false, nil
 	}
 	if !exists {
-		changed = presentTags(next)
+		changed = flight.PresentKeys(next)
 	}
 	return Write{Next: next, Changed: changed, IsNew: !exists}, true, nil
-}
-
-// presentTags lists the fields a state holds, in canonical order.
-func presentTags(s flight.State) []string {
-	return flight.ChangedKeys(flight.NewState(s.FLID), s)
 }
 
 // MergeSnapshot merges snapshot records (full-snapshot commands, one per

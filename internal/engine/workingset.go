@@ -217,7 +217,7 @@ func (w *WorkingSet) Pending() Pending {
 			continue
 		}
 		if !inDB {
-			p.Writes = append(p.Writes, Write{Next: *s, Changed: presentTags(*s), IsNew: true})
+			p.Writes = append(p.Writes, Write{Next: *s, Changed: flight.PresentKeys(*s), IsNew: true})
 			continue
 		}
 		p.Writes = append(p.Writes, Write{Next: *s, Changed: w.changed[f]})

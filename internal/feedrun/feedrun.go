@@ -23,6 +23,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/panics"
 	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/pump/pgstore"
 	"github.com/flightfeed/flightfeed/internal/recsize"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
@@ -88,6 +89,8 @@ func Open(ctx context.Context, feed *config.Feed) (*store.Store, error) {
 // Runner is one running feed.
 type Runner struct {
 	pump *pump.Pump
+	// mbox is the pump's mailbox, which the runner opened.
+	mbox *mailbox.Mailbox
 	disp *dispatch.Dispatcher
 	// owned is the store Start opened itself (nil when it was given).
 	owned *store.Store
@@ -141,34 +144,29 @@ func Start(ctx context.Context, feed *config.Feed, opts Options) (*Runner, error
 		r.closeStore()
 		return nil, err
 	}
-	popts := pump.Options{Feed: feed, Store: pump.Postgres(st), Identity: opts.Identity, Epoch: epoch,
-		Log: opts.Log.WithName("pump"), Observer: opts.Observer, Notify: func() { wake() }, Door: door}
 	kafkaOpts := append(slices.Clip(opts.KafkaOpts),
 		kgo.ProducerBatchMaxBytesFn(func(string) int32 { return int32(door.Max()) })) //nolint:gosec // at most 1 GiB
-	var mbox *mailbox.Mailbox
+	// The pump's mailbox, closed with the runner (Close).
+	mbox, err := mailbox.OpenFeed(ctx, feed)
+	if err != nil {
+		r.closeStore()
+		return nil, err
+	}
 	if opts.Registerer != nil {
-		// The mailbox is opened here, not by the pump, for its pool's
-		// statistics; the pump closes it.
-		var err error
-		if mbox, err = mailbox.OpenFeed(ctx, feed); err != nil {
-			r.closeStore()
-			return nil, err
-		}
-		popts.Inbox = mbox
 		r.metrics = newClientMetrics(opts.Registerer)
 		kafkaOpts = append(slices.Clip(kafkaOpts), kgo.WithHooks(r.metrics.kafka()))
 	}
-	p, err := pump.New(ctx, popts)
+	p, err := pump.New(ctx, pump.Options{Feed: PumpFeed(feed), Store: pgstore.New(st), Inbox: mbox, Door: door,
+		Identity: opts.Identity, Epoch: epoch, Log: opts.Log.WithName("pump"), Observer: opts.Observer,
+		Notify: func() { wake() }})
 	if err != nil {
-		if mbox != nil {
-			_ = mbox.Close()
-		}
+		_ = mbox.Close()
 		r.closeStore()
 		return nil, err
 	}
 	client, err := dispatch.NewClient(feed, kafkaOpts...)
 	if err != nil {
-		p.Close()
+		_ = mbox.Close()
 		r.closeStore()
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
@@ -179,12 +177,12 @@ func Start(ctx context.Context, feed *config.Feed, opts Options) (*Runner, error
 		DeliveryLatency: opts.DeliveryLatency, ReceiptLatency: opts.ReceiptLatency, Panicked: loopPanicked(opts.Observer)})
 	if err != nil {
 		client.Close()
-		p.Close()
+		_ = mbox.Close()
 		r.closeStore()
 		return nil, err
 	}
 	wake = d.Notify
-	r.pump, r.disp, r.st = p, d, st
+	r.pump, r.mbox, r.disp, r.st = p, mbox, d, st
 	if r.metrics != nil {
 		if err := r.metrics.register(st, mbox); err != nil {
 			// Metrics never stop a feed; the series are missing and the log says why.
@@ -192,6 +190,14 @@ func Start(ctx context.Context, feed *config.Feed, opts Options) (*Runner, error
 		}
 	}
 	return r, nil
+}
+
+// PumpFeed is what the pump reads of feed (pump.Feed): its resolved spec,
+// time zone and reference-data requests, not its credentials.
+func PumpFeed(feed *config.Feed) pump.Feed {
+	return pump.Feed{Spec: feed.Spec, Location: feed.Location,
+		ReferenceTypes:     config.ReferenceRequestTypes(feed.Spec.Requests.ReferenceData),
+		ReferenceRoutingID: config.ReferenceRoutingID(feed.Spec.Requests)}
 }
 
 // loopPanicked is the dispatcher's count of its recovered panics: the
@@ -316,6 +322,6 @@ func (r *Runner) Close() {
 		r.metrics.unregister()
 	}
 	r.disp.Client().Close() // the first, or the one the dispatcher renewed it with
-	r.pump.Close()
+	_ = r.mbox.Close()
 	r.closeStore()
 }

@@ -78,6 +78,10 @@ func applyOne(s *State, kind Kind, cmd Command) bool {
 	}
 }
 
+// PresentKeys lists the tags of the fields s holds, in canonical field
+// order: a new flight's every field counts as changed.
+func PresentKeys(s State) []string { return ChangedKeys(NewState(s.FLID), s) }
+
 // ChangedKeys lists the tags whose values differ between two states of one
 // flight, in canonical field order; used where a state is replaced rather
 // than merged (deletes, history).

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // identifier is at most 64 bytes (checked apart: a counted repetition
@@ -28,34 +29,9 @@ var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]*$`)
 // proc_state.
 const NoteMaxChars = 512
 
-// Row is one inbound mailbox row at the FIFO head.
-type Row struct {
-	ID       int64
-	Received time.Time
-	// Size is the body's length in bytes.
-	Size int64
-	// Body is the raw message; for a row larger than the fetch limit it
-	// holds only the first limit bytes and Truncated is set.
-	Body      []byte
-	Truncated bool
-	// PacketLimited: the fetch limit was the mailbox server's
-	// max_allowed_packet, lower than the caller's maximum.
-	PacketLimited bool
-	// Null: the body column is NULL (Body is empty).
-	Null bool
-}
-
-// Result is what the pump writes back to one row.
-type Result struct {
-	ID int64
-	// Received is the row's received time: the result lands only on the row
-	// with this id and this received time, never on a later row that
-	// reused the id after the mailbox's ids restarted.
-	Received  time.Time
-	Result    string // SUCCEEDED, SKIPPED, DEAD, FAILED
-	Note      string
-	Processed time.Time
-}
+// Row is one inbound mailbox row at the FIFO head: the pump's type
+// (pumpdata.Row), which this adapter fills.
+type Row = pumpdata.Row
 
 // Mailbox is one feed's shared mailbox.
 type Mailbox struct {
@@ -422,8 +398,10 @@ func (m *Mailbox) Depth(ctx context.Context) (int64, time.Time, error) {
 	return n, oldest.Time, nil
 }
 
-// Backfill writes the results of a batch back with one statement.
-func (m *Mailbox) Backfill(ctx context.Context, results []Result) error {
+// Backfill writes the results of a batch back with one statement, each
+// only to the row with its id and its received time (never to a later row
+// that reused the id after the mailbox's ids restarted).
+func (m *Mailbox) Backfill(ctx context.Context, results []pumpdata.Backfill) error {
 	if len(results) == 0 {
 		return nil
 	}
@@ -439,12 +417,12 @@ func (m *Mailbox) Backfill(ctx context.Context, results []Result) error {
 		if r.Note != "" {
 			n = FitNote(r.Note)
 		}
-		args = append(args, r.ID, r.Received, r.Processed.UTC(), r.Result, n)
+		args = append(args, r.MessageID, r.Received, r.Processed.UTC(), r.Result, n)
 	}
 	marks := make([]string, len(results))
 	for i, r := range results {
 		marks[i] = "?"
-		args = append(args, r.ID)
+		args = append(args, r.MessageID)
 	}
 	stmt := fmt.Sprintf(m.q.backfillPrefix, strings.Join(selects, " UNION ALL "), strings.Join(marks, ","))
 	if _, err := m.db.ExecContext(ctx, stmt, args...); err != nil {

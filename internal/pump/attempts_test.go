@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -92,8 +91,8 @@ func (h *harness) faultyPump() (*pump.Pump, *faultyStore) {
 
 // headRow is the mailbox row id as the pump reads it at the head (the
 // last row put).
-func (h *harness) headRow(id int64, body string) mailbox.Row {
-	return mailbox.Row{ID: id, Received: h.nextRow, Size: int64(len(body)), Body: []byte(body)}
+func (h *harness) headRow(id int64, body string) pumpdata.Row {
+	return pumpdata.Row{ID: id, Received: h.nextRow, Size: int64(len(body)), Body: []byte(body)}
 }
 
 // traceRows are message id's trace rows, oldest first: the result, and the
@@ -190,7 +189,7 @@ func TestEveryAttemptIsTracedAndAnUnknownCommitResolved(t *testing.T) {
 				ctx, cancel := context.WithCancelCause(context.Background())
 				defer cancel(nil)
 				fs.set(func(fs *faultyStore) { c.stop(fs, cancel) })
-				out := p.ApplyBatch(ctx, []mailbox.Row{h.headRow(id, body)})
+				out := p.ApplyBatch(ctx, []pumpdata.Row{h.headRow(id, body)})
 				if out.Whole {
 					t.Fatalf("the batch committed whole: %+v", out)
 				}
@@ -233,7 +232,7 @@ func TestInfraFailureIsRecordedFailedWithItsAttempts(t *testing.T) {
 		diskFull := &pgconn.PgError{Code: "53100", Message: "could not extend file: No space left on device"}
 		fs.set(func(fs *faultyStore) { fs.begin = func() error { return down } })
 		for range 2 {
-			if out := p.ApplyBatch(t.Context(), []mailbox.Row{row}); !out.Blocked {
+			if out := p.ApplyBatch(t.Context(), []pumpdata.Row{row}); !out.Blocked {
 				t.Fatalf("database down: %+v", out)
 			}
 		}
@@ -251,7 +250,7 @@ func TestInfraFailureIsRecordedFailedWithItsAttempts(t *testing.T) {
 			}
 		})
 		for i, want := range []int{3, 4} {
-			if out := p.ApplyBatch(t.Context(), []mailbox.Row{row}); !out.Blocked || out.Wait <= 0 {
+			if out := p.ApplyBatch(t.Context(), []pumpdata.Row{row}); !out.Blocked || out.Wait <= 0 {
 				t.Fatalf("attempt %d: %+v, want blocked with backoff", want, out)
 			}
 			status, reason, _, attempts := h.procState(id)
@@ -278,7 +277,7 @@ func TestInfraFailureIsRecordedFailedWithItsAttempts(t *testing.T) {
 			t.Fatalf("a FAILED message left the head: mailbox row %+v", r)
 		}
 		fs.set(func(fs *faultyStore) { fs.write = nil })
-		if out := p.ApplyBatch(t.Context(), []mailbox.Row{row}); !out.Whole {
+		if out := p.ApplyBatch(t.Context(), []pumpdata.Row{row}); !out.Whole {
 			t.Fatalf("recovered: %+v", out)
 		}
 		if status, reason, _, attempts := h.procState(id); status != pumpdata.StatusSucceeded || reason != "" || attempts != 5 {
@@ -300,10 +299,10 @@ func TestAttemptsTheDatabaseCouldNotRecordAreCountedBySuccess(t *testing.T) {
 			fs.begin = func() error { return errors.New("dial tcp 127.0.0.1:5432: connect: connection refused") }
 		})
 		for range 3 {
-			p.ApplyBatch(t.Context(), []mailbox.Row{row})
+			p.ApplyBatch(t.Context(), []pumpdata.Row{row})
 		}
 		fs.set(func(fs *faultyStore) { fs.begin = nil })
-		if out := p.ApplyBatch(t.Context(), []mailbox.Row{row}); !out.Whole {
+		if out := p.ApplyBatch(t.Context(), []pumpdata.Row{row}); !out.Whole {
 			t.Fatalf("recovered: %+v", out)
 		}
 		if status, _, _, attempts := h.procState(id); status != pumpdata.StatusSucceeded || attempts != 4 {

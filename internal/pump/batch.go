@@ -10,7 +10,6 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/failpoint"
-	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/sis"
 )
@@ -51,7 +50,7 @@ type batchOutcome struct {
 // trips (Tx.Write). An
 // infrastructure error rolls back the whole batch; a message that must wait
 // (UNSUPPORTED retry) ends the batch before it.
-func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBatch) batchOutcome {
+func (p *Pump) processBatch(ctx context.Context, rows []pumpdata.Row, b decodedBatch) batchOutcome {
 	start := p.clock.Now()
 	// Decoding is pure: it happened before the writer lock is taken.
 	b.request.Cache = p.cache
@@ -165,7 +164,7 @@ func (p *Pump) processBatch(ctx context.Context, rows []mailbox.Row, b decodedBa
 
 // item is one row with its decoding.
 type item struct {
-	row mailbox.Row
+	row pumpdata.Row
 	// digest is pumpdata.PayloadDigest(row.Body), computed once.
 	digest []byte
 	msg    *sis.Message
@@ -178,13 +177,13 @@ type decodedBatch struct {
 }
 
 // decodeBatch decodes every row (pure) and lists what the batch will read.
-func (p *Pump) decodeBatch(rows []mailbox.Row) decodedBatch {
+func (p *Pump) decodeBatch(rows []pumpdata.Row) decodedBatch {
 	return p.decodeBatchWith(rows, p.decode)
 }
 
 // decodeBatchWith is decodeBatch with the decoder's options opts (a
 // skip-conflicts replay's: sis.Options.SkipRefusedRecords).
-func (p *Pump) decodeBatchWith(rows []mailbox.Row, opts sis.Options) decodedBatch {
+func (p *Pump) decodeBatchWith(rows []pumpdata.Row, opts sis.Options) decodedBatch {
 	b := decodedBatch{items: make([]item, len(rows))}
 	since := rows[0].Received
 	for i, row := range rows {
@@ -264,13 +263,13 @@ type waiting struct {
 // the head's next result that reaches the database (Result.Attempts).
 // Nothing is recorded on the head when the COMMIT's outcome is unknown: its
 // result may be committed, and the next attempt reads what is.
-func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, head pumpdata.Result, attempted []outcome, err error, atCommit bool) batchOutcome {
-	verdict, reason := Classify(err)
+func (p *Pump) infraFailure(ctx context.Context, rows []pumpdata.Row, head pumpdata.Result, attempted []outcome, err error, atCommit bool) batchOutcome {
+	verdict, reason := Classify(err, p.store)
 	var stop error
 	if ctx.Err() != nil {
 		stop = context.Cause(ctx)
 	}
-	result, flag := AttemptTrace(err, atCommit, stop)
+	result, flag := AttemptTrace(err, atCommit, stop, p.store)
 	p.traceUnfinished(ctx, attempted, result, flag, err)
 	if verdict == VerdictFenced {
 		return batchOutcome{err: err}
@@ -322,7 +321,7 @@ func (p *Pump) infraFailure(ctx context.Context, rows []mailbox.Row, head pumpda
 	now := p.clock.Now()
 	// The ping runs before the status lock is taken, and is bounded: a
 	// stalled database must not hold the status every reader waits on.
-	answered := isServerAnswer(err)
+	answered := p.store.Answer(err).Server
 	reachable := true
 	if !answered {
 		pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
@@ -457,7 +456,7 @@ func (p *Pump) writeAlone(ctx context.Context, res pumpdata.Result) error {
 // for another message (a reused id the failing batch did not get to
 // retire) is not given up — the batch is retried until it writes back what
 // committed (seed 001 §8: never downgrade a committed success).
-func (p *Pump) giveUp(ctx context.Context, row mailbox.Row, head pumpdata.Result, reason, note string) error {
+func (p *Pump) giveUp(ctx context.Context, row pumpdata.Row, head pumpdata.Result, reason, note string) error {
 	res := head
 	res.Status, res.Reason, res.Note = pumpdata.StatusDead, reason, note
 	res.IdentityKey, res.ContentDigest = "", nil
@@ -590,7 +589,7 @@ type refusal struct {
 // refusedAgain records err at head and reports whether the server has now
 // answered the same way RefusalRepeats times in a row (RefusalSignature).
 func (p *Pump) refusedAgain(head int64, err error) bool {
-	sig, ok := RefusalSignature(err)
+	sig, ok := RefusalSignature(err, p.store)
 	if !ok {
 		p.refusal = refusal{}
 		return false

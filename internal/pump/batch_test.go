@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/pump/pumptest"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
@@ -28,20 +28,19 @@ func memPump(t *testing.T, st *pumptest.Store, in *pumptest.Inbox, extra ...stri
 func observedMemPump(t *testing.T, st *pumptest.Store, in *pumptest.Inbox, obs pump.Observer, extra ...string) *pump.Pump {
 	t.Helper()
 	feed := testFeed(t, "mem:mem@tcp(127.0.0.1:1)/mailbox", "postgres://mem@127.0.0.1:1/feed", extra...)
-	p, err := pump.New(t.Context(), pump.Options{Feed: feed, Store: st, Inbox: in, Identity: "mem-pump",
+	p, err := pump.New(t.Context(), pump.Options{Feed: feedrun.PumpFeed(feed), Store: st, Inbox: in, Door: feedDoor(t, feed), Identity: "mem-pump",
 		Clock: shiftedClock{offset: time.Until(testNow)}, Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(p.Close)
 	return p
 }
 
 // memRows are mailbox rows 1..n with these bodies, a second apart.
-func memRows(bodies ...string) []mailbox.Row {
-	rows := make([]mailbox.Row, len(bodies))
+func memRows(bodies ...string) []pumpdata.Row {
+	rows := make([]pumpdata.Row, len(bodies))
 	for i, b := range bodies {
-		rows[i] = mailbox.Row{ID: int64(i + 1), Received: testNow.Add(-time.Hour + time.Duration(i)*time.Second),
+		rows[i] = pumpdata.Row{ID: int64(i + 1), Received: testNow.Add(-time.Hour + time.Duration(i)*time.Second),
 			Size: int64(len(b)), Body: []byte(b)}
 	}
 	return rows
@@ -91,7 +90,7 @@ func TestBatchOutcomes(t *testing.T) {
 		name    string
 		extra   []string
 		bodies  []string
-		prep    func(*pumptest.Store, []mailbox.Row)
+		prep    func(*pumptest.Store, []pumpdata.Row)
 		faults  []*pumptest.Fault
 		batches [][]int64
 		want    []string
@@ -219,13 +218,13 @@ func TestBatchOutcomes(t *testing.T) {
 	}, {
 		name:    "a pump another one took over stops, committing nothing",
 		bodies:  three,
-		prep:    func(s *pumptest.Store, _ []mailbox.Row) { s.Fence() },
+		prep:    func(s *pumptest.Store, _ []pumpdata.Row) { s.Fence() },
 		batches: [][]int64{{1, 2, 3}},
 		want:    []string{"[1 2 3]: stopped: fenced; next batch 50"},
 	}, {
 		name:   "a row processed before is only written back again",
 		bodies: three[:2],
-		prep: func(s *pumptest.Store, rows []mailbox.Row) {
+		prep: func(s *pumptest.Store, rows []pumpdata.Row) {
 			s.Update(func(d *pumptest.Data) {
 				d.States[1] = pumpdata.ProcState{Status: pumpdata.StatusDead, Reason: "X", Note: "X: before", Attempts: 1,
 					ReceivedAt: rows[0].Received, Digest: pumpdata.PayloadDigest(rows[0].Body)}
@@ -236,7 +235,7 @@ func TestBatchOutcomes(t *testing.T) {
 	}, {
 		name:   "a row whose id was processed as another message is new",
 		bodies: three[:1],
-		prep: func(s *pumptest.Store, rows []mailbox.Row) {
+		prep: func(s *pumptest.Store, rows []pumpdata.Row) {
 			s.Update(func(d *pumptest.Data) {
 				d.States[1] = pumpdata.ProcState{Status: pumpdata.StatusDead, Reason: "X", Note: "X: before", Attempts: 1,
 					ReceivedAt: rows[0].Received.Add(-24 * time.Hour), Digest: pumpdata.PayloadDigest(rows[0].Body)}
@@ -271,7 +270,7 @@ func TestBatchOutcomes(t *testing.T) {
 			var got []string
 			var commits, traces, pending int
 			for _, ids := range c.batches {
-				var batch []mailbox.Row
+				var batch []pumpdata.Row
 				for _, id := range ids {
 					batch = append(batch, rows[id-1])
 				}
@@ -366,7 +365,7 @@ func TestReadAheadKeepsTheFIFOOrder(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			st := newMemStore(c.faults...)
-			in := &pumptest.Inbox{Rows: memRows(c.bodies...), Results: map[int64]mailbox.Result{}}
+			in := &pumptest.Inbox{Rows: memRows(c.bodies...), Results: map[int64]pumpdata.Backfill{}}
 			// Twelve rows in batches of four: the second and third are
 			// read ahead.
 			p := memPump(t, st, in, "mailbox: {batchSize: 4}")
@@ -415,7 +414,7 @@ func TestRolledBackSnapshotAlertsOnceWithItsRetry(t *testing.T) {
 	obs := &flagObserver{flags: map[string]int{}}
 	p := observedMemPump(t, st, pumptest.NewInbox(), obs)
 	rows := memRows(bodies...)
-	for _, batch := range [][]mailbox.Row{rows, rows[:1], rows[1:]} {
+	for _, batch := range [][]pumpdata.Row{rows, rows[:1], rows[1:]} {
 		p.ApplyBatch(t.Context(), batch)
 	}
 	var traced []string

@@ -10,7 +10,6 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/flight"
-	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pump/pumptest"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -200,7 +199,7 @@ func (h *harness) truncateMailbox() {
 	h.t.Helper()
 	if h.inbox != nil {
 		h.inbox.Lock()
-		h.inbox.Rows, h.inbox.Results = nil, map[int64]mailbox.Result{}
+		h.inbox.Rows, h.inbox.Results = nil, map[int64]pumpdata.Backfill{}
 		h.inbox.Unlock()
 		return
 	}

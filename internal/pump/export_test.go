@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
@@ -19,7 +18,7 @@ type BatchOutcome struct {
 
 // ApplyBatch decodes rows and applies them as one batch, as the loop does
 // with a head it read.
-func (p *Pump) ApplyBatch(ctx context.Context, rows []mailbox.Row) BatchOutcome {
+func (p *Pump) ApplyBatch(ctx context.Context, rows []pumpdata.Row) BatchOutcome {
 	o := p.processBatch(ctx, rows, p.decodeBatch(rows))
 	return BatchOutcome{Blocked: o.blocked, Wait: o.wait, Fatal: o.err, Whole: o.whole}
 }

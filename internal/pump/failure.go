@@ -82,8 +82,9 @@ const (
 // ROLLED_BACK, or COMMIT_UNKNOWN when the COMMIT failed without an answer
 // that says it did not commit (the server may have committed: the next
 // start resolves it); the flag says what stopped the batch: FENCED, SHUTDOWN
-// or nothing. Pure, like Classify.
-func AttemptTrace(err error, atCommit bool, stop error) (result, flag string) {
+// or nothing. db says what the database's errors mean (the Store). Pure,
+// like Classify.
+func AttemptTrace(err error, atCommit bool, stop error, db Answers) (result, flag string) {
 	fenced := errors.Is(err, pumpdata.ErrFenced)
 	switch {
 	case fenced || errors.Is(stop, pumpdata.ErrFenced):
@@ -93,15 +94,16 @@ func AttemptTrace(err error, atCommit bool, stop error) (result, flag string) {
 	}
 	// A fencing refusal is the store's before anything is sent; a server
 	// answer to COMMIT says it rolled back.
-	if atCommit && !fenced && !commitRefused(err) {
+	if atCommit && !fenced && !db.Answer(err).CommitRefused {
 		return pumpdata.TraceCommitUnknown, flag
 	}
 	return pumpdata.TraceRolledBack, flag
 }
 
-// Classify maps an error to its verdict and reason code. It is pure: the
-// whole failure matrix is this function and its table test.
-func Classify(err error) (Verdict, string) {
+// Classify maps an error to its verdict and reason code; db says what the
+// database's errors mean (the Store). It is pure: the whole failure matrix
+// is this function and its table test.
+func Classify(err error, db Answers) (Verdict, string) {
 	var rej *snapshot.Rejection
 	var sisErr *sis.Error
 	var tooLarge *engine.TooLarge
@@ -129,7 +131,7 @@ func Classify(err error) (Verdict, string) {
 		return VerdictConflict, ReasonInfra
 	case errors.Is(err, flight.ErrInvalidCommand), errors.Is(err, flight.ErrBadSISTime):
 		return VerdictDead, ReasonDataRejected
-	case refusesData(err):
+	case db.Answer(err).RefusesData:
 		// The database refused the data itself; retrying cannot help.
 		return VerdictDead, ReasonDataRejected
 	default:
@@ -144,10 +146,13 @@ func Classify(err error) (Verdict, string) {
 const RefusalRepeats = 3
 
 // RefusalSignature returns what identifies an error for the repeat rule
-// (the driver's answer, pgports.go), and false for errors that must never make a
-// message DEAD however often they repeat: outages and answers that say
-// the server, the schema or the session is unwell.
-func RefusalSignature(err error) (string, bool) { return answerSignature(err) }
+// (the database server's answer, as db reads it), and false for errors
+// that must never make a message DEAD however often they repeat: outages
+// and answers that say the server, the schema or the session is unwell.
+func RefusalSignature(err error, db Answers) (string, bool) {
+	sig := db.Answer(err).Signature
+	return sig, sig != ""
+}
 
 // Backoff is the pump's exponential backoff (package backoff): attempt n
 // waits between half and all of min(max, initial·2^(n-1)).

@@ -15,6 +15,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/sis"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
+	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 // The failure matrix of seed 000 §9 / seed 001 §7, row by row.
@@ -45,7 +46,7 @@ func TestClassify(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			v, r := Classify(c.err)
+			v, r := Classify(c.err, store.Answers{})
 			if v != c.verdict || r != c.reason {
 				t.Fatalf("Classify = (%d, %s), want (%d, %s)", v, r, c.verdict, c.reason)
 			}
@@ -79,7 +80,7 @@ func TestAttemptTrace(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			result, flag := AttemptTrace(c.err, c.atCommit, c.stop)
+			result, flag := AttemptTrace(c.err, c.atCommit, c.stop, store.Answers{})
 			if result != c.result || flag != c.flag {
 				t.Fatalf("AttemptTrace = (%s, %q), want (%s, %q)", result, flag, c.result, c.flag)
 			}
@@ -112,7 +113,7 @@ func TestRefusalSignature(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			sig, ok := RefusalSignature(c.err)
+			sig, ok := RefusalSignature(c.err, store.Answers{})
 			if sig != c.sig || ok != c.ok {
 				t.Fatalf("RefusalSignature = (%q, %v), want (%q, %v)", sig, ok, c.sig, c.ok)
 			}

@@ -18,12 +18,15 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/pump"
+	"github.com/flightfeed/flightfeed/internal/pump/pgstore"
 	"github.com/flightfeed/flightfeed/internal/pump/pumptest"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
+	"github.com/flightfeed/flightfeed/internal/recsize"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
@@ -151,8 +154,10 @@ func (h *harness) insertRow(row mailbox.Inbound) int64 {
 
 func (h *harness) newPump(opts ...func(*pump.Options)) *pump.Pump {
 	h.t.Helper()
-	o := pump.Options{Feed: h.feed, Store: h.mem, Inbox: h.inbox, Identity: "test-pump", Clock: h.clock}
-	if h.mem == nil {
+	o := pump.Options{Feed: feedrun.PumpFeed(h.feed), Identity: "test-pump", Clock: h.clock, Door: feedDoor(h.t, h.feed)}
+	if h.mem != nil {
+		o.Store, o.Inbox = h.mem, h.inbox
+	} else {
 		// Each pump has a store of its own, on the pump's clock, as
 		// feedrun opens one per run.
 		st, err := store.Open(context.Background(), h.feed.Secrets.DatabaseDSN, store.Options{
@@ -161,17 +166,39 @@ func (h *harness) newPump(opts ...func(*pump.Options)) *pump.Pump {
 			h.t.Fatal(err)
 		}
 		h.t.Cleanup(st.Close)
-		o.Store, o.Inbox = pump.Postgres(st), nil
+		o.Store = pgstore.New(st)
 	}
 	for _, f := range opts {
 		f(&o)
+	}
+	if o.Inbox == nil {
+		// The feed's mailbox, as feedrun opens it.
+		mb, err := mailbox.OpenFeed(context.Background(), h.feed)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		h.t.Cleanup(func() { _ = mb.Close() })
+		o.Inbox = mb
 	}
 	p, err := pump.New(context.Background(), o)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	h.t.Cleanup(p.Close)
 	return p
+}
+
+// feedDoor is the record-size door of feed's Kafka settings, as feedrun
+// builds it (nil when kafka.maxRecordBytes is 0).
+func feedDoor(t testing.TB, feed *config.Feed) pump.Door {
+	t.Helper()
+	if feed.Spec.Kafka.MaxRecordBytes <= 0 {
+		return nil
+	}
+	door, err := recsize.New(int(feed.Spec.Kafka.MaxRecordBytes), feed.Spec.Kafka.Compression)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return door
 }
 
 // drain runs a pump until the mailbox is drained (bounded: a blocked head

@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/pump/pumptest"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // Bodies in memory at once stay within mailbox.maxBatchBytes: every read
@@ -33,7 +33,7 @@ func TestReadAheadKeepsBodiesWithinTheBudget(t *testing.T) {
 			body := h.flop("REMC", 1+i%9, "<REMC>"+strings.Repeat("r", 200)+fmt.Sprint(i)+"</REMC>")
 			body += strings.Repeat(" ", size-len(body)) // XML allows trailing white space
 			received = received.Add(time.Second)
-			in.Rows = append(in.Rows, mailbox.Row{ID: int64(i + 1), Received: received, Size: int64(len(body)), Body: []byte(body)})
+			in.Rows = append(in.Rows, pumpdata.Row{ID: int64(i + 1), Received: received, Size: int64(len(body)), Body: []byte(body)})
 		}
 		p := h.newPump(func(o *pump.Options) { o.Inbox = in })
 		h.drain(p)
@@ -73,9 +73,9 @@ func TestReadAheadKeepsBodiesWithinTheBudget(t *testing.T) {
 func TestRefusedWriteBackIsRetried(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
-		in := &pumptest.Inbox{Results: map[int64]mailbox.Result{}, FailBack: 3}
+		in := &pumptest.Inbox{Results: map[int64]pumpdata.Backfill{}, FailBack: 3}
 		body := h.flop("ESTT", 1, "<ESTT>09SEP260930</ESTT>")
-		in.Rows = []mailbox.Row{{ID: 1, Received: testNow.Add(-time.Minute), Size: int64(len(body)), Body: []byte(body)}}
+		in.Rows = []pumpdata.Row{{ID: 1, Received: testNow.Add(-time.Minute), Size: int64(len(body)), Body: []byte(body)}}
 		p := h.newPump(func(o *pump.Options) { o.Inbox = in })
 		h.drain(p)
 		in.Lock()

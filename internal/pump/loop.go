@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/flightfeed/flightfeed/internal/failpoint"
-	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
@@ -256,7 +255,7 @@ func (p *Pump) emptyWait(poll time.Duration) time.Duration {
 // done is closed.
 type reading struct {
 	done  chan struct{}
-	rows  []mailbox.Row
+	rows  []pumpdata.Row
 	batch decodedBatch
 	// wroteBack: results were written back before the read; writeBackErr:
 	// that write-back failed (err is set, nothing was read).
@@ -274,7 +273,7 @@ type reading struct {
 // leave the head), reads up to batchSize rows of the head without the rows
 // being applied, and decodes them. Decoding is pure and the mailbox is not
 // the database, so this overlaps the transaction of the current batch.
-func (p *Pump) readAhead(ctx context.Context, applying []mailbox.Row) *reading {
+func (p *Pump) readAhead(ctx context.Context, applying []pumpdata.Row) *reading {
 	backfill := p.pending
 	p.pending = nil
 	limit, maxBytes := p.batchSize, p.feed.Spec.Mailbox.MaxMessageBytes
@@ -343,7 +342,7 @@ func (p *Pump) readAhead(ctx context.Context, applying []mailbox.Row) *reading {
 // happened to mark while they were live would let the heap grow to twice
 // all of that before the next one (a full-day DNLD: 100 MB more at peak).
 // Collected now, the heap's next goal follows from what stays: the bodies.
-func collectAfterLargeRead(rows []mailbox.Row) {
+func collectAfterLargeRead(rows []pumpdata.Row) {
 	for _, r := range rows {
 		if len(r.Body) >= deferRecordsFrom {
 			runtime.GC()
@@ -492,17 +491,15 @@ func (p *Pump) setBackfillPending(ctx context.Context) {
 // failure leaves the intents for the next try; it never changes the
 // committed result.
 func (p *Pump) backfill(ctx context.Context, results []pumpdata.Backfill) error {
-	rows := make([]mailboxResult, len(results))
 	ids := make([]int64, len(results))
 	for i, r := range results {
-		rows[i] = mailboxResult{ID: r.MessageID, Received: r.Received, Result: r.Result, Note: r.Note, Processed: r.Processed}
 		ids[i] = r.MessageID
 	}
-	if err := p.mbox.Backfill(ctx, rows); err != nil {
+	if err := p.mbox.Backfill(ctx, results); err != nil {
 		if ferr := p.store.SettleBackfills(ctx, ids, err); ferr != nil {
 			p.log.Error(ferr, "note backfill failure")
 		}
-		return fmt.Errorf("write %d results back (intents kept for retry): %w", len(rows), err)
+		return fmt.Errorf("write %d results back (intents kept for retry): %w", len(results), err)
 	}
 	failpoint.Hit(failpoint.AfterWriteBack)
 	if err := p.store.SettleBackfills(ctx, ids, nil); err != nil {

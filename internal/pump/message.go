@@ -13,7 +13,6 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/flight"
-	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/sis"
 	"github.com/flightfeed/flightfeed/internal/snapshot"
@@ -125,7 +124,7 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior pum
 	requestFailed := run.requestFailed
 	run.requestFailed = nil
 	if applyErr != nil {
-		verdict, reason := Classify(applyErr)
+		verdict, reason := Classify(applyErr, p.store)
 		if verdict != VerdictDead {
 			// The batch is rolled back whole (an infrastructure error, a
 			// lost compare-and-set): the snapshot's attempt is traced all
@@ -183,7 +182,7 @@ func dayConflicts(err error) []pumpdata.DayConflict {
 // rejected handles a message the decoder refused: DEAD for illegal input,
 // FAILED(UNSUPPORTED) retried up to the limit, then DEAD.
 func (p *Pump) rejected(res pumpdata.Result, prior pumpdata.ProcState, decErr error) (outcome, *waiting, error) {
-	verdict, reason := Classify(decErr)
+	verdict, reason := Classify(decErr, p.store)
 	detail := decErr.Error()
 	var se *sis.Error
 	if errors.As(decErr, &se) {
@@ -219,7 +218,7 @@ func (p *Pump) finish(res pumpdata.Result, status, reason, detail string, trace 
 
 // apply dispatches a decoded message to its write path; flags are raised
 // on the message's result.
-func (p *Pump) apply(ctx context.Context, run *batchRun, msg *sis.Message, row mailbox.Row) (changed bool, trace *pumpdata.TraceEntry, flags []string, err error) {
+func (p *Pump) apply(ctx context.Context, run *batchRun, msg *sis.Message, row pumpdata.Row) (changed bool, trace *pumpdata.TraceEntry, flags []string, err error) {
 	meta := p.meta(msg, row)
 	switch msg.Kind {
 	case sis.KindSnapshot:
@@ -293,7 +292,7 @@ func (p *Pump) implausibleTimes(id int64, records []flight.Commands, states map[
 // applySnapshotIsolated writes what the working set holds so far, applies
 // the snapshot inside a savepoint (rolled back alone when refused), and
 // reloads the working set, whose flights the snapshot may have changed.
-func (p *Pump) applySnapshotIsolated(ctx context.Context, run *batchRun, meta engine.Meta, msg *sis.Message, row mailbox.Row) (bool, *pumpdata.TraceEntry, error) {
+func (p *Pump) applySnapshotIsolated(ctx context.Context, run *batchRun, meta engine.Meta, msg *sis.Message, row pumpdata.Row) (bool, *pumpdata.TraceEntry, error) {
 	if run.set.Dirty() {
 		if err := run.tx.Write(ctx, Writes{Set: run.set}); err != nil {
 			return false, attemptTrace(msg, row), err
@@ -331,7 +330,7 @@ func (p *Pump) applySnapshotIsolated(ctx context.Context, run *batchRun, meta en
 // request the message answers (a RESP from the request's receiver: of its
 // day, or straddling it), nil when none; a refused answer counts against
 // it (refuseAnswer).
-func (p *Pump) applySnapshot(ctx context.Context, tx Tx, meta engine.Meta, msg *sis.Message, row mailbox.Row,
+func (p *Pump) applySnapshot(ctx context.Context, tx Tx, meta engine.Meta, msg *sis.Message, row pumpdata.Row,
 	skipConflicts bool) (changed bool, trace *pumpdata.TraceEntry, answered *pumpdata.Request, err error) {
 	start := p.clock.Now()
 	trace = attemptTrace(msg, row)
@@ -443,7 +442,7 @@ func (p *Pump) refuseAnswer(ctx context.Context, run *batchRun, req *pumpdata.Re
 // replay would) to read the days of the others; when even that fails, the
 // days are unknown and nothing is counted. note is the message's DEAD note
 // (reason and detail), what two identical refusals are compared by.
-func (p *Pump) refuseDecodedAnswer(ctx context.Context, run *batchRun, msg *sis.Message, row mailbox.Row, note string) error {
+func (p *Pump) refuseDecodedAnswer(ctx context.Context, run *batchRun, msg *sis.Message, row pumpdata.Row, note string) error {
 	if msg.Meta.Styp != "RESP" {
 		return nil // no answer: the request is not even read
 	}
@@ -524,7 +523,7 @@ func (m messageRecords) Chunk(lo, hi int) ([]pumpdata.SnapshotRecord, error) {
 }
 
 // attemptTrace starts the trace row of one attempt to apply a snapshot.
-func attemptTrace(msg *sis.Message, row mailbox.Row) *pumpdata.TraceEntry {
+func attemptTrace(msg *sis.Message, row pumpdata.Row) *pumpdata.TraceEntry {
 	trace := &pumpdata.TraceEntry{MessageID: row.ID, ReceivedAt: row.Received, Recs: len(msg.Records)}
 	if msg.Recs >= 0 {
 		trace.Recs = msg.Recs

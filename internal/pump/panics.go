@@ -9,7 +9,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/panics"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/sis"
@@ -69,7 +68,7 @@ func panicText(v any) string {
 
 // decodeOne decodes one row; a panic of the decoder becomes the row's
 // decoding error (DEAD, INTERNAL).
-func (p *Pump) decodeOne(row mailbox.Row, opts sis.Options) (msg *sis.Message, err error) {
+func (p *Pump) decodeOne(row pumpdata.Row, opts sis.Options) (msg *sis.Message, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			msg, err = nil, p.recovered(row.ID, "decoding", r)
@@ -98,14 +97,14 @@ type panicKey struct {
 	received time.Time
 }
 
-func keyOf(row mailbox.Row) panicKey { return panicKey{row.ID, row.Received} }
+func keyOf(row pumpdata.Row) panicKey { return panicKey{row.ID, row.Received} }
 
 // applyPanicked handles a panic while a message of the batch was applied:
 // the batch is rolled back whole (the caller's deferred Rollback), so the
 // message leaves no partial effect, and it is run again at once with that
 // message DEAD (INTERNAL) without applying it (processOne reads
 // p.panicked); the other messages commit normally.
-func (p *Pump) applyPanicked(ctx context.Context, row mailbox.Row, attempted []outcome, e *panicError) batchOutcome {
+func (p *Pump) applyPanicked(ctx context.Context, row pumpdata.Row, attempted []outcome, e *panicError) batchOutcome {
 	if p.panicked == nil {
 		p.panicked = map[panicKey]string{}
 	}

@@ -6,27 +6,30 @@ import (
 	"time"
 
 	"github.com/flightfeed/flightfeed/internal/engine"
-	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
-// The pump's ports: what it needs of the mailbox (Inbox) and of the
-// feed's database (Store, Tx, and Requests, which both answer), declared
-// here in the pump's own terms: four interfaces, thirty methods. What
-// crosses them is plain data (package pumpdata, engine.WorkingSet,
-// mailbox.Row, and Session, Writes, Job and Swept here). The real ones are
-// *mailbox.Mailbox and Postgres (pgports.go, the adapter, the one file
-// that names package store); internal/pump/pumptest keeps a feed database
-// in memory for the pump's tests.
+// The pump's ports: what it needs of the mailbox (Inbox), of the feed's
+// database (Store, Tx, and Requests, which both answer, and Answers, what
+// the database's errors mean) and of the Kafka topics (Door, the record
+// size they accept), declared here in the pump's own terms. What crosses
+// them is plain data (package pumpdata, engine.WorkingSet, and Session,
+// Writes, Job and Swept here). The real ones are adapters outside the
+// pump, which imports no driver: *mailbox.Mailbox (MySQL) is the Inbox,
+// internal/pump/pgstore adapts *store.Store (PostgreSQL) to Store, and a
+// *recsize.Measure (the Kafka producer's codec) is the Door; package
+// feedrun wires them. internal/pump/pumptest keeps a mailbox and a feed
+// database in memory for the pump's tests.
 
 // Inbox is what the pump needs of the shared mailbox; *mailbox.Mailbox is
 // the real one.
 type Inbox interface {
 	// Head reads up to limit unprocessed rows in FIFO order without the
 	// rows in skip, their bodies within budget bytes (mailbox.Mailbox.Head).
-	Head(ctx context.Context, limit int, budget, maxBytes int64, skip map[int64]bool) ([]mailbox.Row, error)
-	// Backfill writes results back to their rows.
-	Backfill(ctx context.Context, results []mailbox.Result) error
+	Head(ctx context.Context, limit int, budget, maxBytes int64, skip map[int64]bool) ([]pumpdata.Row, error)
+	// Backfill writes committed results back to their rows, each only to
+	// the row with its id and received time.
+	Backfill(ctx context.Context, results []pumpdata.Backfill) error
 	// Depth counts unprocessed rows and returns the oldest one's receipt.
 	Depth(ctx context.Context) (int64, time.Time, error)
 	// SendRequest inserts an outbound request and returns its row id.
@@ -34,7 +37,15 @@ type Inbox interface {
 	// FindRequest finds an outbound request of routingID inserted at or
 	// after since whose body carries the SEQN seqn.
 	FindRequest(ctx context.Context, routingID, seqn string, since time.Time) (int64, bool, error)
-	Close() error
+}
+
+// Door measures the Kafka records a message would publish against the
+// largest record the topics accept (kafka.maxRecordBytes, or less when a
+// topic accepts less): the engine's door (engine.Door), which refuses a
+// message STATE_TOO_LARGE. *recsize.Measure is the real one, shared with
+// the dispatcher, which lowers it.
+type Door interface {
+	engine.Door
 }
 
 // Requests is the one request lookup, asked both outside a transaction
@@ -45,11 +56,20 @@ type Requests interface {
 	CurrentRequest(ctx context.Context, kind string) (*pumpdata.Request, error)
 }
 
+// Answers reads what an error of the feed's database says about the
+// message whose write caused it: the SQLSTATE knowledge stays with the
+// driver in the adapter (store's dberror.go), and the failure matrix
+// (Classify, AttemptTrace, RefusalSignature) decides on the answer.
+type Answers interface {
+	Answer(err error) pumpdata.Answer
+}
+
 // Store is what the pump needs of the feed's database: its session
-// (fencing epoch, reachability), fenced write transactions, and the few
-// reads and writes that run outside one.
+// (fencing epoch, reachability), fenced write transactions, the few
+// reads and writes that run outside one, and what its errors mean.
 type Store interface {
 	Requests
+	Answers
 	// Start makes holder the writer unless epoch (the fencing epoch a
 	// caller took already) is given, and reads the SEQN of the newest
 	// request sent, so the 6-digit sequence continues across restarts.

@@ -3,7 +3,6 @@ package pump
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -12,12 +11,10 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
 
-	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/engine"
 	"github.com/flightfeed/flightfeed/internal/failpoint"
-	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
-	"github.com/flightfeed/flightfeed/internal/recsize"
 	"github.com/flightfeed/flightfeed/internal/sis"
 )
 
@@ -89,15 +86,31 @@ func (NopObserver) SeqnRegression() {}
 // LoopPanicked implements Observer.
 func (NopObserver) LoopPanicked(string) {}
 
+// Feed is what the pump reads of its feed's configuration: the spec with
+// its defaults applied, validated (config.Feed resolves it), the airport's
+// time zone, and the reference-data requests resolved from the spec. The
+// pump never sees the feed's credentials: feedrun connects the services
+// (feedrun.PumpFeed makes a Feed of a config.Feed).
+type Feed struct {
+	Spec v1alpha1.FlightFeedSpec
+	// Location is the airport's time zone (spec.airport.timeZone).
+	Location *time.Location
+	// ReferenceTypes are the SIS TYPEs whose reference data the pump
+	// requests (requests.referenceData.types resolved, sorted; none: no
+	// request), ReferenceRoutingID those requests' routing id.
+	ReferenceTypes     []string
+	ReferenceRoutingID string
+}
+
 // Options configure a Pump.
 type Options struct {
-	Feed *config.Feed
+	Feed Feed
 	// Store is the feed's database (Postgres of the store feedrun
 	// migrated and opened, and shares with the dispatcher and the status
 	// reporter); the pump never closes it.
 	Store Store
-	// Inbox is the mailbox; when nil, New opens the feed's (mailbox.Open).
-	// The pump owns it from then on: Close closes it.
+	// Inbox is the feed's mailbox, which the caller (feedrun) opens and
+	// closes; the pump never closes it.
 	Inbox Inbox
 	// Identity names this pump in pipeline_lock and logs.
 	Identity string
@@ -114,16 +127,16 @@ type Options struct {
 	// Observer receives metrics (default NopObserver).
 	Observer Observer
 	// Door measures the Kafka records a message would publish against
-	// kafka.maxRecordBytes (STATE_TOO_LARGE); when nil, New builds it from
-	// the feed. feedrun shares it with the dispatcher, which lowers it when
-	// a topic accepts less.
-	Door *recsize.Measure
+	// kafka.maxRecordBytes (STATE_TOO_LARGE); nil: no message is measured.
+	// feedrun builds it from the feed and shares it with the dispatcher,
+	// which lowers it when a topic accepts less.
+	Door Door
 }
 
 // Pump runs one feed.
 type Pump struct {
 	opts  Options
-	feed  *config.Feed
+	feed  Feed
 	store Store
 	mbox  Inbox
 	epoch int64
@@ -189,12 +202,16 @@ type Pump struct {
 	notices []Notice
 }
 
-// New connects to the mailbox and takes a fencing epoch in the given
-// store when none was given.
+// New starts a pump on the given mailbox and store: it takes a fencing
+// epoch in the store when none was given. It opens and closes nothing:
+// the caller (feedrun) connects the mailbox, the database and the door.
 func New(ctx context.Context, opts Options) (*Pump, error) {
 	feed := opts.Feed
-	if opts.Store == nil {
+	switch {
+	case opts.Store == nil:
 		return nil, errors.New("pump: no store")
+	case opts.Inbox == nil:
+		return nil, errors.New("pump: no mailbox")
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -205,22 +222,7 @@ func New(ctx context.Context, opts Options) (*Pump, error) {
 	if opts.Observer == nil {
 		opts.Observer = NopObserver{}
 	}
-	if opts.Door == nil && feed.Spec.Kafka.MaxRecordBytes > 0 {
-		door, err := recsize.New(int(feed.Spec.Kafka.MaxRecordBytes), feed.Spec.Kafka.Compression)
-		if err != nil {
-			return nil, fmt.Errorf("pump: %w", err)
-		}
-		opts.Door = door
-	}
-	st := opts.Store
-	mbox := opts.Inbox
-	if mbox == nil {
-		m, err := mailbox.OpenFeed(ctx, feed)
-		if err != nil {
-			return nil, err
-		}
-		mbox = m
-	}
+	st, mbox := opts.Store, opts.Inbox
 	p := &Pump{
 		opts: opts, feed: feed, store: st, mbox: mbox, epoch: opts.Epoch,
 		log: opts.Log, clock: opts.Clock, obs: opts.Observer,
@@ -233,7 +235,6 @@ func New(ctx context.Context, opts Options) (*Pump, error) {
 	}
 	session, err := st.Start(ctx, opts.Identity, opts.Epoch)
 	if err != nil {
-		p.Close()
 		return nil, err
 	}
 	p.epoch = session.Epoch
@@ -248,16 +249,11 @@ func New(ctx context.Context, opts Options) (*Pump, error) {
 	}
 	p.seqn = sis.NewSeqnGenerator(sis.Seqn(session.LastSeqn)) //nolint:gosec // 1..999999 by CHECK
 	p.reqs = requester{p: p}
-	p.refs = refRequester{p: p, types: config.ReferenceRequestTypes(feed.Spec.Requests.ReferenceData)}
+	p.refs = refRequester{p: p, types: feed.ReferenceTypes}
 	p.rate.since = opts.Clock.Now()
 	p.status = Status{Holder: opts.Identity, Epoch: p.epoch, Since: opts.Clock.Now(), Counts: map[string]int64{},
 		DatabaseReachable: true, MailboxReachable: true}
 	return p, nil
-}
-
-// Close releases the mailbox connections (the store is the caller's).
-func (p *Pump) Close() {
-	_ = p.mbox.Close()
 }
 
 // Status returns a copy of the current status.
@@ -294,14 +290,6 @@ func (p *Pump) Drained(ctx context.Context) (bool, error) {
 	return depth == 0 && pending == 0, nil
 }
 
-func (p *Pump) meta(m *sis.Message, row mailbox.Row) engine.Meta {
-	meta := engine.Meta{MessageID: row.ID, ReceivedAt: row.Received, Type: m.Meta.Type, Styp: m.Meta.Styp}
-	if p.opts.Door != nil {
-		// Only a measure that exists: a nil *recsize.Measure in the
-		// interface would not be a nil Door.
-		meta.Door = p.opts.Door
-	}
-	return meta
+func (p *Pump) meta(m *sis.Message, row pumpdata.Row) engine.Meta {
+	return engine.Meta{MessageID: row.ID, ReceivedAt: row.Received, Type: m.Meta.Type, Styp: m.Meta.Styp, Door: p.opts.Door}
 }
-
-type mailboxResult = mailbox.Result

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pump/pumptest"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
@@ -135,7 +134,7 @@ func (h *harness) deadFromAnOlderRelease(id int64, body string) {
 				Finished: time.Now(), ReceivedAt: h.nextRow, Digest: digest}
 			d.Archive[id] = pumpdata.ArchivedRow{MessageID: id, ReceivedAt: h.nextRow, Size: int64(len(body)), Body: []byte(body), Digest: digest}
 		})
-		if err := h.inbox.Backfill(h.t.Context(), []mailbox.Result{{ID: id, Received: h.nextRow, Result: pumpdata.StatusDead, Note: note, Processed: time.Now()}}); err != nil {
+		if err := h.inbox.Backfill(h.t.Context(), []pumpdata.Backfill{{MessageID: id, Received: h.nextRow, Result: pumpdata.StatusDead, Note: note, Processed: time.Now()}}); err != nil {
 			h.t.Fatal(err)
 		}
 		return

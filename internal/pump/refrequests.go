@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/sis"
 )
@@ -73,7 +72,7 @@ func (r *refRequester) ask(ctx context.Context, typ string) error {
 			return err
 		}
 	}
-	return r.p.sendRequest(ctx, req, config.ReferenceRoutingID(r.p.feed.Spec.Requests), "reference-data request",
+	return r.p.sendRequest(ctx, req, r.p.feed.ReferenceRoutingID, "reference-data request",
 		func(meta sis.RequestMeta) ([]byte, error) { return sis.EncodeRQRD(meta, typ) }, "type", typ)
 }
 
@@ -84,7 +83,7 @@ func (r *refRequester) open(ctx context.Context, kind string) (*pumpdata.Request
 		return nil, err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	req, err := tx.OpenRequest(ctx, kind, "", spec.Receiver, "", "", config.ReferenceRoutingID(spec), int(r.p.seqn.Next()))
+	req, err := tx.OpenRequest(ctx, kind, "", spec.Receiver, "", "", r.p.feed.ReferenceRoutingID, int(r.p.seqn.Next()))
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
-	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/sis"
 )
@@ -68,12 +67,12 @@ func (p *Pump) replay(ctx context.Context, req pumpdata.ReplayRequest) error {
 		return tx.Commit(ctx)
 	}
 
-	row := mailbox.Row{ID: req.MessageID, Received: src.ReceivedAt, Body: src.Body, Size: int64(len(src.Body))}
+	row := pumpdata.Row{ID: req.MessageID, Received: src.ReceivedAt, Body: src.Body, Size: int64(len(src.Body))}
 	opts := p.decode
 	// skip-conflicts skips the records the decoder refuses, each named with
 	// its FLID and refusal in the outcome, as it skips day mismatches.
 	opts.SkipRefusedRecords = req.Policy == pumpdata.ReplaySkipConflicts
-	b := p.decodeBatchWith([]mailbox.Row{row}, opts)
+	b := p.decodeBatchWith([]pumpdata.Row{row}, opts)
 	it := b.items[0]
 	if req.Policy == pumpdata.ReplaySkipConflicts && (it.msg == nil || it.decErr != nil || it.msg.Kind != sis.KindSnapshot) {
 		req.State, req.Note = pumpdata.ReplayRefused, "skip-conflicts is only for a snapshot, and the archived text no longer decodes as one"
@@ -120,7 +119,7 @@ func (p *Pump) replay(ctx context.Context, req pumpdata.ReplayRequest) error {
 		if ctx.Err() != nil {
 			stop = context.Cause(ctx)
 		}
-		if result, flag := AttemptTrace(err, atCommit, stop); result == pumpdata.TraceRolledBack {
+		if result, flag := AttemptTrace(err, atCommit, stop, p.store); result == pumpdata.TraceRolledBack {
 			p.traceUnfinished(ctx, []outcome{o}, result, flag, err)
 		}
 		return err

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/flightfeed/flightfeed/internal/config"
@@ -146,7 +145,7 @@ func (a *ReadAPI) replay(w http.ResponseWriter, r *http.Request) {
 	}
 	a.withReader(w, r, "read replay request", func(ctx context.Context, fr FeedReader) (any, error) {
 		req, err := fr.Replay(ctx, id)
-		if errors.Is(err, pgx.ErrNoRows) {
+		if errors.Is(err, store.ErrNotFound) {
 			return nil, notFound{fmt.Sprintf("replay request %d not found", id)}
 		}
 		return req, err

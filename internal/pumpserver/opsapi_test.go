@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -42,7 +40,7 @@ func (f *fakeOps) ParkedEvents(context.Context, int) ([]store.ParkedEvent, error
 func (f *fakeOps) Replay(_ context.Context, id int64) (store.ReplayRequest, error) {
 	r, ok := f.replays[id]
 	if !ok {
-		return r, fmt.Errorf("read replay request %d: %w", id, pgx.ErrNoRows)
+		return r, fmt.Errorf("read replay request %d: %w", id, store.ErrNotFound)
 	}
 	return r, nil
 }

@@ -5,6 +5,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // What a database error says about the message whose write caused it. The
@@ -76,3 +78,20 @@ func IsServerAnswer(err error) bool {
 func CommitRefused(err error) bool {
 	return IsServerAnswer(err) || errors.Is(err, pgx.ErrTxCommitRollback)
 }
+
+// AnswerOf is what err says about the message whose write caused it,
+// from the four readings above: the pump's failure matrix decides on it
+// (pumpdata.Answer) without importing a driver.
+func AnswerOf(err error) pumpdata.Answer {
+	sig, _ := AnswerSignature(err)
+	return pumpdata.Answer{Server: IsServerAnswer(err), RefusesData: RefusesData(err), Signature: sig,
+		CommitRefused: CommitRefused(err)}
+}
+
+// Answers reads errors for the pump (its Answers port): AnswerOf as a
+// method, for the pump's PostgreSQL adapter and for its in-memory test
+// store, whose tests inject the driver's errors.
+type Answers struct{}
+
+// Answer is AnswerOf(err).
+func (Answers) Answer(err error) pumpdata.Answer { return AnswerOf(err) }

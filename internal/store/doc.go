@@ -9,7 +9,7 @@
 // snapshot's victims, roster or version, render an outbox document or
 // measure a Kafka record itself. One exception stands: the lifecycle jobs
 // select finished flights and the ledger days still held in SQL
-// (lifecycle.go), over the whole of current state, and the pump tests'
+// (pump_lifecycle.go), over the whole of current state, and the pump tests'
 // in-memory store spells the same rules out in Go.
 //
 // Every write runs in a Tx that Store.Begin opens by locking pipeline_lock
@@ -30,29 +30,53 @@
 // time too. A large new message body is archived by a streamed COPY,
 // without a second copy in pgx's send buffer.
 //
-// Files by job:
+// Files by client: the store serves three, and each file's name says
+// whose calls it holds. What all share has no prefix.
 //
-//	store.go        Open, TakeEpoch, Begin (fenced), Tx, savepoints, batch plumbing
-//	migrate.go      Migrate, MigrateDownTo, SchemaVersion (goose, advisory lock)
-//	dsn.go          errors that quote a DSN redacted
-//	prefetch.go     Tx.Prefetch: processing states, prior copies, the batch's flights
-//	setload.go      Tx.LoadSet: a working set's flights, cached ones checked by version
-//	setwrite.go     Tx.WriteSet: what an engine.WorkingSet holds, written in one round trip
-//	state_cache.go  StateCache: states a writer committed, reused while current
-//	batch.go        the batch write: FinishBatch, RecordResult, archive and results
-//	snapshot.go     Tx.ApplySnapshot: a snapshot's facts read, its plan written (roster, CAS)
-//	lifecycle.go    history sweeps, ledger pruning, retention
-//	requests.go     outbound requests, full-day (RQFD) and reference-data (RQRD) (req_track)
-//	reuse.go        Tx.RetireReusedIDs: a mailbox id that came back as another message
-//	backfill.go     backfill intents: results waiting for the mailbox
-//	tracelog.go     the snapshot trace log, outside the message's transaction
-//	state_write.go  flight rows written: main rows, child rows, deletions with the roster
-//	state_read.go   flight rows read back into flight.State
-//	columns.go      the storage layout, derived from flight's field table
-//	outbox.go       msg_event rows queued (or copied) as the engine rendered them: one
-//	                row per message effect, its notice and, on each flight's newest
-//	                version written together, its state
-//	outbox_read.go  the dispatcher's side of msg_event: its window of records, its fenced cursor
-//	outbox_parked.go  parked records (msg_event_parked, by row and kind) and their re-delivery
-//	read.go         consistent reads: ReadFlights (whole or one keyset page), EachFlight, Ledger
+//	store.go          Open, TakeEpoch, Begin (fenced), Tx, savepoints, batch plumbing, ErrNotFound
+//	migrate.go        Migrate, MigrateDownTo, SchemaVersion (goose, advisory lock)
+//	dsn.go, bound.go  errors that quote a DSN redacted; the bound on what the server may send
+//	unanswered.go     the calls in progress on the pool (a database that stopped answering)
+//	columns.go        the storage layout, derived from flight's field table
+//	state_read.go     flight rows read back into flight.State (the pump's loads, the reads)
+//	dberror.go        what a database error says about a message (pumpdata.Answer)
+//
+// The pump (through its adapter, internal/pump/pgstore): the batch's reads
+// and writes in its fenced transactions, and the few calls outside one.
+//
+//	pump_prefetch.go    Tx.Prefetch: processing states, prior copies, the batch's flights
+//	pump_setload.go     Tx.LoadSet: a working set's flights, cached ones checked by version
+//	pump_setwrite.go    Tx.WriteSet: what an engine.WorkingSet holds, written in one round trip
+//	pump_statecache.go  StateCache: states a writer committed, reused while current
+//	pump_batch.go       the batch write: FinishBatch, RecordResult, archive and results
+//	pump_statewrite.go  flight rows written: main rows, child rows, deletions with the roster
+//	pump_mainrow.go     the main rows' columns and their upsert
+//	pump_outbox.go      msg_event rows queued (or copied) as the engine rendered them: one
+//	                    row per message effect, its notice and, on each flight's newest
+//	                    version written together, its state
+//	pump_snapshot.go    Tx.ApplySnapshot: a snapshot's facts read, its plan written (roster, CAS)
+//	pump_lifecycle.go   history sweeps, ledger pruning, retention
+//	pump_requests.go    outbound requests, full-day (RQFD) and reference-data (RQRD) (req_track)
+//	pump_reference.go   Tx.ApplyReference: a reference-data message's records
+//	pump_replay.go      the pending replays, the original message, the outcome
+//	pump_reuse.go       Tx.RetireReusedIDs: a mailbox id that came back as another message
+//	pump_backfill.go    backfill intents: results waiting for the mailbox
+//	pump_tracelog.go    the snapshot trace log, outside the message's transaction
+//
+// The dispatcher (internal/dispatch): its side of msg_event.
+//
+//	dispatch_outbox.go  its window of records, its fenced cursor, failed attempts, the figures
+//
+// The read API (internal/pumpserver: readapi, opsapi, refapi) and the
+// commands that read the database directly (`flightfeed export`, `ledger`,
+// `dead`, `parked`, `replay`, `rerequest`, `ref`): consistent reads and
+// the operators' few writes. They get the store's own errors
+// (ErrNotFound, ErrNoReferenceRecord), never the driver's.
+//
+//	readapi_flights.go    ReadFlights (whole or one keyset page), EachFlight, Ledger
+//	readapi_dead.go       DeadMessages: DEAD and FAILED messages, with their replays
+//	readapi_parked.go     parked records (msg_event_parked) and their re-delivery
+//	readapi_replay.go     replay requests recorded and read
+//	readapi_requests.go   an operator's re-request of a held day
+//	readapi_reference.go  reference-data lists and records
 package store

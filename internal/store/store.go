@@ -32,6 +32,11 @@ var ErrConflict = pumpdata.ErrConflict
 // was written; the batch is to be retried with upserts.
 var ErrNotNew = pumpdata.ErrNotNew
 
+// ErrNotFound means a read asked for one row by its id and there is none
+// (Replay): the store's own answer, so its callers (the read API) never
+// look for the driver's.
+var ErrNotFound = errors.New("not found")
+
 // Options configure a Store.
 type Options struct {
 	// MaxConns bounds the pool (default 4).

@@ -15,8 +15,8 @@ import (
 	"github.com/flightfeed/flightfeed/internal/snapshot"
 )
 
-// What the real store keeps of days (internal/store snapshot.go and
-// lifecycle.go), in memory: the day ledger and its roster, and the
+// What the real store keeps of days (internal/store pump_snapshot.go and
+// pump_lifecycle.go), in memory: the day ledger and its roster, and the
 // lifecycle jobs. A snapshot is decided by the planner the real store
 // calls (engine.PlanSnapshot, then the plan's Merge, Stamp, Upserts and
 // Tombstones); what is here is what the real store does in SQL: reading

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
 // Inbox is a mailbox in memory (pump.Inbox): its head rule is the
@@ -18,8 +18,8 @@ type Inbox struct {
 	// a pump runs.
 	sync.Mutex
 
-	Rows    []mailbox.Row
-	Results map[int64]mailbox.Result
+	Rows    []pumpdata.Row
+	Results map[int64]pumpdata.Backfill
 	// Reads records every head read.
 	Reads []HeadRead
 	// FailBack is the number of write-backs still to refuse.
@@ -46,19 +46,19 @@ type Outbound struct {
 }
 
 // NewInbox is an empty mailbox.
-func NewInbox() *Inbox { return &Inbox{Results: map[int64]mailbox.Result{}} }
+func NewInbox() *Inbox { return &Inbox{Results: map[int64]pumpdata.Backfill{}} }
 
 // Put appends a row with the next id, received at received.
 func (m *Inbox) Put(body []byte, received time.Time) int64 {
 	m.Lock()
 	defer m.Unlock()
 	id := int64(len(m.Rows) + 1)
-	m.Rows = append(m.Rows, mailbox.Row{ID: id, Received: received, Size: int64(len(body)), Body: body, Null: body == nil})
+	m.Rows = append(m.Rows, pumpdata.Row{ID: id, Received: received, Size: int64(len(body)), Body: body, Null: body == nil})
 	return id
 }
 
 // Result is row id's written-back result (ok false while none).
-func (m *Inbox) Result(id int64) (mailbox.Result, bool) {
+func (m *Inbox) Result(id int64) (pumpdata.Backfill, bool) {
 	m.Lock()
 	defer m.Unlock()
 	r, ok := m.Results[id]
@@ -66,11 +66,11 @@ func (m *Inbox) Result(id int64) (mailbox.Result, bool) {
 }
 
 // Head reads the head as mailbox.Mailbox.Head does and records the read.
-func (m *Inbox) Head(_ context.Context, limit int, budget, maxBytes int64, skip map[int64]bool) ([]mailbox.Row, error) {
+func (m *Inbox) Head(_ context.Context, limit int, budget, maxBytes int64, skip map[int64]bool) ([]pumpdata.Row, error) {
 	m.Lock()
 	defer m.Unlock()
 	rec := HeadRead{Budget: budget}
-	var out []mailbox.Row
+	var out []pumpdata.Row
 	var total int64
 	for _, r := range m.Rows {
 		if _, done := m.Results[r.ID]; done {
@@ -103,7 +103,7 @@ var errBackRefused = errors.New("write-back refused")
 
 // Backfill writes results to the rows with their id and received time
 // (FailBack refuses the next ones).
-func (m *Inbox) Backfill(_ context.Context, results []mailbox.Result) error {
+func (m *Inbox) Backfill(_ context.Context, results []pumpdata.Backfill) error {
 	m.Lock()
 	defer m.Unlock()
 	if m.FailBack > 0 {
@@ -115,9 +115,9 @@ func (m *Inbox) Backfill(_ context.Context, results []mailbox.Result) error {
 		// Only the row with this id and this received time (a row that
 		// reused the id is another message).
 		for _, row := range m.Rows {
-			if row.ID == r.ID && row.Received.Equal(r.Received) {
-				m.Results[r.ID] = r
-				ids = append(ids, r.ID)
+			if row.ID == r.MessageID && row.Received.Equal(r.Received) {
+				m.Results[r.MessageID] = r
+				ids = append(ids, r.MessageID)
 			}
 		}
 	}
@@ -163,6 +163,3 @@ func (m *Inbox) FindRequest(_ context.Context, routingID, seqn string, since tim
 	}
 	return 0, false, nil
 }
-
-// Close does nothing: nothing is held open.
-func (m *Inbox) Close() error { return nil }

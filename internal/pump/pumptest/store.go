@@ -13,6 +13,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
+	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 // Fault makes a call fail with Err: the call named (begin, prefetch,
@@ -104,6 +105,9 @@ func (d Data) clone() Data {
 // Store is the feed's database in memory (pump.Store). A transaction's
 // writes become visible at its commit; a rolled-back one leaves nothing.
 type Store struct {
+	// Answers reads the errors a Fault injects as the real store reads
+	// the driver's (the tests inject PostgreSQL's errors).
+	store.Answers
 	mu    sync.Mutex
 	epoch int64
 	now   func() time.Time

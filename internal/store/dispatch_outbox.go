@@ -351,3 +351,30 @@ func (s *Store) OutboxStats(ctx context.Context) (pending int64, oldest time.Tim
 	pending, _, oldest, err = s.OutboxFigures(ctx)
 	return pending, oldest, err
 }
+
+// OutboxFigures counts pending records (the notices and states of the
+// rows above the cursor, parked ones excepted: superseded-to-be states
+// included) and parked ones, and returns the creation time of the oldest
+// row with a pending record (zero when none is pending), in one statement.
+func (s *Store) OutboxFigures(ctx context.Context) (pending, parked int64, oldest time.Time, err error) {
+	var first *time.Time
+	err = s.pool.QueryRow(ctx, `
+		WITH p AS MATERIALIZED (
+			SELECT e.created_at,
+				(e.notice IS NOT NULL AND NOT EXISTS (
+					SELECT 1 FROM msg_event_parked k WHERE k.event_id = e.id AND k.kind = 'KAFKA_MSG'))::int
+				+ (e.state IS NOT NULL AND NOT EXISTS (
+					SELECT 1 FROM msg_event_parked k WHERE k.event_id = e.id AND k.kind = 'KAFKA_SCHD'))::int AS records
+			FROM msg_event e
+			WHERE e.id > (SELECT delivered_id FROM msg_event_cursor)
+		)
+		SELECT (SELECT coalesce(sum(records), 0) FROM p), (SELECT count(*) FROM msg_event_parked),
+			(SELECT min(created_at) FROM p WHERE records > 0)`).Scan(&pending, &parked, &first)
+	if err != nil {
+		return 0, 0, time.Time{}, fmt.Errorf("count pending outbox events: %w", err)
+	}
+	if first != nil {
+		oldest = *first
+	}
+	return pending, parked, oldest, nil
+}

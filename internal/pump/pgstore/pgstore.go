@@ -1,4 +1,12 @@
-package pump
+// Package pgstore is the pump's PostgreSQL adapter: the feed's database
+// (*store.Store) as the pump's Store port (internal/pump ports.go). The
+// ports are the pump's own, and store's methods keep the shape that suits
+// SQL; what the ports consolidate (Start, Backfills, SettleBackfills,
+// Write, SettleRequest, Sweep) is composed here from store's calls, one
+// for one as the pump made them before, and what the database's errors
+// mean (pump.Answers) is store's SQLSTATE knowledge. The pump imports no
+// driver; package feedrun wires this adapter in.
+package pgstore
 
 import (
 	"context"
@@ -6,40 +14,38 @@ import (
 	"time"
 
 	"github.com/flightfeed/flightfeed/internal/engine"
-	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
-// The adapter: the feed's PostgreSQL database (*store.Store) as the
-// pump's Store. This is the one file of the pump that names package
-// store: the ports (ports.go) are the pump's own, and store's methods keep
-// the shape that suits SQL; what the ports consolidate (Start, Backfills,
-// SettleBackfills, Write, SettleRequest, Sweep) is composed here from
-// store's calls, one for one as the pump made them before.
+// New is the real pump.Store: the feed's database st, which the caller
+// keeps (and closes).
+func New(st *store.Store) pump.Store { return pgStore{st: st} }
 
-// Postgres is the real Store: the feed's database.
-func Postgres(st *store.Store) Store { return pgStore{st} }
-
-type pgStore struct{ st *store.Store }
+type pgStore struct {
+	// Answers reads the driver's errors (store's dberror.go).
+	store.Answers
+	st *store.Store
+}
 
 func (s pgStore) CurrentRequest(ctx context.Context, kind string) (*pumpdata.Request, error) {
 	return s.st.CurrentRequest(ctx, kind)
 }
 
-func (s pgStore) Start(ctx context.Context, holder string, epoch int64) (Session, error) {
+func (s pgStore) Start(ctx context.Context, holder string, epoch int64) (pump.Session, error) {
 	if epoch == 0 {
 		var err error
 		if epoch, err = s.st.TakeEpoch(ctx, holder); err != nil {
-			return Session{}, err
+			return pump.Session{}, err
 		}
 	}
 	last, err := s.st.LastSeqn(ctx)
 	if err != nil {
-		return Session{}, err
+		return pump.Session{}, err
 	}
 	resolved, traceErr := s.st.ResolveCommitUnknown(ctx)
-	return Session{Epoch: epoch, LastSeqn: last, TracesResolved: resolved, TraceErr: traceErr}, nil
+	return pump.Session{Epoch: epoch, LastSeqn: last, TracesResolved: resolved, TraceErr: traceErr}, nil
 }
 
 func (s pgStore) RenewEpoch(ctx context.Context, epoch int64) error {
@@ -50,7 +56,7 @@ func (s pgStore) Ping(ctx context.Context) error { return s.st.Ping(ctx) }
 
 func (s pgStore) Unanswered() (time.Time, string) { return s.st.Unanswered() }
 
-func (s pgStore) Begin(ctx context.Context, epoch int64) (Tx, error) {
+func (s pgStore) Begin(ctx context.Context, epoch int64) (pump.Tx, error) {
 	tx, err := s.st.Begin(ctx, epoch)
 	if err != nil {
 		return nil, err
@@ -110,7 +116,7 @@ func (t pgTx) CurrentRequest(ctx context.Context, kind string) (*pumpdata.Reques
 	return t.tx.PendingRequest(ctx, kind)
 }
 
-func (t pgTx) Savepoint(ctx context.Context) (Tx, error) {
+func (t pgTx) Savepoint(ctx context.Context) (pump.Tx, error) {
 	sp, err := t.tx.Savepoint(ctx)
 	if err != nil {
 		return nil, err
@@ -136,7 +142,7 @@ func (t pgTx) Prefetch(ctx context.Context, req pumpdata.PrefetchRequest) (*pump
 // Write makes the calls store has for each part: RecordResult for one
 // result alone (a message given up), WriteSet for a working set alone,
 // FinishBatch for the rest (two round trips whatever the batch).
-func (t pgTx) Write(ctx context.Context, w Writes) error {
+func (t pgTx) Write(ctx context.Context, w pump.Writes) error {
 	if len(w.Reused) > 0 {
 		if err := t.tx.RetireReusedIDs(ctx, w.Reused); err != nil {
 			return err
@@ -202,44 +208,24 @@ func (t pgTx) ReplaySource(ctx context.Context, id int64) (pumpdata.ReplaySource
 	return t.tx.ReplaySource(ctx, id)
 }
 
-func (t pgTx) Sweep(ctx context.Context, meta engine.Meta, job Job) (Swept, error) {
+func (t pgTx) Sweep(ctx context.Context, meta engine.Meta, job pump.Job) (pump.Swept, error) {
 	if err := job.Check(); err != nil {
-		return Swept{}, err
+		return pump.Swept{}, err
 	}
 	switch {
 	case job.History != nil:
 		n, err := t.tx.SweepHistory(ctx, meta, *job.History, job.Limit)
-		return Swept{Flights: n}, err
+		return pump.Swept{Flights: n}, err
 	case !job.NullDayBefore.IsZero():
 		n, err := t.tx.SweepNullDay(ctx, meta, job.NullDayBefore, job.Limit)
-		return Swept{Flights: n}, err
+		return pump.Swept{Flights: n}, err
 	default:
 		days, err := t.tx.PruneLedger(ctx, job.LedgerBefore)
-		return Swept{Days: days}, err
+		return pump.Swept{Days: days}, err
 	}
 }
 
-// What a database error says about the message whose write caused it
-// (store keeps the SQLSTATE knowledge, with the driver).
-
-// refusesData reports a server error that refuses the data itself and
-// will refuse it every time (store.RefusesData).
-func refusesData(err error) bool { return store.RefusesData(err) }
-
-// answerSignature identifies a server answer that may be about the
-// message (store.AnswerSignature).
-func answerSignature(err error) (string, bool) { return store.AnswerSignature(err) }
-
-// isServerAnswer reports an error the database server sent, so it was
-// reachable (store.IsServerAnswer).
-func isServerAnswer(err error) bool { return store.IsServerAnswer(err) }
-
-// commitRefused reports an error of COMMIT that says the transaction did
-// not commit: the server answered it (store.CommitRefused).
-func commitRefused(err error) bool { return store.CommitRefused(err) }
-
 var (
-	_ Inbox = (*mailbox.Mailbox)(nil)
-	_ Store = pgStore{}
-	_ Tx    = pgTx{}
+	_ pump.Store = pgStore{}
+	_ pump.Tx    = pgTx{}
 )
