@@ -222,17 +222,36 @@ func TestFailingWriteBackBacksOff(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	const steps = 5
-	for k := 1; k <= steps; k++ {
-		// The k-th try failed and the pump waits for the clock again.
-		await.Eventually(t, fmt.Sprintf("write-back attempt %d, then a wait", k), 60*time.Second, func() (bool, string) {
-			n := attempts()
-			return n >= k && fake.HasWaiters(), fmt.Sprintf("%d attempts", n)
+	// The clock moves 20 ms at a time, only while the pump waits on it and
+	// only until the next attempt is recorded (the pump records an attempt
+	// before it waits for the next, so no step ever shortens the wait that
+	// follows it). Another of the pump's timers may be what waits: a step
+	// given to it is no attempt. Each attempt must have waited at least
+	// the backoff's floor (the upper half of backoffInitial: 50 ms) of the
+	// clock, and no two attempts may share one wait.
+	const steps, step, floor = 5, 20 * time.Millisecond, 50 * time.Millisecond
+	await.Eventually(t, "write-back attempt 1", 60*time.Second, func() (bool, string) {
+		n := attempts()
+		return n >= 1, fmt.Sprintf("%d attempts", n)
+	})
+	for k := 2; k <= steps; k++ {
+		var waited time.Duration
+		await.Eventually(t, fmt.Sprintf("write-back attempt %d", k), 60*time.Second, func() (bool, string) {
+			if n := attempts(); n >= k {
+				return true, ""
+			}
+			if fake.HasWaiters() {
+				fake.Step(step)
+				waited += step
+			}
+			return false, fmt.Sprintf("%d attempts, the clock moved %v", attempts(), waited)
 		})
 		if n := attempts(); n != k {
-			t.Fatalf("%d write-back attempts after %d clock steps of the backoff's maximum: the pump retried without waiting", n, k-1)
+			t.Fatalf("%d write-back attempts after %d waits: the pump retried without waiting", n, k-1)
 		}
-		fake.Step(200 * time.Millisecond)
+		if waited < floor {
+			t.Fatalf("attempt %d came after %v of the clock, less than the backoff's floor %v: the pump did not wait", k, waited, floor)
+		}
 	}
 	st := p.Status()
 	cancel()
