@@ -181,7 +181,7 @@ func mutatePackage(ctx context.Context, t target, list bool, jobs int) (result, 
 		}
 		mutated := instrument(src, sites)
 		p := filepath.Join(tmp, fmt.Sprintf("%d.go", len(overlay)))
-		if err := os.WriteFile(p, mutated, 0o600); err != nil {
+		if err := os.WriteFile(p, mutated, 0o600); err != nil { //nolint:gosec // a file of our own temporary folder
 			return res, err
 		}
 		abs, _ := filepath.Abs(f)
@@ -199,7 +199,7 @@ func mutatePackage(ctx context.Context, t target, list bool, jobs int) (result, 
 	}
 	// The switch every mutated expression reads.
 	sw := filepath.Join(tmp, "switch.go")
-	if err := os.WriteFile(sw, []byte(fmt.Sprintf(switchFile, pkgName)), 0o600); err != nil {
+	if err := os.WriteFile(sw, []byte(fmt.Sprintf(switchFile, pkgName)), 0o600); err != nil { //nolint:gosec // a file of our own temporary folder
 		return res, err
 	}
 	absDir, _ := filepath.Abs(t.dir)
@@ -238,10 +238,9 @@ func mutatePackage(ctx context.Context, t target, list bool, jobs int) (result, 
 				m := all[i]
 				_, err := runMutant(ctx, bin, absDir, t.run, m.id, timeout)
 				mu.Lock()
-				switch {
-				case err == nil:
+				if err == nil {
 					res.survived = append(res.survived, m)
-				default:
+				} else {
 					res.killed++
 					if errors.Is(err, context.DeadlineExceeded) {
 						res.timedOut++
@@ -274,7 +273,7 @@ func runMutant(ctx context.Context, bin, dir, run string, id int, timeout time.D
 	if run != "" {
 		args = append(args, "-test.run", run)
 	}
-	cmd := exec.CommandContext(ctx, bin, args...) //nolint:gosec // the binary just built
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), fmt.Sprintf("FLIGHTFEED_MUTANT=%d", id))
 	out, err := cmd.CombinedOutput()

@@ -27,7 +27,7 @@ type rangeRule struct {
 	crd bool
 }
 
-func i32(v int64) int32 { return int32(v) } //nolint:gosec // the table's values fit
+func i32(v int64) int32  { return int32(v) }
 func p32(v int64) *int32 { x := i32(v); return &x }
 
 var rangeRules = []rangeRule{
@@ -46,9 +46,13 @@ var rangeRules = []rangeRule{
 	{path: "kafka.brokers[0]", lo: 1, hi: 65535,
 		set: func(s *v1alpha1.FlightFeedSpec, v int64) { s.Kafka.Brokers = []string{fmt.Sprintf("kafka.ops:%d", v)} }},
 	{path: "requests.horizon.from", lo: -30, hi: 30, crd: true,
-		set: func(s *v1alpha1.FlightFeedSpec, v int64) { s.Requests.Horizon = &v1alpha1.HorizonSpec{From: i32(v), To: 30} }},
+		set: func(s *v1alpha1.FlightFeedSpec, v int64) {
+			s.Requests.Horizon = &v1alpha1.HorizonSpec{From: i32(v), To: 30}
+		}},
 	{path: "requests.horizon.to", lo: -30, hi: 30, crd: true,
-		set: func(s *v1alpha1.FlightFeedSpec, v int64) { s.Requests.Horizon = &v1alpha1.HorizonSpec{From: -30, To: i32(v)} }},
+		set: func(s *v1alpha1.FlightFeedSpec, v int64) {
+			s.Requests.Horizon = &v1alpha1.HorizonSpec{From: -30, To: i32(v)}
+		}},
 	{path: "retention.ledgerDays", lo: 0, hi: 3650, crd: true,
 		set: func(s *v1alpha1.FlightFeedSpec, v int64) { s.Retention.LedgerDays = p32(v) }},
 	{path: "retention.traceLogDays", lo: 1, hi: 3650, crd: true,
@@ -91,7 +95,10 @@ var durationRules = []durationRule{
 	{path: "history.scheduledAge", lo: time.Nanosecond,
 		set: func(s *v1alpha1.FlightFeedSpec, d *metav1.Duration) { s.History.ScheduledAge = d }},
 	{path: "pump.backoffInitial", lo: time.Nanosecond,
-		set: func(s *v1alpha1.FlightFeedSpec, d *metav1.Duration) { s.Pump.BackoffInitial = d; s.Pump.BackoffMax = nil }},
+		set: func(s *v1alpha1.FlightFeedSpec, d *metav1.Duration) {
+			s.Pump.BackoffInitial = d
+			s.Pump.BackoffMax = nil
+		}},
 }
 
 // errorsAt is the validation errors of spec with v written by set, at the
@@ -218,8 +225,8 @@ func TestTheCRDBoundsAreTheValidations(t *testing.T) {
 
 type crdSchema struct {
 	Properties map[string]crdSchema `json:"properties"`
-	Minimum    *float64          `json:"minimum"`
-	Maximum    *float64          `json:"maximum"`
+	Minimum    *float64             `json:"minimum"`
+	Maximum    *float64             `json:"maximum"`
 }
 
 func deref(f *float64) any {
