@@ -75,6 +75,10 @@ func runAs(ctx context.Context, name string, args []string, stdout, stderr io.Wr
 	if errors.As(err, &ue) {
 		return exitUsage
 	}
+	var ce exitCodeError
+	if errors.As(err, &ce) {
+		return ce.code
+	}
 	return exitFailed
 }
 
@@ -103,6 +107,7 @@ operator (manager) or, for one feed without Kubernetes, as a pump.`,
 		newMigrateCommand(),
 		newExportCommand(binaryMode),
 		newLedgerCommand(),
+		newVerifyCommand(),
 		newSimulateCommand(),
 		newSelftestCommand(),
 	)

@@ -12,12 +12,12 @@ import (
 
 var t0 = time.Date(2026, 9, 9, 8, 0, 0, 0, time.UTC)
 
-func at(min int) time.Time { return t0.Add(time.Duration(min) * time.Minute) }
+func at(minutes int) time.Time { return t0.Add(time.Duration(minutes) * time.Minute) }
 
 func TestCoverage(t *testing.T) {
 	arch := []Archived{{ID: 3, Received: at(2)}, {ID: 1, Received: at(0)}, {ID: 2, Received: at(1)}}
-	done := func(id int64, min int, status string) Processed {
-		return Processed{ID: id, Received: at(min), Status: status}
+	done := func(id int64, minutes int, status string) Processed {
+		return Processed{ID: id, Received: at(minutes), Status: status}
 	}
 	cases := []struct {
 		name      string
