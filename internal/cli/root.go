@@ -95,6 +95,10 @@ func execute(ctx context.Context, root *cobra.Command, name string, args []strin
 	if errors.As(err, &ue) {
 		return exitUsage
 	}
+	var ce exitCodeError
+	if errors.As(err, &ce) {
+		return ce.code
+	}
 	return exitFailed
 }
 
@@ -123,6 +127,7 @@ operator (manager) or, for one feed without Kubernetes, as a pump.`,
 		newMigrateCommand(),
 		newExportCommand(binaryMode),
 		newLedgerCommand(),
+		newVerifyCommand(),
 		newSimulateCommand(),
 		newSelftestCommand(),
 	)

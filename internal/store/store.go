@@ -70,6 +70,8 @@ type Options struct {
 	// server message to it: the share of the pod's memory limit a
 	// connection may hold (feedrun.FitReadCaps).
 	ReadCap int64
+	// Conn are further connection options (WithSearchPath).
+	Conn []ConnOption
 }
 
 // Store is the PostgreSQL state database of one feed.
@@ -96,6 +98,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, dsnError(dsn, "parse database DSN %s: %w", config.RedactDSN(dsn), parseReason(err))
 	}
 	applyTLS(&cfg.ConnConfig.Config, opts.TLS)
+	for _, o := range opts.Conn {
+		o(&cfg.ConnConfig.Config)
+	}
 	cfg.ConnConfig.BuildFrontend = boundFrontendCapped(opts.MaxMessageBytes, opts.ReadCap)
 	cfg.MaxConns = opts.MaxConns
 	idle := opts.IdleInTransactionTimeout

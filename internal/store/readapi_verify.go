@@ -1,0 +1,196 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/pumpdata"
+	"github.com/flightfeed/flightfeed/internal/verify"
+)
+
+// The reads of `flightfeed verify` (package verify/rebuild): what the
+// archive holds, what the feed processed, its request log and what it
+// serves of a day; and the scratch schema a rebuild writes in. Every read
+// runs in one read-only transaction of its own.
+
+// ArchiveIndex lists the archived messages without their bodies.
+func (s *Store) ArchiveIndex(ctx context.Context) ([]verify.Archived, error) {
+	var out []verify.Archived
+	err := s.readOnly(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT message_id, received_at, truncated FROM msg_archive ORDER BY received_at, message_id`)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (verify.Archived, error) {
+			var a verify.Archived
+			err := row.Scan(&a.ID, &a.Received, &a.Truncated)
+			return a, err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the archive's index: %w", err)
+	}
+	return out, nil
+}
+
+// ArchivedRow reads message id's archived raw row as the mailbox served
+// it: its body (cut at the size limit when Truncated), its real size.
+func (s *Store) ArchivedRow(ctx context.Context, id int64) (pumpdata.Row, error) {
+	r := pumpdata.Row{ID: id}
+	err := s.readOnly(ctx, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `SELECT received_at, byte_size, truncated, body FROM msg_archive WHERE message_id = $1`, id).
+			Scan(&r.Received, &r.Size, &r.Truncated, &r.Body)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, fmt.Errorf("read archived message %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return r, fmt.Errorf("read archived message %d: %w", id, err)
+	}
+	return r, nil
+}
+
+// ProcessedMessages lists every message's processing state.
+func (s *Store) ProcessedMessages(ctx context.Context) ([]verify.Processed, error) {
+	var out []verify.Processed
+	err := s.readOnly(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT message_id, received_at, status, coalesce(reason, ''), coalesce(finished_at, updated_at)
+			FROM proc_state ORDER BY received_at, message_id`)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (verify.Processed, error) {
+			var p verify.Processed
+			err := row.Scan(&p.ID, &p.Received, &p.Status, &p.Reason, &p.Finished)
+			return p, err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read processing states: %w", err)
+	}
+	return out, nil
+}
+
+// RequestLog reads every outbound request as it stands.
+func (s *Store) RequestLog(ctx context.Context) ([]verify.LoggedRequest, error) {
+	var out []verify.LoggedRequest
+	err := s.readOnly(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT `+requestColumns+`, updated_at, coalesce(completed_by, 0) FROM req_track ORDER BY id`)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (verify.LoggedRequest, error) {
+			var r verify.LoggedRequest
+			err := row.Scan(&r.ID, &r.Kind, &r.Day, &r.Receiver, &r.Seqn, &r.Status, &r.RequestedAt, &r.SentAt,
+				&r.Rejections, &r.Rejection, &r.UpdatedAt, &r.CompletedBy)
+			if r.SentAt.Unix() == 0 {
+				r.SentAt = time.Time{}
+			}
+			return r, err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the request log: %w", err)
+	}
+	return out, nil
+}
+
+// DayTouches lists the messages the day names: its snapshots' attempts
+// (trace log), its ledger's snapshot, its flights' last messages.
+func (s *Store) DayTouches(ctx context.Context, day string) ([]verify.Touch, error) {
+	var out []verify.Touch
+	err := s.readOnly(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			SELECT DISTINCT msg_id, 'a snapshot of the day' FROM schd_snap_log WHERE operation_day = $1::date
+			UNION ALL SELECT last_message_id, 'the day''s ledger snapshot' FROM schd_gen WHERE operation_day = $1::date
+			UNION ALL SELECT DISTINCT last_message_id, 'the last message of a flight of the day' FROM flight_schd WHERE operation_day = $1::date`, day)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (verify.Touch, error) {
+			var t verify.Touch
+			err := row.Scan(&t.ID, &t.What)
+			return t, err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the messages of %s: %w", day, err)
+	}
+	return out, nil
+}
+
+// DayLedger reads day's snapshot ledger and roster.
+func (s *Store) DayLedger(ctx context.Context, day string) (verify.Ledger, error) {
+	var l verify.Ledger
+	err := s.readOnly(ctx, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `SELECT version, last_message_id FROM schd_gen WHERE operation_day = $1::date`, day).
+			Scan(&l.Version, &l.LastMessageID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		l.Present = true
+		rows, err := tx.Query(ctx, `SELECT flid FROM schd_gen_flid WHERE operation_day = $1::date ORDER BY flid`, day)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		for _, id := range ids {
+			l.Roster = append(l.Roster, flight.FLID(id)) //nolint:gosec // the column is checked 0..999999999999
+		}
+		return err
+	})
+	if err != nil {
+		return l, fmt.Errorf("read the ledger of %s: %w", day, err)
+	}
+	return l, nil
+}
+
+// WithSearchPath makes every connection's search_path schema (and
+// nothing else): the tables a migration or a query names unqualified are
+// then schema's (a scratch schema's, for a rebuild).
+func WithSearchPath(schema string) ConnOption {
+	return func(c *pgconn.Config) { c.RuntimeParams["search_path"] = schema }
+}
+
+// CreateScratchSchema creates the empty schema (a plain identifier) in
+// the database of dsn.
+func CreateScratchSchema(ctx context.Context, dsn, schema string, opts ...ConnOption) error {
+	return onConn(ctx, dsn, opts, fmt.Sprintf("create schema %s", schema), "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize())
+}
+
+// DropScratchSchema drops schema and everything in it.
+func DropScratchSchema(ctx context.Context, dsn, schema string, opts ...ConnOption) error {
+	return onConn(ctx, dsn, opts, fmt.Sprintf("drop schema %s", schema), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+}
+
+func onConn(ctx context.Context, dsn string, opts []ConnOption, what, sql string) error {
+	cfg, err := parseConnConfig(dsn)
+	if err != nil {
+		return dsnError(dsn, "%s: parse database DSN: %w", what, parseReason(err))
+	}
+	for _, o := range opts {
+		o(&cfg.Config)
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return dsnError(dsn, "%s: connect: %w", what, err)
+	}
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
