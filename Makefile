@@ -105,6 +105,10 @@ bench-sweep: build ## Full-day RESP time against flight count, 500 to 9,999 (Mar
 bench-operator: build ## The control plane's memory from 1 to 50 FlightFeeds and a pump pod's floor (envtest; about 1 min).
 	KUBEBUILDER_ASSETS=$$(bash hack/envtest-assets.sh) go run ./hack/bench/operator -bin bin/flightfeed $(BENCH_ARGS)
 
+.PHONY: mutate
+mutate: ## Mutation test of the decision packages (engine, snapshot, sis, config, the pump's failure matrix): score per package and every surviving mutant (hack/mutate; a few minutes; not part of make test).
+	go run ./hack/mutate -o bin/mutate-report.txt $(MUTATE_ARGS)
+
 .PHONY: test-unit
 test-unit: ## Pure packages only (no services needed).
 	go test ./internal/flight/... ./internal/sis/... ./internal/engine/... ./internal/config/...

@@ -42,7 +42,9 @@ import (
 // reads no Secret data itself. Creating the pump's Role, which may get the
 // Secrets the feed names, needs that right in the feed's namespace: the
 // operator binds itself there to one fixed ClusterRole (bind, never
-// escalate), see FlightFeedReconciler.SecretGrant.
+// escalate), see FlightFeedReconciler.SecretGrant. RBAC cannot say "only
+// in a namespace holding a FlightFeed": the install's admission policy
+// does (charts/flightfeed/templates/admission-policy.yaml).
 // +kubebuilder:rbac:groups=flightfeed.aero,resources=flightfeeds,verbs=get;list;watch;patch;update
 // +kubebuilder:rbac:groups=flightfeed.aero,resources=flightfeeds/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups=flightfeed.aero,resources=flightfeeds/finalizers,verbs=update
@@ -87,7 +89,8 @@ type FlightFeedReconciler struct {
 	// AuthDelegator, when set, names the ClusterRoleBinding to
 	// system:auth-delegator whose subjects the operator keeps equal to
 	// every feed's pump ServiceAccount: the pumps authenticate read API and
-	// metrics callers (TokenReview, SubjectAccessReview).
+	// metrics callers (TokenReview, SubjectAccessReview). The install makes
+	// the binding; the operator never creates one.
 	AuthDelegator string
 	// Clock judges Lease expiry (default: real).
 	Clock clock.PassiveClock
@@ -152,14 +155,16 @@ func (r *FlightFeedReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 		return ctrl.Result{}, err
 	}
-	if err := r.syncAuthDelegator(ctx); err != nil {
-		return ctrl.Result{}, err
-	}
 	var dep appsv1.Deployment
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(objs.Deployment), &dep); err != nil {
 		return ctrl.Result{}, fmt.Errorf("get deployment %s: %w", objs.Deployment.Name, err)
 	}
-	return ctrl.Result{}, r.writePumpPods(ctx, &ff, &dep, "", objs.Adjusted)
+	if err := r.writePumpPods(ctx, &ff, &dep, "", objs.Adjusted); err != nil {
+		return ctrl.Result{}, err
+	}
+	// Last: a binding the install lacks fails the reconcile (retried) but
+	// does not hide the pods from status.pumpPods.
+	return ctrl.Result{}, r.syncAuthDelegator(ctx)
 }
 
 // dropLegacyFinalizer removes the finalizer releases that ran the pumps
@@ -439,7 +444,10 @@ func (r *FlightFeedReconciler) ensureLease(ctx context.Context, lease *coordinat
 }
 
 // syncAuthDelegator keeps the subjects of the AuthDelegator binding equal
-// to the pump ServiceAccounts of every FlightFeed there is.
+// to the pump ServiceAccounts of every FlightFeed there is. The install
+// makes that ClusterRoleBinding (the chart, config/rbac); the operator
+// only reads it by name and patches its subjects: it may create no
+// ClusterRoleBinding, so it cannot bind any ClusterRole cluster-wide.
 func (r *FlightFeedReconciler) syncAuthDelegator(ctx context.Context) error {
 	if r.AuthDelegator == "" {
 		return nil
@@ -460,18 +468,30 @@ func (r *FlightFeedReconciler) syncAuthDelegator(ctx context.Context) error {
 		}
 		return compare(a.Name, b.Name)
 	})
-	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: r.AuthDelegator}}
-	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, crb, func() error {
-		if crb.Labels == nil {
-			crb.Labels = map[string]string{}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		// Uncached: the operator may get this one binding, not list them.
+		var crb rbacv1.ClusterRoleBinding
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Name: r.AuthDelegator}, &crb); err != nil {
+			if apierrors.IsNotFound(err) {
+				return fmt.Errorf("%w: the install makes it (the chart, or config/rbac), bound to system:auth-delegator with no subjects; "+
+					"the operator only sets its subjects, and the pumps cannot authenticate read API and metrics callers until it exists", err)
+			}
+			return err
 		}
-		crb.Labels[feednames.LabelManagedBy] = feednames.ManagedBy
-		crb.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:auth-delegator"}
+		if crb.RoleRef.Kind != "ClusterRole" || crb.RoleRef.Name != "system:auth-delegator" {
+			return fmt.Errorf("it binds %s %s, want ClusterRole system:auth-delegator", crb.RoleRef.Kind, crb.RoleRef.Name)
+		}
+		if equality.Semantic.DeepEqual(crb.Subjects, subjects) || (len(crb.Subjects) == 0 && len(subjects) == 0) {
+			return nil
+		}
+		orig := crb.DeepCopy()
 		crb.Subjects = subjects
-		return nil
+		// The subjects alone, under the optimistic lock: the labels and
+		// annotations stay the install's (Helm's ownership among them).
+		return r.Client.Patch(ctx, &crb, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner))
 	})
 	if err != nil {
-		return fmt.Errorf("bind the pumps to system:auth-delegator (%s): %w", r.AuthDelegator, err)
+		return fmt.Errorf("bind the pumps to system:auth-delegator (ClusterRoleBinding %s): %w", r.AuthDelegator, err)
 	}
 	return nil
 }

@@ -93,7 +93,8 @@ hasnot() { local n=$1; shift; [ "$1" = -- ] && shift; ! grep -qE -- "$1" "$work/
 # 3. Default values: everything, CRDs kept, two hardened operator replicas
 # (leader-elected) and the pump pods' defaults.
 render default
-for kind in CustomResourceDefinition:2 Deployment:1 ClusterRole:6 ClusterRoleBinding:1 Role:1 RoleBinding:1 ServiceAccount:1 Service:1 PodDisruptionBudget:1 NetworkPolicy:1 ConfigMap:1; do
+for kind in CustomResourceDefinition:2 Deployment:1 ClusterRole:6 ClusterRoleBinding:2 Role:1 RoleBinding:1 ServiceAccount:1 Service:1 PodDisruptionBudget:1 NetworkPolicy:1 ConfigMap:1 \
+  ValidatingAdmissionPolicy:4 ValidatingAdmissionPolicyBinding:4; do
   [ "$(count default "${kind%%:*}")" = "${kind##*:}" ] || fail "default: want ${kind##*:} ${kind%%:*}, got $(count default "${kind%%:*}")"
 done
 has default 'name: flightfeeds.flightfeed.aero'
@@ -111,7 +112,12 @@ has default 'fieldPath: metadata.name'
 has default -- '- --leader-elect$'
 has default -- '- --pump-defaults=/etc/flightfeed/pump/defaults.yaml'
 has default -- '- --secret-reader-clusterrole=ff-flightfeed-secret-reader'
-has default -- '- --auth-delegator-binding=ff-flightfeed-pumps-auth-delegator'
+has default -- '- --auth-delegator-binding=ff-flightfeed-pump-auth-delegator'
+# The pumps' auth-delegator binding is the chart's; the operator creates no
+# ClusterRoleBinding and writes only where a FlightFeed is (the admission
+# policies; internal/pumppod/secretpath_test.go tries it).
+has default 'name: ff-flightfeed-pump-auth-delegator$'
+has default 'parameterNotFoundAction: Deny'
 has default 'name: SERVICE_ACCOUNT'
 has default 'checksum/pump-defaults: [0-9a-f]{64}'
 has default 'name: ff-flightfeed-pump-defaults'
@@ -191,6 +197,8 @@ has namespaced 'cidr: "10.0.0.0/8"'
 has namespaced 'port: 9093, protocol: TCP'
 render nonetpol --set networkPolicy.enabled=false
 [ "$(count nonetpol NetworkPolicy)" = 0 ] || fail "networkPolicy.enabled=false still renders a NetworkPolicy"
+render noadmission --set rbac.admissionPolicy=false
+[ "$(count noadmission ValidatingAdmissionPolicy)" = 0 ] || fail "rbac.admissionPolicy=false still renders an admission policy"
 
 render insecure --set metrics.secure=false --set monitoring.serviceMonitor.enabled=true
 has insecure '- --metrics-secure=false'
@@ -205,7 +213,7 @@ has certs 'secretName: metrics-tls'
 has certs 'key: ca.crt'
 has certs 'serverName: ff-flightfeed.flightfeed-system.svc'
 has certs 'name: prometheus-k8s'
-[ "$(count certs ClusterRoleBinding)" = 2 ] || fail "certs: metrics.scrapers renders no ClusterRoleBinding"
+[ "$(count certs ClusterRoleBinding)" = 3 ] || fail "certs: metrics.scrapers renders no ClusterRoleBinding"
 # The scrape token from a Secret of the user's: no scraper of the chart's.
 render ownToken --set monitoring.serviceMonitor.enabled=true --set monitoring.serviceMonitor.authorization.secretName=prom-token \
   --set monitoring.serviceMonitor.authorization.key=jwt --set 'metrics.scrapers[0].namespace=monitoring' --set 'metrics.scrapers[0].name=prometheus-k8s'
@@ -380,15 +388,17 @@ if command -v kubectl >/dev/null 2>&1; then
   done
   kubectl kustomize config/namespaced >"$work/kustomize-namespaced.yaml" || fail "kubectl kustomize config/namespaced failed"
   grep -q -- '- --namespaces=feeds' "$work/kustomize-namespaced.yaml" || fail "config/namespaced does not pass --namespaces"
-  # Its only ClusterRoleBinding grants the rights around the pumps'
-  # auth-delegator binding (config/rbac/pump_auth_role.yaml); the feeds'
+  # Its only ClusterRoleBindings: the rights around the pumps' auth-delegator
+  # binding, and that binding (config/rbac/pump_auth_role.yaml); the feeds'
   # rules are Roles.
-  [ "$(grep -c '^kind: ClusterRoleBinding$' "$work/kustomize-namespaced.yaml")" = 1 ] || fail "config/namespaced binds more than the pump auth ClusterRole"
+  [ "$(grep -c '^kind: ClusterRoleBinding$' "$work/kustomize-namespaced.yaml")" = 2 ] || fail "config/namespaced binds more than the pump auth ClusterRole"
+  grep -q 'name: flightfeed-pump-auth-delegator$' "$work/kustomize-namespaced.yaml" || fail "config/namespaced lacks the pumps' auth-delegator binding"
+  [ "$(grep -c '^kind: ValidatingAdmissionPolicy$' "$work/kustomize-namespaced.yaml")" = 4 ] || fail "config/namespaced lacks the operator's admission policies"
   grep -q 'name: flightfeed-manager-pump-auth$' "$work/kustomize-namespaced.yaml" || fail "config/namespaced lacks the pump auth ClusterRole"
   # The operator, control plane only: leader-elected, pump defaults mounted,
   # the secret-reader ClusterRole and auth-delegator binding the flags name.
   for want in '- --leader-elect$' '- --pump-defaults=/etc/flightfeed/pump/defaults.yaml' \
-    '- --secret-reader-clusterrole=flightfeed-secret-reader' '- --auth-delegator-binding=flightfeed-pumps-auth-delegator' \
+    '- --secret-reader-clusterrole=flightfeed-secret-reader' '- --auth-delegator-binding=flightfeed-pump-auth-delegator' \
     'name: flightfeed-secret-reader$' 'name: flightfeed-pump-defaults$' 'networkPolicy:'; do
     grep -qE -- "$want" "$work/kustomize.yaml" || fail "config/default lacks /$want/"
   done

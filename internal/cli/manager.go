@@ -49,7 +49,7 @@ pods do. Its replicas elect one leader (--leader-elect).`,
 	pumpDefaults := f.String("pump-defaults", "", "YAML file of the pump pods' defaults (image, resources, placement, flags, NetworkPolicy; the chart's pump.* values)")
 	secretReader := f.String("secret-reader-clusterrole", "", "ClusterRole granting get on Secrets that the operator binds itself to in each namespace holding a FlightFeed, so it may grant a feed's pump its named Secrets (empty: the operator holds that right already)")
 	serviceAccount := f.String("service-account", "", "the operator's own ServiceAccount, NAMESPACE/NAME, bound to --secret-reader-clusterrole (default: $POD_NAMESPACE/$SERVICE_ACCOUNT)")
-	authDelegator := f.String("auth-delegator-binding", "", "ClusterRoleBinding to system:auth-delegator whose subjects the operator keeps equal to the pump ServiceAccounts (they authenticate read API and metrics callers); empty: none")
+	authDelegator := f.String("auth-delegator-binding", "", "ClusterRoleBinding to system:auth-delegator, made by the install, whose subjects the operator keeps equal to the pump ServiceAccounts (they authenticate read API and metrics callers); the operator never creates it; empty: none")
 	scraperSecret := f.String("scraper-token-secret", "", "Secret of the operator's namespace to keep filled (key token) with a short-lived token of --scraper-service-account, the metrics scraper's bearer token (empty: none)")
 	scraperSA := f.String("scraper-service-account", "", "ServiceAccount of the operator's namespace whose tokens --scraper-token-secret holds")
 	scraperTTL := f.Duration("scraper-token-ttl", scrapertoken.DefaultTTL, "lifetime of each scraper token; a new one is written when a third of it is left (at least 10m)")

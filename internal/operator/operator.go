@@ -261,7 +261,6 @@ func cacheOptions(namespaces []string) cache.Options {
 		&corev1.ServiceAccount{}:        owned,
 		&rbacv1.Role{}:                  owned,
 		&rbacv1.RoleBinding{}:           owned,
-		&rbacv1.ClusterRoleBinding{}:    owned,
 		&policyv1.PodDisruptionBudget{}: owned,
 		&networkingv1.NetworkPolicy{}:   owned,
 	}}

@@ -243,20 +243,23 @@ func TestPumpPodsWaitForThePreviousReleasesPump(t *testing.T) {
 	})
 }
 
-// The pumps' auth-delegator binding names every feed's pump ServiceAccount
-// and drops a feed's once it is gone; the operator's Secret grant binds it
-// in the feed's namespace, owned by the feed.
+// The pumps' auth-delegator binding, made by the install with no subjects
+// (and Helm's labels), names every feed's pump ServiceAccount and drops a
+// feed's once it is gone, its labels kept; the operator's Secret grant
+// binds it in the feed's namespace, owned by the feed.
 func TestBindingsFollowTheFeeds(t *testing.T) {
 	crb := "ff-pumps-" + strings.ToLower(utilrand.String(6))
+	e := newNamespace(t)
+	installed := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: crb, Labels: map[string]string{"app.kubernetes.io/managed-by": "Helm"}},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:auth-delegator"}}
+	e.create(installed)
+	t.Cleanup(func() { _ = e.c.Delete(context.Background(), installed) })
 	var sa types.NamespacedName
-	e := newEnv(t, func(o *operator.Options) {
+	t.Cleanup(e.start(func(o *operator.Options) {
 		o.AuthDelegator = crb
 		sa = types.NamespacedName{Namespace: o.Namespace, Name: "flightfeed"}
 		o.SecretGrant = &controllers.SecretGrant{ClusterRole: "ff-secret-reader", ServiceAccount: sa, BindingName: "ff-secret-reader"}
-	})
-	t.Cleanup(func() {
-		_ = e.c.Delete(context.Background(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: crb}})
-	})
+	}))
 	a := e.feed("pek", nil)
 	e.feed("can", nil)
 	subjects := func() []string {
@@ -288,6 +291,37 @@ func TestBindingsFollowTheFeeds(t *testing.T) {
 		got := subjects()
 		return slices.Equal(got, []string{e.ns + "/can-pump"}), fmt.Sprint(got)
 	})
+	var b rbacv1.ClusterRoleBinding
+	if err := e.get(types.NamespacedName{Name: crb}, &b); err != nil {
+		t.Fatal(err)
+	}
+	if b.Labels["app.kubernetes.io/managed-by"] != "Helm" {
+		t.Errorf("the install's labels of %s are gone: %v", crb, b.Labels)
+	}
+}
+
+// The operator creates no ClusterRoleBinding (one it made could bind any
+// ClusterRole it may bind to anyone, cluster-wide): without the install's
+// auth-delegator binding, the feed's pump objects are made all the same
+// and the binding stays missing.
+func TestNoAuthDelegatorBindingIsMade(t *testing.T) {
+	crb := "ff-pumps-" + strings.ToLower(utilrand.String(6))
+	e := newEnv(t, func(o *operator.Options) { o.AuthDelegator = crb })
+	t.Cleanup(func() {
+		_ = e.c.Delete(context.Background(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: crb}})
+	})
+	ff := e.feed("pek", nil)
+	// status.pumpPods is written before the binding's subjects (releases
+	// that made the binding made it before).
+	await.Eventually(t, "the pump Deployment in status.pumpPods", waitLong, func() (bool, string) {
+		var got v1alpha1.FlightFeed
+		_ = e.get(client.ObjectKeyFromObject(ff), &got)
+		p := got.Status.PumpPods
+		return p != nil && p.Deployment == "pek-pump" && p.Ready == "0/2", fmt.Sprintf("%+v", p)
+	})
+	if err := e.get(types.NamespacedName{Name: crb}, &rbacv1.ClusterRoleBinding{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("ClusterRoleBinding %s: %v, want none made", crb, err)
+	}
 }
 
 // Without the chart's leave (pump.allowPlacementFromSpec), the spec's

@@ -17,6 +17,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -72,13 +73,13 @@ var (
 		})
 	// clusterScope: the ClusterRoleBinding of every pump ServiceAccount to
 	// system:auth-delegator (the pumps authenticate read API and metrics
-	// callers): its cache lists and watches ClusterRoleBindings, it creates
-	// that one and changes no other, and may bind that ClusterRole only.
+	// callers), which the chart makes: the operator reads that one by name
+	// and changes its subjects, creates none, lists none, and may bind
+	// that ClusterRole only.
 	clusterScope = []string{
-		"rbac.authorization.k8s.io clusterrolebindings create", "rbac.authorization.k8s.io clusterrolebindings get",
-		"rbac.authorization.k8s.io clusterrolebindings list", "rbac.authorization.k8s.io clusterrolebindings watch",
-		"rbac.authorization.k8s.io clusterrolebindings patch [ff-flightfeed-pumps-auth-delegator]",
-		"rbac.authorization.k8s.io clusterrolebindings update [ff-flightfeed-pumps-auth-delegator]",
+		"rbac.authorization.k8s.io clusterrolebindings get [ff-flightfeed-pump-auth-delegator]",
+		"rbac.authorization.k8s.io clusterrolebindings patch [ff-flightfeed-pump-auth-delegator]",
+		"rbac.authorization.k8s.io clusterrolebindings update [ff-flightfeed-pump-auth-delegator]",
 		"rbac.authorization.k8s.io clusterroles bind [system:auth-delegator]",
 	}
 	// secretGrant: bind (never escalate) on the one ClusterRole that may
@@ -280,7 +281,7 @@ func argsOf(t *testing.T, objs []*unstructured.Unstructured) []string {
 func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 	const ns, sa = "flightfeed-system", "ff-flightfeed"
 	wantArgs := []string{"--leader-elect", "--pump-defaults=/etc/flightfeed/pump/defaults.yaml",
-		"--secret-reader-clusterrole=ff-flightfeed-secret-reader", "--auth-delegator-binding=ff-flightfeed-pumps-auth-delegator"}
+		"--secret-reader-clusterrole=ff-flightfeed-secret-reader", "--auth-delegator-binding=ff-flightfeed-pump-auth-delegator"}
 	for _, tc := range []struct {
 		name     string
 		args     []string
@@ -332,6 +333,12 @@ func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 					if strings.Contains(g, " secrets ") || strings.Contains(g, "escalate") || strings.Contains(g, "*") {
 						t.Errorf("%s: the operator may %q: its own roles grant no Secret, no escalate, no wildcard", scope, g)
 					}
+					// A ClusterRoleBinding it made could bind the secret
+					// reader cluster-wide; FlightFeeds it made would open
+					// namespaces to the admission policy.
+					if (strings.Contains(g, " clusterrolebindings ") || strings.Contains(g, " flightfeeds ")) && strings.HasSuffix(g, " create") {
+						t.Errorf("%s: the operator may %q", scope, g)
+					}
 				}
 			}
 			args := argsOf(t, objs)
@@ -346,8 +353,12 @@ func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 				}
 			}
 			// The secret reader: get on Secrets, bound by nothing the chart
-			// renders (the operator binds itself per feed namespace).
+			// renders (the operator binds itself per feed namespace). The
+			// pumps' auth-delegator binding: the chart's, with no subjects
+			// (no key at all: Helm's upgrades keep the operator's).
 			var reader *unstructured.Unstructured
+			delegator := false
+			policies := map[string]int{}
 			for _, o := range objs {
 				switch o.GetKind() {
 				case "ClusterRole":
@@ -360,6 +371,24 @@ func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 					if b.RoleRef.Name == "ff-flightfeed-secret-reader" {
 						t.Errorf("%s %s binds the secret reader", o.GetKind(), o.GetName())
 					}
+					if o.GetName() == "ff-flightfeed-pump-auth-delegator" {
+						delegator = true
+						if _, ok := o.Object["subjects"]; ok || b.RoleRef.Name != "system:auth-delegator" || o.GetKind() != "ClusterRoleBinding" {
+							t.Errorf("the pumps' binding: %v, want a ClusterRoleBinding to system:auth-delegator with no subjects key", o.Object)
+						}
+					}
+				case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+					policies[o.GetName()]++
+				}
+			}
+			if !delegator {
+				t.Error("no ClusterRoleBinding ff-flightfeed-pump-auth-delegator: the operator creates none")
+			}
+			// Each admission policy and its binding (what they refuse:
+			// TestOperatorTokenReachesNoSecretOutsideFeedNamespaces).
+			for _, p := range []string{"ff-flightfeed-operator-labels", "ff-flightfeed-operator-namespaces", "ff-flightfeed-operator-rolebindings", "ff-flightfeed-operator-pods"} {
+				if policies[p] != 2 {
+					t.Errorf("admission policy %s: %d objects, want the policy and its binding", p, policies[p])
 				}
 			}
 			if reader == nil {
@@ -406,6 +435,14 @@ func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 			}
 			if d.Resources.Limits.Memory().String() != "512Mi" || d.TerminationGracePeriod == nil {
 				t.Errorf("%v: pump resources %v, grace period %v", tc.args, d.Resources, d.TerminationGracePeriod)
+			}
+		}
+	})
+
+	t.Run("admission policy opt-out", func(t *testing.T) {
+		for _, o := range renderChart(t, "ff", ns, "--set", "rbac.admissionPolicy=false") {
+			if strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") {
+				t.Errorf("rbac.admissionPolicy=false renders %s %s", o.GetKind(), o.GetName())
 			}
 		}
 	})
@@ -527,6 +564,25 @@ func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 		check("config/rbac/secret_reader_role.yaml binder", rulesOf("rbac/secret_reader_role.yaml", "ClusterRole", "secret-reader-binder"), kustomized(secretGrant))
 		check("config/rbac/secret_reader_role.yaml", rulesOf("rbac/secret_reader_role.yaml", "ClusterRole", "secret-reader"), []string{" secrets get"})
 		check("config/rbac/leader_election_role.yaml", rulesOf("rbac/leader_election_role.yaml", "Role", ""), sortedSet(leaderScope))
+		// The admission policies: the chart's, for the names the kustomize
+		// tree gives (namespace flightfeed-system, ServiceAccount
+		// flightfeed-manager, prefix flightfeed-).
+		specs := func(objs []*unstructured.Unstructured, prefix string) map[string]any {
+			out := map[string]any{}
+			for _, o := range objs {
+				if strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") {
+					out[o.GetKind()+"/"+prefix+o.GetName()] = o.Object["spec"]
+				}
+			}
+			return out
+		}
+		want := specs(renderChart(t, "flightfeed", "flightfeed-system", "--set", "serviceAccount.name=flightfeed-manager"), "")
+		got := specs(decodeObjects(t, readFile(t, filepath.Join(root, "config", "rbac", "admission_policy.yaml"))), "flightfeed-")
+		if len(want) != 8 || !equality.Semantic.DeepEqual(got, want) {
+			gotYAML, _ := yaml.Marshal(got)
+			wantYAML, _ := yaml.Marshal(want)
+			t.Errorf("config/rbac/admission_policy.yaml:\n%s\nwant the chart's:\n%s", gotYAML, wantYAML)
+		}
 		// The pump defaults of both kustomize trees load.
 		for _, file := range []string{"manager/pump_defaults.yaml", "default/pump_defaults_network_policy.yaml"} {
 			pumpDefaultsOf(t, decodeObjects(t, readFile(t, filepath.Join(root, "config", file))))
@@ -606,12 +662,13 @@ func mustForbid(t *testing.T, c client.Client, who, ns, name string) {
 	}
 }
 
-// The default install's RBAC, as the chart renders it and nothing more:
-// the operator (impersonating its ServiceAccount, leader-elected, with the
-// chart's pump defaults) turns a FlightFeed into its objects — the pump
-// Deployment, ServiceAccount, Role granting exactly the Secrets the feed
-// names, RoleBinding, Service, Lease, the operator's own binding to the
-// secret reader, the auth-delegator binding — without escalate, and still
+// The default install's RBAC and admission policies, as the chart renders
+// them and nothing more: the operator (impersonating its ServiceAccount,
+// leader-elected, with the chart's pump defaults) turns a FlightFeed into
+// its objects — the pump Deployment, ServiceAccount, Role granting exactly
+// the Secrets the feed names, RoleBinding, Service, Lease, the operator's
+// own binding to the secret reader, the subjects of the chart's
+// auth-delegator binding — without escalate, and still
 // cannot read a Secret in a namespace holding no FlightFeed; then a pump
 // pod (impersonating <feed>-pump, the operator's objects its only rights)
 // runs the feed end to end — Secrets appearing after their FlightFeed, the
@@ -642,8 +699,10 @@ func TestOperatorAndPumpRunUnderTheChartsRBAC(t *testing.T) {
 		switch o.GetKind() {
 		case "ServiceAccount":
 			sa = o.GetName()
-		case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
-			// The chart's RBAC, as rendered; nothing else is granted.
+		case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+			// The chart's RBAC and admission policies, as rendered;
+			// nothing else is granted.
 		default:
 			continue
 		}
@@ -654,9 +713,6 @@ func TestOperatorAndPumpRunUnderTheChartsRBAC(t *testing.T) {
 			t.Cleanup(func() { _ = admin.Delete(context.Background(), o) })
 		}
 	}
-	t.Cleanup(func() {
-		_ = admin.Delete(context.Background(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: full + "-pumps-auth-delegator"}})
-	})
 	opts := client.Options{Scheme: admin.Scheme()}
 	opCfg, asOperator := impersonate(t, opts, opNS, sa)
 	mustForbid(t, asOperator, "the operator", otherNS, "other-db")
@@ -671,7 +727,7 @@ func TestOperatorAndPumpRunUnderTheChartsRBAC(t *testing.T) {
 		Pump: pump,
 		SecretGrant: &controllers.SecretGrant{ClusterRole: full + "-secret-reader",
 			ServiceAccount: types.NamespacedName{Namespace: opNS, Name: sa}, BindingName: full + "-secret-reader"},
-		AuthDelegator: full + "-pumps-auth-delegator",
+		AuthDelegator: full + "-pump-auth-delegator",
 		Log:           ctrl.Log.WithName("operator"),
 	})
 	if err != nil {
@@ -713,7 +769,7 @@ func TestOperatorAndPumpRunUnderTheChartsRBAC(t *testing.T) {
 			missing = append(missing, fmt.Sprintf("the operator's own RoleBinding: %+v %+v", self.RoleRef, self.Subjects))
 		}
 		var crb rbacv1.ClusterRoleBinding
-		if err := admin.Get(h.ctx(), types.NamespacedName{Name: full + "-pumps-auth-delegator"}, &crb); err != nil {
+		if err := admin.Get(h.ctx(), types.NamespacedName{Name: full + "-pump-auth-delegator"}, &crb); err != nil {
 			missing = append(missing, "the auth-delegator binding: "+err.Error())
 		} else if !slices.ContainsFunc(crb.Subjects, func(s rbacv1.Subject) bool { return s.Namespace == key.Namespace && s.Name == name }) {
 			missing = append(missing, fmt.Sprintf("the auth-delegator binding names %+v", crb.Subjects))
@@ -752,8 +808,12 @@ func TestOperatorAndPumpRunUnderTheChartsRBAC(t *testing.T) {
 	if got := sortedSet(flatten(t, unnamed)); !slices.Equal(got, sortedSet(generated)) {
 		t.Errorf("the pump's Role (names aside):\n  %s\nconfig/rbac/pump/role.yaml:\n  %s", strings.Join(got, "\n  "), strings.Join(sortedSet(generated), "\n  "))
 	}
-	// Still no Secret where no FlightFeed is.
+	// Still no Secret where no FlightFeed is, and no object of its own
+	// there: the admission policies were in effect while it worked.
 	mustForbid(t, asOperator, "the operator", otherNS, "other-db")
+	if err := asOperator.Create(h.ctx(), ours(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: otherNS}})); !refusal(err) {
+		t.Fatalf("the operator making a ServiceAccount where no FlightFeed is: %v, want refused", err)
+	}
 	var list corev1.SecretList
 	if err := asOperator.List(h.ctx(), &list, client.InNamespace(key.Namespace)); !apierrors.IsForbidden(err) {
 		t.Fatalf("the operator listing Secrets: %v, want forbidden", err)

@@ -21,6 +21,8 @@ func TestRecsDropped(t *testing.T) {
 		{3, 2, 50, false},
 		{3, 1, 50, true},
 		{10000, 9999, 1, false},
+		{10, 0, 0, false},  // no share set: no alert
+		{1, 0, 100, false}, // all of it is not more than 100 %
 	}
 	for _, c := range cases {
 		if got := RecsDropped(c.before, c.after, c.percent); got != c.want {

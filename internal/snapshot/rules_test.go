@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
@@ -93,6 +94,12 @@ func TestDiffDeleteAndVictims(t *testing.T) {
 	if !errors.As(err, &rej) || rej.Reason != ReasonLedgerInconsistent {
 		t.Fatalf("victim of another day: %v", err)
 	}
+	// A victim whose stored day is NULL (a flight no full-day snapshot
+	// ever claimed) is on no day's roster: refused, never deleted.
+	del, err = Victims("2026-09-09", cands, map[flight.FLID]string{cz300: ""})
+	if !errors.As(err, &rej) || rej.Reason != ReasonLedgerInconsistent || !slices.Equal(rej.FLIDs, []flight.FLID{cz300}) || del != nil {
+		t.Fatalf("victim with a NULL day: deleted %v, err %v", del, err)
+	}
 	if got := DiffDelete([]flight.FLID{3, 1, 2, 1}, nil); !slices.Equal(got, []flight.FLID{1, 2, 3}) {
 		t.Fatalf("empty snapshot deletes the whole roster once each: %v", got)
 	}
@@ -153,5 +160,51 @@ func TestSkipDayMismatches(t *testing.T) {
 				t.Errorf("%s: %d not in the skip set %v", tc.name, f, set)
 			}
 		}
+	}
+}
+
+// The texts a refusal carries stay readable at any size: a day mismatch
+// names its first five flights, a victim list its first ten then the
+// count left, a RESP over many days its first day and the number of
+// distinct days.
+func TestRefusalTextsAreBounded(t *testing.T) {
+	stored := map[flight.FLID]string{}
+	var records []Record
+	for f := flight.FLID(1); f <= 7; f++ {
+		stored[f] = "2026-09-09"
+		records = append(records, Record{f, "2026-09-10"})
+	}
+	var rej *Rejection
+	if err := CheckOwners(records, stored); !errors.As(err, &rej) {
+		t.Fatalf("got %v", err)
+	}
+	if n := strings.Count(rej.Detail, "belongs to"); n != 5 || !strings.HasPrefix(rej.Detail, "7 FLID(s) across operation days: 1 belongs to 2026-09-09, record says 2026-09-10; 2 belongs") {
+		t.Errorf("detail names %d flights, want 5: %s", n, rej.Detail)
+	}
+
+	var cands []flight.FLID
+	bad := map[flight.FLID]string{}
+	for f := flight.FLID(1); f <= 12; f++ {
+		cands = append(cands, f)
+		bad[f] = "2026-09-10"
+	}
+	if _, err := Victims("2026-09-09", cands, bad); !errors.As(err, &rej) {
+		t.Fatalf("got %v", err)
+	}
+	if want := "roster of 2026-09-09 lists flight(s) of another day: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 2 more"; rej.Detail != want {
+		t.Errorf("detail %q, want %q", rej.Detail, want)
+	}
+	if _, err := Victims("2026-09-09", cands[:10], bad); !errors.As(err, &rej) || strings.Contains(rej.Detail, "more") {
+		t.Errorf("ten flights: %v", err)
+	}
+
+	days := []string{"2026-09-01", "2026-09-02", "2026-09-02", "2026-09-03", "2026-09-04", "2026-09-05"}
+	if _, err := Attribute(Inbound{Styp: "RESP", Sender: "AODB", Days: days}, Requests{}); !errors.As(err, &rej) ||
+		!strings.HasSuffix(rej.Detail, "([2026-09-01 2026-09-02 2026-09-03 2026-09-04 2026-09-05])") {
+		t.Errorf("five distinct days are named, each once: %v", err)
+	}
+	if _, err := Attribute(Inbound{Styp: "RESP", Sender: "AODB", Days: append(days, "2026-09-06")}, Requests{}); !errors.As(err, &rej) ||
+		!strings.HasSuffix(rej.Detail, "(2026-09-01 … 6 days)") {
+		t.Errorf("six distinct days are counted: %v", err)
 	}
 }

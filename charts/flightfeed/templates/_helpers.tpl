@@ -59,10 +59,19 @@ FlightFeed (--secret-reader-clusterrole). */}}
 {{- printf "%s-secret-reader" (include "flightfeed.fullname" .) }}
 {{- end }}
 
-{{/* The ClusterRoleBinding to system:auth-delegator whose subjects the
-operator keeps equal to the pump ServiceAccounts (--auth-delegator-binding). */}}
+{{/* The ClusterRoleBinding to system:auth-delegator that the chart makes
+with no subjects and whose subjects the operator keeps equal to the pump
+ServiceAccounts (--auth-delegator-binding). Not 0.8.0's name
+(<fullname>-pumps-auth-delegator): that one the operator made itself, and
+Helm refuses to take over an object it did not make. */}}
 {{- define "flightfeed.authDelegator" -}}
-{{- printf "%s-pumps-auth-delegator" (include "flightfeed.fullname" .) }}
+{{- printf "%s-pump-auth-delegator" (include "flightfeed.fullname" .) }}
+{{- end }}
+
+{{/* The operator's user name in API requests (its ServiceAccount's), which
+the admission policy matches. */}}
+{{- define "flightfeed.operatorUser" -}}
+{{- printf "system:serviceaccount:%s:%s" .Release.Namespace (include "flightfeed.serviceAccountName" .) }}
 {{- end }}
 
 {{/* The pump pods' defaults (controllers.PumpDefaults), the file
