@@ -616,7 +616,8 @@ type RetentionSpec struct {
 	// +kubebuilder:default=90
 	TraceLogDays int32 `json:"traceLogDays,omitempty"`
 
-	// ArchiveDays keeps the raw text of mailbox rows this long. Default 90.
+	// ArchiveDays keeps the raw text of mailbox rows, and each flight's
+	// history (what every message changed), this long. Default 90.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=3650
 	// +optional

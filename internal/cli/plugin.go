@@ -57,6 +57,7 @@ func userCommands(m mode) []*cobra.Command {
 		newRerequestCommand(m),
 		newGetCommand(m),
 		newRefCommand(m),
+		newHistoryCommand(m),
 		newVersionCommand(m),
 	}
 	if m.plugin() {

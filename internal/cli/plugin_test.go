@@ -35,6 +35,7 @@ func TestPluginCommandTree(t *testing.T) {
 		"get flight": {args: "NAME FLID", name: true, outputs: []string{outJSON, outYAML}},
 		"export":     {args: "NAME", name: true},
 		"ref":        {args: "NAME", name: true, outputs: table},
+		"history":    {args: "NAME FLID", name: true, outputs: table},
 		"version":    {outputs: []string{outJSON, outYAML}},
 	}
 	root := newPluginCommand()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 )
@@ -21,7 +22,34 @@ type Event struct {
 	// when the row carries no state (newestStateOnly).
 	Notice       string
 	Event, State string
+	// ReceivedAt is the message's received time (with MessageID its
+	// identity), zero for a lifecycle job's.
+	ReceivedAt time.Time
+	// ChangeKind and Changes are the effect as the flight's history
+	// records it (one flight_change row): ChangeUpsert with the fields
+	// that changed, old and new values (flight.Diff, as a JSON array), or
+	// a deletion (ChangeDelete, ChangeVictim, ChangeHistory), whose
+	// Changes are "[]": the flight's last state is what its earlier
+	// changes built.
+	ChangeKind string
+	Changes    string
 }
+
+// The kinds of change a flight's history records.
+const (
+	// ChangeUpsert: a message created or changed the flight.
+	ChangeUpsert = "UPSERT"
+	// ChangeDelete: an FDEL deleted it.
+	ChangeDelete = "DELETE"
+	// ChangeVictim: a full-day snapshot no longer listed it (diff-delete).
+	ChangeVictim = "VICTIM"
+	// ChangeHistory: the lifecycle job moved it to history.
+	ChangeHistory = "HISTORY"
+)
+
+// TypeJob is the Meta.Type of a lifecycle job's effects (no message): the
+// flights it removes are recorded as ChangeHistory.
+const TypeJob = "JOB"
 
 // appendNotice renders the KAFKA_MSG document (SPEC §3.3), keys sorted:
 // {"CHANGED":[…],"FLID":"…","MSG_ID":N,"STATE_VERSION":N,"STYP":"…","TYPE":"…"}.
@@ -57,14 +85,15 @@ func appendNotice(buf []byte, changed []string, flid flight.FLID, meta Meta, ver
 // each measured against the door, whether or not the state is written in
 // the end (newestStateOnly): a message is refused or accepted alone,
 // whatever the batch it comes in.
-func upsertEvent(next *flight.State, changed []string, meta Meta) (Event, error) {
+func upsertEvent(next *flight.State, changed []string, diff []flight.FieldChange, meta Meta) (Event, error) {
 	doc, err := flight.CanonicalJSON(*next)
 	if err != nil {
 		return Event{}, fmt.Errorf("state of flight %s: %w", next.FLID, err)
 	}
 	n := appendNotice(nil, changed, next.FLID, meta, next.StateVersion)
 	e := Event{FLID: next.FLID, Version: next.StateVersion, Day: next.OperationDay,
-		MessageID: meta.MessageID, Notice: string(n), Event: EventUpsert, State: string(doc)}
+		MessageID: meta.MessageID, Notice: string(n), Event: EventUpsert, State: string(doc),
+		ReceivedAt: meta.ReceivedAt, ChangeKind: ChangeUpsert, Changes: string(AppendChanges(nil, diff))}
 	for _, kind := range []string{KindState, KindNotice} {
 		if err := checkDoor(meta.Door, &e, kind); err != nil {
 			return Event{}, err
@@ -74,15 +103,42 @@ func upsertEvent(next *flight.State, changed []string, meta Meta) (Event, error)
 }
 
 // deleteEvent is the event of a deleted flight: its tombstone (seed 000
-// §7.3) and its notice, whose CHANGED is ["DELETED"].
-func deleteEvent(flid flight.FLID, version int64, day string, meta Meta) (Event, error) {
+// §7.3) and its notice, whose CHANGED is ["DELETED"]; kind says how it
+// went (ChangeDelete, ChangeVictim, ChangeHistory).
+func deleteEvent(flid flight.FLID, version int64, day string, meta Meta, kind string) (Event, error) {
 	tomb, err := flight.TombstoneJSON(flid, version)
 	if err != nil {
 		return Event{}, fmt.Errorf("tombstone of flight %s: %w", flid, err)
 	}
 	n := appendNotice(nil, []string{flight.KeyDeleted}, flid, meta, version)
 	return Event{FLID: flid, Version: version, Day: day, MessageID: meta.MessageID,
-		Notice: string(n), Event: EventDelete, State: string(tomb)}, nil
+		Notice: string(n), Event: EventDelete, State: string(tomb), ReceivedAt: meta.ReceivedAt, ChangeKind: kind, Changes: "[]"}, nil
+}
+
+// AppendChanges renders a diff as the history's JSON array (flight_change
+// changes): [{"field":"GATE","op":"Replace","old":…,"new":…}], old or new
+// left out when absent; "[]" for none.
+func AppendChanges(buf []byte, diff []flight.FieldChange) []byte {
+	buf = append(buf, '[')
+	for i, c := range diff {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `{"field":`...)
+		buf = flight.AppendJSONString(buf, c.Tag)
+		buf = append(buf, `,"op":`...)
+		buf = flight.AppendJSONString(buf, c.Op)
+		if c.Old != nil {
+			buf = append(buf, `,"old":`...)
+			buf = append(buf, c.Old...)
+		}
+		if c.New != nil {
+			buf = append(buf, `,"new":`...)
+			buf = append(buf, c.New...)
+		}
+		buf = append(buf, '}')
+	}
+	return append(buf, ']')
 }
 
 // newestStateOnly keeps the state only on the newest version of each

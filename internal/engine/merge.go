@@ -16,6 +16,10 @@ type Write struct {
 	Changed []string
 	// IsNew: the database does not hold the flight (an insert).
 	IsNew bool
+	// Diff is what changed, field by field, with old and new values
+	// (flight.Diff of the state before and Next; a new flight's every
+	// field is Set): the flight's history records it.
+	Diff []flight.FieldChange
 }
 
 // Touches reports whether the write changes tag (a new flight's every
@@ -41,7 +45,7 @@ func Merge(cur flight.State, exists bool, cmds flight.Commands) (Write, bool, er
 	if !exists {
 		changed = flight.PresentKeys(next)
 	}
-	return Write{Next: next, Changed: changed, IsNew: !exists}, true, nil
+	return Write{Next: next, Changed: changed, IsNew: !exists, Diff: flight.Diff(cur, next)}, true, nil
 }
 
 // MergeSnapshot merges snapshot records (full-snapshot commands, one per
@@ -79,6 +83,8 @@ func MergeSnapshot(records []flight.Commands, current map[flight.FLID]flight.Sta
 			}
 			w.Next.OperationDay = day
 			w.Changed = append(w.Changed, flight.KeyOperationDay)
+			w.Diff = append(w.Diff, flight.FieldChange{Tag: flight.KeyOperationDay, Op: flight.ChangeSet,
+				New: flight.AppendJSONString(nil, day)})
 			w.IsNew = !exists
 			changed = true
 		}

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,22 @@ import (
 
 // full is a full-snapshot record of flid with FLNO flno and the extra
 // commands.
+// changes is a diff given as tag, op, old and new JSON ("" absent), four
+// strings a change.
+func changes(quads ...string) []flight.FieldChange {
+	var out []flight.FieldChange
+	raw := func(s string) json.RawMessage {
+		if s == "" {
+			return nil
+		}
+		return json.RawMessage(s)
+	}
+	for i := 0; i+3 < len(quads); i += 4 {
+		out = append(out, flight.FieldChange{Tag: quads[i], Op: quads[i+1], Old: raw(quads[i+2]), New: raw(quads[i+3])})
+	}
+	return out
+}
+
 func full(flid flight.FLID, flno string, extra ...flight.Command) flight.Commands {
 	return flight.Commands{FLID: flid, Full: true, Cmds: append([]flight.Command{{Tag: "FLNO", Op: flight.OpSet, Value: flno}}, extra...)}
 }
@@ -48,14 +65,17 @@ func TestMergeSnapshot(t *testing.T) {
 		"full day: a new flight gets the day, a NULL day is set, a known one unchanged": {
 			records: []flight.Commands{full(1, "CA1"), full(2, "CA2"), full(4, "CA4")}, fullDay: true, day: day9,
 			want: []engine.Write{
-				{Next: set(nullDay, func(s *flight.State) { s.OperationDay = day9 }), Changed: []string{flight.KeyOperationDay}},
-				{Next: fresh(4, "CA4", day9), Changed: []string{"FLNO", flight.KeyOperationDay}, IsNew: true},
+				{Next: set(nullDay, func(s *flight.State) { s.OperationDay = day9 }), Changed: []string{flight.KeyOperationDay},
+					Diff: changes(flight.KeyOperationDay, flight.ChangeSet, "", `"`+day9+`"`)},
+				{Next: fresh(4, "CA4", day9), Changed: []string{"FLNO", flight.KeyOperationDay}, IsNew: true,
+					Diff: changes("FLNO", flight.ChangeSet, "", `"CA4"`, flight.KeyOperationDay, flight.ChangeSet, "", `"`+day9+`"`)},
 			},
 			unchanged: 1,
 		},
 		"a field the record omits is cleared": {
 			records: []flight.Commands{full(3, "CA3")}, fullDay: true, day: day9,
-			want: []engine.Write{{Next: set(withEstt, func(s *flight.State) { delete(s.Scalars, "ESTT") }), Changed: []string{"ESTT"}}},
+			want: []engine.Write{{Next: set(withEstt, func(s *flight.State) { delete(s.Scalars, "ESTT") }), Changed: []string{"ESTT"},
+				Diff: changes("ESTT", flight.ChangeClear, `"09SEP260900"`, "")}},
 		},
 		"a stored day is never changed": {
 			records: []flight.Commands{full(1, "CA1")}, fullDay: true, day: day10,
@@ -63,7 +83,7 @@ func TestMergeSnapshot(t *testing.T) {
 		},
 		"a window sets no day": {
 			records:   []flight.Commands{full(2, "CA2"), full(4, "CA4")},
-			want:      []engine.Write{{Next: fresh(4, "CA4", ""), Changed: []string{"FLNO"}, IsNew: true}},
+			want:      []engine.Write{{Next: fresh(4, "CA4", ""), Changed: []string{"FLNO"}, IsNew: true, Diff: changes("FLNO", flight.ChangeSet, "", `"CA4"`)}},
 			unchanged: 1,
 		},
 		"an increment is no snapshot record": {
@@ -113,7 +133,8 @@ func TestStampUpsertsTombstones(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(up) != 2 || up[0].Version != 201 || up[0].Day != day9 || up[1].Day != "" || up[1].State != doc(t, writes[1].Next) ||
-		up[0].Notice != `{"CHANGED":["FLNO"],"FLID":"1","MSG_ID":500,"STATE_VERSION":201,"STYP":"RESP","TYPE":"SCHD"}` {
+		up[0].Notice != `{"CHANGED":["FLNO"],"FLID":"1","MSG_ID":500,"STATE_VERSION":201,"STYP":"RESP","TYPE":"SCHD"}` ||
+		up[0].ChangeKind != engine.ChangeUpsert || up[0].Changes != "[]" {
 		t.Fatalf("upserts %+v", up)
 	}
 	tombs, deleted, err := engine.Tombstones([]flight.State{stored(9, day9, nil)}, versions[2:], meta)
@@ -122,7 +143,7 @@ func TestStampUpsertsTombstones(t *testing.T) {
 	}
 	want := []engine.Event{{FLID: 9, Version: 203, Day: day9, MessageID: msgID, Event: engine.EventDelete,
 		Notice: `{"CHANGED":["DELETED"],"FLID":"9","MSG_ID":500,"STATE_VERSION":203,"STYP":"RESP","TYPE":"SCHD"}`,
-		State:  `{"DELETED":true,"FLID":"9","STATE_VERSION":203}`}}
+		State:  `{"DELETED":true,"FLID":"9","STATE_VERSION":203}`, ChangeKind: engine.ChangeVictim, Changes: "[]"}}
 	if diff := cmp.Diff(want, tombs); diff != "" || deleted[9] != 203 {
 		t.Fatalf("tombstones %v (-want +got):\n%s", deleted, diff)
 	}

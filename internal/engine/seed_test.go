@@ -164,7 +164,7 @@ func run(t *testing.T, base []flight.State, msgs ...string) (outcome, error) {
 	p := set.Pending()
 	out.Gone = p.Gone
 	for _, w := range p.Writes {
-		out.Writes = append(out.Writes, write(w))
+		out.Writes = append(out.Writes, write{Next: w.Next, Changed: w.Changed, IsNew: w.IsNew})
 	}
 	for _, e := range p.Events {
 		if e.MessageID != msgID {

@@ -317,15 +317,16 @@ func TestSnapshotPlanMerge(t *testing.T) {
 				return f
 			}(),
 			want: []engine.Write{
-				{Next: fresh(fA, "CA1", day9), Changed: []string{"FLNO", flight.KeyOperationDay}, IsNew: true},
-				{Next: withDay, Changed: []string{flight.KeyOperationDay}},
+				{Next: fresh(fA, "CA1", day9), Changed: []string{"FLNO", flight.KeyOperationDay}, IsNew: true,
+					Diff: changes("FLNO", flight.ChangeSet, "", `"CA1"`, flight.KeyOperationDay, flight.ChangeSet, "", `"`+day9+`"`)},
+				{Next: withDay, Changed: []string{flight.KeyOperationDay}, Diff: changes(flight.KeyOperationDay, flight.ChangeSet, "", `"`+day9+`"`)},
 			},
 		},
 		{
 			name: "window: A new without a day, B unchanged and still without one",
 			facts: engine.SnapshotFacts{Records: keys(day9, fA, fB),
 				Stored: map[flight.FLID]string{fB: ""}},
-			want:      []engine.Write{{Next: fresh(fA, "CA1", ""), Changed: []string{"FLNO"}, IsNew: true}},
+			want:      []engine.Write{{Next: fresh(fA, "CA1", ""), Changed: []string{"FLNO"}, IsNew: true, Diff: changes("FLNO", flight.ChangeSet, "", `"CA1"`)}},
 			unchanged: 1,
 		},
 	} {

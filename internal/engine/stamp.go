@@ -32,7 +32,7 @@ func Upserts(writes []Write, meta Meta) ([]Event, error) {
 	events := make([]Event, len(writes))
 	errs := make([]error, len(writes))
 	inParallel(len(writes), func(i int) {
-		events[i], errs[i] = upsertEvent(&writes[i].Next, writes[i].Changed, meta)
+		events[i], errs[i] = upsertEvent(&writes[i].Next, writes[i].Changed, writes[i].Diff, meta)
 	})
 	for i := range writes {
 		if errs[i] != nil {
@@ -45,12 +45,18 @@ func Upserts(writes []Write, meta Meta) ([]Event, error) {
 
 // Tombstones renders the events of deleted flights (gone[i] deleted at
 // versions[i]): each one's tombstone and notice. Each state's day is the
-// day its tombstone is published under.
+// day its tombstone is published under. The history records them as a
+// lifecycle job's (ChangeHistory, meta.Type TypeJob) or else as a
+// snapshot's diff-delete (ChangeVictim).
 func Tombstones(gone []flight.State, versions []int64, meta Meta) ([]Event, map[flight.FLID]int64, error) {
+	kind := ChangeVictim
+	if meta.Type == TypeJob {
+		kind = ChangeHistory
+	}
 	events := make([]Event, 0, len(gone))
 	assigned := make(map[flight.FLID]int64, len(gone))
 	for i, d := range gone {
-		ev, err := deleteEvent(d.FLID, versions[i], d.OperationDay, meta)
+		ev, err := deleteEvent(d.FLID, versions[i], d.OperationDay, meta, kind)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -128,7 +128,7 @@ func (w *WorkingSet) Increment(meta Meta, records []flight.Commands) (IncrementE
 			return IncrementEffect{}, err
 		}
 		next.StateVersion, next.LastMessageID, next.UpdatedAt = v, meta.MessageID, w.now
-		ev, err := upsertEvent(&next, wr.Changed, meta)
+		ev, err := upsertEvent(&next, wr.Changed, wr.Diff, meta)
 		if err != nil {
 			return IncrementEffect{}, err
 		}
@@ -170,7 +170,7 @@ func (w *WorkingSet) Delete(meta Meta, flids []flight.FLID) (DeleteEffect, error
 		if err != nil {
 			return DeleteEffect{}, err
 		}
-		ev, err := deleteEvent(f, v, cur.OperationDay, meta)
+		ev, err := deleteEvent(f, v, cur.OperationDay, meta, ChangeDelete)
 		if err != nil {
 			return DeleteEffect{}, err
 		}

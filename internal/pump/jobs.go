@@ -38,7 +38,7 @@ func (p *Pump) runJobs(ctx context.Context) {
 
 func (p *Pump) lifecycle(ctx context.Context, now time.Time) error {
 	spec := p.feed.Spec
-	meta := engine.Meta{Type: "JOB", Styp: "HISTORY_SWEEP"}
+	meta := engine.Meta{Type: engine.TypeJob, Styp: "HISTORY_SWEEP"}
 	if !spec.History.Disabled {
 		h := spec.History
 		cut := pumpdata.HistoryCutoffs{

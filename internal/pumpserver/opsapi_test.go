@@ -51,6 +51,10 @@ func (f *fakeOps) ReferenceLists(context.Context) ([]store.ReferenceList, error)
 func (f *fakeOps) ReferenceRecords(context.Context, string, string, int) ([]store.ReferenceRecord, error) {
 	return nil, nil
 }
+func (f *fakeOps) FlightHistory(context.Context, flight.FLID, store.HistoryFilter) ([]store.FlightChange, error) {
+	return nil, store.ErrNoFlight
+}
+
 func (f *fakeOps) ReferenceRecordByKey(_ context.Context, typ, key string) (store.ReferenceRecord, error) {
 	return store.ReferenceRecord{}, fmt.Errorf("%s %q: %w", typ, key, store.ErrNoReferenceRecord)
 }

@@ -58,6 +58,9 @@ type FeedReader interface {
 	ReferenceLists(ctx context.Context) ([]store.ReferenceList, error)
 	ReferenceRecords(ctx context.Context, typ, after string, limit int) ([]store.ReferenceRecord, error)
 	ReferenceRecordByKey(ctx context.Context, typ, key string) (store.ReferenceRecord, error)
+	// FlightHistory reads a flight's history (historyapi.go); it answers
+	// store.ErrNoFlight for a flight the database does not know.
+	FlightHistory(ctx context.Context, flid flight.FLID, f store.HistoryFilter) ([]store.FlightChange, error)
 }
 
 // FeedLookup finds a runnable feed's configuration
@@ -71,8 +74,9 @@ type FeedLookup interface {
 //
 //	GET /api/v1/feeds/{namespace}/{name}/flights?day=&updatedSince=&limit=&cursor=
 //	GET /api/v1/feeds/{namespace}/{name}/flights/{flid}
+//	GET /api/v1/feeds/{namespace}/{name}/flights/{flid}/history?day=&since=&limit=&cursor=
 //
-// the reference data (refapi.go) and the operations routes (opsapi.go).
+// (the last one a flight's history, historyapi.go), the reference data (refapi.go) and the operations routes (opsapi.go).
 //
 // Each response is read in one consistent (REPEATABLE READ, READ ONLY)
 // transaction; documents are the canonical JSON of SPEC §3.3, the same
@@ -203,6 +207,7 @@ func (a *ReadAPI) Handler() http.Handler {
 	}{
 		{patternFlights, a.authorized(ReadFlights, a.limited(a.list))},
 		{patternFlight, a.authorized(ReadFlights, a.limited(a.one))},
+		{patternHistory, a.authorized(ReadFlights, a.limited(a.history))},
 		{patternRefLists, a.authorized(ReadFlights, a.limited(a.refLists))},
 		{patternRefRecords, a.authorized(ReadFlights, a.limited(a.refRecords))},
 		{patternRefRecord, a.authorized(ReadFlights, a.limited(a.refRecord))},
@@ -228,6 +233,7 @@ func (a *ReadAPI) Handler() http.Handler {
 const (
 	patternFlights   = "GET /api/v1/feeds/{namespace}/{name}/flights"
 	patternFlight    = "GET /api/v1/feeds/{namespace}/{name}/flights/{flid}"
+	patternHistory   = "GET /api/v1/feeds/{namespace}/{name}/flights/{flid}/history"
 	patternDead      = "GET /api/v1/feeds/{namespace}/{name}/dead"
 	patternParked    = "GET /api/v1/feeds/{namespace}/{name}/parked"
 	patternRedeliver = "POST /api/v1/feeds/{namespace}/{name}/parked/redeliver"
@@ -245,7 +251,7 @@ const (
 )
 
 var routeNames = map[string]string{
-	patternFlights: "flights", patternFlight: "flight", patternDead: "dead", patternParked: "parked",
+	patternFlights: "flights", patternFlight: "flight", patternHistory: "history", patternDead: "dead", patternParked: "parked",
 	patternRedeliver: "redeliver", patternReplays: "replays", patternReplay: "replay", patternRerequest: "rerequest",
 	patternRefLists: "ref-lists", patternRefRecords: "ref-records", patternRefRecord: "ref-record",
 }

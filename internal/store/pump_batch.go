@@ -40,7 +40,7 @@ func (t *Tx) FinishBatch(ctx context.Context, archive []ArchivedRow, set *engine
 	second := &pgx.Batch{}
 	var queueErr error
 	if set != nil {
-		queueErr = queueSet(second, set, t.store.loc)
+		queueErr = queueSet(second, set, t.store.loc, t.now)
 	}
 	if sent != nil {
 		if err := readBatch(sent, first); err != nil {

@@ -216,6 +216,8 @@ func (s *Store) Prune(ctx context.Context, traceBefore, archiveBefore, eventsBef
 		{"trace log rows of past days", `DELETE FROM schd_snap_log WHERE operation_day < $2::date AND recv_at < $1`, traceBefore, []any{traceDay}},
 		{"trace log rows without a day", `DELETE FROM schd_snap_log WHERE operation_day IS NULL AND recv_at < $1`, traceBefore, nil},
 		{"raw archive", `DELETE FROM msg_archive WHERE archived_at < $1`, archiveBefore, nil},
+		// A flight's history goes with the raw messages that made it.
+		{"flight history", `DELETE FROM flight_change WHERE committed_at < $1`, archiveBefore, nil},
 		// Done rows (at or below the cursor) go by primary-key range, one
 		// statement; parked ones stay until re-delivered or superseded.
 		{"done outbox rows", `DELETE FROM msg_event e WHERE e.id <= (SELECT delivered_id FROM msg_event_cursor) AND e.created_at < $1

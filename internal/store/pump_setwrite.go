@@ -14,7 +14,7 @@ import (
 // trip and empties the set.
 func (t *Tx) WriteSet(ctx context.Context, w *engine.WorkingSet) error {
 	b := &pgx.Batch{}
-	if err := queueSet(b, w, t.store.loc); err != nil {
+	if err := queueSet(b, w, t.store.loc, t.now); err != nil {
 		return err
 	}
 	if err := t.sendBatch(ctx, b); err != nil {
@@ -26,8 +26,9 @@ func (t *Tx) WriteSet(ctx context.Context, w *engine.WorkingSet) error {
 
 // queueSet adds to b what the set holds to write: flights deleted in the
 // set go first (children, main row, roster), then every surviving changed
-// flight is written whole against its database state, then the events.
-func queueSet(b *pgx.Batch, w *engine.WorkingSet, loc *time.Location) error {
+// flight is written whole against its database state, then the events
+// and their history rows (stamped now, the transaction's time).
+func queueSet(b *pgx.Batch, w *engine.WorkingSet, loc *time.Location, now time.Time) error {
 	p := w.Pending()
 	gone := make([]int64, len(p.Gone))
 	for i, f := range p.Gone {
@@ -38,5 +39,6 @@ func queueSet(b *pgx.Batch, w *engine.WorkingSet, loc *time.Location) error {
 		return err
 	}
 	queueEvents(b, p.Events)
+	queueChanges(b, p.Events, now)
 	return nil
 }

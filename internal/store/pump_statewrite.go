@@ -240,8 +240,12 @@ func (t *Tx) writeFlights(ctx context.Context, b *pgx.Batch, meta Meta, writes [
 			if err := t.copyEvents(ctx, events); err != nil {
 				return nil, err
 			}
+			if err := t.copyChanges(ctx, events); err != nil {
+				return nil, err
+			}
 		} else {
 			queueEvents(b, events)
+			queueChanges(b, events, t.now)
 		}
 	}
 	events, deleted, err := engine.Tombstones(deletes, versions[len(writes):], meta)
@@ -255,5 +259,6 @@ func (t *Tx) writeFlights(ctx context.Context, b *pgx.Batch, meta Meta, writes [
 	}
 	queueDeletes(b, ids)
 	queueEvents(b, events)
+	queueChanges(b, events, t.now)
 	return assigned, nil
 }
