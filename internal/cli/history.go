@@ -138,7 +138,7 @@ takes FLID alone (history --config F 12345678); so does --feed [NS/]NAME.`
 func openHistorySource(cmd *cobra.Command, source *feedSource, feedArgs []string) (historySource, error) {
 	path := source.configFile()
 	switch {
-	case path != "" && source.kube(cmd, feedArgs):
+	case path != "" && source.kube(feedArgs):
 		return nil, usageError{errors.New("give either --config F (the database directly) or NAME (its read API in the cluster), not both")}
 	case path != "":
 		feed, err := config.Load(path)
