@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -90,8 +91,8 @@ func TestTooLargeNamesTheLargestField(t *testing.T) {
 			meta := engine.Meta{MessageID: msgID, Type: "SCHD", Styp: "RESP", Door: &fakeDoor{max: 10}}
 			for range 64 {
 				_, err := engine.Upserts([]engine.Write{{Next: s, Changed: []string{"ALCD", "FLNO"}}}, meta)
-				tl, ok := err.(*engine.TooLarge)
-				if !ok || tl.Field != c.want || tl.FieldBytes != max(c.alcd, c.flno)+2 || tl.Items != 0 {
+				var tl *engine.TooLarge
+				if !errors.As(err, &tl) || tl.Field != c.want || tl.FieldBytes != max(c.alcd, c.flno)+2 || tl.Items != 0 {
 					t.Fatalf("err = %v, want the largest field %s", err, c.want)
 				}
 			}
