@@ -149,10 +149,14 @@ func (w *WorkingSet) Increment(meta Meta, records []flight.Commands) (IncrementE
 // memory: once written, the main row and all child rows are gone, the FLID
 // has left its day's roster and a tombstone with a fresh state_version is
 // queued. A missing FLID is an idempotent success. The day's generation and
-// version are untouched.
+// version are untouched. On error nothing of the message is kept.
 func (w *WorkingSet) Delete(meta Meta, flids []flight.FLID) (DeleteEffect, error) {
 	out := DeleteEffect{Versions: map[flight.FLID]int64{}}
 	seen := map[flight.FLID]bool{}
+	// Decide every FLID before the set changes: a refused message (a
+	// flight not prefetched, the versions run out) keeps nothing.
+	var events []Event
+	var gone []flight.FLID
 	for _, f := range flids {
 		if seen[f] {
 			continue
@@ -174,14 +178,18 @@ func (w *WorkingSet) Delete(meta Meta, flids []flight.FLID) (DeleteEffect, error
 		if err != nil {
 			return DeleteEffect{}, err
 		}
-		w.events = append(w.events, ev)
+		events = append(events, ev)
+		gone = append(gone, f)
+		out.Versions[f] = v
+	}
+	for _, f := range gone {
 		w.cur[f] = nil
 		if _, inDB := w.base[f]; inDB {
 			w.recycled[f] = true
 		}
 		w.touch(f)
-		out.Versions[f] = v
 	}
+	w.events = append(w.events, events...)
 	return out, nil
 }
 
