@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -53,7 +54,10 @@ func TestMergeOfAMissingFlightStartsEmpty(t *testing.T) {
 	}
 	want := flight.NewState(ca100)
 	want.Scalars["FLNO"] = "CA1"
-	if diff := cmp.Diff(engine.Write{Next: want, Changed: []string{"FLNO"}, IsNew: true}, w); diff != "" {
+	// The history of a new flight: every field it has, set (none of the
+	// stale state passed along).
+	setFLNO := []flight.FieldChange{{Tag: "FLNO", Op: flight.ChangeSet, New: json.RawMessage(`"CA1"`)}}
+	if diff := cmp.Diff(engine.Write{Next: want, Changed: []string{"FLNO"}, IsNew: true, Diff: setFLNO}, w); diff != "" {
 		t.Fatalf("write (-want +got):\n%s", diff)
 	}
 }
