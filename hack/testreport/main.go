@@ -140,8 +140,11 @@ func (r *report) take(e event, out io.Writer) {
 				fmt.Fprintf(out, "--- output of %s %s\n%s", t.pkg, t.test, strings.Join(r.output[t], ""))
 			}
 		}
-		fmt.Fprintf(out, "%s", strings.Join(r.output[k], ""))
-		fmt.Fprintf(out, "FAIL\t%s\t%.3fs\n", e.Package, e.Elapsed)
+		pkgOut := strings.Join(r.output[k], "")
+		fmt.Fprintf(out, "%s", pkgOut)
+		if !strings.Contains(pkgOut, "FAIL\t"+e.Package) {
+			fmt.Fprintf(out, "FAIL\t%s\t%.3fs\n", e.Package, e.Elapsed)
+		}
 		r.forget(e.Package)
 	case "pass":
 		if e.Test == "" {
