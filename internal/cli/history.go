@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
-	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/pumpserver"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -133,25 +132,11 @@ takes FLID alone (history --config F 12345678); so does --feed [NS/]NAME.`
 	return cmd
 }
 
-// openHistorySource is where history reads: the database of --config, or
-// the read API of the feed feedArgs (or --feed) names.
+// openHistorySource is where history reads (openReadSource).
 func openHistorySource(cmd *cobra.Command, source *feedSource, feedArgs []string) (historySource, error) {
-	path := source.configFile()
-	switch {
-	case path != "" && source.kube(feedArgs):
-		return nil, usageError{errors.New("give either --config F (the database directly) or NAME (its read API in the cluster), not both")}
-	case path != "":
-		feed, err := config.Load(path)
-		if err != nil {
-			return nil, usageError{err}
-		}
-		s, err := openReadOnlyStore(cmd.Context(), feed)
-		if err != nil {
-			return nil, err
-		}
-		return storeHistorySource{loc: feed.Location, s: s}, nil
-	}
-	return source.api(cmd.Context(), feedArgs)
+	return openReadSource(cmd, source, feedArgs,
+		func(loc *time.Location, s *store.Store) historySource { return storeHistorySource{loc: loc, s: s} },
+		func(a *feedAPI) historySource { return a })
 }
 
 // readHistory reads flid's changes f selects, at most limit (0: all), a

@@ -146,25 +146,39 @@ func splitRefArgs(source *feedSource, args []string) (feedArgs, refArgs []string
 	return feedArgs, refArgs, nil
 }
 
-// openRefSource is where ref reads: the database of --config, or the
-// read API of the feed feedArgs (or --feed) names.
+// openRefSource is where ref reads (openReadSource).
 func openRefSource(cmd *cobra.Command, source *feedSource, feedArgs []string) (refSource, error) {
+	return openReadSource(cmd, source, feedArgs,
+		func(loc *time.Location, s *store.Store) refSource { return storeRefSource{loc: loc, s: s} },
+		func(a *feedAPI) refSource { return a })
+}
+
+// openReadSource is where a read command reads: the database of --config,
+// wrapped by fromStore, or the read API of the feed feedArgs (or --feed)
+// names, wrapped by fromAPI.
+func openReadSource[T any](cmd *cobra.Command, source *feedSource, feedArgs []string,
+	fromStore func(*time.Location, *store.Store) T, fromAPI func(*feedAPI) T) (T, error) {
+	var none T
 	path := source.configFile()
 	switch {
 	case path != "" && source.kube(feedArgs):
-		return nil, usageError{errors.New("give either --config F (the database directly) or NAME (its read API in the cluster), not both")}
+		return none, usageError{errors.New("give either --config F (the database directly) or NAME (its read API in the cluster), not both")}
 	case path != "":
 		feed, err := config.Load(path)
 		if err != nil {
-			return nil, usageError{err}
+			return none, usageError{err}
 		}
 		s, err := openReadOnlyStore(cmd.Context(), feed)
 		if err != nil {
-			return nil, err
+			return none, err
 		}
-		return storeRefSource{loc: feed.Location, s: s}, nil
+		return fromStore(feed.Location, s), nil
 	}
-	return source.api(cmd.Context(), feedArgs)
+	a, err := source.api(cmd.Context(), feedArgs)
+	if err != nil {
+		return none, err
+	}
+	return fromAPI(a), nil
 }
 
 // printRefLists prints every list of the catalogue.
