@@ -75,13 +75,9 @@ func (s *changeCopySource) Next() bool { s.i++; return s.i < len(s.events) }
 
 func (s *changeCopySource) Values() ([]any, error) {
 	e := &s.events[s.i]
-	day := pgtype.Date{}
-	if e.Day != "" {
-		d, err := time.Parse(time.DateOnly, e.Day)
-		if err != nil {
-			return nil, fmt.Errorf("change of flight %d: operation day %q: %w", e.FLID, e.Day, err)
-		}
-		day = pgtype.Date{Time: d, Valid: true}
+	day, err := eventDay(e, "change")
+	if err != nil {
+		return nil, err
 	}
 	received := pgtype.Timestamptz{Time: e.ReceivedAt, Valid: !e.ReceivedAt.IsZero()}
 	s.row = [8]any{int64(e.FLID), e.Version, e.MessageID, received, day, e.ChangeKind, changesOf(e), s.now} //nolint:gosec // at most 12 digits

@@ -81,6 +81,19 @@ func (t *Tx) copyEvents(ctx context.Context, events []engine.Event) error {
 	return nil
 }
 
+// eventDay is e's operation day as a date column (NULL while it has none);
+// what names the row in the error ("event", "change").
+func eventDay(e *engine.Event, what string) (pgtype.Date, error) {
+	if e.Day == "" {
+		return pgtype.Date{}, nil
+	}
+	d, err := time.Parse(time.DateOnly, e.Day)
+	if err != nil {
+		return pgtype.Date{}, fmt.Errorf("%s of flight %d: operation day %q: %w", what, e.FLID, e.Day, err)
+	}
+	return pgtype.Date{Time: d, Valid: true}, nil
+}
+
 type eventCopySource struct {
 	events []engine.Event
 	i      int
@@ -91,13 +104,9 @@ func (s *eventCopySource) Next() bool { s.i++; return s.i < len(s.events) }
 
 func (s *eventCopySource) Values() ([]any, error) {
 	e := &s.events[s.i]
-	day := pgtype.Date{}
-	if e.Day != "" {
-		d, err := time.Parse(time.DateOnly, e.Day)
-		if err != nil {
-			return nil, fmt.Errorf("event of flight %d: operation day %q: %w", e.FLID, e.Day, err)
-		}
-		day = pgtype.Date{Time: d, Valid: true}
+	day, err := eventDay(e, "event")
+	if err != nil {
+		return nil, err
 	}
 	s.row = [7]any{int64(e.FLID), e.Version, day, e.MessageID, nonEmpty(e.Notice), nonEmpty(e.Event), nonEmpty(e.State)} //nolint:gosec // at most 12 digits
 	return s.row[:], nil
