@@ -45,6 +45,44 @@ type FlightFeedDayStatus struct {
 	// LastCommitAt is when the day's last snapshot committed.
 	// +optional
 	LastCommitAt *metav1.Time `json:"lastCommitAt,omitempty"`
+
+	// Verification is the day's last verification (`kubectl flightfeed
+	// verify`): the day rebuilt from its archived messages and compared
+	// with what the feed serves. Absent when none ran.
+	// +optional
+	Verification *DayVerification `json:"verification,omitempty"`
+}
+
+// DayVerification is what the last verification of a day found.
+type DayVerification struct {
+	// Outcome is IDENTICAL (every flight and the ledger equal their
+	// rebuild), DIFFERS, or NOT_VERIFIABLE (the archive cannot rebuild the
+	// day; Reason says why).
+	// +kubebuilder:validation:Enum=IDENTICAL;DIFFERS;NOT_VERIFIABLE
+	Outcome string `json:"outcome"`
+
+	// Flights counts the day's flights served, Differing those that
+	// differ from the rebuild, Messages the messages replayed.
+	// +optional
+	Flights int64 `json:"flights,omitempty"`
+	// +optional
+	Differing int64 `json:"differing,omitempty"`
+	// +optional
+	Messages int64 `json:"messages,omitempty"`
+
+	// Reason says why the day is NOT_VERIFIABLE, or what beside flights
+	// differs.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Reason string `json:"reason,omitempty"`
+
+	// FinishedAt is when the verification ended.
+	FinishedAt metav1.Time `json:"finishedAt"`
+
+	// RanBy says who ran it: "cli", or "api" and the read API's user.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	RanBy string `json:"ranBy,omitempty"`
 }
 
 // FlightFeedDay is a read-only mirror of one operation day of a FlightFeed's
@@ -59,6 +97,8 @@ type FlightFeedDayStatus struct {
 // +kubebuilder:printcolumn:name="Flights",type=integer,JSONPath=`.status.flights`
 // +kubebuilder:printcolumn:name="Last-Message",type=integer,JSONPath=`.status.lastMessageId`
 // +kubebuilder:printcolumn:name="Committed",type=date,JSONPath=`.status.lastCommitAt`
+// +kubebuilder:printcolumn:name="Verified",type=string,JSONPath=`.status.verification.outcome`,priority=1
+// +kubebuilder:printcolumn:name="Verified-At",type=date,JSONPath=`.status.verification.finishedAt`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Feed",type=string,priority=1,JSONPath=`.spec.feedName`
 type FlightFeedDay struct {

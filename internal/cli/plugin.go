@@ -58,6 +58,7 @@ func userCommands(m mode) []*cobra.Command {
 		newGetCommand(m),
 		newRefCommand(m),
 		newHistoryCommand(m),
+		newVerifyCommand(m),
 		newVersionCommand(m),
 	}
 	if m.plugin() {
@@ -74,7 +75,9 @@ func newDaysCommand(m mode) *cobra.Command {
 operation day, the read-only mirror of the feed's snapshot ledger. VERSION
 is the day's snapshot generation, FLIGHTS the size of its roster,
 LAST-MESSAGE the mailbox row of its last full-day snapshot, COMMITTED how
-long ago that committed. -o wide adds the object's name.`,
+long ago that committed. -o wide adds the day's last verification
+(VERIFIED: IDENTICAL, DIFFERS or NOT_VERIFIABLE, and how long ago; see
+verify) and the object's name.`,
 		Example: examples(m,
 			"days pek -n airport-pek",
 			"days airport-pek/pek -o wide"),
@@ -128,10 +131,14 @@ long ago that committed. -o wide adds the object's name.`,
 			}
 			return duration.HumanDuration(now.Sub(t.Time))
 		}
-		table := columns("DAY", "VERSION", "FLIGHTS", "LAST-MESSAGE", "COMMITTED", "AGE", "NAME+")
+		table := columns("DAY", "VERSION", "FLIGHTS", "LAST-MESSAGE", "COMMITTED", "AGE", "VERIFIED+", "VERIFIED-AT+", "NAME+")
 		return printRows(cmd.OutOrStdout(), m, format, table, days, func(d v1alpha1.FlightFeedDay) []any {
+			verified, verifiedAt := "-", "-"
+			if v := d.Status.Verification; v != nil {
+				verified, verifiedAt = v.Outcome, ago(&v.FinishedAt)
+			}
 			return []any{d.Spec.Day, d.Status.Version, d.Status.Flights, d.Status.LastMessageID, ago(d.Status.LastCommitAt),
-				ago(&d.CreationTimestamp), d.Name}
+				ago(&d.CreationTimestamp), verified, verifiedAt, d.Name}
 		})
 	}
 	return cmd

@@ -196,6 +196,14 @@ func TestDaysListsTheFeedsFlightFeedDays(t *testing.T) {
 		}
 	}
 	day("pek-2026-09-10", "pek", feeds["pek"], "2026-09-10", 2)
+	verified := &v1alpha1.FlightFeedDay{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "pek-2026-09-10"}, verified); err != nil {
+		t.Fatal(err)
+	}
+	verified.Status.Verification = &v1alpha1.DayVerification{Outcome: "DIFFERS", Flights: 20, Differing: 1, FinishedAt: metav1.NewTime(time.Now().Add(-3 * time.Hour))}
+	if err := c.Status().Update(ctx, verified); err != nil {
+		t.Fatal(err)
+	}
 	day("pek-2026-09-09", "pek", feeds["pek"], "2026-09-09", 1)
 	day("pkx-2026-09-09", "pkx", feeds["pkx"], "2026-09-09", 7)
 	day("stray-2026-09-08", "pek", nil, "2026-09-08", 9) // labelled, not controlled by pek
@@ -207,7 +215,11 @@ func TestDaysListsTheFeedsFlightFeedDays(t *testing.T) {
 		!strings.HasPrefix(strings.Join(strings.Fields(lines[2]), " "), "2026-09-10 2 20 102 - ") {
 		t.Fatalf("days pek: exit %d %s\n%s", code, errOut, out)
 	}
-	if code, out, _ := runPlugin("days", "pek", "-n", "default", "--kubeconfig", kubeconfig, "-o", "wide"); code != 0 || !strings.Contains(out, "NAME") || !strings.Contains(out, "pek-2026-09-10") {
+	code, out, _ = runPlugin("days", "pek", "-n", "default", "--kubeconfig", kubeconfig, "-o", "wide")
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "DAY VERSION FLIGHTS LAST-MESSAGE COMMITTED AGE VERIFIED VERIFIED-AT NAME" ||
+		!strings.HasSuffix(strings.Join(strings.Fields(lines[1]), " "), " - - pek-2026-09-09") ||
+		!strings.HasSuffix(strings.Join(strings.Fields(lines[2]), " "), " DIFFERS 3h pek-2026-09-10") {
 		t.Errorf("days pek -o wide: exit %d\n%s", code, out)
 	}
 	code, out, _ = runPlugin("days", "default/pek", "--kubeconfig", kubeconfig, "-o", "json")

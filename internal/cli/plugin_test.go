@@ -36,6 +36,7 @@ func TestPluginCommandTree(t *testing.T) {
 		"export":     {args: "NAME", name: true},
 		"ref":        {args: "NAME", name: true, outputs: table},
 		"history":    {args: "NAME FLID", name: true, outputs: table},
+		"verify":     {args: "NAME", name: true, outputs: []string{outJSON, outYAML}},
 		"version":    {outputs: []string{outJSON, outYAML}},
 	}
 	root := newPluginCommand()

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -37,12 +38,14 @@ import (
 // read API where envtest's API server proxies to it, and a person who may
 // use that proxy but read no Secret.
 type proxyWorld struct {
-	cfg        string // the feed's --config file (the database directly)
-	kubeconfig string // the person's kubeconfig
-	admin      client.Client
-	kube       kubernetes.Interface
-	env        *envtest.Environment
-	restCfg    *rest.Config
+	cfg string // the feed's --config file (the database directly)
+	// databaseDSN is the feed's database.
+	databaseDSN string
+	kubeconfig  string // the person's kubeconfig
+	admin       client.Client
+	kube        kubernetes.Interface
+	env         *envtest.Environment
+	restCfg     *rest.Config
 }
 
 func newProxyWorld(t *testing.T) proxyWorld {
@@ -110,6 +113,7 @@ func newProxyWorld(t *testing.T) proxyWorld {
 	})
 	serviceAccount(t, c, "ops", []rbacv1.PolicyRule{
 		{APIGroups: []string{"flightfeed.aero"}, Resources: []string{"flightfeeds/messages", "flightfeeds/replays"}, Verbs: []string{"get", "create"}},
+		{APIGroups: []string{"flightfeed.aero"}, Resources: []string{"flightfeeds/verifications"}, Verbs: []string{"create"}},
 	})
 	serviceAccount(t, c, "viewer", []rbacv1.PolicyRule{
 		{APIGroups: []string{"flightfeed.aero"}, Resources: []string{"flightfeeds/messages"}, Verbs: []string{"get"}},
@@ -118,7 +122,7 @@ func newProxyWorld(t *testing.T) proxyWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := proxyWorld{cfg: cfgFile, kubeconfig: person, admin: c, kube: kube, env: env, restCfg: restCfg}
+	w := proxyWorld{cfg: cfgFile, databaseDSN: databaseDSN, kubeconfig: person, admin: c, kube: kube, env: env, restCfg: restCfg}
 	await.Eventually(t, "the pump pod's read API to answer through the proxy", time.Minute, func() (bool, string) {
 		code, out, errOut := runCLI(w.ops("dead")...)
 		return code == 0, out + errOut
@@ -295,6 +299,37 @@ func TestOpsCommandsGoThroughTheServiceProxy(t *testing.T) {
 	if code != exitFailed || !strings.Contains(errOut, `reach the read API of default/pek through the API server's service proxy (services/proxy default/https:pek-pump:api): `+
 		`services "https:pek-pump:api" is forbidden: User "stranger" cannot get resource "services/proxy" in API group "" in the namespace "default"`) {
 		t.Errorf("without services/proxy: exit %d: %s", code, errOut)
+	}
+}
+
+// verify NAME runs in the pump pod through the service proxy: the same
+// report as verify --config (whose differences TestVerifyDay proves),
+// recorded as the API's user's;
+// a user without create flightfeeds/verifications is refused by the pod.
+func TestVerifyGoesThroughTheServiceProxy(t *testing.T) {
+	w := newProxyWorld(t)
+	execPG(t, w.databaseDSN, `DELETE FROM day_verification`)
+
+	code, viaProxy, errOut := runCLI(w.ops("verify", "--day", "2026-09-09")...)
+	if code != 0 || !strings.HasPrefix(viaProxy, "2026-09-09: ") || !strings.Contains(viaProxy, " identical (") {
+		t.Fatalf("verify through the proxy: exit %d\n%s%s", code, viaProxy, errOut)
+	}
+	if got := lastVerification(t, w.databaseDSN, "2026-09-09"); !strings.HasPrefix(got, "IDENTICAL ") || !strings.HasSuffix(got, " api system:serviceaccount:default:ops ") {
+		t.Fatalf("recorded %q, want IDENTICAL by the API's user", got)
+	}
+	if code, direct, errOut := runCLI("verify", "--config", w.cfg, "--day", "2026-09-09"); code != 0 || direct != viaProxy {
+		t.Fatalf("verify --config: exit %d %s\n%s\nthrough the proxy:\n%s", code, errOut, direct, viaProxy)
+	}
+	// The plugin's form, and its document.
+	code, out, errOut := runPlugin("verify", "pek", "-n", "default", "--kubeconfig", w.kubeconfig, "--service-account", "ops", "--day", "2026-09-09", "-o", "json")
+	var res struct{ Outcome, RanBy string }
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.Outcome != "IDENTICAL" || res.RanBy != "api system:serviceaccount:default:ops" {
+		t.Fatalf("kubectl flightfeed verify pek -o json: exit %d (%v)\n%s%s", code, err, out, errOut)
+	}
+
+	code, _, errOut = runCLI("verify", "--feed", "default/pek", "--kubeconfig", w.kubeconfig, "--service-account", "viewer", "--day", "2026-09-09")
+	if code != exitFailed || !strings.Contains(errOut, "read API of default/pek (403): system:serviceaccount:default:viewer may not create flightfeeds/verifications of flightfeed default/pek") {
+		t.Fatalf("verify as a viewer: exit %d: %s", code, errOut)
 	}
 }
 

@@ -127,7 +127,6 @@ operator (manager) or, for one feed without Kubernetes, as a pump.`,
 		newMigrateCommand(),
 		newExportCommand(binaryMode),
 		newLedgerCommand(),
-		newVerifyCommand(),
 		newSimulateCommand(),
 		newSelftestCommand(),
 	)

@@ -2,23 +2,29 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
+	"github.com/flightfeed/flightfeed/internal/config"
+	"github.com/flightfeed/flightfeed/internal/pumpserver"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/verify"
 	"github.com/flightfeed/flightfeed/internal/verify/rebuild"
 )
 
-// verify's exit codes beside 0 (identical).
+// verify's exit codes beside 0 (identical), 1 (the verification could
+// not run: another runs, a connection failed) and 2 (bad usage).
 const (
-	exitDiffers       = 1
-	exitNotVerifiable = 2
+	exitDiffers       = 3
+	exitNotVerifiable = 4
 )
 
 // exitCodeError ends the command with code after printing its message.
@@ -30,67 +36,167 @@ type exitCodeError struct {
 func (e exitCodeError) Error() string { return e.err.Error() }
 func (e exitCodeError) Unwrap() error { return e.err }
 
-func newVerifyCommand() *cobra.Command {
+func newVerifyCommand(m mode) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "verify --config F --day YYYY-MM-DD [--timeout D]",
+		Use:   "verify NAME --day YYYY-MM-DD [--timeout D] [-o json|yaml]",
 		Short: "Rebuild a day from the archived messages and compare it with what the feed serves",
 		Long: `verify rebuilds one operation day from the archived raw messages (the evidence
 archive, msg_archive), in their mailbox order, with the pump's own code, in a
 scratch schema of the feed's database that it creates, migrates and drops;
 the live tables are only read. Each flight of the day in current state and
 the day's ledger are compared with the rebuild (the state version and the
-update time, artefacts of processing, are not compared).
+update time, artefacts of processing, are not compared). The outcome is
+kept as the day's last verification (its FlightFeedDay shows it, and
+` + "`days -o wide`" + `).
 
-Exit 0: "N flights, identical". Exit 1: each differing flight with its
+Exit 0: "N flights, identical". Exit 3: each differing flight with its
 differing fields (rebuilt -> served) and the first message whose result
-differs. Exit 2: the day is NOT VERIFIABLE (the archive no longer holds a
+differs. Exit 4: the day is NOT VERIFIABLE (the archive no longer holds a
 message the feed processed, or an applied message's body was cut), never
-reported as verified.
+reported as verified. Exit 1: the verification could not run (another
+verification of the feed is running: one at a time per feed; a connection
+failed; the timeout passed). -o json|yaml prints the outcome as a document.
 
 The rebuild sends no request, writes to no mailbox and publishes nothing.
 A full-day answer is attributed with the live request log as of each
-message.`,
-		Example: "  flightfeed verify --config pek.yaml --day 2026-09-09",
-		Args:    cobra.NoArgs,
+message.
+
+It runs in a pump pod of the feed NAME (or NS/NAME), through the API
+server's service proxy: you need create on services/proxy of <NAME>-pump and
+a token for the feed (--service-account, --token-file or $FLIGHTFEED_TOKEN)
+whose user may create flightfeeds/verifications. Interrupting the command
+(Ctrl-C) stops the verification in the pod.`,
+		Example: examples(m, "verify pek --day 2026-09-09 -n airport-pek --service-account ops"),
+		Args:    cobra.ExactArgs(1),
 	}
-	load := configFlag(cmd)
+	if m == binaryMode {
+		cmd.Use = "verify (--config F | NAME [--service-account SA | --token-file F]) --day YYYY-MM-DD [--timeout D] [-o json|yaml]"
+		cmd.Long += `
+
+With --config F it runs here, on the feed's database directly, without
+Kubernetes (its DSN's user must be allowed to create a schema).`
+		cmd.Example = examples(m, "verify --config pek.yaml --day 2026-09-09") + "\n" + cmd.Example
+		cmd.Args = cobra.MaximumNArgs(1)
+	}
+	source := addFeedSource(cmd, m, true)
 	day := cmd.Flags().String("day", "", "the operation day to verify (YYYY-MM-DD, airport-local)")
-	timeout := cmd.Flags().Duration("timeout", 30*time.Minute, "give up the rebuild after this long")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+	timeout := cmd.Flags().Duration("timeout", pumpserver.DefaultVerifyTimeout, "give up the rebuild after this long (at most "+pumpserver.MaxVerifyTimeout.String()+" through the read API)")
+	// The report as text by default (kubectl's default output is no -o).
+	output := outputFlag(cmd, "", "output format: json or yaml (default: the report as text)", outJSON, outYAML)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		format, err := output()
+		if err != nil {
+			return err
+		}
 		if *day == "" {
 			return usageError{errors.New("--day YYYY-MM-DD is required")}
 		}
 		if _, err := time.Parse(time.DateOnly, *day); err != nil {
 			return usageError{fmt.Errorf("--day %q: must be YYYY-MM-DD", *day)}
 		}
-		ctx := cmd.Context()
-		feed, live, err := openFeedStore(ctx, load, openReadOnlyStore)
+		if *timeout <= 0 {
+			return usageError{fmt.Errorf("--timeout %s: must be above 0", *timeout)}
+		}
+		if source.configFile() == "" && !source.kube(args) {
+			return usageError{errors.New("NAME (the FlightFeed) is required")}
+		}
+		src, err := openReadSource(cmd, source, args,
+			func(_ *time.Location, s *store.Store) verifySource {
+				return storeVerifier{s: s, path: source.configFile(), log: newLogger(cmd)}
+			},
+			func(a *feedAPI) verifySource { return a })
 		if err != nil {
 			return err
 		}
-		defer live.Close()
-		dbTLS, err := feed.DatabaseTLS()
+		defer src.Close()
+		res, err := src.Verify(cmd.Context(), *day, *timeout)
 		if err != nil {
 			return err
 		}
-		ctx, cancel := context.WithTimeout(ctx, *timeout)
-		defer cancel()
-		rep, err := rebuild.Day(ctx, rebuild.Options{Feed: feed, Live: live, DSN: feed.Secrets.DatabaseDSN,
-			Conn: []store.ConnOption{store.WithTLS(dbTLS)}, Day: *day, Log: newLogger(cmd)})
-		var nv *verify.NotVerifiable
-		if errors.As(err, &nv) {
-			return exitCodeError{code: exitNotVerifiable, err: err}
-		}
-		if err != nil {
-			return err
-		}
-		printReport(cmd.OutOrStdout(), rep)
-		if !rep.Identical() {
-			return exitCodeError{code: exitDiffers, err: fmt.Errorf("%s differs from its rebuild", *day)}
-		}
-		return nil
+		return printVerification(cmd.OutOrStdout(), format, res)
 	}
 	return cmd
+}
+
+// verifySource runs a verification: here on the database of --config, or
+// in a pump pod through the read API.
+type verifySource interface {
+	Verify(ctx context.Context, day string, timeout time.Duration) (pumpserver.VerifyResult, error)
+	Close()
+}
+
+// storeVerifier verifies on the feed's database directly (--config).
+type storeVerifier struct {
+	s    *store.Store
+	path string
+	log  logr.Logger
+}
+
+func (v storeVerifier) Close() { v.s.Close() }
+
+func (v storeVerifier) Verify(ctx context.Context, day string, timeout time.Duration) (pumpserver.VerifyResult, error) {
+	feed, err := config.Load(v.path)
+	if err != nil {
+		return pumpserver.VerifyResult{}, usageError{err}
+	}
+	dbTLS, err := feed.DatabaseTLS()
+	if err != nil {
+		return pumpserver.VerifyResult{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	rec, rep, err := rebuild.Day(ctx, rebuild.Options{Feed: feed, Live: v.s, DSN: feed.Secrets.DatabaseDSN,
+		Conn: []store.ConnOption{store.WithTLS(dbTLS)}, Day: day, Log: v.log, RanBy: "cli"})
+	var nv *verify.NotVerifiable
+	switch {
+	case errors.As(err, &nv) && rec.Outcome != "":
+		return pumpserver.VerifyResult{Record: rec}, nil
+	case err != nil:
+		return pumpserver.VerifyResult{}, err
+	}
+	return pumpserver.VerifyResult{Record: rec, Report: &rep}, nil
+}
+
+// Verify asks a pump pod of the feed to verify day (POST verifications)
+// and waits for its answer; ctx ending (Ctrl-C) cancels it there.
+func (a *feedAPI) Verify(ctx context.Context, day string, timeout time.Duration) (pumpserver.VerifyResult, error) {
+	var res pumpserver.VerifyResult
+	err := a.call(ctx, "POST", "verifications", nil, pumpserver.VerifyRequest{Day: day, Timeout: timeout.String()}, &res)
+	return res, err
+}
+
+// printVerification prints a verification's outcome and ends the command
+// with its exit code: 0 identical, 3 differs, 4 not verifiable.
+func printVerification(w io.Writer, format string, res pumpserver.VerifyResult) error {
+	switch format {
+	case outJSON, outYAML:
+		doc, err := json.Marshal(res)
+		if err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+		doc = append(doc, '\n')
+		if format == outYAML {
+			if doc, err = yaml.JSONToYAML(doc); err != nil {
+				return fmt.Errorf("write output: %w", err)
+			}
+		}
+		if _, err := w.Write(doc); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+	default:
+		if res.Report != nil {
+			printReport(w, *res.Report)
+		}
+	}
+	switch res.Outcome {
+	case verify.OutcomeIdentical:
+		return nil
+	case verify.OutcomeNotVerifiable:
+		return exitCodeError{code: exitNotVerifiable, err: fmt.Errorf("%s NOT VERIFIABLE: %s", res.Day, res.Reason)}
+	case verify.OutcomeDiffers:
+		return exitCodeError{code: exitDiffers, err: fmt.Errorf("%s differs from its rebuild", res.Day)}
+	}
+	return fmt.Errorf("verification of %s: unknown outcome %q", res.Day, res.Outcome)
 }
 
 func printReport(w io.Writer, rep verify.Report) {

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,8 +16,10 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
+	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+	"github.com/flightfeed/flightfeed/internal/verify"
 )
 
 // verifyWorld is a feed whose pump processed a scripted day, 2026-09-09:
@@ -84,6 +88,27 @@ func countScratch(t *testing.T, dsn string) int {
 	return n
 }
 
+// lastVerification reads the day's recorded verification: outcome,
+// flights, differing, reason, ran_by.
+func lastVerification(t *testing.T, dsn, day string) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	var got string
+	err = conn.QueryRow(ctx, `SELECT concat_ws(' ', outcome, flights, differing, messages, ran_by, reason) FROM day_verification WHERE operation_day = $1::date`, day).Scan(&got)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "none"
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 func TestVerifyDay(t *testing.T) {
 	dsn, cfg := verifyWorld(t)
 
@@ -94,20 +119,74 @@ func TestVerifyDay(t *testing.T) {
 	if n := countScratch(t, dsn); n != 0 {
 		t.Fatalf("%d scratch schemas left behind", n)
 	}
+	if got := lastVerification(t, dsn, "2026-09-09"); got != "IDENTICAL 2 0 4 cli " {
+		t.Fatalf("recorded verification %q, want IDENTICAL of 2 flights, 4 messages, by cli", got)
+	}
+	// The ledger the pump mirrors into FlightFeedDays carries it; the
+	// ledger command's lines do not change.
+	s, err := store.Open(context.Background(), dsn, store.Options{Location: time.UTC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ledger, err := s.Ledger(context.Background())
+	if err != nil || len(ledger) != 1 || ledger[0].Verification == nil || ledger[0].Verification.Outcome != verify.OutcomeIdentical ||
+		ledger[0].Verification.FinishedAt.IsZero() {
+		t.Fatalf("ledger %+v (%v): want 2026-09-09 with its IDENTICAL verification", ledger, err)
+	}
+	if code, out, _ := runCLI("ledger", "--config", cfg); code != 0 || strings.Contains(out, "verif") || strings.Count(out, "\n") != 1 {
+		t.Fatalf("ledger: exit %d: %s", code, out)
+	}
+
+	// -o json: the outcome as a document, the comparison in it.
+	code, out, errOut = runCLI("verify", "--config", cfg, "--day", "2026-09-09", "-o", "json")
+	var doc struct {
+		Day, Outcome     string
+		Flights          int
+		Messages         int
+		Report           *verify.Report
+		StartedAt, RanBy string
+	}
+	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil || doc.Day != "2026-09-09" || doc.Outcome != "IDENTICAL" ||
+		doc.Flights != 2 || doc.Messages != 4 || doc.Report == nil || doc.Report.Flights != 2 || doc.RanBy != "cli" || doc.StartedAt == "" {
+		t.Fatalf("verify -o json: exit %d (%v)\n%s%s", code, err, out, errOut)
+	}
+
+	// One verification at a time per feed: while another holds the lock,
+	// verify refuses at once (exit 1) and records nothing new.
+	unlock, err := store.LockVerification(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	execPG(t, dsn, `DELETE FROM day_verification`)
+	code, out, errOut = runCLI("verify", "--config", cfg, "--day", "2026-09-09")
+	unlock()
+	if code != 1 || !strings.Contains(errOut, "another verification of this feed is running") {
+		t.Fatalf("verify while another runs: exit %d\n%s%s", code, out, errOut)
+	}
+	if got := lastVerification(t, dsn, "2026-09-09"); got != "none" {
+		t.Fatalf("a refused verification recorded %q", got)
+	}
 
 	// A flight edited by hand is found: its field, both values, and no
 	// message parts.
 	execPG(t, dsn, `UPDATE flight_schd SET estt = '09SEP261111', state_version = nextval('state_version_seq') WHERE flid = 2`)
 	code, out, errOut = runCLI("verify", "--config", cfg, "--day", "2026-09-09")
-	if code != 1 || !strings.Contains(out, "flight 2 differs\n  ESTT Replace \"09SEP261010\" -> \"09SEP261111\"\n") ||
+	if code != 3 || !strings.Contains(out, "flight 2 differs\n  ESTT Replace \"09SEP261010\" -> \"09SEP261111\"\n") ||
 		!strings.Contains(out, "no message parts") || strings.Contains(out, "flight 1 ") {
 		t.Fatalf("verify a hand-edited flight: exit %d\n%s%s", code, out, errOut)
+	}
+	if got := lastVerification(t, dsn, "2026-09-09"); got != "DIFFERS 2 1 4 cli " {
+		t.Fatalf("recorded verification %q, want DIFFERS, 1 of 2 flights", got)
 	}
 
 	// An archive pruned of a message the feed processed: not verifiable.
 	execPG(t, dsn, `DELETE FROM msg_archive WHERE message_id = (SELECT min(message_id) FROM msg_archive)`)
 	code, out, errOut = runCLI("verify", "--config", cfg, "--day", "2026-09-09")
-	if code != 2 || !strings.Contains(errOut, "2026-09-09 NOT VERIFIABLE: message 1 ") || !strings.Contains(errOut, "not in the archive") {
+	if code != 4 || !strings.Contains(errOut, "2026-09-09 NOT VERIFIABLE: message 1 ") || !strings.Contains(errOut, "not in the archive") {
 		t.Fatalf("verify a pruned archive: exit %d\n%s%s", code, out, errOut)
+	}
+	if got := lastVerification(t, dsn, "2026-09-09"); !strings.HasPrefix(got, "NOT_VERIFIABLE 0 0 0 cli message 1 ") {
+		t.Fatalf("recorded verification %q, want NOT_VERIFIABLE with its reason", got)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/verify"
 )
 
 // DayName is the name of the FlightFeedDay of feed and day ("pek-2026-09-09").
@@ -136,5 +137,18 @@ func dayStatus(d store.LedgerDay) v1alpha1.FlightFeedDayStatus {
 		LastMessageID: d.LastMessageID,
 		Flights:       d.Flights,
 		LastCommitAt:  timePtr(d.LastCommitAt.Truncate(time.Second)),
+		Verification:  dayVerification(d.Verification),
+	}
+}
+
+// dayVerification is a day's last verification as its FlightFeedDay
+// shows it (nil: none ran).
+func dayVerification(v *verify.Record) *v1alpha1.DayVerification {
+	if v == nil {
+		return nil
+	}
+	return &v1alpha1.DayVerification{
+		Outcome: v.Outcome, Flights: int64(v.Flights), Differing: int64(v.Differing), Messages: int64(v.Messages),
+		Reason: truncate(v.Reason, 1024), FinishedAt: metav1.NewTime(v.FinishedAt.Truncate(time.Second)), RanBy: truncate(v.RanBy, 512),
 	}
 }

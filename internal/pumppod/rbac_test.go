@@ -487,6 +487,7 @@ func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 				rules: join(flatten(t, []rbacv1.PolicyRule{
 					{APIGroups: []string{"flightfeed.aero"}, Resources: []string{"flightfeeds", "flightfeeds/messages"}, Verbs: []string{"get"}},
 					{APIGroups: []string{"flightfeed.aero"}, Resources: []string{"flightfeeds/replays"}, Verbs: []string{"get", "create"}},
+					{APIGroups: []string{"flightfeed.aero"}, Resources: []string{"flightfeeds/verifications"}, Verbs: []string{"create"}},
 				})),
 			},
 		}

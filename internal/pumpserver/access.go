@@ -53,6 +53,9 @@ var (
 	// CreateReplays records a replay of a DEAD message or makes parked
 	// events PENDING again (`flightfeed replay`, `parked --redeliver`).
 	CreateReplays = Permission{Verb: "create", Subresource: "replays"}
+	// CreateVerifications rebuilds a day from its archive in the pump pod
+	// and records the outcome (`kubectl flightfeed verify`).
+	CreateVerifications = Permission{Verb: "create", Subresource: "verifications"}
 )
 
 // ReadResource is the resource whose subresources the permissions name.

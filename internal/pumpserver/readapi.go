@@ -121,6 +121,11 @@ type ReadAPI struct {
 
 	mu     sync.Mutex
 	stores map[types.NamespacedName]*readStore
+
+	// verifier verifies days (verifyapi.go); verifying the feeds it is
+	// verifying now.
+	verifier  Verifier
+	verifying verifications
 }
 
 type readStore struct {
@@ -217,6 +222,9 @@ func (a *ReadAPI) Handler() http.Handler {
 		{patternReplays, a.authorized(CreateReplays, a.limited(a.requestReplay))},
 		{patternReplay, a.authorized(ReadReplays, a.limited(a.replay))},
 		{patternRerequest, a.authorized(CreateReplays, a.limited(a.rerequest))},
+		// Not limited: a verification holds its request for minutes, and
+		// is bounded to one per feed itself.
+		{patternVerify, a.authorized(CreateVerifications, a.verifyDay)},
 	} {
 		mux.HandleFunc(rt.pattern, rt.h)
 	}
@@ -240,6 +248,7 @@ const (
 	patternReplays   = "POST /api/v1/feeds/{namespace}/{name}/replays"
 	patternReplay    = "GET /api/v1/feeds/{namespace}/{name}/replays/{id}"
 	patternRerequest = "POST /api/v1/feeds/{namespace}/{name}/rerequests"
+	patternVerify    = "POST /api/v1/feeds/{namespace}/{name}/verifications"
 	// The reference data (refapi.go).
 	patternRefLists   = "GET /api/v1/feeds/{namespace}/{name}/ref"
 	patternRefRecords = "GET /api/v1/feeds/{namespace}/{name}/ref/{kind}"
@@ -252,7 +261,7 @@ const (
 
 var routeNames = map[string]string{
 	patternFlights: "flights", patternFlight: "flight", patternHistory: "history", patternDead: "dead", patternParked: "parked",
-	patternRedeliver: "redeliver", patternReplays: "replays", patternReplay: "replay", patternRerequest: "rerequest",
+	patternRedeliver: "redeliver", patternReplays: "replays", patternReplay: "replay", patternRerequest: "rerequest", patternVerify: "verify",
 	patternRefLists: "ref-lists", patternRefRecords: "ref-records", patternRefRecord: "ref-record",
 }
 

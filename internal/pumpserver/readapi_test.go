@@ -71,7 +71,7 @@ func fakeAccess() *Access {
 		asked := Permission{Verb: ra.Verb, Subresource: ra.Subresource}
 		feedOK := ra.Namespace == testNamespace && ra.Name == testFeed && ra.Resource == ReadResource
 		sar.Status.Allowed = feedOK && (sar.Spec.User == "reader" && asked == ReadFlights ||
-			sar.Spec.User == "operator" && (asked == ReadMessages || asked == ReadReplays || asked == CreateReplays))
+			sar.Spec.User == "operator" && (asked == ReadMessages || asked == ReadReplays || asked == CreateReplays || asked == CreateVerifications))
 		return true, sar, nil
 	})
 	return NewAccess(c.AuthenticationV1().TokenReviews(), c.AuthorizationV1().SubjectAccessReviews(), nil)

@@ -30,8 +30,11 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/pumppod"
 	"github.com/flightfeed/flightfeed/internal/serving"
+	"github.com/flightfeed/flightfeed/internal/verify"
+	"github.com/flightfeed/flightfeed/internal/verify/rebuild"
 )
 
 // Defaults of Options.
@@ -311,7 +314,10 @@ func New(o Options) (manager.Manager, error) {
 	}
 	if addr := orDefault(o.APIAddr, DefaultAPIAddr); addr != "0" {
 		api := NewReadAPI(dir, access, o.APIMaxConcurrentRequests,
-			APIMetrics{Rejected: metrics.ReadAPIRejected(), Requests: metrics.ReadAPIRequests(), Duration: metrics.ReadAPIDuration()}, o.Log.WithName("read-api"))
+			APIMetrics{Rejected: metrics.ReadAPIRejected(), Requests: metrics.ReadAPIRequests(), Duration: metrics.ReadAPIDuration()}, o.Log.WithName("read-api")).
+			WithVerifier(func(ctx context.Context, feed *config.Feed, day, ranBy string) (verify.Record, verify.Report, error) {
+				return rebuild.Verify(ctx, feed, day, ranBy, o.Log.WithName("verify").WithValues("flightfeed", feed.Namespace+"/"+feed.Name))
+			})
 		if err := mgr.Add(&apiServer{addr: addr, api: api, certDir: o.APICertDir, http2: o.EnableHTTP2, timeouts: o.Timeouts, log: o.Log.WithName("read-api")}); err != nil {
 			return nil, fmt.Errorf("pump pod: add read api: %w", err)
 		}

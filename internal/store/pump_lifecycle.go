@@ -215,6 +215,8 @@ func (s *Store) Prune(ctx context.Context, traceBefore, archiveBefore, eventsBef
 	}{
 		{"trace log rows of past days", `DELETE FROM schd_snap_log WHERE operation_day < $2::date AND recv_at < $1`, traceBefore, []any{traceDay}},
 		{"trace log rows without a day", `DELETE FROM schd_snap_log WHERE operation_day IS NULL AND recv_at < $1`, traceBefore, nil},
+		// A day's last verification goes with its trace.
+		{"verifications of past days", `DELETE FROM day_verification WHERE operation_day < $2::date AND finished_at < $1`, traceBefore, []any{traceDay}},
 		{"raw archive", `DELETE FROM msg_archive WHERE archived_at < $1`, archiveBefore, nil},
 		// A flight's history goes with the raw messages that made it.
 		{"flight history", `DELETE FROM flight_change WHERE committed_at < $1`, archiveBefore, nil},

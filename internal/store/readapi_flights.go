@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
+	"github.com/flightfeed/flightfeed/internal/verify"
 )
 
 // Filter selects flights for a consistent read; the zero value is all.
@@ -145,6 +146,9 @@ type LedgerDay struct {
 	// flight of it still in current state, or a message that concerns it
 	// unfinished or not yet written back. Not part of `flightfeed ledger`.
 	Held string `json:"-"`
+	// Verification is the day's last verification (`flightfeed verify`),
+	// nil when none ran. Not part of `flightfeed ledger`.
+	Verification *verify.Record `json:"-"`
 }
 
 // Ledger returns every day of the ledger, ascending, with its roster size
@@ -155,15 +159,27 @@ func (s *Store) Ledger(ctx context.Context) ([]LedgerDay, error) {
 		rows, err := tx.Query(ctx, `WITH `+ledgerHolds+`
 			SELECT g.operation_day::text, g.version, g.last_message_id, g.last_recv_at,
 				(SELECT count(*) FROM schd_gen_flid r WHERE r.operation_day = g.operation_day),
-				coalesce(h.held, '')
+				coalesce(h.held, ''),
+				v.outcome, v.flights, v.differing, v.messages, v.reason, v.started_at, v.finished_at, v.ran_by
 			FROM schd_gen g LEFT JOIN held h ON h.day = g.operation_day
+				LEFT JOIN day_verification v ON v.operation_day = g.operation_day
 			ORDER BY g.operation_day`, "infinity")
 		if err != nil {
 			return err
 		}
 		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (LedgerDay, error) {
 			var d LedgerDay
-			err := row.Scan(&d.Day, &d.Version, &d.LastMessageID, &d.LastCommitAt, &d.Flights, &d.Held)
+			var v struct {
+				outcome, reason, ranBy       *string
+				flights, differing, messages *int
+				started, finished            *time.Time
+			}
+			err := row.Scan(&d.Day, &d.Version, &d.LastMessageID, &d.LastCommitAt, &d.Flights, &d.Held,
+				&v.outcome, &v.flights, &v.differing, &v.messages, &v.reason, &v.started, &v.finished, &v.ranBy)
+			if err == nil && v.outcome != nil {
+				d.Verification = &verify.Record{Day: d.Day, Outcome: *v.outcome, Flights: *v.flights, Differing: *v.differing,
+					Messages: *v.messages, Reason: *v.reason, StartedAt: *v.started, FinishedAt: *v.finished, RanBy: *v.ranBy}
+			}
 			return d, err
 		})
 		return err

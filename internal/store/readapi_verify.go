@@ -176,21 +176,95 @@ func DropScratchSchema(ctx context.Context, dsn, schema string, opts ...ConnOpti
 	return onConn(ctx, dsn, opts, fmt.Sprintf("drop schema %s", schema), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
 }
 
-func onConn(ctx context.Context, dsn string, opts []ConnOption, what, sql string) error {
+func onConn(ctx context.Context, dsn string, opts []ConnOption, what, sql string, args ...any) error {
+	conn, err := connect(ctx, dsn, opts, what)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
+	if _, err := conn.Exec(ctx, sql, args...); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// connect opens one connection to the database of dsn, for what.
+func connect(ctx context.Context, dsn string, opts []ConnOption, what string) (*pgx.Conn, error) {
 	cfg, err := parseConnConfig(dsn)
 	if err != nil {
-		return dsnError(dsn, "%s: parse database DSN: %w", what, parseReason(err))
+		return nil, dsnError(dsn, "%s: parse database DSN: %w", what, parseReason(err))
 	}
 	for _, o := range opts {
 		o(&cfg.Config)
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return dsnError(dsn, "%s: connect: %w", what, err)
+		return nil, dsnError(dsn, "%s: connect: %w", what, err)
 	}
-	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
-	if _, err := conn.Exec(ctx, sql); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+	return conn, nil
+}
+
+// ErrVerifyRunning is LockVerification's answer while another
+// verification of the feed holds the lock.
+var ErrVerifyRunning = errors.New("another verification of this feed is running")
+
+// LockVerification takes the feed's verification lock: one verification
+// at a time per feed (per schema of its database), whichever process runs
+// it — a pump pod through the read API or `flightfeed verify` on a
+// workstation. It is a session advisory lock on a connection of its own:
+// a process that dies releases it with its connection. It answers
+// ErrVerifyRunning at once when the lock is held; unlock releases it.
+func LockVerification(ctx context.Context, dsn string, opts ...ConnOption) (unlock func(), err error) {
+	conn, err := connect(ctx, dsn, opts, "lock the verification")
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	var got bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext(current_schema() || '.flightfeed_verify'))`).Scan(&got); err != nil {
+		_ = conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("lock the verification: %w", err)
+	}
+	if !got {
+		_ = conn.Close(context.WithoutCancel(ctx))
+		return nil, ErrVerifyRunning
+	}
+	// Closing the session releases its advisory locks.
+	return func() { _ = conn.Close(context.WithoutCancel(ctx)) }, nil
+}
+
+// RecordVerification keeps rec as its day's last verification
+// (day_verification), replacing the one before. It writes with the
+// writer's DSN: `verify` reads the live tables read-only and writes only
+// this row.
+func RecordVerification(ctx context.Context, dsn string, rec verify.Record, opts ...ConnOption) error {
+	return onConn(ctx, dsn, opts, "record the verification of "+rec.Day, `
+		INSERT INTO day_verification (operation_day, outcome, flights, differing, messages, reason, started_at, finished_at, ran_by)
+		VALUES ($1::date, $2, $3, $4, $5, $6, $7, $8, $9)
+		ON CONFLICT (operation_day) DO UPDATE SET outcome = excluded.outcome, flights = excluded.flights,
+			differing = excluded.differing, messages = excluded.messages, reason = excluded.reason,
+			started_at = excluded.started_at, finished_at = excluded.finished_at, ran_by = excluded.ran_by`,
+		rec.Day, rec.Outcome, rec.Flights, rec.Differing, rec.Messages, rec.Reason, rec.StartedAt, rec.FinishedAt, rec.RanBy)
+}
+
+// Verifications reads the last verification of every day that had one,
+// days ascending.
+func (s *Store) Verifications(ctx context.Context) ([]verify.Record, error) {
+	var out []verify.Record
+	err := s.readOnly(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT operation_day::text, outcome, flights, differing, messages, reason, started_at, finished_at, ran_by
+			FROM day_verification ORDER BY operation_day`)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (verify.Record, error) {
+			var r verify.Record
+			err := row.Scan(&r.Day, &r.Outcome, &r.Flights, &r.Differing, &r.Messages, &r.Reason, &r.StartedAt, &r.FinishedAt, &r.RanBy)
+			return r, err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the verifications: %w", err)
+	}
+	return out, nil
 }

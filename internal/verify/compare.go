@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 )
@@ -12,18 +14,19 @@ import (
 // Ledger is one day's snapshot ledger (schd_gen and its roster).
 type Ledger struct {
 	// Present: the day has a committed full-day snapshot.
-	Present bool
+	Present bool `json:"present"`
 	// Version is a value of the state_version sequence: shown, never
 	// compared (a rebuild takes other values of its own sequence).
-	Version       int64
-	LastMessageID int64
-	Roster        []flight.FLID
+	Version       int64         `json:"version,omitempty"`
+	LastMessageID int64         `json:"lastMessageId,omitempty"`
+	Roster        []flight.FLID `json:"roster,omitempty"`
 }
 
 // Result is one message's processing result.
 type Result struct {
-	ID             int64
-	Status, Reason string
+	ID     int64  `json:"id"`
+	Status string `json:"status,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Flight differences (FlightDiff.Kind).
@@ -50,27 +53,29 @@ type FlightDiff struct {
 
 // LedgerDiff is the day's ledger, served and rebuilt, when they differ.
 type LedgerDiff struct {
-	Served, Rebuilt Ledger
+	Served  Ledger `json:"served"`
+	Rebuilt Ledger `json:"rebuilt"`
 	// What says which part differs.
-	What string
+	What string `json:"what"`
 }
 
 // Parting is the first message, in mailbox order, whose rebuilt result is
 // not the served one.
 type Parting struct {
-	Served, Rebuilt Result
+	Served  Result `json:"served"`
+	Rebuilt Result `json:"rebuilt"`
 }
 
 // Report is the comparison of a rebuilt day with the served one.
 type Report struct {
-	Day string
+	Day string `json:"day"`
 	// Flights counts the flights of the day served.
-	Flights int
-	Diffs   []FlightDiff
-	Ledger  *LedgerDiff
-	Parting *Parting
+	Flights int          `json:"flights"`
+	Diffs   []FlightDiff `json:"diffs,omitempty"`
+	Ledger  *LedgerDiff  `json:"ledger,omitempty"`
+	Parting *Parting     `json:"parting,omitempty"`
 	// Messages counts the messages replayed.
-	Messages int
+	Messages int `json:"messages"`
 }
 
 // Identical reports whether the rebuilt day is the served one.
@@ -145,4 +150,52 @@ func ledgerDiffers(served, rebuilt Ledger) string {
 		return "roster"
 	}
 	return ""
+}
+
+// The outcomes of a verification (Record.Outcome).
+const (
+	OutcomeIdentical     = "IDENTICAL"
+	OutcomeDiffers       = "DIFFERS"
+	OutcomeNotVerifiable = "NOT_VERIFIABLE"
+)
+
+// Record is what a verification of a day found, kept as the day's last
+// verification.
+type Record struct {
+	Day     string `json:"day"`
+	Outcome string `json:"outcome"`
+	// Flights counts the flights of the day served; Differing those that
+	// differ from the rebuild; Messages the messages replayed.
+	Flights   int `json:"flights"`
+	Differing int `json:"differing"`
+	Messages  int `json:"messages"`
+	// Reason says why a day is NOT_VERIFIABLE, or what else than flights
+	// differs ("ledger: roster", "message 42 parts").
+	Reason     string    `json:"reason,omitempty"`
+	StartedAt  time.Time `json:"startedAt"`
+	FinishedAt time.Time `json:"finishedAt"`
+	// RanBy says who ran it: "cli", or the read API's user.
+	RanBy string `json:"ranBy,omitempty"`
+}
+
+// RecordOf is the record of a verification that compared the day (rep) or
+// found it not verifiable (nv non-nil).
+func RecordOf(day string, rep Report, nv *NotVerifiable) Record {
+	if nv != nil {
+		return Record{Day: day, Outcome: OutcomeNotVerifiable, Reason: nv.Reason}
+	}
+	r := Record{Day: day, Outcome: OutcomeIdentical, Flights: rep.Flights, Differing: len(rep.Diffs), Messages: rep.Messages}
+	if rep.Identical() {
+		return r
+	}
+	r.Outcome = OutcomeDiffers
+	var why []string
+	if rep.Ledger != nil {
+		why = append(why, "ledger: "+rep.Ledger.What)
+	}
+	if rep.Parting != nil {
+		why = append(why, "message "+strconv.FormatInt(rep.Parting.Served.ID, 10)+" parts")
+	}
+	r.Reason = strings.Join(why, "; ")
+	return r
 }

@@ -41,11 +41,46 @@ type Options struct {
 	Conn []store.ConnOption
 	Day  string
 	Log  logr.Logger
+	// RanBy names who asks (verify.Record.RanBy).
+	RanBy string
+	// Clock reads the wall clock for the record (time.Now when nil).
+	Clock func() time.Time
 }
 
-// Day rebuilds opts.Day and compares it with the served day. A day the
-// archive cannot rebuild is a *verify.NotVerifiable error.
-func Day(ctx context.Context, opts Options) (verify.Report, error) {
+// Day verifies opts.Day: one verification at a time per feed
+// (store.LockVerification: store.ErrVerifyRunning while another runs), the
+// day rebuilt and compared with the served day, and the outcome recorded
+// as the day's last verification (store.RecordVerification), a day the
+// archive cannot rebuild included. That day's error is a
+// *verify.NotVerifiable; a verification that failed or was cancelled
+// records nothing.
+func Day(ctx context.Context, opts Options) (verify.Record, verify.Report, error) {
+	now := opts.Clock
+	if now == nil {
+		now = time.Now
+	}
+	unlock, err := store.LockVerification(ctx, opts.DSN, opts.Conn...)
+	if err != nil {
+		return verify.Record{}, verify.Report{}, err
+	}
+	defer unlock()
+	started := now()
+	rep, err := rebuildDay(ctx, opts)
+	var nv *verify.NotVerifiable
+	if err != nil && !errors.As(err, &nv) {
+		return verify.Record{}, rep, err
+	}
+	rec := verify.RecordOf(opts.Day, rep, nv)
+	rec.StartedAt, rec.FinishedAt, rec.RanBy = started, now(), opts.RanBy
+	if rerr := store.RecordVerification(ctx, opts.DSN, rec, opts.Conn...); rerr != nil {
+		return rec, rep, errors.Join(err, rerr)
+	}
+	return rec, rep, err
+}
+
+// rebuildDay rebuilds opts.Day and compares it with the served day. A day
+// the archive cannot rebuild is a *verify.NotVerifiable error.
+func rebuildDay(ctx context.Context, opts Options) (verify.Report, error) {
 	log := opts.Log
 	if log.GetSink() == nil {
 		log = logr.Discard()
@@ -181,3 +216,25 @@ func scratchName() (string, error) {
 // errNoSend is the Inbox's answer to a request or a write-back the
 // rebuild must never make.
 var errNoSend = errors.New("a rebuild sends no request to the mailbox")
+
+// Verify verifies day of feed (Day) as a pump pod does for the read API:
+// the live tables read through a read-only connection of the feed's read
+// role (its writer's when it has none), the scratch schema made with the
+// writer's DSN, ranBy recorded as who asked.
+func Verify(ctx context.Context, feed *config.Feed, day, ranBy string, log logr.Logger) (verify.Record, verify.Report, error) {
+	dbTLS, err := feed.DatabaseTLS()
+	if err != nil {
+		return verify.Record{}, verify.Report{}, err
+	}
+	dsn := feed.Secrets.DatabaseDSN
+	if feed.Secrets.ReadDatabaseDSN != "" {
+		dsn = feed.Secrets.ReadDatabaseDSN
+	}
+	live, err := store.Open(ctx, dsn, store.Options{MaxConns: 2, Location: feed.Location, ReadOnly: true, TLS: dbTLS})
+	if err != nil {
+		return verify.Record{}, verify.Report{}, fmt.Errorf("open the feed's database to verify %s: %w", day, err)
+	}
+	defer live.Close()
+	return Day(ctx, Options{Feed: feed, Live: live, DSN: feed.Secrets.DatabaseDSN, Conn: []store.ConnOption{store.WithTLS(dbTLS)},
+		Day: day, Log: log, RanBy: ranBy})
+}
