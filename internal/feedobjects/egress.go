@@ -33,7 +33,8 @@ func DependencyAddresses(ff *v1alpha1.FlightFeed, dsn func(v1alpha1.SecretKeyRef
 	if err != nil {
 		return nil, nil, err
 	}
-	if a := config.MailboxAddress(v); a != "" {
+	// "" opens nothing: the drivers would read it as their local defaults.
+	if a := config.MailboxAddress(v); v != "" && a != "" {
 		mailbox = append(mailbox, a)
 	}
 	refs := []v1alpha1.SecretKeyRef{ff.Spec.Database.DSNSecretRef}
@@ -44,6 +45,9 @@ func DependencyAddresses(ff *v1alpha1.FlightFeed, dsn func(v1alpha1.SecretKeyRef
 		v, err := dsn(ref)
 		if err != nil {
 			return nil, nil, err
+		}
+		if v == "" {
+			continue
 		}
 		for _, a := range config.DatabaseAddresses(v) {
 			if !slices.Contains(database, a) {
