@@ -2,6 +2,7 @@ package feedobjects
 
 import (
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -234,36 +235,55 @@ func TestNetworkPolicyOpensNoRefusedBroker(t *testing.T) {
 	}
 }
 
+// status.pumpPods summarises the Deployment field by field: the desired
+// count (spec, not the status's surge pod), the ready and updated pods,
+// "ready/desired", the generation the template was rendered from and —
+// only once the rollout is complete — the generation every pod runs, with
+// the previous one kept until then.
 func TestPumpPodsStatus(t *testing.T) {
 	ff := testFeed(nil)
 	ff.Status.PumpPods = &v1alpha1.PumpPodsStatus{Generation: 6}
 	dep := render(ff, testDefaults).Deployment
 	dep.Generation = 3
+	adjusted := []string{"spec.pump.resources.limits.memory 64Gi is above the chart's maximum 2Gi: 2Gi is rendered"}
 	cases := []struct {
 		name    string
 		status  appsv1.DeploymentStatus
 		wantGen int64
 		ready   string
+		// ReadyReplicas and UpdatedReplicas as summarised.
+		readyReplicas, updated int32
 	}{
 		{"rolling out: the pods still run the previous generation",
-			appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 3, UpdatedReplicas: 1, ReadyReplicas: 2, AvailableReplicas: 2}, 6, "2/2"},
+			appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 3, UpdatedReplicas: 1, ReadyReplicas: 2, AvailableReplicas: 2}, 6, "2/2", 2, 1},
 		{"controller has not seen the new template",
-			appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}, 6, "2/2"},
+			appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}, 6, "2/2", 2, 2},
 		{"rolled out",
-			appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}, 7, "2/2"},
-		{"no pod ready", appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2}, 6, "0/2"},
+			appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}, 7, "2/2", 2, 2},
+		{"no pod ready", appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2}, 6, "0/2", 0, 2},
+		{"one ready, none updated yet", appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 3, UpdatedReplicas: 0, ReadyReplicas: 1, AvailableReplicas: 1}, 6, "1/2", 1, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dep.Status = c.status
-			s := PumpPodsStatus(ff, dep, "", nil)
+			s := PumpPodsStatus(ff, dep, "", adjusted)
 			if s.Generation != c.wantGen || s.Ready != c.ready || s.ObservedGeneration != 7 || s.Deployment != "pek-pump" {
 				t.Errorf("%+v", s)
 			}
+			want := v1alpha1.PumpPodsStatus{Deployment: "pek-pump", Replicas: 2, ReadyReplicas: c.readyReplicas, Ready: c.ready,
+				UpdatedReplicas: c.updated, Generation: c.wantGen, ObservedGeneration: 7, Adjusted: adjusted}
+			if !reflect.DeepEqual(*s, want) {
+				t.Errorf("status.pumpPods\n  %+v\nwant\n  %+v", *s, want)
+			}
 		})
 	}
-	if s := PumpPodsStatus(ff, nil, "waiting", nil); s.Waiting != "waiting" || s.Generation != 6 || s.Ready != "0/0" {
+	s := PumpPodsStatus(ff, nil, "waiting", nil)
+	if s.Waiting != "waiting" || s.Generation != 6 || s.Ready != "0/0" {
 		t.Errorf("waiting: %+v", s)
+	}
+	// Nothing made yet: no pod counted.
+	if want := (v1alpha1.PumpPodsStatus{Deployment: "pek-pump", Ready: "0/0", Generation: 6, Waiting: "waiting"}); !reflect.DeepEqual(*s, want) {
+		t.Errorf("waiting: %+v, want %+v", *s, want)
 	}
 }
 
