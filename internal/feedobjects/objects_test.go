@@ -1,6 +1,7 @@
 package feedobjects
 
 import (
+	"errors"
 	"maps"
 	"reflect"
 	"slices"
@@ -305,9 +306,29 @@ func TestPortsTurnedOff(t *testing.T) {
 	}
 }
 
+// Defaults without the pump image are refused with that reason, whatever
+// else they set; with an image the same defaults are taken.
 func TestPumpDefaultsNeedAnImage(t *testing.T) {
-	if _, err := (PumpDefaults{}).WithDefaults(); err == nil {
-		t.Fatal("no image accepted")
+	for _, tc := range []struct {
+		name string
+		d    PumpDefaults
+	}{
+		{"nothing set", PumpDefaults{}},
+		{"everything but the image", PumpDefaults{Args: []string{"--lease-duration=15s"}, Ports: PumpPorts{Metrics: -1},
+			Certificate: &PumpCertificate{}, ServiceMonitor: &PumpServiceMonitor{}, NetworkPolicy: &PumpNetworkPolicy{}}},
+	} {
+		_, err := tc.d.WithDefaults()
+		if !errors.Is(err, ErrNoImage) {
+			t.Errorf("%s: err %v, want ErrNoImage", tc.name, err)
+		}
+		if want := "pump defaults: image is required (the operator's own image)"; err == nil || err.Error() != want {
+			t.Errorf("%s: the operator says %v, want %q", tc.name, err, want)
+		}
+		withImage := tc.d
+		withImage.Image = "registry.example/flightfeed:1.2.3"
+		if d, err := withImage.WithDefaults(); err != nil || d.Image != withImage.Image {
+			t.Errorf("%s, with an image: %v (image %q)", tc.name, err, d.Image)
+		}
 	}
 }
 
