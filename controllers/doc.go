@@ -1,5 +1,5 @@
 // Package controllers is the FlightFeed operator: control plane only. For
-// each FlightFeed it renders and owns, in the feed's namespace, the objects
+// each FlightFeed it makes and owns, in the feed's namespace, the objects
 // its data plane runs in — the Deployment <name>-pump (pods running
 // `flightfeed pump --feed NS/NAME`), their ServiceAccount, Role and
 // RoleBinding, a PodDisruptionBudget, the read API's Service, a
@@ -20,6 +20,11 @@
 // their host and port alone, to open the pods' egress to exactly those
 // (egress.go); it keeps and logs nothing else of them. It
 // imports no data-plane package (store, mailbox, dispatch, pump, feedrun,
-// pumppod); the names both sides share come from package feednames. Object
-// rendering is pure (objects.go) and table-tested.
+// pumppod); the names both sides share come from package feednames.
+//
+// The reconciler finds and writes; it does not decide what the objects
+// hold. What one feed's objects and status.pumpPods are, and the pump
+// defaults with their bounds, are package feedobjects: pure, and
+// table-tested there. The operator's RBAC markers, which controller-gen
+// reads from this package, are in reconciler.go.
 package controllers

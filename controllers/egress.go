@@ -2,10 +2,8 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
 	"sync"
 	"time"
 
@@ -17,8 +15,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
-	"github.com/flightfeed/flightfeed/internal/config"
-	"github.com/flightfeed/flightfeed/internal/secretconsent"
+	"github.com/flightfeed/flightfeed/internal/feedobjects"
 )
 
 // DependencyResync is how often a feed with a NetworkPolicy is reconciled
@@ -32,12 +29,13 @@ const DependencyResync = time.Minute
 // Secret by name (uncached, with the get it holds in the feed's namespace
 // to grant it to the pump), only when it carries the consent the pump
 // requires — the label v1alpha1.SecretLabel=true and the feed named in
-// v1alpha1.FeedsAnnotation — keeps the host and port and drops the rest at
+// v1alpha1.FeedsAnnotation (feedobjects.ConsentedDSN) — keeps the host and
+// port (feedobjects.DependencyAddresses) and drops the rest at
 // once; it never logs or reports a DSN. A Secret that is missing, refused
 // or unreadable opens nothing (the pump does not start without it, and
 // says why); the next resync looks again.
 func (r *FlightFeedReconciler) dependencyAddresses(ctx context.Context, ff *v1alpha1.FlightFeed) (mailbox, database []string, err error) {
-	read := func(ref v1alpha1.SecretKeyRef) (string, error) {
+	return feedobjects.DependencyAddresses(ff, func(ref v1alpha1.SecretKeyRef) (string, error) {
 		var s corev1.Secret
 		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ff.Namespace, Name: ref.Name}, &s)
 		switch {
@@ -47,35 +45,8 @@ func (r *FlightFeedReconciler) dependencyAddresses(ctx context.Context, ff *v1al
 		case err != nil:
 			return "", fmt.Errorf("read secret %s/%s for the pump pods' egress: %w", ff.Namespace, ref.Name, err)
 		}
-		v, present := s.Annotations[v1alpha1.FeedsAnnotation]
-		if _, ferr := secretconsent.CheckFeed(v, present, ff.Name); ferr != nil || s.Labels[v1alpha1.SecretLabel] != "true" {
-			return "", nil
-		}
-		return string(s.Data[ref.Key]), nil
-	}
-	dsn, err := read(ff.Spec.Mailbox.DSNSecretRef)
-	if err != nil {
-		return nil, nil, err
-	}
-	if a := config.MailboxAddress(dsn); a != "" {
-		mailbox = append(mailbox, a)
-	}
-	refs := []v1alpha1.SecretKeyRef{ff.Spec.Database.DSNSecretRef}
-	if r := ff.Spec.Database.ReadDSNSecretRef; r != nil {
-		refs = append(refs, *r)
-	}
-	for _, ref := range refs {
-		dsn, err := read(ref)
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, a := range config.DatabaseAddresses(dsn) {
-			if !slices.Contains(database, a) {
-				database = append(database, a)
-			}
-		}
-	}
-	return mailbox, database, nil
+		return feedobjects.ConsentedDSN(&s, ff.Name, ref.Key), nil
+	})
 }
 
 // apiServerCache remembers the API server's addresses for a minute: every
@@ -90,11 +61,10 @@ type apiServerCache struct {
 // apiServerTTL is how long the looked-up addresses are used.
 const apiServerTTL = time.Minute
 
-// apiServerAddresses are the API server's addresses as a pod reaches it:
-// the ClusterIP(s) of the Service kubernetes in namespace default and the
-// endpoints of its EndpointSlice of the same name (most CNIs judge a
-// connection after the Service address is translated). The chart grants
-// get on those two objects alone. An error means unknown; fresh says the
+// apiServerAddresses are the API server's addresses as a pod reaches it
+// (feedobjects.APIServerAddresses of the Service kubernetes in namespace
+// default and its EndpointSlice of the same name: the chart grants get on
+// those two objects alone). An error means unknown; fresh says the
 // answer was looked up now, not remembered.
 func (r *FlightFeedReconciler) apiServerAddresses(ctx context.Context) (addrs []netip.Addr, fresh bool, err error) {
 	c := &r.apiServer
@@ -122,28 +92,5 @@ func (r *FlightFeedReconciler) lookUpAPIServer(ctx context.Context) ([]netip.Add
 	if err := r.APIReader.Get(ctx, key, &slice); err != nil {
 		return nil, fmt.Errorf("get endpointslice %s: %w", key, err)
 	}
-	var out []netip.Addr
-	add := func(s string) {
-		if ip, err := netip.ParseAddr(s); err == nil && !slices.Contains(out, ip.Unmap()) {
-			out = append(out, ip.Unmap())
-		}
-	}
-	for _, ip := range svc.Spec.ClusterIPs {
-		add(ip)
-	}
-	if len(svc.Spec.ClusterIPs) == 0 {
-		add(svc.Spec.ClusterIP)
-	}
-	endpoints := 0
-	for _, e := range slice.Endpoints {
-		for _, a := range e.Addresses {
-			add(a)
-			endpoints++
-		}
-	}
-	if endpoints == 0 {
-		return nil, errors.New("endpointslice default/kubernetes lists no address")
-	}
-	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })
-	return out, nil
+	return feedobjects.APIServerAddresses(&svc, &slice)
 }

@@ -2,9 +2,6 @@ package controllers
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -35,6 +32,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/feednames"
+	"github.com/flightfeed/flightfeed/internal/feedobjects"
 )
 
 // RBAC of the operator (config/rbac/role.yaml is generated from these
@@ -74,7 +72,7 @@ type FlightFeedReconciler struct {
 	// the write (the optimistic lock needs a fresh resourceVersion).
 	APIReader client.Reader
 	// Defaults complete every pump Deployment.
-	Defaults PumpDefaults
+	Defaults feedobjects.PumpDefaults
 	// OperatorNamespace is where releases that ran the pumps inside the
 	// operator kept every feed's Lease. While a pump of such a release
 	// holds a feed's Lease there, the feed's Deployment is not made (the
@@ -141,7 +139,7 @@ func (r *FlightFeedReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 		return ctrl.Result{RequeueAfter: again}, nil
 	}
-	d, err := r.Defaults.withDefaults()
+	d, err := r.Defaults.WithDefaults()
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -152,7 +150,7 @@ func (r *FlightFeedReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	objs := renderPumpObjectsWith(&ff, d, env)
+	objs := feedobjects.Render(&ff, d, env)
 	if err := r.apply(ctx, &ff, objs); err != nil {
 		// Said where the user looks (a value the API server refuses in the
 		// pods' resources or placement, an object of that name that is not
@@ -208,8 +206,8 @@ func (r *FlightFeedReconciler) now() time.Time {
 // renderEnv finds what the rendering needs beyond the feed and the
 // defaults: whether scraper tokens can be made, and, for the
 // NetworkPolicy, the feed's DSN hosts and the API server's addresses.
-func (r *FlightFeedReconciler) renderEnv(ctx context.Context, ff *v1alpha1.FlightFeed, d PumpDefaults) (renderEnv, error) {
-	env := renderEnv{ScrapeTokens: r.ScrapeTokens != nil && r.ScrapeTokens.Mint != nil}
+func (r *FlightFeedReconciler) renderEnv(ctx context.Context, ff *v1alpha1.FlightFeed, d feedobjects.PumpDefaults) (feedobjects.Env, error) {
+	env := feedobjects.Env{ScrapeTokens: r.ScrapeTokens != nil && r.ScrapeTokens.Mint != nil}
 	np := d.NetworkPolicy
 	if np == nil {
 		return env, nil
@@ -324,7 +322,7 @@ func addOwner(obj client.Object, ff *v1alpha1.FlightFeed) {
 
 // apply creates or updates every object of the feed's pump, and removes
 // the PodDisruptionBudget and NetworkPolicy when they are not wanted.
-func (r *FlightFeedReconciler) apply(ctx context.Context, ff *v1alpha1.FlightFeed, o pumpObjects) error {
+func (r *FlightFeedReconciler) apply(ctx context.Context, ff *v1alpha1.FlightFeed, o feedobjects.Objects) error {
 	// The Lease first: a pod that starts finds it, and its Role (get and
 	// update of that one Lease) needs nothing more.
 	if err := r.ensureLease(ctx, o.Lease); err != nil {
@@ -351,7 +349,7 @@ func (r *FlightFeedReconciler) apply(ctx context.Context, ff *v1alpha1.FlightFee
 			}
 			dep.Spec.Replicas, dep.Spec.Strategy = o.Deployment.Spec.Replicas, o.Deployment.Spec.Strategy
 			dep.Spec.RevisionHistoryLimit = o.Deployment.Spec.RevisionHistoryLimit
-			setTemplate(dep, o.Deployment.Spec.Template)
+			feedobjects.SetTemplate(dep, o.Deployment.Spec.Template)
 		}},
 	}
 	if o.PDB != nil {
@@ -422,7 +420,7 @@ func (r *FlightFeedReconciler) apply(ctx context.Context, ff *v1alpha1.FlightFee
 	if o.Certificate == nil {
 		// Turned off: the pods no longer mount it. Without cert-manager's
 		// CRDs there is none to delete.
-		err := r.deleteOwned(ctx, ff, certManagerKey("Certificate", ff.Namespace, feednames.PumpTLS(ff.Name)))
+		err := r.deleteOwned(ctx, ff, feedobjects.CertManagerKey("Certificate", ff.Namespace, feednames.PumpTLS(ff.Name)))
 		if err != nil && !meta.IsNoMatchError(err) {
 			return err
 		}
@@ -431,7 +429,7 @@ func (r *FlightFeedReconciler) apply(ctx context.Context, ff *v1alpha1.FlightFee
 		// Turned off, or no longer safe to scrape: no ServiceMonitor
 		// sends a token the pods cannot be trusted with. Without the
 		// Prometheus Operator's CRDs there is none to delete.
-		err := r.deleteOwned(ctx, ff, monitoringKey("ServiceMonitor", ff.Namespace, feednames.Pump(ff.Name)))
+		err := r.deleteOwned(ctx, ff, feedobjects.MonitoringKey("ServiceMonitor", ff.Namespace, feednames.Pump(ff.Name)))
 		if err != nil && !meta.IsNoMatchError(err) {
 			return err
 		}
@@ -444,7 +442,7 @@ func (r *FlightFeedReconciler) apply(ctx context.Context, ff *v1alpha1.FlightFee
 func applyError(ff *v1alpha1.FlightFeed, obj client.Object, err error) error {
 	if u, ok := obj.(*unstructured.Unstructured); ok && meta.IsNoMatchError(err) {
 		provider := "the pump certificates are issued by cert-manager: install it, or turn pump.certManager off"
-		if u.GroupVersionKind().Group == MonitoringGroup {
+		if u.GroupVersionKind().Group == feedobjects.MonitoringGroup {
 			provider = "the feeds' ServiceMonitors need the Prometheus Operator's CRDs: install them, or turn monitoring.serviceMonitor off"
 		}
 		return fmt.Errorf("apply %s %s/%s: %w (%s)", u.GetKind(), ff.Namespace, obj.GetName(), err, provider)
@@ -477,59 +475,6 @@ func (r *FlightFeedReconciler) applyNamespaceCA(ctx context.Context, ff *v1alpha
 		}
 	}
 	return nil
-}
-
-// certManagerKey is an empty cert-manager object of that kind and name,
-// read and written unstructured (uncached: the operator keeps no informer
-// on a kind that may not be installed).
-func certManagerKey(kind, namespace, name string) *unstructured.Unstructured {
-	return unstructuredKey(CertManagerGroup+"/"+CertManagerVersion, kind, namespace, name)
-}
-
-// monitoringKey is the same for the Prometheus Operator's kinds.
-func monitoringKey(kind, namespace, name string) *unstructured.Unstructured {
-	return unstructuredKey(MonitoringGroup+"/"+MonitoringVersion, kind, namespace, name)
-}
-
-func unstructuredKey(apiVersion, kind, namespace, name string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(apiVersion)
-	u.SetKind(kind)
-	u.SetNamespace(namespace)
-	u.SetName(name)
-	return u
-}
-
-// setTemplate puts the rendered pod template into dep unless dep already
-// runs it. The API server fills defaults into a stored template
-// (terminationMessagePath, protocols, probe thresholds, ...), so the
-// rendering never equals it, and writing it back at every reconcile was a
-// PUT per Deployment status change that changed nothing. dep runs the
-// rendering when it was last written from the same rendering (the hash
-// annotation: a field the rendering dropped changes the hash) and still
-// holds every field the rendering sets (an edit of the pods' template by
-// hand is put back).
-func setTemplate(dep *appsv1.Deployment, want corev1.PodTemplateSpec) {
-	hash := templateHash(want)
-	if dep.Annotations[AnnotationTemplateHash] == hash && equality.Semantic.DeepDerivative(want, dep.Spec.Template) {
-		return
-	}
-	dep.Spec.Template = want
-	if dep.Annotations == nil {
-		dep.Annotations = map[string]string{}
-	}
-	dep.Annotations[AnnotationTemplateHash] = hash
-}
-
-// templateHash is a digest of a rendered pod template (encoding/json
-// writes map keys sorted: the same rendering, the same hash).
-func templateHash(t corev1.PodTemplateSpec) string {
-	b, err := json.Marshal(t)
-	if err != nil {
-		return "" // never equal to a stored hash: the template is written
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:16])
 }
 
 // kindName is the kind of a typed or unstructured object, for messages.
@@ -599,18 +544,7 @@ func (r *FlightFeedReconciler) syncAuthDelegator(ctx context.Context) error {
 	if err := r.Client.List(ctx, &feeds); err != nil {
 		return fmt.Errorf("list flightfeeds: %w", err)
 	}
-	subjects := make([]rbacv1.Subject, 0, len(feeds.Items))
-	for _, f := range feeds.Items {
-		if f.DeletionTimestamp.IsZero() {
-			subjects = append(subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: f.Namespace, Name: feednames.Pump(f.Name)})
-		}
-	}
-	slices.SortFunc(subjects, func(a, b rbacv1.Subject) int {
-		if a.Namespace != b.Namespace {
-			return compare(a.Namespace, b.Namespace)
-		}
-		return compare(a.Name, b.Name)
-	})
+	subjects := feedobjects.AuthDelegatorSubjects(feeds.Items)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		// Uncached: the operator may get this one binding, not list them.
 		var crb rbacv1.ClusterRoleBinding
@@ -639,54 +573,6 @@ func (r *FlightFeedReconciler) syncAuthDelegator(ctx context.Context) error {
 	return nil
 }
 
-func compare(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// pumpPodsStatus is status.pumpPods for the Deployment dep (nil: not made
-// yet, waiting says why) on top of the previous one.
-func pumpPodsStatus(ff *v1alpha1.FlightFeed, dep *appsv1.Deployment, waiting string, adjusted []string) *v1alpha1.PumpPodsStatus {
-	s := &v1alpha1.PumpPodsStatus{Deployment: feednames.Pump(ff.Name), Waiting: waiting, Adjusted: adjusted}
-	if prev := ff.Status.PumpPods; prev != nil {
-		s.Generation = prev.Generation
-	}
-	if dep == nil {
-		s.Ready = "0/0"
-		return s
-	}
-	want := ptr.Deref(dep.Spec.Replicas, 1)
-	s.Replicas, s.ReadyReplicas, s.UpdatedReplicas = want, dep.Status.ReadyReplicas, dep.Status.UpdatedReplicas
-	s.Ready = fmt.Sprintf("%d/%d", dep.Status.ReadyReplicas, want)
-	if gen, ok := templateGeneration(dep); ok {
-		s.ObservedGeneration = gen
-		// Rolled out: the controller saw this template, every pod runs it
-		// and no pod of an older one is left.
-		if dep.Status.ObservedGeneration >= dep.Generation && dep.Status.UpdatedReplicas == want &&
-			dep.Status.Replicas == want && dep.Status.AvailableReplicas == want {
-			s.Generation = gen
-		}
-	}
-	return s
-}
-
-func templateGeneration(dep *appsv1.Deployment) (int64, bool) {
-	v, ok := dep.Spec.Template.Annotations[AnnotationGeneration]
-	if !ok {
-		return 0, false
-	}
-	var gen int64
-	if _, err := fmt.Sscan(v, &gen); err != nil {
-		return 0, false
-	}
-	return gen, true
-}
-
 // writePumpPods writes status.pumpPods — the operator's one field of the
 // status — read fresh and patched under an optimistic lock, only when it
 // changed. The merge patch names pumpPods alone, so the leading pump's
@@ -700,7 +586,7 @@ func (r *FlightFeedReconciler) writePumpPods(ctx context.Context, ff *v1alpha1.F
 		if fresh.UID != ff.UID {
 			return nil
 		}
-		want := pumpPodsStatus(&fresh, dep, waiting, adjusted)
+		want := feedobjects.PumpPodsStatus(&fresh, dep, waiting, adjusted)
 		if equality.Semantic.DeepEqual(fresh.Status.PumpPods, want) {
 			return nil
 		}

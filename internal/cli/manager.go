@@ -13,6 +13,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/controllers"
 	"github.com/flightfeed/flightfeed/internal/feednames"
+	"github.com/flightfeed/flightfeed/internal/feedobjects"
 	"github.com/flightfeed/flightfeed/internal/operator"
 	"github.com/flightfeed/flightfeed/internal/scrapertoken"
 )
@@ -65,9 +66,9 @@ pods do. Its replicas elect one leader (--leader-elect).`,
 		if *scraperSecret != "" && *scraperTTL < scrapertoken.MinTTL {
 			return usageError{fmt.Errorf("--scraper-token-ttl %s: the API server issues tokens of at least %s", *scraperTTL, scrapertoken.MinTTL)}
 		}
-		var defaults controllers.PumpDefaults
+		var defaults feedobjects.PumpDefaults
 		if *pumpDefaults != "" {
-			d, err := controllers.LoadPumpDefaults(*pumpDefaults)
+			d, err := loadPumpDefaults(*pumpDefaults)
 			if err != nil {
 				return usageError{err}
 			}
@@ -123,4 +124,18 @@ func operatorServiceAccount(flag string) (types.NamespacedName, error) {
 		return types.NamespacedName{}, fmt.Errorf("--service-account %q: want NAMESPACE/NAME", flag)
 	}
 	return types.NamespacedName{Namespace: ns, Name: name}, nil
+}
+
+// loadPumpDefaults reads the --pump-defaults file (YAML or JSON; unknown
+// keys are an error, so a misspelt chart value is not silently ignored).
+func loadPumpDefaults(path string) (feedobjects.PumpDefaults, error) {
+	b, err := os.ReadFile(path) //nolint:gosec // the operator's own configuration file
+	if err != nil {
+		return feedobjects.PumpDefaults{}, fmt.Errorf("pump defaults: %w", err)
+	}
+	d, err := feedobjects.ParsePumpDefaults(b)
+	if err != nil {
+		return feedobjects.PumpDefaults{}, fmt.Errorf("pump defaults %s: %w", path, err)
+	}
+	return d, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/controllers"
 	"github.com/flightfeed/flightfeed/internal/feednames"
+	"github.com/flightfeed/flightfeed/internal/feedobjects"
 	"github.com/flightfeed/flightfeed/internal/operator"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 )
@@ -61,7 +62,7 @@ func installCertificateCRD(e *env) {
 // turned off, the Certificate goes and the pods serve the self-signed one.
 func TestPumpCertificateFollowsTheDefaults(t *testing.T) {
 	withIssuer := func(o *operator.Options) {
-		o.Pump.Certificate = &controllers.PumpCertificate{IssuerRef: controllers.IssuerRef{Name: "corp-ca"}}
+		o.Pump.Certificate = &feedobjects.PumpCertificate{IssuerRef: feedobjects.IssuerRef{Name: "corp-ca"}}
 	}
 	e := newNamespace(t)
 	installCertificateCRD(e)
@@ -137,7 +138,7 @@ func TestUnchangedDeploymentIsNotWrittenBack(t *testing.T) {
 		},
 	})
 	r := &controllers.FlightFeedReconciler{Client: c, APIReader: e.c,
-		Defaults: controllers.PumpDefaults{Image: "flightfeed:test", NodeSelector: map[string]string{"pool": "a"}}}
+		Defaults: feedobjects.PumpDefaults{Image: "flightfeed:test", NodeSelector: map[string]string{"pool": "a"}}}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(ff)}
 	reconcile := func() {
 		t.Helper()

@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
-	"github.com/flightfeed/flightfeed/controllers"
 	"github.com/flightfeed/flightfeed/internal/feednames"
+	"github.com/flightfeed/flightfeed/internal/feedobjects"
 	"github.com/flightfeed/flightfeed/internal/operator"
 	"github.com/flightfeed/flightfeed/internal/scrapertoken"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
@@ -95,8 +95,8 @@ func TestEachPumpProvesItsFeed(t *testing.T) {
 	installCRD(a, "monitoring.coreos.com", "servicemonitors", "ServiceMonitor")
 	withMonitoring := func(o *operator.Options) {
 		o.Namespaces = []string{a.ns, b.ns}
-		o.Pump.Certificate = &controllers.PumpCertificate{}
-		o.Pump.ServiceMonitor = &controllers.PumpServiceMonitor{Labels: map[string]string{"release": "prometheus"}}
+		o.Pump.Certificate = &feedobjects.PumpCertificate{}
+		o.Pump.ServiceMonitor = &feedobjects.PumpServiceMonitor{Labels: map[string]string{"release": "prometheus"}}
 		o.ScraperToken = scrapertoken.Keeper{ServiceAccount: "scraper", TTL: time.Hour}
 	}
 	stop := a.start(withMonitoring)
@@ -248,9 +248,9 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 // blanket rule for 3306, 5432 or 9092.
 func TestNetworkPolicyListsWhatTheFeedResolvesTo(t *testing.T) {
 	e := newEnv(t, func(o *operator.Options) {
-		o.Pump.NetworkPolicy = &controllers.PumpNetworkPolicy{
+		o.Pump.NetworkPolicy = &feedobjects.PumpNetworkPolicy{
 			Egress:    []networkingv1.NetworkPolicyEgressRule{{Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolUDP), Port: ptr.To(intstr.FromInt32(53))}}}},
-			APIServer: &controllers.APIServerEgress{Ports: []int32{443, 6443}},
+			APIServer: &feedobjects.APIServerEgress{Ports: []int32{443, 6443}},
 		}
 	})
 	secret := func(name, dsn string, feeds string) *corev1.Secret {

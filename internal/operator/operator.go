@@ -30,6 +30,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/controllers"
 	"github.com/flightfeed/flightfeed/internal/feednames"
+	"github.com/flightfeed/flightfeed/internal/feedobjects"
 	"github.com/flightfeed/flightfeed/internal/scrapertoken"
 	"github.com/flightfeed/flightfeed/internal/serving"
 )
@@ -81,7 +82,7 @@ type Options struct {
 
 	// Pump completes every pump Deployment (image, resources, placement,
 	// flags, NetworkPolicy).
-	Pump controllers.PumpDefaults
+	Pump feedobjects.PumpDefaults
 	// SecretGrant and AuthDelegator: see controllers.FlightFeedReconciler.
 	SecretGrant   *controllers.SecretGrant
 	AuthDelegator string

@@ -27,6 +27,7 @@ import (
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/controllers"
 	"github.com/flightfeed/flightfeed/internal/feednames"
+	"github.com/flightfeed/flightfeed/internal/feedobjects"
 	"github.com/flightfeed/flightfeed/internal/operator"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
@@ -63,7 +64,7 @@ func (e *env) start(edit func(*operator.Options)) (stop func()) {
 	t.Helper()
 	o := operator.Options{RestConfig: restCfg, MetricsAddr: "0", ProbeAddr: loopback.FreeAddr(t),
 		Namespaces: []string{e.ns}, Namespace: e.ns + "-sys",
-		Pump: controllers.PumpDefaults{Image: "flightfeed:test", Args: []string{"--zap-log-level=info"}},
+		Pump: feedobjects.PumpDefaults{Image: "flightfeed:test", Args: []string{"--zap-log-level=info"}},
 		Log:  ctrl.Log.WithName("operator")}
 	if edit != nil {
 		edit(&o)
@@ -188,7 +189,7 @@ func TestFeedBecomesItsPumpObjects(t *testing.T) {
 		var d appsv1.Deployment
 		_ = e.get(pk, &d)
 		err := e.get(pk, &policyv1.PodDisruptionBudget{})
-		return d.Spec.Template.Annotations[controllers.AnnotationGeneration] == fmt.Sprint(cur.Generation) &&
+		return d.Spec.Template.Annotations[feedobjects.AnnotationGeneration] == fmt.Sprint(cur.Generation) &&
 				*d.Spec.Replicas == 1 && apierrors.IsNotFound(err),
 			fmt.Sprintf("template %v replicas %d budget %v", d.Spec.Template.Annotations, *d.Spec.Replicas, err)
 	})

@@ -8,7 +8,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/flightfeed/flightfeed/controllers"
+	"github.com/flightfeed/flightfeed/internal/feedobjects"
 	"github.com/flightfeed/flightfeed/internal/pumppod"
 	"github.com/flightfeed/flightfeed/internal/pumpserver"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
@@ -43,7 +43,7 @@ func TestChartGracePeriodCoversTheStop(t *testing.T) {
 	}
 	checkGrace(t, "the chart's pump pods", time.Duration(values.Pump.Grace)*time.Second, renew)
 	// A Deployment made without the chart's defaults (the operator's own).
-	checkGrace(t, "the operator's default", controllers.DefaultTerminationGracePeriod, pumppod.DefaultRenewDeadline)
+	checkGrace(t, "the operator's default", feedobjects.DefaultTerminationGracePeriod, pumppod.DefaultRenewDeadline)
 }
 
 // The kustomize tree's pump defaults (config/manager/pump_defaults.yaml)

@@ -31,6 +31,7 @@ import (
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/controllers"
 	"github.com/flightfeed/flightfeed/internal/feednames"
+	"github.com/flightfeed/flightfeed/internal/feedobjects"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/operator"
@@ -607,25 +608,21 @@ func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 
 // pumpDefaultsOf loads the pump defaults ConfigMap among objs as
 // `flightfeed manager --pump-defaults` does (unknown keys are errors).
-func pumpDefaultsOf(t *testing.T, objs []*unstructured.Unstructured) controllers.PumpDefaults {
+func pumpDefaultsOf(t *testing.T, objs []*unstructured.Unstructured) feedobjects.PumpDefaults {
 	t.Helper()
 	for _, o := range objs {
 		if o.GetKind() != "ConfigMap" || !strings.HasSuffix(o.GetName(), "pump-defaults") {
 			continue
 		}
 		doc, _, _ := unstructured.NestedString(o.Object, "data", "defaults.yaml")
-		f := filepath.Join(t.TempDir(), "defaults.yaml")
-		if err := os.WriteFile(f, []byte(doc), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		d, err := controllers.LoadPumpDefaults(f)
+		d, err := feedobjects.ParsePumpDefaults([]byte(doc))
 		if err != nil {
 			t.Fatalf("the pump defaults %s: %v\n%s", o.GetName(), err, doc)
 		}
 		return d
 	}
 	t.Fatal("no pump defaults ConfigMap")
-	return controllers.PumpDefaults{}
+	return feedobjects.PumpDefaults{}
 }
 
 func imageOf(t *testing.T, objs []*unstructured.Unstructured) string {

@@ -64,7 +64,7 @@ type FeedReader interface {
 }
 
 // FeedLookup finds a runnable feed's configuration
-// (*controllers.FeedDirectory).
+// (*pumppod.FeedDirectory).
 type FeedLookup interface {
 	Lookup(key types.NamespacedName) (*config.Feed, bool)
 }

@@ -74,7 +74,7 @@ the admission policy matches. */}}
 {{- printf "system:serviceaccount:%s:%s" .Release.Namespace (include "flightfeed.serviceAccountName" .) }}
 {{- end }}
 
-{{/* The pump pods' defaults (controllers.PumpDefaults), the file
+{{/* The pump pods' defaults (internal/feedobjects.PumpDefaults), the file
 `flightfeed manager --pump-defaults` reads: values pump.*, the hardened
 security contexts, the ports, lease timings, log level and the
 NetworkPolicy. */}}

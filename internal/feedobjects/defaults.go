@@ -1,10 +1,9 @@
-package controllers
+package feedobjects
 
 import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -211,24 +210,25 @@ func apiServerCIDRs(a *APIServerEgress) []string {
 	return a.CIDRs
 }
 
-// LoadPumpDefaults reads a PumpDefaults file (YAML or JSON); unknown keys
-// are an error, so a misspelt chart value is not silently ignored.
-func LoadPumpDefaults(path string) (PumpDefaults, error) {
-	b, err := os.ReadFile(path) //nolint:gosec // the operator's own configuration file
-	if err != nil {
-		return PumpDefaults{}, fmt.Errorf("pump defaults: %w", err)
-	}
+// ParsePumpDefaults reads a PumpDefaults file's content (YAML or JSON);
+// unknown keys are an error, so a misspelt chart value is not silently
+// ignored. The error names no file: the caller, which read it, does.
+func ParsePumpDefaults(b []byte) (PumpDefaults, error) {
 	var d PumpDefaults
 	if err := yaml.UnmarshalStrict(b, &d); err != nil {
-		return PumpDefaults{}, fmt.Errorf("pump defaults %s: %w", path, err)
+		return PumpDefaults{}, err
 	}
 	return d, nil
 }
 
-// withDefaults fills what is unset and checks what is required.
-func (d PumpDefaults) withDefaults() (PumpDefaults, error) {
+// ErrNoImage refuses defaults without the pump image.
+var ErrNoImage = errors.New("pump defaults: image is required (the operator's own image)")
+
+// WithDefaults fills what is unset and checks what is required: Render
+// takes defaults that have been through it.
+func (d PumpDefaults) WithDefaults() (PumpDefaults, error) {
 	if d.Image == "" {
-		return d, errors.New("pump defaults: image is required (the operator's own image)")
+		return d, ErrNoImage
 	}
 	if d.ImagePullPolicy == "" {
 		d.ImagePullPolicy = corev1.PullIfNotPresent

@@ -1,4 +1,4 @@
-package controllers
+package feedobjects
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ import (
 func withDefaults(t *testing.T, d PumpDefaults) PumpDefaults {
 	t.Helper()
 	d.Image = "registry.example/flightfeed:1.2.3"
-	out, err := d.withDefaults()
+	out, err := d.WithDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,9 +42,9 @@ func nested(t *testing.T, u *unstructured.Unstructured, path ...string) any {
 // pump accepts.
 func TestPumpCertificateNamesOnlyTheFeedsService(t *testing.T) {
 	d := withDefaults(t, PumpDefaults{Certificate: &PumpCertificate{}})
-	a := renderPumpObjects(testFeed(nil), d)
-	b := renderPumpObjects(testFeed(func(ff *v1alpha1.FlightFeed) { ff.Namespace, ff.UID = "ground", "uid-2" }), d)
-	names := func(o pumpObjects) []string {
+	a := render(testFeed(nil), d)
+	b := render(testFeed(func(ff *v1alpha1.FlightFeed) { ff.Namespace, ff.UID = "ground", "uid-2" }), d)
+	names := func(o Objects) []string {
 		ns, _, _ := unstructured.NestedStringSlice(o.Certificate.Object, "spec", "dnsNames")
 		return ns
 	}
@@ -85,7 +85,7 @@ func TestPumpCertificateNamesOnlyTheFeedsService(t *testing.T) {
 
 	// An issuer of the user's: its Certificate names the Service only too,
 	// and no namespace CA is made.
-	own := renderPumpObjects(testFeed(nil), withDefaults(t, PumpDefaults{Certificate: &PumpCertificate{IssuerRef: IssuerRef{Name: "corp-ca"}}}))
+	own := render(testFeed(nil), withDefaults(t, PumpDefaults{Certificate: &PumpCertificate{IssuerRef: IssuerRef{Name: "corp-ca"}}}))
 	if own.NamespaceCA != nil || !slices.Equal(names(own), names(a)) {
 		t.Errorf("own issuer: namespace CA %v, names %q", own.NamespaceCA != nil, names(own))
 	}
@@ -102,7 +102,7 @@ func TestPumpCertificateNamesOnlyTheFeedsService(t *testing.T) {
 func TestServiceMonitorVerifiesTheFeedsServiceName(t *testing.T) {
 	monitor := &PumpServiceMonitor{Labels: map[string]string{"release": "prometheus"}}
 	d := withDefaults(t, PumpDefaults{Certificate: &PumpCertificate{}, ServiceMonitor: monitor})
-	o := renderPumpObjectsWith(testFeed(nil), d, renderEnv{ScrapeTokens: true})
+	o := Render(testFeed(nil), d, Env{ScrapeTokens: true})
 	sm := o.ServiceMonitor
 	if sm == nil || !o.ScrapeToken {
 		t.Fatalf("no ServiceMonitor (%v) or no token kept (%v)", sm != nil, o.ScrapeToken)
@@ -150,7 +150,7 @@ func TestServiceMonitorVerifiesTheFeedsServiceName(t *testing.T) {
 	// An issuer of the user's: the CA cert-manager wrote into the feed's
 	// own Secret.
 	own := withDefaults(t, PumpDefaults{Certificate: &PumpCertificate{IssuerRef: IssuerRef{Name: "corp-ca"}}, ServiceMonitor: monitor})
-	o = renderPumpObjectsWith(testFeed(nil), own, renderEnv{ScrapeTokens: true})
+	o = Render(testFeed(nil), own, Env{ScrapeTokens: true})
 	eps, _, _ = unstructured.NestedSlice(o.ServiceMonitor.Object, "spec", "endpoints")
 	if ca, _, _ := unstructured.NestedString(eps[0].(map[string]any), "tlsConfig", "ca", "secret", "name"); ca != "pek-pump-tls" {
 		t.Errorf("own issuer: ca from %q, want the feed's Secret pek-pump-tls", ca)
@@ -159,20 +159,20 @@ func TestServiceMonitorVerifiesTheFeedsServiceName(t *testing.T) {
 	// Nothing to verify the pods by, or no token of the feed's own: none.
 	for name, tc := range map[string]struct {
 		d   PumpDefaults
-		env renderEnv
+		env Env
 	}{
-		"no cert-manager":       {withDefaults(t, PumpDefaults{ServiceMonitor: monitor}), renderEnv{ScrapeTokens: true}},
-		"no scraper tokens":     {d, renderEnv{}},
-		"no metrics":            {withDefaults(t, PumpDefaults{Certificate: &PumpCertificate{}, ServiceMonitor: monitor, Ports: PumpPorts{Metrics: -1}}), renderEnv{ScrapeTokens: true}},
-		"no ServiceMonitor set": {withDefaults(t, PumpDefaults{Certificate: &PumpCertificate{}}), renderEnv{ScrapeTokens: true}},
+		"no cert-manager":       {withDefaults(t, PumpDefaults{ServiceMonitor: monitor}), Env{ScrapeTokens: true}},
+		"no scraper tokens":     {d, Env{}},
+		"no metrics":            {withDefaults(t, PumpDefaults{Certificate: &PumpCertificate{}, ServiceMonitor: monitor, Ports: PumpPorts{Metrics: -1}}), Env{ScrapeTokens: true}},
+		"no ServiceMonitor set": {withDefaults(t, PumpDefaults{Certificate: &PumpCertificate{}}), Env{ScrapeTokens: true}},
 	} {
-		if o := renderPumpObjectsWith(testFeed(nil), tc.d, tc.env); o.ServiceMonitor != nil || o.ScrapeToken {
+		if o := Render(testFeed(nil), tc.d, tc.env); o.ServiceMonitor != nil || o.ScrapeToken {
 			t.Errorf("%s: a ServiceMonitor (%v) or a token (%v)", name, o.ServiceMonitor != nil, o.ScrapeToken)
 		}
 	}
 	// Plain HTTP metrics (metrics.secure=false): scraped without a token.
 	plain := withDefaults(t, PumpDefaults{ServiceMonitor: &PumpServiceMonitor{PlainHTTP: true}})
-	o = renderPumpObjectsWith(testFeed(nil), plain, renderEnv{})
+	o = Render(testFeed(nil), plain, Env{})
 	if o.ServiceMonitor == nil || o.ScrapeToken {
 		t.Fatalf("plain HTTP: ServiceMonitor %v, token %v", o.ServiceMonitor != nil, o.ScrapeToken)
 	}
@@ -198,12 +198,12 @@ func TestNetworkPolicyEgressIsWhatTheFeedResolvesTo(t *testing.T) {
 	ff := testFeed(func(ff *v1alpha1.FlightFeed) {
 		ff.Spec.Kafka.Brokers = []string{"10.1.2.3:9093", "kafka.example:9092", "127.0.0.1:9092", "169.254.169.254:80", "0.0.0.0:9092", "kafka.example:9092"}
 	})
-	env := renderEnv{
+	env := Env{
 		Mailbox:   []string{"192.0.2.10:3306"},
 		Database:  []string{"db.example:5433", "[2001:db8::5]:5432", "localhost:5432"},
 		APIServer: []netip.Addr{netip.MustParseAddr("10.96.0.1"), netip.MustParseAddr("172.18.0.2")},
 	}
-	o := renderPumpObjectsWith(ff, d, env)
+	o := Render(ff, d, env)
 	got := egressOf(o.NetworkPolicy)
 	want := []string{
 		"UDP/53 to any",
@@ -227,7 +227,7 @@ func TestNetworkPolicyEgressIsWhatTheFeedResolvesTo(t *testing.T) {
 	d.NetworkPolicy.Database.CIDRs = []string{"10.2.0.0/16"}
 	d.NetworkPolicy.APIServer.CIDRs = []string{"172.18.0.2/32"}
 	ff.Spec.Kafka.Brokers = []string{"10.1.2.3:9093", "10.9.9.9:9092", "kafka.example:9092"}
-	o = renderPumpObjectsWith(ff, d, env)
+	o = Render(ff, d, env)
 	got = egressOf(o.NetworkPolicy)
 	want = []string{
 		"UDP/53 to any",
@@ -247,7 +247,7 @@ func TestNetworkPolicyEgressIsWhatTheFeedResolvesTo(t *testing.T) {
 	// The API server's addresses unknown: its ports, to any address (the
 	// only rule to any address that is not a host name's).
 	d.NetworkPolicy.APIServer.CIDRs = nil
-	o = renderPumpObjectsWith(ff, d, renderEnv{})
+	o = Render(ff, d, Env{})
 	if got := egressOf(o.NetworkPolicy); got[1] != "TCP/443,TCP/6443 to any" {
 		t.Errorf("API server unknown: %q", got)
 	}

@@ -1,4 +1,4 @@
-package controllers
+package feedobjects
 
 import (
 	"slices"
@@ -24,7 +24,7 @@ func TestPumpResourcesAreBounded(t *testing.T) {
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}},
 		ResourceBounds: PumpResourceBounds{MaxMemory: ptr.To(resource.MustParse("2Gi")),
 			MinMemory: ptr.To(resource.MustParse("64Mi")), MaxCPU: ptr.To(resource.MustParse("2"))},
-	}.withDefaults()
+	}.WithDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestPumpResourcesAreBounded(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			o := renderPumpObjects(testFeed(func(ff *v1alpha1.FlightFeed) { ff.Spec.Pump.Resources = c.spec }), d)
+			o := render(testFeed(func(ff *v1alpha1.FlightFeed) { ff.Spec.Pump.Resources = c.spec }), d)
 			got := o.Deployment.Spec.Template.Spec.Containers[0].Resources
 			if !equalList(got.Requests, c.requests) || !equalList(got.Limits, c.limits) {
 				t.Errorf("requests %v limits %v, want %v and %v", got.Requests, got.Limits, c.requests, c.limits)
@@ -75,7 +75,7 @@ func TestPumpResourcesAreBounded(t *testing.T) {
 					t.Errorf("adjusted[%d] %q, want %q", i, o.Adjusted[i], w)
 				}
 			}
-			if s := pumpPodsStatus(testFeed(nil), o.Deployment, "", o.Adjusted); !slices.Equal(s.Adjusted, o.Adjusted) {
+			if s := PumpPodsStatus(testFeed(nil), o.Deployment, "", o.Adjusted); !slices.Equal(s.Adjusted, o.Adjusted) {
 				t.Errorf("status.pumpPods.adjusted %q", s.Adjusted)
 			}
 		})
@@ -99,23 +99,23 @@ func equalList(a, b corev1.ResourceList) bool {
 // memory limit.
 func TestPumpDefaultsResourceBounds(t *testing.T) {
 	base := PumpDefaults{Image: "i"}
-	d, err := base.withDefaults()
+	d, err := base.WithDefaults()
 	if err != nil || d.Resources.Limits.Memory().Cmp(DefaultPumpMemoryLimit) != 0 {
 		t.Errorf("no resources: limits %v, %v", d.Resources.Limits, err)
 	}
 	low := base
 	low.ResourceBounds.MaxMemory = ptr.To(resource.MustParse("128Mi"))
-	if d, err := low.withDefaults(); err != nil || d.Resources.Limits.Memory().String() != "128Mi" {
+	if d, err := low.WithDefaults(); err != nil || d.Resources.Limits.Memory().String() != "128Mi" {
 		t.Errorf("maxMemory 128Mi: limits %v, %v", d.Resources.Limits, err)
 	}
 	over := low
 	over.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
-	if _, err := over.withDefaults(); err == nil || !strings.Contains(err.Error(), "resources.limits.memory 1Gi is above") {
+	if _, err := over.WithDefaults(); err == nil || !strings.Contains(err.Error(), "resources.limits.memory 1Gi is above") {
 		t.Errorf("defaults above the bound: %v", err)
 	}
 	crossed := base
 	crossed.ResourceBounds = PumpResourceBounds{MinMemory: ptr.To(resource.MustParse("1Gi")), MaxMemory: ptr.To(resource.MustParse("512Mi"))}
-	if _, err := crossed.withDefaults(); err == nil || !strings.Contains(err.Error(), "minMemory 1Gi is above maxMemory 512Mi") {
+	if _, err := crossed.WithDefaults(); err == nil || !strings.Contains(err.Error(), "minMemory 1Gi is above maxMemory 512Mi") {
 		t.Errorf("crossed bounds: %v", err)
 	}
 }

@@ -1,7 +1,9 @@
-package controllers
+package feedobjects
 
 import (
+	"errors"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -14,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 )
@@ -40,7 +41,7 @@ var testDefaults = func() PumpDefaults {
 		Args:         []string{"--lease-duration=15s"},
 		Resources:    corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}},
 		NodeSelector: map[string]string{"pool": "default"},
-	}.withDefaults()
+	}.WithDefaults()
 	if err != nil {
 		panic(err)
 	}
@@ -52,9 +53,9 @@ func TestRenderPumpObjects(t *testing.T) {
 	cases := []struct {
 		name  string
 		edit  func(*v1alpha1.FlightFeed)
-		check func(t *testing.T, o pumpObjects)
+		check func(t *testing.T, o Objects)
 	}{
-		{"defaults: two pods, spread over nodes, a budget of one", nil, func(t *testing.T, o pumpObjects) {
+		{"defaults: two pods, spread over nodes, a budget of one", nil, func(t *testing.T, o Objects) {
 			d := o.Deployment
 			if d.Name != "pek-pump" || d.Namespace != "airports" || *d.Spec.Replicas != 2 {
 				t.Errorf("deployment %s/%s replicas %d", d.Namespace, d.Name, *d.Spec.Replicas)
@@ -100,7 +101,7 @@ func TestRenderPumpObjects(t *testing.T) {
 				t.Errorf("service selector %v", sel)
 			}
 		}},
-		{"one replica: no budget", func(ff *v1alpha1.FlightFeed) { ff.Spec.Pump.Replicas = ptr.To(int32(1)) }, func(t *testing.T, o pumpObjects) {
+		{"one replica: no budget", func(ff *v1alpha1.FlightFeed) { ff.Spec.Pump.Replicas = ptr.To(int32(1)) }, func(t *testing.T, o Objects) {
 			if *o.Deployment.Spec.Replicas != 1 || o.PDB != nil {
 				t.Errorf("replicas %d pdb %+v", *o.Deployment.Spec.Replicas, o.PDB)
 			}
@@ -108,7 +109,7 @@ func TestRenderPumpObjects(t *testing.T) {
 		{"the spec's resources and topology spread win (placement: TestPlacementFromSpecOnlyWhenAllowed)", func(ff *v1alpha1.FlightFeed) {
 			ff.Spec.Pump.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
 			ff.Spec.Pump.TopologySpreadConstraints = spread
-		}, func(t *testing.T, o pumpObjects) {
+		}, func(t *testing.T, o Objects) {
 			p := o.Deployment.Spec.Template.Spec
 			if p.Containers[0].Resources.Limits.Memory().String() != "1Gi" ||
 				len(p.TopologySpreadConstraints) != 1 || p.TopologySpreadConstraints[0].MaxSkew != 2 ||
@@ -123,7 +124,7 @@ func TestRenderPumpObjects(t *testing.T) {
 			ff.Spec.Kafka.SASL = &v1alpha1.KafkaSASL{SecretRef: v1alpha1.SecretRef{Name: "pek-sasl"}}
 			ff.Spec.Kafka.TLS = &v1alpha1.KafkaTLS{SecretRef: &v1alpha1.SecretRef{Name: "pek-db"}}
 			ff.Spec.Database.ReadDSNSecretRef = &v1alpha1.SecretKeyRef{Name: "pek-read", Key: "dsn"}
-		}, func(t *testing.T, o pumpObjects) {
+		}, func(t *testing.T, o Objects) {
 			var secrets, leases, feeds []string
 			for _, r := range o.Role.Rules {
 				switch {
@@ -152,7 +153,7 @@ func TestRenderPumpObjects(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ff := testFeed(c.edit)
-			c.check(t, renderPumpObjects(ff, testDefaults))
+			c.check(t, render(ff, testDefaults))
 		})
 	}
 }
@@ -168,7 +169,7 @@ func TestPlacementFromSpecOnlyWhenAllowed(t *testing.T) {
 			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.NodeSelectorOpExists}}}}}}}
 	}
 	// Off (the chart's default): the chart's placement, three notes.
-	o := renderPumpObjects(testFeed(controlPlane), testDefaults)
+	o := render(testFeed(controlPlane), testDefaults)
 	p := o.Deployment.Spec.Template.Spec
 	if !maps.Equal(p.NodeSelector, map[string]string{"pool": "default"}) || p.Tolerations != nil || p.Affinity != nil {
 		t.Errorf("placement from the spec without the chart's leave: nodeSelector %v tolerations %v affinity %v", p.NodeSelector, p.Tolerations, p.Affinity)
@@ -185,13 +186,13 @@ func TestPlacementFromSpecOnlyWhenAllowed(t *testing.T) {
 	// Allowed: the spec's, nothing said.
 	d := testDefaults
 	d.AllowPlacementFromSpec = true
-	o = renderPumpObjects(testFeed(controlPlane), d)
+	o = render(testFeed(controlPlane), d)
 	p = o.Deployment.Spec.Template.Spec
 	if _, ok := p.NodeSelector["node-role.kubernetes.io/control-plane"]; !ok || len(p.Tolerations) != 1 || p.Affinity == nil || len(o.Adjusted) != 0 {
 		t.Errorf("allowed: nodeSelector %v tolerations %v affinity %v adjusted %q", p.NodeSelector, p.Tolerations, p.Affinity, o.Adjusted)
 	}
 	// No placement in the spec: nothing said either way.
-	if o := renderPumpObjects(testFeed(nil), testDefaults); len(o.Adjusted) != 0 {
+	if o := render(testFeed(nil), testDefaults); len(o.Adjusted) != 0 {
 		t.Errorf("adjusted %q", o.Adjusted)
 	}
 }
@@ -200,7 +201,7 @@ func TestRenderNetworkPolicy(t *testing.T) {
 	d := testDefaults
 	dns := networkingv1.NetworkPolicyEgressRule{Ports: []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstrPort(53))}}}
 	d.NetworkPolicy = &PumpNetworkPolicy{Egress: []networkingv1.NetworkPolicyEgressRule{dns}}
-	np := renderPumpObjects(testFeed(nil), d).NetworkPolicy
+	np := render(testFeed(nil), d).NetworkPolicy
 	if np == nil {
 		t.Fatal("no NetworkPolicy")
 	}
@@ -225,7 +226,7 @@ func TestNetworkPolicyOpensNoRefusedBroker(t *testing.T) {
 		ff.Spec.Kafka.Brokers = []string{"169.254.169.254:80", "[fd00:ec2::254]:80", "100.100.100.200:80",
 			"169.254.7.7:9092", "[fe80::1]:9092", "[::ffff:169.254.169.254]:80", "10.1.2.3:9093", "10.1.2.4:0"}
 	})
-	np := renderPumpObjects(ff, d).NetworkPolicy
+	np := render(ff, d).NetworkPolicy
 	var got []string
 	for _, e := range np.Spec.Egress {
 		got = append(got, e.To[0].IPBlock.CIDR+" "+e.Ports[0].Port.String())
@@ -235,47 +236,66 @@ func TestNetworkPolicyOpensNoRefusedBroker(t *testing.T) {
 	}
 }
 
+// status.pumpPods summarises the Deployment field by field: the desired
+// count (spec, not the status's surge pod), the ready and updated pods,
+// "ready/desired", the generation the template was rendered from and —
+// only once the rollout is complete — the generation every pod runs, with
+// the previous one kept until then.
 func TestPumpPodsStatus(t *testing.T) {
 	ff := testFeed(nil)
 	ff.Status.PumpPods = &v1alpha1.PumpPodsStatus{Generation: 6}
-	dep := renderPumpObjects(ff, testDefaults).Deployment
+	dep := render(ff, testDefaults).Deployment
 	dep.Generation = 3
+	adjusted := []string{"spec.pump.resources.limits.memory 64Gi is above the chart's maximum 2Gi: 2Gi is rendered"}
 	cases := []struct {
 		name    string
 		status  appsv1.DeploymentStatus
 		wantGen int64
 		ready   string
+		// ReadyReplicas and UpdatedReplicas as summarised.
+		readyReplicas, updated int32
 	}{
 		{"rolling out: the pods still run the previous generation",
-			appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 3, UpdatedReplicas: 1, ReadyReplicas: 2, AvailableReplicas: 2}, 6, "2/2"},
+			appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 3, UpdatedReplicas: 1, ReadyReplicas: 2, AvailableReplicas: 2}, 6, "2/2", 2, 1},
 		{"controller has not seen the new template",
-			appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}, 6, "2/2"},
+			appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}, 6, "2/2", 2, 2},
 		{"rolled out",
-			appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}, 7, "2/2"},
-		{"no pod ready", appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2}, 6, "0/2"},
+			appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}, 7, "2/2", 2, 2},
+		{"no pod ready", appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2}, 6, "0/2", 0, 2},
+		{"one ready, none updated yet", appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 3, UpdatedReplicas: 0, ReadyReplicas: 1, AvailableReplicas: 1}, 6, "1/2", 1, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dep.Status = c.status
-			s := pumpPodsStatus(ff, dep, "", nil)
+			s := PumpPodsStatus(ff, dep, "", adjusted)
 			if s.Generation != c.wantGen || s.Ready != c.ready || s.ObservedGeneration != 7 || s.Deployment != "pek-pump" {
 				t.Errorf("%+v", s)
 			}
+			want := v1alpha1.PumpPodsStatus{Deployment: "pek-pump", Replicas: 2, ReadyReplicas: c.readyReplicas, Ready: c.ready,
+				UpdatedReplicas: c.updated, Generation: c.wantGen, ObservedGeneration: 7, Adjusted: adjusted}
+			if !reflect.DeepEqual(*s, want) {
+				t.Errorf("status.pumpPods\n  %+v\nwant\n  %+v", *s, want)
+			}
 		})
 	}
-	if s := pumpPodsStatus(ff, nil, "waiting", nil); s.Waiting != "waiting" || s.Generation != 6 || s.Ready != "0/0" {
+	s := PumpPodsStatus(ff, nil, "waiting", nil)
+	if s.Waiting != "waiting" || s.Generation != 6 || s.Ready != "0/0" {
 		t.Errorf("waiting: %+v", s)
+	}
+	// Nothing made yet: no pod counted.
+	if want := (v1alpha1.PumpPodsStatus{Deployment: "pek-pump", Ready: "0/0", Generation: 6, Waiting: "waiting"}); !reflect.DeepEqual(*s, want) {
+		t.Errorf("waiting: %+v, want %+v", *s, want)
 	}
 }
 
 // A negative metrics or api port turns the endpoint off: no container port,
 // no Service port, the pump told to serve nothing there.
 func TestPortsTurnedOff(t *testing.T) {
-	d, err := PumpDefaults{Image: "x", Ports: PumpPorts{Metrics: -1, API: -1}}.withDefaults()
+	d, err := PumpDefaults{Image: "x", Ports: PumpPorts{Metrics: -1, API: -1}}.WithDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := renderPumpObjects(testFeed(nil), d)
+	o := render(testFeed(nil), d)
 	c := o.Deployment.Spec.Template.Spec.Containers[0]
 	if len(c.Ports) != 1 || c.Ports[0].Name != "probes" || !slices.Contains(c.Args, "--api-bind-address") ||
 		c.Args[slices.Index(c.Args, "--api-bind-address")+1] != "0" || c.Args[slices.Index(c.Args, "--metrics-bind-address")+1] != "0" {
@@ -286,43 +306,36 @@ func TestPortsTurnedOff(t *testing.T) {
 	}
 }
 
+// Defaults without the pump image are refused with that reason, whatever
+// else they set; with an image the same defaults are taken.
 func TestPumpDefaultsNeedAnImage(t *testing.T) {
-	if _, err := (PumpDefaults{}).withDefaults(); err == nil {
-		t.Fatal("no image accepted")
+	for _, tc := range []struct {
+		name string
+		d    PumpDefaults
+	}{
+		{"nothing set", PumpDefaults{}},
+		{"everything but the image", PumpDefaults{Args: []string{"--lease-duration=15s"}, Ports: PumpPorts{Metrics: -1},
+			Certificate: &PumpCertificate{}, ServiceMonitor: &PumpServiceMonitor{}, NetworkPolicy: &PumpNetworkPolicy{}}},
+	} {
+		_, err := tc.d.WithDefaults()
+		if !errors.Is(err, ErrNoImage) {
+			t.Errorf("%s: err %v, want ErrNoImage", tc.name, err)
+		}
+		if want := "pump defaults: image is required (the operator's own image)"; err == nil || err.Error() != want {
+			t.Errorf("%s: the operator says %v, want %q", tc.name, err, want)
+		}
+		withImage := tc.d
+		withImage.Image = "registry.example/flightfeed:1.2.3"
+		if d, err := withImage.WithDefaults(); err != nil || d.Image != withImage.Image {
+			t.Errorf("%s, with an image: %v (image %q)", tc.name, err, d.Image)
+		}
 	}
 }
 
 func intstrPort(p int) intstr.IntOrString { return intstr.FromInt(p) }
 
-// The reconciler wakes for a feed's spec, labels and annotations, and for
-// its creation and deletion, never for a status write (the pump pods
-// write the status every few seconds).
-func TestFeedChangedIgnoresStatusWrites(t *testing.T) {
-	base := &v1alpha1.FlightFeed{ObjectMeta: metav1.ObjectMeta{Name: "pek", Namespace: "ops", Generation: 3, ResourceVersion: "10"}}
-	edit := func(f func(*v1alpha1.FlightFeed)) *v1alpha1.FlightFeed {
-		ff := base.DeepCopy()
-		ff.ResourceVersion = "11"
-		f(ff)
-		return ff
-	}
-	for _, tc := range []struct {
-		name string
-		new  *v1alpha1.FlightFeed
-		want bool
-	}{
-		{"status written", edit(func(ff *v1alpha1.FlightFeed) { ff.Status.ObservedGeneration = 3 }), false},
-		{"spec changed", edit(func(ff *v1alpha1.FlightFeed) { ff.Generation = 4 }), true},
-		{"label added", edit(func(ff *v1alpha1.FlightFeed) { ff.Labels = map[string]string{"team": "ops"} }), true},
-		{"annotation added", edit(func(ff *v1alpha1.FlightFeed) { ff.Annotations = map[string]string{"note": "x"} }), true},
-	} {
-		if got := feedChanged.Update(event.UpdateEvent{ObjectOld: base, ObjectNew: tc.new}); got != tc.want {
-			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
-		}
-	}
-	if !feedChanged.Create(event.CreateEvent{Object: base}) || !feedChanged.Delete(event.DeleteEvent{Object: base}) {
-		t.Error("a feed made or deleted does not wake the reconciler")
-	}
-}
+// render is Render with nothing found beyond the feed and the defaults.
+func render(ff *v1alpha1.FlightFeed, d PumpDefaults) Objects { return Render(ff, d, Env{}) }
 
 // With an issuer in the defaults, each feed gets a cert-manager Certificate
 // for its Service's names (and no other), owned by the feed, and its pods
@@ -330,11 +343,11 @@ func TestFeedChangedIgnoresStatusWrites(t *testing.T) {
 // Certificate and no mount (the self-signed certificate).
 func TestRenderPumpCertificate(t *testing.T) {
 	d, err := PumpDefaults{Image: "x", Args: []string{"--api-cert-dir=/mine"},
-		Certificate: &PumpCertificate{IssuerRef: IssuerRef{Name: "corp-ca"}}}.withDefaults()
+		Certificate: &PumpCertificate{IssuerRef: IssuerRef{Name: "corp-ca"}}}.WithDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := renderPumpObjects(testFeed(nil), d)
+	o := render(testFeed(nil), d)
 	c := o.Certificate
 	if c == nil {
 		t.Fatal("no Certificate")
@@ -368,7 +381,7 @@ func TestRenderPumpCertificate(t *testing.T) {
 		t.Errorf("args %q: the certificate's folder for both endpoints, the defaults' own args after them", args)
 	}
 
-	plain := renderPumpObjects(testFeed(nil), testDefaults)
+	plain := render(testFeed(nil), testDefaults)
 	if plain.Certificate != nil || len(plain.Deployment.Spec.Template.Spec.Volumes) != 0 || slices.Contains(plain.Deployment.Spec.Template.Spec.Containers[0].Args, "--api-cert-dir") {
 		t.Errorf("no issuer, yet a certificate: %v, volumes %+v", plain.Certificate != nil, plain.Deployment.Spec.Template.Spec.Volumes)
 	}
@@ -391,7 +404,7 @@ func TestPumpCertificateDefaults(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.c
-			d, err := PumpDefaults{Image: "x", Certificate: &in}.withDefaults()
+			d, err := PumpDefaults{Image: "x", Certificate: &in}.WithDefaults()
 			if tc.refused != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.refused) {
 					t.Fatalf("err %v, want it to say %q", err, tc.refused)
@@ -405,7 +418,7 @@ func TestPumpCertificateDefaults(t *testing.T) {
 				t.Errorf("kind %q domain %q, want %q %q", d.Certificate.IssuerRef.Kind, d.Certificate.ClusterDomain, tc.kind, tc.domain)
 			}
 			if in != tc.c {
-				t.Error("withDefaults changed the caller's PumpCertificate")
+				t.Error("WithDefaults changed the caller's PumpCertificate")
 			}
 		})
 	}

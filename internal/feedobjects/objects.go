@@ -1,9 +1,8 @@
-package controllers
+package feedobjects
 
 import (
-	"fmt"
+	"cmp"
 	"maps"
-	"net"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -22,7 +21,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
-	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/feednames"
 )
 
@@ -31,12 +29,9 @@ import (
 // rollout tells which generation the pods run.
 const AnnotationGeneration = "flightfeed.aero/generation"
 
-// AnnotationTemplateHash on a pump Deployment is a digest of the pod
-// template the operator last wrote into it (see setTemplate).
-const AnnotationTemplateHash = "flightfeed.aero/template-hash"
-
-// pumpObjects are the objects one feed's data plane runs in.
-type pumpObjects struct {
+// Objects are the objects one feed's data plane runs in, as the operator
+// wants them.
+type Objects struct {
 	ServiceAccount *corev1.ServiceAccount
 	Role           *rbacv1.Role
 	RoleBinding    *rbacv1.RoleBinding
@@ -71,15 +66,15 @@ type pumpObjects struct {
 	Adjusted []string
 }
 
-// renderEnv is what the rendering needs beyond the FlightFeed and the
-// defaults, found by the reconciler.
-type renderEnv struct {
+// Env is what the rendering needs beyond the FlightFeed and the
+// defaults, found by the reconciler (this package reads nothing).
+type Env struct {
 	// ScrapeTokens: the operator can make the metrics scraper tokens for a
 	// feed's audience (without it no HTTPS ServiceMonitor is written).
 	ScrapeTokens bool
 	// Mailbox and Database are the host:port the feed's DSNs connect to
-	// (config.MailboxAddress, config.DatabaseAddresses of the writer's and
-	// the reader's), read from its Secrets when the NetworkPolicy is on.
+	// (DependencyAddresses), read from its Secrets when the NetworkPolicy
+	// is on.
 	Mailbox, Database []string
 	// APIServer are the API server's addresses (the kubernetes Service's
 	// and its endpoints'), looked up when the defaults list none; nil:
@@ -87,16 +82,10 @@ type renderEnv struct {
 	APIServer []netip.Addr
 }
 
-// renderPumpObjects renders the objects of ff's pump from its spec and the
-// operator's defaults, with nothing found beyond them.
-func renderPumpObjects(ff *v1alpha1.FlightFeed, d PumpDefaults) pumpObjects {
-	return renderPumpObjectsWith(ff, d, renderEnv{})
-}
-
-// renderPumpObjectsWith renders the objects of ff's pump from its spec, the
-// operator's defaults and what the reconciler found (env). It is pure:
-// same inputs, same objects.
-func renderPumpObjectsWith(ff *v1alpha1.FlightFeed, d PumpDefaults, env renderEnv) pumpObjects {
+// Render renders the objects of ff's pump from its spec, the operator's
+// defaults (d has been through WithDefaults) and what the reconciler
+// found (env). It is pure: same inputs, same objects.
+func Render(ff *v1alpha1.FlightFeed, d PumpDefaults, env Env) Objects {
 	name := feednames.Pump(ff.Name)
 	key := types.NamespacedName{Namespace: ff.Namespace, Name: ff.Name}
 	meta := func(n string) metav1.ObjectMeta {
@@ -104,7 +93,7 @@ func renderPumpObjectsWith(ff *v1alpha1.FlightFeed, d PumpDefaults, env renderEn
 			OwnerReferences: []metav1.OwnerReference{controllerRef(ff)}}
 	}
 	replicas := ptr.Deref(ff.Spec.Pump.Replicas, v1alpha1.DefaultPumpReplicas)
-	o := pumpObjects{
+	o := Objects{
 		ServiceAccount: &corev1.ServiceAccount{ObjectMeta: meta(name)},
 		Role:           &rbacv1.Role{ObjectMeta: meta(name), Rules: pumpRules(ff)},
 		RoleBinding: &rbacv1.RoleBinding{ObjectMeta: meta(name),
@@ -142,7 +131,7 @@ func renderPumpObjectsWith(ff *v1alpha1.FlightFeed, d PumpDefaults, env renderEn
 // ECDSA key at every renewal, into the Secret of the same name; issued by
 // the namespace's own CA unless the defaults name an issuer.
 func renderCertificate(feed types.NamespacedName, c PumpCertificate, meta metav1.ObjectMeta) *unstructured.Unstructured {
-	u := certManagerKey("Certificate", meta.Namespace, meta.Name)
+	u := CertManagerKey("Certificate", meta.Namespace, meta.Name)
 	issuer := c.IssuerRef
 	if c.NamespaceCA() {
 		issuer = IssuerRef{Name: feednames.PumpCA, Kind: "Issuer", Group: CertManagerGroup}
@@ -171,9 +160,9 @@ const caDuration = "87600h"
 // certificates of the namespace's feeds. Owners and labels are the
 // reconciler's (every FlightFeed of the namespace).
 func renderNamespaceCA(namespace string) []*unstructured.Unstructured {
-	self := certManagerKey("Issuer", namespace, feednames.PumpCASelfSigned)
+	self := CertManagerKey("Issuer", namespace, feednames.PumpCASelfSigned)
 	self.Object["spec"] = map[string]any{"selfSigned": map[string]any{}}
-	ca := certManagerKey("Certificate", namespace, feednames.PumpCA)
+	ca := CertManagerKey("Certificate", namespace, feednames.PumpCA)
 	ca.Object["spec"] = map[string]any{
 		"isCA":       true,
 		"commonName": "flightfeed pump CA",
@@ -186,7 +175,7 @@ func renderNamespaceCA(namespace string) []*unstructured.Unstructured {
 		"privateKey": map[string]any{"algorithm": "ECDSA", "size": int64(256), "rotationPolicy": "Never"},
 		"issuerRef":  map[string]any{"name": feednames.PumpCASelfSigned, "kind": "Issuer", "group": CertManagerGroup},
 	}
-	issuer := certManagerKey("Issuer", namespace, feednames.PumpCA)
+	issuer := CertManagerKey("Issuer", namespace, feednames.PumpCA)
 	issuer.Object["spec"] = map[string]any{"ca": map[string]any{"secretName": feednames.PumpCA}}
 	return []*unstructured.Unstructured{self, ca, issuer}
 }
@@ -201,7 +190,7 @@ func renderNamespaceCA(namespace string) []*unstructured.Unstructured {
 // metrics, or — over HTTPS — the pods have no certificate a client can
 // verify (no cert-manager) or the operator makes no scraper tokens: no
 // token goes to an endpoint that cannot prove it is the feed's.
-func renderServiceMonitor(feed types.NamespacedName, d PumpDefaults, env renderEnv, meta metav1.ObjectMeta) *unstructured.Unstructured {
+func renderServiceMonitor(feed types.NamespacedName, d PumpDefaults, env Env, meta metav1.ObjectMeta) *unstructured.Unstructured {
 	m := d.ServiceMonitor
 	if m == nil || d.Ports.Metrics <= 0 {
 		return nil
@@ -230,7 +219,7 @@ func renderServiceMonitor(feed types.NamespacedName, d PumpDefaults, env renderE
 			"credentials": map[string]any{"name": feednames.PumpScrapeTokens, "key": feed.Name}}
 		endpoint["tlsConfig"] = map[string]any{"serverName": feednames.PumpServiceDNSName(feed), "ca": map[string]any{"secret": ca}}
 	}
-	u := monitoringKey("ServiceMonitor", meta.Namespace, meta.Name)
+	u := MonitoringKey("ServiceMonitor", meta.Namespace, meta.Name)
 	labels := maps.Clone(m.Labels)
 	if labels == nil {
 		labels = map[string]string{}
@@ -328,6 +317,23 @@ func pumpRules(ff *v1alpha1.FlightFeed) []rbacv1.PolicyRule {
 			ResourceNames: names, Verbs: []string{"get"}})
 	}
 	return rules
+}
+
+// AuthDelegatorSubjects are the subjects of the operator's binding to
+// system:auth-delegator: the pump ServiceAccount of every feed that is not
+// being deleted, sorted by namespace and name (the pumps authenticate read
+// API and metrics callers with TokenReview and SubjectAccessReview).
+func AuthDelegatorSubjects(feeds []v1alpha1.FlightFeed) []rbacv1.Subject {
+	subjects := make([]rbacv1.Subject, 0, len(feeds))
+	for _, f := range feeds {
+		if f.DeletionTimestamp.IsZero() {
+			subjects = append(subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: f.Namespace, Name: feednames.Pump(f.Name)})
+		}
+	}
+	slices.SortFunc(subjects, func(a, b rbacv1.Subject) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	return subjects
 }
 
 // renderDeployment renders the pump Deployment and says what of
@@ -472,7 +478,7 @@ func portAddr(port int32) string {
 
 // probe is an HTTP probe of path on the probes port, with the API server's
 // defaults for what it does not choose written out (the stored template
-// then holds the rendered one: see setTemplate).
+// then holds the rendered one: see SetTemplate).
 func probe(path string, initialDelay, period int32) *corev1.Probe {
 	return &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("probes"),
@@ -501,131 +507,24 @@ func renderService(ff *v1alpha1.FlightFeed, d PumpDefaults, meta metav1.ObjectMe
 	}}
 }
 
-// renderNetworkPolicy is the feed's pump NetworkPolicy. Egress lists what
-// the feed resolves to and nothing else: the defaults' rules (DNS, and
-// any the chart's values add), the API server, and each host:port of the
-// feed's mailbox, databases (from the DSNs: env) and Kafka brokers. An IP
-// address is opened as itself (/32, /128) on its port; a host name cannot
-// be named in a NetworkPolicy, so its port is opened to the dependency's
-// networks of the defaults, or to any address when they list none (DNS
-// resolves the name). An address the broker validation refuses (metadata
-// services, link-local: config.BrokerAddressRefusal), loopback (the pod
-// itself: no rule needed) and an address outside the dependency's listed
-// networks are never opened; the last is said in the returned notes
-// (status.pumpPods.adjusted).
-func renderNetworkPolicy(ff *v1alpha1.FlightFeed, d PumpDefaults, env renderEnv, meta metav1.ObjectMeta) (*networkingv1.NetworkPolicy, []string) {
-	np := d.NetworkPolicy
-	var dataPorts []networkingv1.NetworkPolicyPort
-	if d.Ports.API > 0 {
-		dataPorts = append(dataPorts, tcpPort(d.Ports.API))
-	}
-	if d.Ports.Metrics > 0 {
-		dataPorts = append(dataPorts, tcpPort(d.Ports.Metrics))
-	}
-	ingress := []networkingv1.NetworkPolicyIngressRule{{Ports: []networkingv1.NetworkPolicyPort{tcpPort(d.Ports.Probes)}}}
-	if len(dataPorts) > 0 && len(np.IngressFrom) > 0 {
-		ingress = append(ingress, networkingv1.NetworkPolicyIngressRule{Ports: dataPorts, From: np.IngressFrom})
-	}
-	egress := slices.Clone(np.Egress)
-	if a := np.APIServer; a != nil && len(a.Ports) > 0 {
-		r := networkingv1.NetworkPolicyEgressRule{}
-		for _, p := range a.Ports {
-			r.Ports = append(r.Ports, tcpPort(p))
-		}
-		switch {
-		case len(a.CIDRs) > 0:
-			r.To = cidrPeers(a.CIDRs)
-		case len(env.APIServer) > 0:
-			for _, ip := range env.APIServer {
-				r.To = append(r.To, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: netip.PrefixFrom(ip, ip.BitLen()).String()}})
-			}
-		}
-		// Neither: the API server's addresses are unknown, its ports are
-		// opened to any address (the reconciler logs why).
-		egress = append(egress, r)
-	}
-	var notes []string
-	seen := map[string]bool{}
-	add := func(what, addr string, nets []string) {
-		host, p, err := net.SplitHostPort(addr)
-		n, perr := strconv.ParseUint(p, 10, 16)
-		if err != nil || perr != nil || n == 0 || config.BrokerAddressRefusal(host) != "" || config.IsLoopback(host) {
-			return
-		}
-		r := networkingv1.NetworkPolicyEgressRule{Ports: []networkingv1.NetworkPolicyPort{tcpPort(int32(n))}}
-		if ip, err := netip.ParseAddr(host); err == nil {
-			ip = ip.Unmap()
-			if ip.IsUnspecified() {
-				return
-			}
-			if len(nets) > 0 && !inPrefixes(ip, nets) {
-				notes = append(notes, fmt.Sprintf("%s %s is outside the chart's networkPolicy.egress CIDRs for it (%s): the pump pods' NetworkPolicy does not open it",
-					what, addr, strings.Join(nets, ", ")))
-				return
-			}
-			r.To = []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: netip.PrefixFrom(ip, ip.BitLen()).String()}}}
-		} else {
-			r.To = cidrPeers(nets)
-		}
-		k := ruleKey(r)
-		if !seen[k] {
-			seen[k] = true
-			egress = append(egress, r)
-		}
-	}
-	for _, a := range env.Mailbox {
-		add("the mailbox", a, np.Mailbox.CIDRs)
-	}
-	for _, a := range env.Database {
-		add("the database", a, np.Database.CIDRs)
-	}
-	for i, b := range ff.Spec.Kafka.Brokers {
-		add(fmt.Sprintf("spec.kafka.brokers[%d]", i), b, np.Brokers.CIDRs)
-	}
-	return &networkingv1.NetworkPolicy{ObjectMeta: meta, Spec: networkingv1.NetworkPolicySpec{
-		PodSelector: metav1.LabelSelector{MatchLabels: feednames.PodLabels(ff.Name)},
-		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
-		Ingress:     ingress,
-		Egress:      egress,
-	}}, notes
+// CertManagerKey is an empty cert-manager object of that kind and name:
+// the operator reads and writes them unstructured (uncached: it keeps no
+// informer on a kind that may not be installed), without cert-manager's
+// Go module.
+func CertManagerKey(kind, namespace, name string) *unstructured.Unstructured {
+	return unstructuredKey(CertManagerGroup+"/"+CertManagerVersion, kind, namespace, name)
 }
 
-// ruleKey tells equal egress rules apart by value (their fields are
-// pointers).
-func ruleKey(r networkingv1.NetworkPolicyEgressRule) string {
-	var b strings.Builder
-	for _, p := range r.Ports {
-		fmt.Fprintf(&b, "%s/%s,", ptr.Deref(p.Protocol, corev1.ProtocolTCP), p.Port.String())
-	}
-	b.WriteString(" to ")
-	for _, peer := range r.To {
-		if peer.IPBlock != nil {
-			fmt.Fprintf(&b, "%s,", peer.IPBlock.CIDR)
-		}
-	}
-	return b.String()
+// MonitoringKey is the same for the Prometheus Operator's kinds.
+func MonitoringKey(kind, namespace, name string) *unstructured.Unstructured {
+	return unstructuredKey(MonitoringGroup+"/"+MonitoringVersion, kind, namespace, name)
 }
 
-func tcpPort(p int32) networkingv1.NetworkPolicyPort {
-	return networkingv1.NetworkPolicyPort{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(p))}
-}
-
-// cidrPeers are ipBlock peers of the CIDRs (nil: any address).
-func cidrPeers(cidrs []string) []networkingv1.NetworkPolicyPeer {
-	var out []networkingv1.NetworkPolicyPeer
-	for _, c := range cidrs {
-		out = append(out, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: c}})
-	}
-	return out
-}
-
-// inPrefixes reports whether ip lies in one of the CIDRs (checked by
-// PumpDefaults.withDefaults).
-func inPrefixes(ip netip.Addr, cidrs []string) bool {
-	for _, c := range cidrs {
-		if p, err := netip.ParsePrefix(c); err == nil && p.Contains(ip) {
-			return true
-		}
-	}
-	return false
+func unstructuredKey(apiVersion, kind, namespace, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	return u
 }
