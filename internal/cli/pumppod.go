@@ -9,7 +9,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/flightfeed/flightfeed/internal/pumppod"
-	"github.com/flightfeed/flightfeed/internal/pumpserver"
+	"github.com/flightfeed/flightfeed/internal/readapi"
 )
 
 // podOptions are the flags of `flightfeed pump --feed NS/NAME`.
@@ -40,7 +40,7 @@ func podFlags(cmd *cobra.Command) *podOptions {
 		metricsCertDir:   f.String("metrics-cert-dir", "", "with --feed: folder with tls.crt and tls.key for the metrics endpoint, reloaded on change (default: a self-signed certificate made at start)"),
 		probeAddr:        f.String("health-probe-bind-address", ":8081", "with --feed: address of /healthz and /readyz (0 disables)"),
 		apiAddr:          f.String("api-bind-address", ":8082", "with --feed: address of the feed's read API, HTTPS with bearer tokens (0 disables)"),
-		apiMaxConcurrent: f.Int("api-max-concurrent-requests", pumpserver.DefaultMaxConcurrentRequests, "with --feed: read API requests served at once (after authorization); more are refused with 429 and Retry-After"),
+		apiMaxConcurrent: f.Int("api-max-concurrent-requests", readapi.DefaultMaxConcurrentRequests, "with --feed: read API requests served at once (after authorization); more are refused with 429 and Retry-After"),
 		apiCertDir:       f.String("api-cert-dir", "", "with --feed: folder with tls.crt and tls.key for the read API, reloaded on change (default: a self-signed certificate made at start)"),
 		enableHTTP2:      f.Bool("enable-http2", false, "with --feed: offer HTTP/2 on the metrics and read API endpoints"),
 		leaseDuration:    f.Duration("lease-duration", 15*time.Second, "with --feed: how long the feed's Lease is valid without renewal"),
@@ -74,7 +74,7 @@ func (o *podOptions) run(cmd *cobra.Command, key types.NamespacedName, identity 
 	if identity == "" {
 		identity = hostIdentity()
 	}
-	return pumpserver.Run(cmd.Context(), pumpserver.Options{
+	return pumppod.Run(cmd.Context(), pumppod.Options{
 		Feed: key, Kubeconfig: *o.kubeconfig, MetricsAddr: *o.metricsAddr, ProbeAddr: *o.probeAddr, APIAddr: *o.apiAddr,
 		APIMaxConcurrentRequests: *o.apiMaxConcurrent, InsecureMetrics: !*o.metricsSecure, MetricsCertDir: *o.metricsCertDir,
 		APICertDir: *o.apiCertDir, EnableHTTP2: *o.enableHTTP2, Identity: identity,
