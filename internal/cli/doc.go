@@ -7,7 +7,9 @@
 // runs, would link it. Each command parses its flags, loads configuration
 // (package config) or, for dead, parked and replay with --feed, asks the
 // feed's read API through the API server's service proxy (opsBackend), and
-// calls into the packages that do the work. It owns only process concerns:
+// calls into the packages that do the work (`pump --feed` parses its flags
+// into pumppod.Options and calls pumppod.Run, which assembles the pump
+// pod). It owns only process concerns:
 // exit codes (2 for a bad command line
 // or config, 1 otherwise, one line on stderr), signals, logging setup, the
 // Go memory limit from the container's cgroup and, after an interrupted

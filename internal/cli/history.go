@@ -17,12 +17,12 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
-	"github.com/flightfeed/flightfeed/internal/pumpserver"
+	"github.com/flightfeed/flightfeed/internal/readapi"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 // historyPageSize is how many changes `history` reads at once.
-const historyPageSize = pumpserver.DefaultPageSize
+const historyPageSize = readapi.DefaultPageSize
 
 // historySource is where `history` reads: the feed's database (--config)
 // or its read API. Both answer the read API's page, so the two print
@@ -32,7 +32,7 @@ type historySource interface {
 	// FlightHistory reads up to limit changes of flid that f selects
 	// (Day, Since) after cursor ("" from the oldest); the page's Cursor
 	// continues it. A flight the feed does not know is errFlightNotFound.
-	FlightHistory(ctx context.Context, flid flight.FLID, f store.HistoryFilter, cursor string) (pumpserver.HistoryPage, error)
+	FlightHistory(ctx context.Context, flid flight.FLID, f store.HistoryFilter, cursor string) (readapi.HistoryPage, error)
 	Close()
 }
 
@@ -141,8 +141,8 @@ func openHistorySource(cmd *cobra.Command, source *feedSource, feedArgs []string
 
 // readHistory reads flid's changes f selects, at most limit (0: all), a
 // page at a time, into one page (no cursor).
-func readHistory(ctx context.Context, src historySource, flid flight.FLID, f store.HistoryFilter, limit int) (pumpserver.HistoryPage, error) {
-	out := pumpserver.HistoryPage{FLID: flid.String(), Items: []store.FlightChange{}}
+func readHistory(ctx context.Context, src historySource, flid flight.FLID, f store.HistoryFilter, limit int) (readapi.HistoryPage, error) {
+	out := readapi.HistoryPage{FLID: flid.String(), Items: []store.FlightChange{}}
 	cursor := ""
 	for {
 		n := historyPageSize
@@ -163,7 +163,7 @@ func readHistory(ctx context.Context, src historySource, flid flight.FLID, f sto
 
 // printHistory prints a flight's history: its table (one line per change,
 // then its fields indented), or the page as JSON or YAML.
-func printHistory(w io.Writer, format string, loc *time.Location, page pumpserver.HistoryPage) error {
+func printHistory(w io.Writer, format string, loc *time.Location, page readapi.HistoryPage) error {
 	bw := bufio.NewWriter(w)
 	switch format {
 	case outJSON, outYAML:
@@ -249,11 +249,11 @@ type storeHistorySource struct {
 func (b storeHistorySource) Location() *time.Location { return b.loc }
 func (b storeHistorySource) Close()                   { b.s.Close() }
 
-func (b storeHistorySource) FlightHistory(ctx context.Context, flid flight.FLID, f store.HistoryFilter, cursor string) (pumpserver.HistoryPage, error) {
+func (b storeHistorySource) FlightHistory(ctx context.Context, flid flight.FLID, f store.HistoryFilter, cursor string) (readapi.HistoryPage, error) {
 	if cursor != "" {
 		after, err := strconv.ParseInt(cursor, 10, 64)
 		if err != nil {
-			return pumpserver.HistoryPage{}, fmt.Errorf("history cursor %q: %w", cursor, err)
+			return readapi.HistoryPage{}, fmt.Errorf("history cursor %q: %w", cursor, err)
 		}
 		f.After = after
 	}
@@ -261,12 +261,12 @@ func (b storeHistorySource) FlightHistory(ctx context.Context, flid flight.FLID,
 	f.Limit = limit + 1
 	changes, err := b.s.FlightHistory(ctx, flid, f)
 	if errors.Is(err, store.ErrNoFlight) {
-		return pumpserver.HistoryPage{}, errFlightNotFound
+		return readapi.HistoryPage{}, errFlightNotFound
 	}
 	if err != nil {
-		return pumpserver.HistoryPage{}, err
+		return readapi.HistoryPage{}, err
 	}
-	out := pumpserver.HistoryPage{FLID: flid.String(), Items: changes}
+	out := readapi.HistoryPage{FLID: flid.String(), Items: changes}
 	if len(changes) > limit {
 		out.Items = changes[:limit]
 		out.Cursor = strconv.FormatInt(changes[limit-1].Version, 10)
@@ -275,7 +275,7 @@ func (b storeHistorySource) FlightHistory(ctx context.Context, flid flight.FLID,
 }
 
 // FlightHistory is one page of GET flights/{flid}/history.
-func (a *feedAPI) FlightHistory(ctx context.Context, flid flight.FLID, f store.HistoryFilter, cursor string) (pumpserver.HistoryPage, error) {
+func (a *feedAPI) FlightHistory(ctx context.Context, flid flight.FLID, f store.HistoryFilter, cursor string) (readapi.HistoryPage, error) {
 	q := url.Values{"limit": {strconv.Itoa(f.Limit)}}
 	if f.Day != "" {
 		q.Set("day", f.Day)
@@ -286,7 +286,7 @@ func (a *feedAPI) FlightHistory(ctx context.Context, flid flight.FLID, f store.H
 	if cursor != "" {
 		q.Set("cursor", cursor)
 	}
-	var page pumpserver.HistoryPage
+	var page readapi.HistoryPage
 	err := a.call(ctx, "GET", "flights/"+flid.String()+"/history", q, nil, &page)
 	var he *httpStatusError
 	if errors.As(err, &he) && he.code == http.StatusNotFound {

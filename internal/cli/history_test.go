@@ -10,7 +10,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
-	"github.com/flightfeed/flightfeed/internal/pumpserver"
+	"github.com/flightfeed/flightfeed/internal/readapi"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
@@ -70,7 +70,7 @@ func TestHistoryReadsTheDatabase(t *testing.T) {
 		!strings.Contains(strings.Split(out, "\n")[0], "TYPE") || !strings.Contains(out, "UPSERT") || strings.Count(out, "\n") != 5 {
 		t.Errorf("history -o wide --limit 1: exit %d\n%s", code, out)
 	}
-	var page pumpserver.HistoryPage
+	var page readapi.HistoryPage
 	code, out, _ = runCLI("history", "--config", cfg, "12345678", "-o", "json", "--since", time.Now().Add(-time.Hour).Format(time.RFC3339))
 	if err := json.Unmarshal([]byte(out), &page); code != 0 || err != nil || page.FLID != "12345678" || len(page.Items) != 3 ||
 		page.Items[2].Changes[0].Op != "Clear" || page.Items[1].FromVersion != page.Items[0].Version {

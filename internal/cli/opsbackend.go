@@ -24,7 +24,7 @@ import (
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/feednames"
-	"github.com/flightfeed/flightfeed/internal/pumpserver"
+	"github.com/flightfeed/flightfeed/internal/readapi"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
@@ -202,7 +202,7 @@ func (b storeBackend) Close() { b.s.Close() }
 // /api/v1/namespaces/NS/services/https:<NAME>-pump:api/proxy/api/v1/feeds/NS/NAME/…
 // The API server authenticates the kubeconfig's user and authorizes it for
 // services/proxy (get; create for the POSTs) on the feed's Service; the pump
-// pod then checks the token in pumpserver.TokenHeader (audience
+// pod then checks the token in readapi.TokenHeader (audience
 // feednames.Audience) and its user's permission on the feed.
 type feedAPI struct {
 	rest  rest.Interface
@@ -277,7 +277,7 @@ func (a *feedAPI) Dead(ctx context.Context, f store.DeadFilter) ([]store.DeadMes
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	} else {
-		q.Set("limit", strconv.Itoa(pumpserver.MaxListLimit))
+		q.Set("limit", strconv.Itoa(readapi.MaxListLimit))
 	}
 	if f.Reason != "" {
 		q.Set("reason", f.Reason)
@@ -298,16 +298,16 @@ func (a *feedAPI) Dead(ctx context.Context, f store.DeadFilter) ([]store.DeadMes
 // API answered its maximum: the list may go on, and nothing is cut
 // silently.
 func (a *feedAPI) capped(asked, got int, what string) {
-	if asked <= 0 && got >= pumpserver.MaxListLimit && a.warn != nil {
+	if asked <= 0 && got >= readapi.MaxListLimit && a.warn != nil {
 		_, _ = fmt.Fprintf(a.warn, "flightfeed: the first %d %s only: the read API lists at most %d at once; narrow the list (--since, --reason) or use --config F on the database for all\n",
-			got, what, pumpserver.MaxListLimit)
+			got, what, readapi.MaxListLimit)
 	}
 }
 
 func (a *feedAPI) Parked(ctx context.Context, limit int) ([]store.ParkedEvent, error) {
 	asked := limit
 	if limit <= 0 {
-		limit = pumpserver.MaxListLimit
+		limit = readapi.MaxListLimit
 	}
 	var out struct{ Items []store.ParkedEvent }
 	err := a.call(ctx, "GET", "parked", url.Values{"limit": {strconv.Itoa(limit)}}, nil, &out)
@@ -316,18 +316,18 @@ func (a *feedAPI) Parked(ctx context.Context, limit int) ([]store.ParkedEvent, e
 }
 
 func (a *feedAPI) Redeliver(ctx context.Context, ids []int64) ([]int64, error) {
-	var out pumpserver.RedeliverResult
-	return out.Redelivered, a.call(ctx, "POST", "parked/redeliver", nil, pumpserver.RedeliverRequest{IDs: ids, All: len(ids) == 0}, &out)
+	var out readapi.RedeliverResult
+	return out.Redelivered, a.call(ctx, "POST", "parked/redeliver", nil, readapi.RedeliverRequest{IDs: ids, All: len(ids) == 0}, &out)
 }
 
 func (a *feedAPI) RequestReplay(ctx context.Context, id int64, policy string) (store.ReplayRequest, error) {
 	var out store.ReplayRequest
-	return out, a.call(ctx, "POST", "replays", nil, pumpserver.ReplayRequestBody{ID: id, Policy: policy}, &out)
+	return out, a.call(ctx, "POST", "replays", nil, readapi.ReplayRequestBody{ID: id, Policy: policy}, &out)
 }
 
 func (a *feedAPI) Rerequest(ctx context.Context, day string) (int64, error) {
-	var out pumpserver.RerequestResult
-	return out.Released, a.call(ctx, "POST", "rerequests", nil, pumpserver.RerequestBody{Day: day}, &out)
+	var out readapi.RerequestResult
+	return out.Released, a.call(ctx, "POST", "rerequests", nil, readapi.RerequestBody{Day: day}, &out)
 }
 
 func (a *feedAPI) Replay(ctx context.Context, id int64) (store.ReplayRequest, error) {
@@ -342,7 +342,7 @@ func (a *feedAPI) call(ctx context.Context, method, path string, q url.Values, b
 	req := a.rest.Verb(method).Namespace(a.key.Namespace).Resource("services").
 		Name("https:"+service+":"+feednames.APIPort).SubResource("proxy").
 		Suffix("api", "v1", "feeds", a.key.Namespace, a.key.Name, path).
-		SetHeader(pumpserver.TokenHeader, "Bearer "+a.token)
+		SetHeader(readapi.TokenHeader, "Bearer "+a.token)
 	for k, vs := range q {
 		for _, v := range vs {
 			req = req.Param(k, v)

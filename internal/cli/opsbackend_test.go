@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flightfeed/flightfeed/internal/pumpserver"
+	"github.com/flightfeed/flightfeed/internal/readapi"
 )
 
 // "All" through the read API is at most its page; when the answer is that
@@ -17,9 +17,9 @@ func TestFeedAPISaysWhenAListIsCutAtItsMaximum(t *testing.T) {
 		asked, got int
 		want       string
 	}{
-		{0, pumpserver.MaxListLimit, "the first 5000 messages only: the read API lists at most 5000 at once"},
-		{0, pumpserver.MaxListLimit - 1, ""},
-		{pumpserver.MaxListLimit, pumpserver.MaxListLimit, ""},
+		{0, readapi.MaxListLimit, "the first 5000 messages only: the read API lists at most 5000 at once"},
+		{0, readapi.MaxListLimit - 1, ""},
+		{readapi.MaxListLimit, readapi.MaxListLimit, ""},
 		{200, 200, ""},
 	} {
 		var warn bytes.Buffer

@@ -54,7 +54,7 @@ it ends, and exits 1 with a one-line summary when any is parked.`,
 	drain := f.Bool("drain", false, "with --config: exit 0 once every mailbox row is processed and written back and the outbox is delivered")
 	identity := f.String("identity", "", "name of this pump in the feed's Lease and the database's writer lock (default: $POD_NAME, else the host name)")
 	cpuProfile := f.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof; for `make bench`)")
-	pod := podFlags(cmd)
+	pod := newPodFlags(cmd)
 	logFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) (err error) {
 		if *feedRef != "" {
@@ -67,7 +67,7 @@ it ends, and exits 1 with a one-line summary when any is parked.`,
 			}
 			return pod.run(cmd, key, *identity)
 		}
-		if changed := pod.changed(cmd); changed != "" {
+		if changed := pod.changed(); changed != "" {
 			return usageError{fmt.Errorf("--%s needs --feed NS/NAME", changed)}
 		}
 		feed, err := load(cmd.Context())

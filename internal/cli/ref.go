@@ -17,25 +17,25 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flightfeed/flightfeed/internal/config"
-	"github.com/flightfeed/flightfeed/internal/pumpserver"
+	"github.com/flightfeed/flightfeed/internal/readapi"
 	"github.com/flightfeed/flightfeed/internal/sis"
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
 // refPageSize is how many records `ref NAME KIND` asks the read API for
 // at once, and reads from the database at once with --config.
-const refPageSize = pumpserver.DefaultPageSize
+const refPageSize = readapi.DefaultPageSize
 
 // refSource is where `ref` reads: the feed's database (--config) or its
 // read API. Both answer in the read API's shapes, so the two print alike.
 type refSource interface {
 	Location() *time.Location
-	RefLists(ctx context.Context) ([]pumpserver.RefList, error)
+	RefLists(ctx context.Context) ([]readapi.RefList, error)
 	// RefRecords reads up to limit records of kind, keys ascending, after
 	// the key after ("" from the start); more says whether others follow.
-	RefRecords(ctx context.Context, kind sis.ReferenceKind, after string, limit int) (recs []pumpserver.RefRecord, more bool, err error)
+	RefRecords(ctx context.Context, kind sis.ReferenceKind, after string, limit int) (recs []readapi.RefRecord, more bool, err error)
 	// RefRecord reads one record; errRefNotFound when it is not stored.
-	RefRecord(ctx context.Context, kind sis.ReferenceKind, key string) (pumpserver.RefRecord, error)
+	RefRecord(ctx context.Context, kind sis.ReferenceKind, key string) (readapi.RefRecord, error)
 	Close()
 }
 
@@ -110,7 +110,7 @@ takes KIND and KEY alone (ref --config F airlines CA); so does --feed
 		case len(refArgs) == 2 && (*limit != 0 || *after != ""):
 			return usageError{errors.New("--limit and --after page a list's records, not one record (KIND KEY)")}
 		case len(refArgs) > 0:
-			if kind, err = pumpserver.LookupRefKind(refArgs[0]); err != nil {
+			if kind, err = readapi.LookupRefKind(refArgs[0]); err != nil {
 				return usageError{err}
 			}
 		}
@@ -189,7 +189,7 @@ func printRefLists(cmd *cobra.Command, m mode, format string, src refSource) err
 	}
 	stamp := refStamp(src.Location())
 	table := columns("LIST", "TYPE", "RECORDS", "LAST-MESSAGE", "UPDATED", "REPLACED", "KEY+", "TITLE+")
-	return printRows(cmd.OutOrStdout(), m, format, table, lists, func(l pumpserver.RefList) []any {
+	return printRows(cmd.OutOrStdout(), m, format, table, lists, func(l readapi.RefList) []any {
 		replaced := "-"
 		if l.ReplacedBy != 0 {
 			replaced = strconv.FormatInt(l.ReplacedBy, 10) + "@" + strings.Replace(stamp(l.ReplacedAt), " ", "T", 1)
@@ -203,7 +203,7 @@ func printRefLists(cmd *cobra.Command, m mode, format string, src refSource) err
 // limit (0: all), reading them a page at a time. When limit cut the list
 // it says on standard error how to go on.
 func printRefRecords(cmd *cobra.Command, m mode, format string, src refSource, kind sis.ReferenceKind, after string, limit int) error {
-	var recs []pumpserver.RefRecord
+	var recs []readapi.RefRecord
 	for {
 		n := refPageSize
 		if limit > 0 {
@@ -239,7 +239,7 @@ func printRefRecord(cmd *cobra.Command, m mode, format string, src refSource, ki
 	// The binary's default -o (table) prints the document too, as the
 	// plugin's does: one record is read for its fields.
 	if format == outWide || (format == outTable && cmd.Flags().Changed("output")) {
-		return printRefRecordRows(cmd, m, format, src, []pumpserver.RefRecord{rec})
+		return printRefRecordRows(cmd, m, format, src, []readapi.RefRecord{rec})
 	}
 	doc, err := json.Marshal(rec)
 	if err != nil {
@@ -259,10 +259,10 @@ func printRefRecord(cmd *cobra.Command, m mode, format string, src refSource, ki
 
 // printRefRecordRows prints records as ref's table of records, or their
 // documents for -o json|yaml.
-func printRefRecordRows(cmd *cobra.Command, m mode, format string, src refSource, recs []pumpserver.RefRecord) error {
+func printRefRecordRows(cmd *cobra.Command, m mode, format string, src refSource, recs []readapi.RefRecord) error {
 	stamp := refStamp(src.Location())
 	table := columns("KEY", "NAME", "MESSAGE", "UPDATED", "RECORD+")
-	return printRows(cmd.OutOrStdout(), m, format, table, recs, func(r pumpserver.RefRecord) []any {
+	return printRows(cmd.OutOrStdout(), m, format, table, recs, func(r readapi.RefRecord) []any {
 		// Compact: the database's text of a record spaces it, the read
 		// API's JSON does not; the two print alike.
 		var doc bytes.Buffer
@@ -326,51 +326,51 @@ type storeRefSource struct {
 func (b storeRefSource) Location() *time.Location { return b.loc }
 func (b storeRefSource) Close()                   { b.s.Close() }
 
-func (b storeRefSource) RefLists(ctx context.Context) ([]pumpserver.RefList, error) {
+func (b storeRefSource) RefLists(ctx context.Context) ([]readapi.RefList, error) {
 	stored, err := b.s.ReferenceLists(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return pumpserver.RefLists(stored), nil
+	return readapi.RefLists(stored), nil
 }
 
-func (b storeRefSource) RefRecords(ctx context.Context, kind sis.ReferenceKind, after string, limit int) ([]pumpserver.RefRecord, bool, error) {
+func (b storeRefSource) RefRecords(ctx context.Context, kind sis.ReferenceKind, after string, limit int) ([]readapi.RefRecord, bool, error) {
 	recs, err := b.s.ReferenceRecords(ctx, kind.Type, after, limit+1)
 	if err != nil {
 		return nil, false, err
 	}
 	more := len(recs) > limit
-	out := make([]pumpserver.RefRecord, 0, min(len(recs), limit))
+	out := make([]readapi.RefRecord, 0, min(len(recs), limit))
 	for _, r := range recs[:min(len(recs), limit)] {
-		out = append(out, pumpserver.RefRecordOf(kind, r))
+		out = append(out, readapi.RefRecordOf(kind, r))
 	}
 	return out, more, nil
 }
 
-func (b storeRefSource) RefRecord(ctx context.Context, kind sis.ReferenceKind, key string) (pumpserver.RefRecord, error) {
+func (b storeRefSource) RefRecord(ctx context.Context, kind sis.ReferenceKind, key string) (readapi.RefRecord, error) {
 	r, err := b.s.ReferenceRecordByKey(ctx, kind.Type, key)
 	if errors.Is(err, store.ErrNoReferenceRecord) {
-		return pumpserver.RefRecord{}, errRefNotFound
+		return readapi.RefRecord{}, errRefNotFound
 	}
 	if err != nil {
-		return pumpserver.RefRecord{}, err
+		return readapi.RefRecord{}, err
 	}
-	return pumpserver.RefRecordOf(kind, r), nil
+	return readapi.RefRecordOf(kind, r), nil
 }
 
 // RefLists is GET ref.
-func (a *feedAPI) RefLists(ctx context.Context) ([]pumpserver.RefList, error) {
-	var out struct{ Items []pumpserver.RefList }
+func (a *feedAPI) RefLists(ctx context.Context) ([]readapi.RefList, error) {
+	var out struct{ Items []readapi.RefList }
 	return out.Items, a.call(ctx, "GET", "ref", nil, nil, &out)
 }
 
 // RefRecords is one page of GET ref/{kind}, after a key.
-func (a *feedAPI) RefRecords(ctx context.Context, kind sis.ReferenceKind, after string, limit int) ([]pumpserver.RefRecord, bool, error) {
+func (a *feedAPI) RefRecords(ctx context.Context, kind sis.ReferenceKind, after string, limit int) ([]readapi.RefRecord, bool, error) {
 	q := url.Values{"limit": {strconv.Itoa(limit)}}
 	if after != "" {
 		q.Set("after", after)
 	}
-	var page pumpserver.RefPage
+	var page readapi.RefPage
 	if err := a.call(ctx, "GET", "ref/"+kind.Type, q, nil, &page); err != nil {
 		return nil, false, err
 	}
@@ -378,8 +378,8 @@ func (a *feedAPI) RefRecords(ctx context.Context, kind sis.ReferenceKind, after 
 }
 
 // RefRecord is GET ref/{kind}/{key}.
-func (a *feedAPI) RefRecord(ctx context.Context, kind sis.ReferenceKind, key string) (pumpserver.RefRecord, error) {
-	var out pumpserver.RefRecord
+func (a *feedAPI) RefRecord(ctx context.Context, kind sis.ReferenceKind, key string) (readapi.RefRecord, error) {
+	var out readapi.RefRecord
 	err := a.call(ctx, "GET", "ref/"+kind.Type+"/"+key, nil, nil, &out)
 	var he *httpStatusError
 	if errors.As(err, &he) && he.code == http.StatusNotFound {

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flightfeed/flightfeed/internal/config"
-	"github.com/flightfeed/flightfeed/internal/pumpserver"
+	"github.com/flightfeed/flightfeed/internal/readapi"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/verify"
 	"github.com/flightfeed/flightfeed/internal/verify/rebuild"
@@ -80,7 +80,7 @@ Kubernetes (its DSN's user must be allowed to create a schema).`
 	}
 	source := addFeedSource(cmd, m, true)
 	day := cmd.Flags().String("day", "", "the operation day to verify (YYYY-MM-DD, airport-local)")
-	timeout := cmd.Flags().Duration("timeout", pumpserver.DefaultVerifyTimeout, "give up the rebuild after this long (at most "+pumpserver.MaxVerifyTimeout.String()+" through the read API)")
+	timeout := cmd.Flags().Duration("timeout", readapi.DefaultVerifyTimeout, "give up the rebuild after this long (at most "+readapi.MaxVerifyTimeout.String()+" through the read API)")
 	// The report as text by default (kubectl's default output is no -o).
 	output := outputFlag(cmd, "", "output format: json or yaml (default: the report as text)", outJSON, outYAML)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -121,7 +121,7 @@ Kubernetes (its DSN's user must be allowed to create a schema).`
 // verifySource runs a verification: here on the database of --config, or
 // in a pump pod through the read API.
 type verifySource interface {
-	Verify(ctx context.Context, day string, timeout time.Duration) (pumpserver.VerifyResult, error)
+	Verify(ctx context.Context, day string, timeout time.Duration) (readapi.VerifyResult, error)
 	Close()
 }
 
@@ -134,14 +134,14 @@ type storeVerifier struct {
 
 func (v storeVerifier) Close() { v.s.Close() }
 
-func (v storeVerifier) Verify(ctx context.Context, day string, timeout time.Duration) (pumpserver.VerifyResult, error) {
+func (v storeVerifier) Verify(ctx context.Context, day string, timeout time.Duration) (readapi.VerifyResult, error) {
 	feed, err := config.Load(v.path)
 	if err != nil {
-		return pumpserver.VerifyResult{}, usageError{err}
+		return readapi.VerifyResult{}, usageError{err}
 	}
 	dbTLS, err := feed.DatabaseTLS()
 	if err != nil {
-		return pumpserver.VerifyResult{}, err
+		return readapi.VerifyResult{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -150,24 +150,24 @@ func (v storeVerifier) Verify(ctx context.Context, day string, timeout time.Dura
 	var nv *verify.NotVerifiable
 	switch {
 	case errors.As(err, &nv) && rec.Outcome != "":
-		return pumpserver.VerifyResult{Record: rec}, nil
+		return readapi.VerifyResult{Record: rec}, nil
 	case err != nil:
-		return pumpserver.VerifyResult{}, err
+		return readapi.VerifyResult{}, err
 	}
-	return pumpserver.VerifyResult{Record: rec, Report: &rep}, nil
+	return readapi.VerifyResult{Record: rec, Report: &rep}, nil
 }
 
 // Verify asks a pump pod of the feed to verify day (POST verifications)
 // and waits for its answer; ctx ending (Ctrl-C) cancels it there.
-func (a *feedAPI) Verify(ctx context.Context, day string, timeout time.Duration) (pumpserver.VerifyResult, error) {
-	var res pumpserver.VerifyResult
-	err := a.call(ctx, "POST", "verifications", nil, pumpserver.VerifyRequest{Day: day, Timeout: timeout.String()}, &res)
+func (a *feedAPI) Verify(ctx context.Context, day string, timeout time.Duration) (readapi.VerifyResult, error) {
+	var res readapi.VerifyResult
+	err := a.call(ctx, "POST", "verifications", nil, readapi.VerifyRequest{Day: day, Timeout: timeout.String()}, &res)
 	return res, err
 }
 
 // printVerification prints a verification's outcome and ends the command
 // with its exit code: 0 identical, 3 differs, 4 not verifiable.
-func printVerification(w io.Writer, format string, res pumpserver.VerifyResult) error {
+func printVerification(w io.Writer, format string, res readapi.VerifyResult) error {
 	switch format {
 	case outJSON, outYAML:
 		doc, err := json.Marshal(res)

@@ -1,5 +1,9 @@
 // Package pumppod is what runs inside a feed's pump pods (`flightfeed pump
-// --feed NS/NAME`, assembled by package pumpserver). The
+// --feed NS/NAME`; package cli only parses the flags into Options). Run
+// (run.go) assembles the pod: a controller-runtime manager whose cache holds
+// that one FlightFeed, the feed's metrics, the reconciler and supervisor,
+// the Lease timings, the /healthz and /readyz checks, and the read API and
+// /metrics servers of package readapi on their own listeners. The
 // FlightFeedReconciler validates the pod's FlightFeed, resolves its Secrets
 // (under the pump's own ServiceAccount, which may get exactly the Secrets
 // the feed names, and only those labelled flightfeed.aero/secret=true and
@@ -26,9 +30,9 @@
 // never loops silently.
 //
 // It imports feedrun and pump for the runner's status and notices (and
-// feedrun to build the real runner), never the other way round, and holds
-// no pump logic: the runner is behind the FeedRunner seam. The operator
-// (package controllers) never imports it.
+// feedrun to build the real runner), and readapi for the HTTP handlers,
+// never the other way round, and holds no pump logic: the runner is behind
+// the FeedRunner seam. The operator (package controllers) never imports it.
 package pumppod
 
 // RBAC of a pump pod. The operator renders it per feed (controllers'

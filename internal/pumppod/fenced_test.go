@@ -11,7 +11,6 @@ import (
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/pumppod"
-	"github.com/flightfeed/flightfeed/internal/pumpserver"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 )
@@ -26,7 +25,7 @@ import (
 func TestFencedPumpDoesNotTakeTheFeedBackFromALiveHolder(t *testing.T) {
 	h := newHarness(t)
 	const maxBackoff = 300 * time.Millisecond
-	rep := h.startReplicaWith("replica-a", h.runners.factory, func(o *pumpserver.Options) {
+	rep := h.startReplicaWith("replica-a", h.runners.factory, func(o *pumppod.Options) {
 		o.RestartBackoff, o.MaxRestartBackoff, o.FencedHolderSilence = 50*time.Millisecond, maxBackoff, 3*time.Second
 	})
 	h.secrets("pek")

@@ -10,7 +10,6 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/feedobjects"
 	"github.com/flightfeed/flightfeed/internal/pumppod"
-	"github.com/flightfeed/flightfeed/internal/pumpserver"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
 )
 
@@ -96,13 +95,13 @@ func TestKustomizeGracePeriodMatchesTheChart(t *testing.T) {
 func checkGrace(t *testing.T, where string, grace, renew time.Duration) {
 	t.Helper()
 	stop := pumppod.DefaultStopTimeout + renew
-	if stop > pumpserver.DefaultShutdownTimeout {
+	if stop > pumppod.DefaultShutdownTimeout {
 		t.Fatalf("stopping a pump (%s) and writing the last status (%s) exceed the manager's shutdown timeout %s",
-			pumppod.DefaultStopTimeout, renew, pumpserver.DefaultShutdownTimeout)
+			pumppod.DefaultStopTimeout, renew, pumppod.DefaultShutdownTimeout)
 	}
-	if need := max(stop, pumpserver.DefaultShutdownTimeout) + graceMargin; grace < need {
+	if need := max(stop, pumppod.DefaultShutdownTimeout) + graceMargin; grace < need {
 		t.Fatalf("%s: terminationGracePeriodSeconds %s < %s: the pump's stop %s + the last status and release %s, "+
 			"within the shutdown timeout %s, + %s margin", where, grace, need, pumppod.DefaultStopTimeout, renew,
-			pumpserver.DefaultShutdownTimeout, graceMargin)
+			pumppod.DefaultShutdownTimeout, graceMargin)
 	}
 }

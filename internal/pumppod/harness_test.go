@@ -24,7 +24,6 @@ import (
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/pumppod"
-	"github.com/flightfeed/flightfeed/internal/pumpserver"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
@@ -130,7 +129,7 @@ type replica struct {
 	done     chan error
 }
 
-// startReplica runs pumpserver.New — the manager `flightfeed manager` runs —
+// startReplica runs pumppod.New — the pod `flightfeed pump --feed` runs —
 // with the test runner factory and short Lease timings.
 func (h *harness) startReplica(identity string) *replica {
 	h.t.Helper()
@@ -139,10 +138,10 @@ func (h *harness) startReplica(identity string) *replica {
 
 // startReplicaWith is startReplica with the given runner factory; edits
 // change the options before the manager is built.
-func (h *harness) startReplicaWith(identity string, factory pumppod.RunnerFactory, edits ...func(*pumpserver.Options)) *replica {
+func (h *harness) startReplicaWith(identity string, factory pumppod.RunnerFactory, edits ...func(*pumppod.Options)) *replica {
 	h.t.Helper()
 	r := &replica{identity: identity, registry: prometheus.NewRegistry(), probe: loopback.FreeAddr(h.t), done: make(chan error, 1)}
-	o := pumpserver.Options{
+	o := pumppod.Options{
 		RestConfig:     restCfg,
 		MetricsAddr:    "0",
 		ProbeAddr:      r.probe,
@@ -165,7 +164,7 @@ func (h *harness) startReplicaWith(identity string, factory pumppod.RunnerFactor
 	for _, edit := range edits {
 		edit(&o)
 	}
-	mgr, err := pumpserver.New(o)
+	mgr, err := pumppod.New(o)
 	if err != nil {
 		h.t.Fatal(err)
 	}

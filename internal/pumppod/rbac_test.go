@@ -36,7 +36,6 @@ import (
 	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/operator"
 	"github.com/flightfeed/flightfeed/internal/pumppod"
-	"github.com/flightfeed/flightfeed/internal/pumpserver"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
@@ -833,7 +832,7 @@ func TestOperatorAndPumpRunUnderTheChartsRBAC(t *testing.T) {
 
 	// A pump pod of the feed, under the ServiceAccount the operator made.
 	pumpCfg, asPump := impersonate(t, opts, key.Namespace, name)
-	h.startReplicaWith("pek-pump-a", pumppod.StartFeed, func(o *pumpserver.Options) {
+	h.startReplicaWith("pek-pump-a", pumppod.StartFeed, func(o *pumppod.Options) {
 		o.RestConfig = pumpCfg
 		o.Feed = key
 		o.Namespaces = nil

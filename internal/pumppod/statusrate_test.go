@@ -18,7 +18,6 @@ import (
 	"github.com/flightfeed/flightfeed/internal/feedrun"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/pumppod"
-	"github.com/flightfeed/flightfeed/internal/pumpserver"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/loopback"
@@ -58,7 +57,7 @@ func TestBusyFeedStatusWritesAreBounded(t *testing.T) {
 		busy.Store(b)
 		return b, nil
 	}
-	rep := h.startReplicaWith("replica-a", factory, func(o *pumpserver.Options) {
+	rep := h.startReplicaWith("replica-a", factory, func(o *pumppod.Options) {
 		o.StatusFiguresInterval = 0 // the default, 30s
 	})
 	h.secrets("pek")

@@ -67,7 +67,7 @@
 //
 //	dispatch_outbox.go  its window of records, its fenced cursor, failed attempts, the figures
 //
-// The read API (internal/pumpserver: readapi, opsapi, refapi) and the
+// The read API (internal/readapi: readapi, opsapi, historyapi, refapi) and the
 // commands that read the database directly (`flightfeed export`, `ledger`,
 // `dead`, `parked`, `replay`, `rerequest`, `ref`): consistent reads and
 // the operators' few writes. They get the store's own errors

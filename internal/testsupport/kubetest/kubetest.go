@@ -113,7 +113,7 @@ func Main(m *testing.M, setup func(cfg *rest.Config) error) int {
 }
 
 // Client is a client of the control plane at cfg that knows the
-// operator's types (pumpserver.Scheme: the built-in kinds and FlightFeed)
+// operator's types (serving.Scheme: the built-in kinds and FlightFeed)
 // and CustomResourceDefinitions.
 func Client(t testing.TB, cfg *rest.Config) client.Client {
 	t.Helper()

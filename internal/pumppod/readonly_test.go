@@ -1,4 +1,4 @@
-package pumpserver_test
+package pumppod_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
-	"github.com/flightfeed/flightfeed/internal/pumpserver"
+	"github.com/flightfeed/flightfeed/internal/readapi"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
@@ -42,7 +42,7 @@ func TestReadAPIPoolRefusesWrites(t *testing.T) {
 	ctx := t.Context()
 	dsn := pgtest.New(t)
 	seed(t, dsn)
-	s, err := pumpserver.OpenReadStore(ctx, dsn, time.UTC)
+	s, err := readapi.OpenReadStore(ctx, dsn, time.UTC)
 	if err != nil {
 		t.Fatal(err)
 	}

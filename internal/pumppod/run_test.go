@@ -1,4 +1,4 @@
-package pumpserver_test
+package pumppod_test
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,7 +32,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/pump"
 	"github.com/flightfeed/flightfeed/internal/pumppod"
-	"github.com/flightfeed/flightfeed/internal/pumpserver"
+	"github.com/flightfeed/flightfeed/internal/readapi"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
@@ -42,15 +40,6 @@ import (
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/storetest"
 )
-
-var restCfg *rest.Config
-
-func TestMain(m *testing.M) {
-	os.Exit(kubetest.Main(m, func(cfg *rest.Config) error {
-		restCfg = cfg
-		return nil
-	}))
-}
 
 // idleRunner is a pump that reports itself running and does nothing: the
 // read API needs no pump, only the feed's database.
@@ -70,11 +59,6 @@ func (r *idleRunner) Status() feedrun.Status {
 func idleFactory(context.Context, pumppod.RunParams) (pumppod.FeedRunner, error) {
 	return &idleRunner{}, nil
 }
-
-const (
-	day9  = "2026-09-09"
-	day10 = "2026-09-10"
-)
 
 // seed writes two days of flights the way the pump does.
 func seed(t *testing.T, dsn string) []flight.State {
@@ -139,9 +123,6 @@ func getAs(t *testing.T, token, u string) (int, []byte) {
 	return resp.StatusCode, body
 }
 
-// waitLong bounds every wait of the package.
-const waitLong = 60 * time.Second
-
 type page struct {
 	Items  []json.RawMessage `json:"items"`
 	Cursor string            `json:"cursor"`
@@ -196,7 +177,7 @@ func serveDB(t *testing.T, dsn string, states []flight.State, readDSN string) se
 	}
 
 	srv.api, srv.probe, srv.metrics = loopback.FreeAddr(t), loopback.FreeAddr(t), loopback.FreeAddr(t)
-	mgr, err := pumpserver.New(pumpserver.Options{
+	mgr, err := pumppod.New(pumppod.Options{
 		RestConfig: restCfg, APIAddr: srv.api, ProbeAddr: srv.probe, MetricsAddr: srv.metrics,
 		Identity: "replica-a", LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond,
 		StatusInterval: 300 * time.Millisecond, Factory: idleFactory, Namespaces: []string{srv.ns},
@@ -542,21 +523,21 @@ func getHTTP(t *testing.T, u string) (int, []byte) {
 }
 
 func TestNewChecksOptions(t *testing.T) {
-	if _, err := pumpserver.New(pumpserver.Options{RestConfig: restCfg}); err == nil {
+	if _, err := pumppod.New(pumppod.Options{RestConfig: restCfg}); err == nil {
 		t.Fatal("a manager without a RunnerFactory was built")
 	}
-	_, err := pumpserver.New(pumpserver.Options{RestConfig: restCfg, Factory: idleFactory, Identity: "x",
+	_, err := pumppod.New(pumppod.Options{RestConfig: restCfg, Factory: idleFactory, Identity: "x",
 		LeaseDuration: 5 * time.Second, RenewDeadline: 10 * time.Second, MetricsAddr: "0", ProbeAddr: "0", APIAddr: "0"})
 	if err == nil || !strings.Contains(err.Error(), "renew deadline") {
 		t.Fatalf("lease shorter than the renew deadline: %v", err)
 	}
-	_, err = pumpserver.New(pumpserver.Options{RestConfig: restCfg, Factory: idleFactory, Identity: "x", SecretResync: -time.Second,
+	_, err = pumppod.New(pumppod.Options{RestConfig: restCfg, Factory: idleFactory, Identity: "x", SecretResync: -time.Second,
 		MetricsAddr: "0", ProbeAddr: "0", APIAddr: "0"})
 	if err == nil || !strings.Contains(err.Error(), "Secret resync period must be positive") {
 		t.Fatalf("a negative Secret resync period: %v", err)
 	}
 	t.Setenv("POD_NAME", "flightfeed-7d9f-abcde")
-	if id, err := pumpserver.DefaultIdentity(); err != nil || id != "flightfeed-7d9f-abcde" {
+	if id, err := pumppod.DefaultIdentity(); err != nil || id != "flightfeed-7d9f-abcde" {
 		t.Fatalf("identity %q %v", id, err)
 	}
 }
@@ -634,7 +615,7 @@ func TestATokenFloodGets429sWhileTheLeaseIsRenewed(t *testing.T) {
 	}
 	// The reviewed ones stay within the limit: the burst, then ReviewRate
 	// a second (and a second of slack for the sampling).
-	if reviewed, bound := codes[http.StatusUnauthorized], pumpserver.ReviewBurst+pumpserver.ReviewRate*int((3*leaseDuration+3*time.Second)/time.Second); reviewed > bound {
+	if reviewed, bound := codes[http.StatusUnauthorized], readapi.ReviewBurst+readapi.ReviewRate*int((3*leaseDuration+3*time.Second)/time.Second); reviewed > bound {
 		t.Errorf("%d forged tokens reviewed, more than %d", reviewed, bound)
 	}
 	// The reader is served again once the flood is over.

@@ -1,15 +1,11 @@
-package pumpserver
+package pumppod
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	stdlog "log"
-	"net"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -31,7 +27,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/config"
-	"github.com/flightfeed/flightfeed/internal/pumppod"
+	"github.com/flightfeed/flightfeed/internal/readapi"
 	"github.com/flightfeed/flightfeed/internal/serving"
 	"github.com/flightfeed/flightfeed/internal/verify"
 	"github.com/flightfeed/flightfeed/internal/verify/rebuild"
@@ -47,7 +43,7 @@ const (
 	EventSource = "flightfeed-operator"
 )
 
-// Options configure the manager (`flightfeed manager`).
+// Options configure a pump pod (`flightfeed pump --feed NS/NAME`).
 type Options struct {
 	// Kubeconfig is a kubeconfig file; empty means $KUBECONFIG, then the
 	// in-cluster configuration, then ~/.kube/config.
@@ -70,18 +66,18 @@ type Options struct {
 	// ProbeAddr serves /healthz and /readyz. "0" disables it. Default :8081.
 	ProbeAddr string
 	// APIAddr serves the read API over HTTPS, to bearer tokens allowed to
-	// read the feed (see Access). "0" disables it. Default :8082.
+	// read the feed (see readapi.Access). "0" disables it. Default :8082.
 	APIAddr string
 	// APIMaxConcurrentRequests caps the read API requests served at once
 	// (after authorization); one more is refused with 429 and Retry-After.
-	// Default DefaultMaxConcurrentRequests (8).
+	// Default readapi.DefaultMaxConcurrentRequests (8).
 	APIMaxConcurrentRequests int
 	// APICertDir holds tls.crt and tls.key for the read API, reloaded when
 	// they change; without them a self-signed certificate is made at start.
 	APICertDir string
 	// Timeouts bound reading requests and idle connections on the read
-	// API and /metrics (zero: the defaults of Timeouts).
-	Timeouts Timeouts
+	// API and /metrics (zero: the defaults of readapi.Timeouts).
+	Timeouts readapi.Timeouts
 	// EnableHTTP2 offers HTTP/2 on the metrics and read API endpoints (off
 	// by default: its stream handling had denial of service flaws).
 	EnableHTTP2 bool
@@ -97,12 +93,12 @@ type Options struct {
 	StatusInterval time.Duration
 	// StatusFiguresInterval: fast-moving figures alone are written to a
 	// feed's status at most this often (default 30s; see
-	// pumppod.SupervisorOptions.FiguresInterval).
+	// SupervisorOptions.FiguresInterval).
 	StatusFiguresInterval time.Duration
 	// SecretResync is how often every feed's Secrets are read again (by
 	// name, uncached; the operator neither lists nor watches Secrets): a
 	// rotated Secret restarts the feed's pump within this period. Default
-	// pumppod.DefaultSecretResync (1m).
+	// DefaultSecretResync (1m).
 	SecretResync time.Duration
 	// ShutdownTimeout bounds stopping the pumps and releasing the Leases
 	// on exit (default 30s).
@@ -111,12 +107,12 @@ type Options struct {
 	// runner's restarts (default 1s doubling to 1m); FencedHolderSilence is
 	// how long the pump that fenced a runner must stop renewing its epoch
 	// before the runner takes the feed back (default 30s). See
-	// pumppod.SupervisorOptions.
+	// SupervisorOptions.
 	RestartBackoff, MaxRestartBackoff, FencedHolderSilence time.Duration
 
 	// Factory builds a feed's runner (pump + dispatcher) on the replica
 	// that leads the feed. Required.
-	Factory pumppod.RunnerFactory
+	Factory RunnerFactory
 
 	// Feed is the one FlightFeed this pump pod runs (`flightfeed pump
 	// --feed NS/NAME`): the cache holds that FlightFeed alone and the
@@ -167,7 +163,7 @@ func New(o Options) (manager.Manager, error) {
 	if o.Factory == nil {
 		return nil, errors.New("pump pod: a RunnerFactory is required")
 	}
-	timings := pumppod.LeaseTimings{LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod}.WithDefaults()
+	timings := LeaseTimings{LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod}.WithDefaults()
 	if err := timings.Validate(); err != nil {
 		return nil, fmt.Errorf("pump pod: %w", err)
 	}
@@ -198,15 +194,15 @@ func New(o Options) (manager.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
 		Logger: o.Log,
-		// The pump pod serves /metrics itself (metricsServer): bound to
-		// the feed's audience, with timeouts; controller-runtime's server
-		// is off.
+		// The pump pod serves /metrics itself (readapi.MetricsServer):
+		// bound to the feed's audience, with timeouts; controller-runtime's
+		// server is off.
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: orDefault(o.ProbeAddr, DefaultProbeAddr),
 		// Every replica reconciles every feed; each feed elects its own
 		// pump through its own Lease.
 		LeaderElection:          false,
-		GracefulShutdownTimeout: ptr.To(durationOr(o.ShutdownTimeout, DefaultShutdownTimeout)),
+		GracefulShutdownTimeout: ptr.To(shutdownTimeout(o.ShutdownTimeout)),
 		Cache:                   cacheOptions(o.Feed, o.Namespaces),
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Secrets and Leases are read one at a time from the API
@@ -231,8 +227,8 @@ func New(o Options) (manager.Manager, error) {
 	// The Lease renewals and the read API's token reviews each get a
 	// client of their own, with its own rate limiter: callers of the read
 	// API never make a renewal wait in this process (their new tokens are
-	// bounded by Access at ReviewRate a second, and their client at
-	// reviewQPS).
+	// bounded by readapi.Access at ReviewRate a second, and their client
+	// at reviewQPS).
 	leaseKube, err := ownClient(cfg, cfg.QPS, cfg.Burst)
 	if err != nil {
 		return nil, fmt.Errorf("pump pod: lease client: %w", err)
@@ -245,11 +241,11 @@ func New(o Options) (manager.Manager, error) {
 	if reg == nil {
 		reg = crmetrics.Registry
 	}
-	metrics, err := pumppod.NewMetrics(reg)
+	metrics, err := NewMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("pump pod: register metrics: %w", err)
 	}
-	sup, err := pumppod.NewSupervisors(pumppod.SupervisorOptions{
+	sup, err := NewSupervisors(SupervisorOptions{
 		Client:         mgr.GetClient(),
 		APIReader:      mgr.GetAPIReader(),
 		Leases:         leaseKube.CoordinationV1(),
@@ -273,8 +269,8 @@ func New(o Options) (manager.Manager, error) {
 	if err := mgr.Add(sup); err != nil {
 		return nil, fmt.Errorf("pump pod: add supervisors: %w", err)
 	}
-	dir := pumppod.NewFeedDirectory()
-	rec := &pumppod.FlightFeedReconciler{
+	dir := NewFeedDirectory()
+	rec := &FlightFeedReconciler{
 		Client:       mgr.GetClient(),
 		SecretReader: mgr.GetAPIReader(),
 		SecretResync: o.SecretResync,
@@ -301,24 +297,24 @@ func New(o Options) (manager.Manager, error) {
 	}
 	// One Access for the read API and /metrics: one cache, and one limit
 	// of new tokens reviewed a second for the whole pod.
-	access := NewAccess(reviewKube.AuthenticationV1().TokenReviews(), reviewKube.AuthorizationV1().SubjectAccessReviews(), nil)
+	access := readapi.NewAccess(reviewKube.AuthenticationV1().TokenReviews(), reviewKube.AuthorizationV1().SubjectAccessReviews(), nil)
 	if addr := orDefault(o.MetricsAddr, DefaultMetricsAddr); addr != "0" {
 		gatherer, ok := reg.(prometheus.Gatherer)
 		if !ok {
 			gatherer = crmetrics.Registry
 		}
-		if err := mgr.Add(&metricsServer{addr: addr, feed: o.Feed, insecure: o.InsecureMetrics, certDir: o.MetricsCertDir, http2: o.EnableHTTP2,
-			gatherer: gatherer, access: access, timeouts: o.Timeouts, log: o.Log.WithName("metrics")}); err != nil {
+		if err := mgr.Add(&readapi.MetricsServer{Addr: addr, Feed: o.Feed, Insecure: o.InsecureMetrics, CertDir: o.MetricsCertDir, HTTP2: o.EnableHTTP2,
+			Gatherer: gatherer, Access: access, Timeouts: o.Timeouts, Log: o.Log.WithName("metrics")}); err != nil {
 			return nil, fmt.Errorf("pump pod: add metrics: %w", err)
 		}
 	}
 	if addr := orDefault(o.APIAddr, DefaultAPIAddr); addr != "0" {
-		api := NewReadAPI(dir, access, o.APIMaxConcurrentRequests,
-			APIMetrics{Rejected: metrics.ReadAPIRejected(), Requests: metrics.ReadAPIRequests(), Duration: metrics.ReadAPIDuration()}, o.Log.WithName("read-api")).
+		api := readapi.NewReadAPI(dir, access, o.APIMaxConcurrentRequests,
+			readapi.APIMetrics{Rejected: metrics.ReadAPIRejected(), Requests: metrics.ReadAPIRequests(), Duration: metrics.ReadAPIDuration()}, o.Log.WithName("read-api")).
 			WithVerifier(func(ctx context.Context, feed *config.Feed, day, ranBy string) (verify.Record, verify.Report, error) {
 				return rebuild.Verify(ctx, feed, day, ranBy, o.Log.WithName("verify").WithValues("flightfeed", feed.Namespace+"/"+feed.Name))
 			})
-		if err := mgr.Add(&apiServer{addr: addr, api: api, certDir: o.APICertDir, http2: o.EnableHTTP2, timeouts: o.Timeouts, log: o.Log.WithName("read-api")}); err != nil {
+		if err := mgr.Add(&readapi.APIServer{Addr: addr, API: api, CertDir: o.APICertDir, HTTP2: o.EnableHTTP2, Timeouts: o.Timeouts, Log: o.Log.WithName("read-api")}); err != nil {
 			return nil, fmt.Errorf("pump pod: add read api: %w", err)
 		}
 	}
@@ -326,10 +322,11 @@ func New(o Options) (manager.Manager, error) {
 }
 
 // The token review client's limits: a review is up to two requests
-// (TokenReview, SubjectAccessReview), Access admits ReviewRate a second.
+// (TokenReview, SubjectAccessReview), readapi.Access admits ReviewRate a
+// second.
 const (
-	reviewQPS   = 2 * ReviewRate
-	reviewBurst = 2 * ReviewBurst
+	reviewQPS   = 2 * readapi.ReviewRate
+	reviewBurst = 2 * readapi.ReviewBurst
 )
 
 // ownClient is a clientset of cfg with a rate limiter of its own (qps <= 0:
@@ -373,84 +370,10 @@ func cacheSynced(mgr manager.Manager) func(*http.Request) error {
 	}
 }
 
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
-func durationOr(d, def time.Duration) time.Duration {
+// shutdownTimeout is d, or DefaultShutdownTimeout when d is not positive.
+func shutdownTimeout(d time.Duration) time.Duration {
 	if d <= 0 {
-		return def
+		return DefaultShutdownTimeout
 	}
 	return d
-}
-
-// logrWriter turns net/http's error log lines into logr messages.
-type logrWriter struct {
-	log logr.Logger
-	// msg is the message of each line ("read api: connection").
-	msg string
-}
-
-func (w logrWriter) Write(p []byte) (int, error) {
-	w.log.Info(w.msg, "error", strings.TrimSpace(string(p)))
-	return len(p), nil
-}
-
-// apiServer runs the read API as a manager Runnable on every replica.
-type apiServer struct {
-	addr     string
-	api      *ReadAPI
-	certDir  string
-	http2    bool
-	timeouts Timeouts
-	log      logr.Logger
-}
-
-// NeedLeaderElection is false: every replica serves reads.
-func (s *apiServer) NeedLeaderElection() bool { return false }
-
-// Start serves until ctx ends.
-func (s *apiServer) Start(ctx context.Context) error {
-	defer s.api.Close()
-	tlsCfg, err := serving.TLS(ctx, s.certDir, s.http2, s.log)
-	if err != nil {
-		return fmt.Errorf("read api: %w", err)
-	}
-	srv := &http.Server{
-		Addr:        s.addr,
-		Handler:     s.api.Handler(),
-		BaseContext: func(net.Listener) context.Context { return ctx },
-		// The default until s.timeouts.apply sets the configured one.
-		ReadHeaderTimeout: DefaultReadHeaderTimeout,
-		// TLS handshake failures (port scanners, plain HTTP) are the
-		// caller's problem: debug level, through the manager's logger.
-		ErrorLog: stdlog.New(logrWriter{s.log.V(1), "read api: connection"}, "", 0),
-	}
-	s.timeouts.apply(srv, 2*readTimeout)
-	if !s.http2 {
-		// A non-nil, empty map: no HTTP/2 even if a client asks for it.
-		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
-	}
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", s.addr)
-	if err != nil {
-		return fmt.Errorf("read api on %s: %w", s.addr, err)
-	}
-	s.log.Info("serving the read API over HTTPS", "address", ln.Addr().String())
-	errs := make(chan error, 1)
-	go func() { errs <- srv.Serve(tls.NewListener(ln, tlsCfg)) }()
-	select {
-	case err := <-errs:
-		return fmt.Errorf("read api on %s: %w", s.addr, err)
-	case <-ctx.Done():
-	}
-	// A fresh context on purpose: ctx is done, in-flight reads may finish.
-	shutdown, cancel := context.WithTimeout(context.Background(), readTimeout)
-	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil {
-		return fmt.Errorf("read api: shutdown: %w", err)
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package pumpserver
+package readapi
 
 import (
 	"context"
@@ -57,53 +57,64 @@ func (t Timeouts) apply(srv *http.Server, write time.Duration) {
 	srv.ReadHeaderTimeout, srv.ReadTimeout, srv.IdleTimeout, srv.WriteTimeout = t.ReadHeader, t.Read, t.Idle, write
 }
 
-// metricsServer serves the pump pod's /metrics: over HTTPS to bearer
+// MetricsServer serves the pump pod's /metrics: over HTTPS to bearer
 // tokens made for the feed's audience whose user may get the non-resource
 // URL /metrics (the same Access as the read API: TokenReview with the
 // feed's audience, SubjectAccessReview, its cache and its limit of new
 // tokens, past which a scrape gets 429), or over plain HTTP to anyone
-// when insecure (local runs). It replaces controller-runtime's metrics
+// when Insecure (local runs). It replaces controller-runtime's metrics
 // server and its authentication filter, which took any token the API
-// server accepted, whatever its audience.
-type metricsServer struct {
-	addr     string
-	feed     types.NamespacedName
-	insecure bool
-	certDir  string
-	http2    bool
-	gatherer prometheus.Gatherer
-	access   *Access
-	timeouts Timeouts
-	log      logr.Logger
+// server accepted, whatever its audience. The pump pod runs it as a
+// manager Runnable on every replica.
+type MetricsServer struct {
+	// Addr is the listen address (":8080").
+	Addr string
+	// Feed names the audience a scraper's token must be made for.
+	Feed types.NamespacedName
+	// Insecure serves plain HTTP to anyone (local runs only).
+	Insecure bool
+	// CertDir holds tls.crt and tls.key, reloaded when they change;
+	// without them a self-signed certificate is made at start.
+	CertDir string
+	// HTTP2 offers HTTP/2 over HTTPS.
+	HTTP2 bool
+	// Gatherer is the registry served.
+	Gatherer prometheus.Gatherer
+	// Access checks the scraper's token (shared with the read API).
+	Access *Access
+	// Timeouts bound reading requests and idle connections (zero: the
+	// defaults of Timeouts).
+	Timeouts Timeouts
+	Log      logr.Logger
 }
 
 // NeedLeaderElection is false: every replica serves its metrics.
-func (s *metricsServer) NeedLeaderElection() bool { return false }
+func (s *MetricsServer) NeedLeaderElection() bool { return false }
 
 // handler is /metrics behind the token check.
-func (s *metricsServer) handler() http.Handler {
-	metrics := promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{ErrorLog: stdlog.New(logrWriter{s.log, "metrics: gathering"}, "", 0)})
+func (s *MetricsServer) handler() http.Handler {
+	metrics := promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{ErrorLog: stdlog.New(logrWriter{s.Log, "metrics: gathering"}, "", 0)})
 	mux := http.NewServeMux()
-	if s.insecure {
+	if s.Insecure {
 		mux.Handle("GET /metrics", metrics)
 		return mux
 	}
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		decision, user, err := s.access.Check(r.Context(), BearerToken(r), ScrapeMetrics, s.feed)
+		decision, user, err := s.Access.Check(r.Context(), BearerToken(r), ScrapeMetrics, s.Feed)
 		switch {
 		case errors.Is(err, ErrTooManyReviews):
 			w.Header().Set("Retry-After", busyRetryAfter)
 			http.Error(w, fmt.Sprintf("this pod already reviews %d new tokens a second with the API server; retry after %s s",
 				ReviewRate, busyRetryAfter), http.StatusTooManyRequests)
 		case err != nil:
-			s.log.Error(err, "metrics: access check")
+			s.Log.Error(err, "metrics: access check")
 			http.Error(w, "cannot check the token with the API server now; try again", http.StatusServiceUnavailable)
 		case decision == Unauthenticated:
 			w.Header().Set("WWW-Authenticate", `Bearer realm="flightfeed"`)
 			http.Error(w, fmt.Sprintf("the bearer token is not valid for this feed's metrics: the API server's TokenReview refused it for audience %q",
-				feednames.Audience(s.feed)), http.StatusUnauthorized)
+				feednames.Audience(s.Feed)), http.StatusUnauthorized)
 		case decision == Forbidden:
-			s.log.V(1).Info("metrics: forbidden", "user", user)
+			s.Log.V(1).Info("metrics: forbidden", "user", user)
 			http.Error(w, fmt.Sprintf("%s may not %s (needs a ClusterRole with nonResourceURLs [/metrics], verbs [get])", user, ScrapeMetrics),
 				http.StatusForbidden)
 		default:
@@ -114,38 +125,38 @@ func (s *metricsServer) handler() http.Handler {
 }
 
 // Start serves until ctx ends.
-func (s *metricsServer) Start(ctx context.Context) error {
+func (s *MetricsServer) Start(ctx context.Context) error {
 	srv := &http.Server{
-		Addr:        s.addr,
+		Addr:        s.Addr,
 		Handler:     s.handler(),
 		BaseContext: func(net.Listener) context.Context { return ctx },
-		// The default until s.timeouts.apply sets the configured one.
+		// The default until s.Timeouts.apply sets the configured one.
 		ReadHeaderTimeout: DefaultReadHeaderTimeout,
-		ErrorLog:          stdlog.New(logrWriter{s.log.V(1), "metrics: connection"}, "", 0),
+		ErrorLog:          stdlog.New(logrWriter{s.Log.V(1), "metrics: connection"}, "", 0),
 	}
-	s.timeouts.apply(srv, metricsWriteTimeout)
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", s.addr)
+	s.Timeouts.apply(srv, metricsWriteTimeout)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", s.Addr)
 	if err != nil {
-		return fmt.Errorf("metrics on %s: %w", s.addr, err)
+		return fmt.Errorf("metrics on %s: %w", s.Addr, err)
 	}
 	scheme := "HTTP"
-	if !s.insecure {
-		tlsCfg, err := serving.TLS(ctx, s.certDir, s.http2, s.log)
+	if !s.Insecure {
+		tlsCfg, err := serving.TLS(ctx, s.CertDir, s.HTTP2, s.Log)
 		if err != nil {
 			_ = ln.Close()
 			return fmt.Errorf("metrics: %w", err)
 		}
-		if !s.http2 {
+		if !s.HTTP2 {
 			srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
 		}
 		ln, scheme = tls.NewListener(ln, tlsCfg), "HTTPS"
 	}
-	s.log.Info("serving metrics over "+scheme, "address", ln.Addr().String(), "audience", feednames.Audience(s.feed))
+	s.Log.Info("serving metrics over "+scheme, "address", ln.Addr().String(), "audience", feednames.Audience(s.Feed))
 	errs := make(chan error, 1)
 	go func() { errs <- srv.Serve(ln) }()
 	select {
 	case err := <-errs:
-		return fmt.Errorf("metrics on %s: %w", s.addr, err)
+		return fmt.Errorf("metrics on %s: %w", s.Addr, err)
 	case <-ctx.Done():
 	}
 	// A fresh context on purpose: ctx is done, a scrape in flight may end.

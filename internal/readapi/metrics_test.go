@@ -1,4 +1,4 @@
-package pumpserver
+package readapi
 
 import (
 	"fmt"
@@ -61,7 +61,7 @@ func TestMetricsTakeOnlyFeedAudienceTokens(t *testing.T) {
 	access, reviewed := scrapeAccess(t)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "flightfeed_test_total", Help: "a series"}))
-	s := &metricsServer{feed: feed, gatherer: reg, access: access, log: logr.Discard()}
+	s := &MetricsServer{Feed: feed, Gatherer: reg, Access: access, Log: logr.Discard()}
 	h := s.handler()
 	get := func(token string) *httptest.ResponseRecorder {
 		r := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/metrics", nil)

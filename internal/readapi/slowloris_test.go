@@ -1,4 +1,4 @@
-package pumpserver
+package readapi
 
 import (
 	"bufio"
@@ -31,11 +31,11 @@ func startServers(t *testing.T, tl Timeouts) map[string]string {
 	api, metrics := loopback.FreeAddr(t), loopback.FreeAddr(t)
 	done := make(chan error, 2)
 	go func() {
-		done <- (&apiServer{addr: api, api: testAPI(t, "", 4, nil, nil), timeouts: tl, log: logr.Discard()}).Start(ctx)
+		done <- (&APIServer{Addr: api, API: testAPI(t, "", 4, nil, nil), Timeouts: tl, Log: logr.Discard()}).Start(ctx)
 	}()
 	go func() {
-		done <- (&metricsServer{addr: metrics, feed: types.NamespacedName{Namespace: testNamespace, Name: testFeed},
-			gatherer: prometheus.NewRegistry(), access: fakeAccess(), timeouts: tl, log: logr.Discard()}).Start(ctx)
+		done <- (&MetricsServer{Addr: metrics, Feed: types.NamespacedName{Namespace: testNamespace, Name: testFeed},
+			Gatherer: prometheus.NewRegistry(), Access: fakeAccess(), Timeouts: tl, Log: logr.Discard()}).Start(ctx)
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -1,4 +1,4 @@
-package pumpserver
+package readapi
 
 import (
 	"context"
