@@ -190,3 +190,74 @@ func TestVerifyDay(t *testing.T) {
 		t.Fatalf("recorded verification %q, want NOT_VERIFIABLE with its reason", got)
 	}
 }
+
+// A RESP answering the pump's own live RQFD is the day's full-day
+// snapshot; the rebuild, which sends no request, attributes it from the
+// live request log and rebuilds the day identical, ledger included. Were
+// the request history not replayed, the RESP would be unsolicited, the
+// rebuilt day would have no ledger and verify would say it differs.
+func TestVerifyRebuildsAnAnsweredRequestIdentical(t *testing.T) {
+	mailboxDSN, databaseDSN, broker := mailboxtest.NewMailbox(t), pgtest.New(t), kafkatest.New(t, "KAFKA_SCHD", "KAFKA_MSG")[0]
+	cfg := filepath.Join(t.TempDir(), "feed.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`airport: {iata: PEK, timeZone: Asia/Shanghai}
+mailbox: {dsn: %q, pollInterval: 10ms}
+database: {dsn: %q}
+kafka: {brokers: [%q]}
+requests: {horizon: {from: 0, to: 0}, interval: 1h, timeout: 5m, routingId: AODB}
+`, mailboxDSN, databaseDSN, broker)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	shanghai, err := time.LoadLocation("Asia/Shanghai")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().In(shanghai)
+	day, sis := now.Format(time.DateOnly), strings.ToUpper(now.Format("02Jan06"))
+	// The pump asks for today at its start.
+	if code, _, errOut := runCLI("pump", "--config", cfg, "--drain"); code != 0 {
+		t.Fatalf("pump --drain: exit %d: %s", code, errOut)
+	}
+	mbox, err := sql.Open("mysql", mailboxDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = mbox.Close() }()
+	var rqfd string
+	if err := mbox.QueryRow(`SELECT COUTMSGS_CLOB_MSG FROM COUTMSGS`).Scan(&rqfd); err != nil || !strings.Contains(rqfd, "<TYPE>RQFD</TYPE>") ||
+		!strings.Contains(rqfd, "<STDB>"+sis+"0000</STDB>") {
+		t.Fatalf("the pump's request for %s: %v\n%s", day, err, rqfd)
+	}
+	meta := func(seqn int, typ, styp string) string {
+		return fmt.Sprintf(`<META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DDTM>%s</DDTM><TYPE>%s</TYPE><STYP>%s</STYP></META>`, seqn, now.Format("20060102150405"), typ, styp)
+	}
+	received := time.Now().UTC().Add(time.Second)
+	for i, body := range []string{
+		`<MSG>` + meta(1, "SCHD", "RESP") + `<SCHD><RECS>2</RECS><FLTR><FLID>1</FLID><FLNO>CA1</FLNO><SODT>` + sis + `0800</SODT></FLTR>` +
+			`<FLTR><FLID>2</FLID><FLNO>CA2</FLNO><SODT>` + sis + `0900</SODT></FLTR></SCHD></MSG>`,
+		`<MSG>` + meta(2, "FLOP", "ESTT") + `<FLOP><FLID>2</FLID><ESTT>` + sis + `0930</ESTT></FLOP></MSG>`,
+	} {
+		mailboxtest.Write(t, mbox, mailbox.Inbound{Received: received.Add(time.Duration(i) * time.Second), Body: body})
+	}
+	if code, _, errOut := runCLI("pump", "--config", cfg, "--drain"); code != 0 {
+		t.Fatalf("pump --drain: exit %d: %s", code, errOut)
+	}
+	// Live: the RESP completed the request and set the day's ledger.
+	s, err := store.Open(context.Background(), databaseDSN, store.Options{Location: shanghai})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if l, err := s.DayLedger(context.Background(), day); err != nil || !l.Present || len(l.Roster) != 2 {
+		t.Fatalf("served ledger of %s: %+v (%v): the RESP was not the day's full-day snapshot", day, l, err)
+	}
+
+	code, out, errOut := runCLI("verify", "--config", cfg, "--day", day, "-o", "json")
+	var res struct {
+		Outcome string
+		Flights int
+		Report  *verify.Report
+	}
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.Outcome != "IDENTICAL" || res.Flights != 2 || res.Report == nil || res.Report.Ledger != nil {
+		t.Fatalf("verify %s: exit %d (%v)\n%s%s", day, code, err, out, errOut)
+	}
+}
