@@ -365,12 +365,12 @@ func (f *feed) drain(ctx context.Context, label string) (result, error) {
 	start := time.Now()
 	err = cmd.Run()
 	took := time.Since(start)
-	after := sampleCPU()
 	feedMy, threadsErr := threads.finish()
 	if threadsErr != nil {
 		fmt.Printf("  (the mailbox's MariaDB threads: %v)\n", threadsErr)
 	}
 	procs := procCPU{pump: processCPU(cmd.ProcessState), feedPG: backends.finish(), feedMy: feedMy}
+	after := sampleCPU()
 	cpu, cpuTotal := cpuLine(&procs, before, after, took)
 	wal.finish(ctx)
 	countersAfter := f.readCounters(ctx)

@@ -50,8 +50,10 @@ type dbBackends struct {
 	stop chan struct{}
 	done chan struct{}
 	mu   sync.Mutex
-	// first and last are each backend's CPU time when first and last seen.
+	// first and last are each backend's CPU time when first and last seen;
+	// born are those that were not there at the start.
 	first, last map[int]time.Duration
+	born        map[int]bool
 	started     bool
 }
 
@@ -59,7 +61,7 @@ const backendInterval = 100 * time.Millisecond
 
 func watchBackends(db string) *dbBackends {
 	b := &dbBackends{db: db, stop: make(chan struct{}), done: make(chan struct{}),
-		first: map[int]time.Duration{}, last: map[int]time.Duration{}}
+		first: map[int]time.Duration{}, last: map[int]time.Duration{}, born: map[int]bool{}}
 	b.sample() // the backends already there count from now
 	b.started = true
 	go func() {
@@ -105,6 +107,7 @@ func (b *dbBackends) sample() {
 		if _, seen := b.first[pid]; !seen {
 			if b.started {
 				b.first[pid] = 0 // born during the drain: all its time is the drain's
+				b.born[pid] = true
 			} else {
 				b.first[pid] = cpu
 			}
@@ -114,13 +117,31 @@ func (b *dbBackends) sample() {
 	}
 }
 
-// finish stops the sampling and returns the backends' CPU time since the
-// start.
+// finish stops the sampling, waits (up to 2 s) until the backends that
+// were born during the drain have exited, so that the postmaster has reaped
+// them and a sampleCPU after it counts their time, and returns the
+// backends' CPU time since the start.
 func (b *dbBackends) finish() time.Duration {
 	close(b.stop)
 	<-b.done
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		alive := false
+		for pid := range b.born {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+				alive = true
+				break
+			}
+		}
+		if !alive {
+			break
+		}
+	}
+	return b.sum()
+}
+
+func (b *dbBackends) sum() time.Duration {
 	var sum time.Duration
 	for pid, last := range b.last {
 		sum += last - b.first[pid]
