@@ -88,11 +88,12 @@ func processCPU(ps *os.ProcessState) time.Duration {
 }
 
 // cpuLine prints the CPU seconds of a drain by process, and returns their
-// sum.
-func cpuLine(pump time.Duration, before, after cpuSample, wall time.Duration) (string, time.Duration) {
-	pg, my, bench := after.postgres-before.postgres, after.mariadb-before.mariadb, after.bench-before.bench
-	total := pump + pg + my + bench
-	return fmt.Sprintf("CPU %.2f s in %.2f s wall (%.0f%% of 2 cores): pump %.2f, postgres %.2f, mariadb %.2f, kfake+consumer %.2f",
+// sum; it fills c's server-wide fields from the samples (c.pump and
+// c.feedPG are the caller's).
+func cpuLine(c *procCPU, before, after cpuSample, wall time.Duration) (string, time.Duration) {
+	c.postgres, c.mariadb, c.broker = after.postgres-before.postgres, after.mariadb-before.mariadb, after.bench-before.bench
+	total := c.total()
+	return fmt.Sprintf("CPU %.2f s in %.2f s wall (%.0f%% of 2 cores): pump %.2f, postgres %.2f (the feed's backends %.2f), mariadb %.2f (the mailbox's threads %.2f), kfake+consumer %.2f",
 		total.Seconds(), wall.Seconds(), 100*total.Seconds()/(2*wall.Seconds()),
-		pump.Seconds(), pg.Seconds(), my.Seconds(), bench.Seconds()), total
+		c.pump.Seconds(), c.postgres.Seconds(), c.feedPG.Seconds(), c.mariadb.Seconds(), c.feedMy.Seconds(), c.broker.Seconds()), total
 }

@@ -27,7 +27,13 @@
 // Every drain is timed from the process's start to its exit, minus an
 // empty drain of the same databases (process start, migration check,
 // connections), and followed by its CPU seconds by process: the pump,
-// PostgreSQL, MariaDB and this process's kfake (cpu.go). The machine is shared: compare the ratio to pgbench, not
+// PostgreSQL, MariaDB and this process's kfake (cpu.go). A backlog drain
+// also prints them as CPU µs per message (less the empty drain's), with
+// PostgreSQL's backends of the feed's database and MariaDB's threads of
+// the feed's mailbox apart from the whole servers', the feed database's
+// transaction and row counters and MariaDB's statement counters per
+// message, and with -profile the pump profile's top 15 functions
+// (perproc.go). The machine is shared: compare the ratio to pgbench, not
 // the absolute figures.
 //
 //	go run ./hack/bench/e2e -bin bin/flightfeed [-backlogs 10000,50000] [-profile DIR]
@@ -317,15 +323,25 @@ type result struct {
 	// sum.
 	cpu      string
 	cpuTotal time.Duration
+	// procs is the CPU time by process (perproc.go).
+	procs procCPU
 	// wal is what PostgreSQL wrote during the drain (walProbe).
 	wal *walProbe
+	// before and after are the statement and row counters around the
+	// drain; statements is how many the server's log showed (-statement-log).
+	before, after counters
+	statements    int
+	// profile is the pump's CPU profile (-profile), "" without one.
+	profile string
 }
 
 // drain runs `pump --drain` and times it from start to exit.
 func (f *feed) drain(ctx context.Context, label string) (result, error) {
 	args := []string{"pump", "--config", f.config, "--drain", "--identity", "bench"}
+	var profile string
 	if f.o.profile != "" {
-		args = append(args, "--cpuprofile", filepath.Join(f.o.profile, f.name+"-"+label+".pprof"))
+		profile = filepath.Join(f.o.profile, f.name+"-"+label+".pprof")
+		args = append(args, "--cpuprofile", profile)
 	}
 	logPath := filepath.Join(f.o.work, f.name+"-"+label+".log")
 	logf, err := os.Create(logPath) //nolint:gosec // our own temporary directory
@@ -342,22 +358,34 @@ func (f *feed) drain(ctx context.Context, label string) (result, error) {
 		}
 	}
 	wal := f.startWAL(ctx)
+	countersBefore := f.readCounters(ctx)
+	backends := watchBackends(f.pgName)
+	threads := f.watchMailbox(ctx)
 	before := sampleCPU()
 	start := time.Now()
 	err = cmd.Run()
 	took := time.Since(start)
-	cpu, cpuTotal := cpuLine(processCPU(cmd.ProcessState), before, sampleCPU(), took)
+	feedMy, threadsErr := threads.finish()
+	if threadsErr != nil {
+		fmt.Printf("  (the mailbox's MariaDB threads: %v)\n", threadsErr)
+	}
+	procs := procCPU{pump: processCPU(cmd.ProcessState), feedPG: backends.finish(), feedMy: feedMy}
+	after := sampleCPU()
+	cpu, cpuTotal := cpuLine(&procs, before, after, took)
 	wal.finish(ctx)
+	countersAfter := f.readCounters(ctx)
 	if err != nil {
 		out, _ := os.ReadFile(logPath) //nolint:gosec // our own temporary directory
 		return result{}, fmt.Errorf("pump --drain (%s): %w\n%s", label, err, tail(string(out), 20))
 	}
+	var statements int
 	if f.o.stmtLog != "" {
-		if err := printStatements(f.o.stmtLog, logFrom, f.pgName, label); err != nil {
+		if statements, err = printStatements(f.o.stmtLog, logFrom, f.pgName, label); err != nil {
 			return result{}, err
 		}
 	}
-	return result{took: took, rssMB: maxRSS(cmd.ProcessState) / 1024, cpu: cpu, cpuTotal: cpuTotal, wal: wal}, nil
+	return result{took: took, rssMB: maxRSS(cmd.ProcessState) / 1024, cpu: cpu, cpuTotal: cpuTotal, procs: procs, wal: wal,
+		before: countersBefore, after: countersAfter, statements: statements, profile: profile}, nil
 }
 
 func maxRSS(ps *os.ProcessState) int64 {
@@ -433,7 +461,12 @@ func (f *feed) backlog(ctx context.Context, n int, empty result, tps pgbenchRate
 	fmt.Printf("backlog %6d FLOPs: %s (process %s) = %.0f msgs/s = %.1fx pgbench (%.1fx pgbench -N); mailbox span %s; Kafka tail %s; peak RSS %d MB\n",
 		n, ms(took), ms(r.took), rate, rate/tps.tpcb, rate/tps.noUpdates, ms(lastDone.Sub(firstDone)), ms(k.last.Sub(lastDone)), r.rssMB)
 	fmt.Printf("  %s; %.0f µs CPU a message, all processes (less the empty drain's CPU)\n", r.cpu, (r.cpuTotal-empty.cpuTotal).Seconds()*1e6/float64(n))
+	fmt.Println(cpuTable(r.procs, empty.procs, n))
 	fmt.Printf("  %s\n", r.wal.line(n))
+	fmt.Printf("  %s\n", countersLine(r.before, r.after, n, r.statements))
+	if r.profile != "" {
+		fmt.Println(profileTop(ctx, f.o.bin, r.profile))
+	}
 	return nil
 }
 
@@ -743,18 +776,18 @@ var (
 // the CPU time (log_statement_stats: the backend's user + system time)
 // PostgreSQL logged for database db from offset on, and prints the top 15
 // by CPU.
-func printStatements(path string, offset int64, db, label string) error {
+func printStatements(path string, offset int64, db, label string) (int, error) {
 	f, err := os.Open(path) //nolint:gosec // the server's log, named by the user
 	if err != nil {
-		return fmt.Errorf("-statement-log: %w", err)
+		return 0, fmt.Errorf("-statement-log: %w", err)
 	}
 	defer f.Close()
 	if _, err := f.Seek(offset, 0); err != nil {
-		return err
+		return 0, err
 	}
 	raw, err := io.ReadAll(f)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	type sum struct {
 		ms, cpu float64
@@ -842,7 +875,11 @@ func printStatements(path string, offset int64, db, label string) error {
 	for _, k := range keys[:min(15, len(keys))] {
 		fmt.Printf("  %8.3f s %7.3f s CPU %6d  %s\n", sums[k].ms/1000, sums[k].cpu/1000, sums[k].calls, k)
 	}
-	return nil
+	calls := 0
+	for _, s := range sums {
+		calls += s.calls
+	}
+	return calls, nil
 }
 
 func createMailbox(ctx context.Context, name string) (string, error) {
