@@ -122,7 +122,7 @@ func TestVerifyRouteOutcomes(t *testing.T) {
 // the one running.
 func TestVerifyRouteOneAtATimeAndCancellable(t *testing.T) {
 	started, stopped := make(chan struct{}), make(chan error, 1)
-	a, _ := verifyAPI(t, func(ctx context.Context, day string) (verify.Record, verify.Report, error) {
+	a, _ := verifyAPI(t, func(ctx context.Context, _ string) (verify.Record, verify.Report, error) {
 		close(started)
 		<-ctx.Done()
 		stopped <- ctx.Err()

@@ -339,6 +339,9 @@ func (f *feed) watchMailbox(ctx context.Context) *mailboxThreads {
 				t.tids[int(tid.Int64)] = true
 			}
 		}
+		if err := rows.Err(); err != nil {
+			t.err = err
+		}
 	}
 	go func() {
 		defer close(t.done)
