@@ -50,6 +50,7 @@ route to its database.`,
 func userCommands(m mode) []*cobra.Command {
 	cmds := []*cobra.Command{
 		newStatusCommand(m),
+		newLogsCommand(m),
 		newDaysCommand(m),
 		newDeadCommand(m),
 		newParkedCommand(m),

@@ -26,6 +26,7 @@ func TestPluginCommandTree(t *testing.T) {
 	table := []string{outJSON, outYAML, outWide}
 	wants := map[string]want{
 		"status":     {args: "[NAME]", name: true, outputs: []string{outJSON, outYAML, outWide}},
+		"logs":       {args: "NAME", name: true},
 		"days":       {args: "NAME", name: true, outputs: table},
 		"dead":       {args: "NAME", name: true, outputs: table},
 		"parked":     {args: "NAME", name: true, outputs: table},
