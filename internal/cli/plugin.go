@@ -60,6 +60,7 @@ func userCommands(m mode) []*cobra.Command {
 		newRefCommand(m),
 		newHistoryCommand(m),
 		newVerifyCommand(m),
+		newReportCommand(m),
 		newVersionCommand(m),
 	}
 	if m.plugin() {
