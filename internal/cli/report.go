@@ -181,12 +181,11 @@ func collectReport(ctx context.Context, c client.Reader, kube kubernetes.Interfa
 	b.addYAML("events.yaml", relatedEvents(ctx, c, b, key))
 
 	var dep appsv1.Deployment
-	switch err := c.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: feednames.Pump(key.Name)}, &dep); {
-	case err == nil:
+	if err := c.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: feednames.Pump(key.Name)}, &dep); err != nil {
+		b.note("deployment.yaml: Deployment %s/%s: %v", key.Namespace, feednames.Pump(key.Name), err)
+	} else {
 		dep.APIVersion, dep.Kind, dep.ManagedFields = "apps/v1", "Deployment", nil
 		b.addYAML("deployment.yaml", &dep)
-	default:
-		b.note("deployment.yaml: Deployment %s/%s: %v", key.Namespace, feednames.Pump(key.Name), err)
 	}
 	pods, err := allPumpPods(ctx, c, key)
 	if err != nil {
