@@ -50,6 +50,7 @@ route to its database.`,
 func userCommands(m mode) []*cobra.Command {
 	cmds := []*cobra.Command{
 		newStatusCommand(m),
+		newLogsCommand(m),
 		newDaysCommand(m),
 		newDeadCommand(m),
 		newParkedCommand(m),
@@ -59,6 +60,7 @@ func userCommands(m mode) []*cobra.Command {
 		newRefCommand(m),
 		newHistoryCommand(m),
 		newVerifyCommand(m),
+		newReportCommand(m),
 		newVersionCommand(m),
 	}
 	if m.plugin() {

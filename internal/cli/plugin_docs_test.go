@@ -74,3 +74,23 @@ func parsePluginLine(args []string) string {
 	}
 	return ""
 }
+
+// docs/operations.md opens with what a paged operator runs: one line
+// each for status, logs, days, dead and report, each a whole command line
+// (TestDocumentedPluginCommandsParse parses them).
+func TestOperationsOpensWithThePagedCommands(t *testing.T) {
+	b, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := strings.SplitN(string(b), "\n## ", 3)
+	if len(sections) < 3 || !strings.HasPrefix(sections[1], "You were paged: the five commands\n") {
+		t.Fatalf("docs/operations.md does not open with \"## You were paged: the five commands\"")
+	}
+	first := sections[1]
+	for _, cmd := range []string{"status", "logs", "days", "dead", "report"} {
+		if !regexp.MustCompile("(?m)^[0-9]\\. `kubectl flightfeed " + cmd + " [^`]+` — ").MatchString(first) {
+			t.Errorf("the paged section has no line running `kubectl flightfeed %s …`:\n%s", cmd, first)
+		}
+	}
+}

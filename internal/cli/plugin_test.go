@@ -22,10 +22,12 @@ func TestPluginCommandTree(t *testing.T) {
 		args    string // the positional arguments Use names, after the command path
 		name    bool   // NAME is positional and completed with feed names
 		outputs []string
+		file    bool // -o names the file written, not a format
 	}
 	table := []string{outJSON, outYAML, outWide}
 	wants := map[string]want{
 		"status":     {args: "[NAME]", name: true, outputs: []string{outJSON, outYAML, outWide}},
+		"logs":       {args: "NAME", name: true},
 		"days":       {args: "NAME", name: true, outputs: table},
 		"dead":       {args: "NAME", name: true, outputs: table},
 		"parked":     {args: "NAME", name: true, outputs: table},
@@ -38,6 +40,7 @@ func TestPluginCommandTree(t *testing.T) {
 		"history":    {args: "NAME FLID", name: true, outputs: table},
 		"verify":     {args: "NAME", name: true, outputs: []string{outJSON, outYAML}},
 		"version":    {outputs: []string{outJSON, outYAML}},
+		"report":     {args: "NAME", name: true, file: true},
 	}
 	root := newPluginCommand()
 	seen := map[string]bool{}
@@ -89,7 +92,13 @@ func TestPluginCommandTree(t *testing.T) {
 					t.Errorf("%s: refuses %s: %v", path, w.args, err)
 				}
 			}
-			checkOutputs(t, sub, path, w.outputs, len(strings.Fields(w.args)))
+			if w.file {
+				if f := sub.Flags().Lookup("output"); f == nil || f.Shorthand != "o" || f.Value.Type() != "string" {
+					t.Errorf("%s: no -o FILE", path)
+				}
+			} else {
+				checkOutputs(t, sub, path, w.outputs, len(strings.Fields(w.args)))
+			}
 			walk(sub)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -31,18 +33,22 @@ import (
 
 func newStatusCommand(m mode) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "status [NAME] [-o wide|json|yaml]",
+		Use:   "status [NAME] [-A] [-w] [-o wide|json|yaml]",
 		Short: "Show a FlightFeed's health from the Kubernetes API server alone",
-		Long: `status reads one FlightFeed (NAME, or NS/NAME) or every FlightFeed (of -n NS
-when given, else of every namespace) from the API server and prints its
-leader and the age of its Lease, its conditions, the pump (head, lag, queue,
-rate, what blocks the head), the outbox, Kafka, the newest DEAD messages (from
-the feed's Events) and the per-day snapshot ledger (its FlightFeedDays). It
-needs no DSN: only read access to FlightFeeds, FlightFeedDays, Leases and
-Events. -o wide keeps messages whole; -o json and -o yaml print the report.`,
+		Long: `status reads one FlightFeed (NAME, or NS/NAME) or every FlightFeed of the
+namespace (-n NS, else the kubeconfig context's; -A: of every namespace)
+from the API server and prints its leader and the age of its Lease, its
+conditions, its pump pods (ready/updated/desired) and database schema
+version, the pump (head, lag, queue, rate, what blocks the head), the
+outbox, Kafka, the newest DEAD messages (from the feed's Events) and the
+per-day snapshot ledger (its FlightFeedDays). It needs no DSN: only read
+access to FlightFeeds, FlightFeedDays, Leases and Events. -o wide keeps
+messages whole; -o json and -o yaml print the report. -w prints it again
+each time a FlightFeed shown changes, until interrupted.`,
 		Example: examples(m,
 			"status",
-			"status pek -n airport-pek",
+			"status -A",
+			"status pek -n airport-pek -w",
 			"status pek -n airport-pek -o yaml --dead 50"),
 		Args: cobra.MaximumNArgs(1),
 	}
@@ -51,7 +57,7 @@ Events. -o wide keeps messages whole; -o json and -o yaml print the report.`,
 	cmd.ValidArgsFunction = completeFeedNames(cf)
 	feedFlag := new(string)
 	if !m.plugin() {
-		cmd.Use = "status [--kubeconfig K] [NAME | --feed NS/NAME] [-o text|wide|json|yaml]"
+		cmd.Use = "status [--kubeconfig K] [NAME | --feed NS/NAME | -A] [-w] [-o text|wide|json|yaml]"
 		cmd.Long += `
 The kubectl plugin (kubectl-flightfeed, a binary of its own) has it as
 "kubectl flightfeed status".`
@@ -64,6 +70,8 @@ The kubectl plugin (kubectl-flightfeed, a binary of its own) has it as
 	output := outputFlag(cmd, textDefault, "output format: wide, json or yaml (default: text)", "text", outWide, outJSON, outYAML)
 	deadN := f.Int("dead", 10, "how many of the newest DEAD messages to list")
 	leaseNS := f.String("lease-namespace", "", "for a feed still run by a release that ran the pumps inside the operator: that operator's namespace, where it kept the feed's Lease (default: the feed's own namespace, else found by listing Leases)")
+	allNamespaces := f.BoolP("all-namespaces", "A", false, "every FlightFeed of every namespace")
+	watch := f.BoolP("watch", "w", false, "print again each time a FlightFeed shown changes, until interrupted")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		format, err := output()
 		if err != nil {
@@ -76,6 +84,9 @@ The kubectl plugin (kubectl-flightfeed, a binary of its own) has it as
 		if err != nil {
 			return err
 		}
+		if name != "" && *allNamespaces {
+			return usageError{fmt.Errorf("name a feed (%s) or give -A, not both", name)}
+		}
 		cfg, ns, err := cf.restConfig()
 		if err != nil {
 			return err
@@ -84,48 +95,182 @@ The kubectl plugin (kubectl-flightfeed, a binary of its own) has it as
 		if err != nil {
 			return err
 		}
-		var keys []types.NamespacedName
+		// What is shown: one feed, or the feeds of listNS ("": every
+		// namespace).
+		var key types.NamespacedName
+		listNS := ns
 		if name != "" {
-			key, err := parseFeedKey(name, ns)
-			if err != nil {
+			if key, err = parseFeedKey(name, ns); err != nil {
 				return usageError{err}
 			}
-			keys = append(keys, key)
-		} else {
-			listNS := ""
-			if cmd.Flags().Changed("namespace") {
-				listNS = ns
+			listNS = key.Namespace
+		} else if *allNamespaces {
+			listNS = ""
+		}
+		show := func(ctx context.Context) error {
+			keys := []types.NamespacedName{key}
+			if name == "" {
+				if keys, err = listFeeds(ctx, c, listNS); err != nil {
+					return err
+				}
 			}
-			if keys, err = listFeeds(cmd.Context(), c, listNS); err != nil {
+			now := time.Now()
+			reports := make([]statusReport, 0, len(keys))
+			for _, key := range keys {
+				in, err := gatherStatus(ctx, c, key, *leaseNS)
+				if err != nil {
+					return err
+				}
+				reports = append(reports, buildStatusReport(in, *deadN, now))
+			}
+			switch format {
+			case outJSON:
+				return writeStatusJSON(cmd.OutOrStdout(), reports, name != "")
+			case outYAML:
+				return writeStatusYAML(cmd.OutOrStdout(), reports, name != "")
+			}
+			if len(reports) == 0 {
+				where := "in namespace " + listNS
+				if listNS == "" {
+					where = "in any namespace"
+				}
+				_, err := fmt.Fprintln(cmd.OutOrStdout(), "No FlightFeeds found "+where+".")
 				return err
 			}
-		}
-		now := time.Now()
-		reports := make([]statusReport, 0, len(keys))
-		for _, key := range keys {
-			in, err := gatherStatus(cmd.Context(), c, key, *leaseNS)
-			if err != nil {
-				return err
+			width := maxStatusText
+			if format == outWide {
+				width = 1 << 20
 			}
-			reports = append(reports, buildStatusReport(in, *deadN, now))
+			return writeStatusTextMode(cmd.OutOrStdout(), m, reports, now, width)
 		}
-		switch format {
-		case outJSON:
-			return writeStatusJSON(cmd.OutOrStdout(), reports, name != "")
-		case outYAML:
-			return writeStatusYAML(cmd.OutOrStdout(), reports, name != "")
+		if !*watch {
+			return show(cmd.Context())
 		}
-		if len(reports) == 0 {
-			_, err := fmt.Fprintln(cmd.OutOrStdout(), "No FlightFeeds found.")
-			return err
+		separator := "\n"
+		if format == outYAML {
+			separator = "---\n"
 		}
-		width := maxStatusText
-		if format == outWide {
-			width = 1 << 20
-		}
-		return writeStatusTextWidth(cmd.OutOrStdout(), reports, now, width)
+		return watchStatus(cmd.Context(), cfg, listNS, key.Name, func(ctx context.Context, again bool) error {
+			if again && format != outJSON {
+				if _, err := io.WriteString(cmd.OutOrStdout(), separator); err != nil {
+					return fmt.Errorf("write output: %w", err)
+				}
+			}
+			return show(ctx)
+		})
 	}
 	return cmd
+}
+
+// statusSettle is how long status --watch waits after a change for more
+// before it prints: the leader writes several fields in a burst.
+var statusSettle = 300 * time.Millisecond
+
+// watchStatus calls show, then again after each change of the FlightFeeds
+// of ns ("": every namespace; only the one named name when given), until
+// ctx ends.
+func watchStatus(ctx context.Context, cfg *rest.Config, ns, name string, show func(ctx context.Context, again bool) error) error {
+	scheme, err := serving.Scheme()
+	if err != nil {
+		return fmt.Errorf("build the client's scheme: %w", err)
+	}
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("connect to the API server %s: %w", cfg.Host, err)
+	}
+	opts := []client.ListOption{client.InNamespace(ns)}
+	if name != "" {
+		opts = append(opts, client.MatchingFields{"metadata.name": name})
+	}
+	// look lists the FlightFeeds: the resource version to watch from, and
+	// each feed's own resource version, which changes when it does.
+	look := func() (rv, versions string, err error) {
+		var list v1alpha1.FlightFeedList
+		if err := wc.List(ctx, &list, opts...); err != nil {
+			return "", "", fmt.Errorf("list FlightFeeds: %w", err)
+		}
+		var b strings.Builder
+		for _, ff := range list.Items {
+			fmt.Fprintf(&b, "%s/%s@%s ", ff.Namespace, ff.Name, ff.ResourceVersion)
+		}
+		return list.ResourceVersion, b.String(), nil
+	}
+	printed, shown := false, ""
+	showIfChanged := func() (string, error) {
+		rv, versions, err := look()
+		if err != nil || (printed && versions == shown) {
+			return rv, err
+		}
+		if err := show(ctx, printed); err != nil {
+			return rv, err
+		}
+		printed, shown = true, versions
+		return rv, nil
+	}
+	for {
+		rv, err := showIfChanged()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		w, err := wc.Watch(ctx, &v1alpha1.FlightFeedList{},
+			append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})...)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("watch FlightFeeds: %w", err)
+		}
+		err = followChanges(ctx, w, statusSettle, func() error {
+			_, err := showIfChanged()
+			return err
+		})
+		w.Stop()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		// The watch ended (the API server ends them after a while, or the
+		// resource version expired): list and watch again.
+	}
+}
+
+// followChanges calls changed after each burst of events of w (events
+// closer together than settle are one), until w ends or ctx does.
+func followChanges(ctx context.Context, w watch.Interface, settle time.Duration, changed func() error) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.ResultChan():
+			if !ok || ev.Type == watch.Error {
+				return nil
+			}
+		}
+		timer := time.NewTimer(settle)
+	drain:
+		for {
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return nil
+			case ev, ok := <-w.ResultChan():
+				if !ok || ev.Type == watch.Error {
+					timer.Stop()
+					return changed()
+				}
+			case <-timer.C:
+				break drain
+			}
+		}
+		if err := changed(); err != nil {
+			return err
+		}
+	}
 }
 
 // parseFeedKey reads NS/NAME or NAME (in namespace ns).
@@ -266,6 +411,8 @@ type statusReport struct {
 	Dead               []deadReport             `json:"dead"`
 	Ledger             []ledgerReport           `json:"ledger"`
 	Latest             *v1alpha1.LatestSnapshot `json:"latestSnapshot,omitempty"`
+	PumpPods           *v1alpha1.PumpPodsStatus `json:"pumpPods,omitempty"`
+	SchemaVersion      int64                    `json:"schemaVersion,omitempty"`
 }
 
 // leaderReport is the feed's Lease as the API server holds it.
@@ -325,6 +472,7 @@ func buildStatusReport(in statusInput, deadN int, now time.Time) statusReport {
 	r := statusReport{
 		Feed: ff.Namespace + "/" + ff.Name, Generation: ff.Generation, ObservedGeneration: st.ObservedGeneration,
 		Conditions: st.Conditions, Pump: st.Pump, Outbox: st.Outbox, Backfill: st.Backfill, Latest: st.LatestSnapshot,
+		PumpPods: st.PumpPods, SchemaVersion: st.SchemaVersion,
 		Dead: []deadReport{}, Ledger: []ledgerReport{},
 	}
 	if r.Conditions == nil {
@@ -419,20 +567,21 @@ func writeStatusYAML(w io.Writer, reports []statusReport, one bool) error {
 	return nil
 }
 
-// writeStatusText prints the reports for a terminal, one block per feed,
-// messages cut to maxStatusText.
+// writeStatusText prints the reports for a terminal as the flightfeed
+// binary does, one block per feed, messages cut to maxStatusText.
 func writeStatusText(w io.Writer, reports []statusReport, now time.Time) error {
-	return writeStatusTextWidth(w, reports, now, maxStatusText)
+	return writeStatusTextMode(w, binaryMode, reports, now, maxStatusText)
 }
 
-// writeStatusTextWidth is writeStatusText with messages cut to width.
-func writeStatusTextWidth(w io.Writer, reports []statusReport, now time.Time, width int) error {
+// writeStatusTextMode is writeStatusText with messages cut to width and
+// the commands it suggests written for m's binary.
+func writeStatusTextMode(w io.Writer, m mode, reports []statusReport, now time.Time, width int) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for i, r := range reports {
 		if i > 0 {
 			fmt.Fprintln(tw)
 		}
-		writeOneStatus(tw, r, now, width)
+		writeOneStatus(tw, m, r, now, width)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write output: %w", err)
@@ -440,7 +589,11 @@ func writeStatusTextWidth(w io.Writer, reports []statusReport, now time.Time, wi
 	return nil
 }
 
-func writeOneStatus(w io.Writer, r statusReport, now time.Time, width int) {
+func writeOneStatus(w io.Writer, m mode, r statusReport, now time.Time, width int) {
+	// msg is a message of the feed's, on one line, its command hints
+	// (written by the pump as `flightfeed rerequest --day D`) made into
+	// command lines for this feed in this binary's form.
+	msg := func(s string) string { return commandHints(m, r.Feed, oneLine(s, width)) }
 	ago := func(t time.Time) string {
 		if t.IsZero() {
 			return "-"
@@ -454,6 +607,26 @@ func writeOneStatus(w io.Writer, r statusReport, now time.Time, width int) {
 	fmt.Fprintf(w, "FlightFeed %s\tReady %s\n", r.Feed, ready)
 	if r.ObservedGeneration != r.Generation {
 		fmt.Fprintf(w, "  the status describes generation %d; the spec is at %d\n", r.ObservedGeneration, r.Generation)
+	}
+	if p := r.PumpPods; p != nil {
+		fmt.Fprintf(w, "Pump pods:\t%s ready, %d updated, %d desired (Deployment %s)", orDash(p.Ready), p.UpdatedReplicas, p.Replicas, p.Deployment)
+		if p.Generation != 0 {
+			fmt.Fprintf(w, ", rolled out generation %d", p.Generation)
+		}
+		fmt.Fprintln(w)
+		if p.Waiting != "" {
+			fmt.Fprintf(w, "\tWAITING: %s\n", msg(p.Waiting))
+		}
+		for _, a := range p.Adjusted {
+			fmt.Fprintf(w, "\tadjusted: %s\n", msg(a))
+		}
+	} else {
+		fmt.Fprintln(w, "Pump pods:\tnot reported by the operator")
+	}
+	if r.SchemaVersion != 0 {
+		fmt.Fprintf(w, "Schema:\tversion %d (the database's, as the leader last found it)\n", r.SchemaVersion)
+	} else {
+		fmt.Fprintln(w, "Schema:\tnot reported yet")
 	}
 
 	l := r.Leader
@@ -476,14 +649,14 @@ func writeOneStatus(w io.Writer, r statusReport, now time.Time, width int) {
 		fmt.Fprintf(w, "Pump:\thead %s, lag %s, queue %d, %s msg/s, last processed row %d\n",
 			head, durationText(p.Lag), p.QueueDepth, orDash(p.MessagesPerSecond), p.LastProcessedID)
 		if p.HeadBlockedSince != nil {
-			fmt.Fprintf(w, "\tBLOCKED since %s: %s\n", ago(p.HeadBlockedSince.Time), p.HeadLastError)
+			fmt.Fprintf(w, "\tBLOCKED since %s: %s\n", ago(p.HeadBlockedSince.Time), msg(p.HeadLastError))
 		}
 		if c := p.Counts; c != nil {
 			fmt.Fprintf(w, "\tsucceeded %d, skipped %d, dead %d, failed %d (since the pump started)\n", c.Succeeded, c.Skipped, c.Dead, c.Failed)
 		}
 		for _, f := range p.FailedRequests {
-			fmt.Fprintf(w, "\tREQUEST FAILED for %s (message %d): %s; not asked again until `flightfeed rerequest --day %s`\n",
-				f.Day, f.MessageID, oneLine(f.Rejection, width), f.Day)
+			fmt.Fprintf(w, "\tREQUEST FAILED for %s (message %d): %s; not asked again until %s\n",
+				f.Day, f.MessageID, oneLine(f.Rejection, width), commandHints(m, r.Feed, "`flightfeed rerequest --day "+f.Day+"`"))
 		}
 	} else {
 		fmt.Fprintln(w, "Pump:\tnot running")
@@ -500,14 +673,14 @@ func writeOneStatus(w io.Writer, r statusReport, now time.Time, width int) {
 		fmt.Fprintf(w, " (%s)", k.Reason)
 	}
 	if k.Reachable != metav1.ConditionTrue && k.Message != "" {
-		fmt.Fprintf(w, ": %s", oneLine(k.Message, width))
+		fmt.Fprintf(w, ": %s", msg(k.Message))
 	}
 	fmt.Fprintln(w)
 
 	fmt.Fprintln(w, "Conditions:")
 	fmt.Fprintln(w, "  TYPE\tSTATUS\tREASON\tSINCE\tMESSAGE")
 	for _, c := range r.Conditions {
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, ago(c.LastTransitionTime.Time), oneLine(c.Message, width))
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, ago(c.LastTransitionTime.Time), msg(c.Message))
 	}
 
 	if len(r.Dead) == 0 {
@@ -558,4 +731,30 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// feedCommands are the commands that act on one feed, which a hint in a
+// feed's status may name.
+var feedCommands = []string{"dead", "parked", "replay", "rerequest", "days", "verify", "logs", "history", "export"}
+
+// binaryHint is a command hint as the pump writes it into the status:
+// "`flightfeed rerequest --day D`".
+var binaryHint = regexp.MustCompile("`flightfeed ([a-z]+)([^`]*)`")
+
+// commandHints rewrites the hints in s into command lines for the feed
+// ("NS/NAME") in m's form: "`kubectl flightfeed rerequest NAME -n NS --day
+// D`" in the plugin, "`flightfeed rerequest --feed NS/NAME --day D`" in the
+// flightfeed binary.
+func commandHints(m mode, feed, s string) string {
+	ns, name, _ := strings.Cut(feed, "/")
+	return binaryHint.ReplaceAllStringFunc(s, func(h string) string {
+		sub := binaryHint.FindStringSubmatch(h)
+		if !slices.Contains(feedCommands, sub[1]) || strings.Contains(sub[2], "--feed") || strings.Contains(sub[2], "--config") {
+			return h
+		}
+		if m.plugin() {
+			return "`kubectl flightfeed " + sub[1] + " " + name + " -n " + ns + sub[2] + "`"
+		}
+		return "`flightfeed " + sub[1] + " --feed " + feed + sub[2] + "`"
+	})
 }

@@ -32,13 +32,16 @@ func TestBuildStatusReport(t *testing.T) {
 			ObservedGeneration: 1,
 			Conditions: []metav1.Condition{
 				{Type: "Ready", Status: metav1.ConditionFalse, Reason: "HeadBlocked", Message: "row 42\nkeeps failing", LastTransitionTime: blocked},
+				{Type: "Degraded", Status: metav1.ConditionTrue, Reason: "KafkaDegraded", Message: "2 events parked; list them with `flightfeed parked`", LastTransitionTime: blocked},
 				{Type: "KafkaReachable", Status: metav1.ConditionFalse, Reason: "Unreachable", Message: "dial tcp k1:9092: refused", LastTransitionTime: at(time.Minute)},
 			},
 			Pump: &v1alpha1.PumpStatus{Holder: "replica-a", Epoch: 7, HeadID: 42, HeadBlockedSince: &blocked, HeadLastError: "database unreachable",
 				QueueDepth: 12, Lag: &metav1.Duration{Duration: 90 * time.Second}, MessagesPerSecond: "0.0", LastProcessedID: 41,
 				Counts:         &v1alpha1.ResultCounts{Succeeded: 40, Dead: 3},
 				FailedRequests: []v1alpha1.FailedRequestStatus{{Day: "2026-09-11", MessageID: 77, Rejection: "MIXED_OPERATION_DAYS: records of 2026-09-11\nand 2026-09-12"}}},
-			Outbox: &v1alpha1.OutboxStatus{Pending: 5, OldestAge: metav1.Duration{Duration: 2 * time.Minute}},
+			Outbox:        &v1alpha1.OutboxStatus{Pending: 5, OldestAge: metav1.Duration{Duration: 2 * time.Minute}},
+			PumpPods:      &v1alpha1.PumpPodsStatus{Deployment: "pek-pump", Replicas: 2, ReadyReplicas: 1, Ready: "1/2", UpdatedReplicas: 2, Generation: 1},
+			SchemaVersion: 14,
 		},
 	}
 	lease := &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("replica-a"), LeaseDurationSeconds: ptr.To[int32](15),
@@ -93,7 +96,10 @@ func TestBuildStatusReport(t *testing.T) {
 		"head row 42, lag 1m30s, queue 12, 0.0 msg/s, last processed row 41",
 		"BLOCKED since 5m ago: database unreachable",
 		"succeeded 40, skipped 0, dead 3, failed 0",
-		"REQUEST FAILED for 2026-09-11 (message 77): MIXED_OPERATION_DAYS: records of 2026-09-11 and 2026-09-12; not asked again until `flightfeed rerequest --day 2026-09-11`",
+		"REQUEST FAILED for 2026-09-11 (message 77): MIXED_OPERATION_DAYS: records of 2026-09-11 and 2026-09-12; not asked again until `flightfeed rerequest --feed ops/pek --day 2026-09-11`",
+		"list them with `flightfeed parked --feed ops/pek`",
+		"Pump pods: 1/2 ready, 2 updated, 2 desired (Deployment pek-pump), rolled out generation 1",
+		"Schema: version 14",
 		"5 pending, oldest 2m",
 		"k1:9092,k2:9092 → KAFKA_SCHD, KAFKA_MSG; reachable False (Unreachable): dial tcp k1:9092: refused",
 		"row 42 keeps failing", // a condition's message on one line
@@ -106,6 +112,21 @@ func TestBuildStatusReport(t *testing.T) {
 	}
 	if strings.Contains(text, "BAD_XML") {
 		t.Errorf("text lists more DEAD messages than asked for:\n%s", text)
+	}
+	// The plugin suggests its own command lines.
+	buf.Reset()
+	if err := writeStatusTextMode(&buf, pluginMode(pluginKubectl), []statusReport{r}, now, maxStatusText); err != nil {
+		t.Fatal(err)
+	}
+	text = spaced(buf.String())
+	for _, want := range []string{"not asked again until `kubectl flightfeed rerequest pek -n ops --day 2026-09-11`",
+		"list them with `kubectl flightfeed parked pek -n ops`"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the plugin's text lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(strings.ReplaceAll(text, "kubectl flightfeed", ""), "flightfeed ") {
+		t.Errorf("the plugin's text suggests the flightfeed binary's commands:\n%s", text)
 	}
 
 	// A Lease not renewed within its duration is shown as expired; no
@@ -165,7 +186,7 @@ func TestKubectlPlugin(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kubectl flightfeed status --help: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "\n  kubectl flightfeed status [NAME] [-o wide|json|yaml]") {
+	if !strings.Contains(string(out), "\n  kubectl flightfeed status [NAME] [-A] [-w] [-o wide|json|yaml]") {
 		t.Errorf("the plugin's usage does not name it kubectl flightfeed:\n%s", out)
 	}
 	// kubectl flightfeed --help shows the user commands only.
