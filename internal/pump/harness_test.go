@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -546,6 +547,36 @@ func (h *harness) writtenBack() (writtenBack, intents []int64) {
 		h.t.Fatal(err)
 	}
 	return writtenBack, intents
+}
+
+// resultTransactions is the number of committed transactions that wrote
+// the results of messages ids (in PostgreSQL, the distinct xmin of their
+// proc_state rows).
+func (h *harness) resultTransactions(ids []int64) int {
+	h.t.Helper()
+	if h.mem != nil {
+		n := 0
+		for _, commit := range h.mem.Commits() {
+			for _, line := range commit {
+				id, _, _ := strings.Cut(line, " ")
+				if slices.Contains(ids, mustParseID(h.t, id)) {
+					n++
+					break
+				}
+			}
+		}
+		return n
+	}
+	return h.count(`SELECT count(DISTINCT xmin::text) FROM proc_state WHERE message_id = ANY($1)`, ids)
+}
+
+func mustParseID(t *testing.T, s string) int64 {
+	t.Helper()
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatalf("id %q: %v", s, err)
+	}
+	return id
 }
 
 // processedIDs are the messages whose processing state is status, by id.

@@ -329,7 +329,8 @@ func dayMismatchIsDeadProtocol(t *testing.T, h *harness) {
 }
 
 // One batch, one savepoint per message: a DEAD message in the middle does
-// not undo its neighbours.
+// not undo its neighbours, nor end their batch — the four commit in one
+// transaction.
 func TestSavepointIsolatesADeadMessageInABatch(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, savepointIsolatesADeadMessageInABatch, "mailbox: {dnldFullDay: true}")
@@ -342,9 +343,9 @@ func savepointIsolatesADeadMessageInABatch(t *testing.T, h *harness) {
 		h.put(h.schd("DNLD", fltr(1, "CA1", "10"))), // day mismatch
 		h.put(h.flop("ESTT", 2, "<ESTT>09SEP260931</ESTT>")),
 	}
-	p := h.newPump()
-	// Warm the adaptive batch size up so the four land in one batch.
-	h.drain(p)
+	// A fresh pump reads a full batch (mailbox.batchSize, 50) at once.
+	obs := &batchObserver{}
+	h.drain(h.newPump(func(o *pump.Options) { o.Observer = obs }))
 	for i, want := range []string{pumpdata.StatusSucceeded, pumpdata.StatusSucceeded, pumpdata.StatusDead, pumpdata.StatusSucceeded} {
 		if r := h.row(ids[i]); r.Result != want {
 			t.Fatalf("row %d: %+v, want %s", i, r, want)
@@ -352,6 +353,17 @@ func savepointIsolatesADeadMessageInABatch(t *testing.T, h *harness) {
 	}
 	if f := h.flights(); f[1].Scalars["ESTT"] != "09SEP260930" || f[2].Scalars["ESTT"] != "09SEP260931" {
 		t.Fatalf("neighbours of the DEAD message lost: %+v", f)
+	}
+	// One batch: the pump committed one transaction of four messages, and
+	// the database holds their four results from one transaction.
+	obs.mu.Lock()
+	batches := slices.Clone(obs.batches)
+	obs.mu.Unlock()
+	if !slices.Equal(batches, []int{4}) {
+		t.Errorf("messages per committed batch %v, want [4]", batches)
+	}
+	if n := h.resultTransactions(ids); n != 1 {
+		t.Errorf("the four results were committed by %d transactions, want 1", n)
 	}
 }
 
