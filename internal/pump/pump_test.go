@@ -200,16 +200,43 @@ func TestInfrastructureFailureBlocksThenRecovers(t *testing.T) {
 
 // Past infraRetryLimit the head is DEAD (INFRA) — also when the failing
 // table is the raw archive itself, which the give-up writes too: then it
-// records the DEAD without the raw text.
+// records the DEAD without the raw text (no archive row, so no replay),
+// and the result carries only the reason and the error, not the body.
 func TestInfraRetryLimitMakesTheHeadDead(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, "pump: {backoffInitial: 1ms, backoffMax: 2ms, infraRetryLimit: 2}")
-	first := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
+	body := h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>")
+	first := h.put(body)
 	if _, err := h.db.Exec(t.Context(), `ALTER TABLE msg_archive RENAME TO msg_archive_away`); err != nil {
 		t.Fatal(err)
 	}
 	h.drain(h.newPump())
-	h.wantRow(first, pumpdata.StatusDead, "INFRA")
+	// Given up on the attempt after the limit of two.
+	const note = `INFRA: gave up after 3 attempts: `
+	r := h.wantRow(first, pumpdata.StatusDead, note)
+	status, reason, _, attempts := h.procState(first)
+	type result struct {
+		Status, Reason string
+		Attempts       int
+	}
+	if diff := cmp.Diff(result{pumpdata.StatusDead, pump.ReasonInfra, 3}, result{status, reason, attempts}); diff != "" {
+		t.Fatalf("the head's processing state (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(r.Note, "msg_archive") || strings.Contains(r.Note, "09SEP260930") || strings.Contains(r.Note, "<MSG>") {
+		t.Fatalf("note %q: want the archive's error, never the message's text", r.Note)
+	}
+	if n := h.count(`SELECT count(*) FROM msg_archive_away`); n != 0 {
+		t.Fatalf("%d archive rows written while the archive failed", n)
+	}
+	if _, err := h.db.Exec(t.Context(), `ALTER TABLE msg_archive_away RENAME TO msg_archive`); err != nil {
+		t.Fatal(err)
+	}
+	if held, _, _, _ := h.archived(first); held {
+		t.Fatal("the DEAD head's raw text is archived, though the archive was what failed")
+	}
+	if flights := h.flights(); len(flights) != 0 {
+		t.Fatalf("the DEAD head changed state: %+v", flights)
+	}
 }
 
 // A message given up after infraRetryLimit keeps its raw text in the
