@@ -1,14 +1,19 @@
-package pump
+package pump_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
 
 // After a batch the head is read again at pollInterval/16, doubling while
 // it stays empty, and at pollInterval once it has been empty for about one
-// pollInterval; a pump that has not seen a row waits pollInterval.
+// pollInterval; a pump that has not seen a row waits pollInterval. Each
+// wait is the one the loop's step returns after an empty head read, and a
+// batch is a row put in the mailbox and applied by a step: the reset to
+// the short wait is the loop's own, not the test's.
 func TestEmptyWaitPollsSoonWhileRowsArrive(t *testing.T) {
+	t.Parallel()
 	ms := time.Millisecond
 	for _, tc := range []struct {
 		name  string
@@ -21,18 +26,30 @@ func TestEmptyWaitPollsSoonWhileRowsArrive(t *testing.T) {
 			[]time.Duration{6250 * time.Microsecond, 12500 * time.Microsecond, 25 * ms, 50 * ms, 100 * ms, 100 * ms, 100 * ms}},
 		{"a batch between empty reads starts again", 100 * ms, []bool{true, false, true, false},
 			[]time.Duration{6250 * time.Microsecond, 12500 * time.Microsecond, 6250 * time.Microsecond, 12500 * time.Microsecond}},
+		{"a batch after the wait fell back to pollInterval starts again", 16 * ms, []bool{true, false, false, false, false, false, true},
+			[]time.Duration{1 * ms, 2 * ms, 4 * ms, 8 * ms, 16 * ms, 16 * ms, 1 * ms}},
 		{"a short interval is kept", 1 * ms, []bool{true, false}, []time.Duration{1 * ms, 1 * ms}},
 		{"never below a millisecond", 10 * ms, []bool{true, false, false, false, false},
 			[]time.Duration{1 * ms, 2 * ms, 4 * ms, 8 * ms, 10 * ms}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &Pump{emptyReads: -1}
+			t.Parallel()
+			h := newMemHarness(t)
+			h.feed.Spec.Mailbox.PollInterval.Duration = tc.poll
+			p := h.newPump()
 			for i, batch := range tc.batch {
 				if batch {
-					p.emptyReads = 0 // what step does after a batch
+					id := h.put(h.flop("ESTT", 9, fmt.Sprintf("<ESTT>09SEP26%04d</ESTT>", 900+i)))
+					if worked, _, err := p.Step(t.Context()); err != nil || !worked {
+						t.Fatalf("step %d with row %d at the head: worked %v, %v", i, id, worked, err)
+					}
 				}
-				if got := p.emptyWait(tc.poll); got != tc.want[i] {
-					t.Fatalf("empty read %d: wait %s, want %s", i, got, tc.want[i])
+				worked, wait, err := p.Step(t.Context())
+				if err != nil || worked {
+					t.Fatalf("empty read %d: worked %v, %v", i, worked, err)
+				}
+				if wait != tc.want[i] {
+					t.Fatalf("empty read %d: wait %s, want %s", i, wait, tc.want[i])
 				}
 			}
 		})

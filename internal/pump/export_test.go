@@ -23,6 +23,13 @@ func (p *Pump) ApplyBatch(ctx context.Context, rows []pumpdata.Row) BatchOutcome
 	return BatchOutcome{Blocked: o.blocked, Wait: o.wait, Fatal: o.err, Whole: o.whole}
 }
 
+// Step runs one turn of the loop: a batch from the head, or the chores of
+// an empty head; worked says to go again at once, otherwise wait is how
+// long the loop waits before the next turn.
+func (p *Pump) Step(ctx context.Context) (worked bool, wait time.Duration, err error) {
+	return p.step(ctx)
+}
+
 // BatchSize is the size of the next batch the loop reads.
 func (p *Pump) BatchSize() int { return p.batchSize }
 

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -498,6 +499,110 @@ func (h *harness) statusCount(status string) int {
 		return n
 	}
 	return h.count(`SELECT count(*) FROM proc_state WHERE status = $1`, status)
+}
+
+// procStates is the number of messages with a processing state, of any
+// status.
+func (h *harness) procStates() int {
+	h.t.Helper()
+	if h.mem != nil {
+		var n int
+		h.mem.View(func(d pumptest.Data) { n = len(d.States) })
+		return n
+	}
+	return h.count(`SELECT count(*) FROM proc_state`)
+}
+
+// writtenBack are the mailbox rows that carry a result, and intents the
+// messages whose result waits to be written back, by id.
+func (h *harness) writtenBack() (writtenBack, intents []int64) {
+	h.t.Helper()
+	if h.inbox != nil {
+		h.inbox.Lock()
+		writtenBack = slices.Sorted(maps.Keys(h.inbox.Results))
+		h.inbox.Unlock()
+		h.mem.View(func(d pumptest.Data) { intents = slices.Sorted(maps.Keys(d.Backfills)) })
+		return writtenBack, intents
+	}
+	rows, err := h.mbox.Query(`SELECT CMINMSGS_ID FROM CMINMSGS WHERE CMINMSGS_DATE_PROCESSED IS NOT NULL ORDER BY CMINMSGS_ID`)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			h.t.Fatal(err)
+		}
+		writtenBack = append(writtenBack, id)
+	}
+	if err := rows.Err(); err != nil {
+		h.t.Fatal(err)
+	}
+	irows, err := h.db.Query(context.Background(), `SELECT DISTINCT m.id FROM backfill_todo b CROSS JOIN LATERAL unnest(b.message_ids) AS m(id) ORDER BY 1`)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if intents, err = pgx.CollectRows(irows, pgx.RowTo[int64]); err != nil {
+		h.t.Fatal(err)
+	}
+	return writtenBack, intents
+}
+
+// resultTransactions is the number of committed transactions that wrote
+// the results of messages ids (in PostgreSQL, the distinct xmin of their
+// proc_state rows).
+func (h *harness) resultTransactions(ids []int64) int {
+	h.t.Helper()
+	if h.mem != nil {
+		n := 0
+		for _, commit := range h.mem.Commits() {
+			for _, line := range commit {
+				id, _, _ := strings.Cut(line, " ")
+				if slices.Contains(ids, mustParseID(h.t, id)) {
+					n++
+					break
+				}
+			}
+		}
+		return n
+	}
+	return h.count(`SELECT count(DISTINCT xmin::text) FROM proc_state WHERE message_id = ANY($1)`, ids)
+}
+
+func mustParseID(t *testing.T, s string) int64 {
+	t.Helper()
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatalf("id %q: %v", s, err)
+	}
+	return id
+}
+
+// processedIDs are the messages whose processing state is status, by id.
+func (h *harness) processedIDs(status string) []int64 {
+	h.t.Helper()
+	if h.mem != nil {
+		var out []int64
+		h.mem.View(func(d pumptest.Data) {
+			for id, s := range d.States {
+				if s.Status == status {
+					out = append(out, id)
+				}
+			}
+		})
+		slices.Sort(out)
+		return out
+	}
+	rows, err := h.db.Query(context.Background(), `SELECT message_id FROM proc_state WHERE status = $1 ORDER BY 1`, status)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return out
 }
 
 // events is the number of outbox rows (msg_event) message id wrote, and

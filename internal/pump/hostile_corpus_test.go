@@ -21,6 +21,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
+	"github.com/flightfeed/flightfeed/internal/testsupport/kafkatest"
 )
 
 // hostileCase is one line of testdata/hostile/expected.tsv.
@@ -163,6 +164,23 @@ func (h *harness) putCanaryDay() int64 {
 	return h.put(h.schd("DNLD", fltr(canaryFLID(100), "CA100", "09"), fltr(canaryFLID(101), "CA101", "09"), fltr(canaryFLID(102), "CA102", "09")))
 }
 
+// putHostileRows puts the corpus into the mailbox between canaries: the
+// first a full-day snapshot of day 9, so the ledger has a day that the
+// hostile snapshots (of day 9) must leave alone, then one before every
+// ten cases and one after the last. It returns the cases' mailbox ids and
+// the canaries'.
+func (h *harness) putHostileRows(cases []hostileCase) (ids, canaries []int64) {
+	ids = make([]int64, len(cases))
+	canaries = []int64{h.putCanaryDay()}
+	for i, c := range cases {
+		if i%10 == 0 {
+			canaries = append(canaries, h.putCanary(len(canaries)-1))
+		}
+		ids[i] = h.putBody(c.body)
+	}
+	return ids, append(canaries, h.putCanary(len(canaries)-1))
+}
+
 // canaryFLID is the flight of the i-th canary.
 func canaryFLID(i int) int { return 900_000 + i }
 
@@ -178,7 +196,13 @@ func (h *harness) putCanary(i int) int64 {
 // the processing rows, the mailbox results and the ledger equal those of
 // the same rows drained with the rejected ones deleted, and a rejected
 // message has a DEAD processing row and no event; no external entity or
-// DTD is fetched; the heap stays bounded.
+// DTD is fetched; the heap stays bounded. The dispatcher runs beside the
+// pump, as `flightfeed pump --drain` runs them: both topics, read with
+// read_committed, carry exactly the outbox's records (each once, in order
+// per FLID, with its headers), the state topic converges to the export,
+// and no record is a rejected message's. The same rows drained by the pump
+// on its in-memory ports (internal/pump/pumptest) end the same: results,
+// processing rows, flights, outbox and ledger.
 //
 // Not parallel: the heap sampled is the whole test binary's, and the
 // parallel tests of the package wait until this one is done.
@@ -205,23 +229,15 @@ func TestHostileCorpus(t *testing.T) {
 	}
 
 	mailbox := fmt.Sprintf("mailbox: {maxMessageBytes: %d, dnldFullDay: true}", hostileMaxMessageBytes)
-	h := newHarness(t, mailbox)
+	brokers := kafkatest.New(t, hostileStateTopic, hostileNoticeTopic)
+	kafka := fmt.Sprintf("kafka: {brokers: [%q], topics: {state: %s, notice: %s}}", brokers[0], hostileStateTopic, hostileNoticeTopic)
+	h := newHarness(t, mailbox, kafka)
 	// A binary column holds every body as its bytes (invalid UTF-8, UTF-16,
 	// GBK); NULL is allowed for @NULL.
 	if _, err := h.mbox.Exec(`ALTER TABLE CMINMSGS MODIFY CMINMSGS_CLOB_MSG LONGBLOB NULL`); err != nil {
 		t.Fatal(err)
 	}
-	ids := make([]int64, len(cases))
-	// The first canary is a full-day snapshot of day 9, so the ledger has
-	// a day that the hostile snapshots (of day 9) must leave alone.
-	canaries := []int64{h.putCanaryDay()}
-	for i, c := range cases {
-		if i%10 == 0 {
-			canaries = append(canaries, h.putCanary(len(canaries)-1))
-		}
-		ids[i] = h.putBody(c.body)
-	}
-	canaries = append(canaries, h.putCanary(len(canaries)-1))
+	ids, canaries := h.putHostileRows(cases)
 
 	var peak atomic.Uint64
 	stop := make(chan struct{})
@@ -242,7 +258,7 @@ func TestHostileCorpus(t *testing.T) {
 			}
 		}
 	}()
-	h.drain(h.newPump())
+	h.drainAndDispatch()
 	close(stop)
 	sampled.Wait()
 	t.Logf("%d hostile cases and %d canaries drained; peak heap in use %d MB (bound %d MB)",
@@ -368,6 +384,40 @@ func TestHostileCorpus(t *testing.T) {
 	if events != 0 {
 		t.Errorf("%d outbox events of rejected messages", events)
 	}
+	// What the topics carry is what the outbox holds, and no record is a
+	// rejected message's.
+	checkTopics(t, h, brokers, dead)
+
+	// The pump on its ports in memory ends the same: the same rows under
+	// the same ids leave the same results, processing rows, flights (whole),
+	// outbox and ledger.
+	mem := newMemHarness(t, mailbox, kafka)
+	memIDs, memCanaries := mem.putHostileRows(cases)
+	if !slices.Equal(memIDs, ids) || !slices.Equal(memCanaries, canaries) {
+		t.Fatalf("mailbox ids %v and canaries %v in memory, %v and %v in MariaDB", memIDs, memCanaries, ids, canaries)
+	}
+	mem.drain(mem.newPump())
+	if n := fetched.Load(); n != 0 {
+		t.Errorf("the decoder connected %d times to the DTD/entity listener (with the in-memory run)", n)
+	}
+	onPostgres, inMemory := backendRowsOf(t, h), backendRowsOf(t, mem)
+	for _, part := range []struct{ name, postgres, memory string }{
+		{"mailbox results", onPostgres.mailbox, inMemory.mailbox},
+		{"processing rows", onPostgres.procState, inMemory.procState},
+		{"flights (export)", onPostgres.flights, inMemory.flights},
+		{"outbox", onPostgres.outbox, inMemory.outbox},
+		{"ledger", onPostgres.ledger, inMemory.ledger},
+	} {
+		if part.postgres == "" {
+			t.Errorf("%s: none on PostgreSQL, so the comparison proves nothing", part.name)
+		}
+		if part.postgres != part.memory {
+			t.Errorf("%s differ between the backends (this run: in memory; the reference: PostgreSQL):\n%s", part.name, lineDiff(part.memory, part.postgres))
+		}
+	}
+	t.Logf("the in-memory backend compared: %d mailbox rows, %d processing rows, %d flights, %d outbox records, %d ledger days",
+		lines(inMemory.mailbox), lines(inMemory.procState), lines(inMemory.flights), lines(inMemory.outbox), lines(inMemory.ledger))
+
 	for i, c := range cases {
 		if c.result != pumpdata.StatusDead {
 			continue

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -199,16 +200,43 @@ func TestInfrastructureFailureBlocksThenRecovers(t *testing.T) {
 
 // Past infraRetryLimit the head is DEAD (INFRA) — also when the failing
 // table is the raw archive itself, which the give-up writes too: then it
-// records the DEAD without the raw text.
+// records the DEAD without the raw text (no archive row, so no replay),
+// and the result carries only the reason and the error, not the body.
 func TestInfraRetryLimitMakesTheHeadDead(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, "pump: {backoffInitial: 1ms, backoffMax: 2ms, infraRetryLimit: 2}")
-	first := h.put(h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>"))
+	body := h.flop("ESTT", 9, "<ESTT>09SEP260930</ESTT>")
+	first := h.put(body)
 	if _, err := h.db.Exec(t.Context(), `ALTER TABLE msg_archive RENAME TO msg_archive_away`); err != nil {
 		t.Fatal(err)
 	}
 	h.drain(h.newPump())
-	h.wantRow(first, pumpdata.StatusDead, "INFRA")
+	// Given up on the attempt after the limit of two.
+	const note = `INFRA: gave up after 3 attempts: `
+	r := h.wantRow(first, pumpdata.StatusDead, note)
+	status, reason, _, attempts := h.procState(first)
+	type result struct {
+		Status, Reason string
+		Attempts       int
+	}
+	if diff := cmp.Diff(result{pumpdata.StatusDead, pump.ReasonInfra, 3}, result{status, reason, attempts}); diff != "" {
+		t.Fatalf("the head's processing state (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(r.Note, "msg_archive") || strings.Contains(r.Note, "09SEP260930") || strings.Contains(r.Note, "<MSG>") {
+		t.Fatalf("note %q: want the archive's error, never the message's text", r.Note)
+	}
+	if n := h.count(`SELECT count(*) FROM msg_archive_away`); n != 0 {
+		t.Fatalf("%d archive rows written while the archive failed", n)
+	}
+	if _, err := h.db.Exec(t.Context(), `ALTER TABLE msg_archive_away RENAME TO msg_archive`); err != nil {
+		t.Fatal(err)
+	}
+	if held, _, _, _ := h.archived(first); held {
+		t.Fatal("the DEAD head's raw text is archived, though the archive was what failed")
+	}
+	if flights := h.flights(); len(flights) != 0 {
+		t.Fatalf("the DEAD head changed state: %+v", flights)
+	}
 }
 
 // A message given up after infraRetryLimit keeps its raw text in the
@@ -328,7 +356,8 @@ func dayMismatchIsDeadProtocol(t *testing.T, h *harness) {
 }
 
 // One batch, one savepoint per message: a DEAD message in the middle does
-// not undo its neighbours.
+// not undo its neighbours, nor end their batch — the four commit in one
+// transaction.
 func TestSavepointIsolatesADeadMessageInABatch(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, savepointIsolatesADeadMessageInABatch, "mailbox: {dnldFullDay: true}")
@@ -341,9 +370,9 @@ func savepointIsolatesADeadMessageInABatch(t *testing.T, h *harness) {
 		h.put(h.schd("DNLD", fltr(1, "CA1", "10"))), // day mismatch
 		h.put(h.flop("ESTT", 2, "<ESTT>09SEP260931</ESTT>")),
 	}
-	p := h.newPump()
-	// Warm the adaptive batch size up so the four land in one batch.
-	h.drain(p)
+	// A fresh pump reads a full batch (mailbox.batchSize, 50) at once.
+	obs := &batchObserver{}
+	h.drain(h.newPump(func(o *pump.Options) { o.Observer = obs }))
 	for i, want := range []string{pumpdata.StatusSucceeded, pumpdata.StatusSucceeded, pumpdata.StatusDead, pumpdata.StatusSucceeded} {
 		if r := h.row(ids[i]); r.Result != want {
 			t.Fatalf("row %d: %+v, want %s", i, r, want)
@@ -351,6 +380,17 @@ func savepointIsolatesADeadMessageInABatch(t *testing.T, h *harness) {
 	}
 	if f := h.flights(); f[1].Scalars["ESTT"] != "09SEP260930" || f[2].Scalars["ESTT"] != "09SEP260931" {
 		t.Fatalf("neighbours of the DEAD message lost: %+v", f)
+	}
+	// One batch: the pump committed one transaction of four messages, and
+	// the database holds their four results from one transaction.
+	obs.mu.Lock()
+	batches := slices.Clone(obs.batches)
+	obs.mu.Unlock()
+	if !slices.Equal(batches, []int{4}) {
+		t.Errorf("messages per committed batch %v, want [4]", batches)
+	}
+	if n := h.resultTransactions(ids); n != 1 {
+		t.Errorf("the four results were committed by %d transactions, want 1", n)
 	}
 }
 
@@ -443,31 +483,78 @@ func TestAStalePumpIsFenced(t *testing.T) {
 	})
 }
 
+// A stop while a batch's transaction is open leaves nothing partial: the
+// pump is stopped from inside its second batch (five rows a batch), at the
+// COMMIT, which fails as a driver fails a call whose context ended. The
+// first batch stays committed whole, the second leaves nothing — no
+// flight, outbox record, archive row or processing row, and no mailbox row
+// written back that the database does not record — and the next pump
+// processes the rest.
 func TestStopIsClean(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		for i := range 20 {
 			h.put(h.flop("ESTT", 100+i, "<ESTT>09SEP260930</ESTT>"))
 		}
-		p := h.newPump()
+		p, fs := h.faultyPump()
 		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		var batches atomic.Int32
+		fs.set(func(s *faultyStore) {
+			s.write = func(_ context.Context, w pump.Writes) error {
+				if len(w.Results) > 0 {
+					batches.Add(1)
+				}
+				return nil
+			}
+			s.commit = func(cctx context.Context, tx pump.Tx) error {
+				if batches.Load() < 2 {
+					return tx.Commit(cctx)
+				}
+				cancel()
+				return fmt.Errorf("commit: %w", cctx.Err())
+			}
+		})
 		done := make(chan error, 1)
 		go func() { done <- p.Run(ctx) }()
-		cancel()
 		if err := <-done; err != nil {
 			t.Fatalf("run after cancel: %v", err)
 		}
-		// Whatever was committed is complete: every processed row has its
-		// flight and its events, every flight has its processed row.
+		// The stop came after a whole batch had committed, and before the
+		// mailbox was done: the check below compares something.
 		processed := h.statusCount(pumpdata.StatusSucceeded)
-		if _, records := h.events(0); len(h.flights()) != processed || records != 2*processed {
-			t.Fatalf("partial state after stop: %d processed, %d flights", processed, len(h.flights()))
+		if processed < 1 || processed >= 20 {
+			t.Fatalf("%d messages processed before the stop, want some but not all", processed)
+		}
+		// Whatever was committed is complete: every processed row has its
+		// flight, its two records, its archive row and its processing row;
+		// nothing of the batch the stop interrupted is anywhere.
+		type state struct{ Flights, Records, Archived, ProcStates int }
+		_, records := h.events(0)
+		got := state{len(h.flights()), records, h.archivedCount(), h.procStates()}
+		if diff := cmp.Diff(state{processed, 2 * processed, processed, processed}, got); diff != "" {
+			t.Fatalf("partial state after a stop with %d messages processed (-want +got):\n%s", processed, diff)
+		}
+		// The mailbox says no more than the database: a row written back
+		// has its committed result; a committed result is written back or
+		// its intent is kept for the next start.
+		committed := h.processedIDs(pumpdata.StatusSucceeded)
+		writtenBack, intents := h.writtenBack()
+		for _, id := range writtenBack {
+			if !slices.Contains(committed, id) {
+				t.Errorf("mailbox row %d carries a result the database does not record (committed: %v)", id, committed)
+			}
+		}
+		for _, id := range committed {
+			if !slices.Contains(writtenBack, id) && !slices.Contains(intents, id) {
+				t.Errorf("message %d: committed, neither written back nor its intent kept", id)
+			}
 		}
 		h.drain(h.newPump())
-		if len(h.flights()) != 20 {
+		if writtenBack, _ := h.writtenBack(); len(h.flights()) != 20 || h.statusCount(pumpdata.StatusSucceeded) != 20 || len(writtenBack) != 20 {
 			t.Fatal("messages lost across a stop")
 		}
-	})
+	}, "mailbox: {batchSize: 5}")
 }
 
 func TestHistorySweepMovesFinishedFlights(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flightfeed/flightfeed/internal/mailbox"
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
@@ -116,6 +117,9 @@ func (m *Inbox) Backfill(_ context.Context, results []pumpdata.Backfill) error {
 		// reused the id is another message).
 		for _, row := range m.Rows {
 			if row.ID == r.MessageID && row.Received.Equal(r.Received) {
+				// The note as the mailbox's column holds it (valid UTF-8,
+				// cut to its length), as the real mailbox writes it.
+				r.Note = mailbox.FitNote(r.Note)
 				m.Results[r.MessageID] = r
 				ids = append(ids, r.MessageID)
 			}

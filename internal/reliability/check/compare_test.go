@@ -2,7 +2,9 @@ package check
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -170,5 +172,63 @@ func TestDay(t *testing.T) {
 	}
 	if again := Day("2026-12-04", nil, 2000); !cmp.Equal(rows, again) {
 		t.Error("Day is not deterministic")
+	}
+}
+
+// dayOutcome is a clean run of a two-row workload on day (the simulator's
+// FLIDs of the day, its SIS times and dates), ESTT its flight's estimate.
+func dayOutcome(day string, estt string) (Expected, Outcome) {
+	rows := Day(day, nil, 2)
+	e := ExpectDay(day, nil, 2)
+	flid := firstFLID(rows[0])
+	d, _ := time.Parse(time.DateOnly, day)
+	sis := strings.ToUpper(d.Format("02Jan06"))
+	next := strings.ToUpper(d.AddDate(0, 0, 1).Format("02Jan06"))
+	doc := fmt.Sprintf(`{"FLID":"%d","STATE_VERSION":7,"OPERATION_DAY":"%s","UPDATED_AT":"%sT02:00:00Z","SODT":"%s2330","ESTT":"%s%s"}`,
+		flid, day, day, sis, next, estt)
+	return e, Outcome{
+		Export:    map[string]string{fmt.Sprint(flid): doc},
+		Ledger:    []string{fmt.Sprintf(`{"day":"%s","version":1,"last_message_id":1,"flights":1}`, day)},
+		Mailbox:   []MailboxRow{{1, true, "SUCCEEDED", ""}, {2, true, "DEAD", fmt.Sprintf("DAY_MISMATCH: flight %d is of %s", flid, day)}},
+		ProcState: []string{"1 SUCCEEDED   {}", fmt.Sprintf("2 DEAD DAY_MISMATCH flight %d is of %s {}", flid, day)},
+		Notice:    []dispatchtest.Record{rec(0, fmt.Sprint(flid), fmt.Sprintf(`{"FLID":"%d","MSG_ID":1,"STATE_VERSION":7}`, flid))},
+	}
+}
+
+// The pinned rendering of a clean run does not depend on the day it ran
+// (days and the day's FLIDs are written relative to it), and a change of
+// a flight's contents, a row's result or a message's notices shows.
+func TestPinned(t *testing.T) {
+	e1, o1 := dayOutcome("2026-12-04", "0015")
+	e2, o2 := dayOutcome("2027-12-31", "0015")
+	p1, p2 := e1.Pinned(o1), e2.Pinned(o2)
+	if d := pinnedDiff(p2, p1); d != "" {
+		t.Fatalf("the same run on another day renders otherwise:\n%s\n%s", d, p1)
+	}
+	for _, want := range []string{`"FLID":"F+1"`, `"OPERATION_DAY":"{D}"`, `"SODT":"{D}2330"`, `"ESTT":"{D+1}0015"`,
+		"row 1: SUCCEEDED \"\" | proc_state SUCCEEDED   {} | notices 1", "flight F+1 is of {D}"} {
+		if !strings.Contains(p1, want) {
+			t.Errorf("rendering lacks %q:\n%s", want, p1)
+		}
+	}
+	for name, mutate := range map[string]func(o *Outcome){
+		"a field dropped": func(o *Outcome) {
+			for k, v := range o.Export {
+				o.Export[k] = strings.Replace(v, `,"ESTT":`, `,"X":`, 1)
+			}
+		},
+		"a row's result": func(o *Outcome) { o.Mailbox[0].Result = "SKIPPED" },
+		"a processing reason": func(o *Outcome) {
+			o.ProcState[1] = strings.Replace(o.ProcState[1], "DAY_MISMATCH", "LEDGER_INCONSISTENT", 1)
+		},
+		"a notice more": func(o *Outcome) {
+			o.Notice = append(o.Notice, rec(1, "x", `{"FLID":"x","MSG_ID":1,"STATE_VERSION":8}`))
+		},
+	} {
+		e, o := dayOutcome("2027-12-31", "0015")
+		mutate(&o)
+		if pinnedDiff(e.Pinned(o), p1) == "" {
+			t.Errorf("%s: renders as the pinned run", name)
+		}
 	}
 }

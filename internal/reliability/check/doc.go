@@ -17,6 +17,13 @@
 // Summary is the one line a scenario prints (and, with SummaryEnv set,
 // appends to a file), the figures of docs/reliability.md.
 //
+// The clean run is checked before it serves as the reference: Validate
+// (what the workload fixes: rows, DEAD rows, flights, ledger) and
+// Expected.CheckPinned (its contents — each row's result, note,
+// processing record and notice count, each flight's masked document, the
+// ledger — equal testdata/day-N.pinned, written relative to the day the
+// suite runs; -update-clean-run rewrites it).
+//
 // Across two runs STATE_VERSION (a sequence a rolled-back transaction also
 // consumes) and UPDATED_AT (a commit time) legitimately differ: they are
 // masked (Mask) wherever documents of the two runs are compared, and never

@@ -99,8 +99,11 @@ func NewWorld(t testing.TB, name, binary string, opts WorldOptions) *World {
 // CleanRun is a scenario's reference: rows (row i received at base + i
 // ms) drained by one `flightfeed pump --drain` of binary on a fresh world,
 // its outcome read into memory (its services may go with the test that
-// happened to make it), refused when it is not want (Validate) or
-// is not consistent itself (Self).
+// happened to make it), refused when it is not want (Validate), when its
+// contents differ from the workload's pinned outcome (Expected.CheckPinned:
+// each row's result, note, processing record and notice count, each
+// flight's document, the ledger) or when it is not consistent itself
+// (Self).
 func CleanRun(t testing.TB, binary string, rows []string, base time.Time, want Expected) (Outcome, error) {
 	t.Helper()
 	clean := NewWorld(t, "clean", binary, WorldOptions{})
@@ -111,6 +114,9 @@ func CleanRun(t testing.TB, binary string, rows []string, base time.Time, want E
 	}
 	ref := Read(t, clean.Feed)
 	if err := Validate(ref, want); err != nil {
+		return Outcome{}, err
+	}
+	if err := want.CheckPinned(ref); err != nil {
 		return Outcome{}, err
 	}
 	if r := Self(ref); !r.OK() {
@@ -161,6 +167,9 @@ type Expected struct {
 	// one full-day request (the feed's horizon is today), version 1; the
 	// DNLD window pushes do not advance it.
 	Ledger map[string]int64
+	// mask writes the workload's day and FLIDs relative to the day (for
+	// Pinned).
+	mask dayMask
 }
 
 var flidTag = regexp.MustCompile(`<FLID>(\d+)</FLID>`)
@@ -169,7 +178,9 @@ var flidTag = regexp.MustCompile(`<FLID>(\d+)</FLID>`)
 func ExpectDay(day string, loc *time.Location, n int) Expected {
 	e := Expected{Rows: n, Ledger: map[string]int64{day: 1}}
 	flights := map[string]bool{}
-	for i, m := range dayMessages(day, loc, n) {
+	msgs := dayMessages(day, loc, n)
+	e.mask = newDayMask(day, loc, firstFLID(msgs[0].Body))
+	for i, m := range msgs {
 		var flids []string
 		for _, f := range flidTag.FindAllStringSubmatch(m.Body, -1) {
 			flids = append(flids, f[1])
