@@ -61,12 +61,13 @@ type DayVerification struct {
 	// +kubebuilder:validation:Enum=IDENTICAL;DIFFERS;NOT_VERIFIABLE
 	Outcome string `json:"outcome"`
 
-	// Flights counts the day's flights served, Differing those that
-	// differ from the rebuild, Messages the messages replayed.
+	// Flights counts the day's flights served.
 	// +optional
 	Flights int64 `json:"flights,omitempty"`
+	// Differing counts the flights that differ from the rebuild.
 	// +optional
 	Differing int64 `json:"differing,omitempty"`
+	// Messages counts the archived messages replayed.
 	// +optional
 	Messages int64 `json:"messages,omitempty"`
 
@@ -97,10 +98,10 @@ type DayVerification struct {
 // +kubebuilder:printcolumn:name="Flights",type=integer,JSONPath=`.status.flights`
 // +kubebuilder:printcolumn:name="Last-Message",type=integer,JSONPath=`.status.lastMessageId`
 // +kubebuilder:printcolumn:name="Committed",type=date,JSONPath=`.status.lastCommitAt`
-// +kubebuilder:printcolumn:name="Verified",type=string,JSONPath=`.status.verification.outcome`,priority=1
-// +kubebuilder:printcolumn:name="Verified-At",type=date,JSONPath=`.status.verification.finishedAt`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Feed",type=string,priority=1,JSONPath=`.spec.feedName`
+// +kubebuilder:printcolumn:name="Verified",type=string,JSONPath=`.status.verification.outcome`,priority=1
+// +kubebuilder:printcolumn:name="Verified-At",type=date,JSONPath=`.status.verification.finishedAt`,priority=1
 type FlightFeedDay struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

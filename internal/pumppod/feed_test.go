@@ -181,7 +181,7 @@ func TestFeedRunsAndMirrorsTheLedger(t *testing.T) {
 	}, []string{"Name", "Ready", "Leader", "Lag", "Latest-Day", "Version", "Pods", "Age", "Reason", "Message"}, []string{"Reason", "Message"})
 	checkTable(t, h.ns, "flightfeeddays", pumppod.DayName("pek", day9), map[string]string{
 		"Day": day9, "Version": "2", "Flights": "2", "Last-Message": "102", "Feed": "pek",
-	}, []string{"Name", "Day", "Version", "Flights", "Last-Message", "Committed", "Age", "Feed"}, []string{"Feed"})
+	}, []string{"Name", "Day", "Version", "Flights", "Last-Message", "Committed", "Age", "Feed", "Verified", "Verified-At"}, []string{"Feed", "Verified", "Verified-At"})
 
 	// Metrics of the leader.
 	wantMetric(t, rep, "flightfeed_leader", map[string]string{"feed": "pek"}, 1)

@@ -201,7 +201,7 @@ func TestRealPumpMirrorsTheLedger(t *testing.T) {
 	}, []string{"Name", "Ready", "Leader", "Lag", "Latest-Day", "Version", "Pods", "Age", "Reason", "Message"}, []string{"Reason", "Message"})
 	checkTable(t, h.ns, "flightfeeddays", pumppod.DayName("pek", day), map[string]string{
 		"Day": day, "Version": "1", "Flights": fmt.Sprint(flights), "Last-Message": fmt.Sprint(respID), "Feed": "pek",
-	}, []string{"Name", "Day", "Version", "Flights", "Last-Message", "Committed", "Age", "Feed"}, []string{"Feed"})
+	}, []string{"Name", "Day", "Version", "Flights", "Last-Message", "Committed", "Age", "Feed", "Verified", "Verified-At"}, []string{"Feed", "Verified", "Verified-At"})
 
 	// The real pump reports to the feed's metrics.
 	wantMetric(t, rep, "flightfeed_pump_running", map[string]string{"feed": "pek"}, 1)
