@@ -25,6 +25,7 @@
 //	merge.go         Write, Merge, MergeSnapshot: one flight's next state and what changed
 //	snapshotplan.go  PlanSnapshot: a snapshot's facts in, its plan out (victims, ledger, merges)
 //	workingset.go    WorkingSet: increments (FLOP, ADFT) and deletions (FDEL) in memory
+//	apply.go         WorkingSet.Apply: one FLOP's, ADFT's or FDEL's change applied, its implausible times named
 //	stamp.go         Stamp, Upserts, Tombstones: versions and events of a snapshot's or a sweep's writes
 //	event.go         Event: one outbox row, its notice and state (rendered here)
 //	door.go          Door, TooLarge, RecordHeaders: the Kafka size check

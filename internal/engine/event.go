@@ -27,10 +27,10 @@ type Event struct {
 	ReceivedAt time.Time
 	// ChangeKind and Changes are the effect as the flight's history
 	// records it (one flight_change row): ChangeUpsert with the fields
-	// that changed, old and new values (flight.Diff, as a JSON array), or
-	// a deletion (ChangeDelete, ChangeVictim, ChangeHistory), whose
-	// Changes are "[]": the flight's last state is what its earlier
-	// changes built.
+	// that changed, old and new values (flight.Diff, rendered by
+	// flight.AppendChanges), or a deletion (ChangeDelete, ChangeVictim,
+	// ChangeHistory), whose Changes are "[]": the flight's last state is
+	// what its earlier changes built.
 	ChangeKind string
 	Changes    string
 }
@@ -86,14 +86,15 @@ func appendNotice(buf []byte, changed []string, flid flight.FLID, meta Meta, ver
 // the end (newestStateOnly): a message is refused or accepted alone,
 // whatever the batch it comes in.
 func upsertEvent(next *flight.State, changed []string, diff []flight.FieldChange, meta Meta) (Event, error) {
+	n := appendNotice(nil, changed, next.FLID, meta, next.StateVersion)
+	// The flight's own documents: its state and, for its history, the diff.
 	doc, err := flight.CanonicalJSON(*next)
 	if err != nil {
 		return Event{}, fmt.Errorf("state of flight %s: %w", next.FLID, err)
 	}
-	n := appendNotice(nil, changed, next.FLID, meta, next.StateVersion)
 	e := Event{FLID: next.FLID, Version: next.StateVersion, Day: next.OperationDay,
 		MessageID: meta.MessageID, Notice: string(n), Event: EventUpsert, State: string(doc),
-		ReceivedAt: meta.ReceivedAt, ChangeKind: ChangeUpsert, Changes: string(AppendChanges(nil, diff))}
+		ReceivedAt: meta.ReceivedAt, ChangeKind: ChangeUpsert, Changes: string(flight.AppendChanges(nil, diff))}
 	for _, kind := range []string{KindState, KindNotice} {
 		if err := checkDoor(meta.Door, &e, kind); err != nil {
 			return Event{}, err
@@ -113,32 +114,6 @@ func deleteEvent(flid flight.FLID, version int64, day string, meta Meta, kind st
 	n := appendNotice(nil, []string{flight.KeyDeleted}, flid, meta, version)
 	return Event{FLID: flid, Version: version, Day: day, MessageID: meta.MessageID,
 		Notice: string(n), Event: EventDelete, State: string(tomb), ReceivedAt: meta.ReceivedAt, ChangeKind: kind, Changes: "[]"}, nil
-}
-
-// AppendChanges renders a diff as the history's JSON array (flight_change
-// changes): [{"field":"GATE","op":"Replace","old":…,"new":…}], old or new
-// left out when absent; "[]" for none.
-func AppendChanges(buf []byte, diff []flight.FieldChange) []byte {
-	buf = append(buf, '[')
-	for i, c := range diff {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = append(buf, `{"field":`...)
-		buf = flight.AppendJSONString(buf, c.Tag)
-		buf = append(buf, `,"op":`...)
-		buf = flight.AppendJSONString(buf, c.Op)
-		if c.Old != nil {
-			buf = append(buf, `,"old":`...)
-			buf = append(buf, c.Old...)
-		}
-		if c.New != nil {
-			buf = append(buf, `,"new":`...)
-			buf = append(buf, c.New...)
-		}
-		buf = append(buf, '}')
-	}
-	return append(buf, ']')
 }
 
 // newestStateOnly keeps the state only on the newest version of each

@@ -92,23 +92,3 @@ func TestTombstoneHistoryKinds(t *testing.T) {
 		}
 	}
 }
-
-// AppendChanges renders a diff as the history's JSON: old or new left out
-// when absent, lists and anomalies as the canonical document shows them.
-func TestAppendChanges(t *testing.T) {
-	t.Parallel()
-	before := flight.NewState(1)
-	before.Lists["GTDT"] = []flight.Item{{"GTNO": "1", "GATE": "B7"}}
-	after := flight.NewState(1)
-	after.Lists["GTDT"] = []flight.Item{{"GTNO": "1", "GATE": "C3"}}
-	after.Anomalies["FDIV"] = flight.Item{"DDES": "PVG"}
-	got := string(engine.AppendChanges(nil, flight.Diff(before, after)))
-	want := `[{"field":"GTDT","op":"Replace","old":[{"GATE":"B7","GTNO":"1"}],"new":[{"GATE":"C3","GTNO":"1"}]},` +
-		`{"field":"FDIV","op":"Set","new":{"DDES":"PVG"}}]`
-	if got != want {
-		t.Fatalf("AppendChanges =\n%s\nwant\n%s", got, want)
-	}
-	if got := string(engine.AppendChanges(nil, nil)); got != "[]" {
-		t.Fatalf("no changes = %s, want []", got)
-	}
-}

@@ -71,6 +71,33 @@ func Diff(before, after State) []FieldChange {
 	return out
 }
 
+// AppendChanges renders a diff as the history's JSON array (flight_change
+// changes), each change as its JSON tags name it:
+// [{"field":"GATE","op":"Replace","old":…,"new":…}], old or new left out
+// when absent; "[]" for none.
+func AppendChanges(buf []byte, diff []FieldChange) []byte {
+	buf = append(buf, '[')
+	for i, c := range diff {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `{"field":`...)
+		buf = AppendJSONString(buf, c.Tag)
+		buf = append(buf, `,"op":`...)
+		buf = AppendJSONString(buf, c.Op)
+		if c.Old != nil {
+			buf = append(buf, `,"old":`...)
+			buf = append(buf, c.Old...)
+		}
+		if c.New != nil {
+			buf = append(buf, `,"new":`...)
+			buf = append(buf, c.New...)
+		}
+		buf = append(buf, '}')
+	}
+	return append(buf, ']')
+}
+
 func scalarJSON(s string) json.RawMessage {
 	if s == "" {
 		return nil

@@ -224,19 +224,16 @@ func (p *Pump) apply(ctx context.Context, run *batchRun, msg *sis.Message, row p
 	case sis.KindSnapshot:
 		changed, trace, err = p.applySnapshotIsolated(ctx, run, meta, msg, row)
 		return changed, trace, nil, err
-	case sis.KindADFT, sis.KindFLOP:
-		records := make([]flight.Commands, len(msg.Records))
+	case sis.KindADFT, sis.KindFLOP, sis.KindFDEL:
+		change := engine.Change{Increments: make([]flight.Commands, len(msg.Records)), Deletions: msg.Deletions}
 		for i, r := range msg.Records {
-			records[i] = r.Commands
+			change.Increments[i] = r.Commands
 		}
-		out, err := run.set.Increment(meta, records)
+		eff, err := run.set.Apply(meta, change, engine.Plausibility{Location: p.feed.Location, Window: p.feed.Spec.History.PlausibleWindow.Duration})
 		if err != nil {
 			return false, nil, nil, err
 		}
-		return len(out.Versions) > 0, nil, p.implausibleTimes(row.ID, records, out.States), nil
-	case sis.KindFDEL:
-		out, err := run.set.Delete(meta, msg.Deletions)
-		return len(out.Versions) > 0, nil, nil, err
+		return len(eff.Versions) > 0, nil, p.implausibleTimes(row.ID, eff), nil
 	case sis.KindReference:
 		run.reference = append(run.reference, referenceChange(row.ID, msg.Reference))
 		if err := p.completeReferenceRequest(ctx, run.tx, msg, row.ID); err != nil {
@@ -276,16 +273,15 @@ func referenceChange(id int64, ref *sis.Reference) pumpdata.ReferenceChange {
 	return c
 }
 
-// implausibleTimes flags a message that set a CNCL, NAAT or NEAT farther
-// than history.plausibleWindow from its flight's day (the engine decides
-// which; the time is kept as sent, but drives no history rule).
-func (p *Pump) implausibleTimes(id int64, records []flight.Commands, states map[flight.FLID]*flight.State) []string {
-	f, tags := engine.ImplausibleTimes(records, states, p.feed.Location, p.feed.Spec.History.PlausibleWindow.Duration)
-	if len(tags) == 0 {
+// implausibleTimes flags and logs a message that set a CNCL, NAAT or NEAT
+// farther than history.plausibleWindow from its flight's day (the engine
+// decides which: eff; the time is kept as sent, but drives no history rule).
+func (p *Pump) implausibleTimes(id int64, eff engine.MessageEffect) []string {
+	if len(eff.ImplausibleTags) == 0 {
 		return nil
 	}
 	p.log.Info("time implausibly far from the flight's day: kept, but drives no history rule",
-		"msg_id", id, "flid", f.String(), "fields", tags)
+		"msg_id", id, "flid", eff.ImplausibleFLID.String(), "fields", eff.ImplausibleTags)
 	return []string{FlagImplausibleTime}
 }
 
