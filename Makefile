@@ -7,7 +7,7 @@
 #               end-to-end test on the local cluster
 #   make test-short  the same Go tests with -short: the end-to-end, crash,
 #               failover and fault tests skip (no vet, lint or cluster)
-#   make reliability  the reliability suite (issue 31) in full: the binary
+#   make reliability  the reliability suite (docs/reliability.md) in full: the binary
 #               built with `-tags reliability` crashed at every fail point
 #               several times per point, and the other scenarios under
 #               internal/reliability; prints one summary line per scenario.

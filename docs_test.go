@@ -14,7 +14,7 @@ import (
 	"testing"
 )
 
-// TestReadmeIsAFrontDoor (issue 37): the README fits on a screen or two,
+// TestReadmeIsAFrontDoor: the README fits on a screen or two,
 // shows helm install and a first FlightFeed early, and its set-up is the
 // two commands (.ci/run runs the second).
 func TestReadmeIsAFrontDoor(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 )
 
 // TestArchitectureListsEveryPackage holds the layout block of
-// docs/architecture.md to the code (issue 36; the block moved out of the
-// README in issue 37): every package `go list ./...` names has a line
+// docs/architecture.md to the code (the block moved out of the README)
+// : every package `go list ./...` names has a line
 // there, itself or a folder above it, so a new package without one fails.
 func TestArchitectureListsEveryPackage(t *testing.T) {
 	readme, err := os.ReadFile("docs/architecture.md")

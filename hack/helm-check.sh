@@ -33,7 +33,7 @@ fail() { echo "helm-check: $*" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# 0. Versions (issue 37): the chart's version moves with every change to
+# 0. Versions: the chart's version moves with every change to
 # charts/ or api/. The commit that last changed Chart.yaml's `version:` line
 # (a merge counts by its diff to its first parent) must be at or after every
 # commit that changed charts/ or api/; version and appVersion are equal; the

@@ -84,7 +84,7 @@ step "tests"
 go build -o "$work/testreport" ./hack/testreport
 go test -race -count=1 -timeout 20m -json ./... | "$work/testreport" -allow hack/test-skips.txt
 
-# The reliability suite (issue 31) in its bounded form: the binary built
+# The reliability suite (docs/reliability.md) in its bounded form: the binary built
 # with `-tags reliability` crashed once at every fail point, and the other
 # scenarios under internal/reliability (make reliability runs them in full).
 step "reliability (bounded)"

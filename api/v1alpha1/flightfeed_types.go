@@ -88,7 +88,7 @@ type SecretRef struct {
 }
 
 // MailboxSpec describes the shared MySQL mailbox. Table and column names
-// default to the SIS layout (SPEC §3.2) and can be renamed one by one.
+// default to the SIS layout (processing rules R2.2) and can be renamed one by one.
 type MailboxSpec struct {
 	// DSNSecretRef selects the go-sql-driver/mysql DSN
 	// (user:pass@tcp(host:3306)/db) of the mailbox.
@@ -158,11 +158,11 @@ type MailboxSpec struct {
 
 	// DNLDFullDay treats a DNLD whose records all share one operation day as
 	// a full-day snapshot of that day. Default false: a DNLD is the AODB's
-	// scheduled window push and only upserts (SPEC §2.5).
+	// scheduled window push and only upserts (processing rules R10.5).
 	// +optional
 	DNLDFullDay bool `json:"dnldFullDay,omitempty"`
 
-	// RecsDropPercent raises the RECS_DROP alert (seed 000 §5.6) on a
+	// RecsDropPercent raises the RECS_DROP alert (processing rules R5.6) on a
 	// committed full-day snapshot whose roster is smaller than the day's
 	// previous roster by more than this percentage of it. Default 20: a
 	// day's plan keeps its cancelled flights (CNCL is a field), so between
@@ -597,7 +597,7 @@ type HorizonSpec struct {
 	To int32 `json:"to"`
 }
 
-// RetentionSpec bounds what the lifecycle jobs keep (seed 000 §8.3).
+// RetentionSpec bounds what the lifecycle jobs keep (processing rules R8.3).
 type RetentionSpec struct {
 	// LedgerDays keeps the ledger of days newer than today-LedgerDays.
 	// Default 7; 0 disables ledger cleanup.
@@ -627,7 +627,7 @@ type RetentionSpec struct {
 	// NullDayDays moves flights that no full-day snapshot ever included
 	// (operation day NULL: created by a FLOP or ADFT for an unknown FLID,
 	// also after an FDEL or a history sweep) to history after this many
-	// days without an update. Default 7 (seed 000 §8.3); 0 keeps them.
+	// days without an update. Default 7 (processing rules R8.3); 0 keeps them.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=3650
 	// +optional
@@ -651,7 +651,7 @@ type RetentionSpec struct {
 	FlightFeedDays int32 `json:"flightFeedDays,omitempty"`
 }
 
-// HistorySpec sets when a flight counts as finished (seed 000 §8.1). Every
+// HistorySpec sets when a flight counts as finished (processing rules R8.1). Every
 // rule is anchored on the flight's operation day (or, before a full-day
 // snapshot set one, the airport-local day of its SODT): a flight becomes
 // history only when that day is over and the named SIS time, if later, is
@@ -723,7 +723,7 @@ type HistorySpec struct {
 	PlausibleWindow *metav1.Duration `json:"plausibleWindow,omitempty"`
 }
 
-// PumpSpec tunes the failure matrix (seed 000 §9).
+// PumpSpec tunes the failure matrix (processing rules R9).
 //
 // +kubebuilder:validation:XValidation:rule="duration(has(self.backoffMax) ? self.backoffMax : '1m') >= duration(has(self.backoffInitial) ? self.backoffInitial : '500ms')",message="must not be shorter than pump.backoffInitial (default 500ms; backoffMax defaults to 1m)",fieldPath=".backoffMax"
 type PumpSpec struct {
@@ -1087,7 +1087,7 @@ type OperationDayStatus struct {
 	// Flights is the size of the day's roster.
 	Flights int64 `json:"flights"`
 	// Held is set on a day past its ledger retention (spec.retention.ledgerDays)
-	// that is kept: why, as "REASON: detail" (seed 000 §8.3, per day):
+	// that is kept: why, as "REASON: detail" (processing rules R8.3, per day):
 	// FLIGHTS_CURRENT (a flight of the day is still in current state),
 	// MESSAGE_UNFINISHED (a PENDING or FAILED snapshot message concerns it)
 	// or BACKFILL_PENDING (one waits for its write-back to the mailbox).

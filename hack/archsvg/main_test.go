@@ -17,7 +17,7 @@ func TestPictureIsCurrent(t *testing.T) {
 	}
 }
 
-// TestPictureShowsTheParts: the picture has what issue 37 asks it to show,
+// TestPictureShowsTheParts: the picture has what docs/architecture.md needs it to show,
 // and a changed source makes the check fail.
 func TestPictureShowsTheParts(t *testing.T) {
 	src, err := os.ReadFile(filepath.Join("..", "..", source))

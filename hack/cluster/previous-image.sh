@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the operator image of an earlier commit (default: the last release
-# whose pumps ran inside the operator, before the pump pods of issue 35) with
+# whose pumps ran inside the operator, before each feed ran in pump pods of its own, 0.2.0) with
 # that commit's own `make image`, in a temporary git worktree, and caches it
 # by commit outside the repository. Prints "ARCHIVE REF" (the OCI archive for
 # hack/cluster/load-image.sh and the image reference) on stdout; progress on

@@ -94,7 +94,7 @@ func TestDeadListsDeadMessagesNewestFirst(t *testing.T) {
 
 // A window DNLD (records of two days) holding FLID 2, which a full-day
 // snapshot of today already owns, under tomorrow is DEAD(PROTOCOL)
-// SAME_FLID_ACROSS_OPERATION_DAYS (seed 000 §5.3); `flightfeed dead` names
+// SAME_FLID_ACROSS_OPERATION_DAYS (processing rules R5.3); `flightfeed dead` names
 // the FLID with its stored and its message day, in JSON and in the table.
 func TestDeadNamesTheFLIDsOfADayMismatch(t *testing.T) {
 	loc, err := time.LoadLocation("Asia/Shanghai")

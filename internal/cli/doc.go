@@ -1,4 +1,4 @@
-// Package cli holds the cobra commands of the flightfeed binary (SPEC §5):
+// Package cli holds the cobra commands of the flightfeed binary (docs/operations.md):
 // manager, pump (and pump --drain), migrate, export, ledger, simulate, dead,
 // status and replay, and the kubectl plugin's tree of the user commands
 // (NewPluginCommand, run by cmd/kubectl-flightfeed with kubectl's flags and

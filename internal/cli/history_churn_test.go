@@ -16,7 +16,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
-// History is decided on the operation day (seed 000 §8.1), end to end: a
+// History is decided on the operation day (processing rules R8.1), end to end: a
 // flight of tomorrow that the AODB cancelled three days ago (older than
 // history.cancelledAge, 48 h) stays in current state while its day is not
 // over. Three rounds of the real pump — each answering tomorrow's request

@@ -22,7 +22,7 @@ import (
 // TestInterfaceCorpusDrains drains the interface corpus (one message of
 // every type and FLOP subtype the interface defines, internal/sis
 // testdata/interface) with `flightfeed pump --config F --drain`, as a
-// user's mailbox would hold them (issue 52): every flight message
+// user's mailbox would hold them: every flight message
 // SUCCEEDED, every reference message applied, every other known type
 // SKIPPED (NOT_APPLIED), each on its first attempt; nothing FAILED, nothing
 // DEAD.

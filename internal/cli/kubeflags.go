@@ -38,7 +38,7 @@ type Kubectl struct {
 }
 
 // mode is which command tree is built: the flightfeed binary's (every
-// command, SPEC §5), or the kubectl plugin's (only what a user of a running
+// command, docs/operations.md), or the kubectl plugin's (only what a user of a running
 // feed needs, with kubectl's flags and printers).
 type mode struct {
 	kubectl *Kubectl // nil: the flightfeed binary

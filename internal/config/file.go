@@ -17,7 +17,7 @@ import (
 const MaxFileBytes = 1 << 20
 
 // fileSpec is the --config file: the FlightFeed spec's shape, except that the
-// DSNs and broker credentials are written inline (SPEC §5).
+// DSNs and broker credentials are written inline (docs/configuration.md).
 type fileSpec struct {
 	Airport   v1alpha1.AirportSpec   `json:"airport"`
 	Mailbox   fileMailbox            `json:"mailbox"`

@@ -12,7 +12,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/config"
 )
 
-// minimal is the file SPEC §5 says must be accepted as it is.
+// minimal is the minimal file docs/configuration.md shows, which must be accepted as it is.
 const minimal = `
 airport: {iata: PEK, timeZone: Asia/Shanghai}
 mailbox: {dsn: "root@tcp(127.0.0.1:3306)/mbx", pollInterval: 100ms, batchSize: 200}

@@ -98,7 +98,7 @@ func TestPlaintextDecision(t *testing.T) {
 
 // A config file that reaches the mailbox or the database in plain text
 // beyond loopback is refused with the field and the address; the opt-in
-// makes it run; SPEC §5's minimal file (127.0.0.1, sslmode=disable) keeps
+// makes it run; docs/configuration.md's minimal file (127.0.0.1, sslmode=disable) keeps
 // working without it. mode disable with TLS material, or on kafka.tls, is
 // a mistake and refused.
 func TestFilePlaintextPolicy(t *testing.T) {

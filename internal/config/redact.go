@@ -148,7 +148,7 @@ func unescape(s string) string {
 var ErrAmbiguousDSN = errors.New("the user or password holds an unescaped '@' or '/'; percent-encode them (@ as %40, / as %2F)")
 
 // CheckDatabaseDSN refuses a PostgreSQL connection URI that libpq and pgx
-// would split at the wrong '@' or '/' (SPEC §5: bad configuration is named,
+// would split at the wrong '@' or '/' (bad configuration is named,
 // not discovered as a strange host), a key outside DatabaseKeys (naming
 // it), and a set FileEnvironment variable (dsnpolicy.go). The error holds
 // no part of the DSN but a refused key's name.

@@ -6,7 +6,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/config"
 )
 
-// Bounded reads (issue 35, "bounded per feed"). franz-go reads a broker's
+// Bounded reads ("bounded per feed"). franz-go reads a broker's
 // response whole, reserving the size its 4-byte prefix claims (up to
 // 100 MiB by default, per connection, and a client holds one to each
 // broker). The client refuses a response larger than BrokerReadBytes of

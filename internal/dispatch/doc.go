@@ -5,7 +5,7 @@
 // (acks=all, key = the FLID in decimal, murmur2 partitioning like the Java
 // client). The outbox is append-only: an event is done (the dispatcher's
 // cursor moves past it) only after the broker acknowledged its record; everything else is retried with backoff (package backoff),
-// forever (seed 000 §7.3, SPEC §3.3).
+// forever (processing rules R7.3).
 //
 // Fencing: the producer is transactional (kafka.transactions, the default),
 // its transactional.id the feed's, initialised when Run starts, so the next

@@ -12,7 +12,7 @@ import (
 )
 
 // A panic in the goroutine that flushes a pass and records the broker's
-// answers (issue 46 point 6) does not end the process nor hang the pass:
+// answers does not end the process nor hang the pass:
 // it is counted with where="outbox-flush", the pass fails, and Run
 // retries after its backoff. The transaction the panic left open is
 // aborted before the next begins, so every notice reaches the topic

@@ -9,7 +9,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
-// Record headers (SPEC §3.3).
+// Record headers (processing rules R7.3).
 const (
 	// HeaderStateVersion is the event's state_version in decimal.
 	HeaderStateVersion = "state-version"

@@ -430,7 +430,7 @@ func TestFrozenHolderCannotCommit(t *testing.T) {
 		holder, time.Since(frozeAt).Round(time.Millisecond), other, epoch2, tookOver.Round(100*time.Millisecond), fastLease.duration, how)
 }
 
-// TestOneFeedsTakeoverNeverPausesAnother (issue 35): two feeds, each
+// TestOneFeedsTakeoverNeverPausesAnother: two feeds, each
 // with two pump pods (`flightfeed pump --feed`). Rows stream into both
 // mailboxes; feed one's leader is killed (SIGKILL, as a deleted pod that
 // ignores its grace period) a third of the way through. Its standby takes

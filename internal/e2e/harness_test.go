@@ -113,7 +113,7 @@ func newWorld(t *testing.T, name string) *feedWorld {
 	return w
 }
 
-// apply creates the feed's Secrets and its FlightFeed (the SPEC §4 feed,
+// apply creates the feed's Secrets and its FlightFeed (the example feed of docs/first-feed.md,
 // the request horizon narrowed to today) in e's namespace.
 func (e *env) apply(w *feedWorld) types.NamespacedName {
 	e.t.Helper()

@@ -19,7 +19,7 @@ import (
 // pumpPodMemoryLimit is the chart's default memory limit of a pump pod.
 const pumpPodMemoryLimit = 256 << 20
 
-// TestRogueMailboxHurtsOnlyItsFeed (issue 35, isolation): feed pek's
+// TestRogueMailboxHurtsOnlyItsFeed (isolation): feed pek's
 // mailbox DSN points at a server that answers every connection with one
 // packet claiming 1 GiB; feed can is healthy. Each feed's pump pod runs in
 // its own memory cgroup of the pod limit. pek's pump reports its mailbox

@@ -1,5 +1,5 @@
-// Package engine decides what a message does to flights (seed 000 §5, §6,
-// SPEC §2.1): it merges increments, deletions and snapshot records into
+// Package engine decides what a message does to flights (processing rules R5, R6,
+// R10.1): it merges increments, deletions and snapshot records into
 // flight states, plans a whole snapshot (the replay short-circuit, the
 // coverage and owner checks, the diff-delete victims with their day
 // assertion, the roster and the compare-and-set on the day's version, by

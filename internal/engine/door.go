@@ -81,7 +81,7 @@ func (e *TooLarge) Error() string {
 }
 
 // RecordHeaders are the headers package dispatch sends with an outbox
-// event's record (SPEC §3.3); the door counts them, and dispatch's tests
+// event's record (processing rules R7.3); the door counts them, and dispatch's tests
 // check that both agree.
 func RecordHeaders(event string, version int64, day string) []Header {
 	h := []Header{{Key: "state-version", Value: strconv.FormatInt(version, 10)}, {Key: "event", Value: event}}

@@ -51,7 +51,7 @@ const (
 // flights it removes are recorded as ChangeHistory.
 const TypeJob = "JOB"
 
-// appendNotice renders the KAFKA_MSG document (SPEC §3.3), keys sorted:
+// appendNotice renders the KAFKA_MSG document (processing rules R7.3), keys sorted:
 // {"CHANGED":[…],"FLID":"…","MSG_ID":N,"STATE_VERSION":N,"STYP":"…","TYPE":"…"}.
 // CHANGED holds field tags (upper-case ASCII); the strings are quoted with
 // encoding/json so any META value stays valid JSON.
@@ -81,7 +81,7 @@ func appendNotice(buf []byte, changed []string, flid flight.FLID, meta Meta, ver
 }
 
 // upsertEvent is the event of a changed flight, computed from the one
-// next state that is also written (SPEC §2.1): its notice and its state,
+// next state that is also written (processing rules R10.1): its notice and its state,
 // each measured against the door, whether or not the state is written in
 // the end (newestStateOnly): a message is refused or accepted alone,
 // whatever the batch it comes in.
@@ -103,8 +103,8 @@ func upsertEvent(next *flight.State, changed []string, diff []flight.FieldChange
 	return e, nil
 }
 
-// deleteEvent is the event of a deleted flight: its tombstone (seed 000
-// §7.3) and its notice, whose CHANGED is ["DELETED"]; kind says how it
+// deleteEvent is the event of a deleted flight: its tombstone (processing rules
+// R7.3) and its notice, whose CHANGED is ["DELETED"]; kind says how it
 // went (ChangeDelete, ChangeVictim, ChangeHistory).
 func deleteEvent(flid flight.FLID, version int64, day string, meta Meta, kind string) (Event, error) {
 	tomb, err := flight.TombstoneJSON(flid, version)

@@ -12,7 +12,7 @@ import (
 
 // The engine decides and does no I/O (doc.go): it reaches no database
 // driver, Kafka client or Kubernetes package, and of the project only the
-// pure parts (SPEC §6: flight, sis, snapshot). The imports are read from
+// pure parts (docs/architecture.md: flight, sis, snapshot). The imports are read from
 // the sources (go/build), transitively through the project's packages,
 // so a driver reached through another package fails too.
 func TestEngineImportsNoIO(t *testing.T) {

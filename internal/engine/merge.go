@@ -52,7 +52,7 @@ func Merge(cur flight.State, exists bool, cmds flight.Commands) (Write, bool, er
 // FLID) into current, the stored states of those that exist, and returns
 // the writes of the changed flights in record order and the number of
 // records that changed nothing. A full-day snapshot of day sets the day
-// of every flight that has none (seed 000 §5.3: set once, never changed).
+// of every flight that has none (processing rules R5.3: set once, never changed).
 // The merges are independent: many are spread over the cores.
 func MergeSnapshot(records []flight.Commands, current map[flight.FLID]flight.State, fullDay bool, day string) (writes []Write, unchanged int, err error) {
 	for _, r := range records {

@@ -36,7 +36,7 @@ func full(flid flight.FLID, flno string, extra ...flight.Command) flight.Command
 
 // A snapshot's records merge with full-field semantics (a missing field is
 // a clear); a full-day snapshot sets the day of a flight that has none,
-// once (seed 000 §5.3); a window never sets it (SPEC §2.5).
+// once (processing rules R5.3); a window never sets it (processing rules R10.5).
 func TestMergeSnapshot(t *testing.T) {
 	t.Parallel()
 	const day10 = "2026-09-10"

@@ -14,7 +14,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/sis"
 )
 
-// The seeds' examples of what a message does to a flight, as tables: SIS
+// The examples of what a message does to a flight, as tables: SIS
 // text in, the engine's decision out (the next states the store writes,
 // the outbox rows it queues, byte for byte). Nothing here needs a
 // service.
@@ -50,7 +50,7 @@ func stored(flid flight.FLID, day string, fn func(*flight.State)) flight.State {
 	return s
 }
 
-// seedCA100 is seed 001 §4.3's CA100 before its GTDT: gates G28 (1) and
+// seedCA100 is processing rules R6.1's CA100 before its GTDT: gates G28 (1) and
 // G33 (2), an estimate and a delay.
 func seedCA100() flight.State {
 	return stored(ca100, day9, func(s *flight.State) {
@@ -205,10 +205,10 @@ func TestSeedExamples(t *testing.T) {
 		want outcome
 		err  sis.Reason // the decoder refuses the message: nothing reaches the set
 	}{
-		// Seed 001 §4.3: a GTDT FLOP carrying (1, A1, D) and (3, B2, I)
+		// processing rules R6.1: a GTDT FLOP carrying (1, A1, D) and (3, B2, I)
 		// replaces CA100's gates; nothing else moves (its day, its delay:
 		// only GTDT is rewritten).
-		"001 §4.3 GTDT replaces the gates": {
+		"R6.1 example: GTDT replaces the gates": {
 			base: []flight.State{seedCA100()},
 			msgs: []string{gtdt},
 			want: outcome{
@@ -281,7 +281,7 @@ func TestSeedExamples(t *testing.T) {
 					Notice: notice("77", "ESTT", firstV, "ESTT"), State: doc(t, estt77)}},
 			},
 		},
-		// Seed 000 §6.2: FDEL deletes by FLID, a tombstone with a fresh
+		// processing rules R6.2: FDEL deletes by FLID, a tombstone with a fresh
 		// version; a FLID that does not exist is an idempotent success.
 		"FDEL deletes, a missing FLID succeeds": {
 			base: []flight.State{one, two},
@@ -338,7 +338,7 @@ func TestSeedExamples(t *testing.T) {
 }
 
 // The GTDT example's KAFKA_SCHD document holds the gates as objects in
-// input order, each with its sequence (SPEC §3.3).
+// input order, each with its sequence (processing rules R7.3).
 func TestSeed001GTDTDocument(t *testing.T) {
 	t.Parallel()
 	got, err := run(t, []flight.State{seedCA100()},

@@ -16,12 +16,12 @@ type SnapshotFacts struct {
 	Meta Meta
 	// FullDay: a snapshot of the whole operation day Day (it replaces the
 	// day's roster, diff-deletes and advances the day's version);
-	// otherwise a window (per-record upserts only, SPEC §2.5).
+	// otherwise a window (per-record upserts only, processing rules R10.5).
 	FullDay bool
 	Day     string
 	// Records are the snapshot's records' FLIDs and days, in record order.
 	Records []snapshot.Record
-	// SkipConflicts and Keep are a skip-conflicts replay's (SPEC §2.8):
+	// SkipConflicts and Keep are a skip-conflicts replay's (processing rules R10.8):
 	// leave out records whose FLID belongs to another day instead of
 	// refusing the message, and leave untouched the flights of the records
 	// the decoder refused (Keep).
@@ -53,8 +53,8 @@ type DayLedger struct {
 // store writes (the merges of Merge, the victims, the ledger) and what it
 // reports for the trace log and the alerts.
 type SnapshotPlan struct {
-	// Replay: the message is the day's last committed snapshot (seed 000
-	// §5.1 step 2); nothing is written.
+	// Replay: the message is the day's last committed snapshot (processing rules
+	// R5.1 step 2); nothing is written.
 	Replay bool
 	// OldVersion is the day's version before the snapshot; PrevSentAt the
 	// send time of the day's last committed snapshot (zero when unknown).
@@ -67,7 +67,7 @@ type SnapshotPlan struct {
 	// Skipped are the records' FLIDs a skip-conflicts replay leaves out
 	// (stored under another day), in record order; Merge leaves them out.
 	Skipped []flight.FLID
-	// Victims are the flights the diff-delete removes (seed 000 §5.5), each
+	// Victims are the flights the diff-delete removes (processing rules R5.5), each
 	// with its day: the day its tombstone is published under.
 	Victims []flight.State
 	// Ledger is a full-day snapshot's change to its day's ledger; nil for a
@@ -79,8 +79,8 @@ type SnapshotPlan struct {
 	skip    map[flight.FLID]bool
 }
 
-// LedgerWrite is a full-day snapshot's change to its day's ledger (seed 000
-// §5.1 steps 8–9): the roster replaced, the version advanced by a
+// LedgerWrite is a full-day snapshot's change to its day's ledger (processing rules
+// R5.1 steps 8–9): the roster replaced, the version advanced by a
 // compare-and-set.
 type LedgerWrite struct {
 	Day string
@@ -107,7 +107,7 @@ func (p SnapshotPlan) VictimIDs() []flight.FLID {
 	return out
 }
 
-// PlanSnapshot decides a snapshot (seed 000 §5.1–§5.5, SPEC §2.5) from
+// PlanSnapshot decides a snapshot (processing rules R5.1–R5.5, R10.5) from
 // what the store read: for a full-day one the coverage check, the replay
 // short-circuit on the day's last message, the diff against the day's
 // roster (less the refused records' flights, Keep); for every one the owner

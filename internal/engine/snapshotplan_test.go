@@ -14,9 +14,9 @@ import (
 	"github.com/flightfeed/flightfeed/internal/snapshot"
 )
 
-// The seeds' full-day snapshot examples (seed 000 §5.1–§5.5, seed 001 §3.3
-// and §4.2) as tables of the planner: what the store read in, the plan it
-// writes out. Where the seeds disagree, 000 wins (SPEC): a FLID stored
+// The full-day snapshot examples (processing rules R5.1–R5.5, R4
+// and R5.1) as tables of the planner: what the store read in, the plan it
+// writes out. Where they disagree, R5.3 and R5.5 decide: a FLID stored
 // under another day refuses the whole message, and a victim of another day
 // (or of none) refuses it too instead of being kept silently. A refusal is
 // a *snapshot.Rejection, which the pump records DEAD (class PROTOCOL) with
@@ -24,7 +24,7 @@ import (
 
 const day10 = "2026-09-10"
 
-// FLIDs of the examples: seed 001 §3.3 names them A, B, C; §4.2 CA100,
+// FLIDs of the examples: R4's example names them A, B, C; R5.1's CA100,
 // MU201, CZ300 (AODB FLIDs that only look like flight numbers).
 const (
 	fA, fB, fC, fD   flight.FLID = 1, 2, 3, 4
@@ -94,30 +94,30 @@ func TestPlanSnapshot(t *testing.T) {
 		facts engine.SnapshotFacts
 		want  want
 	}{
-		// Seed 001 §4.2, "一次 DNLD 快照的落库": the day's generation is at
+		// processing rules R5.1, "一次 DNLD 快照的落库": the day's generation is at
 		// version 7 with {CA100, CZ300}; the snapshot holds {CA100, MU201}.
 		{
-			name: "001 §4.2: O − N = {CZ300} of the day is deleted, version 7 → 8, roster N",
+			name: "R5.1 example: O − N = {CZ300} of the day is deleted, version 7 → 8, roster N",
 			facts: fullDay(day9, keys(day9, ca100, mu201), 7, ids(ca100, cz300),
 				map[flight.FLID]string{ca100: day9, cz300: day9}),
 			want: want{plan: rostered(engine.SnapshotPlan{OldVersion: 7, Victims: victims(day9, cz300),
 				Ledger: ledger(day9, 7, ca100, mu201)}, ids(ca100, cz300), ids(ca100, mu201))},
 		},
-		// Seed 001 §3.3, "同日替换与跨日保护", in order.
+		// processing rules R4, "同日替换与跨日保护", in order.
 		{
-			name:  "001 §3.3 step 1: the day's first snapshot {A, B} creates its ledger at version 1",
+			name:  "R4 example step 1: the day's first snapshot {A, B} creates its ledger at version 1",
 			facts: fullDay(day9, keys(day9, fA, fB), 0, nil, nil),
 			want:  want{plan: rostered(engine.SnapshotPlan{Ledger: ledger(day9, 0, fA, fB)}, nil, ids(fA, fB))},
 		},
 		{
-			name: "001 §3.3 step 2: {A, C} over {A, B}: B of the day is deleted, version 2",
+			name: "R4 example step 2: {A, C} over {A, B}: B of the day is deleted, version 2",
 			facts: fullDay(day9, keys(day9, fA, fC), 1, ids(fA, fB),
 				map[flight.FLID]string{fA: day9, fB: day9}),
 			want: want{plan: rostered(engine.SnapshotPlan{OldVersion: 1, Victims: victims(day9, fB),
 				Ledger: ledger(day9, 1, fA, fC)}, ids(fA, fB), ids(fA, fC))},
 		},
 		{
-			name: "001 §3.3 step 3 as 000 §5.3 rules: {C} of 9/10 while C belongs to 9/9 refuses the whole message",
+			name: "R4 example step 3 as R5.3 rules: {C} of 9/10 while C belongs to 9/9 refuses the whole message",
 			facts: fullDay(day10, keys(day10, fC), 0, nil,
 				map[flight.FLID]string{fC: day9}),
 			want: want{plan: rostered(engine.SnapshotPlan{}, nil, ids(fC)),
@@ -125,14 +125,14 @@ func TestPlanSnapshot(t *testing.T) {
 				conflicts: []snapshot.Conflict{{FLID: fC, StoredDay: day9, MessageDay: day10}}},
 		},
 		{
-			name: "001 §3.3 step 4 as 000 §5.5 rules: a victim stored under another day is an assertion, not a filter",
+			name: "R4 example step 4 as R5.5 rules: a victim stored under another day is an assertion, not a filter",
 			facts: fullDay(day9, keys(day9, fA), 2, ids(fA, fC),
 				map[flight.FLID]string{fA: day9, fC: day10}),
 			want: want{plan: rostered(engine.SnapshotPlan{OldVersion: 2}, ids(fA, fC), ids(fA)),
 				reason: snapshot.ReasonLedgerInconsistent, flids: ids(fC)},
 		},
 		{
-			name: "001 §3.3 step 5, 000 §5.1 step 2: the day's last message again is a replay: nothing planned",
+			name: "R4 example step 5, R5.1 step 2: the day's last message again is a replay: nothing planned",
 			facts: func() engine.SnapshotFacts {
 				f := fullDay(day9, keys(day9, fA), 3, ids(fA), map[flight.FLID]string{fA: day9})
 				f.Ledger.LastMessageID, f.Ledger.LastReceivedAt = planMsg, planReceived
@@ -160,60 +160,60 @@ func TestPlanSnapshot(t *testing.T) {
 			want: want{plan: rostered(engine.SnapshotPlan{OldVersion: 3, Victims: victims(day9, fB),
 				Ledger: ledger(day9, 3, fA)}, ids(fA, fB), ids(fA))},
 		},
-		// Seed 000 §5.5.
+		// processing rules R5.5.
 		{
-			name: "000 §5.5: a victim without a day (NULL) is refused LEDGER_INCONSISTENT, not deleted",
+			name: "R5.5: a victim without a day (NULL) is refused LEDGER_INCONSISTENT, not deleted",
 			facts: fullDay(day9, keys(day9, fA), 1, ids(fA, fB),
 				map[flight.FLID]string{fA: day9, fB: ""}),
 			want: want{plan: rostered(engine.SnapshotPlan{OldVersion: 1}, ids(fA, fB), ids(fA)),
 				reason: snapshot.ReasonLedgerInconsistent, flids: ids(fB)},
 		},
 		{
-			name: "000 §5.5: a victim that no longer exists is skipped (deleted already, or an idempotent replay)",
+			name: "R5.5: a victim that no longer exists is skipped (deleted already, or an idempotent replay)",
 			facts: fullDay(day9, keys(day9, fA), 1, ids(fA, fB, fC),
 				map[flight.FLID]string{fA: day9, fC: day9}),
 			want: want{plan: rostered(engine.SnapshotPlan{OldVersion: 1, Victims: victims(day9, fC),
 				Ledger: ledger(day9, 1, fA)}, ids(fA, fB, fC), ids(fA))},
 		},
 		{
-			name: "000 §5.5: the roster is the safety boundary: a flight of the day it does not list is not deleted",
+			name: "R5.5: the roster is the safety boundary: a flight of the day it does not list is not deleted",
 			facts: fullDay(day9, keys(day9, fA), 1, ids(fA),
 				map[flight.FLID]string{fA: day9, fD: day9}),
 			want: want{plan: rostered(engine.SnapshotPlan{OldVersion: 1, Ledger: ledger(day9, 1, fA)}, ids(fA), ids(fA))},
 		},
 		{
-			name: "000 §5.5: an empty snapshot (RECS=0) is committed and deletes the day's whole roster",
+			name: "R5.5: an empty snapshot (RECS=0) is committed and deletes the day's whole roster",
 			facts: fullDay(day9, nil, 4, ids(fA, fB),
 				map[flight.FLID]string{fA: day9, fB: day9}),
 			want: want{plan: rostered(engine.SnapshotPlan{OldVersion: 4, Victims: victims(day9, fA, fB),
 				Ledger: ledger(day9, 4)}, ids(fA, fB), nil)},
 		},
 		{
-			name:  "000 §5.5: an empty snapshot of a day without a ledger deletes nothing and creates it",
+			name:  "R5.5: an empty snapshot of a day without a ledger deletes nothing and creates it",
 			facts: fullDay(day9, nil, 0, nil, map[flight.FLID]string{fA: day9}),
 			want:  want{plan: rostered(engine.SnapshotPlan{Ledger: ledger(day9, 0)}, nil, nil)},
 		},
-		// Seed 000 §5.2 and §5.3.
+		// processing rules R5.2 and R5.3.
 		{
-			name:  "000 §5.2: a full-day snapshot holding a record of another day is refused before anything",
+			name:  "R5.2: a full-day snapshot holding a record of another day is refused before anything",
 			facts: fullDay(day9, append(keys(day9, fA), keys(day10, fB)...), 1, ids(fA), map[flight.FLID]string{fA: day9}),
 			want:  want{reason: snapshot.ReasonMixedDays, flids: ids(fB)},
 		},
 		{
-			name: "000 §5.3: a flight stored without a day, or of the day, or new, is written; its day is set by the merge",
+			name: "R5.3: a flight stored without a day, or of the day, or new, is written; its day is set by the merge",
 			facts: fullDay(day9, keys(day9, fA, fB, fC), 1, ids(fA),
 				map[flight.FLID]string{fA: day9, fB: ""}),
 			want: want{plan: rostered(engine.SnapshotPlan{OldVersion: 1, Ledger: ledger(day9, 1, fA, fB, fC)}, ids(fA), ids(fA, fB, fC))},
 		},
 		{
-			name: "000 §5.3: the owner check keeps the ledger's version and the digests for the trace",
+			name: "R5.3: the owner check keeps the ledger's version and the digests for the trace",
 			facts: fullDay(day9, keys(day9, fA, fB, fC), 5, ids(fA, fD),
 				map[flight.FLID]string{fA: day9, fB: day10, fC: "2026-09-08", fD: day9}),
 			want: want{plan: rostered(engine.SnapshotPlan{OldVersion: 5}, ids(fA, fD), ids(fA, fB, fC)),
 				reason: snapshot.ReasonDayMismatch, flids: ids(fB, fC),
 				conflicts: []snapshot.Conflict{{FLID: fB, StoredDay: day10, MessageDay: day9}, {FLID: fC, StoredDay: "2026-09-08", MessageDay: day9}}},
 		},
-		// A confirmed skip-conflicts replay (SPEC §2.8) and the records the
+		// A confirmed skip-conflicts replay (processing rules R10.8) and the records the
 		// decoder refused in it (Keep).
 		{
 			name: "skip-conflicts: the FLID of another day is left out of the roster and not written; the rest applies",
@@ -245,7 +245,7 @@ func TestPlanSnapshot(t *testing.T) {
 			want: want{plan: rostered(engine.SnapshotPlan{OldVersion: 1, Victims: victims(day9, fC),
 				Ledger: ledger(day9, 1, fA, fB)}, ids(fA, fB, fC), ids(fA, fB))},
 		},
-		// Windows (SPEC §2.5): no ledger, roster or diff-delete; the owner
+		// Windows (processing rules R10.5): no ledger, roster or diff-delete; the owner
 		// check all the same.
 		{
 			name: "window: per-record upserts only, whatever the stored days of the flights",
@@ -287,7 +287,7 @@ func TestPlanSnapshot(t *testing.T) {
 }
 
 // The plan's merges: a full-day snapshot sets the day of its flights that
-// have none (seed 000 §5.3), a window sets none, and a skip-conflicts
+// have none (processing rules R5.3), a window sets none, and a skip-conflicts
 // replay's skipped records are not written.
 func TestSnapshotPlanMerge(t *testing.T) {
 	t.Parallel()

@@ -82,7 +82,7 @@ func (w *WorkingSet) current(f flight.FLID) (flight.State, bool, error) {
 }
 
 // Increment merges increment records (FLOP, ADFT) into the set, in memory
-// (seed 000 §6.1): absent fields are kept, the operation day is kept (NULL
+// (processing rules R6.1): absent fields are kept, the operation day is kept (NULL
 // for a flight it creates), each changed record gets a new state_version
 // and its outbox event (notice and state; the set writes the state of a
 // flight's newest version only). Records for one FLID apply in order. On
@@ -145,7 +145,7 @@ func (w *WorkingSet) Increment(meta Meta, records []flight.Commands) (IncrementE
 	return out, nil
 }
 
-// Delete ends flight instances (FDEL, seed 000 §6.2) in the set, in
+// Delete ends flight instances (FDEL, processing rules R6.2) in the set, in
 // memory: once written, the main row and all child rows are gone, the FLID
 // has left its day's roster and a tombstone with a fresh state_version is
 // queued. A missing FLID is an idempotent success. The day's generation and

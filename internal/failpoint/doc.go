@@ -43,7 +43,7 @@
 //
 // Panic points (panic.go) are another kind: Panic(name) in each long-lived
 // goroutine of a pump pod, armed only from inside the process (ArmPanic, by
-// the tests of issue 46 point 6), never from the environment, in every
+// the tests of a pump pod's availability), never from the environment, in every
 // build. An armed point panics, and the goroutine must recover, count the
 // panic (flightfeed_pump_panics_total{where}) and go on.
 package failpoint

@@ -69,7 +69,7 @@ func TestNames(t *testing.T) {
 		}
 	}
 	if len(seen) != 6 {
-		t.Errorf("%d fail points, want the 6 of issue 31", len(seen))
+		t.Errorf("%d fail points, want the 6 the reliability suite crashes at", len(seen))
 	}
 }
 

@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 )
 
-// Panic points stand in for a bug of a long-lived goroutine of a pump pod
-// (issue 46): each such goroutine calls Panic(name) once per iteration of
+// Panic points stand in for a bug of a long-lived goroutine of a pump pod:
+// each such goroutine calls Panic(name) once per iteration of
 // its loop, and a test of the same process arms the point (ArmPanic) to
 // prove the goroutine recovers, counts the panic and goes on. They are in
 // every build, as the in-process arming is what the ordinary tests use;

@@ -9,7 +9,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
-// Read caps from the memory limit (issue 46 point 6). Every connection of
+// Read caps from the memory limit. Every connection of
 // a feed's database pool and mailbox pool may hold one server answer of up
 // to its bound (store.MessageBound, mailbox.ConnReadBound: about
 // mailbox.maxMessageBytes each) before the bound refuses more; with the

@@ -20,7 +20,7 @@ func defaultFeed(t *testing.T, dbConns int32) *config.Feed {
 }
 
 // The read bounds of a feed's database and mailbox connections, added
-// up, fit in the pod's memory limit (issue 46 point 6): FitReadCaps lowers
+// up, fit in the pod's memory limit: FitReadCaps lowers
 // maxMessageBytes and maxBatchBytes (and the database connections' cap)
 // until they take at most readCapShare of it, and changes nothing when
 // they already fit or no limit is known. The sum is measured with the
@@ -70,7 +70,7 @@ func TestReadCapsFitTheMemoryLimit(t *testing.T) {
 			}
 		})
 	}
-	// Without the fit (the code before issue 46), 256 MiB: 4 × 41 MiB +
+	// Without the fit (the code before the read caps), 256 MiB: 4 × 41 MiB +
 	// 4 × 42 MiB does not fit.
 	feed := defaultFeed(t, 4)
 	sum := 4*store.MessageBound(feed.Spec.Mailbox.MaxMessageBytes) + mailbox.MaxConns*mailbox.ConnReadBound(feed.Spec.Mailbox)

@@ -29,7 +29,7 @@ const UpdatedAtLayout = time.RFC3339Nano
 var ErrKeyCollision = errors.New("canonical JSON key collision")
 
 // CanonicalJSON renders a flight's full state as the one document export,
-// KAFKA_SCHD and the read API publish (SPEC §3.3): one JSON object, keys
+// KAFKA_SCHD and the read API publish (processing rules R7.3): one JSON object, keys
 // sorted bytewise at every level, HTML escaping off, no trailing newline.
 // FLID is a string, STATE_VERSION a number, OPERATION_DAY is absent while
 // unknown, UPDATED_AT is UpdatedAtLayout in UTC (absent when zero). Every

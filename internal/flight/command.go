@@ -6,7 +6,7 @@ import (
 	"slices"
 )
 
-// Op is what a message does to one field (seed 001 §5.2).
+// Op is what a message does to one field (processing rules R5.4).
 type Op uint8
 
 // The four operations. The zero value is OpUnchanged.

@@ -3,7 +3,7 @@ package flight
 // Kind says how a SIS field is stored and merged.
 type Kind uint8
 
-// The four field kinds (seed 001 §6.1, SPEC §3.1).
+// The four field kinds (processing rules R5.4, R2.1).
 const (
 	// KindScalar holds one original string (main-table column).
 	KindScalar Kind = iota + 1
@@ -57,7 +57,7 @@ type FieldSpec struct {
 	// TextColumn is the column that holds an item's TEXT, when it has one.
 	TextColumn string
 	// TypedTimeColumn is the derived UTC column for the few scalars the module
-	// itself needs as instants (SPEC §2.9); such values must parse as SIS
+	// itself needs as instants (processing rules R10.9); such values must parse as SIS
 	// local time when present.
 	TypedTimeColumn string
 }
@@ -124,7 +124,7 @@ func record(tag string) FieldSpec {
 	return FieldSpec{Tag: tag, Kind: KindRecord, Table: "flight_schd", Column: lower(tag) + "_text"}
 }
 
-// fieldTable is THE table of SIS fields the module maps (SPEC §3.1 plus EXSS).
+// fieldTable is THE table of SIS fields the module maps (processing rules R2.1 plus EXSS).
 // FLID is not here: it is the identity, not a field. Order is the canonical
 // order of commands.
 var fieldTable = []FieldSpec{

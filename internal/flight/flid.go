@@ -14,7 +14,7 @@ const MaxFLIDDigits = 12
 const MaxFLID FLID = 999_999_999_999
 
 // FLID is the AODB's flight-instance identifier, the only identity of a flight
-// (seed 000 §3.1). It is never derived from FLNO or a date.
+// (processing rules R3.1). It is never derived from FLNO or a date.
 type FLID uint64
 
 // ErrBadFLID is the sentinel wrapped by every ParseFLID failure.

@@ -6,7 +6,7 @@ import (
 	"slices"
 )
 
-// Apply is the merge engine (seed 001 §5.3): it copies cur, applies every
+// Apply is the merge engine (processing rules R5.4): it copies cur, applies every
 // command of cmds to the copy and returns the next state with the tags whose
 // value changed, in canonical field order. A full snapshot (cmds.Full)
 // clears every mapped field it does not carry; an increment leaves them.

@@ -16,7 +16,7 @@ func gates(pairs ...string) []Item {
 	return out
 }
 
-// base is CA100 of seed 001 §4.3: gates G28 (1) and G33 (2), ESTT 0900.
+// base is CA100 of processing rules R6.1: gates G28 (1) and G33 (2), ESTT 0900.
 func base() State {
 	s := NewState(121112312)
 	s.OperationDay = "2026-09-09"
@@ -37,7 +37,7 @@ func TestApply(t *testing.T) {
 		wantChanged []string
 	}{
 		{
-			name: "GTDT increment replaces the gates, nothing else moves (seed 001 §4.3)",
+			name: "GTDT increment replaces the gates, nothing else moves (processing rules R6.1)",
 			cmds: Commands{FLID: 121112312, Cmds: []Command{{Tag: "GTDT", Op: OpReplace,
 				Items: []Item{{"GTNO": "1", "GATE": "A1", "GTYP": "D"}, {"GTNO": "3", "GATE": "B2", "GTYP": "I"}}}}},
 			want: func(s State) State {

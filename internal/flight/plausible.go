@@ -3,7 +3,7 @@ package flight
 import "time"
 
 // HistoryTimeTags are the SIS times that can end a flight's current state
-// (seed 000 §8.1), besides its SODT.
+// (processing rules R8.1), besides its SODT.
 var HistoryTimeTags = [...]string{"CNCL", "NAAT", "NEAT"}
 
 // DayEnd is the end of the flight's day, the anchor of every history rule:

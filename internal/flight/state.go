@@ -6,7 +6,7 @@ import (
 )
 
 // State is one flight's full current state: the main row plus every
-// collection, record and anomaly (seed 000 §3.3). Fields are exported so the
+// collection, record and anomaly (processing rules R3.3). Fields are exported so the
 // store can fill them; a nil map reads as empty.
 type State struct {
 	FLID FLID

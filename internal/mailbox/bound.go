@@ -15,7 +15,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/config"
 )
 
-// Bounded reads (issue 35, "bounded per feed"). go-sql-driver/mysql joins
+// Bounded reads ("bounded per feed"). go-sql-driver/mysql joins
 // the fragments of a packet (16 MiB - 1 each, a full one announcing the
 // next) without any bound of its own, so a mailbox server that announces
 // a packet of gigabytes would have the pump allocate until the pod is

@@ -1,5 +1,5 @@
 // Package mailbox is the adapter to the shared SIS mailbox in MySQL/MariaDB
-// (SPEC §3.2): it reads the FIFO head of the inbound table (bodies bounded
+// (processing rules R2.2): it reads the FIFO head of the inbound table (bodies bounded
 // by a byte budget) and its depth, writes processing results back (one
 // statement per batch) and inserts outbound requests. Put and TakeOutbound
 // play the AODB's side for `flightfeed simulate`, the demo and tests; in

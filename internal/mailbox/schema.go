@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The mailbox in its default layout (schema.sql, SPEC §3.2): its DDL and
+// The mailbox in its default layout (schema.sql, processing rules R2.2): its DDL and
 // the one way to write an inbound row into it as the AODB does. Tests, the
 // demo and `flightfeed simulate --create-mailbox` use them; in production
 // the AODB side owns the tables and writes the rows.

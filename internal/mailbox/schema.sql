@@ -1,4 +1,4 @@
--- The shared SIS mailbox (SPEC §3.2) in its default layout, for tests and the
+-- The shared SIS mailbox (docs/processing-rules.md, R2.2) in its default layout, for tests and the
 -- demo. In production the AODB side owns these tables; FlightFeed never
 -- creates them there. MariaDB 10.11 / MySQL 8.
 

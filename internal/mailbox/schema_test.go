@@ -28,7 +28,7 @@ func TestMailboxRowRoundTrip(t *testing.T) {
 		t.Fatalf("insert: %v", err)
 	}
 
-	// The FIFO head query of SPEC §3.2 finds it with the defaults filled in.
+	// The FIFO head query of processing rules R2.2 finds it with the defaults filled in.
 	var (
 		gotID     int64
 		received  time.Time

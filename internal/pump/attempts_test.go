@@ -111,7 +111,7 @@ func (h *harness) traceRows(id int64) []string {
 	return out
 }
 
-// One trace row per processing attempt of a snapshot (seed 000 §5.6), also
+// One trace row per processing attempt of a snapshot (processing rules R5.6), also
 // for an attempt its pump did not finish: a batch stopped by a shutdown or a
 // lost fence leaves its row, flagged SHUTDOWN or FENCED; a COMMIT that
 // failed without the server's answer is traced COMMIT_UNKNOWN, and the next
@@ -217,7 +217,7 @@ func TestEveryAttemptIsTracedAndAnUnknownCommitResolved(t *testing.T) {
 }
 
 // While the head retries an infrastructure failure it is FAILED (INFRA)
-// with its attempt count (seed 000 §9), visible in `flightfeed dead` and
+// with its attempt count (processing rules R9), visible in `flightfeed dead` and
 // counted in the status, until it succeeds. When the database itself is
 // what fails, nothing can be written then: the attempts are counted in
 // memory and the first record that reaches the database carries them.
@@ -311,7 +311,7 @@ func TestAttemptsTheDatabaseCouldNotRecordAreCountedBySuccess(t *testing.T) {
 	})
 }
 
-// A replay's attempt that does not commit is traced too (seed 000 §5.6:
+// A replay's attempt that does not commit is traced too (processing rules R5.6:
 // one row per attempt), ROLLED_BACK like a live batch's; the request stays
 // PENDING and the next pass applies it, traced COMMITTED.
 func TestFailedReplayAttemptIsTraced(t *testing.T) {

@@ -254,10 +254,10 @@ type waiting struct {
 // the head's result records; attempted are the outcomes decided before the
 // failure, atCommit says the failure is the COMMIT's own.
 //
-// Every snapshot attempt is traced (seed 000 §5.6), also when the batch
+// Every snapshot attempt is traced (processing rules R5.6), also when the batch
 // stopped because the pump was fenced or stopped (AttemptTrace). A
 // failure to be retried is recorded on the head, once it is tried alone, as
-// FAILED (INFRA) with its attempt count (seed 000 §9), in a transaction of
+// FAILED (INFRA) with its attempt count (processing rules R9), in a transaction of
 // its own: when the database itself is what fails, that record fails too,
 // and the attempts it could not record are counted in memory and added by
 // the head's next result that reaches the database (Result.Attempts).
@@ -400,8 +400,8 @@ func (u *unrecorded) at(key panicKey) int {
 
 // recordFailed records the head's failed attempt, and those before it that
 // could not be recorded, as FAILED (INFRA) in a transaction of its own: the
-// message is visible in `flightfeed dead` and counted as FAILED (seed 000
-// §9) while it blocks the head. A FAILED never replaces a terminal state
+// message is visible in `flightfeed dead` and counted as FAILED (processing rules
+// R9) while it blocks the head. A FAILED never replaces a terminal state
 // (the store keeps the committed result). Its own failure is only logged:
 // when the database is what fails, the next result that reaches it counts
 // the attempts.
@@ -455,7 +455,7 @@ func (p *Pump) writeAlone(ctx context.Context, res pumpdata.Result) error {
 // mailbox row, a write-back did not land) or whose id the database records
 // for another message (a reused id the failing batch did not get to
 // retire) is not given up — the batch is retried until it writes back what
-// committed (seed 001 §8: never downgrade a committed success).
+// committed (processing rules R7.2: never downgrade a committed success).
 func (p *Pump) giveUp(ctx context.Context, row pumpdata.Row, head pumpdata.Result, reason, note string) error {
 	res := head
 	res.Status, res.Reason, res.Note = pumpdata.StatusDead, reason, note

@@ -404,7 +404,7 @@ func TestReadAheadKeepsTheFIFOOrder(t *testing.T) {
 
 // A whole batch rolled back and retried traces each attempt of its snapshot
 // (ROLLED_BACK, then COMMITTED) but raises the snapshot's flags once: by the
-// attempt that commits, not by the one rolled back (seed 000 §5.6).
+// attempt that commits, not by the one rolled back (processing rules R5.6).
 func TestRolledBackSnapshotAlertsOnceWithItsRetry(t *testing.T) {
 	t.Parallel()
 	var m sisMessages

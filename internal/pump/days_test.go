@@ -8,7 +8,7 @@ import (
 )
 
 // A window snapshot (here a RESP nobody asked for) makes the same owner
-// check as a full-day one (SPEC §2.5): a FLID whose stored day is another
+// check as a full-day one (processing rules R10.5): a FLID whose stored day is another
 // refuses the whole message, DEAD(PROTOCOL) SAME_FLID_ACROSS_OPERATION_DAYS,
 // and nothing of it is written.
 func TestWindowSnapshotOfAnotherDaysFlightIsDead(t *testing.T) {
@@ -74,7 +74,7 @@ func TestFLOPAfterASnapshotStartsFromTheSnapshot(t *testing.T) {
 	}, "mailbox: {dnldFullDay: true}")
 }
 
-// Ledger retention (seed 000 §8.3) deletes a day past retention.ledgerDays
+// Ledger retention (processing rules R8.3) deletes a day past retention.ledgerDays
 // once nothing holds it, and keeps one whose flight is still current.
 func TestLedgerRetentionKeepsADayWithCurrentFlights(t *testing.T) {
 	t.Parallel()

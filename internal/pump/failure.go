@@ -13,7 +13,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/snapshot"
 )
 
-// Verdict is what the failure matrix (seed 000 §9, seed 001 §7) says to do
+// Verdict is what the failure matrix (processing rules R9) says to do
 // with a message whose processing returned an error.
 type Verdict uint8
 
@@ -76,7 +76,7 @@ const (
 )
 
 // AttemptTrace decides how the snapshot attempts of a batch that did not
-// commit are traced (seed 000 §5.6: one row per attempt, whatever its fate),
+// commit are traced (processing rules R5.6: one row per attempt, whatever its fate),
 // from the batch's error, whether that error is its COMMIT's own, and why
 // the pump's context ended (stop; nil while it runs). The result is
 // ROLLED_BACK, or COMMIT_UNKNOWN when the COMMIT failed without an answer

@@ -18,7 +18,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
-// The failure matrix of seed 000 §9 / seed 001 §7, row by row.
+// The failure matrix of processing rules R9, row by row.
 func TestClassify(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -55,7 +55,7 @@ func TestClassify(t *testing.T) {
 }
 
 // How the snapshot attempts of a batch that did not commit are traced (seed
-// 000 §5.6): ROLLED_BACK, unless its COMMIT failed without an answer that
+// R5.6): ROLLED_BACK, unless its COMMIT failed without an answer that
 // says it did not commit (COMMIT_UNKNOWN); flagged with what stopped it.
 func TestAttemptTrace(t *testing.T) {
 	reset := errors.New("read tcp 127.0.0.1:5432: connection reset by peer")

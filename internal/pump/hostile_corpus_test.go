@@ -188,7 +188,7 @@ func (h *harness) putCanary(i int) int64 {
 	return h.put(h.flop("ESTT", canaryFLID(i), fmt.Sprintf("<ESTT>09SEP26%04d</ESTT>", 900+i)))
 }
 
-// The hostile input corpus (testdata/hostile, issue 31 point 4): every
+// The hostile input corpus (testdata/hostile): every
 // body, stored byte for byte in a binary mailbox column, ends in the
 // terminal result and reason its manifest names; the canaries between them
 // succeed, the last one after every hostile case; every legal case's value

@@ -464,7 +464,7 @@ func TestBatchesAreBoundedByBytes(t *testing.T) {
 	}, "mailbox: {maxBatchBytes: 65536}")
 }
 
-// History is decided on the flight's day (seed 000 §8.1): a flight leaves
+// History is decided on the flight's day (processing rules R8.1): a flight leaves
 // current state only when its operation day — here the airport-local day
 // of its SODT — is over and the rule's SIS time, if later, is older than
 // the rule's age. A flight cancelled days ahead for tomorrow stays; a time
@@ -529,7 +529,7 @@ func historyIsAnchoredOnTheOperationDay(t *testing.T, h *harness) {
 	}
 }
 
-// A backlog at the head is taken a full batch at once (issue 29): the
+// A backlog at the head is taken a full batch at once: the
 // first transaction after start already holds mailbox.batchSize messages,
 // not one (no 1, 2, 4 … ramp). The ramp stays for the retries after a
 // failure, which isolate the failing message (TestBatchOutcomes).

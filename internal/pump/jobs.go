@@ -13,7 +13,7 @@ import (
 const sweepBatch = 500
 
 // runJobs runs the requests state machine, the reference-data requests
-// and, when due, the lifecycle jobs (seed 000 §8), on the pump's FIFO
+// and, when due, the lifecycle jobs (processing rules R8), on the pump's FIFO
 // between batches. Failures are logged and retried on the next round; they
 // never block messages.
 func (p *Pump) runJobs(ctx context.Context) {

@@ -30,7 +30,7 @@ func (o *loopObserver) counted() []string {
 	return slices.Clone(o.where)
 }
 
-// A read-ahead that panics (issue 46 point 6) does not end the process:
+// A read-ahead that panics does not end the process:
 // the panic is logged and counted with where="read-ahead", the reading is
 // dropped whole, and the loop reads the head again after a backoff. No row
 // is skipped or reordered: every message succeeds and the flight's state

@@ -59,7 +59,7 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior pum
 			// A snapshot the decoder refused (RECS mismatch, duplicate FLID,
 			// sequence 0 mixed, over capacity, …) is a processing attempt
 			// too: one trace row, ROLLED_BACK, flagged with its reason
-			// (seed 000 §5.6).
+			// (processing rules R5.6).
 			o.trace = &pumpdata.TraceEntry{MessageID: row.ID, ReceivedAt: row.Received, Recs: max(msg.Recs, 0),
 				Result: pumpdata.TraceRolledBack, Flags: []string{o.result.Reason}, Detail: o.result.Note}
 			if err == nil {
@@ -77,7 +77,7 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior pum
 		return p.log.WithValues("msg_id", row.ID, "type", msg.Meta.Type, "styp", msg.Meta.Styp)
 	}
 
-	// Re-sent copies (SPEC §2.4): same identity, same content → SKIPPED;
+	// Re-sent copies (processing rules R10.4): same identity, same content → SKIPPED;
 	// same identity, other content → processed and flagged. Content is the
 	// message without its send time (sis.ResendFields): the AODB re-stamps
 	// a copy it sends again.
@@ -113,7 +113,7 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior pum
 
 	if msg.Kind == sis.KindNotApplied {
 		// A type of the interface FlightFeed does not apply: terminal at
-		// once, never retried (issue 52; seed 000 §9's FAILED(UNSUPPORTED)
+		// once, never retried (processing rules R9's FAILED(UNSUPPORTED)
 		// is for types nobody knows).
 		return p.finish(res, pumpdata.StatusSkipped, ReasonNotApplied, msg.NotApplied.Reason, nil)
 	}
@@ -128,7 +128,7 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior pum
 		if verdict != VerdictDead {
 			// The batch is rolled back whole (an infrastructure error, a
 			// lost compare-and-set): the snapshot's attempt is traced all
-			// the same (seed 000 §5.6, one row per attempt), by
+			// the same (processing rules R5.6, one row per attempt), by
 			// infraFailure.
 			if trace != nil {
 				trace.Result, trace.Detail = pumpdata.TraceRolledBack, applyErr.Error()
@@ -140,7 +140,7 @@ func (p *Pump) processOne(ctx context.Context, run *batchRun, it item, prior pum
 		log().Info("message refused", "reason", reason, "error", applyErr.Error())
 		if trace != nil {
 			// Refused whole: the trace row says why — DAY_MISMATCH for the
-			// seed's ownership mismatch (000 §5.3), the reason code for any
+			// seed's ownership mismatch (R5.3), the reason code for any
 			// other refusal — with the message's own flags.
 			trace.Result, trace.Detail = pumpdata.TraceRolledBack, applyErr.Error()
 			flag := reason
@@ -400,7 +400,7 @@ func (p *Pump) applySnapshot(ctx context.Context, tx Tx, meta engine.Meta, msg *
 	if out.Replay {
 		trace.Result = pumpdata.TraceReplaySkipped
 	} else if cov.FullDay {
-		// Alerts only: the snapshot is committed all the same (seed 000 §5.6).
+		// Alerts only: the snapshot is committed all the same (processing rules R5.6).
 		if snapshot.RecsDropped(out.OldRoster, out.NewRoster, int(p.feed.Spec.Mailbox.RecsDropPercent)) {
 			trace.Flags = append(trace.Flags, snapshot.FlagRecsDrop)
 		}
@@ -417,8 +417,8 @@ func (p *Pump) applySnapshot(ctx context.Context, tx Tx, meta engine.Meta, msg *
 }
 
 // refuseAnswer counts a refused answer against the live request it
-// answered (issue 39 item 6): the message stays refused whole (seed 000
-// §5.2), and the second identical refusal in a row of the day's answers
+// answered: the message stays refused whole (processing rules
+// R5.2), and the second identical refusal in a row of the day's answers
 // ends the request FAILED (snapshot.AnswerRefusal), so the day is not
 // asked for again until an operator re-requests it. Only a decided refusal
 // (*snapshot.Rejection) counts.
@@ -529,7 +529,7 @@ func attemptTrace(msg *sis.Message, row pumpdata.Row) *pumpdata.TraceEntry {
 
 // seqnRegressed flags a SEQN lower than the sender's previous one in this
 // session, unless it wrapped (999999 → 1). Only a flag: SEQN is not
-// comparable across server restarts (seed 000 §5.6).
+// comparable across server restarts (processing rules R5.6).
 //
 // The batch's own SEQNs are kept apart (run.seqn) and join lastSeqn only
 // when the batch commits: after a rollback the retried messages must not be
@@ -549,7 +549,7 @@ func (p *Pump) seqnRegressed(run *batchRun, m sis.Meta) (last int, regressed boo
 
 // writeTraces appends the trace rows of the snapshots in done, outside any
 // message transaction, one per processing attempt; a failure is logged and
-// counted (Observer.TraceLogFailed), never propagated (seed 000 §5.6). Every
+// counted (Observer.TraceLogFailed), never propagated (processing rules R5.6). Every
 // flag of a row is an alert: counted (Observer.SnapshotFlag) and a notice
 // (NoticeSnapshotFlag, a warning Event). A non-empty override replaces every
 // row's result (a rolled-back batch): such a row raises no alert, as the

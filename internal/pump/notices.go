@@ -19,8 +19,8 @@ const (
 	// NoticeIDReused: a mailbox row reused the id of another, already
 	// processed message; it was processed as new.
 	NoticeIDReused NoticeKind = "MailboxIDReused"
-	// NoticeSnapshotFlag: a snapshot's trace row carries a flag (seed 000
-	// §5.6: EMPTY, RECS_DROP, OUT_OF_ORDER, SEQN_REGRESSION, DAY_MISMATCH,
+	// NoticeSnapshotFlag: a snapshot's trace row carries a flag (processing rules
+	// R5.6: EMPTY, RECS_DROP, OUT_OF_ORDER, SEQN_REGRESSION, DAY_MISMATCH,
 	// UNSOLICITED, or a refused snapshot's reason); one notice per flag.
 	NoticeSnapshotFlag NoticeKind = "SnapshotFlag"
 	// NoticePanic: decoding or applying a message panicked; it became
@@ -28,7 +28,7 @@ const (
 	NoticePanic NoticeKind = "MessagePanicked"
 	// NoticeSeqnRegression: an increment or a deletion (FLOP, ADFT, FDEL)
 	// came with a SEQN lower than its sender's previous one in this
-	// session (seed 000 §9: flagged and alerted, not blocked). A
+	// session (processing rules R9: flagged and alerted, not blocked). A
 	// snapshot's regression is a NoticeSnapshotFlag of its trace row.
 	NoticeSeqnRegression NoticeKind = "SeqnRegression"
 	// NoticeRequestFailed: the answers to a day's full-day request were

@@ -50,7 +50,7 @@ func (h *harness) outboxRows(msgID int64) []outboxRow {
 	return out
 }
 
-// One outbox row per message effect (issue 29): a FLOP writes one row with
+// One outbox row per message effect: a FLOP writes one row with
 // its notice and its flight's state; three FLOPs of one flight in one batch
 // write three rows and only the newest carries the state (the dispatcher
 // sends a flight's newest state only, and the three commit together); a

@@ -157,7 +157,7 @@ type Tx interface {
 	// RequestedBefore reports whether a request of kind for day was ever
 	// sent to receiver (or recorded without a receiver).
 	RequestedBefore(ctx context.Context, kind, day, receiver string) (bool, error)
-	// ApplySnapshot applies a snapshot (seed 000 §5.1); a decided refusal
+	// ApplySnapshot applies a snapshot (processing rules R5.1); a decided refusal
 	// is a *snapshot.Rejection and leaves nothing written.
 	ApplySnapshot(ctx context.Context, meta engine.Meta, snap pumpdata.Snapshot) (pumpdata.SnapshotEffect, error)
 	// OpenRequest registers a new live request of kind for day to
@@ -200,7 +200,7 @@ type Writes struct {
 	ReplayNote string
 }
 
-// Job is one lifecycle job's transaction (seed 000 §8): exactly one of
+// Job is one lifecycle job's transaction (processing rules R8): exactly one of
 // History (move up to Limit finished flights to history), NullDayBefore
 // (retire up to Limit flights without an operation day unchanged since)
 // and LedgerBefore (delete the day ledger of days before, YYYY-MM-DD).

@@ -84,7 +84,7 @@ func TestThePumpImportsNoAdapter(t *testing.T) {
 	}
 }
 
-// The ports stay small (issue 36): at most 6 interfaces and 30 methods in
+// The ports stay small: at most 6 interfaces and 30 methods in
 // all, Inbox included, counted from ports.go (embedded interfaces count
 // once, where they are declared).
 func TestPortsStaySmall(t *testing.T) {

@@ -34,14 +34,14 @@ type Observer interface {
 	// SnapshotFlag counts one flag of a snapshot's trace row (an alert).
 	SnapshotFlag(flag string)
 	// TraceLogFailed counts a trace row that could not be written (seed
-	// 000 §5.6: an error metric, nothing else changes).
+	// R5.6: an error metric, nothing else changes).
 	TraceLogFailed()
 	// MessagePanicked counts a message made DEAD (INTERNAL) because
 	// decoding or applying it panicked, once, when its result commits.
 	MessagePanicked()
 	// SeqnRegression counts a message flagged SEQN_REGRESSION (a snapshot,
 	// an FLOP, ADFT or FDEL alike), once, when its result commits: an
-	// alert (seed 000 §9).
+	// alert (processing rules R9).
 	SeqnRegression()
 	// LoopPanicked counts a panic recovered in one of the pump's
 	// long-lived goroutines (where: WhereReadAhead, WhereEpochRenew,
@@ -160,7 +160,7 @@ type Pump struct {
 	ahead   *reading
 	pending []pumpdata.Backfill
 	// batchSize is mailbox.batchSize: a backlog at the head is taken a
-	// full batch at once (issue 29), and a quiet head gives what it holds.
+	// full batch at once, and a quiet head gives what it holds.
 	// After a failure it is 1, so the failing message is isolated, and
 	// doubles with every batch that commits until it is full again.
 	batchSize int

@@ -167,8 +167,8 @@ func TestInfrastructureFailureBlocksThenRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := h.newPump()
-	// Blocked, and the head, tried alone, recorded FAILED (INFRA) (seed 000
-	// §9) in a transaction of its own.
+	// Blocked, and the head, tried alone, recorded FAILED (INFRA) (processing rules
+	// R9) in a transaction of its own.
 	blocked := headBlocked(p, first, "msg_archive")
 	h.runUntil(p, "the head blocked on the missing table and FAILED", func() (bool, string) {
 		ok, why := blocked()
@@ -271,7 +271,7 @@ func TestAMessageGivenUpCanBeReplayed(t *testing.T) {
 	}
 }
 
-// A give-up never replaces a committed result (seed 001 §8): the head's
+// A give-up never replaces a committed result (processing rules R7.2): the head's
 // message SUCCEEDED already and only its write-back is redone (an operator
 // reset its mailbox row) when the database starts refusing the batch; past
 // infraRetryLimit the pump keeps retrying instead of recording it DEAD and
@@ -394,7 +394,7 @@ func savepointIsolatesADeadMessageInABatch(t *testing.T, h *harness) {
 	}
 }
 
-// Re-sent copies and SEQN rules (SPEC §2.4, seed 000 §5.6).
+// Re-sent copies and SEQN rules (processing rules R10.4, R5.6).
 func TestIdentityAndSequence(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
@@ -618,7 +618,7 @@ func TestDataTheDatabaseRefusesIsDead(t *testing.T) {
 	}
 }
 
-// Seed 000 §5.5 through the pump: a full-day snapshot whose diff-delete
+// processing rules R5.5 through the pump: a full-day snapshot whose diff-delete
 // would remove a flight that belongs to another day (the ledger and the
 // flight's row disagree: data pollution) is DEAD(LEDGER_INCONSISTENT),
 // changes nothing, leaves a ROLLED_BACK trace row, and the head moves on.
@@ -676,7 +676,7 @@ func TestStrayArchiveRowDoesNotRefuseTheMessage(t *testing.T) {
 
 // A flight a FLOP created for an unknown FLID (no full-day snapshot ever
 // included it, no SODT) is moved to history once it has seen no update
-// for retention.nullDayDays, on by default (7 days, seed 000 §8.3); with
+// for retention.nullDayDays, on by default (7 days, processing rules R8.3); with
 // nullDayDays: 0 it stays.
 func TestNullDayFlightsAreRetiredByDefault(t *testing.T) {
 	t.Parallel()

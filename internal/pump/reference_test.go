@@ -59,7 +59,7 @@ func (m *sisMessages) refMessage(typ, styp string, records ...string) string {
 }
 
 // TestReferenceDataIsAppliedInTheBatch: the interface's reference data
-// (issue 52) is applied in the batch transaction and ends SUCCEEDED on its
+// is applied in the batch transaction and ends SUCCEEDED on its
 // first attempt, like a FLOP, with the flight messages around it; a type
 // the interface defines and FlightFeed does not apply (SCHS) ends SKIPPED
 // (NOT_APPLIED) at once; a record without its key is DEAD and changes

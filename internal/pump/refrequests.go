@@ -9,7 +9,7 @@ import (
 )
 
 // refRequester sends the reference-data requests (RQRD,
-// requests.referenceData, issue 52 point 2): in rounds, the first when the
+// requests.referenceData): in rounds, the first when the
 // pump starts leading (before the first mailbox row is processed, as the
 // full-day requests) and then every requests.referenceData.interval, one
 // request per configured list that was neither asked for (an RQRD sent or

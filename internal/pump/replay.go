@@ -14,7 +14,7 @@ import (
 // replayBatch bounds the replay requests taken between two batches.
 const replayBatch = 10
 
-// runReplays applies the PENDING replay requests (SPEC §2.8) between
+// runReplays applies the PENDING replay requests (processing rules R10.8) between
 // batches, each in a fenced transaction of its own. Only fencing is
 // returned; any other failure leaves the request PENDING for the next pass.
 func (p *Pump) runReplays(ctx context.Context) error {
@@ -107,7 +107,7 @@ func (p *Pump) replay(ctx context.Context, req pumpdata.ReplayRequest) error {
 		return p.replayPanicked(ctx, req, src, it, pe, start.UTC().Format("2006-01-02T15:04:05Z"))
 	}
 	// failed traces the replay's attempt that did not commit, as a live
-	// batch's (seed 000 §5.6: one row per attempt): ROLLED_BACK, flagged
+	// batch's (processing rules R5.6: one row per attempt): ROLLED_BACK, flagged
 	// FENCED or SHUTDOWN when that stopped it. A COMMIT whose outcome is
 	// unknown writes no row: a replay that did commit leaves the message
 	// DEAD (the replay lives in its request), so the start's resolution by

@@ -9,7 +9,7 @@ import (
 )
 
 // replay --policy skip-conflicts skips the records the decoder refuses the
-// way it skips day mismatches (issue 39 item 4): a full-day snapshot DEAD
+// way it skips day mismatches: a full-day snapshot DEAD
 // for one record's bad CNCL is applied without that record; the note and
 // the trace row name it by its FLID, position and refusal; its flight is
 // left untouched — not rewritten, not diff-deleted, still in the day's

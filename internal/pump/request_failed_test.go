@@ -21,9 +21,9 @@ func failedNotice(p *pump.Pump, day string) (pump.Notice, bool) {
 	return pump.Notice{}, false
 }
 
-// A full-day answer that straddles midnight is refused whole (seed 000
-// §5.2, validation five), and the AODB answers every re-ask the same way
-// (issue 39 item 6): the second identical refusal ends the request FAILED
+// A full-day answer that straddles midnight is refused whole (processing rules
+// R5.2, validation five), and the AODB answers every re-ask the same way:
+// the second identical refusal ends the request FAILED
 // with the refusal, a RequestFailed notice (an Event) and the day in the
 // status (the metric and the alert). On both backends.
 func TestSecondIdenticalRefusalFailsTheRequest(t *testing.T) {

@@ -19,7 +19,7 @@ const requestKind = "RQFD"
 
 // requester sends one single-day RQFD per day of the horizon, ascending,
 // one after the other (the next when the previous completes or times out),
-// and starts a new round every requests.interval (SPEC §2.5). A timed-out
+// and starts a new round every requests.interval (processing rules R10.5). A timed-out
 // day is asked once more in the same round. A day whose request FAILED
 // (its answers refused the same way twice in a row, refuseAnswer) is held:
 // not asked for until an operator re-requests it (`flightfeed rerequest`),

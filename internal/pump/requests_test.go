@@ -223,7 +223,7 @@ func restartDoesNotAskAgainForAnAnsweredDay(t *testing.T, h *harness) {
 }
 
 // A RESP completes the newest PENDING request of its operation day, sender
-// and request type (seed 000 §7.1): the request asked the AODB, so a RESP
+// and request type (processing rules R7.1): the request asked the AODB, so a RESP
 // from another sender with the requested day's records answers nothing —
 // it is a window, flagged UNSOLICITED, the request stays PENDING and no
 // day is set — and the AODB's own RESP then completes it.
@@ -261,7 +261,7 @@ func rESPFromAnotherSenderIsUnsolicited(t *testing.T, h *harness) {
 	}
 }
 
-// What docs/processing-rules.md says of windows and mixed days (seed 000 §2, §5.2, §5.6):
+// What docs/processing-rules.md says of windows and mixed days (processing rules R2, R5.2, R5.6):
 // a DNLD window push is the normal case and raises no flag; a RESP over
 // several days is DEAD(MIXED_OPERATION_DAYS), a failed validation whose
 // trace row is ROLLED_BACK without DAY_MISMATCH, the flag of an ownership

@@ -26,7 +26,7 @@ func gateFLOP(h *harness, seqn int, gate string) string {
 }
 
 // A re-sent message whose only change is its send time is a duplicate
-// (SPEC §2.4, seed 001 §4.1): SEQN 301 sets C1, SEQN 302 sets C9, and 301
+// (processing rules R10.4): SEQN 301 sets C1, SEQN 302 sets C9, and 301
 // re-stamped — in the same batch or a later one, as DDTM or DTTM — is
 // SKIPPED(DUPLICATE) and changes nothing; 301 with another gate is another
 // payload under the same identity, processed and flagged SEQN_REUSE.

@@ -25,7 +25,7 @@ func (o *seqnObserver) SeqnRegression() {
 }
 
 // A SEQN regression on an FLOP, an ADFT or an FDEL is an alert, not only a
-// flag in proc_state (seed 000 §9): counted (Observer.SeqnRegression) and a
+// flag in proc_state (processing rules R9): counted (Observer.SeqnRegression) and a
 // SeqnRegression notice (a warning Event) naming both SEQNs; the message is
 // applied as usual. A rolled-back batch counts nothing: its retry does.
 func TestSeqnRegressionOfAnIncrementIsAlerted(t *testing.T) {

@@ -43,7 +43,7 @@ func lowerSeqn(h *harness, body string) string {
 	return strings.Replace(body, fmt.Sprintf("<SEQN>%d</SEQN>", h.seqn+100), "<SEQN>50</SEQN>", 1)
 }
 
-// One trace row per processing attempt of a snapshot (seed 000 §5.6),
+// One trace row per processing attempt of a snapshot (processing rules R5.6),
 // whatever its fate, with RESULT and FLAGS apart: committed snapshots carry
 // the alerts the seed names (RECS_DROP past mailbox.recsDropPercent,
 // OUT_OF_ORDER, EMPTY, SEQN_REGRESSION), refused ones ROLLED_BACK and their
@@ -127,7 +127,7 @@ func everySnapshotAttemptIsTracedAndFlagged(t *testing.T, h *harness) {
 }
 
 // A trace row that cannot be written is counted as an error and changes
-// nothing else (seed 000 §5.6): the snapshot is committed and SUCCEEDED.
+// nothing else (processing rules R5.6): the snapshot is committed and SUCCEEDED.
 func TestFailedTraceWriteIsCountedAndChangesNothing(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, failedTraceWriteIsCountedAndChangesNothing, "mailbox: {dnldFullDay: true}")

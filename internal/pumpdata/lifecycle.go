@@ -13,7 +13,7 @@ const (
 	HistoryNullDay   = "NULL_DAY_RETENTION"
 )
 
-// HistoryCutoffs decide when a flight counts as finished (seed 000 §8.1:
+// HistoryCutoffs decide when a flight counts as finished (processing rules R8.1:
 // "the window is computed on the operation day SODT belongs to, in the
 // airport's local time zone"). Every rule is anchored on the end of the
 // flight's operation day, or, while it has none, of the airport-local day

@@ -9,7 +9,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/snapshot"
 )
 
-// Replay policies (SPEC §2.8): as-new runs the archived raw text through
+// Replay policies (processing rules R10.8): as-new runs the archived raw text through
 // today's rules as if it had just arrived; skip-conflicts applies a
 // day-mismatch full-day snapshot without its conflicting FLIDs, and a
 // snapshot without the records the decoder refuses.

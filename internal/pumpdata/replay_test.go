@@ -7,8 +7,8 @@ import (
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 )
 
-// skip-conflicts replays a day-mismatch snapshot and, since issue 39 item
-// 4, a snapshot the decoder refused for a record's content (the records are
+// skip-conflicts replays a day-mismatch snapshot and a snapshot
+// the decoder refused for a record's content (the records are
 // left out, each named); as-new replays any DEAD message.
 func TestReplayFits(t *testing.T) {
 	t.Parallel()

@@ -12,7 +12,7 @@ type Snapshot struct {
 	// FullDay: the snapshot covers one complete operation day, Day; it sets
 	// the day of its flights, replaces the day's roster, diff-deletes and
 	// advances the day's version. Otherwise it is a window: per-record
-	// full-field upserts only (SPEC §2.5).
+	// full-field upserts only (processing rules R10.5).
 	FullDay bool
 	Day     string
 	Records []SnapshotRecord
@@ -22,7 +22,7 @@ type Snapshot struct {
 	// SentAt is the message's META send time; a full-day snapshot records
 	// it as the day's last (zero: unknown).
 	SentAt time.Time
-	// SkipConflicts (a confirmed skip-conflicts replay, SPEC §2.8): records
+	// SkipConflicts (a confirmed skip-conflicts replay, processing rules R10.8): records
 	// whose FLID belongs to another operation day are left out of the
 	// roster and untouched (SnapshotEffect.Skipped) instead of refusing the
 	// whole message.
@@ -44,7 +44,7 @@ type SnapshotRecord struct {
 // SnapshotEffect reports what a snapshot did, for the trace log.
 type SnapshotEffect struct {
 	// Replay: the message is the day's last committed snapshot; nothing
-	// was written (seed 000 §5.1 step 2).
+	// was written (processing rules R5.1 step 2).
 	Replay                 bool
 	OldVersion, NewVersion int64
 	Upserted, Unchanged    int

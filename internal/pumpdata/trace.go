@@ -16,7 +16,7 @@ const (
 	TraceCommitUnknown = "COMMIT_UNKNOWN"
 )
 
-// TraceEntry is one snapshot attempt (seed 000 §5.6).
+// TraceEntry is one snapshot attempt (processing rules R5.6).
 type TraceEntry struct {
 	Day                    string
 	MessageID              int64
@@ -43,7 +43,7 @@ type TraceEntry struct {
 const MaxTraceConflicts = 100
 
 // DayConflict is one FLID a snapshot gave another operation day than the one
-// its stored row has (seed 000 §5.3, SAME_FLID_ACROSS_OPERATION_DAYS).
+// its stored row has (processing rules R5.3, SAME_FLID_ACROSS_OPERATION_DAYS).
 type DayConflict struct {
 	FLID       string `json:"flid"`
 	StoredDay  string `json:"stored_day"`

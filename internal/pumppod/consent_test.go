@@ -77,7 +77,7 @@ func (b *fakeBroker) seen() (conns, bytes int) {
 	return b.conns, b.bytes
 }
 
-// TestAnotherFeedsSASLSecretIsRefused (issue 46 point 1): a person who may
+// TestAnotherFeedsSASLSecretIsRefused: a person who may
 // create FlightFeeds but not read Secrets makes feed pvg name feed pek's
 // labelled SASL Secret and a broker of their own (a public-CA certificate
 // would do: kafka.tls: {} uses the system roots). The Secret's owner named

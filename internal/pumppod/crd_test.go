@@ -21,7 +21,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
 )
 
-// specManifest is the FlightFeed of SPEC §4 that must be accepted as is.
+// specManifest is the example FlightFeed (docs/first-feed.md) that must be accepted as is.
 const specManifest = `
 apiVersion: flightfeed.aero/v1alpha1
 kind: FlightFeed
@@ -51,7 +51,7 @@ func TestCRDInstallsAndValidates(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := c.Create(ctx, &ff); err != nil {
-		t.Fatalf("the SPEC §4 manifest was refused: %v", err)
+		t.Fatalf("the example manifest was refused: %v", err)
 	}
 	t.Cleanup(func() { _ = c.Delete(context.Background(), &ff) })
 	var got v1alpha1.FlightFeed

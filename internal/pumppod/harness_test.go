@@ -45,7 +45,7 @@ const (
 )
 
 // harness is one test's world: its own namespace, PostgreSQL and MariaDB
-// databases, a Kafka broker, the Secrets of the SPEC §4 feed, and the
+// databases, a Kafka broker, the Secrets of the example feed of docs/first-feed.md, and the
 // runners the replicas built.
 type harness struct {
 	t       *testing.T
@@ -95,7 +95,7 @@ func (h *harness) secrets(name string) {
 		StringData: map[string]string{"dsn": h.pgDSN}})
 }
 
-// feed creates the SPEC §4 FlightFeed named name (its Secrets named after
+// feed creates the example FlightFeed of docs/first-feed.md named name (its Secrets named after
 // it), pointed at this test's broker; more are old, new pairs of the
 // manifest's text to replace as well.
 func (h *harness) feed(name string, more ...string) types.NamespacedName {

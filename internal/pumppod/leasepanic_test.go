@@ -47,7 +47,7 @@ func labelOf(m *dto.Metric, name string) string {
 	return ""
 }
 
-// A Lease holder that panics (issue 46 point 6) is counted
+// A Lease holder that panics is counted
 // (where=lease-holder) and restarted within the retry period: it goes on
 // renewing the Lease. One that panics at every renewal renews nothing and
 // reports the Lease lost once the renew deadline has passed, so the pump

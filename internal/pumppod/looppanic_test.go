@@ -12,8 +12,8 @@ import (
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 )
 
-// The status reporter and the Lease holder survive their own panics
-// (issue 46 point 6): each panic is counted in
+// The status reporter and the Lease holder survive their own panics:
+// each panic is counted in
 // flightfeed_pump_panics_total with its where label, the replica keeps
 // the Lease (renewed after the panics, no transition) and the reporter
 // goes on reporting (a new generation is observed). Not parallel: the

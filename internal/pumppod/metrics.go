@@ -147,7 +147,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, append(feed, "service")),
 		snapshotFlags: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flightfeed_snapshot_flags_total",
-			Help: "Flags of snapshot trace rows (alerts, seed 000 §5.6): EMPTY, RECS_DROP, OUT_OF_ORDER, SEQN_REGRESSION, DAY_MISMATCH, UNSOLICITED, or a refused snapshot's reason.",
+			Help: "Flags of snapshot trace rows (alerts, processing rules R5.6): EMPTY, RECS_DROP, OUT_OF_ORDER, SEQN_REGRESSION, DAY_MISMATCH, UNSOLICITED, or a refused snapshot's reason.",
 		}, append(feed, "flag")),
 		traceLogErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flightfeed_trace_log_errors_total",
@@ -163,7 +163,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, append(feed, "where")),
 		seqnRegress: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flightfeed_seqn_regressions_total",
-			Help: "Messages (snapshots, FLOP, ADFT, FDEL) whose SEQN was lower than their sender's previous one in the session, flagged SEQN_REGRESSION (seed 000 §9: an alert, the message is applied).",
+			Help: "Messages (snapshots, FLOP, ADFT, FDEL) whose SEQN was lower than their sender's previous one in the session, flagged SEQN_REGRESSION (processing rules R9: an alert, the message is applied).",
 		}, feed),
 		queueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flightfeed_queue_depth",

@@ -11,7 +11,7 @@ import (
 )
 
 // A snapshot's flags are counted by flag, a failed trace write by feed
-// (seed 000 §5.6), SEQN regressions by feed (§9); a label that is no flag
+// (processing rules R5.6), SEQN regressions by feed (R9); a label that is no flag
 // cannot grow the series.
 func TestSnapshotFlagsAndTraceLogErrorsAreCounted(t *testing.T) {
 	reg := prometheus.NewRegistry()

@@ -28,7 +28,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
 
-// feedToday creates the SPEC §4 FlightFeed named name with the request
+// feedToday creates the example FlightFeed of docs/first-feed.md named name with the request
 // horizon narrowed to today (airport-local): the pump asks for one day.
 func (h *harness) feedToday(name string) types.NamespacedName {
 	h.t.Helper()
@@ -121,8 +121,8 @@ func (h *harness) exportLines() [][]byte {
 }
 
 // TestRealPumpMirrorsTheLedger is TestFeedRunsAndMirrorsTheLedger with the
-// real pump and dispatcher (the factory `flightfeed manager` runs): the SPEC
-// §4 FlightFeed and its Secrets are applied against a fresh PostgreSQL, a
+// real pump and dispatcher (the factory `flightfeed manager` runs): the example
+// FlightFeed of docs/first-feed.md and its Secrets are applied against a fresh PostgreSQL, a
 // fresh MariaDB mailbox and a kfake broker; the elected pump asks the
 // mailbox for today's schedule; the AODB's answer (a RESP of that day,
 // inserted into CMINMSGS) becomes the day's snapshot; the status, the

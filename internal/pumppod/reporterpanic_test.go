@@ -37,7 +37,7 @@ func panicsWhere(t *testing.T, reg *prometheus.Registry, where string) float64 {
 	return 0
 }
 
-// A status reporter whose reports panic (issue 46 point 6) is counted
+// A status reporter whose reports panic is counted
 // (where=status-reporter), restarted with backoff, and reports again: the
 // FlightFeed's status follows the generation after the panics. Not
 // parallel: the arming is the process's.

@@ -52,7 +52,7 @@ func TestResolveFeed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Whose feeds and brokers the annotations say (issue 46).
+	// Whose feeds and brokers the annotations say.
 	sasl := map[string]string{"username": "u", "password": "unlabelled-marker"}
 	secretWith("sasl-pvg", map[string]string{v1alpha1.FeedsAnnotation: "pvg", v1alpha1.BrokersAnnotation: "127.0.0.1:9092"}, sasl)
 	secretWith("sasl-every-feed", map[string]string{v1alpha1.FeedsAnnotation: "*", v1alpha1.BrokersAnnotation: "127.0.0.1"}, sasl)

@@ -199,7 +199,7 @@ func serveDB(t *testing.T, dsn string, states []flight.State, readDSN string) se
 	})
 	srv.reader = saToken(t, srv.ns, "reader", readerRole(srv.ns), feedAudience(srv.ns))
 	// The scraper's token is made for the feed's audience: the pump pod's
-	// /metrics takes no other (issue 46).
+	// /metrics takes no other.
 	srv.scraper = saToken(t, srv.ns, "scraper", metricsReaderRole(srv.ns), feedAudience(srv.ns))
 	await.Eventually(t, "the metrics endpoint to answer", waitLong, func() (bool, string) {
 		code, body := getAs(t, srv.scraper, "https://"+srv.metrics+"/metrics")

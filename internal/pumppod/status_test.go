@@ -263,7 +263,7 @@ func TestLedgerStatusIsBounded(t *testing.T) {
 }
 
 // A ledger day past retention that is kept says why in the status; a day
-// inside retention says nothing, held or not (issue 39 item 5).
+// inside retention says nothing, held or not.
 func TestLedgerStatusSaysWhyADayIsHeld(t *testing.T) {
 	held := "MESSAGE_UNFINISHED: message 201 is FAILED (INFRA)"
 	ledger := []store.LedgerDay{

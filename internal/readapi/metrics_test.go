@@ -51,7 +51,7 @@ func scrapeAccess(t *testing.T) (*Access, *int) {
 }
 
 // The pump pod's /metrics takes only tokens made for the feed's audience
-// whose user may get /metrics (issue 46 point 6): the scraper's token for
+// whose user may get /metrics: the scraper's token for
 // the API server, or for another feed, is 401 like the read API's, a
 // feed token of a user without the ClusterRole is 403, and a flood of
 // unknown tokens is refused with 429 past the review limit, never passed

@@ -79,7 +79,7 @@ type FeedLookup interface {
 // (the last one a flight's history, historyapi.go), the reference data (refapi.go) and the operations routes (opsapi.go).
 //
 // Each response is read in one consistent (REPEATABLE READ, READ ONLY)
-// transaction; documents are the canonical JSON of SPEC §3.3, the same
+// transaction; documents are the canonical JSON of processing rules R7.3, the same
 // bytes as KAFKA_SCHD and `flightfeed export`.
 //
 // Every request carries a bearer token made for the feed (Authorization:

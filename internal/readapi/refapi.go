@@ -15,7 +15,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
-// The reference-data routes (issue 52): the lists the AODB keeps of
+// The reference-data routes: the lists the AODB keeps of
 // airlines, airports, gates, … (docs/processing-rules.md, "Reference
 // data"), as the pump stored them.
 //

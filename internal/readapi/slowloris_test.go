@@ -75,7 +75,7 @@ func cutOff(conn net.Conn, within time.Duration) bool {
 }
 
 // A slow-loris client — headers sent a byte at a time, never finished —
-// is cut off by the read API and by /metrics (issue 46 point 6), long
+// is cut off by the read API and by /metrics, long
 // before it would have sent them; so is a kept-alive connection left
 // idle. Before, the read API and /metrics cut slow headers after 10 s
 // (the read API's own ReadHeaderTimeout, the header subtests pass on it

@@ -1,6 +1,6 @@
 // Package recsize measures a Kafka record the way the producer and the
 // broker count it, so the pump can refuse at the door what the topics would
-// never accept (kafka.maxRecordBytes, SPEC §3.3).
+// never accept (kafka.maxRecordBytes, processing rules R7.3).
 //
 // A broker checks max.message.bytes against a record batch: its 61-byte
 // header plus its records, compressed when the producer compresses. The

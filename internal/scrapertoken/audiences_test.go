@@ -35,7 +35,7 @@ func jwt(t *testing.T, aud []string) string {
 }
 
 // The scraper's token carries the API server's audience and every feed's
-// (issue 46: the pump pods' /metrics take only a token for their feed),
+// (the pump pods' /metrics take only a token for their feed),
 // and is made again when a feed comes, not before.
 func TestKeeperTokenCarriesTheFeedsAudiences(t *testing.T) {
 	c := fake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "scraper-token", Namespace: "monitoring"}})

@@ -65,7 +65,7 @@ type Keeper struct {
 	Log                               logr.Logger
 	// Audiences lists the feed audiences (feednames.Audience) the token
 	// must carry besides the API server's: the pump pods' /metrics takes
-	// only a token made for its feed (issue 46). The token is made again
+	// only a token made for its feed. The token is made again
 	// when the list changes. Nil: the API server's audience alone.
 	Audiences func(ctx context.Context) ([]string, error)
 }

@@ -6,7 +6,7 @@
 // Whoever may edit a FlightFeed is not necessarily who may read or write
 // the Secrets of its namespace; these annotations are written by the
 // latter, so a feed can neither borrow another feed's Secret nor send its
-// SASL credentials to a host of its author's choosing (issue 46).
+// SASL credentials to a host of its author's choosing.
 //
 // It is pure: no client, no I/O, no clock. The pump pods (package pumppod)
 // apply it where they read a feed's Secrets, before any value is used;

@@ -9,7 +9,7 @@ import (
 )
 
 // TestEmptyRecordTagClears: an empty text or grouped record tag is SIS
-// §1.6.3's "empty P tag deletes the value" (seed 000 §10): the field is
+// §1.6.3's "empty P tag deletes the value" (processing rules R10): the field is
 // cleared, in an increment (FLOP) and in a full snapshot (DNLD) alike, and no
 // empty item is ever produced. Empty occurrences next to real ones carry
 // nothing and are dropped.

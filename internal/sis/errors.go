@@ -107,7 +107,7 @@ var Reasons = []Reason{
 // Class tells the failure matrix what to do with a rejected message.
 type Class uint8
 
-// Failure classes (seed 000 §9).
+// Failure classes (processing rules R9).
 const (
 	// ClassIllegal: illegal or over-capacity message → DEAD, head released.
 	ClassIllegal Class = iota + 1

@@ -158,7 +158,7 @@ func TestErrorEscapesControlCharacters(t *testing.T) {
 }
 
 // A record the decoder refuses is named by its FLID as well as its
-// position, when it carries a readable FLID (issue 39 item 4): the note
+// position, when it carries a readable FLID: the note
 // leads a person to the flight. A record without one, or whose FLID itself
 // is the fault, is named by position alone.
 func TestRecordRefusalNamesItsFLID(t *testing.T) {

@@ -12,7 +12,7 @@ type CollectionMode uint8
 // Collection modes.
 const (
 	// CollectionsReplace: a carried collection replaces the stored one as a
-	// whole (SPEC §2.6; all-"0" items clear it). The only mode the seeds
+	// whole (processing rules R10.6; all-"0" items clear it). The only mode the seeds
 	// define; a subtype confirmed to carry only changed items gets a new
 	// mode here and a one-line edit in flopSubtypes.
 	CollectionsReplace CollectionMode = iota + 1
@@ -23,11 +23,11 @@ const (
 // subject fields: a subject field the record carries is Set (Replace for a
 // collection; empty = Clear, as everywhere), and a subject field the record
 // does not carry is Cleared — the interface's rule that an optional field
-// left out means "the AODB has no value" (seed 001 §6.1, SIS §3.16.1 note
+// left out means "the AODB has no value" (processing rules R5.4, SIS §3.16.1 note
 // 4), which the AODB's own consumer applies to every subtype (a STYP=TOBT
 // without TOBT clears TOBT; an HNAG without PHAG clears PHAG). Any other
 // mapped field the record carries (FFID, SODT, …) is applied with increment
-// semantics: absent = unchanged (seed 001 §5.2).
+// semantics: absent = unchanged (processing rules R5.4).
 type FlopSubtype struct {
 	Styp string
 	// Fields are the subject fields, every one a field of flight.Fields
@@ -45,8 +45,8 @@ func sub(styp string, fields ...string) FlopSubtype {
 	return FlopSubtype{Styp: styp, Fields: fields, Collections: CollectionsReplace}
 }
 
-// flopSubtypes is THE table of FLOP subtypes (seeds 000 §6, 001 §6; SPEC
-// §2.6, §3.1): every mapped field is its own subtype, the grouped subtypes
+// flopSubtypes is THE table of FLOP subtypes (processing rules R6, R5.4;
+// R10.6, R2.1): every mapped field is its own subtype, the grouped subtypes
 // carry the fields of their group (a subtype names a group, not a field),
 // plus FDEL. docs/processing-rules.md lists them (TestProcessingRulesListEveryFlopSubtype).
 var flopSubtypes = map[string]FlopSubtype{

@@ -64,7 +64,7 @@ type Meta struct {
 	Apot       string    `json:"apot,omitempty"`
 }
 
-// IdentityKey is the upstream identity SNDR|TYPE|STYP|SEQN (SPEC §2.4).
+// IdentityKey is the upstream identity SNDR|TYPE|STYP|SEQN (processing rules R10.4).
 func (m Meta) IdentityKey() string {
 	return m.Sndr + "|" + m.Type + "|" + m.Styp + "|" + m.Seqn
 }

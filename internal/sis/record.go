@@ -241,9 +241,9 @@ func anomalyCommand(spec *flight.FieldSpec, n *node, at elemPath) (flight.Comman
 }
 
 // recordCommand: every occurrence that carries something (an attribute, a
-// child or text) is one item, and the record is a Replace (seed 001 §6). An
+// child or text) is one item, and the record is a Replace (processing rules R5.4). An
 // empty tag (<SRVT/>, <SRVT></SRVT>, blank text) is the SIS §1.6.3 "empty P
-// tag deletes the value" (seed 000 §10): it carries nothing and is dropped,
+// tag deletes the value" (processing rules R10): it carries nothing and is dropped,
 // and a record whose occurrences are all empty is a Clear, in a snapshot and
 // in an increment alike, so no empty object ever reaches the state or Kafka.
 func recordCommand(spec *flight.FieldSpec, nodes []*node, path string) (flight.Command, error) {

@@ -5,7 +5,7 @@ import (
 )
 
 // ResendFields are the META fields a re-send of the same message may change
-// (seed 000 §5.6, 001 §4.1): the envelope's send time, under either of its
+// (processing rules R5.6, R10.4): the envelope's send time, under either of its
 // two tags. The identity SNDR|TYPE|STYP|SEQN names the message; the send
 // time only says when this copy left the sender, so an AODB that re-sends
 // after a timeout or a restart stamps it anew. Every other META field

@@ -9,7 +9,7 @@ import (
 )
 
 // A re-sent copy whose only change is its send time has the same content
-// digest (SPEC §2.4, seed 001 §4.1); anything else in META or the body
+// digest (processing rules R10.4); anything else in META or the body
 // makes another payload.
 func TestContentDigestLeavesOutTheSendTime(t *testing.T) {
 	base := string(flop("GTDT", `<FLID>7</FLID><GTDT GTNO="1"><GATE>C1</GATE></GTDT>`))

@@ -28,7 +28,7 @@ type RequestMeta struct {
 // failure.
 var ErrBadRequest = errors.New("bad outbound request")
 
-// EncodeRQFD renders the flight-data request (SPEC §3.2):
+// EncodeRQFD renders the flight-data request (processing rules R2.2):
 //
 //	<MSG><META><SNDR>…</SNDR>[<RCVR>…</RCVR>]<SEQN>000042</SEQN><DDTM>yyyyMMddHHmmss</DDTM>
 //	<TYPE>RQFD</TYPE><STYP>NONE</STYP></META><RQFD><STDB>DDMONYYHHMM</STDB><STDE>DDMONYYHHMM</STDE></RQFD></MSG>

@@ -10,7 +10,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/flight"
 )
 
-// MaxRecs is the largest RECS a SCHD message may declare (seed 000 §5.2).
+// MaxRecs is the largest RECS a SCHD message may declare (processing rules R5.2).
 const MaxRecs = 9999
 
 // schdState collects a SCHD body while it streams past.

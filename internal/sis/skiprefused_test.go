@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Options.SkipRefusedRecords (a skip-conflicts replay, issue 39 item 4)
+// Options.SkipRefusedRecords (a skip-conflicts replay)
 // leaves out a snapshot record refused for its own content when it carries
 // a readable FLID, naming it in Message.Refused; what refuses the whole
 // message still does, and RECS counts the refused records too.

@@ -114,7 +114,7 @@ type NotApplied struct {
 
 // notApplied are the interface's types that FlightFeed does not apply.
 // A type nobody knows is UNKNOWN_TYPE instead: FAILED(UNSUPPORTED),
-// retried, then DEAD (seed 000 §9).
+// retried, then DEAD (processing rules R9).
 var notApplied = map[string]NotApplied{
 	"SCHS": {Type: "SCHS", Reason: "the seasonal schedule (SCHS) is not modelled: flight state comes from the daily schedule (SCHD) and flight events (FLOP)"},
 	"RQFD": {Type: "RQFD", Reason: "a daily-schedule request (RQFD) is addressed to the AODB, not to its subscribers"},

@@ -2,7 +2,7 @@ package snapshot
 
 import "time"
 
-// Alert flags of a committed full-day snapshot (seed 000 §5.6): the
+// Alert flags of a committed full-day snapshot (processing rules R5.6): the
 // snapshot is applied all the same, the flag only alerts.
 const (
 	// FlagRecsDrop: the day's roster shrank by more than the configured

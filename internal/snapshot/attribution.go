@@ -44,12 +44,12 @@ type Coverage struct {
 	Flags            []string
 }
 
-// Attribute decides the coverage of a snapshot (SPEC §2.5). A RESP whose
+// Attribute decides the coverage of a snapshot (processing rules R10.5). A RESP whose
 // records span several days is rejected; a RESP of one day D (or an empty
 // RESP while a request is live, D = its day) is the full-day snapshot of D
 // when a request for D to its sender is live or was sent before, and
 // completes the live request only when that request is for D and asked
-// this sender (seed 000 §7.1: a RESP completes the newest PENDING request
+// this sender (processing rules R7.1: a RESP completes the newest PENDING request
 // of its operation day, sender and request type); anything else — a RESP
 // from another sender included — is a window, flagged UNSOLICITED. A DNLD
 // is a window unless DNLDFullDay holds and all its records share one day;

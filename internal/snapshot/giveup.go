@@ -2,7 +2,7 @@ package snapshot
 
 // MaxIdenticalRejections is how many refusals in a row, the same each
 // time, the answers to a day's full-day request may meet before the
-// request is given up (issue 39 item 6).
+// request is given up.
 const MaxIdenticalRejections = 2
 
 // AnswerRefusal decides what a refused answer does to the live full-day

@@ -6,8 +6,8 @@ import (
 	"github.com/flightfeed/flightfeed/internal/snapshot"
 )
 
-// A day whose answers are refused the same way twice in a row is given up
-// (issue 39 item 6); a different refusal, or none before, starts counting
+// A day whose answers are refused the same way twice in a row is given up;
+// a different refusal, or none before, starts counting
 // again.
 func TestAnswerRefusal(t *testing.T) {
 	t.Parallel()

@@ -14,7 +14,7 @@ import (
 // Reason codes of the rejections decided here.
 const (
 	// ReasonDayMismatch: a record's FLID already belongs to another
-	// operation day (seed 000 §5.3, alert SAME_FLID_ACROSS_OPERATION_DAYS).
+	// operation day (processing rules R5.3, alert SAME_FLID_ACROSS_OPERATION_DAYS).
 	ReasonDayMismatch = "SAME_FLID_ACROSS_OPERATION_DAYS"
 	// ReasonMixedDays: a full-day snapshot holds records of another day.
 	ReasonMixedDays = "MIXED_OPERATION_DAYS"
@@ -35,7 +35,7 @@ type Rejection struct {
 }
 
 // Conflict is one FLID a snapshot attributed to another day than the one
-// its stored row already has (seed 000 §5.3, fourth row).
+// its stored row already has (processing rules R5.3, fourth row).
 type Conflict struct {
 	FLID       flight.FLID
 	StoredDay  string
@@ -54,7 +54,7 @@ type Record struct {
 }
 
 // CheckCoverage enforces that every record of a full-day snapshot of day
-// belongs to that day (seed 000 §5.2, validation five).
+// belongs to that day (processing rules R5.2, validation five).
 func CheckCoverage(day string, records []Record) error {
 	var off []flight.FLID
 	for _, r := range records {
@@ -70,7 +70,7 @@ func CheckCoverage(day string, records []Record) error {
 }
 
 // CheckOwners enforces the identity rule for every snapshot record, full-day
-// or window (SPEC §2.5): a FLID whose stored day is set and differs from the
+// or window (processing rules R10.5): a FLID whose stored day is set and differs from the
 // record's day rejects the whole message. stored maps FLID → stored day
 // ("" while NULL); absent FLIDs are new flights.
 func CheckOwners(records []Record, stored map[flight.FLID]string) error {
@@ -158,7 +158,7 @@ func SkipDayMismatches(err error, skipConflicts bool) (skip map[flight.FLID]bool
 	return skip, rej.FLIDs, nil
 }
 
-// Victims applies seed 000 §5.5 to the diff-delete set: a victim that no
+// Victims applies processing rules R5.5 to the diff-delete set: a victim that no
 // longer exists is skipped (deleted already, or an idempotent replay); one
 // whose day is not day is an assertion failure that rejects the message.
 // stored maps each existing victim to its day.

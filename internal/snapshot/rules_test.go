@@ -25,7 +25,7 @@ func TestCheckCoverage(t *testing.T) {
 	}
 }
 
-// The owner table of seed 000 §5.3.
+// The owner table of processing rules R5.3.
 func TestCheckOwners(t *testing.T) {
 	stored := map[flight.FLID]string{10: "", 11: "2026-09-09", 12: "2026-09-10"}
 	cases := []struct {
@@ -74,7 +74,7 @@ func TestCheckOwnersListsEveryConflict(t *testing.T) {
 }
 
 func TestDiffDeleteAndVictims(t *testing.T) {
-	// Seed 001 §4.2: generation {CA100, CZ300}, snapshot {CA100, MU201}.
+	// processing rules R5.1: generation {CA100, CZ300}, snapshot {CA100, MU201}.
 	const ca100, mu201, cz300 = 100, 201, 300
 	cands := DiffDelete([]flight.FLID{ca100, cz300}, []flight.FLID{ca100, mu201})
 	if !slices.Equal(cands, []flight.FLID{cz300}) {

@@ -11,7 +11,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/config"
 )
 
-// Bounded reads (issue 35, "bounded per feed"). pgx accepts a message of up
+// Bounded reads ("bounded per feed"). pgx accepts a message of up
 // to ~1 GiB from the server and allocates its body whole before reading it,
 // so a database (or anything answering at its address) that announces a
 // message of 900 MB costs the pump 900 MB per connection. Every connection
@@ -33,7 +33,7 @@ import (
 // worst case. With the mailbox's connections that does not fit every pod's
 // memory limit, so the pump lowers the bound (Options.ReadCap) and the
 // feed's maxMessageBytes to the share of its limit each connection may
-// take (feedrun.FitReadCaps, issue 46).
+// take (feedrun.FitReadCaps).
 
 // MessageMargin is what MessageBound adds to the largest body: a DataRow's
 // other columns and framing take a few dozen bytes.

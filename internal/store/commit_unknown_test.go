@@ -14,7 +14,7 @@ import (
 // A trace row of an attempt whose COMMIT failed without an answer
 // (COMMIT_UNKNOWN) is resolved from what committed: the result it kept for
 // that case when its message is SUCCEEDED for the same receipt and no later
-// attempt of it was traced, ROLLED_BACK otherwise (seed 000 §5.6: one row
+// attempt of it was traced, ROLLED_BACK otherwise (processing rules R5.6: one row
 // per attempt, saying what became of it).
 func TestResolveCommitUnknownFollowsWhatCommitted(t *testing.T) {
 	t.Parallel()

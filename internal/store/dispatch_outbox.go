@@ -90,7 +90,7 @@ type Window struct {
 // window), keeps their notices as they are, and replaces the states of
 // each FLID in the window by that FLID's newest state above the cursor
 // (which may lie beyond the window), so each FLID's full state appears at
-// most once, at its newest version (seed 000 §7.3). At most 2*limit
+// most once, at its newest version (processing rules R7.3). At most 2*limit
 // records are returned, and none only when nothing is pending.
 //
 // The window is read by primary key from the cursor, the newest states
@@ -315,7 +315,7 @@ func (s *Store) AdvanceCursor(ctx context.Context, epoch int64, a Advance) (supe
 // MarkFailed counts one more failed attempt for each row (ids: the rows of
 // the failed records; a row listed twice counts once) and keeps its error
 // (errs[i] belongs to ids[i]). The events stay pending: a failed event
-// is retried until delivered, never expired (seed 000 §7.3). Rows the cursor
+// is retried until delivered, never expired (processing rules R7.3). Rows the cursor
 // passed are left alone. Fenced like AdvanceCursor: ErrFenced, and nothing changed, once epoch is superseded.
 func (s *Store) MarkFailed(ctx context.Context, epoch int64, ids []int64, errs []string) error {
 	if len(ids) == 0 {

@@ -14,7 +14,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
-// Seed 000 §8.1, rule by rule, through SweepHistory and SweepNullDay on
+// processing rules R8.1, rule by rule, through SweepHistory and SweepNullDay on
 // PostgreSQL. Now is 2026-09-12 12:00 in Shanghai; scheduledAge is 240 h
 // (so the SODT rule only decides the SODT cases) and the CNCL, NAAT and
 // NEAT ages are 24 h. Every rule is anchored on the end of the flight's
@@ -97,7 +97,7 @@ func TestHistoryRulesOnTheOperationDay(t *testing.T) {
 	}
 }
 
-// Seed 000 §8.3: a flight that no full-day snapshot ever included (NULL
+// processing rules R8.3: a flight that no full-day snapshot ever included (NULL
 // day) and that saw no update for the retention period goes to history
 // (NULL_DAY_RETENTION); one updated since, or one with a day, stays.
 func TestNullDayRetention(t *testing.T) {

@@ -46,7 +46,7 @@ type gateRow struct {
 	Version   int64
 }
 
-// Seed 001 §4.3 as rows (the engine's tests hold the decision, package
+// processing rules R6.1 as rows (the engine's tests hold the decision, package
 // engine's TestSeedExamples): a GTDT FLOP rewrites flight_gate alone, in
 // input order with each item's sequence and the new version; the other
 // collections keep their rows; the outbox row carries the state as the

@@ -10,7 +10,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/snapshot"
 )
 
-// moveDay corrupts the ledger the way seed 000 §5.5 guards against: the
+// moveDay corrupts the ledger the way processing rules R5.5 guards against: the
 // flight's row says another day while the old day's roster still lists it
 // (data pollution; the trigger that keeps a day set once is bypassed).
 func moveDay(t *testing.T, f *fixture, flid flight.FLID, day string) {
@@ -26,7 +26,7 @@ func moveDay(t *testing.T, f *fixture, flid flight.FLID, day string) {
 	}
 }
 
-// Seed 000 §5.5: a diff-delete victim whose day is not the snapshot's is an
+// processing rules R5.5: a diff-delete victim whose day is not the snapshot's is an
 // assertion failure, not a filter: the whole snapshot is refused
 // LEDGER_INCONSISTENT and nothing changes — no flight, roster, version or
 // event; a victim that is gone already is skipped.

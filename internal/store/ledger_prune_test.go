@@ -12,7 +12,7 @@ import (
 )
 
 // TestPruneLedgerHoldsOnlyTheDaysConcerned: ledger retention's
-// preconditions are per day (seed 000 §8.3). A flight still current, an
+// preconditions are per day (processing rules R8.3). A flight still current, an
 // unfinished snapshot message and a snapshot message not yet written back
 // each keep the day their trace rows name, and only that day; an
 // unfinished FLOP keeps none (a FLOP never writes a ledger); an unfinished

@@ -14,7 +14,7 @@ type Backfill = pumpdata.Backfill
 
 // A backfill intent is one backfill_todo row per transaction (a batch, a
 // replay, a message given up): the ids of the messages it finished and the
-// time written back as processed (SPEC §2.2, issue 29). The result and note
+// time written back as processed (processing rules R10.2). The result and note
 // written back are the message's own, from proc_state, which the same
 // transaction wrote. A message id may be in more than one intent (a replay
 // while its write-back is pending): it is written back once, with the

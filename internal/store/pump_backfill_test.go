@@ -11,7 +11,7 @@ import (
 )
 
 // A batch registers one backfill intent holding the ids of its terminal
-// messages (issue 29, SPEC §2.2), not one row per message; the write-back
+// messages (processing rules R10.2), not one row per message; the write-back
 // reads each message's result and note from its processing state, counts
 // and clears messages, not rows, and a replay's own intent for a message
 // still waiting is written back once.

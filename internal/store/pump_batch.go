@@ -194,7 +194,7 @@ const (
 type Result = pumpdata.Result
 
 // RecordResult writes the message's processing state and, for a terminal
-// result, the backfill intent, inside the message's transaction (SPEC §2.2):
+// result, the backfill intent, inside the message's transaction (processing rules R10.2):
 // a crash after commit leaves the intent to be retried, never lost. It is
 // the one-message form of what FinishBatch writes for a batch.
 func (t *Tx) RecordResult(ctx context.Context, r Result) error {
@@ -212,7 +212,7 @@ func (t *Tx) RecordResult(ctx context.Context, r Result) error {
 // come) never replaces a terminal state, nor the state of another message
 // that had the id (another received time): those stay as they are, so a
 // FAILED (INFRA) recorded after a rollback cannot undo a committed result
-// (seed 001 §8: never downgrade a committed success).
+// (processing rules R7.2: never downgrade a committed success).
 func (t *Tx) queueResults(b *pgx.Batch, results []Result) {
 	fresh, others := splitNew(results, func(r Result) bool { return r.New })
 	t.queueResultRows(b, fresh, "")

@@ -20,7 +20,7 @@ const (
 	HistoryNullDay   = pumpdata.HistoryNullDay
 )
 
-// HistoryCutoffs decide when a flight counts as finished (seed 000 §8.1:
+// HistoryCutoffs decide when a flight counts as finished (processing rules R8.1:
 // "the window is computed on the operation day SODT belongs to, in the
 // airport's local time zone"). Every rule is anchored on the end of the
 // flight's operation day, or, while it has none, of the airport-local day
@@ -31,7 +31,7 @@ const (
 type HistoryCutoffs = pumpdata.HistoryCutoffs
 
 // SweepHistory moves up to limit finished flights to flight_history and
-// deletes them from current state, in this one transaction (SPEC §2.7: the
+// deletes them from current state, in this one transaction (processing rules R10.7: the
 // history write and the delete commit together, so nothing is deleted that
 // history did not take). Each removal queues a tombstone.
 func (t *Tx) SweepHistory(ctx context.Context, meta Meta, c HistoryCutoffs, limit int) (int, error) {
@@ -63,8 +63,8 @@ func (t *Tx) SweepHistory(ctx context.Context, meta Meta, c HistoryCutoffs, limi
 }
 
 // SweepNullDay moves flights that no full-day snapshot ever included and
-// that saw no update since before to history (retention rule of seed 000
-// §8.3, only when configured).
+// that saw no update since before to history (retention rule of processing rules
+// R8.3, only when configured).
 func (t *Tx) SweepNullDay(ctx context.Context, meta Meta, before time.Time, limit int) (int, error) {
 	rows, err := t.tx.Query(ctx, `SELECT flid, 'NULL_DAY_RETENTION' FROM flight_schd
 		WHERE operation_day IS NULL AND updated_at < $1 ORDER BY flid LIMIT $2`, before, limit)
@@ -133,7 +133,7 @@ func nullTime(t time.Time) *time.Time {
 
 // ledgerHolds is a WITH list ending in held(day, held): for every ledger
 // day before $1 ("YYYY-MM-DD", or 'infinity' for all) that a precondition
-// of seed 000 §8.3 keeps, the first reason, as "REASON: detail". The
+// of processing rules R8.3 keeps, the first reason, as "REASON: detail". The
 // preconditions are per day:
 //   - FLIGHTS_CURRENT: a flight of the day is still in current state (its
 //     roster is still the day's diff-delete basis; it leaves with history);
@@ -168,7 +168,7 @@ const ledgerHolds = `cand AS (SELECT operation_day AS day FROM schd_gen WHERE op
 	held AS (SELECT DISTINCT ON (day) day, held FROM holds ORDER BY day, prio, message_id)`
 
 // PruneLedger removes the ledger of days before cutoff ("YYYY-MM-DD") whose
-// preconditions hold (seed 000 §8.3), day by day: a day is kept while a
+// preconditions hold (processing rules R8.3), day by day: a day is kept while a
 // flight of it is in current state, or a message that concerns it is
 // unfinished or waits for its write-back (ledgerHolds); the other days go.
 // LedgerDay.Held says why a day is kept.
@@ -192,8 +192,8 @@ func (t *Tx) PruneLedger(ctx context.Context, cutoff string) ([]string, error) {
 // (at or below the dispatcher's cursor, not parked) older than their
 // cutoffs (zero cutoff: keep).
 //
-// The trace log is pruned by (OPERATION_DAY, RECV_AT) (seed 000 §5.6,
-// §8.3): a row goes once both its operation day is before traceBefore's
+// The trace log is pruned by (OPERATION_DAY, RECV_AT) (processing rules R5.6,
+// R8.3): a row goes once both its operation day is before traceBefore's
 // day in the airport zone and it was received before traceBefore; a row
 // without a day (a snapshot rejected before its day was known) goes by its
 // receipt alone. So a late or replayed snapshot of an old day keeps its

@@ -75,7 +75,7 @@ func (t *Tx) CompleteRequest(ctx context.Context, id, msgID int64) error {
 }
 
 // OpenRequest registers a new live request of kind for day to receiver,
-// expiring the previous live one (one live request per kind, seed 000 §7.1).
+// expiring the previous live one (one live request per kind, processing rules R7.1).
 // It carries the refusals in a row of the day's newest request when that
 // one ended without an answer (TIMED_OUT, EXPIRED): a re-ask continues the
 // count; an answered day, or a FAILED one an operator re-requested, starts

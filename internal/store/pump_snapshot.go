@@ -27,7 +27,7 @@ type SnapshotRecord = pumpdata.SnapshotRecord
 type SnapshotEffect = pumpdata.SnapshotEffect
 
 // ApplySnapshot applies a snapshot in the caller's transaction, exactly as
-// seed 000 §5.1: it reads what the decision needs (snapshotFacts), has the
+// processing rules R5.1: it reads what the decision needs (snapshotFacts), has the
 // engine plan it (engine.PlanSnapshot: replay short-circuit, coverage and
 // owner checks, diff-delete with its day assertion, roster, CAS), and
 // writes the plan: full-field merges a chunk at a time, the victims, the

@@ -23,7 +23,7 @@ const (
 
 func fl(ids ...flight.FLID) []flight.FLID { return ids }
 
-// Seed 000 §3.1: the same FLNO on two days is two instances; a day's
+// processing rules R3.1: the same FLNO on two days is two instances; a day's
 // snapshot deletes only its own; a FLID in another day's snapshot is a
 // protocol error.
 func TestSeed000IdentityTable(t *testing.T) {
@@ -66,7 +66,7 @@ func TestSeed000IdentityTable(t *testing.T) {
 	}
 }
 
-// Seed 001 §3.3 with seed 000 §5.3: steps 1, 2 and 5 as the table says;
+// processing rules R4 with R5.3: steps 1, 2 and 5 as the table says;
 // step 3 (9/10 snapshot with C, which belongs to 9/9) is DEAD(PROTOCOL) and
 // changes nothing, so step 4 deletes C as a 9/9 flight.
 func TestSeed001LedgerExample(t *testing.T) {
@@ -129,7 +129,7 @@ func TestSeed001LedgerExample(t *testing.T) {
 	}
 }
 
-// Seed 001 §4.2: generation 7 of 9/9 is {CA100, CZ300}; the DNLD {CA100,
+// processing rules R5.1: generation 7 of 9/9 is {CA100, CZ300}; the DNLD {CA100,
 // MU201} deletes CZ300, updates CA100, creates MU201 and makes version 8.
 func TestSeed001DNLDExample(t *testing.T) {
 	t.Parallel()

@@ -16,7 +16,7 @@ const (
 	TraceCommitUnknown = pumpdata.TraceCommitUnknown
 )
 
-// TraceEntry is one snapshot attempt (seed 000 §5.6).
+// TraceEntry is one snapshot attempt (processing rules R5.6).
 type TraceEntry = pumpdata.TraceEntry
 
 // MaxTraceConflicts bounds the conflicts one trace row keeps: a snapshot of
@@ -24,7 +24,7 @@ type TraceEntry = pumpdata.TraceEntry
 const MaxTraceConflicts = pumpdata.MaxTraceConflicts
 
 // DayConflict is one FLID a snapshot gave another operation day than the one
-// its stored row has (seed 000 §5.3, SAME_FLID_ACROSS_OPERATION_DAYS).
+// its stored row has (processing rules R5.3, SAME_FLID_ACROSS_OPERATION_DAYS).
 type DayConflict = pumpdata.DayConflict
 
 // AppendTraceLog writes one trace row in its own transaction, outside the

@@ -27,7 +27,7 @@ type DeadMessage struct {
 	Conflicts []DayConflict `json:"conflicts,omitempty"`
 	// Replay is the outcome of the replay that ran on it (absent when none
 	// did). proc_state keeps the original DEAD: the replay is an operator's
-	// act on it, recorded in replay_request (SPEC §2.8).
+	// act on it, recorded in replay_request (processing rules R10.8).
 	Replay *ReplayOutcome `json:"replay,omitempty"`
 }
 

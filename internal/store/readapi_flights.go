@@ -142,7 +142,7 @@ type LedgerDay struct {
 	Flights       int64     `json:"flights"`
 	LastCommitAt  time.Time `json:"-"`
 	// Held is why ledger retention would keep the day were it past its
-	// cutoff ("REASON: detail", seed 000 §8.3; "" when nothing would): a
+	// cutoff ("REASON: detail", processing rules R8.3; "" when nothing would): a
 	// flight of it still in current state, or a message that concerns it
 	// unfinished or not yet written back. Not part of `flightfeed ledger`.
 	Held string `json:"-"`

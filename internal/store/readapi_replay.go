@@ -13,7 +13,7 @@ import (
 // Replay requests as the ops API and `flightfeed replay` record and read
 // them; the pump runs them (pump_replay.go).
 
-// Replay policies (SPEC §2.8): as-new runs the archived raw text through
+// Replay policies (processing rules R10.8): as-new runs the archived raw text through
 // today's rules as if it had just arrived; skip-conflicts applies a
 // day-mismatch full-day snapshot without its conflicting FLIDs.
 const (

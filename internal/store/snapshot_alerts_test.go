@@ -9,8 +9,8 @@ import (
 	"github.com/flightfeed/flightfeed/internal/store"
 )
 
-// A full-day snapshot reports the facts of the trace log's alerts (seed 000
-// §5.6): the day's roster size before and after it (RECS_DROP) and the send
+// A full-day snapshot reports the facts of the trace log's alerts (processing rules
+// R5.6): the day's roster size before and after it (RECS_DROP) and the send
 // time of the day's previous committed snapshot (OUT_OF_ORDER), which the
 // ledger keeps; a window reports none.
 func TestSnapshotReportsRosterSizesAndPreviousSendTime(t *testing.T) {

@@ -198,7 +198,7 @@ type Tx struct {
 }
 
 // Begin starts a write transaction: its first statement locks the pipeline
-// row and checks that epoch is still current (seed 000 §5.1 step 1, SPEC §4).
+// row and checks that epoch is still current (processing rules R5.1 step 1).
 func (s *Store) Begin(ctx context.Context, epoch int64) (*Tx, error) {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {

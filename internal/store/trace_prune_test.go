@@ -12,7 +12,7 @@ import (
 )
 
 // TestPruneTraceLogByDayAndReceipt: the trace log is pruned by
-// (OPERATION_DAY, RECV_AT) (seed 000 §5.6, §8.3). A row goes only when its
+// (OPERATION_DAY, RECV_AT) (processing rules R5.6, R8.3). A row goes only when its
 // operation day is before the cutoff's airport-zone day and it was received
 // before the cutoff; a row without a day goes by its receipt. An old day
 // received recently and a recent day received long ago both stay.

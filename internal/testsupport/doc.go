@@ -7,7 +7,7 @@
 // feed's world of services with the write audit, and the TestMain of the
 // packages that run it against a control plane (proctest: the one process
 // harness of internal/e2e, internal/reliability and hack/cluster/e2e), and
-// the SPEC §4 feed as its --config file and as a
+// the example feed of docs/first-feed.md as its --config file and as a
 // FlightFeed manifest (feedtest); an in-process TCP proxy that resets,
 // refuses, stalls, slows or cuts a dependency's connections (faultproxy);
 // golden files (golden); and the two waits

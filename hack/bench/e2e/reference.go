@@ -12,7 +12,7 @@ import (
 // referenceRun drains n FLOPs, then n reference-data messages of every
 // type (a whole list of 20 records, an update, an addition, a deletion, in
 // turn), each a drain of its own on the same feed, and prints both times
-// and their ratio (issue 52: a reference message costs what a FLOP costs;
+// and their ratio (a reference message costs what a FLOP costs;
 // before, each one was retried with back-off and took ~2.7 s of the FIFO).
 func (f *feed) referenceRun(ctx context.Context, n int, empty result) error {
 	flops := simulate.Backlog(f.opts(f.o.flights), n)

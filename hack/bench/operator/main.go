@@ -1,5 +1,5 @@
 // Command operator measures what the control plane costs as feeds are
-// added (issue 35): the built `flightfeed manager` runs against an envtest
+// added: the built `flightfeed manager` runs against an envtest
 // control plane; FlightFeeds are created in steps (1, 10, 25, 50 by
 // default) and, once the operator has made every feed's Deployment, its
 // resident memory is read from /proc. It then starts one pump pod of one

@@ -564,11 +564,11 @@ func sigkillPump(t *testing.T, s *suite, key types.NamespacedName, pod string) [
 // ---- the test ----------------------------------------------------------------------
 
 // previousCommit is the last release whose pumps ran inside the operator's
-// replicas (before issue 35's pump pods): its chart and image are what
+// replicas (before each feed ran in pump pods of its own): its chart and image are what
 // `helm upgrade` starts from.
 const previousCommit = "6d8dea4"
 
-// TestHelmInstallOnRealCluster checks what SPEC §4 promises on a real
+// TestHelmInstallOnRealCluster checks what docs/architecture.md promises on a real
 // cluster, starting where an installed user is: the previous release (its
 // chart from git, its image built from that commit) running two feeds
 // inside its operator replicas; `helm upgrade` to this chart in the middle

@@ -30,7 +30,7 @@ const chartMemoryLimit = 512 << 20
 
 // fullDayPeakBound is the most resident memory the pump may reach while
 // it drains one full-day DNLD of 9,999 fully populated flights (31.5 MB)
-// in the chart's default limit (issue 29): the snapshot is applied in
+// in the chart's default limit: the snapshot is applied in
 // chunks, so its decoded records, merged states and events never all live
 // at once.
 const fullDayPeakBound = 300e6

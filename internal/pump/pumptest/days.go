@@ -22,8 +22,8 @@ import (
 // Tombstones); what is here is what the real store does in SQL: reading
 // the plan's facts and writing the plan.
 
-// ApplySnapshot applies a snapshot as the real store does (seed 000
-// §5.1): it reads the snapshot's facts (the day's ledger and roster, the
+// ApplySnapshot applies a snapshot as the real store does (processing rules
+// R5.1): it reads the snapshot's facts (the day's ledger and roster, the
 // stored days), has engine.PlanSnapshot decide, and writes the plan: the
 // merged flights with fresh versions and their outbox rows, the victims
 // with their tombstones, and for a full-day one the roster replace and the
@@ -324,7 +324,7 @@ func (t *tx) pruneLedger(cutoff string) []string {
 	return pruned
 }
 
-// held says what keeps day in the ledger past retention (seed 000 §8.3),
+// held says what keeps day in the ledger past retention (processing rules R8.3),
 // as the real store's first reason ("" when nothing does): a flight of
 // the day still in current state; a snapshot message (or one of unknown
 // type) that concerns the day — its trace rows name the day, or name none

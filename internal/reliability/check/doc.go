@@ -1,5 +1,5 @@
 // Package check holds what every scenario of the reliability suite
-// (internal/reliability/..., `make reliability`, issue 31) asserts, so the
+// (internal/reliability/..., `make reliability`) asserts, so the
 // scenarios differ only in the fault they inject.
 //
 // A scenario runs the same mailbox rows (Day: the simulator's day) through

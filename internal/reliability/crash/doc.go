@@ -1,7 +1,6 @@
 //go:build reliability
 
-// Package crash is the reliability suite's crash scenarios (issue 31,
-// point 1): the pump process, built with the `reliability` tag, crashes
+// Package crash is the reliability suite's crash scenarios (point 1): the pump process, built with the `reliability` tag, crashes
 // at each named fail point of internal/failpoint — after decode, inside
 // the transaction before commit, after commit before the write-back,
 // after the write-back before the intent delete, after the Kafka commit

@@ -1,7 +1,6 @@
 //go:build reliability
 
-// Package faults is the reliability suite's dependency faults (issue 31,
-// point 2): `flightfeed pump --drain`, the built binary, runs the
+// Package faults is the reliability suite's dependency faults (point 2): `flightfeed pump --drain`, the built binary, runs the
 // simulator's 600-message day against PostgreSQL, the MariaDB mailbox and
 // an in-process kfake broker, each behind an in-process TCP proxy on
 // loopback (internal/testsupport/faultproxy), and the proxies break the

@@ -1,7 +1,7 @@
 //go:build reliability
 
 // Package partition is the reliability suite's partitions and split brain
-// (issue 31, point 3), both against one clean drain of the same rows
+// (point 3), both against one clean drain of the same rows
 // (internal/reliability/check):
 //
 //   - TestLeaderCutOffFromTheAPIServer: two `flightfeed manager` processes

@@ -1,4 +1,4 @@
-// Package feedtest is the test feed of SPEC §4 — PEK in Asia/Shanghai,
+// Package feedtest is the test feed of docs/first-feed.md — PEK in Asia/Shanghai,
 // a full-day request for today, the topics KAFKA_SCHD and KAFKA_MSG — on
 // a test's own services, as a --config file (Config, WriteConfig) and as a
 // FlightFeed manifest (Manifest), for the tests that run the built binary.

@@ -27,7 +27,7 @@ import (
 
 // World is one feed on fresh services of one test: its own PostgreSQL
 // database, MariaDB mailbox (default tables) and Kafka broker, the
-// --config file naming them (the test feed of SPEC §4, feedtest), a pool
+// --config file naming them (the test feed of docs/first-feed.md, feedtest), a pool
 // on the database and a connection pool on the mailbox. The processes of
 // the feed run the built binary (Start); World reads what they leave.
 type World struct {
