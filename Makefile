@@ -136,7 +136,7 @@ test-unit: ## Pure packages only (no services needed).
 build: ## Build bin/flightfeed (stamped with VERSION and COMMIT).
 	go build -ldflags "$(STAMP)" -o bin/flightfeed .
 
-PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 
 .PHONY: plugin
 plugin: ## Build the kubectl plugin: bin/kubectl-flightfeed (its own binary, cmd/kubectl-flightfeed) and bin/kubectl_complete-flightfeed (shell completion for kubectl).
@@ -190,6 +190,10 @@ cluster-down: ## Tear the local cluster down: every process, mount, namespace, i
 .PHONY: docker-build
 docker-build: ## Build the container image for registries (needs a Docker engine; not run in CI), stamped with VERSION and COMMIT.
 	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMG) .
+
+.PHONY: release
+release: ## Make a release into dist/ (VERSION=x.y.z required): the image's OCI archive, the chart package, the plugin archives and their krew manifest, an SBOM, SHA256SUMS (hack/release.sh; docs/development.md "Making a release").
+	VERSION='$(VERSION)' DIST='$(DIST)' PLUGIN_PLATFORMS='$(PLUGIN_PLATFORMS)' bash hack/release.sh
 
 ##@ Tools
 
