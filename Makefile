@@ -28,6 +28,23 @@ IMG ?= flightfeed:dev
 # the file naming its reference (flightfeed:dev-<content digest>).
 IMAGE_ARCHIVE ?= bin/flightfeed-image.tar
 IMAGE_REF ?= bin/flightfeed-image.ref
+IMAGE_BINARY ?= bin/linux/flightfeed
+IMAGE_TAG ?= auto
+
+# The version and commit every build stamps into internal/buildinfo
+# (`flightfeed version`, `kubectl flightfeed version`, flightfeed_build_info).
+# A development build says git describe; `make release VERSION=x.y.z` says
+# the release's. A commit with uncommitted changes on top is COMMIT-dirty.
+ifeq ($(origin VERSION),undefined)
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+endif
+ifeq ($(origin COMMIT),undefined)
+COMMIT := $(shell c=$$(git rev-parse HEAD 2>/dev/null) || { echo unknown; exit; }; [ -z "$$(git status --porcelain 2>/dev/null)" ] && echo $$c || echo $$c-dirty)
+endif
+BUILDINFO := github.com/flightfeed/flightfeed/internal/buildinfo
+STAMP := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).revision=$(COMMIT)
+# Where `make plugin-dist` and `make release` write.
+DIST ?= dist
 
 .PHONY: all
 all: build
@@ -116,37 +133,38 @@ test-unit: ## Pure packages only (no services needed).
 ##@ Build
 
 .PHONY: build
-build: ## Build bin/flightfeed.
-	go build -o bin/flightfeed .
+build: ## Build bin/flightfeed (stamped with VERSION and COMMIT).
+	go build -ldflags "$(STAMP)" -o bin/flightfeed .
 
-PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 
 .PHONY: plugin
 plugin: ## Build the kubectl plugin: bin/kubectl-flightfeed (its own binary, cmd/kubectl-flightfeed) and bin/kubectl_complete-flightfeed (shell completion for kubectl).
 	@# Earlier releases had a symlink to bin/flightfeed here: replace it, never write through it.
 	rm -f bin/kubectl-flightfeed
-	go build -o bin/kubectl-flightfeed ./cmd/kubectl-flightfeed
+	go build -ldflags "$(STAMP)" -o bin/kubectl-flightfeed ./cmd/kubectl-flightfeed
 	printf '#!/bin/sh\n# kubectl runs this to complete "kubectl flightfeed ..." (docs/plugin.md).\nexec kubectl-flightfeed __complete "$$@"\n' >bin/kubectl_complete-flightfeed
 	chmod +x bin/kubectl_complete-flightfeed
 
 .PHONY: plugin-dist
 plugin-dist: ## The plugin's release archives for krew (dist/kubectl-flightfeed_OS_ARCH.tar.gz and their sha256; hack/krew/flightfeed.yaml names them).
-	@mkdir -p dist
+	@mkdir -p $(DIST)
 	@for p in $(PLUGIN_PLATFORMS); do \
-		os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; d=dist/kubectl-flightfeed_$${os}_$${arch}; \
+		os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; d=$(DIST)/kubectl-flightfeed_$${os}_$${arch}; \
 		rm -rf $$d && mkdir -p $$d && \
-		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags="-s -w" -o $$d/kubectl-flightfeed$$ext ./cmd/kubectl-flightfeed && \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags="-s -w $(STAMP)" -o $$d/kubectl-flightfeed$$ext ./cmd/kubectl-flightfeed && \
 		tar -C $$d -czf $$d.tar.gz kubectl-flightfeed$$ext && rm -rf $$d && \
-		sha256sum $$d.tar.gz | tee $$d.tar.gz.sha256 || exit 1; \
+		(cd $(DIST) && sha256sum $${d##*/}.tar.gz) | tee $$d.tar.gz.sha256 || exit 1; \
 	done
 
 .PHONY: image
 image: ## The operator's OCI image as an OCI archive, without a Docker engine (the Dockerfile's equivalent).
 	@[ -s /etc/ssl/certs/ca-certificates.crt ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ca-certificates >/dev/null; }
-	CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o bin/linux/flightfeed .
-	go run ./hack/image -binary bin/linux/flightfeed -name flightfeed -tag auto \
+	CGO_ENABLED=0 go build -trimpath -ldflags="-s -w $(STAMP)" -o $(IMAGE_BINARY) .
+	go run ./hack/image -binary $(IMAGE_BINARY) -path /flightfeed -name flightfeed -tag $(IMAGE_TAG) \
 		-ca /etc/ssl/certs/ca-certificates.crt -user 65532:65532 -cmd manager -ports 8080,8081,8082 \
-		-labels 'org.opencontainers.image.title=flightfeed' -out $(IMAGE_ARCHIVE) >$(IMAGE_REF)
+		-labels 'org.opencontainers.image.title=flightfeed,org.opencontainers.image.version=$(VERSION),org.opencontainers.image.revision=$(COMMIT),org.opencontainers.image.source=https://github.com/flightfeed/flightfeed,org.opencontainers.image.licenses=Apache-2.0' \
+		-out $(IMAGE_ARCHIVE) >$(IMAGE_REF)
 	@echo "image $$(cat $(IMAGE_REF)) in $(IMAGE_ARCHIVE)"
 
 .PHONY: demo
@@ -170,8 +188,12 @@ cluster-down: ## Tear the local cluster down: every process, mount, namespace, i
 	bash hack/cluster/down.sh
 
 .PHONY: docker-build
-docker-build: ## Build the container image for registries (needs a Docker engine; not run in CI).
-	docker build -t $(IMG) .
+docker-build: ## Build the container image for registries (needs a Docker engine; not run in CI), stamped with VERSION and COMMIT.
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMG) .
+
+.PHONY: release
+release: ## Make a release into dist/ (VERSION=x.y.z required): the image's OCI archive, the chart package, the plugin archives and their krew manifest, an SBOM, SHA256SUMS (hack/release.sh; docs/development.md "Making a release").
+	VERSION='$(VERSION)' DIST='$(DIST)' PLUGIN_PLATFORMS='$(PLUGIN_PLATFORMS)' bash hack/release.sh
 
 ##@ Tools
 

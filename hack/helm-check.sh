@@ -37,13 +37,15 @@ trap 'rm -rf "$work"' EXIT
 # charts/ or api/. The commit that last changed Chart.yaml's `version:` line
 # (a merge counts by its diff to its first parent) must be at or after every
 # commit that changed charts/ or api/; version and appVersion are equal; the
-# CHANGELOG has a section for it. History only, so a fresh full clone (CI)
+# CHANGELOG has a dated section for it. History only, so a fresh full clone (CI)
 # and a worktree give the same answer; uncommitted edits are not judged.
 chart_version=$(sed -n 's/^version: *//p' "$chart/Chart.yaml")
 app_version=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$chart/Chart.yaml")
 [ -n "$chart_version" ] && [ "$chart_version" = "$app_version" ] ||
   fail "$chart/Chart.yaml: version ($chart_version) and appVersion ($app_version) must be equal"
-grep -q "^## $chart_version\$" CHANGELOG.md || fail "CHANGELOG.md has no section '## $chart_version'"
+# A version's heading carries the day it was cut: "## 0.9.0 — 2026-12-06".
+grep -qE "^## ${chart_version//./\\.} — [0-9]{4}-[0-9]{2}-[0-9]{2}\$" CHANGELOG.md ||
+  fail "CHANGELOG.md has no section '## $chart_version — YYYY-MM-DD'"
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   [ "$(git rev-parse --is-shallow-repository)" = false ] ||
     fail "a shallow clone cannot tell when the chart's version last moved: git fetch --unshallow"

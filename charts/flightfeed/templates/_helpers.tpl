@@ -49,7 +49,7 @@ ghcr.io/example/flightfeed (make docker-build IMG=...). */}}
 {{- end }}
 
 {{- define "flightfeed.imageRepository" -}}
-{{- required "image.repository is required: the registry-qualified repository of the flightfeed image you pushed (e.g. --set image.repository=ghcr.io/example/flightfeed; make docker-build docker-push IMG=ghcr.io/example/flightfeed:TAG)" .Values.image.repository }}
+{{- required "image.repository is required: the registry-qualified repository of the flightfeed image you pushed (e.g. --set image.repository=ghcr.io/example/flightfeed; push a release's image archive with skopeo copy oci-archive:flightfeed-image-VERSION.tar docker://ghcr.io/example/flightfeed:VERSION, or build one with make docker-build IMG=ghcr.io/example/flightfeed:TAG and docker push it)" .Values.image.repository }}
 {{- end }}
 
 {{/* The ClusterRole granting get on Secrets that the operator binds itself
