@@ -47,8 +47,8 @@ type FlightFeedDayStatus struct {
 	LastCommitAt *metav1.Time `json:"lastCommitAt,omitempty"`
 
 	// Verification is the day's last verification (`kubectl flightfeed
-	// verify`): the day rebuilt from its archived messages and compared
-	// with what the feed serves. Absent when none ran.
+	// verify NAME --day D`): the day rebuilt from its archived messages and
+	// compared with what the feed serves. Absent when none ran.
 	// +optional
 	Verification *DayVerification `json:"verification,omitempty"`
 }
