@@ -124,7 +124,7 @@ func TestReleaseVersionsAgree(t *testing.T) {
 			t.Errorf("the image is tagged %v, want %s", m.Annotations, version)
 		}
 		var manifest struct {
-			Config struct{ Digest string } `json:"config"`
+			Config struct{ Digest string }   `json:"config"`
 			Layers []struct{ Digest string } `json:"layers"`
 		}
 		mustJSON(t, blob(t, blobs, m.Digest), &manifest)
@@ -335,7 +335,7 @@ func runVersion(t *testing.T, what, bin, version, commit string) {
 
 func readFile(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(name) //nolint:gosec // the test's own files
+	b, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func writeExecutable(t *testing.T, b []byte) string {
 		t.Fatal("no binary")
 	}
 	name := filepath.Join(t.TempDir(), "bin")
-	if err := os.WriteFile(name, b, 0o700); err != nil { //nolint:gosec // an executable to run
+	if err := os.WriteFile(name, b, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	return name
