@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -42,20 +41,12 @@ func (a *ReadAPI) history(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	var f store.HistoryFilter
-	if day := q.Get("day"); day != "" {
-		if _, err := time.Parse(time.DateOnly, day); err != nil {
-			httpError(w, http.StatusBadRequest, "day %q: must be YYYY-MM-DD", day)
-			return
-		}
-		f.Day = day
+	var ok bool
+	if f.Day, ok = queryDay(w, q, "day"); !ok {
+		return
 	}
-	if v := q.Get("since"); v != "" {
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			httpError(w, http.StatusBadRequest, "since %q: must be an RFC 3339 time", v)
-			return
-		}
-		f.Since = t
+	if f.Since, ok = queryTime(w, q, "since"); !ok {
+		return
 	}
 	limit := DefaultPageSize
 	if v := q.Get("limit"); v != "" {

@@ -112,13 +112,8 @@ func (a *ReadAPI) dead(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Replayed = b
 	}
-	if v := q.Get("since"); v != "" {
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			httpError(w, http.StatusBadRequest, "since %q: must be an RFC 3339 time", v)
-			return
-		}
-		f.Since = t
+	if f.Since, ok = queryTime(w, q, "since"); !ok {
+		return
 	}
 	a.withReader(w, r, "list dead messages", func(ctx context.Context, fr FeedReader) (any, error) {
 		dead, err := fr.DeadMessages(ctx, f)

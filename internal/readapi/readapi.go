@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -389,21 +390,14 @@ type page struct {
 func (a *ReadAPI) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var filter store.Filter
-	if day := q.Get("day"); day != "" {
-		if _, err := time.Parse(time.DateOnly, day); err != nil {
-			httpError(w, http.StatusBadRequest, "day %q: must be YYYY-MM-DD", day)
-			return
-		}
-		filter.Day = day
+	day, ok := queryDay(w, q, "day")
+	if !ok {
+		return
 	}
-	var since time.Time
-	if v := q.Get("updatedSince"); v != "" {
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			httpError(w, http.StatusBadRequest, "updatedSince %q: must be an RFC 3339 time", v)
-			return
-		}
-		since = t
+	filter.Day = day
+	since, ok := queryTime(w, q, "updatedSince")
+	if !ok {
+		return
 	}
 	limit := DefaultPageSize
 	if v := q.Get("limit"); v != "" {
@@ -572,4 +566,33 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
+}
+
+// queryDay is the query parameter name as an operation day (YYYY-MM-DD),
+// "" when absent; a malformed one is answered 400 here (ok false).
+func queryDay(w http.ResponseWriter, q url.Values, name string) (day string, ok bool) {
+	day = q.Get(name)
+	if day == "" {
+		return "", true
+	}
+	if _, err := time.Parse(time.DateOnly, day); err != nil {
+		httpError(w, http.StatusBadRequest, "%s %q: must be YYYY-MM-DD", name, day)
+		return "", false
+	}
+	return day, true
+}
+
+// queryTime is the query parameter name as an RFC 3339 time, zero when
+// absent; a malformed one is answered 400 here (ok false).
+func queryTime(w http.ResponseWriter, q url.Values, name string) (t time.Time, ok bool) {
+	v := q.Get(name)
+	if v == "" {
+		return time.Time{}, true
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "%s %q: must be an RFC 3339 time", name, v)
+		return time.Time{}, false
+	}
+	return t, true
 }
