@@ -3,15 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // TestReadmeIsAFrontDoor: the README fits on a screen or two,
@@ -86,31 +83,7 @@ func TestRunbookCoversAlertsAndReasons(t *testing.T) {
 // ConditionReason in file.
 func conditionReasons(t *testing.T, file string) []string {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	ast.Inspect(f, func(n ast.Node) bool {
-		vs, ok := n.(*ast.ValueSpec)
-		if !ok {
-			return true
-		}
-		if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "ConditionReason" {
-			return true
-		}
-		for _, v := range vs.Values {
-			if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-				s, err := strconv.Unquote(lit.Value)
-				if err != nil {
-					t.Fatal(err)
-				}
-				out = append(out, s)
-			}
-		}
-		return true
-	})
-	return out
+	return goConstants(t, file, "ConditionReason")
 }
 
 // TestDocsLinksStayInTheRepository: every relative link of README.md and
@@ -171,15 +144,15 @@ func anchors(t *testing.T, path string) map[string]bool {
 	return out
 }
 
-// anchor is GitHub's anchor of a heading: lower case, punctuation other
-// than '-' and '_' dropped, spaces to '-'.
+// anchor is GitHub's anchor of a heading: lower case, punctuation and
+// symbols other than '-' and '_' dropped (an arrow, a dash), spaces to '-'.
 func anchor(heading string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(heading) {
 		switch {
 		case r == ' ':
 			b.WriteRune('-')
-		case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r):
 			b.WriteRune(r)
 		}
 	}
