@@ -581,3 +581,105 @@ func compareSets(t *testing.T, what string, got, want []string, source string) {
 		}
 	}
 }
+
+// TestConfigurationDefaultsAreTheCRDs: the hand-written table of
+// docs/configuration.md (above the generated reference) gives each field's
+// default as the FlightFeed CRD's schema has it (a field without a schema
+// default: its zero value, false or 0). A row names one field or several
+// (`retention.traceLogDays` / `.archiveDays`), with as many defaults or one
+// for each.
+func TestConfigurationDefaultsAreTheCRDs(t *testing.T) {
+	feed := crdSchema(t, "config/crd/bases/flightfeed.aero_flightfeeds.yaml")
+	text, _, ok := strings.Cut(readText(t, "docs/configuration.md"), "<!-- BEGIN GENERATED")
+	if !ok {
+		t.Fatal("docs/configuration.md has no generated reference")
+	}
+	checked := 0
+	for _, l := range strings.Split(text, "\n") {
+		cells := strings.Split(l, "|")
+		if !strings.HasPrefix(l, "| `") || len(cells) < 4 || !strings.HasPrefix(strings.TrimSpace(cells[2]), "`") {
+			continue // no default written as a value (required, off, none)
+		}
+		names := backticked(cells[1])
+		base := names[0]
+		fields := []string{base}
+		for _, n := range names[1:] {
+			if strings.HasPrefix(n, ".") {
+				n = base[:strings.LastIndexByte(base, '.')] + n
+			}
+			fields = append(fields, n)
+		}
+		values := backticked(cells[2])
+		if strings.Contains(cells[2], " each") {
+			values = slices.Repeat(values[:1], len(fields))
+		}
+		for i, f := range fields {
+			if strings.Contains(f, "*") {
+				continue // a set of fields, a layout
+			}
+			node, ok := schemaNode(feed, append([]string{"spec"}, strings.Split(f, ".")...))
+			if !ok {
+				t.Errorf("docs/configuration.md gives a default for %s, which the FlightFeed spec does not have", f)
+				continue
+			}
+			if i >= len(values) {
+				t.Errorf("docs/configuration.md's row of %s has no default for it", f)
+				continue
+			}
+			want, has := node["default"]
+			if !has {
+				switch node["type"] {
+				case "boolean":
+					want = false
+				case "integer":
+					want = 0
+				default:
+					continue // another field's value (requests.referenceData.routingId)
+				}
+			}
+			checked++
+			var got any
+			if err := yaml.Unmarshal([]byte(values[i]), &got); err != nil {
+				t.Errorf("docs/configuration.md: the default of %s, %q, is no value: %v", f, values[i], err)
+				continue
+			}
+			if g, w := normalise(got), normalise(want); !reflect.DeepEqual(g, w) {
+				t.Errorf("docs/configuration.md says %s defaults to %s; the CRD: %v", f, values[i], want)
+			}
+		}
+	}
+	if checked < 25 {
+		t.Fatalf("checked %d defaults in docs/configuration.md, want at least 25: the scan is broken", checked)
+	}
+}
+
+// schemaNode is the schema of the field path segs, if it has one.
+func schemaNode(schema map[string]any, segs []string) (map[string]any, bool) {
+	node := schema
+	for _, s := range segs {
+		props, _ := node["properties"].(map[string]any)
+		child, ok := props[s].(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		node = child
+	}
+	return node, true
+}
+
+// normalise makes YAML and JSON numbers comparable (float64).
+func normalise(v any) any {
+	switch v := v.(type) {
+	case int:
+		return float64(v)
+	case int64:
+		return float64(v)
+	case map[string]any:
+		out := map[string]any{}
+		for k, x := range v {
+			out[k] = normalise(x)
+		}
+		return out
+	}
+	return v
+}
