@@ -83,6 +83,37 @@ func TestObservabilityListsEveryMetric(t *testing.T) {
 			t.Errorf("docs/observability.md's metric table lacks %s, which the pump pods export", e)
 		}
 	}
+
+	// Every other page names only exported metrics too (or a family of
+	// them, prefix_*). Names of the form flightfeed_… that are no metric:
+	notMetrics := map[string]bool{"flightfeed_reader": true, "flightfeed_writer": true, // database roles
+		"flightfeed_v1alpha1_flightfeed": true, // the sample's file name
+		"flightfeed_linux_amd64":         true, // a release archive
+		"flightfeed_demo_mbx":            true, // the demo's mailbox
+		"flightfeed_verify_":             true, // verify's scratch schemas
+	}
+	name := regexp.MustCompile(`(?:^|[^-\w])(flightfeed_[a-z0-9_]*\*?)`)
+	for _, page := range append(docPages(t), "README.md") {
+		text := readText(t, page)
+		if page == "docs/install-and-upgrade.md" {
+			text, _, _ = strings.Cut(text, "\n## Upgrade notes") // they name renamed metrics
+		}
+		for _, m := range name.FindAllStringSubmatch(text, -1) {
+			n := m[1]
+			if notMetrics[n] {
+				continue
+			}
+			known := slices.ContainsFunc(exported, func(e string) bool {
+				return e == n || strings.HasSuffix(n, "*") && strings.HasPrefix(e, strings.TrimSuffix(n, "*")) ||
+					strings.HasPrefix(e, n) && slices.Contains([]string{"_bucket", "_sum", "_count"}, strings.TrimPrefix(e, n))
+			}) || slices.ContainsFunc(exported, func(e string) bool {
+				return slices.Contains([]string{e + "_bucket", e + "_sum", e + "_count"}, n)
+			})
+			if !known {
+				t.Errorf("%s names %s, which is no metric a pump pod exports (a name of another kind: add it to notMetrics)", page, n)
+			}
+		}
+	}
 }
 
 // pumpPodMetrics are the names of the series a pump pod registers:
