@@ -278,7 +278,9 @@ func TestDocsNameRealValuesAndFields(t *testing.T) {
 				}
 			case isValue || isSpec:
 				checked++
-				if !(isValue && valuesHas(values, segs)) && !(isSpec && (schemaHas(feed, append([]string{"spec"}, segs...)) || configFile.has(feed, segs))) {
+				asValue := isValue && valuesHas(values, segs)
+				asField := isSpec && (schemaHas(feed, append([]string{"spec"}, segs...)) || configFile.has(feed, segs))
+				if !asValue && !asField {
 					t.Errorf("%s names `%s`: %s is neither a value of charts/flightfeed/values.yaml nor a FlightFeed spec field (nor a field of the --config file)", page, c, p)
 				}
 			}
