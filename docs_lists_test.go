@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -715,4 +716,33 @@ func normalise(v any) any {
 		return out
 	}
 	return v
+}
+
+// TestObservabilityCountsTheDashboardsPanels: docs/observability.md's
+// "Its N panels" is the number of panels (rows aside) of the chart's
+// dashboard.
+func TestObservabilityCountsTheDashboardsPanels(t *testing.T) {
+	var dashboard struct {
+		Panels []struct {
+			Type   string            `json:"type"`
+			Panels []json.RawMessage `json:"panels"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal([]byte(readText(t, "charts/flightfeed/files/dashboard.json")), &dashboard); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range dashboard.Panels {
+		if p.Type != "row" {
+			n++
+		}
+		n += len(p.Panels) // a collapsed row's panels
+	}
+	m := regexp.MustCompile(`Its ([0-9]+) panels`).FindStringSubmatch(readText(t, "docs/observability.md"))
+	if m == nil {
+		t.Fatal(`docs/observability.md does not say how many panels the dashboard has ("Its N panels")`)
+	}
+	if m[1] != strconv.Itoa(n) {
+		t.Errorf("docs/observability.md says the dashboard has %s panels; charts/flightfeed/files/dashboard.json has %d", m[1], n)
+	}
 }
