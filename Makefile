@@ -113,6 +113,10 @@ helm-check: ## helm lint + template, accepted by a real API server (helm pinned,
 bench: build ## The end-to-end benchmark: the built binary drains a RESP and FLOP backlogs to Kafka, with CPU seconds by process (hack/bench/e2e; about 1 min).
 	go run ./hack/bench/e2e -bin bin/flightfeed $(BENCH_ARGS)
 
+.PHONY: bench-compare
+bench-compare: build ## The binary against a baseline (BASELINE=rev; default the previous release commit), drain by drain in alternation, medians and ratios (hack/bench/baseline.sh; about 3 min).
+	go run ./hack/bench/e2e -bin bin/flightfeed -baseline "$$(bash hack/bench/baseline.sh $(BASELINE))" -backlogs 10000 $(BENCH_ARGS)
+
 .PHONY: bench-sweep
 bench-sweep: build ## Full-day RESP time against flight count, 500 to 9,999 (Markdown table; chart hack/bench/performance.svg; about 2 min).
 	go run ./hack/bench/e2e -bin bin/flightfeed -backlogs= -latency=0 -big-flights=0 \
