@@ -472,6 +472,7 @@ func (f *feed) backlog(ctx context.Context, n int, empty result, tps pgbenchRate
 	fmt.Printf("  %s; %.0f µs CPU a message, all processes (less the empty drain's CPU)\n", r.cpu, (r.cpuTotal-empty.cpuTotal).Seconds()*1e6/float64(n))
 	fmt.Println(cpuTable(r.procs, empty.procs, n))
 	fmt.Printf("  %s\n", r.wal.line(n))
+	fmt.Printf("  %s\n", r.wal.relationsLine(n))
 	fmt.Printf("  %s\n", countersLine(r.before, r.after, n, r.statements))
 	if r.profile != "" {
 		fmt.Println(profileTop(ctx, f.o.bin, r.profile))
