@@ -147,18 +147,20 @@ plugin: ## Build the kubectl plugin: bin/kubectl-flightfeed (its own binary, cmd
 	@# Earlier releases had a symlink to bin/flightfeed here: replace it, never write through it.
 	rm -f bin/kubectl-flightfeed
 	go build -ldflags "$(STAMP)" -o bin/kubectl-flightfeed ./cmd/kubectl-flightfeed
-	printf '#!/bin/sh\n# kubectl runs this to complete "kubectl flightfeed ..." (docs/plugin.md).\nexec kubectl-flightfeed __complete "$$@"\n' >bin/kubectl_complete-flightfeed
-	chmod +x bin/kubectl_complete-flightfeed
+	install -m 0755 cmd/kubectl-flightfeed/kubectl_complete-flightfeed bin/kubectl_complete-flightfeed
+
+# The release tool that packs the plugin's archives (hack/release.sh passes
+# the one it built).
+RELEASE_TOOL ?= go run ./hack/release
 
 .PHONY: plugin-dist
-plugin-dist: ## The plugin's release archives for krew (dist/kubectl-flightfeed_OS_ARCH.tar.gz and their sha256; hack/krew/flightfeed.yaml names them).
+plugin-dist: ## The plugin's release archives for krew (dist/kubectl-flightfeed_OS_ARCH.tar.gz: the plugin, its completion script except on windows, LICENSE; and their sha256; hack/krew/flightfeed.yaml names them).
 	@mkdir -p $(DIST)
 	@for p in $(PLUGIN_PLATFORMS); do \
 		os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; d=$(DIST)/kubectl-flightfeed_$${os}_$${arch}; \
 		rm -rf $$d && mkdir -p $$d && \
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags="-s -w $(STAMP)" -o $$d/kubectl-flightfeed$$ext ./cmd/kubectl-flightfeed && \
-		tar -C $$d -czf $$d.tar.gz kubectl-flightfeed$$ext && rm -rf $$d && \
-		(cd $(DIST) && sha256sum $${d##*/}.tar.gz) | tee $$d.tar.gz.sha256 || exit 1; \
+		$(RELEASE_TOOL) archive -os $$os -arch $$arch -binary $$d/kubectl-flightfeed$$ext -dist $(DIST) && rm -rf $$d || exit 1; \
 	done
 
 .PHONY: image

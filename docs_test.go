@@ -3,13 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -86,31 +82,7 @@ func TestRunbookCoversAlertsAndReasons(t *testing.T) {
 // ConditionReason in file.
 func conditionReasons(t *testing.T, file string) []string {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	ast.Inspect(f, func(n ast.Node) bool {
-		vs, ok := n.(*ast.ValueSpec)
-		if !ok {
-			return true
-		}
-		if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "ConditionReason" {
-			return true
-		}
-		for _, v := range vs.Values {
-			if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-				s, err := strconv.Unquote(lit.Value)
-				if err != nil {
-					t.Fatal(err)
-				}
-				out = append(out, s)
-			}
-		}
-		return true
-	})
-	return out
+	return stringConstants(t, file, "ConditionReason")
 }
 
 // TestDocsLinksStayInTheRepository: every relative link of README.md and
