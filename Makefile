@@ -113,6 +113,10 @@ helm-check: ## helm lint + template, accepted by a real API server (helm pinned,
 bench: build ## The end-to-end benchmark: the built binary drains a RESP and FLOP backlogs to Kafka, with CPU seconds by process (hack/bench/e2e; about 1 min).
 	go run ./hack/bench/e2e -bin bin/flightfeed $(BENCH_ARGS)
 
+.PHONY: bench-compare
+bench-compare: build ## The binary against a baseline (BASELINE=rev; default the previous release commit), drain by drain in alternation, medians and ratios (hack/bench/baseline.sh; about 3 min).
+	go run ./hack/bench/e2e -bin bin/flightfeed -baseline "$$(bash hack/bench/baseline.sh $(BASELINE))" -backlogs 10000 $(BENCH_ARGS)
+
 .PHONY: bench-sweep
 bench-sweep: build ## Full-day RESP time against flight count, 500 to 9,999 (Markdown table; chart hack/bench/performance.svg; about 2 min).
 	go run ./hack/bench/e2e -bin bin/flightfeed -backlogs= -latency=0 -big-flights=0 \
@@ -143,18 +147,20 @@ plugin: ## Build the kubectl plugin: bin/kubectl-flightfeed (its own binary, cmd
 	@# Earlier releases had a symlink to bin/flightfeed here: replace it, never write through it.
 	rm -f bin/kubectl-flightfeed
 	go build -ldflags "$(STAMP)" -o bin/kubectl-flightfeed ./cmd/kubectl-flightfeed
-	printf '#!/bin/sh\n# kubectl runs this to complete "kubectl flightfeed ..." (docs/plugin.md).\nexec kubectl-flightfeed __complete "$$@"\n' >bin/kubectl_complete-flightfeed
-	chmod +x bin/kubectl_complete-flightfeed
+	install -m 0755 cmd/kubectl-flightfeed/kubectl_complete-flightfeed bin/kubectl_complete-flightfeed
+
+# The release tool that packs the plugin's archives (hack/release.sh passes
+# the one it built).
+RELEASE_TOOL ?= go run ./hack/release
 
 .PHONY: plugin-dist
-plugin-dist: ## The plugin's release archives for krew (dist/kubectl-flightfeed_OS_ARCH.tar.gz and their sha256; hack/krew/flightfeed.yaml names them).
+plugin-dist: ## The plugin's release archives for krew (dist/kubectl-flightfeed_OS_ARCH.tar.gz: the plugin, its completion script except on windows, LICENSE; and their sha256; hack/krew/flightfeed.yaml names them).
 	@mkdir -p $(DIST)
 	@for p in $(PLUGIN_PLATFORMS); do \
 		os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; d=$(DIST)/kubectl-flightfeed_$${os}_$${arch}; \
 		rm -rf $$d && mkdir -p $$d && \
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags="-s -w $(STAMP)" -o $$d/kubectl-flightfeed$$ext ./cmd/kubectl-flightfeed && \
-		tar -C $$d -czf $$d.tar.gz kubectl-flightfeed$$ext && rm -rf $$d && \
-		(cd $(DIST) && sha256sum $${d##*/}.tar.gz) | tee $$d.tar.gz.sha256 || exit 1; \
+		$(RELEASE_TOOL) archive -os $$os -arch $$arch -binary $$d/kubectl-flightfeed$$ext -dist $(DIST) && rm -rf $$d || exit 1; \
 	done
 
 .PHONY: image

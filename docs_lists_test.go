@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"maps"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -31,7 +32,7 @@ import (
 // TestReadmeNamesEveryCondition: the README's "Conditions: …" sentence
 // names every condition type of api/v1alpha1/conditions.go, and no other.
 func TestReadmeNamesEveryCondition(t *testing.T) {
-	types := goConstants(t, "api/v1alpha1/conditions.go", "ConditionType")
+	types := stringConstants(t, "api/v1alpha1/conditions.go", "ConditionType")
 	if len(types) < 7 {
 		t.Fatalf("read %d condition types from api/v1alpha1/conditions.go, want at least 7", len(types))
 	}
@@ -87,13 +88,13 @@ func TestObservabilityListsEveryMetric(t *testing.T) {
 
 	// Every other page names only exported metrics too (or a family of
 	// them, prefix_*). Names of the form flightfeed_… that are no metric:
+	// (A name followed by a file extension is a file: config/samples/….)
 	notMetrics := map[string]bool{"flightfeed_reader": true, "flightfeed_writer": true, // database roles
-		"flightfeed_v1alpha1_flightfeed": true, // the sample's file name
-		"flightfeed_linux_amd64":         true, // a release archive
-		"flightfeed_demo_mbx":            true, // the demo's mailbox
-		"flightfeed_verify_":             true, // verify's scratch schemas
+		"flightfeed_linux_amd64": true, // a release archive
+		"flightfeed_demo_mbx":    true, // the demo's mailbox
+		"flightfeed_verify_":     true, // verify's scratch schemas
 	}
-	name := regexp.MustCompile(`(?:^|[^-\w])(flightfeed_[a-z0-9_]*\*?)`)
+	name := regexp.MustCompile(`(?:^|[^-\w])(flightfeed_[a-z0-9_]*\*?)(\.[a-z]+)?`)
 	for _, page := range append(docPages(t), "README.md") {
 		text := readText(t, page)
 		if page == "docs/install-and-upgrade.md" {
@@ -101,7 +102,7 @@ func TestObservabilityListsEveryMetric(t *testing.T) {
 		}
 		for _, m := range name.FindAllStringSubmatch(text, -1) {
 			n := m[1]
-			if notMetrics[n] {
+			if notMetrics[n] || m[2] != "" {
 				continue
 			}
 			known := slices.ContainsFunc(exported, func(e string) bool {
@@ -274,13 +275,13 @@ func TestDocsNameRealValuesAndFields(t *testing.T) {
 			switch {
 			case segs[0] == "spec" || segs[0] == "status":
 				checked++
-				if !schemaHas(feed, segs) && !schemaHas(day, segs) {
+				if !schemaHasPath(feed, segs) && !schemaHasPath(day, segs) {
 					t.Errorf("%s names `%s`: neither the FlightFeed's nor the FlightFeedDay's schema has %s", page, c, p)
 				}
 			case isValue || isSpec:
 				checked++
 				asValue := isValue && valuesHas(values, segs)
-				asField := isSpec && (schemaHas(feed, append([]string{"spec"}, segs...)) || configFile.has(feed, segs))
+				asField := isSpec && (schemaHasPath(feed, append([]string{"spec"}, segs...)) || configFile.has(feed, segs))
 				if !asValue && !asField {
 					t.Errorf("%s names `%s`: %s is neither a value of charts/flightfeed/values.yaml nor a FlightFeed spec field (nor a field of the --config file)", page, c, p)
 				}
@@ -354,10 +355,10 @@ func (g goStructs) has(feed map[string]any, segs []string) bool {
 		next, ok := fields[s]
 		if !ok {
 			// An inlined spec type: the spec's field.
-			return fields[""] != "" && schemaHas(feed, append([]string{"spec"}, segs...))
+			return fields[""] != "" && schemaHasPath(feed, append([]string{"spec"}, segs...))
 		}
 		if strings.HasPrefix(next, "v1alpha1.") {
-			return schemaHas(feed, append([]string{"spec"}, segs...))
+			return schemaHasPath(feed, append([]string{"spec"}, segs...))
 		}
 		if _, ok := g[next]; !ok {
 			return i == len(segs)-1
@@ -385,10 +386,10 @@ func crdSchema(t *testing.T, file string) map[string]any {
 	return crd.Spec.Versions[0].Schema.OpenAPIV3Schema
 }
 
-// schemaHas says whether the schema has the field path segs (a segment
+// schemaHasPath says whether the schema has the field path segs (a segment
 // "*" stands for any field; "[]" or "[N]" after a name is an item of a
 // list; a map or an object of unknown fields takes any path below it).
-func schemaHas(schema map[string]any, segs []string) bool {
+func schemaHasPath(schema map[string]any, segs []string) bool {
 	node := schema
 	for _, s := range segs {
 		for node["type"] == "array" {
@@ -520,10 +521,9 @@ func TestChartNotesNameThisVersionsUpgrade(t *testing.T) {
 // docPages are docs/*.md.
 func docPages(t *testing.T) []string {
 	t.Helper()
-	var pages []string
-	for _, p := range []string{"architecture", "configuration", "development", "first-feed", "install-and-upgrade", "observability",
-		"operations", "performance", "plugin", "processing-rules", "reliability", "security", "troubleshooting"} {
-		pages = append(pages, "docs/"+p+".md")
+	pages, err := filepath.Glob("docs/*.md")
+	if err != nil || len(pages) < 10 {
+		t.Fatalf("docs/*.md: %d pages (%v)", len(pages), err)
 	}
 	return pages
 }
@@ -551,37 +551,6 @@ func markdownSection(t *testing.T, file, heading string) string {
 		j += k + 1
 	}
 	return rest
-}
-
-// goConstants returns the values of every string constant of the named
-// type in file.
-func goConstants(t *testing.T, file, typeName string) []string {
-	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	ast.Inspect(f, func(n ast.Node) bool {
-		vs, ok := n.(*ast.ValueSpec)
-		if !ok {
-			return true
-		}
-		if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != typeName {
-			return true
-		}
-		for _, v := range vs.Values {
-			if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-				s, err := strconv.Unquote(lit.Value)
-				if err != nil {
-					t.Fatal(err)
-				}
-				out = append(out, s)
-			}
-		}
-		return true
-	})
-	return out
 }
 
 // backticked returns the code spans of s.
@@ -651,7 +620,7 @@ func TestConfigurationDefaultsAreTheCRDs(t *testing.T) {
 			if strings.Contains(f, "*") {
 				continue // a set of fields, a layout
 			}
-			node, ok := schemaNode(feed, append([]string{"spec"}, strings.Split(f, ".")...))
+			node, ok := schemaAt(feed, append([]string{"spec"}, strings.Split(f, ".")...))
 			if !ok {
 				t.Errorf("docs/configuration.md gives a default for %s, which the FlightFeed spec does not have", f)
 				continue
@@ -687,8 +656,8 @@ func TestConfigurationDefaultsAreTheCRDs(t *testing.T) {
 	}
 }
 
-// schemaNode is the schema of the field path segs, if it has one.
-func schemaNode(schema map[string]any, segs []string) (map[string]any, bool) {
+// schemaAt is the schema of the field path segs, if it has one.
+func schemaAt(schema map[string]any, segs []string) (map[string]any, bool) {
 	node := schema
 	for _, s := range segs {
 		props, _ := node["properties"].(map[string]any)

@@ -83,7 +83,7 @@ func TestRunbookCoversAlertsAndReasons(t *testing.T) {
 // ConditionReason in file.
 func conditionReasons(t *testing.T, file string) []string {
 	t.Helper()
-	return goConstants(t, file, "ConditionReason")
+	return stringConstants(t, file, "ConditionReason")
 }
 
 // TestDocsLinksStayInTheRepository: every relative link of README.md and

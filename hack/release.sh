@@ -7,8 +7,8 @@
 #                                       (make image: hack/image, this machine's architecture)
 #   flightfeed-VERSION.tgz              the chart (helm package of a copy whose version,
 #                                       appVersion and image.tag are VERSION)
-#   kubectl-flightfeed_OS_ARCH.tar.gz   the plugin per PLUGIN_PLATFORMS (make plugin-dist)
-#     and .sha256
+#   kubectl-flightfeed_OS_ARCH.tar.gz   the plugin per PLUGIN_PLATFORMS (make plugin-dist), with
+#     and .sha256                       its completion script for kubectl (not on windows) and LICENSE
 #   flightfeed.yaml                     the krew manifest with those archives' sha256
 #   flightfeed-VERSION.sbom.cdx.json    CycloneDX SBOM of the Go modules in the binaries
 #   SHA256SUMS                          over every other file
@@ -52,7 +52,7 @@ make --no-print-directory image "${stamp[@]}" IMAGE_TAG="$version" IMAGE_BINARY=
   IMAGE_ARCHIVE="$dist/flightfeed-image-$version.tar" IMAGE_REF="$work/image.ref" >&2
 
 step "plugin archives ($platforms)"
-make --no-print-directory plugin-dist "${stamp[@]}" DIST="$dist" PLUGIN_PLATFORMS="$platforms" >&2
+make --no-print-directory plugin-dist "${stamp[@]}" DIST="$dist" PLUGIN_PLATFORMS="$platforms" RELEASE_TOOL="$work/release" >&2
 
 step "chart"
 # A copy, so the repository's Chart.yaml and values.yaml stay as they are:

@@ -1,6 +1,10 @@
 // Command release writes the parts of a release that hack/release.sh (make
 // release) does not build with the Go toolchain or helm:
 //
+//	go run ./hack/release archive -os linux -arch amd64 -binary B -dist dist
+//	    dist/kubectl-flightfeed_linux_amd64.tar.gz and its .sha256: the
+//	    plugin's binary B, its completion script for kubectl (not on
+//	    windows) and the LICENSE (pluginFiles; make plugin-dist).
 //	go run ./hack/release krew -version 0.9.0 -dist dist -platforms "linux/amd64 ..."
 //	    dist/flightfeed.yaml: the krew manifest hack/krew/flightfeed.yaml
 //	    rendered as krew-release-bot renders it (Go templates, TagName,
@@ -50,6 +54,8 @@ func main() {
 	}
 	var err error
 	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "archive":
+		err = archiveCmd(args)
 	case "krew":
 		err = krewCmd(args)
 	case "sbom":
@@ -66,7 +72,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: release krew|sbom|sums [flags]")
+	fmt.Fprintln(os.Stderr, "usage: release archive|krew|sbom|sums [flags]")
 	os.Exit(2)
 }
 
@@ -81,19 +87,23 @@ func checkVersion(v string) error {
 	return nil
 }
 
+// krewManifest is the krew manifest's name in the release folder (the
+// plugin's name, as krew-index names manifests).
+const krewManifest = "flightfeed.yaml"
+
 func krewCmd(args []string) error {
 	fs := flag.NewFlagSet("krew", flag.ExitOnError)
 	version := fs.String("version", "", "the release version x.y.z (the manifest says vx.y.z, as krew wants)")
 	dist := fs.String("dist", "dist", "folder with the plugin archives; the manifest is written there")
 	tmpl := fs.String("template", "hack/krew/flightfeed.yaml", "the krew-release-bot template")
 	platforms := fs.String("platforms", "", "the OS/ARCH list the archives were built for (space-separated)")
-	out := fs.String("out", "", "output file (default DIST/flightfeed.yaml)")
+	out := fs.String("out", "", "output file (default DIST/"+krewManifest+")")
 	_ = fs.Parse(args)
 	if err := checkVersion(*version); err != nil {
 		return err
 	}
 	if *out == "" {
-		*out = filepath.Join(*dist, "flightfeed.yaml")
+		*out = filepath.Join(*dist, krewManifest)
 	}
 	src, err := os.ReadFile(*tmpl)
 	if err != nil {
@@ -165,6 +175,9 @@ func renderKrew(src []byte, tag, dist string, keep []string) ([]byte, error) {
 		if uri := scalar(lookup(p, "uri")); missing[path.Base(uri)] {
 			return nil, fmt.Errorf("%s: no archive %s in %s", plat, path.Base(uri), dist)
 		}
+		if err := checkKrewFiles(p, osName); err != nil {
+			return nil, fmt.Errorf("%s: %w", plat, err)
+		}
 		kept = append(kept, p)
 	}
 	for _, p := range keep {
@@ -183,6 +196,35 @@ func renderKrew(src []byte, tag, dist string, keep []string) ([]byte, error) {
 		return nil, err
 	}
 	return out.Bytes(), nil
+}
+
+// checkKrewFiles holds a platform of the krew manifest to the archive
+// archiveCmd writes for goos: its files: list copies exactly
+// pluginFiles(goos), by name, into the plugin's folder, and its bin is the
+// plugin. krew installs what files: names and nothing else of the archive,
+// so a file the list misses (the completion script) never reaches the
+// user, and one the archive lacks fails the install.
+func checkKrewFiles(p *yaml.Node, goos string) error {
+	want := pluginFiles(goos)
+	if bin := scalar(lookup(p, "bin")); bin != want[0] {
+		return fmt.Errorf("bin is %q, want %q", bin, want[0])
+	}
+	files := lookup(p, "files")
+	if files == nil || files.Kind != yaml.SequenceNode {
+		return fmt.Errorf("no files: list (want %s)", strings.Join(want, ", "))
+	}
+	var got []string
+	for _, f := range files.Content {
+		from, to := scalar(lookup(f, "from")), scalar(lookup(f, "to"))
+		if to != "." {
+			return fmt.Errorf("files: %s goes to %q, want \".\" (next to the plugin)", from, to)
+		}
+		got = append(got, from)
+	}
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("files: copies %v, the archive holds %v", got, want)
+	}
+	return nil
 }
 
 // lookup returns the value of key in a mapping node, or nil.
@@ -303,8 +345,8 @@ type binary struct {
 	info *debug.BuildInfo
 }
 
-// readBinaries reads the build information of a Go binary, or of every
-// regular file in a .tar.gz.
+// readBinaries reads the build information of a Go binary, or of the
+// plugin's binary in a plugin archive (its other files are no Go binaries).
 func readBinaries(name string) ([]binary, error) {
 	if !strings.HasSuffix(name, ".tar.gz") {
 		info, err := buildinfo.ReadFile(name)
@@ -332,7 +374,7 @@ func readBinaries(name string) ([]binary, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		if h.Typeflag != tar.TypeReg {
+		if h.Typeflag != tar.TypeReg || h.Name != pluginBinary && h.Name != pluginBinary+".exe" {
 			continue
 		}
 		b, err := io.ReadAll(tr)
@@ -346,7 +388,7 @@ func readBinaries(name string) ([]binary, error) {
 		out = append(out, binary{name: strings.TrimSuffix(filepath.Base(name), ".tar.gz") + "/" + h.Name, info: info})
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s holds no file", name)
+		return nil, fmt.Errorf("%s holds no %s", name, pluginBinary)
 	}
 	return out, nil
 }

@@ -1,9 +1,15 @@
 package main
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +43,10 @@ func TestRenderKrew(t *testing.T) {
 				URI    string `json:"uri"`
 				Sha256 string `json:"sha256"`
 				Bin    string `json:"bin"`
+				Files  []struct {
+					From string `json:"from"`
+					To   string `json:"to"`
+				} `json:"files"`
 			} `json:"platforms"`
 		} `json:"spec"`
 	}
@@ -46,13 +56,28 @@ func TestRenderKrew(t *testing.T) {
 	if m.Spec.Version != "v1.2.3" || len(m.Spec.Platforms) != 2 {
 		t.Fatalf("version %q, %d platforms; want v1.2.3 and 2:\n%s", m.Spec.Version, len(m.Spec.Platforms), out)
 	}
-	for i, want := range []struct{ uri, body, bin string }{
-		{"https://github.com/flightfeed/flightfeed/releases/download/v1.2.3/kubectl-flightfeed_linux_amd64.tar.gz", "linux", "kubectl-flightfeed"},
-		{"https://github.com/flightfeed/flightfeed/releases/download/v1.2.3/kubectl-flightfeed_windows_arm64.tar.gz", "windows", "kubectl-flightfeed.exe"},
+	for i, want := range []struct {
+		uri, body, bin string
+		files          []string
+	}{
+		{"https://github.com/flightfeed/flightfeed/releases/download/v1.2.3/kubectl-flightfeed_linux_amd64.tar.gz", "linux", "kubectl-flightfeed",
+			[]string{"kubectl-flightfeed", "kubectl_complete-flightfeed", "LICENSE"}},
+		{"https://github.com/flightfeed/flightfeed/releases/download/v1.2.3/kubectl-flightfeed_windows_arm64.tar.gz", "windows", "kubectl-flightfeed.exe",
+			[]string{"kubectl-flightfeed.exe", "LICENSE"}},
 	} {
 		p := m.Spec.Platforms[i]
 		if p.URI != want.uri || p.Sha256 != sha256Hex([]byte(want.body)) || p.Bin != want.bin {
 			t.Errorf("platform %d: %+v, want %s with the sha256 of %q", i, p, want.uri, want.body)
+		}
+		var files []string
+		for _, f := range p.Files {
+			if f.To != "." {
+				t.Errorf("platform %d: files: %s goes to %q", i, f.From, f.To)
+			}
+			files = append(files, f.From)
+		}
+		if !slices.Equal(files, want.files) {
+			t.Errorf("platform %d: files: %v, want %v", i, files, want.files)
 		}
 	}
 	if strings.Contains(string(out), "{{") || strings.Contains(string(out), "krew-release-bot") {
@@ -64,6 +89,93 @@ func TestRenderKrew(t *testing.T) {
 	}
 	if _, err := renderKrew(src, "v1.2.3", dist, []string{"plan9/amd64"}); err == nil {
 		t.Error("a platform the template lacks was accepted")
+	}
+
+	// A template whose platform would not install a file of its archive,
+	// or names one the archive lacks, is refused.
+	const completion = "    - from: kubectl_complete-flightfeed\n      to: .\n"
+	if !strings.Contains(string(src), completion) {
+		t.Fatalf("the template has no files: entry %q", completion)
+	}
+	for what, bad := range map[string]string{
+		"without the completion script": strings.ReplaceAll(string(src), completion, ""),
+		"with the completion script on windows": strings.ReplaceAll(string(src), "    - from: kubectl-flightfeed.exe\n      to: .\n",
+			"    - from: kubectl-flightfeed.exe\n      to: .\n"+completion),
+		"without files:": regexp.MustCompile(`(?m)^    files:\n(    - from: .*\n      to: .*\n)+`).ReplaceAllString(string(src), ""),
+	} {
+		if _, err := renderKrew([]byte(bad), "v1.2.3", dist, []string{"linux/amd64", "windows/arm64"}); err == nil || !strings.Contains(err.Error(), "files:") {
+			t.Errorf("a template %s: err = %v, want its files: refused", what, err)
+		}
+	}
+}
+
+// The plugin's archive holds the plugin, on linux and darwin its completion
+// script for kubectl (executable, running the plugin's __complete), and the
+// LICENSE; the same files make the same bytes.
+func TestPluginArchive(t *testing.T) {
+	script, err := os.ReadFile("../../cmd/kubectl-flightfeed/" + completionScript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)\A#!/bin/sh\n(#.*\n)*exec kubectl-flightfeed __complete "\$@"\n\z`).Match(script) {
+		t.Errorf("%s does not run kubectl-flightfeed __complete with its arguments:\n%s", completionScript, script)
+	}
+	bodies := map[string][]byte{"kubectl-flightfeed": []byte("ELF"), "kubectl-flightfeed.exe": []byte("MZ"), completionScript: script, "LICENSE": []byte("Apache")}
+	read := func(name string) ([]byte, error) { return bodies[name], nil }
+	type entry struct {
+		name string
+		mode int64
+	}
+	for goos, want := range map[string][]entry{
+		"linux":   {{"kubectl-flightfeed", 0o755}, {completionScript, 0o755}, {"LICENSE", 0o644}},
+		"darwin":  {{"kubectl-flightfeed", 0o755}, {completionScript, 0o755}, {"LICENSE", 0o644}},
+		"windows": {{"kubectl-flightfeed.exe", 0o755}, {"LICENSE", 0o644}},
+	} {
+		var a, b bytes.Buffer
+		if err := writePluginArchive(&a, goos, read); err != nil {
+			t.Fatal(err)
+		}
+		if err := writePluginArchive(&b, goos, read); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a.Bytes(), b.Bytes()) {
+			t.Errorf("%s: two archives of the same files differ", goos)
+		}
+		zr, err := gzip.NewReader(&a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []entry
+		tr := tar.NewReader(zr)
+		for {
+			h, err := tr.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Typeflag != tar.TypeReg || !bytes.Equal(body, bodies[h.Name]) {
+				t.Errorf("%s: %s is not the file given", goos, h.Name)
+			}
+			got = append(got, entry{h.Name, h.Mode})
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: the archive holds %v, want %v", goos, got, want)
+		}
+	}
+	// A missing file fails the archive instead of leaving it out.
+	if err := writePluginArchive(io.Discard, "linux", func(name string) ([]byte, error) {
+		if name == completionScript {
+			return nil, os.ErrNotExist
+		}
+		return bodies[name], nil
+	}); err == nil || !strings.Contains(err.Error(), completionScript) {
+		t.Errorf("an archive without its completion script: err = %v", err)
 	}
 }
 

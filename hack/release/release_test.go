@@ -12,6 +12,7 @@ import (
 	"errors"
 	"io"
 	"log"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -165,15 +166,35 @@ func TestReleaseVersionsAgree(t *testing.T) {
 		if line := strings.TrimSpace(string(readFile(t, filepath.Join(dist, archiveName+".sha256")))); line != sha256Hex(archive)+"  "+archiveName {
 			t.Errorf("%s.sha256 is %q, the archive's sha256 is %s", archiveName, line, sha256Hex(archive))
 		}
-		files := untar(t, gunzip(t, archive))
-		exe := "kubectl-flightfeed"
-		if runtime.GOOS == "windows" {
-			exe += ".exe"
+		// The plugin, its completion script for kubectl (not on
+		// windows), the LICENSE; executables executable.
+		files, modes := untar(t, gunzip(t, archive)), tarModes(t, gunzip(t, archive))
+		want := pluginFiles(runtime.GOOS)
+		var got []string
+		for name := range files {
+			got = append(got, name)
 		}
-		if len(files) != 1 || files[exe] == nil {
-			t.Fatalf("%s holds %d files, want %s alone", archiveName, len(files), exe)
+		sort.Strings(got)
+		if sorted := slices.Sorted(slices.Values(want)); !slices.Equal(got, sorted) {
+			t.Fatalf("%s holds %v, want %v", archiveName, got, sorted)
 		}
-		bin := writeExecutable(t, files[exe])
+		for _, name := range want {
+			if wantMode := int64(0o755); name != "LICENSE" && modes[name] != wantMode {
+				t.Errorf("%s: %s has mode %o, want %o", archiveName, name, modes[name], wantMode)
+			}
+		}
+		if runtime.GOOS != "windows" {
+			if !slices.Contains(want, "kubectl_complete-flightfeed") {
+				t.Errorf("%s lacks kubectl_complete-flightfeed", archiveName)
+			}
+			if script := readFile(t, filepath.Join(root, "cmd/kubectl-flightfeed/kubectl_complete-flightfeed")); !bytes.Equal(files["kubectl_complete-flightfeed"], script) {
+				t.Errorf("%s's kubectl_complete-flightfeed is not cmd/kubectl-flightfeed's:\n%s", archiveName, files["kubectl_complete-flightfeed"])
+			}
+		}
+		if !bytes.Equal(files["LICENSE"], readFile(t, filepath.Join(root, "LICENSE"))) {
+			t.Errorf("%s's LICENSE is not the repository's", archiveName)
+		}
+		bin := writeExecutable(t, files[want[0]])
 		runVersion(t, archiveName, bin, version, commit)
 	})
 
@@ -186,6 +207,7 @@ func TestReleaseVersionsAgree(t *testing.T) {
 					URI      string                                  `json:"uri"`
 					Sha256   string                                  `json:"sha256"`
 					Bin      string                                  `json:"bin"`
+					Files    []struct{ From, To string }             `json:"files"`
 				}
 			}
 		}
@@ -206,6 +228,16 @@ func TestReleaseVersionsAgree(t *testing.T) {
 		if sum := sha256Hex(readFile(t, filepath.Join(dist, archiveName))); p.Sha256 != sum {
 			t.Errorf("the krew manifest's sha256 is %q, %s's is %s", p.Sha256, archiveName, sum)
 		}
+		// krew installs what files: names: every file of the archive, the
+		// completion script included.
+		var installed []string
+		for _, f := range p.Files {
+			installed = append(installed, f.From)
+		}
+		inArchive := slices.Sorted(maps.Keys(untar(t, gunzip(t, readFile(t, filepath.Join(dist, archiveName))))))
+		if slices.Sort(installed); !slices.Equal(installed, inArchive) || p.Bin != pluginFiles(runtime.GOOS)[0] {
+			t.Errorf("the krew manifest installs %v (bin %s) of %s, which holds %v", installed, p.Bin, archiveName, inArchive)
+		}
 	})
 
 	t.Run("SBOM", func(t *testing.T) {
@@ -223,24 +255,22 @@ func TestReleaseVersionsAgree(t *testing.T) {
 		// Every module the plugin's binary links is listed (the image's
 		// binary was checked by the same code above: the SBOM reads both).
 		files := untar(t, gunzip(t, readFile(t, filepath.Join(dist, archiveName))))
-		for _, b := range files {
-			info, err := buildinfo.Read(bytes.NewReader(b))
-			if err != nil {
-				t.Fatal(err)
+		info, err := buildinfo.Read(bytes.NewReader(files[pluginFiles(runtime.GOOS)[0]]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !have[purl("stdlib", strings.TrimPrefix(info.GoVersion, "go"))] {
+			t.Errorf("the SBOM lacks the standard library %s", info.GoVersion)
+		}
+		if len(info.Deps) < 50 {
+			t.Fatalf("the plugin links only %d modules", len(info.Deps))
+		}
+		for _, d := range info.Deps {
+			if d.Replace != nil {
+				d = d.Replace
 			}
-			if !have[purl("stdlib", strings.TrimPrefix(info.GoVersion, "go"))] {
-				t.Errorf("the SBOM lacks the standard library %s", info.GoVersion)
-			}
-			if len(info.Deps) < 50 {
-				t.Fatalf("the plugin links only %d modules", len(info.Deps))
-			}
-			for _, d := range info.Deps {
-				if d.Replace != nil {
-					d = d.Replace
-				}
-				if !have[purl(d.Path, d.Version)] {
-					t.Errorf("the SBOM lacks %s %s", d.Path, d.Version)
-				}
+			if !have[purl(d.Path, d.Version)] {
+				t.Errorf("the SBOM lacks %s %s", d.Path, d.Version)
 			}
 		}
 	})
@@ -393,6 +423,25 @@ func untar(t *testing.T, b []byte) map[string][]byte {
 			t.Fatal(err)
 		}
 		files[strings.TrimPrefix(h.Name, "./")] = body
+	}
+}
+
+// tarModes returns a tar's regular files' modes by name.
+func tarModes(t *testing.T, b []byte) map[string]int64 {
+	t.Helper()
+	modes := map[string]int64{}
+	tr := tar.NewReader(bytes.NewReader(b))
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return modes
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			modes[strings.TrimPrefix(h.Name, "./")] = h.Mode
+		}
 	}
 }
 

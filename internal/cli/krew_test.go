@@ -14,6 +14,12 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// krewFile is an entry of a krew platform's files: list.
+type krewFile struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
 // The krew manifest template (hack/krew/flightfeed.yaml), rendered as
 // krew-release-bot renders it (Go templates, TagName, addURIAndSha): it is
 // a valid krew Plugin, it names one archive per platform `make
@@ -56,9 +62,10 @@ func TestKrewManifestMatchesThePluginDist(t *testing.T) {
 				Selector struct {
 					MatchLabels map[string]string `json:"matchLabels"`
 				} `json:"selector"`
-				URI    string `json:"uri"`
-				Sha256 string `json:"sha256"`
-				Bin    string `json:"bin"`
+				URI    string     `json:"uri"`
+				Sha256 string     `json:"sha256"`
+				Bin    string     `json:"bin"`
+				Files  []krewFile `json:"files"`
 			} `json:"platforms"`
 		} `json:"spec"`
 	}
@@ -93,6 +100,11 @@ func TestKrewManifestMatchesThePluginDist(t *testing.T) {
 		}
 		if p.Bin != bin {
 			t.Errorf("%s/%s: bin %q, want %q (the file in the archive)", os, arch, p.Bin, bin)
+		}
+		// krew installs only what files: names; the bin must be among
+		// them (hack/release holds the list to the archive's files).
+		if !slices.Contains(p.Files, krewFile{From: bin, To: "."}) {
+			t.Errorf("%s/%s: files: does not install %s", os, arch, bin)
 		}
 		if len(p.Sha256) != 64 {
 			t.Errorf("%s/%s: no sha256", os, arch)

@@ -99,3 +99,45 @@ func openDefault(t *testing.T, dsn string) *mailbox.Mailbox {
 	t.Cleanup(func() { _ = m.Close() })
 	return m
 }
+
+// A text body column reaches the pump as UTF-8 whatever its character
+// set: a UTF-8 column (utf8mb4, utf8mb3) as its stored bytes, any other
+// (GBK, Latin-1) converted by the server; sizes and the fetch limit count
+// the UTF-8 bytes.
+func TestHeadReadsEveryTextColumnAsUTF8(t *testing.T) {
+	const text = "<MSG>首都 Zürich</MSG>" // 3-byte and 2-byte characters in UTF-8
+	for _, tc := range []struct{ charset, text string }{
+		{"utf8mb4", text},
+		{"utf8mb3", text},
+		{"gbk", "<MSG>首都</MSG>"},
+		{"latin1", "<MSG>Zürich</MSG>"},
+	} {
+		t.Run(tc.charset, func(t *testing.T) {
+			dsn := mailboxtest.NewMailbox(t)
+			db, err := sql.Open("mysql", dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = db.Close() }()
+			if _, err := db.Exec(`ALTER TABLE CMINMSGS MODIFY CMINMSGS_CLOB_MSG LONGTEXT CHARACTER SET ` + tc.charset + ` NOT NULL`); err != nil {
+				t.Fatal(err)
+			}
+			mailboxtest.Write(t, db, mailbox.Inbound{Body: tc.text})
+			m := openDefault(t, dsn)
+			rows, err := m.Head(t.Context(), 10, 1<<20, 1<<20, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) != 1 || string(rows[0].Body) != tc.text || rows[0].Size != int64(len(tc.text)) || rows[0].Truncated {
+				t.Fatalf("rows %+v, want one of %q (%d bytes)", rows, tc.text, len(tc.text))
+			}
+			rows, err = m.Head(t.Context(), 1, 1<<20, 8, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := rows[0]; !r.Truncated || string(r.Body) != tc.text[:8] {
+				t.Fatalf("cut at 8 bytes: truncated %v, body %q, want %q", r.Truncated, r.Body, tc.text[:8])
+			}
+		})
+	}
+}

@@ -107,11 +107,13 @@ func Open(ctx context.Context, dsn string, spec v1alpha1.MailboxSpec, opts ...Op
 	}
 	m := &Mailbox{db: db, validStatus: spec.Inbound.ValidStatus, q: q, bound: b}
 	m.noteExpr = m.noteExpression(ctx, spec.Inbound)
-	if m.binaryBody(ctx, spec.Inbound) {
+	if m.bodyAsStored(ctx, spec.Inbound) {
 		// Converting bytes "USING utf8mb4" replaces every byte that is not
 		// UTF-8 with '?', silently: the decoder must see them (toUTF8
 		// reads a declared GBK, refuses anything else), so a binary body
-		// column is read as it is.
+		// column is read as it is. A UTF-8 column's bytes are already
+		// what the conversion would give: read as stored, they spare the
+		// server a conversion per row in the head's LENGTH and the bodies.
 		m.q.headIDs = strings.Replace(m.q.headIDs, m.q.utf8Body, m.q.rawBody, 1)
 		m.q.bodies = strings.Replace(m.q.bodies, m.q.utf8Body, m.q.rawBody, 1)
 	}
@@ -246,14 +248,23 @@ func quote(name string) (string, error) {
 	return "`" + name + "`", nil
 }
 
-// binaryBody reports whether the body column holds bytes (a BLOB, or text
-// in the binary character set), which information_schema shows as a column
-// without a character set.
-func (m *Mailbox) binaryBody(ctx context.Context, in v1alpha1.InboundTableSpec) bool {
+// bodyAsStored reports whether the body column's bytes are read as they
+// are stored: bytes (a BLOB, or text in the binary character set, which
+// information_schema shows as a column without a character set), or text
+// already in UTF-8 (utf8mb4, or utf8mb3 whose bytes are UTF-8 too). Any
+// other character set (GBK, Latin-1) is converted by the server.
+func (m *Mailbox) bodyAsStored(ctx context.Context, in v1alpha1.InboundTableSpec) bool {
 	var cs sql.NullString
 	err := m.db.QueryRowContext(ctx, `SELECT CHARACTER_SET_NAME FROM information_schema.COLUMNS
 		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?`, in.Table, in.BodyColumn).Scan(&cs)
-	return err == nil && (!cs.Valid || cs.String == "binary")
+	if err != nil {
+		return false
+	}
+	switch cs.String {
+	case "", "binary", "utf8mb4", "utf8mb3", "utf8":
+		return true
+	}
+	return false
 }
 
 func buildQueries(spec v1alpha1.MailboxSpec) (queries, error) {

@@ -95,6 +95,10 @@ type options struct {
 	// SVG file.
 	sweep []int
 	chart string
+	// baseline is a second binary drained against bin round by round
+	// (compare.go), rounds how many rounds.
+	baseline string
+	rounds   int
 }
 
 func main() {
@@ -115,6 +119,8 @@ func main() {
 	flag.StringVar(&sweepCounts, "sweep", "", "flight counts of a RESP sweep, each on fresh databases (e.g. 500,1000,2000,4000,6000,8000,9999): a Markdown table of time against flights")
 	flag.StringVar(&o.chart, "chart", "", "with -sweep: write the sweep as an SVG chart to this file")
 	flag.BoolVar(&o.keep, "keep", false, "keep the databases and the pump logs (their names are printed)")
+	flag.StringVar(&o.baseline, "baseline", "", "a baseline flightfeed binary (e.g. the previous release's, hack/bench/baseline.sh): instead of the full run, drain the first backlog with it and with -bin in alternation, fresh databases each, and print the medians and their ratios")
+	flag.IntVar(&o.rounds, "rounds", 3, "with -baseline: rounds, each draining once with each binary (the order alternates)")
 	flag.Parse()
 	var err error
 	if o.backlogs, err = counts("-backlogs", backlogs); err != nil {
@@ -183,6 +189,9 @@ func run(ctx context.Context, o options) error {
 	}
 	fmt.Printf("pgbench -c 1 -j 1 -T %.0f: %.0f TPS (default TPC-B-like script), %.0f TPS with -N\n",
 		o.pgbench.Seconds(), tps.tpcb, tps.noUpdates)
+	if o.baseline != "" {
+		return compare(ctx, o, tps)
+	}
 
 	// The 2,000-flight day and its backlogs, then the latency run on it.
 	f, err := newFeed(ctx, o, "main")
@@ -199,7 +208,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	for _, n := range o.backlogs {
-		if err := f.backlog(ctx, n, empty, tps); err != nil {
+		if _, err := f.backlog(ctx, n, empty, tps); err != nil {
 			return err
 		}
 	}
@@ -426,35 +435,35 @@ func (f *feed) resp(ctx context.Context, n int, empty result) (result, error) {
 }
 
 // backlog puts n FLOPs over the day's flights and drains them.
-func (f *feed) backlog(ctx context.Context, n int, empty result, tps pgbenchRates) error {
+func (f *feed) backlog(ctx context.Context, n int, empty result, tps pgbenchRates) (drainFigures, error) {
 	msgs := simulate.Backlog(f.opts(f.o.flights), n)
 	f.seqn += n
 	var first int64
 	if err := f.mbox.QueryRowContext(ctx, "SELECT COALESCE(MAX(CMINMSGS_ID), 0) + 1 FROM CMINMSGS").Scan(&first); err != nil {
-		return err
+		return drainFigures{}, err
 	}
 	if err := f.put(ctx, msgs); err != nil {
-		return err
+		return drainFigures{}, err
 	}
 	r, err := f.drain(ctx, fmt.Sprintf("backlog%d", n))
 	if err != nil {
-		return err
+		return drainFigures{}, err
 	}
 	var ok int
 	var firstDone, lastDone time.Time
 	if err := f.mbox.QueryRowContext(ctx, `SELECT COUNT(*), MIN(CMINMSGS_DATE_PROCESSED), MAX(CMINMSGS_DATE_PROCESSED)
 		FROM CMINMSGS WHERE CMINMSGS_ID >= ? AND CMINMSGS_PROC_RESULT = 'SUCCEEDED'`, first).Scan(&ok, &firstDone, &lastDone); err != nil {
-		return err
+		return drainFigures{}, err
 	}
 	if ok != n {
-		return fmt.Errorf("backlog of %d: %d rows SUCCEEDED", n, ok)
+		return drainFigures{}, fmt.Errorf("backlog of %d: %d rows SUCCEEDED", n, ok)
 	}
 	k, err := f.readKafka(ctx, 0, n)
 	if err != nil {
-		return err
+		return drainFigures{}, err
 	}
 	if k.notice < n {
-		return fmt.Errorf("backlog of %d: %d notices in Kafka", n, k.notice)
+		return drainFigures{}, fmt.Errorf("backlog of %d: %d notices in Kafka", n, k.notice)
 	}
 	took := r.took - empty.took
 	rate := float64(n) / took.Seconds()
@@ -463,11 +472,24 @@ func (f *feed) backlog(ctx context.Context, n int, empty result, tps pgbenchRate
 	fmt.Printf("  %s; %.0f µs CPU a message, all processes (less the empty drain's CPU)\n", r.cpu, (r.cpuTotal-empty.cpuTotal).Seconds()*1e6/float64(n))
 	fmt.Println(cpuTable(r.procs, empty.procs, n))
 	fmt.Printf("  %s\n", r.wal.line(n))
+	fmt.Printf("  %s\n", r.wal.relationsLine(n))
 	fmt.Printf("  %s\n", countersLine(r.before, r.after, n, r.statements))
 	if r.profile != "" {
 		fmt.Println(profileTop(ctx, f.o.bin, r.profile))
 	}
-	return nil
+	d := r.procs.sub(empty.procs)
+	perMsg := func(t time.Duration) float64 { return float64(t.Microseconds()) / float64(n) }
+	return drainFigures{rate: rate, all: (r.cpuTotal - empty.cpuTotal).Seconds() * 1e6 / float64(n),
+		pump: perMsg(d.pump), feedPG: perMsg(d.feedPG), feedMy: perMsg(d.feedMy),
+		walRecords: float64(r.wal.mine) / float64(n), walBytes: float64(r.wal.mineBytes) / float64(n)}, nil
+}
+
+// drainFigures are a backlog drain's figures per message: its rate, CPU
+// µs of all processes and of the pump, the feed's PostgreSQL backends and
+// the mailbox's MariaDB threads, and the feed database's WAL.
+type drainFigures struct {
+	rate, all, pump, feedPG, feedMy float64
+	walRecords, walBytes            float64
 }
 
 // put writes messages to the inbound table, DATE_RECEIVED now plus 1 µs a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -32,6 +33,8 @@ type walProbe struct {
 	err            error
 	// after the drain: the server's counters, and this database's records
 	mine, mineBytes, mineFPI, mineFPIBytes int64
+	// relations is where this database's records went, most first.
+	relations []walRelation
 }
 
 func (f *feed) startWAL(ctx context.Context) *walProbe {
@@ -77,6 +80,48 @@ func (p *walProbe) finish(ctx context.Context) {
 		p.startLSN, fmt.Sprintf("%%/%d/%%", p.dbOID)).
 		Scan(&records, &bytes, &intents, &p.mine, &p.mineBytes, &p.mineFPI, &p.mineFPIBytes)
 	p.records, p.bytes, p.intents = records-p.records, bytes-p.bytes, intents-p.intents
+	if p.err != nil {
+		return
+	}
+	// Where the records went: by the relation (table or index) of their
+	// first block reference, this database's only.
+	rows, err := p.conn.Query(ctx, `
+		SELECT coalesce(c.relname, 'relfilenode ' || x.rel), count(*), sum(x.record_length)::bigint
+		FROM (SELECT substring(block_ref from 'rel [0-9]+/[0-9]+/([0-9]+)') AS rel, record_length
+			FROM pg_get_wal_records_info($1::pg_lsn, pg_current_wal_flush_lsn()) WHERE block_ref LIKE $2) x
+		LEFT JOIN pg_class c ON c.relfilenode::text = x.rel
+		GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 12`, p.startLSN, fmt.Sprintf("%%/%d/%%", p.dbOID))
+	if err != nil {
+		p.err = err
+		return
+	}
+	for rows.Next() {
+		var r walRelation
+		if err := rows.Scan(&r.name, &r.records, &r.bytes); err != nil {
+			p.err = err
+			return
+		}
+		p.relations = append(p.relations, r)
+	}
+	p.err = rows.Err()
+}
+
+// walRelation is the WAL one relation's blocks took during a drain.
+type walRelation struct {
+	name           string
+	records, bytes int64
+}
+
+// relationsLine says per message which relations the WAL records went to.
+func (p *walProbe) relationsLine(n int) string {
+	if p.err != nil || len(p.relations) == 0 {
+		return "WAL by relation: not measured"
+	}
+	parts := make([]string, len(p.relations))
+	for i, r := range p.relations {
+		parts[i] = fmt.Sprintf("%s %.2f (%.0f B)", r.name, float64(r.records)/float64(n), float64(r.bytes)/float64(n))
+	}
+	return "WAL records per message by relation: " + strings.Join(parts, ", ")
 }
 
 // line says what the drain of n messages wrote, per message.

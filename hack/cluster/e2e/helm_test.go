@@ -839,9 +839,9 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 
 	// 5b. A person with no Secret reaches pek's read API through the API
 	// server's service proxy (the real Service, endpoints and pods):
-	// dead and parked list what --config lists from the database.
+	// dead, parked, history and verify print what --config prints.
 	s.checkOperationsThroughTheAPIServer(pek)
-	timing("dead and parked through the API server's service proxy")
+	timing("dead, parked, history and verify through the API server's service proxy")
 
 	// 6. helm uninstall: the operator goes; the CRDs stay (crds.keep), with
 	// the FlightFeeds, their FlightFeedDays and the data.
@@ -915,12 +915,13 @@ func ledgerVersions(t *testing.T, ledger string) string {
 	return strings.Join(out, " ")
 }
 
-// checkOperationsThroughTheAPIServer runs `flightfeed dead` and `parked`
-// with --feed as a person (the admin kubeconfig impersonating a user) who
-// may get the FlightFeed, use services/proxy of the feed's pump Service and
-// make tokens for the ServiceAccount ops, which is bound to the chart's
-// operations ClusterRole: nothing else, no Secret. Their output equals the
-// database's (--config).
+// checkOperationsThroughTheAPIServer runs `flightfeed dead`, `parked`,
+// `history` and `verify` with --feed as a person (the admin kubeconfig
+// impersonating a user) who may get the FlightFeed, use services/proxy of
+// the feed's pump Service and make tokens for the ServiceAccount ops,
+// which is bound to the chart's operations ClusterRole and a Role granting
+// get flightfeeds/flights: nothing else, no Secret. Their output equals
+// the database's (--config); history and verify are logged as transcripts.
 func (s *suite) checkOperationsThroughTheAPIServer(f *feedWorld) {
 	t := s.t
 	ctx := t.Context()
@@ -931,6 +932,15 @@ func (s *suite) checkOperationsThroughTheAPIServer(f *feedWorld) {
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ops", Namespace: ns},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "ops"}},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: s.release + "-flightfeed-operations"}},
+		// The chart's operations role covers dead, parked, replays and
+		// verifications; a flight's history is read with the flights'
+		// permission, which the chart leaves to each site's own Role.
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "ops-flights", Namespace: ns}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"flightfeed.aero"}, Resources: []string{"flightfeeds/flights"}, Verbs: []string{"get"}},
+		}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ops-flights", Namespace: ns},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "ops"}},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "ops-flights"}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: person, Namespace: ns}, Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{"flightfeed.aero"}, Resources: []string{"flightfeeds"}, Verbs: []string{"get"}},
 			// The proxy's name is the URL's, scheme and port included.
@@ -957,8 +967,15 @@ func (s *suite) checkOperationsThroughTheAPIServer(f *feedWorld) {
 	if err := kubetest.Client(t, cfg).Get(ctx, types.NamespacedName{Namespace: ns, Name: f.key.Name + "-db"}, &corev1.Secret{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("the person reads the feed's database Secret: %v", err)
 	}
-	for _, args := range [][]string{{"dead", "-o", "json"}, {"dead"}, {"parked"}} {
+	// A day of the ledger and a flight of it: its history, and the day
+	// verified in a pump pod (the rebuild runs there), print what the
+	// database says (--config) and what a workstation's verify prints.
+	day, flid := ledgerDayAndFlight(t, f)
+	for _, args := range [][]string{{"dead", "-o", "json"}, {"dead"}, {"parked"}, {"history", flid}, {"verify", "--day", day}} {
 		want := f.Run(args[0], args[1:]...)
+		if args[0] == "history" || args[0] == "verify" {
+			t.Logf("%s (--config):\n%s", strings.Join(args, " "), want)
+		}
 		var got string
 		await.EventuallyEvery(t, strings.Join(args, " ")+" through the service proxy", waitLong, clusterPoll, func() (bool, string) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -974,4 +991,25 @@ func (s *suite) checkOperationsThroughTheAPIServer(f *feedWorld) {
 			t.Errorf("%v through the service proxy:\n%s\nfrom the database:\n%s", args, got, want)
 		}
 	}
+}
+
+// ledgerDayAndFlight is the first day of f's ledger and the first flight
+// of that day.
+func ledgerDayAndFlight(t *testing.T, f *feedWorld) (day, flid string) {
+	t.Helper()
+	var d struct {
+		Day string `json:"day"`
+	}
+	first, _, _ := strings.Cut(f.Run("ledger"), "\n")
+	if err := json.Unmarshal([]byte(first), &d); err != nil || d.Day == "" {
+		t.Fatalf("ledger of %s: %q (%v)", f.key, first, err)
+	}
+	var fl struct {
+		FLID json.RawMessage `json:"FLID"`
+	}
+	first, _, _ = strings.Cut(f.Run("export", "--day", d.Day), "\n")
+	if err := json.Unmarshal([]byte(first), &fl); err != nil || len(fl.FLID) == 0 {
+		t.Fatalf("export of %s %s: %q (%v)", f.key, d.Day, first, err)
+	}
+	return d.Day, strings.Trim(string(fl.FLID), `"`)
 }

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// compare drains the same backlog with the baseline binary and with the
+// binary under test (-baseline, -bin), round by round on fresh databases,
+// the order alternating so that neither always runs on the warmer or
+// the busier machine: each round is a 2,000-flight RESP, then the first
+// -backlogs size of FLOPs. It prints every drain, then the medians of
+// each binary and their ratios (binary under test / baseline): what a
+// change costs, measured in one run on one machine.
+func compare(ctx context.Context, o options, tps pgbenchRates) error {
+	base, err := filepath.Abs(o.baseline)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(base); err != nil {
+		return fmt.Errorf("-baseline %s: %w (hack/bench/baseline.sh builds one)", base, err)
+	}
+	if len(o.backlogs) == 0 {
+		return fmt.Errorf("-baseline needs a backlog size (-backlogs)")
+	}
+	if o.rounds < 1 {
+		return fmt.Errorf("-rounds %d: at least 1", o.rounds)
+	}
+	n := o.backlogs[0]
+	fmt.Printf("compare: %d rounds of a %d-flight RESP then %d FLOPs; baseline %s, under test %s\n", o.rounds, o.flights, n, base, o.bin)
+	bins := map[string]string{"baseline": base, "test": o.bin}
+	got := map[string][]drainFigures{}
+	for r := 1; r <= o.rounds; r++ {
+		order := []string{"baseline", "test"}
+		if r%2 == 0 {
+			order = []string{"test", "baseline"}
+		}
+		for _, which := range order {
+			fo := o
+			fo.bin = bins[which]
+			fmt.Printf("-- round %d, %s\n", r, which)
+			d, err := compareDrain(ctx, fo, fmt.Sprintf("cmp%d%s", r, which[:1]), n, tps)
+			if err != nil {
+				return fmt.Errorf("round %d, %s: %w", r, which, err)
+			}
+			got[which] = append(got[which], d)
+		}
+	}
+	b, t := medianFigures(got["baseline"]), medianFigures(got["test"])
+	fmt.Printf("medians of %d rounds, %d FLOPs:    %10s %10s %10s %10s %10s %10s %10s\n", o.rounds, n,
+		"msgs/s", "µs all", "µs pump", "µs feed db", "µs mailbox", "WAL rec", "WAL bytes")
+	row := func(name string, d drainFigures) {
+		fmt.Printf("  %-32s %10.0f %10.1f %10.1f %10.1f %10.1f %10.2f %10.0f\n", name, d.rate, d.all, d.pump, d.feedPG, d.feedMy, d.walRecords, d.walBytes)
+	}
+	row("baseline", b)
+	row("under test", t)
+	ratio := func(x, y float64) float64 {
+		if y == 0 {
+			return 0
+		}
+		return x / y
+	}
+	fmt.Printf("  %-32s %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f\n", "ratio (under test / baseline)",
+		ratio(t.rate, b.rate), ratio(t.all, b.all), ratio(t.pump, b.pump), ratio(t.feedPG, b.feedPG), ratio(t.feedMy, b.feedMy),
+		ratio(t.walRecords, b.walRecords), ratio(t.walBytes, b.walBytes))
+	return nil
+}
+
+// compareDrain is one round's drain with o.bin on fresh databases.
+func compareDrain(ctx context.Context, o options, name string, n int, tps pgbenchRates) (drainFigures, error) {
+	f, err := newFeed(ctx, o, name)
+	if err != nil {
+		return drainFigures{}, err
+	}
+	defer f.close(ctx)
+	empty, err := f.drain(ctx, "empty")
+	if err != nil {
+		return drainFigures{}, err
+	}
+	if _, err := f.resp(ctx, o.flights, empty); err != nil {
+		return drainFigures{}, err
+	}
+	return f.backlog(ctx, n, empty, tps)
+}
+
+// medianFigures is each figure's median over the rounds (each figure on
+// its own: the median rate and the median CPU may come from different
+// rounds).
+func medianFigures(ds []drainFigures) drainFigures {
+	med := func(get func(drainFigures) float64) float64 {
+		v := make([]float64, len(ds))
+		for i, d := range ds {
+			v[i] = get(d)
+		}
+		slices.Sort(v)
+		if len(v) == 0 {
+			return 0
+		}
+		if len(v)%2 == 1 {
+			return v[len(v)/2]
+		}
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	return drainFigures{
+		rate:       med(func(d drainFigures) float64 { return d.rate }),
+		all:        med(func(d drainFigures) float64 { return d.all }),
+		pump:       med(func(d drainFigures) float64 { return d.pump }),
+		feedPG:     med(func(d drainFigures) float64 { return d.feedPG }),
+		feedMy:     med(func(d drainFigures) float64 { return d.feedMy }),
+		walRecords: med(func(d drainFigures) float64 { return d.walRecords }),
+		walBytes:   med(func(d drainFigures) float64 { return d.walBytes }),
+	}
+}
