@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // TestReadmeIsAFrontDoor: the README fits on a screen or two,
@@ -143,15 +144,15 @@ func anchors(t *testing.T, path string) map[string]bool {
 	return out
 }
 
-// anchor is GitHub's anchor of a heading: lower case, punctuation other
-// than '-' and '_' dropped, spaces to '-'.
+// anchor is GitHub's anchor of a heading: lower case, punctuation and
+// symbols other than '-' and '_' dropped (an arrow, a dash), spaces to '-'.
 func anchor(heading string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(heading) {
 		switch {
 		case r == ' ':
 			b.WriteRune('-')
-		case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r):
 			b.WriteRune(r)
 		}
 	}

@@ -812,7 +812,8 @@ const DefaultPumpReplicas = 2
 // are listed there, every day of the ledger has its FlightFeedDay.
 const MaxStatusDays = 31
 
-// FlightFeedStatus is written only by the replica holding the feed's Lease.
+// FlightFeedStatus is written by the pump pod holding the feed's Lease,
+// except pumpPods, which the operator writes.
 type FlightFeedStatus struct {
 	// ObservedGeneration is the spec generation this status describes.
 	// +optional

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -206,28 +207,30 @@ func openRead(ctx context.Context, dsn string, loc *time.Location, dbTLS *tls.Co
 // Handler routes the API. A request without a bearer token is refused
 // whatever its path; the feed routes authorize the token for their feed.
 func (a *ReadAPI) Handler() http.Handler {
-	mux := http.NewServeMux()
-	for _, rt := range []struct {
-		pattern string
-		h       http.HandlerFunc
-	}{
-		{patternFlights, a.authorized(ReadFlights, a.limited(a.list))},
-		{patternFlight, a.authorized(ReadFlights, a.limited(a.one))},
-		{patternHistory, a.authorized(ReadFlights, a.limited(a.history))},
-		{patternRefLists, a.authorized(ReadFlights, a.limited(a.refLists))},
-		{patternRefRecords, a.authorized(ReadFlights, a.limited(a.refRecords))},
-		{patternRefRecord, a.authorized(ReadFlights, a.limited(a.refRecord))},
-		{patternDead, a.authorized(ReadMessages, a.limited(a.dead))},
-		{patternParked, a.authorized(ReadMessages, a.limited(a.parked))},
-		{patternRedeliver, a.authorized(CreateReplays, a.limited(a.redeliver))},
-		{patternReplays, a.authorized(CreateReplays, a.limited(a.requestReplay))},
-		{patternReplay, a.authorized(ReadReplays, a.limited(a.replay))},
-		{patternRerequest, a.authorized(CreateReplays, a.limited(a.rerequest))},
+	handlers := map[string]http.HandlerFunc{
+		patternFlights:    a.limited(a.list),
+		patternFlight:     a.limited(a.one),
+		patternHistory:    a.limited(a.history),
+		patternRefLists:   a.limited(a.refLists),
+		patternRefRecords: a.limited(a.refRecords),
+		patternRefRecord:  a.limited(a.refRecord),
+		patternDead:       a.limited(a.dead),
+		patternParked:     a.limited(a.parked),
+		patternRedeliver:  a.limited(a.redeliver),
+		patternReplays:    a.limited(a.requestReplay),
+		patternReplay:     a.limited(a.replay),
+		patternRerequest:  a.limited(a.rerequest),
 		// Not limited: a verification holds its request for minutes, and
 		// is bounded to one per feed itself.
-		{patternVerify, a.authorized(CreateVerifications, a.verifyDay)},
-	} {
-		mux.HandleFunc(rt.pattern, rt.h)
+		patternVerify: a.verifyDay,
+	}
+	mux := http.NewServeMux()
+	for _, rt := range routes {
+		h, ok := handlers[rt.Pattern]
+		if !ok {
+			panic("readapi: no handler for route " + rt.Pattern)
+		}
+		mux.HandleFunc(rt.Pattern, a.authorized(rt.Permission, h))
 	}
 	return a.instrumented(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if BearerToken(r) == "" {
@@ -238,7 +241,7 @@ func (a *ReadAPI) Handler() http.Handler {
 	}))
 }
 
-// The read API's routes, and their route label.
+// The read API's routes.
 const (
 	patternFlights   = "GET /api/v1/feeds/{namespace}/{name}/flights"
 	patternFlight    = "GET /api/v1/feeds/{namespace}/{name}/flights/{flid}"
@@ -260,11 +263,49 @@ const (
 	routeOther = "other"
 )
 
-var routeNames = map[string]string{
-	patternFlights: "flights", patternFlight: "flight", patternHistory: "history", patternDead: "dead", patternParked: "parked",
-	patternRedeliver: "redeliver", patternReplays: "replays", patternReplay: "replay", patternRerequest: "rerequest", patternVerify: "verify",
-	patternRefLists: "ref-lists", patternRefRecords: "ref-records", patternRefRecord: "ref-record",
+// Route is one route of the read API.
+type Route struct {
+	// Pattern is the method and path, as net/http's ServeMux takes it.
+	Pattern string
+	// Label is the route's label on flightfeed_read_api_requests_total and
+	// flightfeed_read_api_request_duration_seconds.
+	Label string
+	// Permission is what the caller's token needs on the feed.
+	Permission Permission
 }
+
+// routes are the read API's routes; Handler serves each.
+var routes = []Route{
+	{patternFlights, "flights", ReadFlights},
+	{patternFlight, "flight", ReadFlights},
+	{patternHistory, "history", ReadFlights},
+	{patternRefLists, "ref-lists", ReadFlights},
+	{patternRefRecords, "ref-records", ReadFlights},
+	{patternRefRecord, "ref-record", ReadFlights},
+	{patternDead, "dead", ReadMessages},
+	{patternParked, "parked", ReadMessages},
+	{patternRedeliver, "redeliver", CreateReplays},
+	{patternReplays, "replays", CreateReplays},
+	{patternReplay, "replay", ReadReplays},
+	{patternRerequest, "rerequest", CreateReplays},
+	{patternVerify, "verify", CreateVerifications},
+}
+
+// Routes returns the read API's routes (the documentation's route table
+// is checked against them).
+func Routes() []Route { return slices.Clone(routes) }
+
+// OtherRoute is the route label of a request that matched no route.
+const OtherRoute = routeOther
+
+// routeNames maps a route's pattern to its label.
+var routeNames = func() map[string]string {
+	m := make(map[string]string, len(routes))
+	for _, rt := range routes {
+		m[rt.Pattern] = rt.Label
+	}
+	return m
+}()
 
 // instrumented counts and times every answer of next by route and status
 // code. The route is the pattern the mux matched (it sets r.Pattern on

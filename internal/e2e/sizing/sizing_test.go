@@ -24,8 +24,8 @@ import (
 	"github.com/flightfeed/flightfeed/internal/testsupport/proctest"
 )
 
-// chartMemoryLimit is the manager's memory limit in the Helm chart's
-// default values.
+// chartMemoryLimit is the pump pods' memory limit in the Helm chart's
+// default values (pump.resources.limits.memory; docs_test.go checks it).
 const chartMemoryLimit = 512 << 20
 
 // fullDayPeakBound is the most resident memory the pump may reach while
