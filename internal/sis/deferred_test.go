@@ -68,6 +68,11 @@ func TestRecordsAreKeptWhenNotDeferred(t *testing.T) {
 	raw := string(sistest.DNLD(20))
 	commented := strings.Replace(raw, "<FLTR>", "<!-- a comment --><FLTR>", 1)
 	adft := strings.Replace(raw, "<STYP>DNLD</STYP>", "<STYP>ADFT</STYP>", 1)
+	// A record directly under MSG, before or after <SCHD>: LoadRecords
+	// finds deferred records by their place inside <SCHD>.
+	outside := "<FLTR><FLID>999</FLID><SODT>09SEP260000</SODT></FLTR>"
+	before := strings.Replace(strings.Replace(raw, "<RECS>20</RECS>", "", 1), "<SCHD>", "<RECS>21</RECS>"+outside+"<SCHD>", 1)
+	after := strings.Replace(strings.Replace(raw, "<RECS>20</RECS>", "<RECS>21</RECS>", 1), "</SCHD>", "</SCHD>"+outside, 1)
 	for name, c := range map[string]struct {
 		raw  string
 		from int
@@ -75,6 +80,8 @@ func TestRecordsAreKeptWhenNotDeferred(t *testing.T) {
 		"smaller than DeferRecordsFrom": {raw, len(raw) + 1},
 		"comment among the records":     {commented, 1},
 		"ADFT":                          {adft, 1},
+		"a record before SCHD":          {before, 1},
+		"a record after SCHD":           {after, 1},
 	} {
 		msg, err := DecodeString(c.raw, Options{DeferRecordsFrom: c.from})
 		if err != nil {
@@ -91,6 +98,16 @@ func TestRecordsAreKeptWhenNotDeferred(t *testing.T) {
 		recs, err := msg.LoadRecords(2, 5)
 		if err != nil || len(recs) != 3 || recs[0].Index != 3 {
 			t.Fatalf("%s: LoadRecords(2, 5) = %d records, %v", name, len(recs), err)
+		}
+		n := len(msg.Records)
+		all, err := msg.LoadRecords(0, n)
+		if err != nil || len(all) != n {
+			t.Fatalf("%s: LoadRecords(0, %d) = %d records, %v", name, n, len(all), err)
+		}
+		for i, r := range all {
+			if r.Index != i+1 {
+				t.Fatalf("%s: record %d has Index %d", name, i+1, r.Index)
+			}
 		}
 	}
 	if _, err := (&Message{Records: make([]Record, 3)}).LoadRecords(2, 4); err == nil {

@@ -119,6 +119,12 @@ func (d *decoder) tryParallelSCHD(st *schdState) bool {
 	if (workers < 2 && !deferring) || (len(input) < parallelMinBytes && !deferring) || d.scan.base != 0 || d.opts.SkipRefusedRecords {
 		return false
 	}
+	// Records directly under MSG before <SCHD>: the chunks would number
+	// theirs from 1 again, and a deferred message finds its records by
+	// their place inside <SCHD>.
+	if len(d.msg.Records) > 0 {
+		return false
+	}
 	pos := d.scan.offset()
 	rest := input[pos:]
 	if strings.Contains(rest, "<!") || strings.Contains(rest, "<?") {
@@ -126,6 +132,12 @@ func (d *decoder) tryParallelSCHD(st *schdState) bool {
 	}
 	end := closingTagIndex(rest, "SCHD")
 	if end < 0 {
+		return false
+	}
+	// Records after </SCHD> would be held in full beside deferred ones
+	// that LoadRecords finds inside <SCHD> only: such a body is not the
+	// plain shape DeferRecordsFrom applies to.
+	if deferring && len(tagStarts(rest[end:], "FLTR")) > 0 {
 		return false
 	}
 	starts := tagStarts(rest[:end], "FLTR")

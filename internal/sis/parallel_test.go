@@ -149,6 +149,41 @@ func TestParallelFallbacksKeepSequentialOutcome(t *testing.T) {
 	}
 }
 
+// Records directly under MSG around <SCHD> are numbered in input order
+// whichever path reads the body: a record before <SCHD> leaves it to the
+// sequential path (the chunks would number theirs from 1 again), one after
+// it is read after the chunks.
+func TestParallelNumbersRecordsOutsideSCHD(t *testing.T) {
+	forceParallel(t)
+	commits := countParallelCommits(t)
+	good := string(sistest.DNLD(12))
+	outside := "<FLTR><FLID>999</FLID><SODT>09SEP260000</SODT></FLTR>"
+	tests := map[string]struct {
+		raw     string
+		commits bool
+	}{
+		"a record before SCHD": {strings.Replace(strings.Replace(good, "<RECS>12</RECS>", "", 1), "<SCHD>", "<RECS>13</RECS>"+outside+"<SCHD>", 1), false},
+		"a record after SCHD":  {strings.Replace(strings.Replace(good, "<RECS>12</RECS>", "<RECS>13</RECS>", 1), "</SCHD>", "</SCHD>"+outside, 1), true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			before := *commits
+			msg, err := assertSameOutcome(t, []byte(tc.raw), 2)
+			if err != nil || len(msg.Records) != 13 {
+				t.Fatalf("want 13 records, got %v", err)
+			}
+			for i, r := range msg.Records {
+				if r.Index != i+1 {
+					t.Fatalf("record %d (FLID %s) has Index %d", i+1, r.FLID, r.Index)
+				}
+			}
+			if got := *commits > before; got != tc.commits {
+				t.Errorf("parallel commit = %v, want %v", got, tc.commits)
+			}
+		})
+	}
+}
+
 func TestSplitChunks(t *testing.T) {
 	starts := []int{0, 10, 20, 30, 40, 50}
 	chunks := splitChunks(starts, 100, 160, 2)
