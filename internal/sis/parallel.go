@@ -180,7 +180,7 @@ func (d *decoder) tryParallelSCHD(st *schdState) bool {
 	}
 	records, ok := mergeChunks(results, len(starts))
 	total := shared.total
-	if !ok || !total.within(d.opts) || !d.crossRecordChecksPass(records, prefix.msg.Recs, st.seenFLIDs) {
+	if !ok || !total.within(d.opts) || !d.crossRecordChecksPass(records, prefix.msg.Recs, st.seenFLIDs != nil) {
 		return false
 	}
 	remainder := newRangeScanner(input, pos+end, len(input), d.scan.open, 0, d.scan.lim, total.scan)
@@ -416,25 +416,22 @@ func mergeChunks(results []chunkResult, total int) ([]Record, bool) {
 
 // crossRecordChecksPass replays the checks the sequential path makes across
 // records (count against RECS, MaxRecs and Options.MaxRecords, duplicate
-// FLIDs); a failure is left to the sequential path to report.
-func (d *decoder) crossRecordChecksPass(records []Record, recs int, seen map[flight.FLID]int) bool {
-	before := len(d.msg.Records)
-	total := before + len(records)
+// FLIDs of a snapshot); a failure is left to the sequential path to report.
+// No record precedes the chunks' (tryParallelSCHD).
+func (d *decoder) crossRecordChecksPass(records []Record, recs int, snapshot bool) bool {
+	total := len(records)
 	if total > MaxRecs || total > d.opts.MaxRecords || (recs >= 0 && total > recs) {
 		return false
 	}
-	if seen == nil {
+	if !snapshot {
 		return true
 	}
-	local := make(map[flight.FLID]struct{}, len(records))
+	seen := make(map[flight.FLID]struct{}, len(records))
 	for _, rec := range records {
 		if _, dup := seen[rec.FLID]; dup {
 			return false
 		}
-		if _, dup := local[rec.FLID]; dup {
-			return false
-		}
-		local[rec.FLID] = struct{}{}
+		seen[rec.FLID] = struct{}{}
 	}
 	return true
 }
