@@ -38,6 +38,10 @@ var referenceOps = map[string]ReferenceOp{
 // aircraft; the message's size and element limits bound it too.
 const MaxReferenceRecords = 100_000
 
+// maxReferenceRecords is the bound referenceBody applies: a variable so
+// that tests reach it with a few records.
+var maxReferenceRecords = MaxReferenceRecords
+
 // Reference is a decoded reference-data message: the operation on the
 // type's list and its records in input order.
 type Reference struct {
@@ -78,8 +82,8 @@ func (d *decoder) referenceBody(kind ReferenceKind) error {
 		case kind.Type:
 			count++
 			path := fmt.Sprintf("MSG/%s[%d]", kind.Type, count)
-			if count > MaxReferenceRecords {
-				return newError(ReasonTooManyRecords, path, "more than %d <%s> records", MaxReferenceRecords, kind.Type)
+			if count > maxReferenceRecords {
+				return newError(ReasonTooManyRecords, path, "more than %d <%s> records", maxReferenceRecords, kind.Type)
 			}
 			d.scan.resetTree()
 			n, err := d.scan.readTree(t, path)
