@@ -113,6 +113,54 @@ func TestRecordsAreKeptWhenNotDeferred(t *testing.T) {
 	if _, err := (&Message{Records: make([]Record, 3)}).LoadRecords(2, 4); err == nil {
 		t.Fatal("LoadRecords beyond the records: no error")
 	}
+	// An empty snapshot is no deferred one.
+	msg, err := DecodeString(string(dnld()), Options{DeferRecordsFrom: 1})
+	if err != nil || msg.Deferred() || len(msg.Records) != 0 {
+		t.Fatalf("empty snapshot: %v, deferred %v", err, msg != nil && msg.Deferred())
+	}
+}
+
+// LoadRecords takes any run lo..hi within the records, an empty one too
+// (none to load), held or deferred alike.
+func TestLoadRecordsEmptyRuns(t *testing.T) {
+	raw := string(sistest.DNLD(20))
+	for _, from := range []int{0, 1} {
+		msg, err := DecodeString(raw, Options{DeferRecordsFrom: from})
+		if err != nil || msg.Deferred() != (from == 1) {
+			t.Fatalf("DeferRecordsFrom %d: %v", from, err)
+		}
+		for _, at := range []int{0, 7, 20} {
+			if recs, err := msg.LoadRecords(at, at); err != nil || len(recs) != 0 {
+				t.Fatalf("DeferRecordsFrom %d: LoadRecords(%d, %d) = %d records, %v", from, at, at, len(recs), err)
+			}
+		}
+		if _, err := msg.LoadRecords(5, 4); err == nil {
+			t.Fatalf("DeferRecordsFrom %d: LoadRecords(5, 4): no error", from)
+		}
+	}
+}
+
+// LoadRecords refuses records that no longer decode as the decode checked
+// them (their input changed under the message) rather than return fewer
+// or others.
+func TestLoadRecordsRefusesChangedInput(t *testing.T) {
+	raw := string(sistest.DNLD(20))
+	for name, tc := range map[string]struct {
+		input string
+		want  string
+	}{
+		"a record broken": {strings.Replace(raw, "<FLID>100003</FLID>", "<FLID>x</FLID>", 1), "records 1–20 of a checked message no longer decode"},
+		"another FLID":    {strings.Replace(raw, "<FLID>100003</FLID>", "<FLID>100099</FLID>", 1), "record 4 decoded again as FLID 100099, was 100003"},
+	} {
+		msg, err := DecodeString(raw, Options{DeferRecordsFrom: 1})
+		if err != nil || !msg.Deferred() {
+			t.Fatalf("%s: %v", name, err)
+		}
+		msg.Positions.input = tc.input // same length: the records stay where they were
+		if recs, err := msg.LoadRecords(0, 20); err == nil || err.Error() != tc.want {
+			t.Fatalf("%s: %d records, %v; want %s", name, len(recs), err, tc.want)
+		}
+	}
 }
 
 // A deferred message that the decoder refuses is refused as a plain decode
