@@ -115,21 +115,8 @@ func (d *decoder) referenceBody(kind ReferenceKind) error {
 			if n.hasChildren() {
 				return newError(ReasonBadStructure, recsPath, "<RECS> holds child elements")
 			}
-			text := strings.TrimSpace(n.text)
-			if !allDigits(text) {
-				return newError(ReasonBadRecs, recsPath, "RECS %q is not a decimal number", n.text)
-			}
-			if len(strings.TrimLeft(text, "0")) > 6 {
-				return newError(ReasonRecsOutOfRange, recsPath, "RECS %s is outside 0–%d", text, MaxReferenceRecords)
-			}
-			recs = 0
-			for i := 0; i < len(text); i++ {
-				recs = recs*10 + int(text[i]-'0')
-			}
-			if recs > MaxReferenceRecords {
-				return newError(ReasonRecsOutOfRange, recsPath, "RECS %d is outside 0–%d", recs, MaxReferenceRecords)
-			}
-			return nil
+			recs, err = parseRecs(n.text, recsPath, MaxReferenceRecords)
+			return err
 		case "META":
 			return newError(ReasonDuplicateField, "MSG/META[2]", "<META> occurs twice")
 		default:
