@@ -1,6 +1,7 @@
 package sis
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,9 @@ func TestParseMetaTime(t *testing.T) {
 		{in: "2026-09-09 10:15:00", wantErr: true},
 		{in: "202609091015001", wantErr: true},
 		{in: "", wantErr: true},
+		// Digits only: a sign or a separator is no META time, whatever its length.
+		{in: "+788920100000", wantErr: true},
+		{in: "20260909101500.12", wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -133,18 +137,64 @@ func TestMetaRejections(t *testing.T) {
 	}
 }
 
+// TestMissingMetaFieldNamesIt: the refusal of a missing META field names
+// the field, and the send time by both of its tags.
+func TestMissingMetaFieldNamesIt(t *testing.T) {
+	full := "<SNDR>A</SNDR><SEQN>1</SEQN><DDTM>20260909101500</DDTM><TYPE>FLOP</TYPE><STYP>ESTT</STYP>"
+	for field, want := range map[string]string{
+		"<SNDR>A</SNDR>":              "required META field SNDR is missing or empty",
+		"<DDTM>20260909101500</DDTM>": "required META field DDTM|DTTM is missing or empty",
+	} {
+		raw := []byte("<MSG><META>" + strings.Replace(full, field, "", 1) + "</META><FLOP><FLID>1</FLID><ESTT/></FLOP></MSG>")
+		if e := mustReject(t, raw, Options{}); e.Reason != ReasonMissingMeta || e.Detail != want {
+			t.Errorf("without %s: %v, want MISSING_META: %s", field, e, want)
+		}
+	}
+}
+
+// TestMetaIsReadWithinTheLimits: the limits hold before META is read; a
+// refusal there keeps its own reason.
+func TestMetaIsReadWithinTheLimits(t *testing.T) {
+	e := mustReject(t, flop("ESTT", "<FLID>1</FLID><ESTT/>"), Options{MaxDepth: 1})
+	if e.Reason != ReasonTooDeep || e.Path != "MSG" {
+		t.Fatalf("got %v at %q, want TOO_DEEP at MSG", e, e.Path)
+	}
+}
+
+// TestMaxBytesBound: a message of exactly MaxBytes bytes decodes, one byte
+// more is OVERSIZE, for Decode and DecodeString alike.
+func TestMaxBytesBound(t *testing.T) {
+	raw := flop("ESTT", "<FLID>1</FLID><ESTT/>")
+	n := int64(len(raw))
+	if _, err := Decode(raw, Options{MaxBytes: n}); err != nil {
+		t.Fatalf("Decode at MaxBytes: %v", err)
+	}
+	if _, err := DecodeString(string(raw), Options{MaxBytes: n}); err != nil {
+		t.Fatalf("DecodeString at MaxBytes: %v", err)
+	}
+	want := fmt.Sprintf("sis: OVERSIZE: %d bytes exceed the limit of %d", n, n-1)
+	if _, err := Decode(raw, Options{MaxBytes: n - 1}); err == nil || err.Error() != want {
+		t.Fatalf("Decode over MaxBytes: %v, want %s", err, want)
+	}
+	if _, err := DecodeString(string(raw), Options{MaxBytes: n - 1}); err == nil || err.Error() != want {
+		t.Fatalf("DecodeString over MaxBytes: %v, want %s", err, want)
+	}
+}
+
 func TestMalformedXMLVariants(t *testing.T) {
 	good := string(dnld(fltr("1", "")))
 	tests := map[string]string{
-		"mismatched close":      strings.Replace(good, "</FLTR>", "</FLTX>", 1),
-		"broken closing tag":    strings.Replace(good, "</FLTR>", "</FLTR", 1),
-		"second root":           good + "<MSG/>",
-		"text after root":       good + "trailing",
-		"invalid UTF-8":         strings.Replace(good, "<FLID>1", "<FLID>\xff1", 1),
-		"undefined entity":      strings.Replace(good, "<FLID>1", "<FLID>&foo;1", 1),
-		"smart-quoted attr":     strings.Replace(good, "<FLID>1</FLID>", `<FLID>1</FLID><GTDT GTNO=“1”/>`, 1),
-		"truncated":             good[:len(good)/2],
-		"doctype entity attack": `<!DOCTYPE MSG [<!ENTITY a "aaaa">]><MSG>&a;</MSG>`,
+		"mismatched close":       strings.Replace(good, "</FLTR>", "</FLTX>", 1),
+		"broken closing tag":     strings.Replace(good, "</FLTR>", "</FLTR", 1),
+		"second root":            good + "<MSG/>",
+		"text after root":        good + "trailing",
+		"invalid UTF-8":          strings.Replace(good, "<FLID>1", "<FLID>\xff1", 1),
+		"undefined entity":       strings.Replace(good, "<FLID>1", "<FLID>&foo;1", 1),
+		"smart-quoted attr":      strings.Replace(good, "<FLID>1</FLID>", `<FLID>1</FLID><GTDT GTNO=“1”/>`, 1),
+		"truncated":              good[:len(good)/2],
+		"truncated after a <":    good[:strings.Index(good, "</FLTR>")+1],
+		"closing tag after root": good + "</MSG>",
+		"doctype entity attack":  `<!DOCTYPE MSG [<!ENTITY a "aaaa">]><MSG>&a;</MSG>`,
 	}
 	for name, raw := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -152,10 +202,19 @@ func TestMalformedXMLVariants(t *testing.T) {
 			if e.Reason != ReasonMalformedXML {
 				t.Fatalf("got %v, want MALFORMED_XML", e)
 			}
-			if name == "smart-quoted attr" && !strings.Contains(e.Detail, "typographic quotes") {
-				t.Fatalf("detail %q does not name the smart quotes", e.Detail)
+			if smart := strings.Contains(e.Detail, "typographic quotes"); smart != (name == "smart-quoted attr") {
+				t.Fatalf("detail %q: names typographic quotes = %v", e.Detail, smart)
 			}
 		})
+	}
+	// An element left open at the end of the input is named.
+	for raw, want := range map[string]string{
+		"<MSG>":       "sis: MALFORMED_XML at MSG: unexpected end of input: <MSG> not closed",
+		"<MSG><META>": "sis: MALFORMED_XML at MSG/META: unexpected end of input: <META> not closed",
+	} {
+		if e := mustReject(t, []byte(raw), Options{}); e.Error() != want {
+			t.Errorf("%s: %v, want %s", raw, e, want)
+		}
 	}
 }
 
@@ -251,6 +310,15 @@ func TestSnapshotRejections(t *testing.T) {
 		"attr and child clash":   {dnld(fltr("1", `<GTDT GTNO="1"><GTNO>2</GTNO></GTDT>`)), ReasonDuplicateField, "MSG/SCHD/FLTR[1]/GTDT[1]/GTNO"},
 		"seq child not a number": {dnld(fltr("1", `<ROUT><RTNO>x</RTNO></ROUT>`)), ReasonBadSequence, "MSG/SCHD/FLTR[1]/ROUT[1]/RTNO"},
 		"ADFT bad SODT":          {envelope("SCHD", "ADFT", "<SCHD><FLTR><FLID>9</FLID><SODT>x</SODT></FLTR></SCHD>"), ReasonBadTime, "MSG/SCHD/FLTR[1]/SODT"},
+		"empty RECS":             {envelope("SCHD", "DNLD", "<SCHD><RECS> </RECS></SCHD>"), ReasonBadRecs, "MSG/SCHD/RECS"},
+		"RECS not closed":        {envelope("SCHD", "DNLD", "<SCHD><RECS>1</SCHD>"), ReasonMalformedXML, "MSG/SCHD/RECS"},
+		"RECS 9999, no records":  {envelope("SCHD", "DNLD", "<SCHD><RECS>09999</RECS></SCHD>"), ReasonRecsMismatch, "MSG/SCHD/RECS"},
+		"RECS 0, then a record":  {envelope("SCHD", "DNLD", "<SCHD><RECS>0</RECS>"+fltr("1", "")+"</SCHD>"), ReasonRecsMismatch, "MSG/SCHD/FLTR[1]"},
+		"anomaly key twice":      {dnld(fltr("1", "<FDIV><DDES>HKG</DDES><DDES>CAN</DDES></FDIV>")), ReasonDuplicateField, "MSG/SCHD/FLTR[1]/FDIV/DDES"},
+		"record item key twice":  {dnld(fltr("1", "<SRVT><SRTC>A</SRTC><SRTC>B</SRTC></SRVT>")), ReasonDuplicateField, "MSG/SCHD/FLTR[1]/SRVT[1]/SRTC"},
+		"nested key twice":       {dnld(fltr("1", "<SRVT><DETAIL><WHO>a</WHO><WHO>b</WHO></DETAIL></SRVT>")), ReasonDuplicateField, "MSG/SCHD/FLTR[1]/SRVT[1]/DETAIL/WHO"},
+		"leaf, then nested attr": {dnld(fltr("1", `<SRVT><DETAIL BY="a"/><DETAIL BY="b"><WHO>c</WHO></DETAIL></SRVT>`)), ReasonDuplicateField, "MSG/SCHD/FLTR[1]/SRVT[1]/DETAIL@BY"},
+		"nested, then leaf attr": {dnld(fltr("1", `<SRVT><DETAIL BY="a"><WHO>c</WHO></DETAIL><DETAIL BY="b"/></SRVT>`)), ReasonDuplicateField, "MSG/SCHD/FLTR[1]/SRVT[1]/DETAIL@BY"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -259,6 +327,44 @@ func TestSnapshotRejections(t *testing.T) {
 				t.Fatalf("got %s at %q (%v), want %s at %q", e.Reason, e.Path, e, tt.reason, tt.path)
 			}
 		})
+	}
+}
+
+// TestRecsRefusalsSayWhy: a RECS refusal quotes the declared value and
+// says what it was compared with.
+func TestRecsRefusalsSayWhy(t *testing.T) {
+	tests := map[string]struct {
+		body string
+		want string
+	}{
+		"too many digits": {"<SCHD><RECS>99999999999999999999</RECS></SCHD>",
+			"sis: RECS_OUT_OF_RANGE at MSG/SCHD/RECS: RECS 99999999999999999999 is outside 0–9999"},
+		"wraps a uint64 to 5": {"<SCHD><RECS>18446744073709551621</RECS></SCHD>",
+			"sis: RECS_OUT_OF_RANGE at MSG/SCHD/RECS: RECS 18446744073709551621 is outside 0–9999"},
+		"records precede it": {"<SCHD>" + fltr("1", "") + fltr("2", "") + "<RECS>1</RECS></SCHD>",
+			"sis: RECS_MISMATCH at MSG/SCHD/RECS: RECS 1 but 2 FLTR records precede it"},
+	}
+	for name, tt := range tests {
+		if e := mustReject(t, envelope("SCHD", "DNLD", tt.body), Options{}); e.Error() != tt.want {
+			t.Errorf("%s: %v, want %s", name, e, tt.want)
+		}
+	}
+}
+
+// TestSeqZeroMixedNamesTheFirstOfEach: the refusal points at the first
+// clear marker and names the first real item.
+func TestSeqZeroMixedNamesTheFirstOfEach(t *testing.T) {
+	items := `<GTDT GTNO="1"><GATE>A1</GATE></GTDT><GTDT GTNO="0"/><GTDT GTNO="2"><GATE>A2</GATE></GTDT><GTDT GTNO="0"/>`
+	e := mustReject(t, dnld(fltr("1", items)), Options{})
+	want := "sis: SEQ_ZERO_MIXED at MSG/SCHD/FLTR[1]/GTDT[2]@GTNO (FLID 1): GTNO=0 (clear marker) mixed with real GTDT items such as GTDT[1]"
+	if e.Error() != want {
+		t.Fatalf("got %v\nwant %s", e, want)
+	}
+	items = `<GTDT GTNO="0"/><GTDT GTNO="1"><GATE>A1</GATE></GTDT><GTDT GTNO="2"><GATE>A2</GATE></GTDT><GTDT GTNO="0"/>`
+	e = mustReject(t, dnld(fltr("1", items)), Options{})
+	want = "sis: SEQ_ZERO_MIXED at MSG/SCHD/FLTR[1]/GTDT[1]@GTNO (FLID 1): GTNO=0 (clear marker) mixed with real GTDT items such as GTDT[2]"
+	if e.Error() != want {
+		t.Fatalf("got %v\nwant %s", e, want)
 	}
 }
 
@@ -311,6 +417,11 @@ func TestTextValues(t *testing.T) {
 	if c := cmdOf(t, r, "MAFL"); c.Items[0]["TEXT"] != "line1\nline2" {
 		t.Fatalf("MAFL = %q", c.Items[0]["TEXT"])
 	}
+	// White space before a comment is part of the value that follows it.
+	msg = mustDecode(t, flop("REMC", "<FLID>1</FLID><REMC> <!-- c -->ON TIME</REMC>"))
+	if c := cmdOf(t, msg.Records[0], "REMC"); c.Value != " ON TIME" {
+		t.Fatalf("REMC after a comment = %q", c.Value)
+	}
 }
 
 func TestItemFlatteningKeepsEverything(t *testing.T) {
@@ -325,6 +436,14 @@ func TestItemFlatteningKeepsEverything(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, cmdOf(t, msg.Records[0], "SRVT").Items[0]); diff != "" {
 		t.Fatalf("item (-want +got):\n%s", diff)
+	}
+	// Deeper: an element with children keeps its attributes as
+	// "CHILD@ATTR" and its own text under "CHILD"; a leaf's text is
+	// verbatim, white space included.
+	msg = mustDecode(t, flop("SRVT", `<FLID>1</FLID><SRVT><DETAIL BY="ops">late<WHO>crew</WHO><NOTE> </NOTE></DETAIL></SRVT>`))
+	want = flight.Item{"DETAIL@BY": "ops", "DETAIL": "late", "DETAIL/WHO": "crew", "DETAIL/NOTE": " "}
+	if diff := cmp.Diff(want, cmdOf(t, msg.Records[0], "SRVT").Items[0]); diff != "" {
+		t.Fatalf("nested item (-want +got):\n%s", diff)
 	}
 }
 
@@ -353,6 +472,7 @@ func TestDeclaredEncodingOfRawBytes(t *testing.T) {
 		"GB2312":                {body(`encoding = "GB2312"`, "\xb1\xb1\xbe\xa9"), "北京"},
 		"GB18030":               {body(`encoding="GB18030"`, encode(simplifiedchinese.GB18030, "北京首都 €😀")), "北京首都 €😀"},
 		"GB18030 keeps U+FFFD":  {body(`encoding="GB18030"`, encode(simplifiedchinese.GB18030, "首都\uFFFD")), "首都\uFFFD"},
+		"two U+FFFD in a row":   {body(`encoding="GB18030"`, encode(simplifiedchinese.GB18030, "首都\uFFFD\uFFFD")), "首都\uFFFD\uFFFD"},
 		"ISO-8859-1":            {body(`encoding="ISO-8859-1"`, "Z\xfcrich"), "Zürich"},
 		"Latin-1":               {body(`encoding="latin1"`, "Z\xfcrich"), "Zürich"},
 		"windows-1252":          {body(`encoding="windows-1252"`, "\x93Z\xfcrich\x94 \x80"), "“Zürich” €"},
@@ -377,6 +497,8 @@ func TestDeclaredEncodingOfRawBytes(t *testing.T) {
 		"truncated GB18030":     {body(`encoding="GB18030"`, "\x81\x30\x81"), ReasonBadEncoding, "nor valid GB18030"},
 		"unsupported encoding":  {body(`encoding="EBCDIC-US"`, "Z\xfcrich"), ReasonBadEncoding, `"EBCDIC-US" is not supported`},
 		"UTF-16":                {[]byte("\xFF\xFE<\x00M\x00S\x00G\x00/\x00>\x00"), ReasonBadEncoding, "UTF-16"},
+		"UTF-16 big-endian":     {[]byte("\xFE\xFF\x00<\x00M\x00S\x00G\x00/\x00>"), ReasonBadEncoding, "UTF-16"},
+		"U+FFFD, then invalid":  {body(`encoding="GB18030"`, encode(simplifiedchinese.GB18030, "首都\uFFFD")+"\xff"), ReasonBadEncoding, "nor valid GB18030"},
 		"UTF-8 declared":        {body(`encoding="UTF-8"`, "Z\xfcrich"), ReasonMalformedXML, ""},
 		"no encoding declared":  {body(`standalone="yes"`, "Z\xfcrich"), ReasonMalformedXML, ""},
 		"no declaration at all": {[]byte(strings.SplitN(string(body("", "Z\xfcrich")), "?>", 2)[1]), ReasonMalformedXML, ""},
@@ -447,9 +569,67 @@ func TestLocationOption(t *testing.T) {
 	}
 }
 
+// TestDeclaredEncodingLabel: the encoding of a body that is not UTF-8 is
+// read from an XML declaration at the very start, from its encoding=
+// attribute with a quoted value, within the first 512 bytes; anything
+// else names no encoding (and the bytes are left to encoding/xml).
+func TestDeclaredEncodingLabel(t *testing.T) {
+	tests := map[string]string{
+		`<?xml version="1.0" encoding="GBK"?><MSG/>`:                                 "GBK",
+		`<?xml version='1.0' encoding='latin1'?><MSG/>`:                              "latin1",
+		"<?xml version=\"1.0\"\n encoding = \" GB18030 \"?>":                         "GB18030",
+		`<?xml version="1.0"?><MSG/>`:                                                "",
+		`<?xml version="1.0"?><MSG encoding="GBK"/>`:                                 "",
+		`<?xmx encoding="GBK"?><MSG/>`:                                               "",
+		`<?xml-stylesheet encoding="GBK"?><MSG/>`:                                    "",
+		`<MSG><?x encoding="GBK"?></MSG>`:                                            "",
+		`<?xml version="1.0" encoding:"GBK"?><MSG/>`:                                 "",
+		`<?xml version="1.0" encoding=xGBKx?><MSG/>`:                                 "",
+		`<?xml version="1.0" encoding=?>`:                                            "",
+		`<?xml version="1.0" encoding="GBK?><MSG/>`:                                  "",
+		`<?xml version="1.0" encoding="GBK"` + strings.Repeat(" ", 512) + `?><MSG/>`: "",
+		`<?xml`: "",
+		"":      "",
+	}
+	for raw, want := range tests {
+		if got := declaredEncoding(raw); got != want {
+			t.Errorf("declaredEncoding(%.60q) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+// TestUpperIsASCII: TYPE and STYP compare in upper case; only a–z change.
+func TestUpperIsASCII(t *testing.T) {
+	for in, want := range map[string]string{
+		"": "", "SCHD": "SCHD", "schd": "SCHD", "Upd": "UPD", "aZz": "AZZ", "z": "Z", "a`{z": "A`{Z", "ü": "ü",
+	} {
+		if got := upper(in); got != want {
+			t.Errorf("upper(%q) = %q, want %q", in, got, want)
+		}
+	}
+	msg := mustDecode(t, envelope("Glst", "Upd", "<GLST><GCOD>B7</GCOD></GLST>"))
+	if msg.Kind != KindReference || msg.Reference.Op != RefUpsert {
+		t.Fatalf("mixed-case TYPE/STYP: kind %s %+v", msg.Kind, msg.Reference)
+	}
+}
+
+// TestKnownStyp: the subtypes the interface defines for some type.
+func TestKnownStyp(t *testing.T) {
+	for styp, want := range map[string]bool{
+		"DNLD": true, "RESP": true, "ADFT": true, "ADD": true, "UPD": true, "DEL": true,
+		"ESTT": true, "FDEL": true, "HNAG": true, "NONE": true,
+		"": false, "WEEK": false, "adft": false, "NON": false,
+	} {
+		if got := KnownStyp(styp); got != want {
+			t.Errorf("KnownStyp(%q) = %v, want %v", styp, got, want)
+		}
+	}
+}
+
 func TestKindNames(t *testing.T) {
 	for k, want := range map[Kind]string{KindUnknown: "UNKNOWN", KindSnapshot: "SNAPSHOT", KindADFT: "ADFT",
-		KindFLOP: "FLOP", KindFDEL: "FDEL", KindReference: "REFERENCE", KindNotApplied: "NOT_APPLIED", Kind(99): "UNKNOWN"} {
+		KindFLOP: "FLOP", KindFDEL: "FDEL", KindReference: "REFERENCE", KindNotApplied: "NOT_APPLIED",
+		KindNotApplied + 1: "UNKNOWN", Kind(99): "UNKNOWN"} {
 		if b, _ := k.MarshalText(); string(b) != want {
 			t.Errorf("Kind(%d) = %s, want %s", k, b, want)
 		}

@@ -1,6 +1,7 @@
 package sis
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -51,8 +52,10 @@ func TestDeferredRecordsLoadAsDecoded(t *testing.T) {
 				}
 				loaded = append(loaded, recs...)
 			}
-			if diff := cmp.Diff(want.Records, loaded); diff != "" {
-				t.Fatalf("%d workers, chunks of %d: loaded records (-plain +loaded):\n%s", workers, size, diff)
+			// reflect.DeepEqual first: cmp.Diff on 300 full records costs
+			// seconds, nine times, and the mutation test runs this often.
+			if !reflect.DeepEqual(want.Records, loaded) {
+				t.Fatalf("%d workers, chunks of %d: loaded records (-plain +loaded):\n%s", workers, size, cmp.Diff(want.Records, loaded))
 			}
 		}
 	}
@@ -65,6 +68,11 @@ func TestRecordsAreKeptWhenNotDeferred(t *testing.T) {
 	raw := string(sistest.DNLD(20))
 	commented := strings.Replace(raw, "<FLTR>", "<!-- a comment --><FLTR>", 1)
 	adft := strings.Replace(raw, "<STYP>DNLD</STYP>", "<STYP>ADFT</STYP>", 1)
+	// A record directly under MSG, before or after <SCHD>: LoadRecords
+	// finds deferred records by their place inside <SCHD>.
+	outside := "<FLTR><FLID>999</FLID><SODT>09SEP260000</SODT></FLTR>"
+	before := strings.Replace(strings.Replace(raw, "<RECS>20</RECS>", "", 1), "<SCHD>", "<RECS>21</RECS>"+outside+"<SCHD>", 1)
+	after := strings.Replace(strings.Replace(raw, "<RECS>20</RECS>", "<RECS>21</RECS>", 1), "</SCHD>", "</SCHD>"+outside, 1)
 	for name, c := range map[string]struct {
 		raw  string
 		from int
@@ -72,6 +80,8 @@ func TestRecordsAreKeptWhenNotDeferred(t *testing.T) {
 		"smaller than DeferRecordsFrom": {raw, len(raw) + 1},
 		"comment among the records":     {commented, 1},
 		"ADFT":                          {adft, 1},
+		"a record before SCHD":          {before, 1},
+		"a record after SCHD":           {after, 1},
 	} {
 		msg, err := DecodeString(c.raw, Options{DeferRecordsFrom: c.from})
 		if err != nil {
@@ -89,9 +99,67 @@ func TestRecordsAreKeptWhenNotDeferred(t *testing.T) {
 		if err != nil || len(recs) != 3 || recs[0].Index != 3 {
 			t.Fatalf("%s: LoadRecords(2, 5) = %d records, %v", name, len(recs), err)
 		}
+		n := len(msg.Records)
+		all, err := msg.LoadRecords(0, n)
+		if err != nil || len(all) != n {
+			t.Fatalf("%s: LoadRecords(0, %d) = %d records, %v", name, n, len(all), err)
+		}
+		for i, r := range all {
+			if r.Index != i+1 {
+				t.Fatalf("%s: record %d has Index %d", name, i+1, r.Index)
+			}
+		}
 	}
 	if _, err := (&Message{Records: make([]Record, 3)}).LoadRecords(2, 4); err == nil {
 		t.Fatal("LoadRecords beyond the records: no error")
+	}
+	// An empty snapshot is no deferred one.
+	msg, err := DecodeString(string(dnld()), Options{DeferRecordsFrom: 1})
+	if err != nil || msg.Deferred() || len(msg.Records) != 0 {
+		t.Fatalf("empty snapshot: %v, deferred %v", err, msg != nil && msg.Deferred())
+	}
+}
+
+// LoadRecords takes any run lo..hi within the records, an empty one too
+// (none to load), held or deferred alike.
+func TestLoadRecordsEmptyRuns(t *testing.T) {
+	raw := string(sistest.DNLD(20))
+	for _, from := range []int{0, 1} {
+		msg, err := DecodeString(raw, Options{DeferRecordsFrom: from})
+		if err != nil || msg.Deferred() != (from == 1) {
+			t.Fatalf("DeferRecordsFrom %d: %v", from, err)
+		}
+		for _, at := range []int{0, 7, 20} {
+			if recs, err := msg.LoadRecords(at, at); err != nil || len(recs) != 0 {
+				t.Fatalf("DeferRecordsFrom %d: LoadRecords(%d, %d) = %d records, %v", from, at, at, len(recs), err)
+			}
+		}
+		if _, err := msg.LoadRecords(5, 4); err == nil {
+			t.Fatalf("DeferRecordsFrom %d: LoadRecords(5, 4): no error", from)
+		}
+	}
+}
+
+// LoadRecords refuses records that no longer decode as the decode checked
+// them (their input changed under the message) rather than return fewer
+// or others.
+func TestLoadRecordsRefusesChangedInput(t *testing.T) {
+	raw := string(sistest.DNLD(20))
+	for name, tc := range map[string]struct {
+		input string
+		want  string
+	}{
+		"a record broken": {strings.Replace(raw, "<FLID>100003</FLID>", "<FLID>x</FLID>", 1), "records 1–20 of a checked message no longer decode"},
+		"another FLID":    {strings.Replace(raw, "<FLID>100003</FLID>", "<FLID>100099</FLID>", 1), "record 4 decoded again as FLID 100099, was 100003"},
+	} {
+		msg, err := DecodeString(raw, Options{DeferRecordsFrom: 1})
+		if err != nil || !msg.Deferred() {
+			t.Fatalf("%s: %v", name, err)
+		}
+		msg.Positions.input = tc.input // same length: the records stay where they were
+		if recs, err := msg.LoadRecords(0, 20); err == nil || err.Error() != tc.want {
+			t.Fatalf("%s: %d records, %v; want %s", name, len(recs), err, tc.want)
+		}
 	}
 }
 

@@ -152,6 +152,15 @@ func TestErrorEscapesControlCharacters(t *testing.T) {
 	if got := e.Note(512); got != want[len("sis: "):] {
 		t.Fatalf("Note = %s", got)
 	}
+	// A note of exactly its limit is whole.
+	if got := e.Note(len(want) - len("sis: ")); got != want[len("sis: "):] {
+		t.Fatalf("Note at its length = %s", got)
+	}
+	// Only what breaks a line is escaped: quotes stay as they are.
+	quoted := &Error{Reason: ReasonBadTime, Detail: `O'Neil "x"` + "\n"}
+	if got, want := quoted.Error(), `sis: BAD_TIME: O'Neil "x"\n`; got != want {
+		t.Fatalf("Error() = %s, want %s", got, want)
+	}
 	if !errors.Is(mustReject(t, []byte("<MSG><META><SNDR>A</SNDR><SEQN>1</SEQN><DDTM>20261309101500</DDTM><TYPE>FLOP</TYPE><STYP>ESTT</STYP></META></MSG>"), Options{}), ErrBadMetaTime) {
 		t.Fatal("a bad META time no longer wraps ErrBadMetaTime")
 	}

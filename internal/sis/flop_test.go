@@ -239,6 +239,7 @@ func TestFlopRecordWithoutItsSubjectClearsIt(t *testing.T) {
 		{"GTDT", flopHead + "<ESTT>09SEP261020</ESTT>", "ESTT"},
 		{"TOBT", "<FLID>121112312</FLID><FFID>CA-1</FFID>", "FFID"},
 		{"FDIV", "<FLID>121112312</FLID><FFID>CA-1</FFID>", "FFID"},
+		{"FFID", "<FLID>121112312</FLID><ALCD>CA</ALCD>", "ALCD"}, // the first field of all
 	} {
 		msg := mustDecode(t, flop(tt.styp, tt.body))
 		rec := msg.Records[0]

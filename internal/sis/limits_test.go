@@ -2,6 +2,7 @@ package sis
 
 import (
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -41,6 +42,8 @@ func TestDecodeLimits(t *testing.T) {
 		// MSG carries 2 attributes.
 		"attributes of one element": {dnld(fltr("1", `<GTDT GTNO="1" A="1" B="2"/>`)), func(o *Options, n int) { o.MaxElementAttributes = n }, 3,
 			ReasonTooManyAttributes, "MSG/SCHD/FLTR[1]/GTDT"},
+		"attributes of the root": {flop("ESTT", "<FLID>1</FLID><ESTT/>"), func(o *Options, n int) { o.MaxElementAttributes = n }, 2,
+			ReasonTooManyAttributes, "MSG"},
 		"attributes in the message": {dnld(fltr("1", `<GTDT GTNO="1"/><GTDT GTNO="2"/>`)), func(o *Options, n int) { o.MaxAttributes = n }, 4,
 			ReasonTooManyAttributes, "MSG/SCHD/FLTR[1]/GTDT"},
 		"attributes, single quotes": {dnld(fltr("1", `<GTDT GTNO='1' A = 'x>y' B="2"/>`)), func(o *Options, n int) { o.MaxElementAttributes = n }, 3,
@@ -91,6 +94,53 @@ func TestDecodeLimits(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAttributeRefusalNamesItsLimit: an element over MaxElementAttributes
+// is refused for its own attributes, a message over MaxAttributes for the
+// message's, even where the element holds exactly MaxElementAttributes.
+func TestAttributeRefusalNamesItsLimit(t *testing.T) {
+	raw := []byte(`<MSG><META><SNDR>A</SNDR><SEQN>1</SEQN><DDTM>20260909101500</DDTM><TYPE>FLOP</TYPE><STYP>GTDT</STYP></META>` +
+		`<FLOP><FLID>1</FLID><GTDT GTNO="1"/><GTDT GTNO="2"/></FLOP></MSG>`)
+	tests := []struct {
+		opts Options
+		want string
+	}{
+		{Options{MaxElementAttributes: 1, MaxAttributes: 1}, "sis: TOO_MANY_ATTRIBUTES at MSG/FLOP[1]/GTDT: more than 1 attributes in the message"},
+		{Options{MaxElementAttributes: 1, MaxAttributes: 2}, ""},
+	}
+	for _, tt := range tests {
+		_, err := Decode(raw, tt.opts)
+		if fmt.Sprint(err) != tt.want && !(err == nil && tt.want == "") {
+			t.Errorf("%+v: %v, want %q", tt.opts, err, tt.want)
+		}
+	}
+	e := mustReject(t, dnld(fltr("1", `<GTDT GTNO="1" A="1" B="2"/>`)), Options{MaxElementAttributes: 2, MaxAttributes: 100})
+	if want := "sis: TOO_MANY_ATTRIBUTES at MSG/SCHD/FLTR[1]/GTDT: <GTDT> has more than 2 attributes"; e.Error() != want {
+		t.Errorf("got %v, want %s", e, want)
+	}
+}
+
+// TestMalformedTagIsLeftToTheParser: the attribute count read from the raw
+// tag stops where the tag is not well-formed (cut off, an attribute
+// without a value, an unclosed quote): the message is MALFORMED_XML, not
+// refused for attributes the count made up.
+func TestMalformedTagIsLeftToTheParser(t *testing.T) {
+	full := `<MSG><META><SNDR>A</SNDR><SEQN>1</SEQN><DDTM>20260909101500</DDTM><TYPE>FLOP</TYPE><STYP>GTDT</STYP></META>` +
+		`<FLOP><FLID>1</FLID><GTDT GTNO="1"/></FLOP></MSG>`
+	cut := func(after string) string { return full[:strings.Index(full, "<GTDT ")] + after }
+	for name, raw := range map[string]string{
+		"cut in a name":         cut("<GTDT GTNO"),
+		"cut after a name":      cut("<GTDT GTNO "),
+		"cut after =":           cut("<GTDT GTNO="),
+		"cut after = and space": cut("<GTDT GTNO= "),
+		"cut in a value":        cut(`<GTDT GTNO="1 2`),
+		"no value":              strings.Replace(full, `<GTDT GTNO="1"/>`, `<GTDT GTNO>" " A="2"</GTDT>`, 1),
+	} {
+		if e := mustReject(t, []byte(raw), Options{MaxElementAttributes: 1}); e.Reason != ReasonMalformedXML {
+			t.Errorf("%s: %v, want MALFORMED_XML", name, e)
+		}
 	}
 }
 
@@ -150,6 +200,36 @@ func TestHostileMessagesAreDeadEarly(t *testing.T) {
 				t.Fatalf("got %v at %q, want %s at %q", e, e.Path, tt.reason, tt.path)
 			}
 		})
+	}
+}
+
+// TestAttributeFloodIsCountedBeforeParsing: a tag with 300,000
+// attributes is refused from its raw bytes, before encoding/xml builds the
+// attribute list (about 100 bytes an attribute) — wherever the tag stands,
+// also right after another start tag.
+func TestAttributeFloodIsCountedBeforeParsing(t *testing.T) {
+	var attrs strings.Builder
+	for i := range 300_000 {
+		fmt.Fprintf(&attrs, ` a%d=""`, i)
+	}
+	flood := `<GTDT GTNO="1"` + attrs.String() + "/>"
+	single := strings.ReplaceAll(flood, `""`, `''`)
+	for name, raw := range map[string]string{
+		"after an end tag":  string(flop("GTDT", "<FLID>1</FLID>"+flood)),
+		"after a start tag": string(flop("GTDT", flood+"<FLID>1</FLID>")),
+		"single quotes":     string(flop("GTDT", "<FLID>1</FLID>"+single)),
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := DecodeString(raw, Options{})
+		runtime.ReadMemStats(&after)
+		var e *Error
+		if !errors.As(err, &e) || e.Reason != ReasonTooManyAttributes || e.Path != "MSG/FLOP[1]/GTDT" {
+			t.Fatalf("%s: %v, want TOO_MANY_ATTRIBUTES at MSG/FLOP[1]/GTDT", name, err)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+			t.Errorf("%s: refusing a %d MB message allocated %d MB", name, len(raw)>>20, alloc>>20)
+		}
 	}
 }
 

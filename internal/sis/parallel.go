@@ -119,6 +119,12 @@ func (d *decoder) tryParallelSCHD(st *schdState) bool {
 	if (workers < 2 && !deferring) || (len(input) < parallelMinBytes && !deferring) || d.scan.base != 0 || d.opts.SkipRefusedRecords {
 		return false
 	}
+	// Records directly under MSG before <SCHD>: the chunks would number
+	// theirs from 1 again, and a deferred message finds its records by
+	// their place inside <SCHD>.
+	if len(d.msg.Records) > 0 {
+		return false
+	}
 	pos := d.scan.offset()
 	rest := input[pos:]
 	if strings.Contains(rest, "<!") || strings.Contains(rest, "<?") {
@@ -126,6 +132,12 @@ func (d *decoder) tryParallelSCHD(st *schdState) bool {
 	}
 	end := closingTagIndex(rest, "SCHD")
 	if end < 0 {
+		return false
+	}
+	// Records after </SCHD> would be held in full beside deferred ones
+	// that LoadRecords finds inside <SCHD> only: such a body is not the
+	// plain shape DeferRecordsFrom applies to.
+	if deferring && len(tagStarts(rest[end:], "FLTR")) > 0 {
 		return false
 	}
 	starts := tagStarts(rest[:end], "FLTR")
@@ -168,7 +180,7 @@ func (d *decoder) tryParallelSCHD(st *schdState) bool {
 	}
 	records, ok := mergeChunks(results, len(starts))
 	total := shared.total
-	if !ok || !total.within(d.opts) || !d.crossRecordChecksPass(records, prefix.msg.Recs, st.seenFLIDs) {
+	if !ok || !total.within(d.opts) || !d.crossRecordChecksPass(records, prefix.msg.Recs, st.seenFLIDs != nil) {
 		return false
 	}
 	remainder := newRangeScanner(input, pos+end, len(input), d.scan.open, 0, d.scan.lim, total.scan)
@@ -404,25 +416,22 @@ func mergeChunks(results []chunkResult, total int) ([]Record, bool) {
 
 // crossRecordChecksPass replays the checks the sequential path makes across
 // records (count against RECS, MaxRecs and Options.MaxRecords, duplicate
-// FLIDs); a failure is left to the sequential path to report.
-func (d *decoder) crossRecordChecksPass(records []Record, recs int, seen map[flight.FLID]int) bool {
-	before := len(d.msg.Records)
-	total := before + len(records)
+// FLIDs of a snapshot); a failure is left to the sequential path to report.
+// No record precedes the chunks' (tryParallelSCHD).
+func (d *decoder) crossRecordChecksPass(records []Record, recs int, snapshot bool) bool {
+	total := len(records)
 	if total > MaxRecs || total > d.opts.MaxRecords || (recs >= 0 && total > recs) {
 		return false
 	}
-	if seen == nil {
+	if !snapshot {
 		return true
 	}
-	local := make(map[flight.FLID]struct{}, len(records))
+	seen := make(map[flight.FLID]struct{}, len(records))
 	for _, rec := range records {
 		if _, dup := seen[rec.FLID]; dup {
 			return false
 		}
-		if _, dup := local[rec.FLID]; dup {
-			return false
-		}
-		local[rec.FLID] = struct{}{}
+		seen[rec.FLID] = struct{}{}
 	}
 	return true
 }

@@ -38,6 +38,10 @@ var referenceOps = map[string]ReferenceOp{
 // aircraft; the message's size and element limits bound it too.
 const MaxReferenceRecords = 100_000
 
+// maxReferenceRecords is the bound referenceBody applies: a variable so
+// that tests reach it with a few records.
+var maxReferenceRecords = MaxReferenceRecords
+
 // Reference is a decoded reference-data message: the operation on the
 // type's list and its records in input order.
 type Reference struct {
@@ -78,8 +82,8 @@ func (d *decoder) referenceBody(kind ReferenceKind) error {
 		case kind.Type:
 			count++
 			path := fmt.Sprintf("MSG/%s[%d]", kind.Type, count)
-			if count > MaxReferenceRecords {
-				return newError(ReasonTooManyRecords, path, "more than %d <%s> records", MaxReferenceRecords, kind.Type)
+			if count > maxReferenceRecords {
+				return newError(ReasonTooManyRecords, path, "more than %d <%s> records", maxReferenceRecords, kind.Type)
 			}
 			d.scan.resetTree()
 			n, err := d.scan.readTree(t, path)
@@ -111,21 +115,8 @@ func (d *decoder) referenceBody(kind ReferenceKind) error {
 			if n.hasChildren() {
 				return newError(ReasonBadStructure, recsPath, "<RECS> holds child elements")
 			}
-			text := strings.TrimSpace(n.text)
-			if !allDigits(text) {
-				return newError(ReasonBadRecs, recsPath, "RECS %q is not a decimal number", n.text)
-			}
-			if len(strings.TrimLeft(text, "0")) > 6 {
-				return newError(ReasonRecsOutOfRange, recsPath, "RECS %s is outside 0–%d", text, MaxReferenceRecords)
-			}
-			recs = 0
-			for i := 0; i < len(text); i++ {
-				recs = recs*10 + int(text[i]-'0')
-			}
-			if recs > MaxReferenceRecords {
-				return newError(ReasonRecsOutOfRange, recsPath, "RECS %d is outside 0–%d", recs, MaxReferenceRecords)
-			}
-			return nil
+			recs, err = parseRecs(n.text, recsPath, MaxReferenceRecords)
+			return err
 		case "META":
 			return newError(ReasonDuplicateField, "MSG/META[2]", "<META> occurs twice")
 		default:

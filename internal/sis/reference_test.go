@@ -99,6 +99,15 @@ func TestReferenceRefusals(t *testing.T) {
 		{"an update of nothing", "GLST", "UPD", "", ReasonMissingBody, "MSG/GLST"},
 		{"text in a record", "GLST", "UPD", "<GLST>B7<GCOD>1</GCOD></GLST>", ReasonBadStructure, "MSG/GLST[1]"},
 		{"unknown subtype", "GLST", "FDEL", "<GLST><GCOD>1</GCOD></GLST>", ReasonUnknownStyp, "MSG/META/STYP"},
+		{"unknown FLOP subtype", "FLOP", "WEEK", "<FLOP><FLID>1</FLID></FLOP>", ReasonUnknownStyp, "MSG/META/STYP"},
+		{"empty RECS", "GLST", "DNLD", "<RECS></RECS>", ReasonBadRecs, "MSG/RECS"},
+		{"RECS with children", "GLST", "DNLD", "<RECS><N>0</N></RECS>", ReasonBadStructure, "MSG/RECS"},
+		{"RECS not closed", "GLST", "DNLD", "<RECS>1</RECX>", ReasonMalformedXML, "MSG/RECS"},
+		{"RECS at its bound, records missing", "GLST", "DNLD", "<RECS>0100000</RECS>", ReasonRecsMismatch, "MSG/RECS"},
+		{"RECS one over its bound", "GLST", "DNLD", "<RECS>100001</RECS>", ReasonRecsOutOfRange, "MSG/RECS"},
+		{"RECS wraps a uint64 to 1", "GLST", "DNLD", "<RECS>18446744073709551617</RECS><GLST><GCOD>1</GCOD></GLST>", ReasonRecsOutOfRange, "MSG/RECS"},
+		{"RECS 0, then a record", "GLST", "DNLD", "<RECS>0</RECS><GLST><GCOD>1</GCOD></GLST>", ReasonRecsMismatch, "MSG/RECS"},
+		{"malformed record", "GLST", "UPD", "<GLST><GCOD>1</GCOX></GLST>", ReasonMalformedXML, "MSG/GLST/GCOD"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -112,6 +121,36 @@ func TestReferenceRefusals(t *testing.T) {
 
 // TestEveryReferenceKindDecodes: every type of the catalogue decodes a
 // record carrying its key, under its TYPE and by its list name.
+// TestReferenceRecordLimits: a reference-data message holds at most
+// MaxReferenceRecords records (here bounded at 3); its RECS may carry leading zeros; the value
+// limit holds inside its records.
+func TestReferenceRecordLimits(t *testing.T) {
+	record := "<GLST><GCOD>B7</GCOD></GLST>"
+	msg := mustDecode(t, envelope("GLST", "DNLD", "<RECS>0000000000002</RECS>"+record+record))
+	if msg.Recs != 2 || len(msg.Reference.Records) != 1 || msg.Reference.DuplicateKeys != 1 {
+		t.Fatalf("RECS with leading zeros: recs %d %+v", msg.Recs, msg.Reference)
+	}
+	old := maxReferenceRecords
+	maxReferenceRecords = 3
+	t.Cleanup(func() { maxReferenceRecords = old })
+	if _, err := Decode(envelope("GLST", "DNLD", strings.Repeat(record, 3)), Options{}); err != nil {
+		t.Fatalf("3 records, at the bound: %v", err)
+	}
+	e := mustReject(t, envelope("GLST", "DNLD", strings.Repeat(record, 4)), Options{})
+	if want := "sis: TOO_MANY_RECORDS at MSG/GLST[4]: more than 3 <GLST> records"; e.Error() != want {
+		t.Fatalf("got %v, want %s", e, want)
+	}
+	e = mustReject(t, envelope("GLST", "UPD", "<GLST><GCOD>B7</GCOD><GTNM>"+strings.Repeat("x", 17)+"</GTNM></GLST>"), Options{MaxValueBytes: 16})
+	if e.Reason != ReasonValueTooLong || e.Path != "MSG/GLST[1]/GTNM" {
+		t.Fatalf("got %v at %q, want VALUE_TOO_LONG at MSG/GLST[1]/GTNM", e, e.Path)
+	}
+	// A namespace declaration is no data of the record.
+	msg = mustDecode(t, envelope("GLST", "UPD", `<GLST xmlns:x="urn:x" x:note="n"><GCOD>B7</GCOD></GLST>`))
+	if doc := string(msg.Reference.Records[0].Doc); doc != `{"GCOD":"B7","x:note":"n"}` {
+		t.Fatalf("doc %s", doc)
+	}
+}
+
 func TestEveryReferenceKindDecodes(t *testing.T) {
 	kinds := ReferenceKinds()
 	if len(kinds) != 23 {
@@ -147,9 +186,12 @@ func TestNotAppliedTypesEndAtOnce(t *testing.T) {
 	if len(msg.ContentDigest) == 0 {
 		t.Fatal("no content digest: a re-sent copy could not be told")
 	}
-	// Still XML within the limits.
+	// Still XML within the limits, with one META.
 	if e := mustReject(t, envelope("SCHS", "DNLD", "<SCHS><FLTR></SCHS>"), Options{}); e.Reason != ReasonMalformedXML {
 		t.Fatalf("malformed SCHS: %v", e)
+	}
+	if e := mustReject(t, envelope("SCHS", "DNLD", "<META/>"), Options{}); e.Reason != ReasonDuplicateField || e.Path != "MSG/META[2]" {
+		t.Fatalf("SCHS with a second META: %v", e)
 	}
 	for _, n := range NotAppliedTypes() {
 		if msg := mustDecode(t, envelope(n.Type, "NONE", "")); msg.Kind != KindNotApplied || msg.NotApplied.Type != n.Type {

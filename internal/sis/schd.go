@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
@@ -100,19 +101,9 @@ func (d *decoder) recs(t xml.StartElement, st *schdState, path string) error {
 		return newError(ReasonBadStructure, path, "<RECS> holds child elements")
 	}
 	st.recsPath = path
-	text := strings.TrimSpace(n.text)
-	if !allDigits(text) {
-		return newError(ReasonBadRecs, path, "RECS %q is not a decimal number", n.text)
-	}
-	if len(strings.TrimLeft(text, "0")) > 4 {
-		return newError(ReasonRecsOutOfRange, path, "RECS %s is outside 0–%d", text, MaxRecs)
-	}
-	recs := 0
-	for i := 0; i < len(text); i++ {
-		recs = recs*10 + int(text[i]-'0')
-	}
-	if recs > MaxRecs {
-		return newError(ReasonRecsOutOfRange, path, "RECS %d is outside 0–%d", recs, MaxRecs)
+	recs, err := parseRecs(n.text, path, MaxRecs)
+	if err != nil {
+		return err
 	}
 	if recs > d.opts.MaxRecords {
 		return newError(ReasonTooManyRecords, path, "RECS %d is more than the %d records a message may hold", recs, d.opts.MaxRecords)
@@ -127,6 +118,28 @@ func (d *decoder) recs(t xml.StartElement, st *schdState, path string) error {
 		d.msg.Records = grown
 	}
 	return nil
+}
+
+// parseRecs reads a RECS value of a SCHD or reference-data message: decimal
+// digits, leading zeros and surrounding white space allowed, at most
+// limit. The significant digits are counted before the value is summed, so
+// no RECS overflows into range.
+func parseRecs(raw, path string, limit int) (int, error) {
+	text := strings.TrimSpace(raw)
+	if !allDigits(text) {
+		return 0, newError(ReasonBadRecs, path, "RECS %q is not a decimal number", raw)
+	}
+	if len(strings.TrimLeft(text, "0")) > len(strconv.Itoa(limit)) {
+		return 0, newError(ReasonRecsOutOfRange, path, "RECS %s is outside 0–%d", text, limit)
+	}
+	recs := 0
+	for i := 0; i < len(text); i++ {
+		recs = recs*10 + int(text[i]-'0')
+	}
+	if recs > limit {
+		return 0, newError(ReasonRecsOutOfRange, path, "RECS %d is outside 0–%d", recs, limit)
+	}
+	return recs, nil
 }
 
 func (d *decoder) fltr(t xml.StartElement, st *schdState, parent string) error {

@@ -32,11 +32,13 @@ func TestSkipRefusedRecords(t *testing.T) {
 		{"a bad FLID is no readable FLID", dnld(fltr("1", ""), fltr("12AB", "")), nil, nil, "BAD_FLID"},
 		{"a duplicate FLID still refuses the message", dnld(fltr("7", ""), fltr("007", "")), nil, nil, "DUPLICATE_FLID"},
 		{"a refused record's FLID again is a duplicate", dnld(bad, fltr("4711", "")), nil, nil, "DUPLICATE_FLID"},
+		{"a kept record's FLID again, refused, is a duplicate", dnld(fltr("4711", ""), bad), nil, nil, "DUPLICATE_FLID at MSG/SCHD/FLTR[2]/FLID (FLID 4711): FLID 4711 already in FLTR[1]"},
+		{"a limit in a record refuses the message", dnld(fltr("1", ""), fltr("2", `<GTDT GTNO="1"/><GTDT GTNO="2"/>`)), nil, nil, "TOO_MANY_ITEMS at MSG/SCHD/FLTR[2]/GTDT[2] (FLID 2)"},
 		{"an increment is never cut", envelope("SCHD", "ADFT", "<SCHD><RECS>1</RECS>"+bad+"</SCHD>"), nil, nil, "BAD_TIME"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			msg, err := Decode(tt.raw, Options{SkipRefusedRecords: true, Workers: 1})
+			msg, err := Decode(tt.raw, Options{SkipRefusedRecords: true, Workers: 1, MaxCollectionItems: 1})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("Decode = %v, want a refusal %s", err, tt.wantErr)
@@ -81,5 +83,12 @@ func TestSkipRefusedRecordsLargeMessage(t *testing.T) {
 	}
 	if len(msg.Records) != 399 || len(msg.Refused) != 1 || msg.Refused[0].Index != 250 || msg.Deferred() {
 		t.Fatalf("%d records, refused %+v, deferred %v: want 399, FLTR[250], not deferred", len(msg.Records), msg.Refused, msg.Deferred())
+	}
+	// Nor is one that refuses no record deferred: its records keep their
+	// commands.
+	recs[249] = fltr("250", "")
+	msg, err = Decode(dnld(recs...), Options{SkipRefusedRecords: true, Workers: 4, DeferRecordsFrom: 1})
+	if err != nil || len(msg.Records) != 400 || msg.Deferred() || len(msg.Records[399].Cmds) == 0 {
+		t.Fatalf("no refused record: %v, deferred %v", err, msg != nil && msg.Deferred())
 	}
 }
