@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,6 +92,25 @@ func (k *kubeFlagSet) restConfig() (*rest.Config, string, error) {
 		return nil, "", usageError{fmt.Errorf("kubeconfig: %w", err)}
 	}
 	return cfg, ns, nil
+}
+
+// feed is what a command about one FlightFeed starts from: the kubeconfig
+// the flags select, the feed arg names (NAME in the namespace, or
+// NAMESPACE/NAME) and a client for the kinds status reads.
+func (k *kubeFlagSet) feed(arg string) (*rest.Config, types.NamespacedName, client.Client, error) {
+	cfg, ns, err := k.restConfig()
+	if err != nil {
+		return nil, types.NamespacedName{}, nil, err
+	}
+	key, err := parseFeedKey(arg, ns)
+	if err != nil {
+		return nil, key, nil, usageError{err}
+	}
+	c, err := statusClient(cfg)
+	if err != nil {
+		return nil, key, nil, err
+	}
+	return cfg, key, c, nil
 }
 
 // kubeconfigFlags are kubectl's flags on the flightfeed binary, bound

@@ -74,15 +74,7 @@ It needs get on flightfeeds and leases, list on pods and deployments
 		if *since < 0 {
 			return usageError{fmt.Errorf("--since %s: must not be negative", *since)}
 		}
-		cfg, ns, err := cf.restConfig()
-		if err != nil {
-			return err
-		}
-		key, err := parseFeedKey(args[0], ns)
-		if err != nil {
-			return usageError{err}
-		}
-		c, err := statusClient(cfg)
+		cfg, key, c, err := cf.feed(args[0])
 		if err != nil {
 			return err
 		}

@@ -93,15 +93,7 @@ verify) and the object's name.`,
 		if err != nil {
 			return err
 		}
-		cfg, ns, err := cf.restConfig()
-		if err != nil {
-			return err
-		}
-		key, err := parseFeedKey(args[0], ns)
-		if err != nil {
-			return usageError{err}
-		}
-		c, err := statusClient(cfg)
+		_, key, c, err := cf.feed(args[0])
 		if err != nil {
 			return err
 		}
