@@ -22,22 +22,28 @@ test_env_envtest() {
 
 # test_env_kafka DIR: builds hack/kfake-broker into DIR and starts it on a
 # free port (its log in DIR/broker.log); sets broker_pid and exports
-# FLIGHTFEED_TEST_KAFKA. test_env_kafka_stop stops it.
+# FLIGHTFEED_TEST_KAFKA. test_env_kafka_stop stops it. Another run may
+# take a port between the probe and the bind (runs beside each other share
+# this range): a broker that cannot bind moves on to the next port.
 test_env_kafka() {
   local dir=$1 port= p
   go build -o "$dir/kfake-broker" ./hack/kfake-broker
   for p in $(seq 19092 19192); do
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then port=$p; break; fi
+    if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then continue; fi
+    "$dir/kfake-broker" -port "$p" >"$dir/broker.log" 2>&1 &
+    broker_pid=$!
+    for _ in $(seq 1 100); do
+      grep -q "kfake listening" "$dir/broker.log" 2>/dev/null && break
+      kill -0 "$broker_pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if grep -q "kfake listening" "$dir/broker.log"; then port=$p; break; fi
+    if ! grep -q "address already in use" "$dir/broker.log"; then
+      echo "Kafka test broker did not start" >&2; cat "$dir/broker.log" >&2; exit 1
+    fi
+    wait "$broker_pid" 2>/dev/null || true
   done
   [ -n "$port" ] || { echo "no free port for the Kafka test broker" >&2; exit 1; }
-  "$dir/kfake-broker" -port "$port" >"$dir/broker.log" 2>&1 &
-  broker_pid=$!
-  for _ in $(seq 1 100); do
-    grep -q "kfake listening" "$dir/broker.log" 2>/dev/null && break
-    kill -0 "$broker_pid" 2>/dev/null || { cat "$dir/broker.log" >&2; exit 1; }
-    sleep 0.1
-  done
-  grep -q "kfake listening" "$dir/broker.log" || { echo "Kafka test broker did not start" >&2; cat "$dir/broker.log" >&2; exit 1; }
   export FLIGHTFEED_TEST_KAFKA="127.0.0.1:$port"
   echo "Kafka test broker on $FLIGHTFEED_TEST_KAFKA" >&2
 }
