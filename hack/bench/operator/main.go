@@ -2,17 +2,18 @@
 // added: the built `flightfeed manager` runs against an envtest
 // control plane; FlightFeeds are created in steps (1, 10, 25, 50 by
 // default) and, once the operator has made every feed's Deployment, its
-// resident memory is read from /proc. It then starts one pump pod of one
-// feed (`flightfeed pump --feed`, a standby: no database is reachable, so
-// it never leads) and reads that too: a pump pod's floor. Each line gives
-// the ratio to the one-feed figure measured in the same run.
+// resident memory is read from /proc. Each line gives the ratio to the
+// one-feed figure measured in the same run. It then starts -pumps pump
+// pods of one feed (`flightfeed pump --feed`, standbys: no database is
+// reachable, so none leads) and reads theirs: a pump pod's floor, with
+// what VmRSS is made of (the process's own pages, the binary's shared
+// pages), PSS and the pages touched while idle (see memFigures).
 //
 //	KUBEBUILDER_ASSETS=$(bash hack/envtest-assets.sh) go run ./hack/bench/operator -bin bin/flightfeed
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -35,14 +36,16 @@ import (
 func main() {
 	bin := flag.String("bin", "bin/flightfeed", "the built flightfeed binary")
 	steps := flag.String("feeds", "1,10,25,50", "feed counts to measure at, ascending")
+	pumps := flag.Int("pumps", 3, "standby pump pods of one feed started together (their binary's pages are shared)")
+	window := flag.Duration("idle-window", 20*time.Second, "how long the pump pods' idle working set is watched")
 	flag.Parse()
-	if err := run(*bin, *steps); err != nil {
+	if err := run(*bin, *steps, *pumps, *window); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/operator:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, steps string) error {
+func run(bin, steps string, pumps int, window time.Duration) error {
 	var counts []int
 	for _, s := range strings.Split(steps, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -101,29 +104,52 @@ func run(bin, steps string) error {
 			return err
 		}
 		time.Sleep(3 * time.Second) // let the reconciles and caches settle
-		rss, hwm, err := memory(op.Process.Pid)
+		m, err := readMemory(op.Process.Pid)
 		if err != nil {
 			return err
 		}
 		if base == 0 {
-			base = rss
+			base = m.RSS
 		}
-		fmt.Printf("%-8d %-12.1f %-12.1f %.2f\n", n, rss, hwm, rss/base)
+		fmt.Printf("%-8d %-12.1f %-12.1f %.2f\n", n, m.RSS, m.HWM, m.RSS/base)
 	}
 
-	//nolint:gosec // G204: the binary under measurement, named by -bin
-	pod := exec.CommandContext(ctx, bin, "pump", "--feed", ns+"/f000", "--kubeconfig", kubeconfig, "--identity", "f000-pump-bench",
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--api-bind-address", "0")
-	if err := pod.Start(); err != nil {
-		return err
+	return standbyFloor(ctx, bin, kubeconfig, ns+"/f000", pumps, window)
+}
+
+// standbyFloor starts pumps pump pods of feed (`flightfeed pump --feed`;
+// no database is reachable, so none leads: standbys) and prints each
+// one's memory: VmRSS and what it is made of, PSS (the binary's pages
+// shared among them) and what each touched in window once settled.
+func standbyFloor(ctx context.Context, bin, kubeconfig, feed string, pumps int, window time.Duration) error {
+	pids := make([]int, 0, pumps)
+	for i := range pumps {
+		//nolint:gosec // G204: the binary under measurement, named by -bin
+		pod := exec.CommandContext(ctx, bin, "pump", "--feed", feed, "--kubeconfig", kubeconfig,
+			"--identity", fmt.Sprintf("pump-bench-%d", i),
+			"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--api-bind-address", "0")
+		if err := pod.Start(); err != nil {
+			return err
+		}
+		defer func() { _ = pod.Process.Kill(); _ = pod.Wait() }()
+		pids = append(pids, pod.Process.Pid)
 	}
-	defer func() { _ = pod.Process.Kill(); _ = pod.Wait() }()
 	time.Sleep(8 * time.Second)
-	rss, hwm, err := memory(pod.Process.Pid)
-	if err != nil {
-		return err
+	for _, pid := range pids {
+		//nolint:gosec // G306: clear_refs is written, not created
+		if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("1"), 0o600); err != nil {
+			return fmt.Errorf("clear the referenced bits of pump pod %d: %w", pid, err)
+		}
 	}
-	fmt.Printf("pump pod, no database reachable (standby floor): RSS %.1f MiB, peak %.1f MiB\n", rss, hwm)
+	time.Sleep(window)
+	fmt.Printf("%d standby pump pods of one feed, no database reachable (PSS shares the binary's pages among them; touched: in %s idle):\n", pumps, window)
+	for i, pid := range pids {
+		m, err := readMemory(pid)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("  pump pod %d: %s\n", i, m)
+	}
 	return nil
 }
 
@@ -151,29 +177,4 @@ func waitDeployments(ctx context.Context, c client.Client, ns string, n int) err
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// memory reads VmRSS and VmHWM of pid in MiB.
-func memory(pid int) (rss, hwm float64, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		field, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-		switch field {
-		case "VmRSS":
-			rss = kb / 1024
-		case "VmHWM":
-			hwm = kb / 1024
-		}
-	}
-	if rss == 0 {
-		return 0, 0, errors.New("no VmRSS")
-	}
-	return rss, hwm, nil
 }
