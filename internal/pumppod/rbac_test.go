@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,6 +41,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/kubetest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/loopback"
 )
 
 // What the operator's code calls, per scope: "group resource verb
@@ -87,6 +89,9 @@ var (
 		"rbac.authorization.k8s.io clusterrolebindings update [ff-flightfeed-pump-auth-delegator]",
 		"rbac.authorization.k8s.io clusterroles bind [system:auth-delegator]",
 	}
+	// metricsAuth: the operator's own secure /metrics (the chart's default)
+	// reviews every scraper's token and its `get /metrics`.
+	metricsAuth = []string{"authentication.k8s.io tokenreviews create", "authorization.k8s.io subjectaccessreviews create"}
 	// secretGrant: bind (never escalate) on the one ClusterRole that may
 	// get Secrets, for the operator's own RoleBinding in each namespace
 	// holding a FlightFeed.
@@ -299,13 +304,13 @@ func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 	}{
 		{
 			name:   "cluster-wide",
-			want:   map[string][]string{"cluster": join(feedScope, secretGrant, clusterScope), ns: leaderScope, "default": apiServerScope},
+			want:   map[string][]string{"cluster": join(feedScope, secretGrant, clusterScope, metricsAuth), ns: leaderScope, "default": apiServerScope},
 			noArgs: []string{"--legacy-leases", "--namespaces", "--api-bind-address"},
 		},
 		{
 			name:     "namespaced",
 			args:     []string{"--set", "watchNamespaces={ops,ground}"},
-			want:     map[string][]string{"cluster": clusterScope, "ops": join(feedScope, secretGrant), "ground": join(feedScope, secretGrant), ns: leaderScope, "default": apiServerScope},
+			want:     map[string][]string{"cluster": join(clusterScope, metricsAuth), "ops": join(feedScope, secretGrant), "ground": join(feedScope, secretGrant), ns: leaderScope, "default": apiServerScope},
 			wantArgs: []string{"--namespaces=ops,ground"},
 			noArgs:   []string{"--legacy-leases"},
 		},
@@ -315,13 +320,20 @@ func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 			// old Leases of its own namespace.
 			name:   "cluster-wide upgrade",
 			args:   []string{"--is-upgrade"},
-			want:   map[string][]string{"cluster": join(feedScope, secretGrant, clusterScope), ns: leaderScope, "default": apiServerScope},
+			want:   map[string][]string{"cluster": join(feedScope, secretGrant, clusterScope, metricsAuth), ns: leaderScope, "default": apiServerScope},
 			noArgs: []string{"--legacy-leases"},
+		},
+		{
+			// Plain-HTTP metrics ask the API server nothing.
+			name:     "cluster-wide, metrics over plain HTTP",
+			args:     []string{"--set", "metrics.secure=false"},
+			want:     map[string][]string{"cluster": join(feedScope, secretGrant, clusterScope), ns: leaderScope, "default": apiServerScope},
+			wantArgs: []string{"--metrics-secure=false"},
 		},
 		{
 			name:     "namespaced, Kubernetes 1.33",
 			args:     []string{"--kube-version", "1.33.4", "--set", "watchNamespaces={ops}"},
-			want:     map[string][]string{"cluster": clusterScope, "ops": join(feedScope, secretGrant), ns: leaderScope, "default": apiServerScope},
+			want:     map[string][]string{"cluster": join(clusterScope, metricsAuth), "ops": join(feedScope, secretGrant), ns: leaderScope, "default": apiServerScope},
 			wantArgs: []string{"--namespaces=ops"},
 		},
 	} {
@@ -575,7 +587,7 @@ func TestChartGrantsExactlyWhatTheOperatorUses(t *testing.T) {
 		}
 		check("config/rbac/role.yaml (generated)", rulesOf("rbac/role.yaml", "ClusterRole", ""), sortedSet(feedScope))
 		check("config/namespaced/feeds_role.yaml", rulesOf("namespaced/feeds_role.yaml", "Role", ""), kustomized(join(feedScope, secretGrant)))
-		check("config/rbac/pump_auth_role.yaml", rulesOf("rbac/pump_auth_role.yaml", "ClusterRole", "manager-pump-auth"), kustomized(clusterScope))
+		check("config/rbac/pump_auth_role.yaml", rulesOf("rbac/pump_auth_role.yaml", "ClusterRole", "manager-pump-auth"), kustomized(join(clusterScope, metricsAuth)))
 		check("config/rbac/secret_reader_role.yaml binder", rulesOf("rbac/secret_reader_role.yaml", "ClusterRole", "secret-reader-binder"), kustomized(secretGrant))
 		check("config/rbac/secret_reader_role.yaml", rulesOf("rbac/secret_reader_role.yaml", "ClusterRole", "secret-reader"), []string{" secrets get"})
 		check("config/rbac/leader_election_role.yaml", rulesOf("rbac/leader_election_role.yaml", "Role", ""), sortedSet(leaderScope))
@@ -729,11 +741,13 @@ func TestOperatorAndPumpRunUnderTheChartsRBAC(t *testing.T) {
 	mustForbid(t, asOperator, "the operator", otherNS, "other-db")
 	mustForbid(t, asOperator, "the operator", opNS, "other-db")
 
-	// The operator, as the chart runs it (its flags' values).
+	// The operator, as the chart runs it (its flags' values: secure
+	// metrics).
 	pump := pumpDefaultsOf(t, objs)
 	pump.Image = "flightfeed:test"
+	metricsAddr := loopback.FreeAddr(t)
 	op, err := operator.New(operator.Options{
-		RestConfig: opCfg, MetricsAddr: "0", ProbeAddr: "0", Namespace: opNS,
+		RestConfig: opCfg, MetricsAddr: metricsAddr, ProbeAddr: "0", Namespace: opNS,
 		LeaderElection: true, Identity: "operator-a", LeaseDuration: testLease, RenewDeadline: testRenew, RetryPeriod: testRetry,
 		Pump: pump,
 		SecretGrant: &controllers.SecretGrant{ClusterRole: full + "-secret-reader",
@@ -752,6 +766,22 @@ func TestOperatorAndPumpRunUnderTheChartsRBAC(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Errorf("operator: %v", err)
 		}
+	})
+
+	// The operator's /metrics answers a scraper bound to the chart's
+	// metrics-reader ClusterRole: the operator reviews its token and its
+	// `get /metrics` with its own rights.
+	h.create(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "scraper", Namespace: opNS}})
+	scraperBinding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: full + "-test-scraper"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: opNS, Name: "scraper"}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: full + "-metrics-reader"}}
+	h.create(scraperBinding)
+	t.Cleanup(func() { _ = admin.Delete(context.Background(), scraperBinding) })
+	scraper := token(t, opNS, "scraper")
+	await.Eventually(t, "the operator's /metrics to answer the chart's scraper", waitLong, func() (bool, string) {
+		code, body := getAs(t, scraper, "https://"+metricsAddr+"/metrics")
+		return code == http.StatusOK && bytes.Contains(body, []byte("controller_runtime_reconcile_total")),
+			fmt.Sprint(code, " ", string(body[:min(len(body), 200)]))
 	})
 
 	// The FlightFeed first, its Secrets later (the pump reads them again at
