@@ -104,10 +104,10 @@ func (t *Tx) finishResults(ctx context.Context, b *pgx.Batch, results []Result) 
 // streamArchive: a variable so tests can send small bodies that way.
 var streamArchiveMin = 1 << 20
 
-// splitLarge separates the new rows whose body streamArchive sends from
-// the others, each in the original order: those of streamArchiveMin bytes
-// or more.
-// From copyRowsMin new rows up, every new row goes that way.
+// splitLarge separates the new rows that streamArchive sends from the
+// others, each in the original order: those with a body of
+// streamArchiveMin bytes or more, or every new row when there are
+// copyRowsMin of them or more.
 func splitLarge(rows []ArchivedRow) (large, others []ArchivedRow) {
 	if n := countNew(rows); n > 0 && n >= copyRowsMin {
 		return splitNew(rows, func(r ArchivedRow) bool { return r.New })
