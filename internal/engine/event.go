@@ -113,7 +113,7 @@ func upsertEvent(next *flight.State, changed []string, diff []flight.FieldChange
 	buf = appendNotice(buf, changed, next.FLID, meta, next.StateVersion)
 	noticeEnd := len(buf)
 	buf = flight.AppendChanges(buf, diff)
-	all := unsafe.String(unsafe.SliceData(buf), len(buf))
+	all := unsafe.String(unsafe.SliceData(buf), len(buf)) //nolint:gosec // buf is not written again, see above
 	e := Event{FLID: next.FLID, Version: next.StateVersion, Day: next.OperationDay,
 		MessageID: meta.MessageID, Notice: all[len(doc):noticeEnd], Event: EventUpsert, State: all[:len(doc)],
 		ReceivedAt: meta.ReceivedAt, ChangeKind: ChangeUpsert, Changes: all[noticeEnd:]}

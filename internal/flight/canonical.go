@@ -76,7 +76,7 @@ func CanonicalJSON(s State) ([]byte, error) {
 	// pointers) at every swap costs more than the whole render.
 	order := make([]int32, len(entries))
 	for i := range order {
-		order[i] = int32(i) //nolint:gosec // a flight's fields, far below 2^31
+		order[i] = int32(i)
 	}
 	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(entries[a].key, entries[b].key) })
 	for i := 1; i < len(order); i++ {

@@ -105,7 +105,7 @@ func (c *copyRows) textArray(items []string) {
 	for _, it := range items {
 		size += 4 + len(it)
 	}
-	c.b = binary.BigEndian.AppendUint32(c.b, uint32(size)) //nolint:gosec // a few flags
+	c.b = binary.BigEndian.AppendUint32(c.b, uint32(size))
 	dims := uint32(0)
 	if len(items) > 0 {
 		dims = 1
