@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 )
@@ -56,10 +57,7 @@ const TypeJob = "JOB"
 // CHANGED holds field tags (upper-case ASCII); the strings are quoted with
 // encoding/json so any META value stays valid JSON.
 func appendNotice(buf []byte, changed []string, flid flight.FLID, meta Meta, version int64) []byte {
-	quote := func(b []byte, s string) []byte {
-		q, _ := json.Marshal(s) // a string always marshals
-		return append(b, q...)
-	}
+	quote := appendJSONQuoted
 	buf = append(buf, `{"CHANGED":[`...)
 	for i, c := range changed {
 		if i > 0 {
@@ -80,21 +78,45 @@ func appendNotice(buf []byte, changed []string, flid flight.FLID, meta Meta, ver
 	return append(buf, '}')
 }
 
+// appendJSONQuoted appends s as encoding/json quotes it: as it is between
+// quotes when every byte is printable ASCII that encoding/json leaves alone
+// (field tags and META codes always are), else by json.Marshal itself (its
+// escapes of <, >, &, control characters, U+2028, U+2029 and invalid
+// UTF-8).
+func appendJSONQuoted(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
 // upsertEvent is the event of a changed flight, computed from the one
 // next state that is also written (processing rules R10.1): its notice and its state,
 // each measured against the door, whether or not the state is written in
 // the end (newestStateOnly): a message is refused or accepted alone,
 // whatever the batch it comes in.
 func upsertEvent(next *flight.State, changed []string, diff []flight.FieldChange, meta Meta) (Event, error) {
-	n := appendNotice(nil, changed, next.FLID, meta, next.StateVersion)
-	// The flight's own documents: its state and, for its history, the diff.
+	// The flight's own documents: its state and, for its history, the diff;
+	// with the notice, one buffer that the three strings share (one
+	// allocation, no copy: the buffer is not written again).
 	doc, err := flight.CanonicalJSON(*next)
 	if err != nil {
 		return Event{}, fmt.Errorf("state of flight %s: %w", next.FLID, err)
 	}
+	buf := make([]byte, 0, len(doc)+128+16*len(changed)+64*len(diff))
+	buf = append(buf, doc...)
+	buf = appendNotice(buf, changed, next.FLID, meta, next.StateVersion)
+	noticeEnd := len(buf)
+	buf = flight.AppendChanges(buf, diff)
+	all := unsafe.String(unsafe.SliceData(buf), len(buf)) //nolint:gosec // buf is not written again, see above
 	e := Event{FLID: next.FLID, Version: next.StateVersion, Day: next.OperationDay,
-		MessageID: meta.MessageID, Notice: string(n), Event: EventUpsert, State: string(doc),
-		ReceivedAt: meta.ReceivedAt, ChangeKind: ChangeUpsert, Changes: string(flight.AppendChanges(nil, diff))}
+		MessageID: meta.MessageID, Notice: all[len(doc):noticeEnd], Event: EventUpsert, State: all[:len(doc)],
+		ReceivedAt: meta.ReceivedAt, ChangeKind: ChangeUpsert, Changes: all[noticeEnd:]}
 	for _, kind := range []string{KindState, KindNotice} {
 		if err := checkDoor(meta.Door, &e, kind); err != nil {
 			return Event{}, err

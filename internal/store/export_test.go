@@ -20,3 +20,12 @@ func (s *Store) Setting(ctx context.Context, name string) (string, error) {
 	err := s.pool.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v)
 	return v, err
 }
+
+// SetCopyRowsMin makes FinishBatch send a batch's new rows of one kind by
+// COPY from n of them until restore is called. Only for tests that do not
+// run in parallel.
+func SetCopyRowsMin(n int) (restore func()) {
+	old := copyRowsMin
+	copyRowsMin = n
+	return func() { copyRowsMin = old }
+}

@@ -21,7 +21,11 @@ import (
 // the raw archive of its rows and every message's result with its backfill
 // intent go out first, and the server writes them while the working set's
 // state and events are put together here; those follow as a second batch.
-// Two round trips, whatever the number of messages.
+// Two round trips, whatever the number of messages, when the batch is
+// small; from copyRowsMin new messages (or events) up, their archive rows,
+// results, events and history rows go by COPY instead, a few round trips
+// more for a server that inserts them a page at a time (one WAL record per
+// page instead of one per row, no arrays to build and unnest).
 func (t *Tx) FinishBatch(ctx context.Context, archive []ArchivedRow, set *engine.WorkingSet, results []Result) error {
 	large, archive := splitLarge(archive)
 	if err := t.streamArchive(ctx, large); err != nil {
@@ -32,15 +36,18 @@ func (t *Tx) FinishBatch(ctx context.Context, archive []ArchivedRow, set *engine
 	}
 	first := &pgx.Batch{}
 	queueArchive(first, archive)
-	t.queueResults(first, results)
+	if err := t.finishResults(ctx, first, results); err != nil {
+		return fmt.Errorf("finish batch: %w", err)
+	}
 	var sent pgx.BatchResults
 	if first.Len() > 0 {
 		sent = t.tx.SendBatch(ctx, first)
 	}
 	second := &pgx.Batch{}
 	var queueErr error
+	var copies []engine.Event
 	if set != nil {
-		queueErr = queueSet(second, set, t.store.loc, t.now)
+		copies, queueErr = queueSetCopying(second, set, t.store.loc, t.now, copyRowsMin)
 	}
 	if sent != nil {
 		if err := readBatch(sent, first); err != nil {
@@ -56,9 +63,40 @@ func (t *Tx) FinishBatch(ctx context.Context, archive []ArchivedRow, set *engine
 	if err := t.sendBatch(ctx, second); err != nil {
 		return fmt.Errorf("finish batch: state and events: %w", err)
 	}
+	if len(copies) > 0 {
+		if err := t.copyBatchEvents(ctx, copies); err != nil {
+			return fmt.Errorf("finish batch: %w", err)
+		}
+	}
 	if set != nil {
 		set.Written()
 	}
+	return nil
+}
+
+// copyRowsMin is the number of a batch's new rows of one kind (archive
+// rows, results, events) from which FinishBatch sends them by COPY: a
+// variable so tests can take either path with few messages.
+var copyRowsMin = 64
+
+// finishResults writes results with their backfill intent: the new ones by
+// COPY when there are copyRowsMin of them or more (a message already
+// recorded fails it, as the plain INSERT would, with ErrNotNew), the
+// others queued in b as queueResults does.
+func (t *Tx) finishResults(ctx context.Context, b *pgx.Batch, results []Result) error {
+	fresh, others := splitNew(results, func(r Result) bool { return r.New })
+	if len(fresh) < copyRowsMin {
+		t.queueResults(b, results)
+		return nil
+	}
+	if err := t.copyResults(ctx, fresh); err != nil {
+		if isUniqueViolation(err) {
+			err = fmt.Errorf("%w: %w", ErrNotNew, err)
+		}
+		return err
+	}
+	t.queueResultRows(b, others, resultUpsert)
+	t.queueIntent(b, terminalIDs(results))
 	return nil
 }
 
@@ -66,10 +104,26 @@ func (t *Tx) FinishBatch(ctx context.Context, archive []ArchivedRow, set *engine
 // streamArchive: a variable so tests can send small bodies that way.
 var streamArchiveMin = 1 << 20
 
-// splitLarge separates the new rows whose body streamArchive sends from
-// the others, each in the original order.
+// splitLarge separates the new rows that streamArchive sends from the
+// others, each in the original order: those with a body of
+// streamArchiveMin bytes or more, or every new row when there are
+// copyRowsMin of them or more.
 func splitLarge(rows []ArchivedRow) (large, others []ArchivedRow) {
+	if n := countNew(rows); n > 0 && n >= copyRowsMin {
+		return splitNew(rows, func(r ArchivedRow) bool { return r.New })
+	}
 	return splitNew(rows, func(r ArchivedRow) bool { return r.New && len(r.Body) >= streamArchiveMin })
+}
+
+// countNew is how many rows are to be written as new.
+func countNew(rows []ArchivedRow) int {
+	n := 0
+	for _, r := range rows {
+		if r.New {
+			n++
+		}
+	}
+	return n
 }
 
 // copyBinaryHeader starts PostgreSQL's binary COPY format: signature, no
@@ -216,21 +270,30 @@ func (t *Tx) RecordResult(ctx context.Context, r Result) error {
 func (t *Tx) queueResults(b *pgx.Batch, results []Result) {
 	fresh, others := splitNew(results, func(r Result) bool { return r.New })
 	t.queueResultRows(b, fresh, "")
-	t.queueResultRows(b, others, `
+	t.queueResultRows(b, others, resultUpsert)
+	t.queueIntent(b, terminalIDs(results))
+}
+
+// resultUpsert is how a result that may exist already is written.
+const resultUpsert = `
 		ON CONFLICT (message_id) DO UPDATE SET
 			identity_key = EXCLUDED.identity_key, payload_digest = EXCLUDED.payload_digest, content_digest = EXCLUDED.content_digest,
 			msg_type = EXCLUDED.msg_type, msg_styp = EXCLUDED.msg_styp, status = EXCLUDED.status,
 			reason = EXCLUDED.reason, note = EXCLUDED.note, flags = EXCLUDED.flags,
 			attempts = proc_state.attempts + EXCLUDED.attempts, updated_at = EXCLUDED.updated_at, finished_at = EXCLUDED.finished_at
 		WHERE EXCLUDED.status <> 'FAILED'
-			OR (proc_state.status IN ('PENDING', 'FAILED') AND proc_state.received_at = EXCLUDED.received_at)`)
+			OR (proc_state.status IN ('PENDING', 'FAILED') AND proc_state.received_at = EXCLUDED.received_at)`
+
+// terminalIDs are the ids of the terminal results: one backfill intent
+// names them all.
+func terminalIDs(results []Result) []int64 {
 	var terminal []int64
 	for _, r := range results {
 		if r.Terminal() {
 			terminal = append(terminal, r.MessageID)
 		}
 	}
-	t.queueIntent(b, terminal)
+	return terminal
 }
 
 func (t *Tx) queueResultRows(b *pgx.Batch, results []Result, onConflict string) {

@@ -29,6 +29,15 @@ func (t *Tx) WriteSet(ctx context.Context, w *engine.WorkingSet) error {
 // flight is written whole against its database state, then the events
 // and their history rows (stamped now, the transaction's time).
 func queueSet(b *pgx.Batch, w *engine.WorkingSet, loc *time.Location, now time.Time) error {
+	_, err := queueSetCopying(b, w, loc, now, 0)
+	return err
+}
+
+// queueSetCopying is queueSet that leaves the events out of b when there
+// are copyMin of them or more (copyMin > 0) and returns them: the caller
+// writes them and their history rows with copyEvents and copyChanges
+// after b.
+func queueSetCopying(b *pgx.Batch, w *engine.WorkingSet, loc *time.Location, now time.Time, copyMin int) ([]engine.Event, error) {
 	p := w.Pending()
 	gone := make([]int64, len(p.Gone))
 	for i, f := range p.Gone {
@@ -36,9 +45,12 @@ func queueSet(b *pgx.Batch, w *engine.WorkingSet, loc *time.Location, now time.T
 	}
 	queueDeletes(b, gone)
 	if err := queueStateWrites(b, p.Writes, loc); err != nil {
-		return err
+		return nil, err
+	}
+	if copyMin > 0 && len(p.Events) >= copyMin {
+		return p.Events, nil
 	}
 	queueEvents(b, p.Events)
 	queueChanges(b, p.Events, now)
-	return nil
+	return nil, nil
 }
