@@ -89,6 +89,8 @@ type SecretRef struct {
 
 // MailboxSpec describes the shared MySQL mailbox. Table and column names
 // default to the SIS layout (processing rules R2.2) and can be renamed one by one.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.idlePollInterval) || !self.idlePollInterval.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (has(self.pollInterval) && !self.pollInterval.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$')) || duration(self.idlePollInterval) >= duration(has(self.pollInterval) ? self.pollInterval : '100ms')",message="must not be shorter than mailbox.pollInterval (default 100ms)",fieldPath=".idlePollInterval"
 type MailboxSpec struct {
 	// DSNSecretRef selects the go-sql-driver/mysql DSN
 	// (user:pass@tcp(host:3306)/db) of the mailbox.
@@ -124,6 +126,21 @@ type MailboxSpec struct {
 	// +optional
 	// +kubebuilder:default="100ms"
 	PollInterval *metav1.Duration `json:"pollInterval,omitempty"`
+
+	// IdlePollInterval is how long the pump waits between head reads once
+	// the mailbox head has stayed empty for 10 seconds: an idle feed reads
+	// its mailbox and runs its chores this often instead of every
+	// pollInterval. The first row found brings the pump back to
+	// pollInterval at once; only the first message after a quiet spell
+	// waits up to this long. Equal to pollInterval, the pump never backs
+	// off. Between pollInterval and 1m; default 1s (pollInterval when that
+	// is longer).
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || (duration(self) >= duration('1ms') && duration(self) <= duration('1m'))",message="must be between 1ms and 1m"
+	// +optional
+	IdlePollInterval *metav1.Duration `json:"idlePollInterval,omitempty"`
 
 	// BatchSize is the most mailbox rows read and applied in one database
 	// transaction (one savepoint per message). Default 1000.

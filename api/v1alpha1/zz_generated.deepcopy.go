@@ -572,6 +572,11 @@ func (in *MailboxSpec) DeepCopyInto(out *MailboxSpec) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.IdlePollInterval != nil {
+		in, out := &in.IdlePollInterval, &out.IdlePollInterval
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.DedupWindow != nil {
 		in, out := &in.DedupWindow, &out.DedupWindow
 		*out = new(v1.Duration)

@@ -32,6 +32,8 @@ func SetDefaults(spec *v1alpha1.FlightFeedSpec) {
 	str(&out.RoutingIDColumn, "ROUTINGID")
 	str(&out.BodyColumn, "COUTMSGS_CLOB_MSG")
 	dur(&mb.PollInterval, DefaultPollInterval)
+	// mailbox.idlePollInterval stays unset: its default depends on
+	// pollInterval, which a CRD default cannot name (IdlePollInterval).
 	num(&mb.BatchSize, DefaultBatchSize)
 	num(&mb.MaxMessageBytes, DefaultMaxMessageBytes)
 	num(&mb.MaxBatchBytes, DefaultMaxBatchBytes)
@@ -127,4 +129,19 @@ func ReferenceRoutingID(r v1alpha1.RequestsSpec) string {
 		return r.ReferenceData.RoutingID
 	}
 	return r.RoutingID
+}
+
+// IdlePollInterval is the pump's wait between head reads once the head
+// has stayed empty for a while: mailbox.idlePollInterval, else
+// DefaultIdlePollInterval or pollInterval, whichever is longer (an idle
+// mailbox is never read more often than a busy one).
+func IdlePollInterval(mb v1alpha1.MailboxSpec) time.Duration {
+	var poll time.Duration
+	if mb.PollInterval != nil {
+		poll = mb.PollInterval.Duration
+	}
+	if mb.IdlePollInterval != nil {
+		return max(mb.IdlePollInterval.Duration, poll)
+	}
+	return max(DefaultIdlePollInterval, poll)
 }

@@ -58,6 +58,7 @@ type KafkaSecrets struct {
 const (
 	DefaultTimeZone              = "Asia/Shanghai"
 	DefaultPollInterval          = 100 * time.Millisecond
+	DefaultIdlePollInterval      = time.Second
 	DefaultBatchSize             = 1000
 	DefaultMaxMessageBytes       = 40 << 20
 	DefaultMaxBatchBytes         = 16 << 20

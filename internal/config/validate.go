@@ -139,6 +139,13 @@ func validateMailbox(mb *v1alpha1.MailboxSpec, path *field.Path) field.ErrorList
 	if mb.PollInterval != nil && mb.PollInterval.Duration > time.Minute {
 		errs = append(errs, field.Invalid(path.Child("pollInterval"), mb.PollInterval.Duration.String(), "must be at most 1m"))
 	}
+	errs = append(errs, atLeast(path.Child("idlePollInterval"), mb.IdlePollInterval, time.Millisecond)...)
+	if mb.IdlePollInterval != nil && mb.IdlePollInterval.Duration > time.Minute {
+		errs = append(errs, field.Invalid(path.Child("idlePollInterval"), mb.IdlePollInterval.Duration.String(), "must be at most 1m"))
+	}
+	if mb.IdlePollInterval != nil && mb.PollInterval != nil && mb.IdlePollInterval.Duration < mb.PollInterval.Duration {
+		errs = append(errs, field.Invalid(path.Child("idlePollInterval"), mb.IdlePollInterval.Duration.String(), "must not be shorter than mailbox.pollInterval"))
+	}
 	errs = append(errs, between(path.Child("batchSize"), int64(mb.BatchSize), 1, 10000)...)
 	errs = append(errs, between(path.Child("maxMessageBytes"), mb.MaxMessageBytes, 1024, 1<<30)...)
 	errs = append(errs, between(path.Child("maxBatchBytes"), mb.MaxBatchBytes, 64<<10, 1<<30)...)

@@ -197,7 +197,8 @@ func Start(ctx context.Context, feed *config.Feed, opts Options) (*Runner, error
 func PumpFeed(feed *config.Feed) pump.Feed {
 	return pump.Feed{Spec: feed.Spec, Location: feed.Location,
 		ReferenceTypes:     config.ReferenceRequestTypes(feed.Spec.Requests.ReferenceData),
-		ReferenceRoutingID: config.ReferenceRoutingID(feed.Spec.Requests)}
+		ReferenceRoutingID: config.ReferenceRoutingID(feed.Spec.Requests),
+		IdlePollInterval:   config.IdlePollInterval(feed.Spec.Mailbox)}
 }
 
 // loopPanicked is the dispatcher's count of its recovered panics: the

@@ -38,6 +38,7 @@ func (p *Pump) Drain(ctx context.Context, idle func(context.Context) (bool, erro
 const EpochRenewInterval = 5 * time.Second
 
 func (p *Pump) run(ctx context.Context, drainIdle func(context.Context) (bool, error)) error {
+	p.draining = drainIdle != nil
 	p.update(func(s *Status) { s.Running = true })
 	defer p.update(func(s *Status) { s.Running = false })
 	defer p.settle(ctx)
@@ -188,11 +189,12 @@ func (p *Pump) step(ctx context.Context) (worked bool, wait time.Duration, err e
 		}
 		p.infraAttempts = 0
 		p.update(func(s *Status) { s.HeadID, s.HeadBlockedSince, s.HeadLastError = 0, time.Time{}, "" })
-		wait := p.emptyWait(poll)
 		now := p.clock.Now()
-		if wait < poll && now.Sub(p.lastJobs) < time.Second {
-			// Rows keep arriving: look at the head again soon; the
-			// chores below run once a second meanwhile, as between batches.
+		wait := p.emptyWait(poll, now)
+		if now.Sub(p.lastJobs) < time.Second {
+			// The chores below run once a second, as between batches,
+			// however often the head is read: an idle feed would
+			// otherwise query both databases at every poll.
 			// This fresh read found the head empty: nothing is queued.
 			p.update(func(s *Status) { s.QueueDepth, s.Lag = 0, 0 })
 			return false, wait, nil
@@ -203,10 +205,12 @@ func (p *Pump) step(ctx context.Context) (worked bool, wait time.Duration, err e
 		if err := p.runReplays(ctx); err != nil {
 			return false, 0, err
 		}
-		p.refreshDepth(ctx)
+		// No depth query: it counts the rows the head read just found
+		// none of (the same condition).
+		p.update(func(s *Status) { s.QueueDepth, s.Lag = 0, 0 })
 		return false, wait, nil
 	}
-	p.emptyReads = 0
+	p.emptyReads, p.emptySince = 0, time.Time{}
 	p.ahead = p.readAhead(ctx, next.rows)
 	out := p.processBatch(ctx, next.rows, next.batch)
 	if out.err != nil || out.blocked || !out.whole {
@@ -232,14 +236,22 @@ func (p *Pump) step(ctx context.Context) (worked bool, wait time.Duration, err e
 	return true, 0, nil
 }
 
-// emptyWait is how long to wait after an empty head read. While rows keep
-// arriving the head is read again soon — pollInterval/16 after a batch,
-// doubling with every empty read — so a message that arrives just after a
-// read waits a few milliseconds, not a whole pollInterval; once the head
-// has stayed empty for about one pollInterval the wait is pollInterval
-// again until the next batch, so an idle feed costs what it did.
-func (p *Pump) emptyWait(poll time.Duration) time.Duration {
+// emptyWait is how long to wait after an empty head read at now. While
+// rows keep arriving the head is read again soon — pollInterval/16 after a
+// batch, doubling with every empty read — so a message that arrives just
+// after a read waits a few milliseconds, not a whole pollInterval; once the
+// head has stayed empty for about one pollInterval the wait is
+// pollInterval, and once it has stayed empty for idleAfter it is
+// mailbox.idlePollInterval, until the next batch: an idle feed reads its
+// mailbox a few times a second at most.
+func (p *Pump) emptyWait(poll time.Duration, now time.Time) time.Duration {
+	if p.emptySince.IsZero() {
+		p.emptySince = now
+	}
 	if p.emptyReads < 0 {
+		if !p.draining && p.idlePoll > poll && now.Sub(p.emptySince) >= idleAfter {
+			return p.idlePoll
+		}
 		return poll
 	}
 	wait := max(poll/16, time.Millisecond) << p.emptyReads
@@ -250,6 +262,11 @@ func (p *Pump) emptyWait(poll time.Duration) time.Duration {
 	}
 	return wait
 }
+
+// idleAfter is how long the head stays empty before the pump reads it
+// every mailbox.idlePollInterval instead of every pollInterval. A feed with
+// traffic never stays empty this long, so its latency is pollInterval's.
+const idleAfter = 10 * time.Second
 
 // reading is a head read in progress; rows, batch and err are set when
 // done is closed.

@@ -100,6 +100,10 @@ type Feed struct {
 	// request), ReferenceRoutingID those requests' routing id.
 	ReferenceTypes     []string
 	ReferenceRoutingID string
+	// IdlePollInterval is mailbox.idlePollInterval resolved (its default
+	// depends on pollInterval); zero or less than pollInterval: no
+	// backoff of an idle head (emptyWait).
+	IdlePollInterval time.Duration
 }
 
 // Options configure a Pump.
@@ -191,6 +195,13 @@ type Pump struct {
 	// emptyReads counts the empty head reads since the last batch; -1:
 	// none since the pump started or fell back to pollInterval (emptyWait).
 	emptyReads int
+	// emptySince is when the head was first found empty since the last
+	// batch (zero while batches flow); idleAfter later the head is read
+	// every idlePoll (emptyWait). draining keeps pollInterval: `--drain`
+	// ends as soon as the outbox is delivered.
+	emptySince time.Time
+	idlePoll   time.Duration
+	draining   bool
 	// rate measures messages per second over windows of 10 s or more.
 	rate struct {
 		since time.Time
@@ -231,6 +242,7 @@ func New(ctx context.Context, opts Options) (*Pump, error) {
 		lastSeqn:   map[string]int{},
 		cache:      pumpdata.NewStateCache(0),
 		emptyReads: -1,
+		idlePoll:   feed.IdlePollInterval,
 		batchSize:  max(int(feed.Spec.Mailbox.BatchSize), 1),
 	}
 	session, err := st.Start(ctx, opts.Identity, opts.Epoch)
