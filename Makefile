@@ -123,7 +123,7 @@ bench-sweep: build ## Full-day RESP time against flight count, 500 to 9,999 (Mar
 		-sweep 500,1000,2000,4000,6000,8000,9999 -chart hack/bench/performance.svg $(BENCH_ARGS)
 
 .PHONY: bench-operator
-bench-operator: build ## The control plane's memory from 1 to 50 FlightFeeds and a pump pod's floor (envtest; about 1 min).
+bench-operator: build ## The control plane's memory from 1 to 50 FlightFeeds, a pump pod's floor and an idle feed's leader and standby CPU (envtest; about 3 min; BENCH_ARGS='-baseline BIN -rounds 2' compares).
 	KUBEBUILDER_ASSETS=$$(bash hack/envtest-assets.sh) go run ./hack/bench/operator -bin bin/flightfeed $(BENCH_ARGS)
 
 .PHONY: mutate

@@ -65,6 +65,13 @@ it ends, and exits 1 with a one-line summary when any is parked.`,
 			if err != nil {
 				return usageError{err}
 			}
+			if *cpuProfile != "" {
+				stop, perr := startCPUProfile(*cpuProfile)
+				if perr != nil {
+					return perr
+				}
+				defer func() { err = errors.Join(err, stop()) }()
+			}
 			return pod.run(cmd, key, *identity)
 		}
 		if changed := pod.changed(); changed != "" {

@@ -9,7 +9,14 @@
 // what VmRSS is made of (the process's own pages, the binary's shared
 // pages), PSS and the pages touched while idle (see memFigures).
 //
-//	KUBEBUILDER_ASSETS=$(bash hack/envtest-assets.sh) go run ./hack/bench/operator -bin bin/flightfeed
+// Then (idle.go) the CPU of an idle feed's pump pods: a LEADER (its
+// PostgreSQL, MariaDB mailbox and a kfake broker reachable) and a STANDBY
+// of the same feed, in millicores over -idle after -settle, read from
+// /proc/PID/stat; with -baseline BIN the same for a baseline binary in
+// alternation (-rounds), with the ratios. BENCH_IDLE_PROFILE_DIR=DIR
+// writes a CPU profile of every pod (pump --cpuprofile).
+//
+//	KUBEBUILDER_ASSETS=$(bash hack/envtest-assets.sh) go run ./hack/bench/operator -bin bin/flightfeed [-baseline BIN -rounds 2]
 package main
 
 import (
@@ -38,14 +45,20 @@ func main() {
 	steps := flag.String("feeds", "1,10,25,50", "feed counts to measure at, ascending")
 	pumps := flag.Int("pumps", 3, "standby pump pods of one feed started together (their binary's pages are shared)")
 	window := flag.Duration("idle-window", 20*time.Second, "how long the pump pods' idle working set is watched")
+	idle := idleOptions{}
+	flag.DurationVar(&idle.window, "idle", 60*time.Second, "window of the idle pump pods' CPU measurement (0 skips it)")
+	flag.DurationVar(&idle.settle, "settle", 15*time.Second, "how long the idle pump pods run before the window")
+	flag.IntVar(&idle.rounds, "rounds", 1, "rounds of the idle measurement (with -baseline each measures both binaries, the order alternating)")
+	flag.StringVar(&idle.baseline, "baseline", "", "a baseline flightfeed binary (hack/bench/baseline.sh) whose idle pump pods are measured in the same run, in alternation")
 	flag.Parse()
-	if err := run(*bin, *steps, *pumps, *window); err != nil {
+	idle.bin = *bin
+	if err := run(*bin, *steps, *pumps, *window, idle); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/operator:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, steps string, pumps int, window time.Duration) error {
+func run(bin, steps string, pumps int, window time.Duration, idle idleOptions) error {
 	var counts []int
 	for _, s := range strings.Split(steps, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -76,7 +89,7 @@ func run(bin, steps string, pumps int, window time.Duration) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute+time.Duration(2*idle.rounds)*(idle.settle+idle.window+time.Minute))
 	defer cancel()
 	const ns = "bench"
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -114,7 +127,16 @@ func run(bin, steps string, pumps int, window time.Duration) error {
 		fmt.Printf("%-8d %-12.1f %-12.1f %.2f\n", n, m.RSS, m.HWM, m.RSS/base)
 	}
 
-	return standbyFloor(ctx, bin, kubeconfig, ns+"/f000", pumps, window)
+	if err := standbyFloor(ctx, bin, kubeconfig, ns+"/f000", pumps, window); err != nil {
+		return err
+	}
+	if idle.window <= 0 {
+		return nil
+	}
+	if idle.rounds < 1 {
+		return fmt.Errorf("-rounds %d: at least 1", idle.rounds)
+	}
+	return measureIdle(ctx, c, kubeconfig, ns, idle)
 }
 
 // standbyFloor starts pumps pump pods of feed (`flightfeed pump --feed`;

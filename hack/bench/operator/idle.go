@@ -1,0 +1,412 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kfake"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flightfeed/flightfeed/api/v1alpha1"
+	"github.com/flightfeed/flightfeed/internal/mailbox"
+	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
+	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+)
+
+// idleOptions times the idle measurement (-idle, -settle, -rounds,
+// -baseline).
+type idleOptions struct {
+	bin, baseline  string
+	window, settle time.Duration
+	rounds         int
+}
+
+// idleCost is what one binary's pump pods of one idle feed cost.
+type idleCost struct{ leader, standby float64 } // millicores
+
+// userHZ is the unit of utime and stime in /proc/PID/stat (USER_HZ, 100
+// on every Linux architecture Go builds for).
+const userHZ = 100
+
+// measureIdle measures, for the binary under test (and the baseline in
+// alternation, when given), the CPU of a LEADER pump pod of an idle feed
+// (`flightfeed pump --feed`, its PostgreSQL, MariaDB mailbox and Kafka
+// broker reachable) and of a STANDBY pod of the same feed, over the window
+// after settle, in millicores; kubelet's probes are played at the
+// Deployment's periods (/readyz every 5 s, /healthz every 10 s).
+func measureIdle(ctx context.Context, c client.Client, kubeconfig, ns string, o idleOptions) error {
+	bins := map[string]string{"test": o.bin}
+	order := []string{"test"}
+	if o.baseline != "" {
+		bins["baseline"] = o.baseline
+		order = []string{"baseline", "test"}
+	}
+	broker, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "KAFKA_SCHD", "KAFKA_MSG"))
+	if err != nil {
+		return fmt.Errorf("start kfake: %w", err)
+	}
+	defer broker.Close()
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("# idle pump pods: %d round(s), settle %s, window %s, load %s", o.rounds, o.settle, o.window, load)
+	got := map[string][]idleCost{}
+	for r := 1; r <= o.rounds; r++ {
+		if r%2 == 0 {
+			slices.Reverse(order)
+		}
+		for _, which := range order {
+			name := fmt.Sprintf("idle%d%s", r, which[:1])
+			cost, err := idleFeed(ctx, c, kubeconfig, ns, name, bins[which], broker.ListenAddrs(), o)
+			if err != nil {
+				return fmt.Errorf("round %d, %s: %w", r, which, err)
+			}
+			fmt.Printf("round %d %-8s leader %6.2f mcores, standby %6.2f mcores\n", r, which, cost.leader, cost.standby)
+			got[which] = append(got[which], cost)
+		}
+		if r%2 == 0 {
+			slices.Reverse(order)
+		}
+	}
+	t := medianCost(got["test"])
+	fmt.Printf("idle pump pod (median of %d): leader %.2f mcores, standby %.2f mcores\n", len(got["test"]), t.leader, t.standby)
+	if o.baseline != "" {
+		b := medianCost(got["baseline"])
+		fmt.Printf("baseline      (median of %d): leader %.2f mcores, standby %.2f mcores\n", len(got["baseline"]), b.leader, b.standby)
+		fmt.Printf("ratio (under test / baseline): leader %.3f, standby %.3f\n", ratio(t.leader, b.leader), ratio(t.standby, b.standby))
+	}
+	return nil
+}
+
+func ratio(x, y float64) float64 {
+	if y == 0 {
+		return 0
+	}
+	return x / y
+}
+
+func medianCost(cs []idleCost) idleCost {
+	if len(cs) == 0 {
+		return idleCost{}
+	}
+	med := func(f func(idleCost) float64) float64 {
+		v := make([]float64, len(cs))
+		for i, c := range cs {
+			v[i] = f(c)
+		}
+		slices.Sort(v)
+		if len(v)%2 == 1 {
+			return v[len(v)/2]
+		}
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	return idleCost{leader: med(func(c idleCost) float64 { return c.leader }), standby: med(func(c idleCost) float64 { return c.standby })}
+}
+
+// idleFeed makes the feed name on fresh databases, starts its leader and
+// then its standby with bin, and measures both.
+func idleFeed(ctx context.Context, c client.Client, kubeconfig, ns, name, bin string, brokers []string, o idleOptions) (idleCost, error) {
+	pg, my := "ff_bench_"+name+"_"+strconv.Itoa(os.Getpid()), "ff_bench_"+name+"_mbx_"+strconv.Itoa(os.Getpid())
+	pdsn, err := createPG(ctx, pg)
+	if err != nil {
+		return idleCost{}, err
+	}
+	defer func() { _ = dropPG(context.WithoutCancel(ctx), pg) }()
+	mdsn, err := createMailbox(ctx, my)
+	if err != nil {
+		return idleCost{}, err
+	}
+	defer func() { _ = dropMailbox(context.WithoutCancel(ctx), my) }()
+	for suffix, dsn := range map[string]string{"-mailbox": mdsn, "-db": pdsn} {
+		if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + suffix, Namespace: ns,
+			Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Annotations: map[string]string{v1alpha1.FeedsAnnotation: name}},
+			StringData: map[string]string{"dsn": dsn}}); err != nil {
+			return idleCost{}, err
+		}
+	}
+	ff := feed(ns, name)
+	ff.Spec.Kafka.Brokers = brokers
+	if err := c.Create(ctx, ff); err != nil {
+		return idleCost{}, err
+	}
+	defer func() { _ = c.Delete(context.WithoutCancel(ctx), ff) }()
+	key := types.NamespacedName{Namespace: ns, Name: name}
+
+	leader, err := startPod(ctx, bin, kubeconfig, key, name+"-a")
+	if err != nil {
+		return idleCost{}, err
+	}
+	defer leader.stop()
+	if err := waitLeader(ctx, c, key, name+"-a", leader); err != nil {
+		return idleCost{}, err
+	}
+	standby, err := startPod(ctx, bin, kubeconfig, key, name+"-b")
+	if err != nil {
+		return idleCost{}, err
+	}
+	defer standby.stop()
+	probes, stopProbes := context.WithCancel(ctx)
+	defer stopProbes()
+	go leader.probe(probes)
+	go standby.probe(probes)
+	time.Sleep(o.settle)
+	l0, err := cpuTicks(leader.cmd.Process.Pid)
+	if err != nil {
+		return idleCost{}, err
+	}
+	s0, err := cpuTicks(standby.cmd.Process.Pid)
+	if err != nil {
+		return idleCost{}, err
+	}
+	start := time.Now()
+	time.Sleep(o.window)
+	l1, err := cpuTicks(leader.cmd.Process.Pid)
+	if err != nil {
+		return idleCost{}, err
+	}
+	s1, err := cpuTicks(standby.cmd.Process.Pid)
+	if err != nil {
+		return idleCost{}, err
+	}
+	took := time.Since(start).Seconds()
+	// Still the leader: a measurement of a pod that lost the Lease would
+	// be a standby's.
+	var now v1alpha1.FlightFeed
+	if err := c.Get(ctx, key, &now); err != nil {
+		return idleCost{}, err
+	}
+	if now.Status.Pump == nil || now.Status.Pump.Holder != name+"-a" {
+		return idleCost{}, fmt.Errorf("%s no longer leads the feed (status %+v)\n%s", name+"-a", now.Status.Pump, leader.tail())
+	}
+	mcores := func(t0, t1 int64) float64 { return float64(t1-t0) / userHZ / took * 1000 }
+	return idleCost{leader: mcores(l0, l1), standby: mcores(s0, s1)}, nil
+}
+
+// pod is one running `flightfeed pump --feed` process.
+type pod struct {
+	cmd    *exec.Cmd
+	log    string
+	probes string
+	exited chan error
+}
+
+func startPod(ctx context.Context, bin, kubeconfig string, key types.NamespacedName, identity string) (*pod, error) {
+	probes, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	p := &pod{probes: probes, exited: make(chan error, 1)}
+	logf, err := os.CreateTemp("", "bench-operator-"+identity+"-*.log")
+	if err != nil {
+		return nil, err
+	}
+	p.log = logf.Name()
+	//nolint:gosec // G204: the binary under measurement, named by -bin or -baseline
+	p.cmd = exec.CommandContext(context.WithoutCancel(ctx), bin, "pump", "--feed", key.String(), "--kubeconfig", kubeconfig,
+		"--identity", identity, "--metrics-bind-address", "0", "--health-probe-bind-address", probes, "--api-bind-address", "0")
+	if prof := os.Getenv("BENCH_IDLE_PROFILE_DIR"); prof != "" {
+		p.cmd.Args = append(p.cmd.Args, "--cpuprofile", filepath.Join(prof, identity+".pprof"))
+	}
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	if err := p.cmd.Start(); err != nil {
+		_ = logf.Close()
+		return nil, err
+	}
+	go func() { p.exited <- p.cmd.Wait(); _ = logf.Close() }()
+	return p, nil
+}
+
+// stop ends the pod as Kubernetes does (SIGTERM) and waits for it.
+func (p *pod) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	_ = os.Remove(p.log)
+}
+
+func (p *pod) tail() string {
+	b, _ := os.ReadFile(p.log)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-20):], "\n")
+}
+
+// probe plays kubelet: /readyz every 5 s, /healthz every 10 s (the pump
+// Deployment's probes), until ctx ends.
+func (p *pod) probe(ctx context.Context) {
+	cl := &http.Client{Timeout: time.Second}
+	get := func(path string) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.probes+path, nil)
+		if err != nil {
+			return
+		}
+		if resp, err := cl.Do(req); err == nil {
+			_ = resp.Body.Close()
+		}
+	}
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for n := 0; ; n++ {
+		get("/readyz")
+		if n%2 == 0 {
+			get("/healthz")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// waitLeader waits until identity leads the feed and its pump runs
+// (Ready=True with it as the holder).
+func waitLeader(ctx context.Context, c client.Client, key types.NamespacedName, identity string, p *pod) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-p.exited:
+			return fmt.Errorf("%s exited: %v\n%s", identity, err, p.tail())
+		case <-time.After(500 * time.Millisecond):
+		}
+		var ff v1alpha1.FlightFeed
+		if err := c.Get(ctx, key, &ff); err != nil {
+			return err
+		}
+		if ff.Status.Pump != nil && ff.Status.Pump.Holder == identity && meta.IsStatusConditionTrue(ff.Status.Conditions, string(v1alpha1.ConditionReady)) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s did not lead %s with Ready=True within 2m\n%s", identity, key, p.tail())
+}
+
+// cpuTicks is utime+stime of pid (every thread), in USER_HZ ticks.
+func cpuTicks(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command name, which ends with the last ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, errors.New("unreadable /proc stat")
+	}
+	f := strings.Fields(string(b)[i+1:])
+	if len(f) < 13 {
+		return 0, errors.New("short /proc stat")
+	}
+	// f[0] is the state (field 3): utime and stime are fields 14 and 15.
+	u, err := strconv.ParseInt(f[11], 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	s, err := strconv.ParseInt(f[12], 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	return u + s, nil
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String(), nil
+}
+
+func createPG(ctx context.Context, name string) (string, error) {
+	admin := pgtest.Server()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return "", fmt.Errorf("connect to %s: %w (bash hack/services.sh starts PostgreSQL)", admin, err)
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	id := pgx.Identifier{name}.Sanitize()
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+id+" WITH (FORCE)"); err != nil {
+		return "", err
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+id); err != nil {
+		return "", fmt.Errorf("create database %s: %w", name, err)
+	}
+	u, err := url.Parse(admin)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+func dropPG(ctx context.Context, name string) error {
+	conn, err := pgx.Connect(ctx, pgtest.Server())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	return err
+}
+
+func createMailbox(ctx context.Context, name string) (string, error) {
+	cfg, err := mysql.ParseDSN(mailboxtest.Server())
+	if err != nil {
+		return "", err
+	}
+	if err := mailboxAdmin(ctx, "DROP DATABASE IF EXISTS `"+name+"`", "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4"); err != nil {
+		return "", fmt.Errorf("create database %s: %w (bash hack/services.sh starts MariaDB)", name, err)
+	}
+	cfg.DBName, cfg.ParseTime, cfg.Loc = name, true, time.UTC
+	dsn := cfg.FormatDSN()
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = db.Close() }()
+	if err := mailbox.CreateTables(ctx, db); err != nil {
+		return "", err
+	}
+	return dsn, nil
+}
+
+func dropMailbox(ctx context.Context, name string) error {
+	return mailboxAdmin(ctx, "DROP DATABASE IF EXISTS `"+name+"`")
+}
+
+func mailboxAdmin(ctx context.Context, statements ...string) error {
+	cfg, err := mysql.ParseDSN(mailboxtest.Server())
+	if err != nil {
+		return err
+	}
+	admin, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = admin.Close() }()
+	for _, s := range statements {
+		if _, err := admin.ExecContext(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
