@@ -153,7 +153,7 @@ func idleFeed(ctx context.Context, c client.Client, kubeconfig, ns, name, bin st
 	if err != nil {
 		return idleCost{}, err
 	}
-	defer leader.stop()
+	defer func() { _ = leader.stop() }()
 	if err := waitLeader(ctx, c, key, name+"-a", leader); err != nil {
 		return idleCost{}, err
 	}
@@ -161,7 +161,7 @@ func idleFeed(ctx context.Context, c client.Client, kubeconfig, ns, name, bin st
 	if err != nil {
 		return idleCost{}, err
 	}
-	defer standby.stop()
+	defer func() { _ = standby.stop() }()
 	probes, stopProbes := context.WithCancel(ctx)
 	defer stopProbes()
 	go leader.probe(probes)
@@ -208,7 +208,7 @@ type pod struct {
 }
 
 func startPod(ctx context.Context, bin, kubeconfig string, key types.NamespacedName, identity string) (*pod, error) {
-	probes, err := freeAddr()
+	probes, err := freeAddr(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -233,16 +233,19 @@ func startPod(ctx context.Context, bin, kubeconfig string, key types.NamespacedN
 	return p, nil
 }
 
-// stop ends the pod as Kubernetes does (SIGTERM) and waits for it.
-func (p *pod) stop() {
+// stop ends the pod as Kubernetes does (SIGTERM), waits for it and
+// returns how it exited.
+func (p *pod) stop() error {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	var err error
 	select {
-	case <-p.exited:
+	case err = <-p.exited:
 	case <-time.After(30 * time.Second):
 		_ = p.cmd.Process.Kill()
-		<-p.exited
+		err = <-p.exited
 	}
 	_ = os.Remove(p.log)
+	return err
 }
 
 func (p *pod) tail() string {
@@ -286,7 +289,7 @@ func waitLeader(ctx context.Context, c client.Client, key types.NamespacedName, 
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-p.exited:
-			return fmt.Errorf("%s exited: %v\n%s", identity, err, p.tail())
+			return fmt.Errorf("%s exited: %w\n%s", identity, err, p.tail())
 		case <-time.After(500 * time.Millisecond):
 		}
 		var ff v1alpha1.FlightFeed
@@ -327,8 +330,9 @@ func cpuTicks(pid int) (int64, error) {
 	return u + s, nil
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func freeAddr(ctx context.Context) (string, error) {
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
