@@ -158,7 +158,6 @@ func standbyFloor(ctx context.Context, bin, kubeconfig, feed string, pumps int, 
 	}
 	time.Sleep(8 * time.Second)
 	for _, pid := range pids {
-		//nolint:gosec // G306: clear_refs is written, not created
 		if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("1"), 0o600); err != nil {
 			return fmt.Errorf("clear the referenced bits of pump pod %d: %w", pid, err)
 		}
