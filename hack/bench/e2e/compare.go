@@ -115,7 +115,7 @@ func medianFigures(ds []drainFigures) drainFigures {
 	}
 }
 
-// compareRESP is compare without a backlog (-backlogs ''): each round
+// compareRESP is compare without a backlog (-backlogs=): each round
 // drains a full-day RESP of -flights and one of -big-flights (when not 0)
 // with each binary, each on fresh databases, the order alternating; it
 // prints every drain, then per size the medians of each binary (time to
