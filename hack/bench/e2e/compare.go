@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/flightfeed/flightfeed/internal/simulate"
 )
 
 // compare drains the same backlog with the baseline binary and with the
@@ -152,7 +154,7 @@ func compareRESP(ctx context.Context, o options, base string) error {
 			}
 		}
 	}
-	fmt.Printf("medians of %d rounds:                 %10s %10s %10s %10s\n", o.rounds, "RESP s", "CPU all s", "CPU pump s", "RSS MB")
+	fmt.Printf("medians of %d rounds:                 %10s %10s %10s %10s %10s\n", o.rounds, "RESP s", "CPU all s", "CPU pump s", "RSS MB", "again s")
 	ratio := func(x, y float64) float64 {
 		if y == 0 {
 			return 0
@@ -162,21 +164,23 @@ func compareRESP(ctx context.Context, o options, base string) error {
 	for _, n := range sizes {
 		b, t := medianRESP(got[key{"baseline", n}]), medianRESP(got[key{"test", n}])
 		row := func(name string, d respFigures) {
-			fmt.Printf("  %-34s %10.3f %10.2f %10.2f %10.0f\n", name, d.took, d.all, d.pump, d.rss)
+			fmt.Printf("  %-34s %10.3f %10.2f %10.2f %10.0f %10.3f\n", name, d.took, d.all, d.pump, d.rss, d.again)
 		}
 		row(fmt.Sprintf("%d flights, baseline", n), b)
 		row(fmt.Sprintf("%d flights, under test", n), t)
-		fmt.Printf("  %-34s %10.3f %10.3f %10.3f %10.3f\n", "ratio (under test / baseline)",
-			ratio(t.took, b.took), ratio(t.all, b.all), ratio(t.pump, b.pump), ratio(t.rss, b.rss))
+		fmt.Printf("  %-34s %10.3f %10.3f %10.3f %10.3f %10.3f\n", "ratio (under test / baseline)",
+			ratio(t.took, b.took), ratio(t.all, b.all), ratio(t.pump, b.pump), ratio(t.rss, b.rss), ratio(t.again, b.again))
 	}
 	return nil
 }
 
 // respFigures are one RESP drain's figures: seconds to Kafka and CPU
 // seconds (all processes, the pump), each less the empty drain's, and the
-// pump's peak RSS in MB.
+// pump's peak RSS in MB; again is the drain of the same day's RESP once
+// more (the same flights, unchanged: a day asked for again), less the
+// empty drain.
 type respFigures struct {
-	took, all, pump, rss float64
+	took, all, pump, rss, again float64
 }
 
 // compareRESPDrain is one round's RESP of n flights with o.bin on fresh
@@ -195,8 +199,17 @@ func compareRESPDrain(ctx context.Context, o options, name string, n int) (respF
 	if err != nil {
 		return respFigures{}, err
 	}
+	if err := f.put(ctx, []simulate.Message{simulate.Response(f.opts(n))}); err != nil {
+		return respFigures{}, err
+	}
+	f.seqn++
+	again, err := f.drain(ctx, fmt.Sprintf("again%d", n))
+	if err != nil {
+		return respFigures{}, err
+	}
+	fmt.Printf("RESP %5d flights again (unchanged): %s (process %s)\n", n, ms(again.took-empty.took), ms(again.took))
 	return respFigures{took: r.took.Seconds(), all: r.cpuTotal.Seconds(), pump: (r.procs.pump - empty.procs.pump).Seconds(),
-		rss: float64(r.rssMB)}, nil
+		rss: float64(r.rssMB), again: (again.took - empty.took).Seconds()}, nil
 }
 
 // medianRESP is each figure's median over the rounds.
@@ -216,9 +229,10 @@ func medianRESP(ds []respFigures) respFigures {
 		return (v[len(v)/2-1] + v[len(v)/2]) / 2
 	}
 	return respFigures{
-		took: med(func(d respFigures) float64 { return d.took }),
-		all:  med(func(d respFigures) float64 { return d.all }),
-		pump: med(func(d respFigures) float64 { return d.pump }),
-		rss:  med(func(d respFigures) float64 { return d.rss }),
+		took:  med(func(d respFigures) float64 { return d.took }),
+		all:   med(func(d respFigures) float64 { return d.all }),
+		pump:  med(func(d respFigures) float64 { return d.pump }),
+		rss:   med(func(d respFigures) float64 { return d.rss }),
+		again: med(func(d respFigures) float64 { return d.again }),
 	}
 }
