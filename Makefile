@@ -117,6 +117,10 @@ bench: build ## The end-to-end benchmark: the built binary drains a RESP and FLO
 bench-compare: build ## The binary against a baseline (BASELINE=rev; default the previous release commit), drain by drain in alternation, medians and ratios (hack/bench/baseline.sh; about 3 min).
 	go run ./hack/bench/e2e -bin bin/flightfeed -baseline "$$(bash hack/bench/baseline.sh $(BASELINE))" -backlogs 10000 $(BENCH_ARGS)
 
+.PHONY: bench-compare-resp
+bench-compare-resp: build ## Full-day RESPs (2,000 and 9,999 flights) of the binary against a baseline (BASELINE=rev), in alternation on fresh databases, medians and ratios of time, CPU and peak RSS (about 2 min).
+	go run ./hack/bench/e2e -bin bin/flightfeed -baseline "$$(bash hack/bench/baseline.sh $(BASELINE))" -backlogs= -latency=0 $(BENCH_ARGS)
+
 .PHONY: bench-sweep
 bench-sweep: build ## Full-day RESP time against flight count, 500 to 9,999 (Markdown table; chart hack/bench/performance.svg; about 2 min).
 	go run ./hack/bench/e2e -bin bin/flightfeed -backlogs= -latency=0 -big-flights=0 \

@@ -93,7 +93,7 @@ type outcome struct {
 func (d *Dispatcher) DeliverOnce(ctx context.Context) (int, error) {
 	d.passMu.Lock()
 	defer d.passMu.Unlock()
-	n, _, err := d.pass(ctx)
+	n, _, _, err := d.pass(ctx, d.opts.BatchSize)
 	return n, err
 }
 
@@ -102,15 +102,17 @@ func (d *Dispatcher) DeliverOnce(ctx context.Context) (int, error) {
 // be sent alone — so Run goes again at once. Events committed after the
 // pass read its window come with a Notify, which wakes Run anyway: a pass
 // that took everything is not followed by an empty one (a statement per
-// pump commit saved during a backlog).
-func (d *Dispatcher) pass(ctx context.Context) (delivered int, again bool, err error) {
+// pump commit saved during a backlog). size bounds the pass's records (Run
+// grows it during a backlog, passSize); grow reports a pass whose window was
+// full and whose every record was delivered, so the next may be larger.
+func (d *Dispatcher) pass(ctx context.Context, size int) (delivered int, again, grow bool, err error) {
 	select {
 	case <-d.prev:
 	case <-ctx.Done():
-		return 0, false, ctx.Err()
+		return 0, false, false, ctx.Err()
 	}
 	if err := d.stoppedErr(); err != nil {
-		return 0, false, err
+		return 0, false, false, err
 	}
 	if d.txnOpen {
 		// The previous pass could not end its transaction: abort it
@@ -118,11 +120,11 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, again bool, err e
 		if err := d.client.EndTransaction(ctx, kgo.TryAbort); err != nil {
 			if gone := d.producerGone(err); gone != nil {
 				d.stop(gone)
-				return 0, false, d.stoppedErr()
+				return 0, false, false, d.stoppedErr()
 			}
 			err = fmt.Errorf("abort the previous pass's transaction: %w", err)
 			d.recordFailure(err)
-			return 0, false, err
+			return 0, false, false, err
 		}
 		d.txnOpen = false
 	}
@@ -130,17 +132,17 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, again bool, err e
 	if len(d.aheadRows) <= maxAhead {
 		skip = slices.Collect(maps.Keys(d.aheadRows))
 	}
-	// Options.BatchSize bounds the records of a pass; a row holds up to
-	// two (its notice and its state), so the window takes half as many
-	// rows, and the records beyond the bound wait for the next pass.
-	win, err := d.store.ReadWindow(ctx, (d.opts.BatchSize+1)/2, skip)
+	// size bounds the records of a pass; a row holds up to two (its notice
+	// and its state), so the window takes half as many rows, and the
+	// records beyond the bound wait for the next pass.
+	win, err := d.store.ReadWindow(ctx, (size+1)/2, skip)
 	if err != nil {
 		if ctx.Err() != nil {
-			return 0, false, ctx.Err()
+			return 0, false, false, ctx.Err()
 		}
 		err = fmt.Errorf("%w: %w", errDatabase, err)
 		d.recordFailure(err)
-		return 0, false, err
+		return 0, false, false, err
 	}
 	for k := range d.ahead {
 		if k.ID <= win.Cursor {
@@ -161,7 +163,7 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, again bool, err e
 		d.mu.Unlock()
 		d.setStats(0, parked, time.Time{})
 		d.recordSuccess()
-		return 0, false, nil
+		return 0, false, false, nil
 	}
 	// Events done before (parked, or delivered above the cursor by an
 	// earlier pass) are not sent again; they only let the cursor pass.
@@ -171,8 +173,8 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, again bool, err e
 			events = append(events, e)
 		}
 	}
-	if len(events) > d.opts.BatchSize {
-		events, full = events[:d.opts.BatchSize], true
+	if len(events) > size {
+		events, full = events[:size], true
 	}
 	// After a pass saw records refused for good, the next ones isolate
 	// them: one event per pass, alone in its batch, until each suspect is
@@ -198,7 +200,7 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, again bool, err e
 				gone = fmt.Errorf("%w: %w", ErrProducerFailed, err)
 			}
 			d.stop(gone)
-			return 0, false, d.stoppedErr()
+			return 0, false, false, d.stoppedErr()
 		}
 		d.txnOpen = true
 	}
@@ -276,7 +278,22 @@ func (d *Dispatcher) pass(ctx context.Context) (delivered int, again bool, err e
 		settled <- d.settle(mctx, win, events, results, solo)
 	}()
 	out := d.await(ctx, settled, produced)
-	return out.delivered, full || solo || out.suspects, out.err
+	grow = full && !solo && !out.suspects && out.err == nil && out.delivered == produced && produced == len(events)
+	return out.delivered, full || solo || out.suspects, grow, out.err
+}
+
+// passSize is the size of Run's next pass after one of size: twice as
+// large (at most maxBatchSize records) after a pass that grew (a backlog:
+// its window was full and all of it was delivered), Options.BatchSize
+// otherwise. A burst — a full-day snapshot's 20,000 records — goes in a
+// few large passes instead of twenty, each with its Kafka transaction,
+// window read and cursor write; a steady stream and every pass after a
+// failure keep the configured size.
+func (d *Dispatcher) passSize(size int, grow bool) int {
+	if !grow {
+		return d.opts.BatchSize
+	}
+	return max(d.opts.BatchSize, min(2*size, maxBatchSize))
 }
 
 // await waits for the pass to settle. Records already sent are never

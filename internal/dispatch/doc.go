@@ -40,7 +40,10 @@
 // day is NULL). A pass reads the oldest pending rows in id order (half of
 // Options.BatchSize: each row up to two records), sends their notices and,
 // per FLID, only its newest state above the cursor, at most BatchSize
-// records, and waits for every acknowledgement before the next pass. A row
+// records (Run's passes grow during a backlog: twice as many after a pass
+// whose window was full and wholly delivered, up to 10,000, and BatchSize
+// again after any other), and waits for every acknowledgement before the
+// next pass. A row
 // is done when its notice is (delivered or parked) and its state is, or a
 // newer state of its flight that covers it; the cursor then moves over
 // every row of the window that is done, up to the first that is not.

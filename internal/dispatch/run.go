@@ -38,10 +38,12 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	scan := d.clock.NewTicker(d.opts.ScanInterval)
 	defer scan.Stop()
 	failures, renewals := 0, 0
+	size := d.opts.BatchSize
 	for ctx.Err() == nil {
 		d.passMu.Lock()
-		_, again, err := d.pass(ctx)
+		_, again, grow, err := d.pass(ctx, size)
 		d.passMu.Unlock()
+		size = d.passSize(size, grow)
 		if ctx.Err() != nil {
 			return nil
 		}

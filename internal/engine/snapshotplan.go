@@ -88,6 +88,12 @@ type LedgerWrite struct {
 	// those skipped), then the flights of the records the decoder refused
 	// (Keep) that the roster held already.
 	Roster []flight.FLID
+	// Join and Leave are what changes in the day's roster as read (Facts'
+	// Roster, under the day's lock): Roster's flights it does not hold, and
+	// the ones it holds that Roster does not, in roster order. The store
+	// writes only them: a day asked for again, mostly the same flights,
+	// writes almost no roster rows.
+	Join, Leave []flight.FLID
 	// Create: the day has no ledger row; it is created at Version 1, and a
 	// row that appeared meanwhile is a conflict. Otherwise the row moves from
 	// version Expect to Version, and any other version is a conflict.
@@ -175,10 +181,26 @@ func PlanSnapshot(f SnapshotFacts) (SnapshotPlan, error) {
 		}
 	}
 	if f.FullDay {
-		p.Ledger = &LedgerWrite{Day: f.Day, Roster: slices.Concat(flids, rostered),
+		next := slices.Concat(flids, rostered)
+		p.Ledger = &LedgerWrite{Day: f.Day, Roster: next, Join: missingFrom(next, roster), Leave: missingFrom(roster, next),
 			Create: !f.Ledger.Exists, Expect: p.OldVersion, Version: p.OldVersion + 1}
 	}
 	return p, nil
+}
+
+// missingFrom is a's flights that b does not hold, in a's order.
+func missingFrom(a, b []flight.FLID) []flight.FLID {
+	in := make(map[flight.FLID]struct{}, len(b))
+	for _, f := range b {
+		in[f] = struct{}{}
+	}
+	var out []flight.FLID
+	for _, f := range a {
+		if _, ok := in[f]; !ok {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // Merge decides the writes of some of the plan's records (a chunk of them,

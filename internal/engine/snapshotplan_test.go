@@ -279,8 +279,72 @@ func TestPlanSnapshot(t *testing.T) {
 					t.Fatalf("a refused snapshot plans writes: ledger %+v, victims %v", plan.Ledger, plan.VictimIDs())
 				}
 			}
-			if diff := cmp.Diff(c.want.plan, plan, cmpopts.IgnoreUnexported(engine.SnapshotPlan{}), cmpopts.EquateEmpty()); diff != "" {
+			// The roster's difference is checked against the roster read
+			// (checkRosterDifference), the rest of the ledger write here.
+			if plan.Ledger != nil {
+				checkRosterDifference(t, c.facts.Roster, plan.Ledger)
+			}
+			if diff := cmp.Diff(c.want.plan, plan, cmpopts.IgnoreUnexported(engine.SnapshotPlan{}), cmpopts.EquateEmpty(),
+				cmpopts.IgnoreFields(engine.LedgerWrite{}, "Join", "Leave")); diff != "" {
 				t.Fatalf("plan (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// checkRosterDifference checks a ledger write's Join and Leave against the
+// roster read: Join is the new roster's flights the old one lacks, Leave
+// the old roster's flights the new one lacks, each in its roster's order.
+func checkRosterDifference(t *testing.T, old []flight.FLID, l *engine.LedgerWrite) {
+	t.Helper()
+	var join, leave []flight.FLID
+	for _, f := range l.Roster {
+		if !slices.Contains(old, f) {
+			join = append(join, f)
+		}
+	}
+	for _, f := range old {
+		if !slices.Contains(l.Roster, f) {
+			leave = append(leave, f)
+		}
+	}
+	if !cmp.Equal(join, l.Join, cmpopts.EquateEmpty()) || !cmp.Equal(leave, l.Leave, cmpopts.EquateEmpty()) {
+		t.Fatalf("roster %v over %v: join %v leave %v, want join %v leave %v", l.Roster, old, l.Join, l.Leave, join, leave)
+	}
+}
+
+// A full-day snapshot writes only what changes in the day's roster: a day
+// asked for again with the same flights writes no roster row, one with a
+// flight more and one less writes those two, a refused record's rostered
+// flight stays without being written, and a new day writes its whole roster.
+func TestPlanSnapshotRosterDifference(t *testing.T) {
+	t.Parallel()
+	stored := map[flight.FLID]string{fA: day9, fB: day9, fC: day9, fD: day9}
+	cases := []struct {
+		name        string
+		facts       engine.SnapshotFacts
+		join, leave []flight.FLID
+	}{
+		{name: "the same flights again", facts: fullDay(day9, keys(day9, fB, fA, fC), 3, ids(fA, fB, fC), stored)},
+		{name: "one more, one less", facts: fullDay(day9, keys(day9, fA, fB, fD), 3, ids(fA, fB, fC), stored),
+			join: ids(fD), leave: ids(fC)},
+		{name: "a new day", facts: fullDay(day9, keys(day9, fA, fB), 0, nil, nil), join: ids(fA, fB)},
+		{name: "an empty snapshot", facts: fullDay(day9, nil, 2, ids(fA, fB), stored), leave: ids(fA, fB)},
+		{name: "a refused record's rostered flight", facts: func() engine.SnapshotFacts {
+			f := fullDay(day9, keys(day9, fA), 1, ids(fA, fB, fC), stored)
+			f.Keep = ids(fB)
+			return f
+		}(), leave: ids(fC)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			plan, err := engine.PlanSnapshot(c.facts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !cmp.Equal(plan.Ledger.Join, c.join, cmpopts.EquateEmpty()) || !cmp.Equal(plan.Ledger.Leave, c.leave, cmpopts.EquateEmpty()) {
+				t.Fatalf("join %v leave %v, want join %v leave %v", plan.Ledger.Join, plan.Ledger.Leave, c.join, c.leave)
 			}
 		})
 	}

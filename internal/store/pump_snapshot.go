@@ -82,13 +82,13 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 	if l == nil {
 		return out, t.sendBatch(ctx, b)
 	}
-	// Roster replace: the diff-deleted left it in writeFlights; the rest of
-	// O − N (already gone) leaves here; N − O joins.
-	ids := make([]int64, len(l.Roster))
-	for i, f := range l.Roster {
-		ids[i] = int64(f) //nolint:gosec // at most 12 digits
+	// Roster replace, by the difference the plan computed against the
+	// roster it read under the day's lock: the diff-deleted left it in
+	// writeFlights; the rest of O − N (already gone) leaves here; N − O
+	// joins. The flights in both are not written.
+	if len(l.Leave) > 0 {
+		b.Queue(`DELETE FROM schd_gen_flid WHERE operation_day = $1 AND flid IN (SELECT unnest($2::bigint[]))`, l.Day, flidArgs(l.Leave))
 	}
-	b.Queue(`DELETE FROM schd_gen_flid WHERE operation_day = $1 AND flid NOT IN (SELECT unnest($2::bigint[]))`, l.Day, ids)
 	sent := nullTime(snap.SentAt)
 	if l.Create {
 		b.Queue(`INSERT INTO schd_gen (operation_day, version, last_message_id, last_recv_at, last_msg_received_at, last_sent_at)
@@ -100,7 +100,9 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 			WHERE operation_day = $1 AND version = $4`, l.Day, meta.MessageID, t.now, l.Expect, meta.ReceivedAt, sent, l.Version)
 	}
 	casIndex := b.Len() - 1
-	b.Queue(`INSERT INTO schd_gen_flid (operation_day, flid) SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING`, l.Day, ids)
+	if len(l.Join) > 0 {
+		b.Queue(`INSERT INTO schd_gen_flid (operation_day, flid) SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING`, l.Day, flidArgs(l.Join))
+	}
 	if err := t.sendBatchCAS(ctx, b, casIndex); err != nil {
 		return out, err
 	}
@@ -294,4 +296,13 @@ func (t *Tx) sendBatchCAS(ctx context.Context, b *pgx.Batch, casIndex int) error
 		return fmt.Errorf("close batch: %w", err)
 	}
 	return nil
+}
+
+// flidArgs is flids as a bigint[] argument.
+func flidArgs(flids []flight.FLID) []int64 {
+	ids := make([]int64, len(flids))
+	for i, f := range flids {
+		ids[i] = int64(f) //nolint:gosec // at most 12 digits
+	}
+	return ids
 }

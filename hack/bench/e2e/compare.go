@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/flightfeed/flightfeed/internal/simulate"
 )
 
 // compare drains the same backlog with the baseline binary and with the
@@ -23,11 +25,11 @@ func compare(ctx context.Context, o options, tps pgbenchRates) error {
 	if _, err := os.Stat(base); err != nil {
 		return fmt.Errorf("-baseline %s: %w (hack/bench/baseline.sh builds one)", base, err)
 	}
-	if len(o.backlogs) == 0 {
-		return fmt.Errorf("-baseline needs a backlog size (-backlogs)")
-	}
 	if o.rounds < 1 {
 		return fmt.Errorf("-rounds %d: at least 1", o.rounds)
+	}
+	if len(o.backlogs) == 0 {
+		return compareRESP(ctx, o, base)
 	}
 	n := o.backlogs[0]
 	fmt.Printf("compare: %d rounds of a %d-flight RESP then %d FLOPs; baseline %s, under test %s\n", o.rounds, o.flights, n, base, o.bin)
@@ -112,5 +114,125 @@ func medianFigures(ds []drainFigures) drainFigures {
 		feedMy:     med(func(d drainFigures) float64 { return d.feedMy }),
 		walRecords: med(func(d drainFigures) float64 { return d.walRecords }),
 		walBytes:   med(func(d drainFigures) float64 { return d.walBytes }),
+	}
+}
+
+// compareRESP is compare without a backlog (-backlogs=): each round
+// drains a full-day RESP of -flights and one of -big-flights (when not 0)
+// with each binary, each on fresh databases, the order alternating; it
+// prints every drain, then per size the medians of each binary (time to
+// the last record in Kafka less the empty drain, CPU of all processes
+// and of the pump less the empty drain's, the pump's peak RSS) and their
+// ratios.
+func compareRESP(ctx context.Context, o options, base string) error {
+	sizes := []int{o.flights}
+	if o.bigFlights > 0 {
+		sizes = append(sizes, o.bigFlights)
+	}
+	fmt.Printf("compare: %d rounds of full-day RESPs of %v flights; baseline %s, under test %s\n", o.rounds, sizes, base, o.bin)
+	bins := map[string]string{"baseline": base, "test": o.bin}
+	type key struct {
+		which string
+		n     int
+	}
+	got := map[key][]respFigures{}
+	for r := 1; r <= o.rounds; r++ {
+		order := []string{"baseline", "test"}
+		if r%2 == 0 {
+			order = []string{"test", "baseline"}
+		}
+		for _, n := range sizes {
+			for _, which := range order {
+				fo := o
+				fo.bin = bins[which]
+				fmt.Printf("-- round %d, %s, %d flights\n", r, which, n)
+				d, err := compareRESPDrain(ctx, fo, fmt.Sprintf("cmp%d%s%d", r, which[:1], n), n)
+				if err != nil {
+					return fmt.Errorf("round %d, %s, %d flights: %w", r, which, n, err)
+				}
+				got[key{which, n}] = append(got[key{which, n}], d)
+			}
+		}
+	}
+	fmt.Printf("medians of %d rounds:                 %10s %10s %10s %10s %10s\n", o.rounds, "RESP s", "CPU all s", "CPU pump s", "RSS MB", "again s")
+	ratio := func(x, y float64) float64 {
+		if y == 0 {
+			return 0
+		}
+		return x / y
+	}
+	for _, n := range sizes {
+		b, t := medianRESP(got[key{"baseline", n}]), medianRESP(got[key{"test", n}])
+		row := func(name string, d respFigures) {
+			fmt.Printf("  %-34s %10.3f %10.2f %10.2f %10.0f %10.3f\n", name, d.took, d.all, d.pump, d.rss, d.again)
+		}
+		row(fmt.Sprintf("%d flights, baseline", n), b)
+		row(fmt.Sprintf("%d flights, under test", n), t)
+		fmt.Printf("  %-34s %10.3f %10.3f %10.3f %10.3f %10.3f\n", "ratio (under test / baseline)",
+			ratio(t.took, b.took), ratio(t.all, b.all), ratio(t.pump, b.pump), ratio(t.rss, b.rss), ratio(t.again, b.again))
+	}
+	return nil
+}
+
+// respFigures are one RESP drain's figures: seconds to Kafka and CPU
+// seconds (all processes, the pump), each less the empty drain's, and the
+// pump's peak RSS in MB; again is the drain of the same day's RESP once
+// more (the same flights, unchanged: a day asked for again), less the
+// empty drain.
+type respFigures struct {
+	took, all, pump, rss, again float64
+}
+
+// compareRESPDrain is one round's RESP of n flights with o.bin on fresh
+// databases.
+func compareRESPDrain(ctx context.Context, o options, name string, n int) (respFigures, error) {
+	f, err := newFeed(ctx, o, name)
+	if err != nil {
+		return respFigures{}, err
+	}
+	defer f.close(ctx)
+	empty, err := f.drain(ctx, "empty")
+	if err != nil {
+		return respFigures{}, err
+	}
+	r, err := f.resp(ctx, n, empty)
+	if err != nil {
+		return respFigures{}, err
+	}
+	if err := f.put(ctx, []simulate.Message{simulate.Response(f.opts(n))}); err != nil {
+		return respFigures{}, err
+	}
+	f.seqn++
+	again, err := f.drain(ctx, fmt.Sprintf("again%d", n))
+	if err != nil {
+		return respFigures{}, err
+	}
+	fmt.Printf("RESP %5d flights again (unchanged): %s (process %s)\n", n, ms(again.took-empty.took), ms(again.took))
+	return respFigures{took: r.took.Seconds(), all: r.cpuTotal.Seconds(), pump: (r.procs.pump - empty.procs.pump).Seconds(),
+		rss: float64(r.rssMB), again: (again.took - empty.took).Seconds()}, nil
+}
+
+// medianRESP is each figure's median over the rounds.
+func medianRESP(ds []respFigures) respFigures {
+	med := func(get func(respFigures) float64) float64 {
+		v := make([]float64, len(ds))
+		for i, d := range ds {
+			v[i] = get(d)
+		}
+		slices.Sort(v)
+		if len(v) == 0 {
+			return 0
+		}
+		if len(v)%2 == 1 {
+			return v[len(v)/2]
+		}
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	return respFigures{
+		took:  med(func(d respFigures) float64 { return d.took }),
+		all:   med(func(d respFigures) float64 { return d.all }),
+		pump:  med(func(d respFigures) float64 { return d.pump }),
+		rss:   med(func(d respFigures) float64 { return d.rss }),
+		again: med(func(d respFigures) float64 { return d.again }),
 	}
 }

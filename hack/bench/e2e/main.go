@@ -119,7 +119,7 @@ func main() {
 	flag.StringVar(&sweepCounts, "sweep", "", "flight counts of a RESP sweep, each on fresh databases (e.g. 500,1000,2000,4000,6000,8000,9999): a Markdown table of time against flights")
 	flag.StringVar(&o.chart, "chart", "", "with -sweep: write the sweep as an SVG chart to this file")
 	flag.BoolVar(&o.keep, "keep", false, "keep the databases and the pump logs (their names are printed)")
-	flag.StringVar(&o.baseline, "baseline", "", "a baseline flightfeed binary (e.g. the previous release's, hack/bench/baseline.sh): instead of the full run, drain the first backlog with it and with -bin in alternation, fresh databases each, and print the medians and their ratios")
+	flag.StringVar(&o.baseline, "baseline", "", "a baseline flightfeed binary (e.g. the previous release's, hack/bench/baseline.sh): instead of the full run, drain the first backlog with it and with -bin in alternation, fresh databases each, and print the medians and their ratios; with -backlogs '' the full-day RESPs of -flights and -big-flights instead")
 	flag.IntVar(&o.rounds, "rounds", 3, "with -baseline: rounds, each draining once with each binary (the order alternates)")
 	flag.Parse()
 	var err error
