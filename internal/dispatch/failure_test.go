@@ -17,6 +17,7 @@ import (
 	"github.com/flightfeed/flightfeed/internal/dispatch/dispatchtest"
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
+	"github.com/flightfeed/flightfeed/internal/testsupport/await"
 	"github.com/flightfeed/flightfeed/internal/testsupport/loopback"
 )
 
@@ -140,7 +141,13 @@ func TestMissingTopicIsRetriedUntilCreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	idle(t, d)
-	dispatchtest.AssertConverged(t, brokers, stateTopic, e.export())
+	// Delivered means its Kafka transaction committed; the broker's
+	// stable offset, which the reader stops at, can follow a moment later.
+	export := e.export()
+	await.EventuallyEvery(t, "KAFKA_SCHD to converge to the export", deadline, 20*time.Millisecond, func() (bool, string) {
+		diff := dispatchtest.ConvergedDiff(t, brokers, stateTopic, export)
+		return diff == "", "(-export +topic)\n" + diff
+	})
 	if got := keys(dispatchtest.Converge(t, brokers, stateTopic)); !slices.Equal(got, []string{"2"}) {
 		t.Fatalf("keys %v", got)
 	}

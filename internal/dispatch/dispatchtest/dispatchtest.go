@@ -216,6 +216,15 @@ func Converge(t testing.TB, brokers []string, topic string, opts ...kgo.Opt) map
 // `flightfeed export`, byte for byte: the same flights, the same documents.
 func AssertConverged(t testing.TB, brokers []string, stateTopic string, exportLines [][]byte, opts ...kgo.Opt) {
 	t.Helper()
+	if diff := ConvergedDiff(t, brokers, stateTopic, exportLines, opts...); diff != "" {
+		t.Fatalf("dispatchtest: %s does not converge to the export (-export +topic):\n%s", stateTopic, diff)
+	}
+}
+
+// ConvergedDiff is what AssertConverged checks, as a diff (-export +topic;
+// empty when equal), for a caller that waits for the topic to converge.
+func ConvergedDiff(t testing.TB, brokers []string, stateTopic string, exportLines [][]byte, opts ...kgo.Opt) string {
+	t.Helper()
 	want := map[string]string{}
 	for i, line := range exportLines {
 		line = bytes.TrimRight(line, "\r\n")
@@ -234,9 +243,7 @@ func AssertConverged(t testing.TB, brokers []string, stateTopic string, exportLi
 	for k, v := range Converge(t, brokers, stateTopic, opts...) {
 		got[k] = string(v)
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatalf("dispatchtest: %s does not converge to the export (-export +topic):\n%s", stateTopic, diff)
-	}
+	return cmp.Diff(want, got)
 }
 
 // AssertVersionsRise checks the state topic's order guarantees: all records
