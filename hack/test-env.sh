@@ -54,23 +54,34 @@ test_env_kafka() {
 # the API server refuses loopback endpoints (they would let a user reach
 # the API server's own host), and the workplace's rule is to add no address
 # to an existing interface. A bridge with no ports (no packet leaves it),
-# made when missing; test_env_pod_address_stop removes it only when this run
-# made it.
+# made when missing and shared by the runs beside each other (a helper's
+# package tests beside the full suite): each run registers itself, and
+# test_env_pod_address_stop removes the bridge when no registered run is
+# still alive, whichever run made it.
 test_pod_bridge=ffpodaddr0
+test_pod_users=${TMPDIR:-/tmp}/flightfeed-pod-address-users
 test_env_pod_address() {
   local ip=10.254.254.1
-  test_pod_bridge_made=
+  mkdir -p "$test_pod_users"
+  : >"$test_pod_users/$$"
   if ! ip link show "$test_pod_bridge" >/dev/null 2>&1; then
-    ip link add "$test_pod_bridge" type bridge
-    ip addr add "$ip/32" dev "$test_pod_bridge"
+    ip link add "$test_pod_bridge" type bridge 2>/dev/null || ip link show "$test_pod_bridge" >/dev/null
+    ip addr replace "$ip/32" dev "$test_pod_bridge"
     ip link set "$test_pod_bridge" up
-    test_pod_bridge_made=1
   fi
   export FLIGHTFEED_TEST_POD_IP=$ip
 }
 
 test_env_pod_address_stop() {
-  if [ -n "${test_pod_bridge_made:-}" ]; then ip link delete "$test_pod_bridge" 2>/dev/null || true; fi
+  local f
+  [ -e "$test_pod_users/$$" ] || return 0
+  rm -f "$test_pod_users/$$"
+  for f in "$test_pod_users"/*; do
+    [ -e "$f" ] || continue
+    if kill -0 "${f##*/}" 2>/dev/null; then return 0; fi
+    rm -f "$f"
+  done
+  ip link delete "$test_pod_bridge" 2>/dev/null || true
 }
 
 test_env_kafka_stop() {
