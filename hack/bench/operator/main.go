@@ -44,7 +44,7 @@ func main() {
 	bin := flag.String("bin", "bin/flightfeed", "the built flightfeed binary")
 	steps := flag.String("feeds", "1,10,25,50", "feed counts to measure at, ascending")
 	pumps := flag.Int("pumps", 3, "standby pump pods of one feed started together (their binary's pages are shared)")
-	window := flag.Duration("idle-window", 20*time.Second, "how long the pump pods' idle working set is watched")
+	window := flag.Duration("touch-window", 20*time.Second, "how long the standby pump pods' touched pages (their idle working set) are watched")
 	idle := idleOptions{}
 	flag.DurationVar(&idle.window, "idle", 60*time.Second, "window of the idle pump pods' CPU measurement (0 skips it)")
 	flag.DurationVar(&idle.settle, "settle", 15*time.Second, "how long the idle pump pods run before the window")
