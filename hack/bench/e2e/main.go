@@ -48,7 +48,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,14 +59,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/flightfeed/flightfeed/hack/bench/benchdb"
 	"github.com/flightfeed/flightfeed/internal/config"
 	"github.com/flightfeed/flightfeed/internal/mailbox"
-	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 	"github.com/flightfeed/flightfeed/internal/testsupport/feedtest"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
@@ -265,7 +263,7 @@ func newFeed(ctx context.Context, o options, name string) (*feed, error) {
 	f := &feed{o: o, name: name, seqn: 1}
 	suffix := fmt.Sprintf("bench_%s_%d", name, os.Getpid())
 	f.pgName, f.myName = "ff_"+suffix, "ff_"+suffix+"_mbx"
-	pdsn, err := createPG(ctx, f.pgName)
+	pdsn, err := benchdb.CreatePG(ctx, f.pgName)
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +273,7 @@ func newFeed(ctx context.Context, o options, name string) (*feed, error) {
 			return nil, err
 		}
 	}
-	mdsn, err := createMailbox(ctx, f.myName)
+	mdsn, err := benchdb.CreateMailbox(ctx, f.myName)
 	if err != nil {
 		return nil, err
 	}
@@ -320,8 +318,8 @@ func (f *feed) close(ctx context.Context) {
 		fmt.Printf("kept databases: PostgreSQL %s, MariaDB %s\n", f.pgName, f.myName)
 		return
 	}
-	_ = dropPG(ctx, f.pgName)
-	_ = dropMailbox(ctx, f.myName)
+	_ = benchdb.DropPG(ctx, f.pgName)
+	_ = benchdb.DropMailbox(ctx, f.myName)
 }
 
 // run is one finished process.
@@ -714,11 +712,11 @@ type pgbenchRates struct {
 // TPC-B-like one; "-N") on a fresh database.
 func pgbenchTPS(ctx context.Context, o options, script ...string) (float64, error) {
 	name := fmt.Sprintf("ff_bench_pgbench_%d", os.Getpid())
-	dsn, err := createPG(ctx, name)
+	dsn, err := benchdb.CreatePG(ctx, name)
 	if err != nil {
 		return 0, err
 	}
-	defer func() { _ = dropPG(ctx, name) }()
+	defer func() { _ = benchdb.DropPG(ctx, name) }()
 	if out, err := exec.CommandContext(ctx, "pgbench", "-i", "-q", dsn).CombinedOutput(); err != nil { //nolint:gosec // our own database
 		return 0, fmt.Errorf("pgbench -i: %w\n%s", err, out)
 	}
@@ -732,38 +730,6 @@ func pgbenchTPS(ctx context.Context, o options, script ...string) (float64, erro
 		return 0, fmt.Errorf("no tps in pgbench output:\n%s", out)
 	}
 	return strconv.ParseFloat(string(m[1]), 64)
-}
-
-func createPG(ctx context.Context, name string) (string, error) {
-	admin := pgtest.Server()
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		return "", fmt.Errorf("connect to %s: %w (bash hack/services.sh starts PostgreSQL)", admin, err)
-	}
-	defer func() { _ = conn.Close(ctx) }()
-	id := pgx.Identifier{name}.Sanitize()
-	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+id+" WITH (FORCE)"); err != nil {
-		return "", err
-	}
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+id); err != nil {
-		return "", fmt.Errorf("create database %s: %w", name, err)
-	}
-	u, err := url.Parse(admin)
-	if err != nil {
-		return "", err
-	}
-	u.Path = "/" + name
-	return u.String(), nil
-}
-
-func dropPG(ctx context.Context, name string) error {
-	conn, err := pgx.Connect(ctx, pgtest.Server())
-	if err != nil {
-		return err
-	}
-	defer func() { _ = conn.Close(ctx) }()
-	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-	return err
 }
 
 // logStatements makes PostgreSQL log every statement of database name
@@ -902,47 +868,4 @@ func printStatements(path string, offset int64, db, label string) (int, error) {
 		calls += s.calls
 	}
 	return calls, nil
-}
-
-func createMailbox(ctx context.Context, name string) (string, error) {
-	cfg, err := mysql.ParseDSN(mailboxtest.Server())
-	if err != nil {
-		return "", err
-	}
-	admin, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = admin.Close() }()
-	if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
-		return "", fmt.Errorf("drop database %s: %w (bash hack/services.sh starts MariaDB)", name, err)
-	}
-	if _, err := admin.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4"); err != nil {
-		return "", fmt.Errorf("create database %s: %w", name, err)
-	}
-	cfg.DBName, cfg.ParseTime, cfg.Loc = name, true, time.UTC
-	dsn := cfg.FormatDSN()
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = db.Close() }()
-	if err := mailbox.CreateTables(ctx, db); err != nil {
-		return "", err
-	}
-	return dsn, nil
-}
-
-func dropMailbox(ctx context.Context, name string) error {
-	cfg, err := mysql.ParseDSN(mailboxtest.Server())
-	if err != nil {
-		return err
-	}
-	admin, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		return err
-	}
-	defer func() { _ = admin.Close() }()
-	_, err = admin.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`")
-	return err
 }

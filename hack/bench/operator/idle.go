@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,8 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kfake"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -27,9 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
-	"github.com/flightfeed/flightfeed/internal/mailbox"
-	"github.com/flightfeed/flightfeed/internal/mailbox/mailboxtest"
-	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
+	"github.com/flightfeed/flightfeed/hack/bench/benchdb"
 )
 
 // idleOptions times the idle measurement (-idle, -settle, -rounds,
@@ -124,16 +118,16 @@ func medianCost(cs []idleCost) idleCost {
 // then its standby with bin, and measures both.
 func idleFeed(ctx context.Context, c client.Client, kubeconfig, ns, name, bin string, brokers []string, o idleOptions) (idleCost, error) {
 	pg, my := "ff_bench_"+name+"_"+strconv.Itoa(os.Getpid()), "ff_bench_"+name+"_mbx_"+strconv.Itoa(os.Getpid())
-	pdsn, err := createPG(ctx, pg)
+	pdsn, err := benchdb.CreatePG(ctx, pg)
 	if err != nil {
 		return idleCost{}, err
 	}
-	defer func() { _ = dropPG(context.WithoutCancel(ctx), pg) }()
-	mdsn, err := createMailbox(ctx, my)
+	defer func() { _ = benchdb.DropPG(context.WithoutCancel(ctx), pg) }()
+	mdsn, err := benchdb.CreateMailbox(ctx, my)
 	if err != nil {
 		return idleCost{}, err
 	}
-	defer func() { _ = dropMailbox(context.WithoutCancel(ctx), my) }()
+	defer func() { _ = benchdb.DropMailbox(context.WithoutCancel(ctx), my) }()
 	for suffix, dsn := range map[string]string{"-mailbox": mdsn, "-db": pdsn} {
 		if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + suffix, Namespace: ns,
 			Labels: map[string]string{v1alpha1.SecretLabel: "true"}, Annotations: map[string]string{v1alpha1.FeedsAnnotation: name}},
@@ -338,79 +332,4 @@ func freeAddr(ctx context.Context) (string, error) {
 	}
 	defer func() { _ = l.Close() }()
 	return l.Addr().String(), nil
-}
-
-func createPG(ctx context.Context, name string) (string, error) {
-	admin := pgtest.Server()
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		return "", fmt.Errorf("connect to %s: %w (bash hack/services.sh starts PostgreSQL)", admin, err)
-	}
-	defer func() { _ = conn.Close(ctx) }()
-	id := pgx.Identifier{name}.Sanitize()
-	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+id+" WITH (FORCE)"); err != nil {
-		return "", err
-	}
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+id); err != nil {
-		return "", fmt.Errorf("create database %s: %w", name, err)
-	}
-	u, err := url.Parse(admin)
-	if err != nil {
-		return "", err
-	}
-	u.Path = "/" + name
-	return u.String(), nil
-}
-
-func dropPG(ctx context.Context, name string) error {
-	conn, err := pgx.Connect(ctx, pgtest.Server())
-	if err != nil {
-		return err
-	}
-	defer func() { _ = conn.Close(ctx) }()
-	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-	return err
-}
-
-func createMailbox(ctx context.Context, name string) (string, error) {
-	cfg, err := mysql.ParseDSN(mailboxtest.Server())
-	if err != nil {
-		return "", err
-	}
-	if err := mailboxAdmin(ctx, "DROP DATABASE IF EXISTS `"+name+"`", "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4"); err != nil {
-		return "", fmt.Errorf("create database %s: %w (bash hack/services.sh starts MariaDB)", name, err)
-	}
-	cfg.DBName, cfg.ParseTime, cfg.Loc = name, true, time.UTC
-	dsn := cfg.FormatDSN()
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = db.Close() }()
-	if err := mailbox.CreateTables(ctx, db); err != nil {
-		return "", err
-	}
-	return dsn, nil
-}
-
-func dropMailbox(ctx context.Context, name string) error {
-	return mailboxAdmin(ctx, "DROP DATABASE IF EXISTS `"+name+"`")
-}
-
-func mailboxAdmin(ctx context.Context, statements ...string) error {
-	cfg, err := mysql.ParseDSN(mailboxtest.Server())
-	if err != nil {
-		return err
-	}
-	admin, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		return err
-	}
-	defer func() { _ = admin.Close() }()
-	for _, s := range statements {
-		if _, err := admin.ExecContext(ctx, s); err != nil {
-			return err
-		}
-	}
-	return nil
 }
