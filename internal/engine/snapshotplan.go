@@ -182,25 +182,10 @@ func PlanSnapshot(f SnapshotFacts) (SnapshotPlan, error) {
 	}
 	if f.FullDay {
 		next := slices.Concat(flids, rostered)
-		p.Ledger = &LedgerWrite{Day: f.Day, Roster: next, Join: missingFrom(next, roster), Leave: missingFrom(roster, next),
+		p.Ledger = &LedgerWrite{Day: f.Day, Roster: next, Join: snapshot.Missing(next, roster), Leave: snapshot.Missing(roster, next),
 			Create: !f.Ledger.Exists, Expect: p.OldVersion, Version: p.OldVersion + 1}
 	}
 	return p, nil
-}
-
-// missingFrom is a's flights that b does not hold, in a's order.
-func missingFrom(a, b []flight.FLID) []flight.FLID {
-	in := make(map[flight.FLID]struct{}, len(b))
-	for _, f := range b {
-		in[f] = struct{}{}
-	}
-	var out []flight.FLID
-	for _, f := range a {
-		if _, ok := in[f]; !ok {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 // Merge decides the writes of some of the plan's records (a chunk of them,

@@ -97,18 +97,25 @@ func CheckOwners(records []Record, stored map[flight.FLID]string) error {
 // DiffDelete returns old − new, sorted: the flights the previous snapshot of
 // the day had and this one lacks.
 func DiffDelete(old, current []flight.FLID) []flight.FLID {
-	keep := make(map[flight.FLID]struct{}, len(current))
-	for _, f := range current {
-		keep[f] = struct{}{}
+	out := Missing(old, current)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Missing is a's flights that b does not hold, in a's order (a roster's
+// joiners and leavers against the roster before it).
+func Missing(a, b []flight.FLID) []flight.FLID {
+	in := make(map[flight.FLID]struct{}, len(b))
+	for _, f := range b {
+		in[f] = struct{}{}
 	}
 	var out []flight.FLID
-	for _, f := range old {
-		if _, ok := keep[f]; !ok {
+	for _, f := range a {
+		if _, ok := in[f]; !ok {
 			out = append(out, f)
 		}
 	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	return out
 }
 
 // Without is flids less those in drop, in their order.

@@ -105,6 +105,21 @@ func TestDiffDeleteAndVictims(t *testing.T) {
 	}
 }
 
+func TestMissingKeepsTheFirstListsOrder(t *testing.T) {
+	for _, c := range []struct {
+		a, b, want []flight.FLID
+	}{
+		{a: []flight.FLID{5, 3, 9, 1}, b: []flight.FLID{9}, want: []flight.FLID{5, 3, 1}},
+		{a: []flight.FLID{5, 3}, b: []flight.FLID{3, 5, 7}, want: nil},
+		{a: nil, b: []flight.FLID{1}, want: nil},
+		{a: []flight.FLID{2, 1}, b: nil, want: []flight.FLID{2, 1}},
+	} {
+		if got := Missing(c.a, c.b); !slices.Equal(got, c.want) {
+			t.Errorf("Missing(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
+
 func TestDigestIgnoresOrder(t *testing.T) {
 	a := Digest([]flight.FLID{3, 1, 2})
 	if a != Digest([]flight.FLID{1, 2, 3}) || a == Digest([]flight.FLID{1, 2}) || len(a) != 16 {
