@@ -104,18 +104,24 @@ func upsertEvent(next *flight.State, changed []string, diff []flight.FieldChange
 	// The flight's own documents: its state and, for its history, the diff;
 	// with the notice, one buffer that the three strings share (one
 	// allocation, no copy: the buffer is not written again).
-	doc, err := flight.CanonicalJSON(*next)
+	// The state is rendered into the buffer itself, sized for all three:
+	// the notice and the changes are small and their size known, the
+	// state's is estimated as CanonicalJSON does for its own buffer.
+	size := 256 + 64*(len(next.Scalars)+len(next.Lists)+len(next.Anomalies)) + 128 + 16*len(changed)
+	for _, c := range diff {
+		size += 48 + len(c.Old) + len(c.New)
+	}
+	buf, err := flight.AppendCanonicalJSON(make([]byte, 0, size), *next)
 	if err != nil {
 		return Event{}, fmt.Errorf("state of flight %s: %w", next.FLID, err)
 	}
-	buf := make([]byte, 0, len(doc)+128+16*len(changed)+64*len(diff))
-	buf = append(buf, doc...)
+	docEnd := len(buf)
 	buf = appendNotice(buf, changed, next.FLID, meta, next.StateVersion)
 	noticeEnd := len(buf)
 	buf = flight.AppendChanges(buf, diff)
 	all := unsafe.String(unsafe.SliceData(buf), len(buf)) //nolint:gosec // buf is not written again, see above
 	e := Event{FLID: next.FLID, Version: next.StateVersion, Day: next.OperationDay,
-		MessageID: meta.MessageID, Notice: all[len(doc):noticeEnd], Event: EventUpsert, State: all[:len(doc)],
+		MessageID: meta.MessageID, Notice: all[docEnd:noticeEnd], Event: EventUpsert, State: all[:docEnd],
 		ReceivedAt: meta.ReceivedAt, ChangeKind: ChangeUpsert, Changes: all[noticeEnd:]}
 	for _, kind := range []string{KindState, KindNotice} {
 		if err := checkDoor(meta.Door, &e, kind); err != nil {

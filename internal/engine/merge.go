@@ -45,7 +45,9 @@ func Merge(cur flight.State, exists bool, cmds flight.Commands) (Write, bool, er
 	if !exists {
 		changed = flight.PresentKeys(next)
 	}
-	return Write{Next: next, Changed: changed, IsNew: !exists, Diff: flight.Diff(cur, next)}, true, nil
+	// Every field whose value differs is in changed (a new flight's every
+	// present field): the diff need not look at the others.
+	return Write{Next: next, Changed: changed, IsNew: !exists, Diff: flight.DiffFields(cur, next, changed)}, true, nil
 }
 
 // MergeSnapshot merges snapshot records (full-snapshot commands, one per

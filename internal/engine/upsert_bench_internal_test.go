@@ -26,8 +26,8 @@ func (lenDoor) Max() int             { return 1 << 20 }
 func BenchmarkUpsertEvent(b *testing.B) {
 	st := flight.NewState(123456)
 	st.OperationDay, st.StateVersion, st.UpdatedAt, st.LastMessageID = "2026-09-09", 42, time.Date(2026, 9, 9, 1, 2, 3, 0, time.UTC), 7
-	for i := range 30 {
-		st.Scalars[fmt.Sprintf("F%03d", i)] = fmt.Sprintf("value %d of the flight", i)
+	for i, f := range flight.Fields()[:30] { // the first 30 scalars
+		st.Scalars[f.Tag] = fmt.Sprintf("value %d of the flight", i)
 	}
 	st.Lists["GTDT"] = []flight.Item{{"GATE": "A12", "GTYP": "D"}, {"GATE": "A13", "GTYP": "D"}}
 	diff := []flight.FieldChange{{Tag: "ESTT", Op: "SET", Old: []byte(`"09SEP261000"`), New: []byte(`"09SEP261010"`)}}

@@ -39,6 +39,153 @@ var ErrKeyCollision = errors.New("canonical JSON key collision")
 // an empty item inside a list is left out, so no list shows {}.
 // The same state always yields the same bytes.
 func CanonicalJSON(s State) ([]byte, error) {
+	return AppendCanonicalJSON(nil, s)
+}
+
+// AppendCanonicalJSON appends CanonicalJSON(s) to buf: the caller that
+// writes more documents beside the state (the notice, the history's
+// changes) renders them all into one buffer.
+func AppendCanonicalJSON(buf []byte, s State) ([]byte, error) {
+	if out, ok := appendCanonicalByTable(buf, &s); ok {
+		return out, nil
+	}
+	return appendCanonicalSorted(buf, s)
+}
+
+// canonicalKey is one top-level key a state's document may hold, in the
+// document's (bytewise) order: a mapped field (its index in fieldTable) or
+// one of the bookkeeping keys (field < 0).
+type canonicalKey struct {
+	key   string
+	field int
+	kind  Kind
+}
+
+const (
+	keyFLID = -1 - iota
+	keyStateVersion
+	keyOperationDay
+	keyUpdatedAt
+)
+
+// canonicalKeys are the bookkeeping keys and every mapped field's tag,
+// sorted bytewise: the order of a state document's keys.
+var canonicalKeys = func() []canonicalKey {
+	keys := []canonicalKey{{key: KeyFLID, field: keyFLID}, {key: KeyStateVersion, field: keyStateVersion},
+		{key: KeyOperationDay, field: keyOperationDay}, {key: KeyUpdatedAt, field: keyUpdatedAt}}
+	for i, f := range fieldTable {
+		keys = append(keys, canonicalKey{key: f.Tag, field: i, kind: f.Kind})
+	}
+	slices.SortFunc(keys, func(a, b canonicalKey) int { return strings.Compare(a.key, b.key) })
+	for i := 1; i < len(keys); i++ {
+		if keys[i].key == keys[i-1].key {
+			panic("flight: a field tag collides with a bookkeeping key: " + keys[i].key)
+		}
+	}
+	return keys
+}()
+
+// appendCanonicalByTable renders the document by walking canonicalKeys and
+// looking each key up in its map: no key list to build and sort. It
+// reports false, having rendered nothing that counts, when a map holds a
+// key that is not a mapped field of its kind (a state built by hand, an old
+// row): the general path renders that, collisions and all.
+func appendCanonicalByTable(buf []byte, s *State) ([]byte, bool) {
+	start := len(buf)
+	var scalars, lists, anomalies int
+	buf = append(buf, '{')
+	first := true
+	key := func(k string) {
+		if !first {
+			buf = append(buf, ',')
+		}
+		first = false
+		buf = AppendJSONString(buf, k)
+		buf = append(buf, ':')
+	}
+	for i := range canonicalKeys {
+		k := &canonicalKeys[i]
+		switch k.field {
+		case keyFLID:
+			key(k.key)
+			buf = append(buf, '"')
+			buf = strconv.AppendUint(buf, uint64(s.FLID), 10)
+			buf = append(buf, '"')
+			continue
+		case keyStateVersion:
+			key(k.key)
+			buf = strconv.AppendInt(buf, s.StateVersion, 10)
+			continue
+		case keyOperationDay:
+			if s.OperationDay != "" {
+				key(k.key)
+				buf = AppendJSONString(buf, s.OperationDay)
+			}
+			continue
+		case keyUpdatedAt:
+			if !s.UpdatedAt.IsZero() {
+				key(k.key)
+				buf = append(buf, '"')
+				buf = s.UpdatedAt.UTC().AppendFormat(buf, UpdatedAtLayout)
+				buf = append(buf, '"')
+			}
+			continue
+		}
+		switch k.kind {
+		case KindScalar:
+			v, ok := s.Scalars[k.key]
+			if !ok {
+				continue
+			}
+			scalars++
+			if v != "" {
+				key(k.key)
+				buf = AppendJSONString(buf, v)
+			}
+		case KindAnomaly:
+			obj, ok := s.Anomalies[k.key]
+			if !ok {
+				continue
+			}
+			anomalies++
+			if len(obj) > 0 {
+				key(k.key)
+				buf = appendObject(buf, obj)
+			}
+		default:
+			items, ok := s.Lists[k.key]
+			if !ok {
+				continue
+			}
+			lists++
+			if !slices.ContainsFunc(items, func(it Item) bool { return len(it) > 0 }) {
+				continue
+			}
+			key(k.key)
+			buf = append(buf, '[')
+			n := 0
+			for _, it := range items {
+				if len(it) == 0 {
+					continue
+				}
+				if n > 0 {
+					buf = append(buf, ',')
+				}
+				n++
+				buf = appendObject(buf, it)
+			}
+			buf = append(buf, ']')
+		}
+	}
+	if scalars != len(s.Scalars) || lists != len(s.Lists) || anomalies != len(s.Anomalies) {
+		return buf[:start], false
+	}
+	return append(buf, '}'), true
+}
+
+// appendCanonicalSorted renders any state, whatever keys its maps hold:
+// every present key collected and sorted, a key twice an error.
+func appendCanonicalSorted(buf []byte, s State) ([]byte, error) {
 	// Top-level keys: the bookkeeping ones, then every present field.
 	type entry struct {
 		key  string
@@ -84,7 +231,7 @@ func CanonicalJSON(s State) ([]byte, error) {
 			return nil, fmt.Errorf("%w: %q for FLID %s", ErrKeyCollision, k, s.FLID)
 		}
 	}
-	buf := make([]byte, 0, 256+64*len(entries))
+	buf = slices.Grow(buf, 256+64*len(entries))
 	buf = append(buf, '{')
 	for i, at := range order {
 		e := &entries[at]
@@ -133,7 +280,8 @@ func nonEmptyItems(items []Item) []Item {
 
 // appendObject writes an item as a JSON object with sorted keys.
 func appendObject(buf []byte, it Item) []byte {
-	keys := make([]string, 0, len(it))
+	var stack [12]string // an item's attributes: a handful
+	keys := stack[:0]
 	for k := range it {
 		keys = append(keys, k)
 	}

@@ -109,3 +109,74 @@ func BenchmarkCanonicalJSON(b *testing.B) {
 		}
 	}
 }
+
+// The table walk renders what the sorted key list renders (the general
+// path, kept for maps with keys that are not mapped fields of their kind),
+// byte for byte: empty scalars, empty lists, empty items and anomalies
+// included; and a state with a stray key goes the general path.
+func TestCanonicalJSONTableWalkMatchesSortedKeys(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	values := []string{"", "A1", "é\"<", "\u2028", "\xff"}
+	value := func() string { return values[r.IntN(len(values))] }
+	item := func() Item {
+		it := Item{}
+		for range r.IntN(4) {
+			it[value()+"K"] = value()
+		}
+		return it
+	}
+	fields := Fields()
+	for n := range 3000 {
+		s := NewState(FLID(r.Uint64N(uint64(MaxFLID))))
+		s.StateVersion = r.Int64N(1 << 40)
+		if r.IntN(2) == 0 {
+			s.OperationDay = "2026-09-09"
+		}
+		if r.IntN(2) == 0 {
+			s.UpdatedAt = time.Unix(r.Int64N(1<<32), r.Int64N(1e9))
+		}
+		for _, f := range fields {
+			if r.IntN(3) > 0 {
+				continue
+			}
+			switch f.Kind {
+			case KindScalar:
+				s.Scalars[f.Tag] = value()
+			case KindAnomaly:
+				s.Anomalies[f.Tag] = item()
+			default:
+				var items []Item
+				for range r.IntN(3) {
+					items = append(items, item())
+				}
+				s.Lists[f.Tag] = items
+			}
+		}
+		stray := r.IntN(4) == 0
+		if stray {
+			switch r.IntN(3) {
+			case 0:
+				s.Scalars["ZZZZ"] = value()
+			case 1:
+				s.Lists["FLNO"] = []Item{item()} // a scalar's tag in the lists
+			default:
+				s.Anomalies["AAAA"] = item()
+			}
+		}
+		want, wantErr := appendCanonicalSorted([]byte("prefix"), s)
+		got, ok := appendCanonicalByTable([]byte("prefix"), &s)
+		if ok == stray {
+			t.Fatalf("case %d: table walk ok = %v with a stray key %v", n, ok, stray)
+		}
+		if ok && (wantErr != nil || string(got) != string(want)) {
+			t.Fatalf("case %d: table walk\n got %s\nwant %s (%v)", n, got, want, wantErr)
+		}
+		if !ok && string(got) != "prefix" {
+			t.Fatalf("case %d: a refused table walk left %q", n, got)
+		}
+		all, err := AppendCanonicalJSON([]byte("prefix"), s)
+		if string(all) != string(want) || (err == nil) != (wantErr == nil) {
+			t.Fatalf("case %d: AppendCanonicalJSON = %s, %v; want %s, %v", n, all, err, want, wantErr)
+		}
+	}
+}

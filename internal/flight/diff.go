@@ -34,41 +34,74 @@ type FieldChange struct {
 // canonical round trip is empty.
 func Diff(before, after State) []FieldChange {
 	var out []FieldChange
-	for _, f := range fieldTable {
-		var old, cur json.RawMessage
-		switch f.Kind {
-		case KindScalar:
-			a, b := before.Scalars[f.Tag], after.Scalars[f.Tag]
-			if a == b {
-				continue
-			}
-			old, cur = scalarJSON(a), scalarJSON(b)
-		case KindAnomaly:
-			a, b := before.Anomalies[f.Tag], after.Anomalies[f.Tag]
-			if maps.Equal(a, b) {
-				continue
-			}
-			old, cur = objectJSON(a), objectJSON(b)
-		default:
-			a, b := nonEmptyItems(before.Lists[f.Tag]), nonEmptyItems(after.Lists[f.Tag])
-			if slices.EqualFunc(a, b, maps.Equal) {
-				continue
-			}
-			old, cur = listJSON(a), listJSON(b)
+	for i := range fieldTable {
+		if c, ok := diffField(&fieldTable[i], &before, &after); ok {
+			out = append(out, c)
 		}
-		if old == nil && cur == nil {
-			continue // empty both ways: the document shows neither
-		}
-		op := ChangeReplace
-		switch {
-		case old == nil:
-			op = ChangeSet
-		case cur == nil:
-			op = ChangeClear
-		}
-		out = append(out, FieldChange{Tag: f.Tag, Op: op, Old: old, New: cur})
 	}
 	return out
+}
+
+// DiffFields is Diff looking only at the fields named in tags (any order;
+// unmapped tags are ignored): the same result as Diff whenever every field
+// whose value differs is among them, as the tags Apply reports changed are
+// (a field no command changed keeps its value). A message changes a few of
+// a flight's 74 fields, and Diff's two map look-ups for each of the others
+// cost more than the change itself.
+func DiffFields(before, after State, tags []string) []FieldChange {
+	var stack [16]int
+	pos := stack[:0]
+	for _, tag := range tags {
+		if i := FieldOrder(tag); i >= 0 {
+			pos = append(pos, i)
+		}
+	}
+	slices.Sort(pos)
+	pos = slices.Compact(pos)
+	var out []FieldChange
+	for _, i := range pos {
+		if c, ok := diffField(&fieldTable[i], &before, &after); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// diffField compares one field of two states: the change, or false when
+// the document shows the same value (or none) both ways.
+func diffField(f *FieldSpec, before, after *State) (FieldChange, bool) {
+	var old, cur json.RawMessage
+	switch f.Kind {
+	case KindScalar:
+		a, b := before.Scalars[f.Tag], after.Scalars[f.Tag]
+		if a == b {
+			return FieldChange{}, false
+		}
+		old, cur = scalarJSON(a), scalarJSON(b)
+	case KindAnomaly:
+		a, b := before.Anomalies[f.Tag], after.Anomalies[f.Tag]
+		if maps.Equal(a, b) {
+			return FieldChange{}, false
+		}
+		old, cur = objectJSON(a), objectJSON(b)
+	default:
+		a, b := nonEmptyItems(before.Lists[f.Tag]), nonEmptyItems(after.Lists[f.Tag])
+		if slices.EqualFunc(a, b, maps.Equal) {
+			return FieldChange{}, false
+		}
+		old, cur = listJSON(a), listJSON(b)
+	}
+	if old == nil && cur == nil {
+		return FieldChange{}, false // empty both ways: the document shows neither
+	}
+	op := ChangeReplace
+	switch {
+	case old == nil:
+		op = ChangeSet
+	case cur == nil:
+		op = ChangeClear
+	}
+	return FieldChange{Tag: f.Tag, Op: op, Old: old, New: cur}, true
 }
 
 // AppendChanges renders a diff as the history's JSON array (flight_change

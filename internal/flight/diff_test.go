@@ -2,6 +2,9 @@ package flight
 
 import (
 	"encoding/json"
+	"math/rand/v2"
+	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -127,5 +130,80 @@ func TestAppendChanges(t *testing.T) {
 	}
 	if got := string(AppendChanges(nil, nil)); got != "[]" {
 		t.Fatalf("no changes = %s, want []", got)
+	}
+}
+
+// DiffFields over the tags Apply reports changed is Diff, for random
+// states (empty values and empty items included, as old rows may hold)
+// and random increments and full snapshots: a field no command changed
+// never differs.
+func TestDiffFieldsOfApplyIsDiff(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	values := []string{"", "A1", "B2", "C3"}
+	value := func() string { return values[r.IntN(len(values))] }
+	items := func(empty bool) []Item {
+		var out []Item
+		for range r.IntN(3) {
+			it := Item{"K": value()}
+			if it["K"] == "" {
+				delete(it, "K")
+			}
+			if len(it) == 0 && !empty {
+				it["K"] = "X"
+			}
+			out = append(out, it)
+		}
+		return out
+	}
+	fields := Fields()
+	for n := range 5000 {
+		cur := NewState(FLID(1 + r.IntN(1000)))
+		for _, f := range fields {
+			if r.IntN(3) > 0 {
+				continue
+			}
+			switch f.Kind {
+			case KindScalar:
+				cur.Scalars[f.Tag] = value()
+			case KindAnomaly:
+				cur.Anomalies[f.Tag] = Item{"K": value()}
+			default:
+				cur.Lists[f.Tag] = items(true)
+			}
+		}
+		cmds := Commands{FLID: cur.FLID, Full: r.IntN(4) == 0}
+		for _, f := range fields {
+			if r.IntN(8) > 0 {
+				continue
+			}
+			cmd := Command{Tag: f.Tag, Op: OpClear}
+			switch v := value(); {
+			case v == "":
+			case f.Kind == KindScalar:
+				cmd = Command{Tag: f.Tag, Op: OpSet, Value: v}
+			case f.Kind == KindAnomaly:
+				cmd = Command{Tag: f.Tag, Op: OpSet, Anomaly: Item{"K": v}}
+			default:
+				if its := items(false); len(its) > 0 {
+					cmd = Command{Tag: f.Tag, Op: OpReplace, Items: its}
+				}
+			}
+			cmds.Cmds = append(cmds.Cmds, cmd)
+		}
+		next, changed, err := Apply(cur, cmds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := Diff(cur, next)
+		if got := DiffFields(cur, next, changed); !reflect.DeepEqual(got, want) {
+			t.Fatalf("case %d: DiffFields over %v = %+v, Diff = %+v", n, changed, got, want)
+		}
+		// Any order of the tags, repeated or unmapped ones included.
+		tags := append(slices.Clone(changed), changed...)
+		tags = append(tags, KeyOperationDay)
+		r.Shuffle(len(tags), func(i, j int) { tags[i], tags[j] = tags[j], tags[i] })
+		if got := DiffFields(cur, next, tags); !reflect.DeepEqual(got, want) {
+			t.Fatalf("case %d: DiffFields over %v = %+v, Diff = %+v", n, tags, got, want)
+		}
 	}
 }

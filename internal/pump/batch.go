@@ -80,8 +80,10 @@ func (p *Pump) processBatch(ctx context.Context, rows []pumpdata.Row, b decodedB
 		return fail(nil, err, false)
 	}
 
-	var done []outcome
-	var archive []pumpdata.ArchivedRow
+	// Sized for the whole batch: grown an item at a time they were copied
+	// about twice over.
+	done := make([]outcome, 0, len(b.items))
+	archive := make([]pumpdata.ArchivedRow, 0, len(b.items))
 	var waitFor *waiting
 	for i, it := range b.items {
 		prior, known := pre.States[it.row.ID]
@@ -123,7 +125,7 @@ func (p *Pump) processBatch(ctx context.Context, rows []pumpdata.Row, b decodedB
 			break
 		}
 	}
-	var results []pumpdata.Result
+	results := make([]pumpdata.Result, 0, len(done))
 	for _, o := range done {
 		if !o.rewrite {
 			results = append(results, o.result)

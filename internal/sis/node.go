@@ -78,6 +78,9 @@ type arena struct {
 	blocks [][]node
 	block  int
 	used   int
+	// touched counts the blocks handed out from since the arena was
+	// made or taken from the pool: the ones its release must clear.
+	touched int
 }
 
 const (
@@ -92,6 +95,9 @@ func (a *arena) alloc() *node {
 			size = arenaFirstBlock
 		}
 		a.blocks = append(a.blocks, make([]node, size))
+	}
+	if a.block >= a.touched {
+		a.touched = a.block + 1
 	}
 	n := &a.blocks[a.block][a.used]
 	*n = node{}
