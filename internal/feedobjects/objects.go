@@ -308,8 +308,11 @@ func pumpRules(ff *v1alpha1.FlightFeed) []rbacv1.PolicyRule {
 			Verbs: []string{"get", "list", "watch", "create", "delete"}},
 		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"flightfeeddays/status"},
 			Verbs: []string{"get", "patch"}},
+		// watch with resourceNames: a standby watches the one Lease with a
+		// metadata.name field selector instead of reading it every retry
+		// period.
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
-			ResourceNames: []string{feednames.Lease(key)}, Verbs: []string{"get", "update"}},
+			ResourceNames: []string{feednames.Lease(key)}, Verbs: []string{"get", "update", "watch"}},
 		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
 	if names := secretNames(ff); len(names) > 0 {

@@ -48,4 +48,4 @@ package pumppod
 // +kubebuilder:rbac:groups=flightfeed.aero,resources=flightfeeddays/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update;watch

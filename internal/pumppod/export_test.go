@@ -28,6 +28,15 @@ func (t *TestElector) Try(ctx context.Context) (bool, string) {
 func (t *TestElector) Hold(ctx context.Context) error    { return t.e.hold(ctx) }
 func (t *TestElector) Release(ctx context.Context) error { return t.e.release(ctx) }
 func (t *TestElector) Leading() bool                     { return t.e.isLeading() }
+func (t *TestElector) Acquire(ctx context.Context) bool  { return t.e.acquire(ctx) }
+
+// Observed returns the Lease versions the elector observes, as it
+// observes them (set before the elector runs).
+func (t *TestElector) Observed() <-chan string {
+	ch := make(chan string, 100)
+	t.e.onObserve = func(rv string) { ch <- rv }
+	return ch
+}
 
 var ErrLeaseLost = errLeaseLost
 

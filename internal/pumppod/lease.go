@@ -14,7 +14,9 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -151,6 +153,16 @@ type leaseElector struct {
 
 	observedRV string
 	observedAt time.Time
+	// observedDuration is the duration the Lease last observed gives.
+	observedDuration time.Duration
+	// noWatchUntil: the watch was refused; read the Lease every
+	// RetryPeriod until then.
+	noWatchUntil time.Time
+	// watchRefused: a watch was refused before (logged at V(1) since).
+	watchRefused bool
+	// onObserve, when set (tests), is called with each new version
+	// observed.
+	onObserve func(rv string)
 	// mine is the Lease as this replica last wrote it, for renewing
 	// without reading first (a conflict falls back to a read).
 	mine *coordinationv1.Lease
@@ -166,12 +178,24 @@ func newLeaseElector(leases coordinationv1client.LeasesGetter, key types.Namespa
 	return &leaseElector{leases: leases, key: key, identity: identity, meta: meta, timings: timings, clock: clk}
 }
 
-// acquire tries every RetryPeriod (with jitter) until this replica holds
-// the Lease (true) or ctx ends (false).
+// acquire tries until this replica holds the Lease (true) or ctx ends
+// (false). While another replica validly holds it, the standby watches the
+// Lease instead of reading it every RetryPeriod: each renewal it sees
+// restarts its wait (observedAt is when the event arrived, by the local
+// clock, as for a read), and it tries again the moment the Lease expired
+// by that observation, or is released or deleted. Without a watch (refused,
+// or broken) it reads the Lease every RetryPeriod (with jitter), as
+// client-go's elector does.
 func (e *leaseElector) acquire(ctx context.Context) bool {
+	var w watch.Interface
+	defer func() {
+		if w != nil {
+			w.Stop()
+		}
+	}()
 	for {
 		callCtx, cancel := context.WithTimeout(ctx, e.timings.RenewDeadline)
-		ok, _, err := e.try(callCtx)
+		ok, holder, err := e.try(callCtx)
 		cancel()
 		if ok {
 			return true
@@ -179,11 +203,112 @@ func (e *leaseElector) acquire(ctx context.Context) bool {
 		if ctx.Err() == nil {
 			e.logFailure(ctx, "acquire", err)
 		}
+		if err == nil && holder != "" && holder != e.identity {
+			if w == nil {
+				w = e.watch(ctx)
+			}
+			if w != nil {
+				switch e.awaitLease(ctx, w) {
+				case leaseStopped:
+					return false
+				case leaseChanged:
+					continue
+				case leaseWatchEnded:
+					w.Stop()
+					w = nil
+				}
+			}
+		}
 		wait := time.Duration(float64(e.timings.RetryPeriod) * (1 + rand.Float64()*(jitterFactor-1))) //nolint:gosec // jitter only
 		select {
 		case <-ctx.Done():
 			return false
 		case <-e.clock.After(wait):
+		}
+	}
+}
+
+// leaseWatchRetry is how long a standby whose watch of the Lease was
+// refused (a Role without watch on it) reads the Lease every RetryPeriod
+// before asking for a watch again.
+const leaseWatchRetry = 5 * time.Minute
+
+// watch opens a watch of the Lease from the version last observed, or
+// returns nil (the standby then reads the Lease every RetryPeriod).
+func (e *leaseElector) watch(ctx context.Context) watch.Interface {
+	now := e.clock.Now()
+	if now.Before(e.noWatchUntil) {
+		return nil
+	}
+	w, err := e.leases.Leases(e.key.Namespace).Watch(ctx, metav1.ListOptions{
+		FieldSelector:   fields.OneTermEqualSelector("metadata.name", e.key.Name).String(),
+		ResourceVersion: e.observedRV,
+	})
+	if err != nil {
+		e.noWatchUntil = now.Add(leaseWatchRetry)
+		if ctx.Err() == nil {
+			// Said once at the default level (a Role of an earlier release
+			// lacks watch on the Lease), then at V(1).
+			log := logf.FromContext(ctx)
+			if e.watchRefused {
+				log = log.V(1)
+			}
+			e.watchRefused = true
+			log.Info("cannot watch the lease; reading it every retry period instead", "lease", e.key.String(),
+				"error", err.Error(), "retryPeriod", e.timings.RetryPeriod, "watchAgainIn", leaseWatchRetry)
+		}
+		return nil
+	}
+	return w
+}
+
+// awaitOutcome is how a standby's wait on a watched Lease ended.
+type awaitOutcome int
+
+const (
+	// leaseStopped: ctx ended.
+	leaseStopped awaitOutcome = iota
+	// leaseChanged: the Lease expired by local observation, or was
+	// released or deleted: try now.
+	leaseChanged
+	// leaseWatchEnded: the watch closed or failed: read the Lease after a
+	// retry period and watch again.
+	leaseWatchEnded
+)
+
+// awaitLease waits, on the watch w, until the Lease another replica holds
+// has been seen unchanged for its duration (decideLease's rule, timed by
+// the local clock from the last change observed) or is released.
+func (e *leaseElector) awaitLease(ctx context.Context, w watch.Interface) awaitOutcome {
+	timer := e.clock.NewTimer(e.observedAt.Add(e.observedDuration).Sub(e.clock.Now()))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return leaseStopped
+		case <-timer.C():
+			return leaseChanged
+		case ev, open := <-w.ResultChan():
+			if !open {
+				return leaseWatchEnded
+			}
+			lease, isLease := ev.Object.(*coordinationv1.Lease)
+			switch {
+			case ev.Type == watch.Bookmark:
+				continue
+			case ev.Type == watch.Error || !isLease:
+				return leaseWatchEnded
+			case ev.Type == watch.Deleted:
+				return leaseChanged
+			case lease.ResourceVersion == e.observedRV:
+				continue
+			}
+			now := e.clock.Now()
+			holder := e.observe(lease, now)
+			if holder == "" || holder == e.identity {
+				return leaseChanged
+			}
+			timer.Reset(e.observedDuration)
 		}
 	}
 }
@@ -273,18 +398,8 @@ func (e *leaseElector) try(ctx context.Context) (bool, string, error) {
 	if err != nil {
 		return false, e.currentHolder(), fmt.Errorf("get lease %s: %w", e.key, err)
 	}
-	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
-	if lease.ResourceVersion != e.observedRV {
-		e.observedRV, e.observedAt = lease.ResourceVersion, now
-	}
-	e.mu.Lock()
-	e.holder = holder
-	e.mu.Unlock()
-	duration := e.timings.LeaseDuration
-	if d := ptr.Deref(lease.Spec.LeaseDurationSeconds, 0); d > 0 {
-		duration = time.Duration(d) * time.Second
-	}
-	action := decideLease(holder, e.identity, duration, e.observedAt, now)
+	holder := e.observe(lease, now)
+	action := decideLease(holder, e.identity, e.observedDuration, e.observedAt, now)
 	if action == leaseWait {
 		return false, holder, nil
 	}
@@ -296,6 +411,26 @@ func (e *leaseElector) try(ctx context.Context) (bool, string, error) {
 	}
 	e.renewed(updated, now)
 	return true, e.identity, nil
+}
+
+// observe records the Lease as read or watched at now: a new version
+// restarts the wait from now. It returns the holder.
+func (e *leaseElector) observe(lease *coordinationv1.Lease, now time.Time) string {
+	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+	if lease.ResourceVersion != e.observedRV {
+		e.observedRV, e.observedAt = lease.ResourceVersion, now
+		if e.onObserve != nil {
+			e.onObserve(lease.ResourceVersion)
+		}
+	}
+	e.observedDuration = e.timings.LeaseDuration
+	if d := ptr.Deref(lease.Spec.LeaseDurationSeconds, 0); d > 0 {
+		e.observedDuration = time.Duration(d) * time.Second
+	}
+	e.mu.Lock()
+	e.holder = holder
+	e.mu.Unlock()
+	return holder
 }
 
 // stamp writes this replica into the Lease.

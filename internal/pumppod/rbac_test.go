@@ -22,8 +22,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -67,6 +69,7 @@ var (
 			"flightfeed.aero flightfeeddays create", "flightfeed.aero flightfeeddays delete",
 			"flightfeed.aero flightfeeddays/status get", "flightfeed.aero flightfeeddays/status patch",
 			"coordination.k8s.io leases get", "coordination.k8s.io leases create", "coordination.k8s.io leases update",
+			"coordination.k8s.io leases watch", // only to grant it to the pumps (a standby watches its Lease)
 			"events.k8s.io events create", "events.k8s.io events patch",
 			// the pump pods' certificates (pump defaults' certificate), read
 			// and written uncached, deleted when turned off
@@ -886,6 +889,24 @@ func TestOperatorAndPumpRunUnderTheChartsRBAC(t *testing.T) {
 	h.waitEvent(key, pumppod.ReasonLeaderElected, "pek-pump-a")
 	if l, err := h.lease(key); err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != "pek-pump-a" {
 		t.Fatalf("the feed's Lease: %+v, %v", l.Spec, err)
+	}
+	// A standby watches its feed's Lease (by its name: resourceNames), and
+	// no other Lease.
+	pumpKube, err := kubernetes.NewForConfig(pumpCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pumpKube.CoordinationV1().Leases(key.Namespace).Watch(h.ctx(),
+		metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", feednames.Lease(key)).String()})
+	if err != nil {
+		t.Fatalf("the pump watching its feed's Lease: %v", err)
+	}
+	w.Stop()
+	if w, err := pumpKube.CoordinationV1().Leases(key.Namespace).Watch(h.ctx(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		if err == nil {
+			w.Stop()
+		}
+		t.Fatalf("the pump watching every Lease of the namespace: %v, want forbidden", err)
 	}
 	// The pump reads the Secrets its feed names, and no other.
 	var s corev1.Secret

@@ -187,6 +187,10 @@ func New(o Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pump pod: %w", err)
 	}
+	// Every client of the pod records the API server's answers: /readyz
+	// reads them instead of asking /version at every probe.
+	activity := serving.NewAPIActivity(nil)
+	cfg = activity.Wrap(cfg)
 	scheme, err := serving.Scheme()
 	if err != nil {
 		return nil, err
@@ -289,7 +293,10 @@ func New(o Options) (manager.Manager, error) {
 	// failing) is in the feed's conditions and metrics; were it here, one
 	// database outage would make every replica unready and, with the
 	// PodDisruptionBudget, block node drains.
-	if err := mgr.AddReadyzCheck("apiserver", serving.APIServerReachable(kube)); err != nil {
+	// The API server is reachable when it answered any client of the pod
+	// within the renew deadline (the Lease alone is renewed, or watched,
+	// every retry period); otherwise the probe asks /version.
+	if err := mgr.AddReadyzCheck("apiserver", serving.APIServerAnswered(kube, activity, timings.RenewDeadline)); err != nil {
 		return nil, fmt.Errorf("pump pod: readyz: %w", err)
 	}
 	if err := mgr.AddReadyzCheck("informers", cacheSynced(mgr)); err != nil {

@@ -40,8 +40,8 @@ const (
 // SupervisorOptions configure the per-feed supervisors of one replica.
 type SupervisorOptions struct {
 	// Client writes (and reads through the cache); APIReader reads
-	// uncached (status writes read fresh to keep the optimistic lock
-	// useful).
+	// uncached. A status write reads the cache first (a report that
+	// changes nothing costs no call) and, after a conflict, APIReader.
 	Client    client.Client
 	APIReader client.Reader
 	// Leases is the typed client for coordination.k8s.io/v1 Leases.
@@ -162,7 +162,7 @@ func NewSupervisors(o SupervisorOptions) (*Supervisors, error) {
 			reportInterval: o.ReportInterval, figuresInterval: o.FiguresInterval, stopTimeout: o.StopTimeout, restartBackoff: o.RestartBackoff,
 			maxRestartBackoff: o.MaxRestartBackoff, holderSilence: o.FencedHolderSilence, clock: clockOrReal(o.Clock),
 			metrics: o.Metrics, log: o.Log, openStore: o.OpenStore,
-			status: statusWriter{reader: o.APIReader, writer: o.Client},
+			status: statusWriter{cached: o.Client, reader: o.APIReader, writer: o.Client},
 			days:   daySyncer{reader: o.Client, apiReader: o.APIReader, writer: o.Client},
 		},
 		started: make(chan struct{}),
