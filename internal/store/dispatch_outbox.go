@@ -49,9 +49,9 @@ type OutboxEvent struct {
 	Attempts  int32
 	CreatedAt time.Time
 	// ReceivedAt is the mailbox's DATE_RECEIVED of the message whose
-	// transaction queued the event (its processing row's received_at);
-	// zero when that row is gone (an event queued by a replay of a
-	// pruned message).
+	// transaction queued the event: the row's received_at, written with
+	// it. A row written before migration 00027 has none and reports its
+	// processing row's received_at instead (zero when that row is gone).
 	ReceivedAt time.Time
 	// Covers are the rows of the window whose record of this kind is done
 	// once this event is (delivered or parked): a notice covers its own
@@ -140,7 +140,7 @@ func (s *Store) ReadWindow(ctx context.Context, limit int, done []int64) (Window
 			e.flid, e.state_version, coalesce(e.operation_day::text, ''),
 			e.message_id, CASE WHEN p.kind = 'KAFKA_SCHD' THEN e.state ELSE e.notice END,
 			e.attempts, e.created_at,
-			(SELECT ps.received_at FROM proc_state ps WHERE ps.message_id = e.message_id),
+			coalesce(e.received_at, (SELECT ps.received_at FROM proc_state ps WHERE ps.message_id = e.message_id)),
 			p.covers,
 			EXISTS (SELECT 1 FROM msg_event_parked k WHERE k.event_id = e.id AND k.kind = p.kind),
 			(SELECT count(*) FROM w), (SELECT at FROM c)
