@@ -1,9 +1,14 @@
 package store_test
 
 import (
+	"context"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
@@ -97,5 +102,91 @@ func TestOutboxWindowReportsTheReceivedTimeWrittenWithTheRow(t *testing.T) {
 	if len(again.Events) != 1 || again.Events[0].ID <= st.ID || again.Events[0].Kind != store.KindState ||
 		!again.Events[0].ReceivedAt.Equal(at(2)) {
 		t.Fatalf("re-delivered %+v, want message 2's state received at %v", again.Events, at(2))
+	}
+}
+
+// windowSQL records the dispatcher's window read as the store sends it.
+type windowSQL struct {
+	mu   sync.Mutex
+	sql  string
+	args []any
+}
+
+func (w *windowSQL) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.Contains(d.SQL, "w AS MATERIALIZED") {
+		w.mu.Lock()
+		w.sql, w.args = d.SQL, d.Args
+		w.mu.Unlock()
+	}
+	return ctx
+}
+func (w *windowSQL) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// planLoops sums, over the nodes of an EXPLAIN (ANALYZE, FORMAT JSON)
+// plan, the loops of the scans of relation (of its index when index is
+// not empty).
+func planLoops(node map[string]any, relation, index string) float64 {
+	n := 0.0
+	if node["Relation Name"] == relation && (index == "" || node["Index Name"] == index) {
+		n += node["Actual Loops"].(float64)
+	}
+	for _, key := range []string{"Plan", "Plans"} {
+		switch v := node[key].(type) {
+		case map[string]any:
+			n += planLoops(v, relation, index)
+		case []any:
+			for _, c := range v {
+				n += planLoops(c.(map[string]any), relation, index)
+			}
+		}
+	}
+	return n
+}
+
+// The window read visits each pending row once: the window's rows in one
+// range scan of the primary key (their notices come from them), each
+// FLID's newest state whole by its FLID, and no processing row
+// while the rows carry their received time. It looked up every record's
+// row again by primary key and its processing row before.
+func TestOutboxWindowReadsEachRowOnce(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	rec := &windowSQL{}
+	db := storetest.New(t, store.Options{Location: shanghai, Tracer: rec})
+	f := &fixture{t: t, store: db.Store, conn: db.Conn, epoch: db.Epoch}
+	received := time.Date(2026, 9, 9, 1, 2, 3, 0, time.UTC)
+	for msg := range int64(6) {
+		var cmds []flight.Commands
+		for flid := range flight.FLID(5) {
+			cmds = append(cmds, flight.Commands{FLID: 40 + flid, Cmds: []flight.Command{
+				{Tag: "ESTT", Op: flight.OpSet, Value: fmt.Sprintf("09SEP2609%02d", msg)}}})
+		}
+		if err := f.inTx(func(tx *store.Tx) error {
+			_, err := storetest.ApplyIncrement(ctx, tx, store.Meta{MessageID: 100 + msg, Type: "FLOP", Styp: "ESTT", ReceivedAt: received}, cmds)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := f.window(20) // 20 of the 30 rows: the newest states lie beyond it
+	if len(w.Events) != 25 || !w.Full {
+		t.Fatalf("%d records (full %v), want 20 notices and 5 states", len(w.Events), w.Full)
+	}
+	rec.mu.Lock()
+	sql, args := rec.sql, rec.args
+	rec.mu.Unlock()
+	if sql == "" {
+		t.Fatal("the window read was not traced")
+	}
+	var plan []map[string]any
+	if err := f.conn.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+sql, args...).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	root := plan[0]["Plan"].(map[string]any)
+	if n := planLoops(root, "msg_event", "msg_event_pkey"); n != 1 {
+		t.Errorf("msg_event's primary key scanned %v times, want once (the window)", n)
+	}
+	if n := planLoops(root, "proc_state", ""); n != 0 {
+		t.Errorf("proc_state scanned %v times, want never: every row carries its received time", n)
 	}
 }
