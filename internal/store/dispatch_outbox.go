@@ -49,9 +49,9 @@ type OutboxEvent struct {
 	Attempts  int32
 	CreatedAt time.Time
 	// ReceivedAt is the mailbox's DATE_RECEIVED of the message whose
-	// transaction queued the event (its processing row's received_at);
-	// zero when that row is gone (an event queued by a replay of a
-	// pruned message).
+	// transaction queued the event: the row's received_at, written with
+	// it. A row written before migration 00027 has none and reports its
+	// processing row's received_at instead (zero when that row is gone).
 	ReceivedAt time.Time
 	// Covers are the rows of the window whose record of this kind is done
 	// once this event is (delivered or parked): a notice covers its own
@@ -93,10 +93,12 @@ type Window struct {
 // most once, at its newest version (processing rules R7.3). At most 2*limit
 // records are returned, and none only when nothing is pending.
 //
-// The window is read by primary key from the cursor, the newest states
-// from msg_event_state and each row by primary key (OFFSET 0 keeps it a
-// lookup rather than a merge over every row up to the furthest newest
-// state), so a pass costs the same however long the backlog is.
+// The window is read by primary key from the cursor, whole rows at once
+// (its notices come from them), and each FLID's newest state, whole, from
+// msg_event_state, so a pass costs the same however long the backlog is
+// and reads each record's row once: a row's received time is its own
+// (received_at), its processing row looked up only for a row written
+// before that column.
 func (s *Store) PendingEvents(ctx context.Context, limit int) ([]OutboxEvent, error) {
 	w, err := s.ReadWindow(ctx, limit, nil)
 	return w.Events, err
@@ -121,31 +123,31 @@ func (s *Store) ReadWindow(ctx context.Context, limit int, done []int64) (Window
 		WITH c AS MATERIALIZED (
 			SELECT delivered_id AS at FROM msg_event_cursor
 		), w AS MATERIALIZED (
-			SELECT id, flid, state IS NOT NULL AS has_state, notice IS NOT NULL AS has_notice FROM msg_event
+			SELECT id, event, flid, state_version, operation_day, message_id, state, notice, attempts, created_at, received_at
+			FROM msg_event
 			WHERE id > (SELECT at FROM c) AND id NOT IN (SELECT unnest($2::bigint[]))
 			ORDER BY id LIMIT $1
-		), newest AS (
-			SELECT f.covers, x.id
-			FROM (SELECT flid, array_agg(id ORDER BY id) AS covers FROM w WHERE has_state GROUP BY flid) f
+		), pick AS (
+			SELECT id, 'KAFKA_MSG' AS kind, 'NOTICE' AS event, flid, state_version, operation_day, message_id,
+				notice AS payload, attempts, created_at, received_at, ARRAY[id] AS covers
+			FROM w WHERE notice IS NOT NULL
+			UNION ALL
+			SELECT x.id, 'KAFKA_SCHD', x.event, x.flid, x.state_version, x.operation_day, x.message_id,
+				x.state, x.attempts, x.created_at, x.received_at, f.covers
+			FROM (SELECT flid, array_agg(id ORDER BY id) AS covers FROM w WHERE state IS NOT NULL GROUP BY flid) f
 			CROSS JOIN LATERAL (
-				SELECT n.id FROM msg_event n
+				SELECT n.* FROM msg_event n
 				WHERE n.state IS NOT NULL AND n.flid = f.flid AND n.id > (SELECT at FROM c)
 				ORDER BY n.state_version DESC LIMIT 1) x
-		), pick AS (
-			SELECT id, 'KAFKA_MSG' AS kind, ARRAY[id] AS covers FROM w WHERE has_notice
-			UNION ALL
-			SELECT id, 'KAFKA_SCHD', covers FROM newest
 		)
-		SELECT e.id, p.kind, CASE WHEN p.kind = 'KAFKA_SCHD' THEN e.event ELSE 'NOTICE' END,
-			e.flid, e.state_version, coalesce(e.operation_day::text, ''),
-			e.message_id, CASE WHEN p.kind = 'KAFKA_SCHD' THEN e.state ELSE e.notice END,
-			e.attempts, e.created_at,
-			(SELECT ps.received_at FROM proc_state ps WHERE ps.message_id = e.message_id),
+		SELECT p.id, p.kind, p.event, p.flid, p.state_version, coalesce(p.operation_day::text, ''),
+			p.message_id, p.payload, p.attempts, p.created_at,
+			coalesce(p.received_at, (SELECT ps.received_at FROM proc_state ps WHERE ps.message_id = p.message_id)),
 			p.covers,
-			EXISTS (SELECT 1 FROM msg_event_parked k WHERE k.event_id = e.id AND k.kind = p.kind),
+			EXISTS (SELECT 1 FROM msg_event_parked k WHERE k.event_id = p.id AND k.kind = p.kind),
 			(SELECT count(*) FROM w), (SELECT at FROM c)
-		FROM pick p CROSS JOIN LATERAL (SELECT * FROM msg_event x WHERE x.id = p.id OFFSET 0) e
-		ORDER BY e.id, p.kind DESC`, limit, done)
+		FROM pick p
+		ORDER BY p.id, p.kind DESC`, limit, done)
 	if err != nil {
 		return Window{}, fmt.Errorf("read pending outbox events: %w", err)
 	}

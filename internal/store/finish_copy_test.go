@@ -78,7 +78,7 @@ func TestFinishBatchByCopyWritesWhatArraysWrite(t *testing.T) {
 			"proc_state": `SELECT message_id, identity_key, payload_digest, content_digest, msg_type, msg_styp, status, reason, note,
 				flags, attempts, received_at, finished_at IS NOT NULL AS finished FROM proc_state`,
 			// The states differ in UPDATED_AT alone: each run's transaction time.
-			"msg_event": `SELECT event, flid, state_version, operation_day, message_id, attempts,
+			"msg_event": `SELECT event, flid, state_version, operation_day, message_id, attempts, received_at,
 				regexp_replace(state, '"UPDATED_AT":"[^"]*"', '') AS state, notice FROM msg_event WHERE message_id = 1`,
 			"flight_change": `SELECT flid, state_version, message_id, received_at, operation_day, kind, changes::text FROM flight_change WHERE message_id = 1`,
 			"backfill_todo": `SELECT message_ids FROM backfill_todo`,

@@ -180,7 +180,7 @@ func (t *Tx) copyBatchEvents(ctx context.Context, events []engine.Event) error {
 	c := newCopyRows(size)
 	for i := range events {
 		e := &events[i]
-		c.row(7)
+		c.row(8)
 		c.int8(int64(e.FLID)) //nolint:gosec // at most 12 digits
 		c.int8(e.Version)
 		if err := c.date(e.Day, fmt.Sprintf("event of flight %d", e.FLID)); err != nil {
@@ -190,8 +190,10 @@ func (t *Tx) copyBatchEvents(ctx context.Context, events []engine.Event) error {
 		c.textOrNull(e.Notice)
 		c.textOrNull(e.Event)
 		c.textOrNull(e.State)
+		c.timestamptz(e.ReceivedAt)
 	}
-	if err := t.send(ctx, c, `COPY msg_event (flid, state_version, operation_day, message_id, notice, event, state) FROM STDIN (FORMAT binary)`,
+	if err := t.send(ctx, c, `COPY msg_event (flid, state_version, operation_day, message_id, notice, event, state, received_at)
+		FROM STDIN (FORMAT binary)`,
 		len(events)); err != nil {
 		return fmt.Errorf("copy %d events: %w", len(events), err)
 	}

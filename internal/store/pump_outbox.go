@@ -48,16 +48,28 @@ func queueEvents(b *pgx.Batch, events []engine.Event) {
 	evs, states, notices := make([]*string, n), make([]*string, n), make([]*string, n)
 	flids, versions, msgs := make([]int64, n), make([]int64, n), make([]int64, n)
 	days := make([]*string, n)
+	received := make([]*time.Time, n)
 	for i := range events {
 		e := &events[i]
 		flids[i], versions[i], days[i], msgs[i] = int64(e.FLID), e.Version, dayPtr(e.Day), e.MessageID //nolint:gosec // at most 12 digits
 		evs[i], states[i], notices[i] = nonEmpty(e.Event), nonEmpty(e.State), nonEmpty(e.Notice)
+		received[i] = receivedPtr(e.ReceivedAt)
 	}
-	b.Queue(`INSERT INTO msg_event (flid, state_version, operation_day, message_id, notice, event, state)
-		SELECT flid, state_version, operation_day::date, message_id, notice, event, state
-		FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[])
-		AS u(flid, state_version, operation_day, message_id, notice, event, state)`,
-		flids, versions, days, msgs, notices, evs, states)
+	b.Queue(`INSERT INTO msg_event (flid, state_version, operation_day, message_id, notice, event, state, received_at)
+		SELECT flid, state_version, operation_day::date, message_id, notice, event, state, received_at
+		FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::timestamptz[])
+		AS u(flid, state_version, operation_day, message_id, notice, event, state, received_at)`,
+		flids, versions, days, msgs, notices, evs, states, received)
+}
+
+// receivedPtr is a message's received time as a nullable column: NULL
+// when zero (the row then reports its processing row's, as rows written
+// before the column did).
+func receivedPtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // copyEventsMin is the number of events (rows) from which they are sent
@@ -71,7 +83,7 @@ const copyEventsMin = 1000
 func (t *Tx) copyEvents(ctx context.Context, events []engine.Event) error {
 	src := &eventCopySource{events: events, i: -1}
 	n, err := t.tx.CopyFrom(ctx, pgx.Identifier{"msg_event"},
-		[]string{"flid", "state_version", "operation_day", "message_id", "notice", "event", "state"}, src)
+		[]string{"flid", "state_version", "operation_day", "message_id", "notice", "event", "state", "received_at"}, src)
 	if err != nil {
 		return fmt.Errorf("copy events: %w", err)
 	}
@@ -97,7 +109,7 @@ func eventDay(e *engine.Event, what string) (pgtype.Date, error) {
 type eventCopySource struct {
 	events []engine.Event
 	i      int
-	row    [7]any
+	row    [8]any
 }
 
 func (s *eventCopySource) Next() bool { s.i++; return s.i < len(s.events) }
@@ -108,7 +120,8 @@ func (s *eventCopySource) Values() ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.row = [7]any{int64(e.FLID), e.Version, day, e.MessageID, nonEmpty(e.Notice), nonEmpty(e.Event), nonEmpty(e.State)} //nolint:gosec // at most 12 digits
+	s.row = [8]any{int64(e.FLID), e.Version, day, e.MessageID, nonEmpty(e.Notice), nonEmpty(e.Event), nonEmpty(e.State), //nolint:gosec // at most 12 digits
+		receivedPtr(e.ReceivedAt)}
 	return s.row[:], nil
 }
 

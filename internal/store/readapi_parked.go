@@ -106,11 +106,11 @@ func (s *Store) RedeliverParked(ctx context.Context, ids []int64) ([]int64, erro
 			FROM gone GROUP BY event_id
 		), copied AS (
 			INSERT INTO msg_event (flid, state_version, operation_day, message_id, event, state, notice,
-				attempts, last_error, created_at)
+				attempts, last_error, created_at, received_at)
 			SELECT e.flid, e.state_version, e.operation_day, e.message_id,
 				CASE WHEN g.state THEN e.event END, CASE WHEN g.state THEN e.state END,
 				CASE WHEN g.notice THEN e.notice END,
-				g.attempts, g.last_error, e.created_at
+				g.attempts, g.last_error, e.created_at, e.received_at
 			FROM per_row g JOIN msg_event e ON e.id = g.event_id
 			ORDER BY g.event_id
 			RETURNING 1
