@@ -28,7 +28,8 @@ import (
 // The largest legitimate packet from the server is one row of the bodies
 // query: a body of at most mailbox.maxMessageBytes (Head cuts bodies at
 // the caller's maxBytes, which the pump sets to that, with SUBSTRING) and a
-// few small columns. Everything else the mailbox reads (ids, sizes, the
+// few small columns; a row of the head query carries a body of at most
+// budget/limit bytes, no more than maxBytes. Everything else the mailbox reads (ids, sizes, the
 // information_schema lookups, the AODB side's outbound RQFDs of about a
 // kilobyte) is far smaller.
 //
@@ -96,10 +97,11 @@ func newBound(spec v1alpha1.MailboxSpec) *bound {
 		rows = config.DefaultBatchSize
 	}
 	answer := max(msg, batch)
-	// A head read returns up to two batches of rows (the batch and the rows
-	// skipped beside it) of well under 256 bytes each; TLS adds at most 29
-	// bytes to a record of 16 KiB, compression 7 to a packet of 16 MiB, both
-	// under 1/64.
+	// A head read returns up to a batch of rows, their bodies within the
+	// budget of mailbox.maxBatchBytes (Head) and their other columns well
+	// under 256 bytes each (twice that is counted, for margin); TLS adds at
+	// most 29 bytes to a record of 16 KiB, compression 7 to a packet of
+	// 16 MiB, both under 1/64.
 	answer += answer/64 + 2*rows*256 + BoundMargin
 	return &bound{packet: msg + BoundMargin, answer: answer, maxMessage: msg, maxBatch: batch}
 }

@@ -1,6 +1,8 @@
 package mailbox
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"database/sql"
@@ -9,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -49,11 +52,13 @@ type Mailbox struct {
 }
 
 type queries struct {
-	headIDs, bodies, depth, backfillPrefix, request, findRequest string
+	head, bodies, depth, backfill, request, findRequest string
 	// The AODB side (aodb.go).
 	put, unsent, markSent string
 	// The body as UTF-8 text (converted by the server) and as stored.
 	utf8Body, rawBody string
+	// idColumn is the inbound table's id column, quoted.
+	idColumn string
 }
 
 // Open connects to the mailbox. Times are read and written in UTC unless
@@ -114,8 +119,8 @@ func Open(ctx context.Context, dsn string, spec v1alpha1.MailboxSpec, opts ...Op
 		// column is read as it is. A UTF-8 column's bytes are already
 		// what the conversion would give: read as stored, they spare the
 		// server a conversion per row in the head's LENGTH and the bodies.
-		m.q.headIDs = strings.Replace(m.q.headIDs, m.q.utf8Body, m.q.rawBody, 1)
-		m.q.bodies = strings.Replace(m.q.bodies, m.q.utf8Body, m.q.rawBody, 1)
+		m.q.head = strings.ReplaceAll(m.q.head, m.q.utf8Body, m.q.rawBody)
+		m.q.bodies = strings.ReplaceAll(m.q.bodies, m.q.utf8Body, m.q.rawBody)
 	}
 	m.maxFetch = m.packetLimit(ctx)
 	return m, nil
@@ -286,8 +291,13 @@ func buildQueries(spec v1alpha1.MailboxSpec) (queries, error) {
 	head := " FROM " + t + " WHERE " + done + " IS NULL AND " + status + " = ?"
 	return queries{
 		utf8Body: utf8Body, rawBody: body,
-		// Sizes are of the UTF-8 text the pump is given (see bodies).
-		headIDs: "SELECT " + id + ", " + recv + ", LENGTH(" + utf8Body + ")" + head + " ORDER BY " + recv + ", " + id + " LIMIT ?",
+		// Sizes are of the UTF-8 text the pump is given (see bodies). A
+		// body of at most the first parameter's bytes comes with the head
+		// itself (Head), so most rows are read once. %s leaves out the
+		// rows being applied (notIn): the server drops them from the FIFO
+		// index's entries, without reading their rows.
+		head: "SELECT " + id + ", " + recv + ", LENGTH(" + utf8Body + "), " + body + " IS NULL, IF(LENGTH(" + utf8Body + ") <= ?, CAST(" +
+			utf8Body + " AS BINARY), NULL)" + head + "%s ORDER BY " + recv + ", " + id + " LIMIT ?",
 		// The body is converted by the server from the column's character
 		// set to UTF-8 (a no-op for utf8mb4 columns; GBK or Latin-1 columns
 		// of older AODB installations arrive as the same text in UTF-8),
@@ -297,12 +307,16 @@ func buildQueries(spec v1alpha1.MailboxSpec) (queries, error) {
 		bodies: "SELECT " + id + ", " + body + " IS NULL, SUBSTRING(CAST(" + utf8Body + " AS BINARY), 1, ?) FROM " + t +
 			" WHERE " + id + " IN (%s)",
 		depth: "SELECT COUNT(*), MIN(" + recv + ")" + head,
-		// A join with a derived table keeps one statement per batch linear
-		// in the batch (a CASE per column would be quadratic).
-		// The IN list lets the server find the rows by primary key instead
-		// of scanning the table against the derived one.
-		backfillPrefix: "UPDATE " + t + " m JOIN (%s) v ON m." + id + " = v.id AND m." + recv + " = v.recv SET m." + done + " = v.done, m." + result + " = v.result, m." + note + " = v.note WHERE m." + id + " IN (%s)",
-		request:        "INSERT INTO " + ot + " (" + oins + ", " + orout + ", " + obody + ") VALUES (?, ?, ?)",
+		// One single-table statement per batch: the rows are found by
+		// primary key from the (id, received) pairs, which also keep a
+		// result off a later row that reused the id; each column's values
+		// are constants, or ELT(INTERVAL(id, …)) over the runs of equal
+		// values in id order (Backfill), a binary search per row. A join
+		// with a derived table of the values cost the server twice as much:
+		// a SELECT to parse per row, a temporary table, every row read twice.
+		backfill: "UPDATE " + t + " SET " + done + " = %s, " + result + " = %s, " + note + " = %s WHERE (" + id + ", " + recv + ") IN (%s)",
+		idColumn: id,
+		request:  "INSERT INTO " + ot + " (" + oins + ", " + orout + ", " + obody + ") VALUES (?, ?, ?)",
 		findRequest: "SELECT " + oid + " FROM " + ot + " WHERE " + orout + " = ? AND " + oins + " >= ? AND " + obody + " LIKE ?" +
 			" ORDER BY " + oid + " DESC LIMIT 1",
 		put:      "INSERT INTO " + t + " (" + recv + ", " + status + ", " + body + ") VALUES (?, ?, ?)",
@@ -313,31 +327,47 @@ func buildQueries(spec v1alpha1.MailboxSpec) (queries, error) {
 
 // Head returns up to limit unprocessed VALID rows in FIFO order
 // (DATE_RECEIVED, ID), without the rows in skip: the rows of a batch that
-// is being applied while the next one is read ahead (they are at the head,
-// so up to limit+len(skip) rows are looked at). Bodies are fetched while
-// their total stays within budget bytes; a read that skips nothing always
-// takes its first row, however large, so the head moves on, while a read
-// ahead takes only what fits beside the batch being applied. A body larger
-// than maxBytes is fetched only up to maxBytes and marked Truncated, so an
-// oversize message never has to fit in memory. maxBytes must not exceed the
-// mailbox.maxMessageBytes given to Open (plus BoundMargin): a larger body
-// fails the connection as a server crossing its bound (bound.go).
+// is being applied while the next one is read ahead (the server leaves
+// them out as it walks the FIFO index, without reading them). Bodies are
+// fetched while their total stays within budget bytes; a read that skips
+// nothing always takes its first row, however large, so the head moves
+// on, while a read ahead takes only what fits beside the batch being
+// applied. A body larger than maxBytes is fetched only up to maxBytes and
+// marked Truncated, so an oversize message never has to fit in memory.
+// maxBytes must not exceed the mailbox.maxMessageBytes given to Open (plus
+// BoundMargin): a larger body fails the connection as a server crossing
+// its bound (bound.go).
+//
+// The head's rows come with their bodies when these are small: at most
+// budget/limit bytes each, so the whole answer stays within budget (and
+// the connection's answer bound). Larger bodies taken are fetched by id
+// in a second statement.
 func (m *Mailbox) Head(ctx context.Context, limit int, budget, maxBytes int64, skip map[int64]bool) ([]Row, error) {
 	packetLimited := m.maxFetch > 0 && m.maxFetch < maxBytes
 	if packetLimited {
 		maxBytes = m.maxFetch
 	}
-	rows, err := m.db.QueryContext(ctx, m.q.headIDs, m.validStatus, limit+len(skip))
+	if limit <= 0 {
+		return nil, nil
+	}
+	inline := max(min(maxBytes, budget/int64(limit)), 0)
+	args := make([]any, 0, 3+len(skip))
+	args = append(args, inline, m.validStatus)
+	notIn := m.notIn(skip, &args)
+	args = append(args, limit)
+	rows, err := m.db.QueryContext(ctx, fmt.Sprintf(m.q.head, notIn), args...)
 	if err != nil {
 		return nil, fmt.Errorf("read mailbox head: %w", m.bound.explain(err))
 	}
 	defer func() { _ = rows.Close() }()
 	var head []Row
 	var total int64
+	fetch := 0 // rows whose body is still to be read
 	for rows.Next() {
 		var r Row
 		var size sql.NullInt64
-		if err := rows.Scan(&r.ID, &r.Received, &size); err != nil {
+		var body sql.RawBytes
+		if err := rows.Scan(&r.ID, &r.Received, &size, &r.Null, &body); err != nil {
 			return nil, fmt.Errorf("read mailbox head: %w", m.bound.explain(err))
 		}
 		if skip[r.ID] {
@@ -347,13 +377,20 @@ func (m *Mailbox) Head(ctx context.Context, limit int, budget, maxBytes int64, s
 			break
 		}
 		r.Size = size.Int64
-		fetch := min(r.Size, maxBytes)
-		if (len(head) > 0 || len(skip) > 0) && total+fetch > budget {
+		take := min(r.Size, maxBytes)
+		if (len(head) > 0 || len(skip) > 0) && total+take > budget {
 			break
 		}
-		total += fetch
+		total += take
 		r.Truncated = r.Size > maxBytes
 		r.PacketLimited = r.Truncated && packetLimited
+		switch {
+		case r.Null:
+		case body != nil:
+			r.Body = bytes.Clone(body)
+		default:
+			fetch++
+		}
 		head = append(head, r)
 	}
 	if err := rows.Err(); err != nil {
@@ -362,18 +399,56 @@ func (m *Mailbox) Head(ctx context.Context, limit int, budget, maxBytes int64, s
 	if err := rows.Close(); err != nil {
 		return nil, fmt.Errorf("read mailbox head: %w", m.bound.explain(err))
 	}
-	if len(head) == 0 {
-		return nil, nil
+	if fetch == 0 {
+		return head, nil
 	}
 	return head, m.fillBodies(ctx, head, maxBytes)
 }
 
+// inChunk is the most values of one IN list: MariaDB turns a list of
+// in_predicate_conversion_threshold (1000) values or more into a subquery
+// over a table value constructor, which for the head's NOT IN is checked
+// row by row after the row is read instead of on the index entry.
+const inChunk = 500
+
+// notIn returns the head's condition leaving out the ids in skip (sorted,
+// in lists of at most inChunk), appending them to args; "" for none.
+func (m *Mailbox) notIn(skip map[int64]bool, args *[]any) string {
+	if len(skip) == 0 {
+		return ""
+	}
+	ids := make([]int64, 0, len(skip))
+	for id := range skip {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var b strings.Builder
+	for start := 0; start < len(ids); start += inChunk {
+		chunk := ids[start:min(start+inChunk, len(ids))]
+		b.WriteString(" AND " + m.q.idColumn + " NOT IN (")
+		for i, id := range chunk {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString("?")
+			*args = append(*args, id)
+		}
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// fillBodies reads the bodies of the rows of head that have none yet (and
+// are not NULL), each up to maxBytes.
 func (m *Mailbox) fillBodies(ctx context.Context, head []Row, maxBytes int64) error {
 	args := []any{maxBytes}
-	marks := make([]string, len(head))
-	index := make(map[int64]int, len(head))
+	var marks []string
+	index := make(map[int64]int)
 	for i, r := range head {
-		marks[i] = "?"
+		if r.Null || r.Body != nil {
+			continue
+		}
+		marks = append(marks, "?")
 		args = append(args, r.ID)
 		index[r.ID] = i
 	}
@@ -411,35 +486,85 @@ func (m *Mailbox) Depth(ctx context.Context) (int64, time.Time, error) {
 
 // Backfill writes the results of a batch back with one statement, each
 // only to the row with its id and its received time (never to a later row
-// that reused the id after the mailbox's ids restarted).
+// that reused the id after the mailbox's ids restarted). A result whose id
+// comes again later in results is written by a statement of its own after
+// the first (the later one wins).
 func (m *Mailbox) Backfill(ctx context.Context, results []pumpdata.Backfill) error {
-	if len(results) == 0 {
-		return nil
-	}
-	selects := make([]string, len(results))
-	args := make([]any, 0, 6*len(results))
-	for i, r := range results {
-		if i == 0 {
-			selects[i] = "SELECT ? AS id, ? AS recv, ? AS done, ? AS result, " + m.noteExpr + " AS note"
-		} else {
-			selects[i] = "SELECT ?, ?, ?, ?, " + m.noteExpr
+	for _, layer := range uniqueIDs(results) {
+		stmt, args := m.backfillStatement(layer)
+		if _, err := m.db.ExecContext(ctx, stmt, args...); err != nil {
+			return fmt.Errorf("backfill %d mailbox rows: %w", len(results), m.bound.explain(err))
 		}
-		var n any
-		if r.Note != "" {
-			n = FitNote(r.Note)
-		}
-		args = append(args, r.MessageID, r.Received, r.Processed.UTC(), r.Result, n)
-	}
-	marks := make([]string, len(results))
-	for i, r := range results {
-		marks[i] = "?"
-		args = append(args, r.MessageID)
-	}
-	stmt := fmt.Sprintf(m.q.backfillPrefix, strings.Join(selects, " UNION ALL "), strings.Join(marks, ","))
-	if _, err := m.db.ExecContext(ctx, stmt, args...); err != nil {
-		return fmt.Errorf("backfill %d mailbox rows: %w", len(results), m.bound.explain(err))
 	}
 	return nil
+}
+
+// uniqueIDs splits results into lists of distinct ids, each sorted by id:
+// the first time an id comes goes to the first list, the second time to
+// the second, and so on.
+func uniqueIDs(results []pumpdata.Backfill) [][]pumpdata.Backfill {
+	var layers [][]pumpdata.Backfill
+	seen := make(map[int64]int, len(results))
+	for _, r := range results {
+		n := seen[r.MessageID]
+		seen[r.MessageID] = n + 1
+		if n == len(layers) {
+			layers = append(layers, make([]pumpdata.Backfill, 0, len(results)))
+		}
+		layers[n] = append(layers[n], r)
+	}
+	for _, l := range layers {
+		slices.SortFunc(l, func(a, b pumpdata.Backfill) int { return cmp.Compare(a.MessageID, b.MessageID) })
+	}
+	return layers
+}
+
+// backfillStatement is the UPDATE of results (distinct ids, sorted by id)
+// and its arguments. A column whose value is the same for every row is set
+// to it; otherwise to ELT(INTERVAL(id, b1, b2, …), v1, v2, …): bi is the
+// first id of the i-th run of rows with the same value vi, and INTERVAL
+// finds the run of an id by binary search.
+func (m *Mailbox) backfillStatement(results []pumpdata.Backfill) (string, []any) {
+	var args []any
+	column := func(mark string, value func(pumpdata.Backfill) any) string {
+		var starts []int
+		for i, r := range results {
+			if i == 0 || value(r) != value(results[i-1]) {
+				starts = append(starts, i)
+			}
+		}
+		if len(starts) == 1 {
+			args = append(args, value(results[0]))
+			return mark
+		}
+		var b strings.Builder
+		b.WriteString("ELT(INTERVAL(" + m.q.idColumn)
+		for _, i := range starts {
+			b.WriteString(", ?")
+			args = append(args, results[i].MessageID)
+		}
+		b.WriteString(")")
+		for _, i := range starts {
+			b.WriteString(", " + mark)
+			args = append(args, value(results[i]))
+		}
+		b.WriteString(")")
+		return b.String()
+	}
+	done := column("?", func(r pumpdata.Backfill) any { return r.Processed.UTC() })
+	result := column("?", func(r pumpdata.Backfill) any { return r.Result })
+	note := column(m.noteExpr, func(r pumpdata.Backfill) any {
+		if r.Note == "" {
+			return nil
+		}
+		return FitNote(r.Note)
+	})
+	pairs := make([]string, len(results))
+	for i, r := range results {
+		pairs[i] = "(?, ?)"
+		args = append(args, r.MessageID, r.Received)
+	}
+	return fmt.Sprintf(m.q.backfill, done, result, note, strings.Join(pairs, ", ")), args
 }
 
 // SendRequest inserts an outbound message and returns its row id.

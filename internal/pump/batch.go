@@ -526,12 +526,15 @@ func (p *Pump) afterCommit(ctx context.Context, done []outcome, start time.Time)
 	p.obs.BatchCommitted(len(done), p.clock.Since(start))
 	results := make([]pumpdata.Backfill, 0, len(done))
 	changed := false
+	// The batch's results were committed together: one processed time for
+	// all of them, which the write-back sends once (mailbox.Backfill).
+	processed := p.clock.Now()
 	for _, o := range done {
 		r := o.result
 		if r.Status != pumpdata.StatusFailed {
 			// FAILED is not terminal: the row stays at the head for its retry.
 			results = append(results, pumpdata.Backfill{MessageID: r.MessageID, Received: r.ReceivedAt, Result: r.Status, Note: r.Note,
-				Processed: p.clock.Now()})
+				Processed: processed})
 		}
 		changed = changed || o.changed
 		if !o.rewrite {
