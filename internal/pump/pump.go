@@ -195,6 +195,9 @@ type Pump struct {
 	// emptyReads counts the empty head reads since the last batch; -1:
 	// none since the pump started or fell back to pollInterval (emptyWait).
 	emptyReads int
+	// emptyWaited adds up the waits emptyWait returned since the last
+	// batch, while emptyReads >= 0.
+	emptyWaited time.Duration
 	// emptySince is when the head was first found empty since the last
 	// batch (zero while batches flow); idleAfter later the head is read
 	// every idlePoll (emptyWait). draining keeps pollInterval: `--drain`
