@@ -29,3 +29,12 @@ func SetCopyRowsMin(n int) (restore func()) {
 	copyRowsMin = n
 	return func() { copyRowsMin = old }
 }
+
+// SetSnapshotCopyMin makes a snapshot's chunks send their new main rows,
+// child rows and events by COPY from n rows of a kind until restore is
+// called. Only for tests that do not run in parallel.
+func SetSnapshotCopyMin(n int) (restore func()) {
+	old := snapshotCopyMin
+	snapshotCopyMin = n
+	return func() { snapshotCopyMin = old }
+}

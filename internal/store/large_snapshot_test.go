@@ -98,7 +98,7 @@ func checkEvents(t *testing.T, f *fixture, msgID int64, states map[flight.FLID]f
 		}
 	}
 	// One outbox row per flight, with its state and its notice (COPY, for
-	// a snapshot of copyEventsMin flights or more).
+	// a snapshot chunk of snapshotCopyMin flights or more).
 	if rows := f.count(`SELECT count(*) FROM msg_event WHERE message_id = $1 AND state IS NOT NULL AND notice IS NOT NULL`, msgID); rows != len(versions) ||
 		f.count(`SELECT count(*) FROM msg_event WHERE message_id = $1`, msgID) != rows {
 		t.Fatalf("message %d: %d outbox rows with state and notice, want one per flight (%d)", msgID, rows, len(versions))

@@ -293,6 +293,19 @@ func TestRosterRowsAreUniqueAndBelongToOneDay(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("roster rows left after deleting the day: %d", n)
 	}
+
+	// Checked once per statement (not a foreign key since 00028), with
+	// the same outcomes: a row of a day without a ledger row fails,
+	// whether inserted beside rows of a day that has one or moved there;
+	// a day's ledger row cannot change its day or be truncated away while
+	// its roster stays.
+	exec(t, conn, `INSERT INTO schd_gen_flid (operation_day, flid) VALUES ('2026-09-10', 4), ('2026-09-10', 5)`)
+	_ = execFails(t, conn, "23503", `INSERT INTO schd_gen_flid (operation_day, flid) VALUES ('2026-09-10', 6), ('2026-09-12', 7)`)
+	_ = execFails(t, conn, "23503", `UPDATE schd_gen_flid SET operation_day = '2026-09-12' WHERE flid = 4`)
+	_ = execFails(t, conn, "23503", `UPDATE schd_gen SET operation_day = '2026-09-12' WHERE operation_day = '2026-09-10'`)
+	exec(t, conn, `UPDATE schd_gen SET version = 2 WHERE operation_day = '2026-09-10'`)
+	_ = execFails(t, conn, "23503", `TRUNCATE schd_gen`)
+	exec(t, conn, `TRUNCATE schd_gen, schd_gen_flid`)
 }
 
 func TestOneRequestPendingPerKind(t *testing.T) {

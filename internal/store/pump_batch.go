@@ -167,7 +167,7 @@ func (t *Tx) streamArchive(ctx context.Context, rows []ArchivedRow) error {
 		parts = append(parts, bytes.NewReader(b), bytes.NewReader(r.Body))
 	}
 	parts = append(parts, bytes.NewReader([]byte{0xff, 0xff}))
-	tag, err := t.tx.Conn().PgConn().CopyFrom(ctx, io.MultiReader(parts...),
+	tag, err := t.copyFrom(ctx, io.MultiReader(parts...),
 		`COPY msg_archive (message_id, received_at, byte_size, truncated, digest, body) FROM STDIN (FORMAT binary)`)
 	if err != nil {
 		return fmt.Errorf("archive %d large messages: %w", len(rows), err)

@@ -1,12 +1,9 @@
 package store
 
 import (
-	"context"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/flightfeed/flightfeed/internal/engine"
 )
@@ -17,9 +14,6 @@ import (
 // diff, already JSON) or how the flight went — stamped with the
 // transaction's time. The rows go set-based beside the events: one
 // statement for a batch, COPY for a large snapshot's.
-
-// changeColumns are flight_change's columns as written here.
-var changeColumns = []string{"flid", "state_version", "message_id", "received_at", "operation_day", "kind", "changes", "committed_at"}
 
 // queueChanges inserts the history rows of events with one statement.
 func queueChanges(b *pgx.Batch, events []engine.Event, now time.Time) {
@@ -49,39 +43,3 @@ func changesOf(e *engine.Event) string {
 	}
 	return e.Changes
 }
-
-// copyChanges inserts the history rows of events with COPY (one round
-// trip): a large snapshot's, as its events go (copyEvents).
-func (t *Tx) copyChanges(ctx context.Context, events []engine.Event) error {
-	src := &changeCopySource{events: events, i: -1, now: t.now}
-	n, err := t.tx.CopyFrom(ctx, pgx.Identifier{"flight_change"}, changeColumns, src)
-	if err != nil {
-		return fmt.Errorf("copy flight changes: %w", err)
-	}
-	if n != int64(len(events)) {
-		return fmt.Errorf("copy flight changes: %d of %d rows written", n, len(events))
-	}
-	return nil
-}
-
-type changeCopySource struct {
-	events []engine.Event
-	i      int
-	now    time.Time
-	row    [8]any
-}
-
-func (s *changeCopySource) Next() bool { s.i++; return s.i < len(s.events) }
-
-func (s *changeCopySource) Values() ([]any, error) {
-	e := &s.events[s.i]
-	day, err := eventDay(e, "change")
-	if err != nil {
-		return nil, err
-	}
-	received := pgtype.Timestamptz{Time: e.ReceivedAt, Valid: !e.ReceivedAt.IsZero()}
-	s.row = [8]any{int64(e.FLID), e.Version, e.MessageID, received, day, e.ChangeKind, changesOf(e), s.now} //nolint:gosec // at most 12 digits
-	return s.row[:], nil
-}
-
-func (s *changeCopySource) Err() error { return nil }

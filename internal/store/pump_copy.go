@@ -126,7 +126,7 @@ func (c *copyRows) textArray(items []string) {
 // with it; rows is how many rows it must write.
 func (t *Tx) send(ctx context.Context, c *copyRows, sql string, rows int) error {
 	c.b = append(c.b, 0xff, 0xff)
-	tag, err := t.tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(c.b), sql)
+	tag, err := t.copyFrom(ctx, bytes.NewReader(c.b), sql)
 	if err != nil {
 		return err
 	}
@@ -173,6 +173,31 @@ func (t *Tx) copyResults(ctx context.Context, results []Result) error {
 // copyBatchEvents inserts a batch's events and their history rows by
 // COPY, each row what queueEvents and queueChanges would insert.
 func (t *Tx) copyBatchEvents(ctx context.Context, events []engine.Event) error {
+	c, err := eventRows(events)
+	if err != nil {
+		return err
+	}
+	if err := t.send(ctx, c, copyEventsSQL, len(events)); err != nil {
+		return fmt.Errorf("copy %d events: %w", len(events), err)
+	}
+	if c, err = changeRows(events, t.now); err != nil {
+		return err
+	}
+	if err := t.send(ctx, c, copyChangesSQL, len(events)); err != nil {
+		return fmt.Errorf("copy %d flight changes: %w", len(events), err)
+	}
+	return nil
+}
+
+const (
+	copyEventsSQL = `COPY msg_event (flid, state_version, operation_day, message_id, notice, event, state, received_at)
+		FROM STDIN (FORMAT binary)`
+	copyChangesSQL = `COPY flight_change (flid, state_version, message_id, received_at, operation_day, kind, changes, committed_at)
+		FROM STDIN (FORMAT binary)`
+)
+
+// eventRows encodes events as the msg_event rows of copyEventsSQL.
+func eventRows(events []engine.Event) (*copyRows, error) {
 	size := 0
 	for i := range events {
 		size += 64 + len(events[i].Notice) + len(events[i].State)
@@ -184,7 +209,7 @@ func (t *Tx) copyBatchEvents(ctx context.Context, events []engine.Event) error {
 		c.int8(int64(e.FLID)) //nolint:gosec // at most 12 digits
 		c.int8(e.Version)
 		if err := c.date(e.Day, fmt.Sprintf("event of flight %d", e.FLID)); err != nil {
-			return err
+			return nil, err
 		}
 		c.int8(e.MessageID)
 		c.textOrNull(e.Notice)
@@ -192,16 +217,17 @@ func (t *Tx) copyBatchEvents(ctx context.Context, events []engine.Event) error {
 		c.textOrNull(e.State)
 		c.timestamptz(e.ReceivedAt)
 	}
-	if err := t.send(ctx, c, `COPY msg_event (flid, state_version, operation_day, message_id, notice, event, state, received_at)
-		FROM STDIN (FORMAT binary)`,
-		len(events)); err != nil {
-		return fmt.Errorf("copy %d events: %w", len(events), err)
-	}
-	size = 0
+	return c, nil
+}
+
+// changeRows encodes the history rows of events (committed at now) as the
+// flight_change rows of copyChangesSQL.
+func changeRows(events []engine.Event, now time.Time) (*copyRows, error) {
+	size := 0
 	for i := range events {
 		size += 80 + len(events[i].Changes)
 	}
-	c = newCopyRows(size)
+	c := newCopyRows(size)
 	for i := range events {
 		e := &events[i]
 		c.row(8)
@@ -210,15 +236,11 @@ func (t *Tx) copyBatchEvents(ctx context.Context, events []engine.Event) error {
 		c.int8(e.MessageID)
 		c.timestamptz(e.ReceivedAt)
 		if err := c.date(e.Day, fmt.Sprintf("change of flight %d", e.FLID)); err != nil {
-			return err
+			return nil, err
 		}
 		c.text(e.ChangeKind)
 		c.text(changesOf(e))
-		c.timestamptz(t.now)
+		c.timestamptz(now)
 	}
-	if err := t.send(ctx, c, `COPY flight_change (flid, state_version, message_id, received_at, operation_day, kind, changes, committed_at)
-		FROM STDIN (FORMAT binary)`, len(events)); err != nil {
-		return fmt.Errorf("copy %d flight changes: %w", len(events), err)
-	}
-	return nil
+	return c, nil
 }

@@ -115,7 +115,7 @@ func (t *Tx) moveToHistory(ctx context.Context, meta Meta, rows pgx.Rows) (int, 
 			int64(f), dayPtr(s.OperationDay), s.StateVersion, string(doc), reasons[f], t.now) //nolint:gosec // 12 digits
 		victims = append(victims, s)
 	}
-	if _, err := t.writeFlights(ctx, b, meta, nil, victims); err != nil {
+	if _, err := t.deleteFlights(ctx, b, meta, victims); err != nil {
 		return 0, err
 	}
 	if err := t.sendBatch(ctx, b); err != nil {

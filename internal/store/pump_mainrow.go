@@ -220,28 +220,35 @@ func (c *mainRowColumns) updateSQL() (string, []any) {
 		" WHERE f.flid = u.flid", args
 }
 
-// queueMainRows queues the main rows of writes: one INSERT of the new
-// flights, one UPDATE of the existing ones (a FLID may appear once:
+// queueMainRowsCopying queues the main rows of writes: one INSERT of the
+// new flights, one UPDATE of the existing ones (a FLID may appear once:
 // callers merge a flight's changes first). The update must find every
 // flight it was given; a flight the store loaded but the database no
-// longer holds fails the batch (retried on a fresh load).
-func queueMainRows(b *pgx.Batch, writes []engine.Write, loc *time.Location) error {
+// longer holds fails the batch (retried on a fresh load). When there are
+// copyMin new flights or more (copyMin > 0), their rows are left out of b
+// and returned instead, for a COPY that must run before b.
+func queueMainRowsCopying(b *pgx.Batch, writes []engine.Write, loc *time.Location, copyMin int) (*mainRowColumns, error) {
 	fresh, existing := splitNew(writes, func(w engine.Write) bool { return w.IsNew })
+	var copies *mainRowColumns
 	if len(fresh) > 0 {
 		c := newMainRowColumns(fresh, true)
 		for i := range fresh {
 			if err := c.add(&fresh[i].Next, loc); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		sql, args := c.insertSQL()
-		b.Queue(sql, args...)
+		if copyMin > 0 && len(fresh) >= copyMin {
+			copies = c
+		} else {
+			sql, args := c.insertSQL()
+			b.Queue(sql, args...)
+		}
 	}
 	if len(existing) > 0 {
 		c := newMainRowColumns(existing, false)
 		for i := range existing {
 			if err := c.add(&existing[i].Next, loc); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		sql, args := c.updateSQL()
@@ -253,7 +260,57 @@ func queueMainRows(b *pgx.Batch, writes []engine.Write, loc *time.Location) erro
 			return nil
 		})
 	}
-	return nil
+	return copies, nil
+}
+
+// copyRows encodes the rows for COPY, with the statement that inserts
+// them: each row what insertSQL would insert.
+func (c *mainRowColumns) copyRows() (*copyRows, string, error) {
+	names, _, _, _ := c.columns()
+	size := 0
+	for _, col := range c.texts {
+		for _, v := range col {
+			if v != nil {
+				size += 4 + len(*v)
+			}
+		}
+	}
+	r := newCopyRows(size + len(c.flids)*(8*len(names)+64))
+	for i, flid := range c.flids {
+		r.row(len(names))
+		r.int8(flid)
+		if c.withDay {
+			day := ""
+			if d := c.days[i]; d != nil {
+				day = *d
+			}
+			if err := r.date(day, fmt.Sprintf("flight %d", flid)); err != nil {
+				return nil, "", err
+			}
+		}
+		r.int8(c.versions[i])
+		r.int8(c.messages[i])
+		r.int8(c.updated[i].UnixMicro() - pgEpochMicros)
+		for j, s := range c.slots {
+			switch mainSlots[s].kind {
+			case slotTypedTime:
+				if t := c.times[j][i]; t != nil {
+					r.int8(t.UnixMicro() - pgEpochMicros)
+				} else {
+					r.null()
+				}
+			case slotAnomalyRest:
+				if v := c.texts[j][i]; v != nil {
+					r.jsonb(*v)
+				} else {
+					r.null()
+				}
+			default:
+				r.textPtr(c.texts[j][i])
+			}
+		}
+	}
+	return r, "COPY flight_schd (" + strings.Join(names, ", ") + ") FROM STDIN (FORMAT binary)", nil
 }
 
 func anomalyHasColumn(f flight.FieldSpec, key string) bool {

@@ -1,12 +1,9 @@
 package store
 
 import (
-	"context"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/flightfeed/flightfeed/internal/engine"
 )
@@ -71,58 +68,3 @@ func receivedPtr(t time.Time) *time.Time {
 	}
 	return &t
 }
-
-// copyEventsMin is the number of events (rows) from which they are sent
-// with COPY: a snapshot's thousands of full-state documents stream to the
-// server row by row instead of travelling as one array parameter that the
-// server materialises before inserting. A thousand flights, as when each
-// was two rows of 2,000.
-const copyEventsMin = 1000
-
-// copyEvents inserts events with COPY, in order (one round trip).
-func (t *Tx) copyEvents(ctx context.Context, events []engine.Event) error {
-	src := &eventCopySource{events: events, i: -1}
-	n, err := t.tx.CopyFrom(ctx, pgx.Identifier{"msg_event"},
-		[]string{"flid", "state_version", "operation_day", "message_id", "notice", "event", "state", "received_at"}, src)
-	if err != nil {
-		return fmt.Errorf("copy events: %w", err)
-	}
-	if n != int64(len(events)) {
-		return fmt.Errorf("copy events: %d of %d rows written", n, len(events))
-	}
-	return nil
-}
-
-// eventDay is e's operation day as a date column (NULL while it has none);
-// what names the row in the error ("event", "change").
-func eventDay(e *engine.Event, what string) (pgtype.Date, error) {
-	if e.Day == "" {
-		return pgtype.Date{}, nil
-	}
-	d, err := time.Parse(time.DateOnly, e.Day)
-	if err != nil {
-		return pgtype.Date{}, fmt.Errorf("%s of flight %d: operation day %q: %w", what, e.FLID, e.Day, err)
-	}
-	return pgtype.Date{Time: d, Valid: true}, nil
-}
-
-type eventCopySource struct {
-	events []engine.Event
-	i      int
-	row    [8]any
-}
-
-func (s *eventCopySource) Next() bool { s.i++; return s.i < len(s.events) }
-
-func (s *eventCopySource) Values() ([]any, error) {
-	e := &s.events[s.i]
-	day, err := eventDay(e, "event")
-	if err != nil {
-		return nil, err
-	}
-	s.row = [8]any{int64(e.FLID), e.Version, day, e.MessageID, nonEmpty(e.Notice), nonEmpty(e.Event), nonEmpty(e.State), //nolint:gosec // at most 12 digits
-		receivedPtr(e.ReceivedAt)}
-	return s.row[:], nil
-}
-
-func (s *eventCopySource) Err() error { return nil }

@@ -35,8 +35,7 @@ func queueSet(b *pgx.Batch, w *engine.WorkingSet, loc *time.Location, now time.T
 
 // queueSetCopying is queueSet that leaves the events out of b when there
 // are copyMin of them or more (copyMin > 0) and returns them: the caller
-// writes them and their history rows with copyEvents and copyChanges
-// after b.
+// writes them and their history rows with copyBatchEvents after b.
 func queueSetCopying(b *pgx.Batch, w *engine.WorkingSet, loc *time.Location, now time.Time, copyMin int) ([]engine.Event, error) {
 	p := w.Pending()
 	gone := make([]int64, len(p.Gone))

@@ -61,19 +61,17 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 	if err != nil || plan.Replay {
 		return out, err
 	}
-	// facts is not used again: the collector frees its records and stored
-	// days during the chunks (Go's liveness analysis).
+	// Only the records' flights that exist are loaded (none of a new
+	// day's); the rest of facts is not used again, and the collector frees
+	// its records during the chunks (Go's liveness analysis).
 	out.Versions = make(map[flight.FLID]int64, src.Len()+len(plan.Victims))
-	for lo := 0; lo < src.Len(); lo += snapshotChunk {
-		hi := min(lo+snapshotChunk, src.Len())
-		if err := t.applySnapshotChunk(ctx, meta, src, lo, hi, plan, &out); err != nil {
-			return out, err
-		}
+	if err := t.applySnapshotChunks(ctx, meta, src, plan, facts.Stored, &out); err != nil {
+		return out, err
 	}
 	out.Deleted = plan.VictimIDs()
 
 	b := &pgx.Batch{}
-	deleted, err := t.writeFlights(ctx, b, meta, nil, plan.Victims)
+	deleted, err := t.deleteFlights(ctx, b, meta, plan.Victims)
 	if err != nil {
 		return out, err
 	}
@@ -182,46 +180,11 @@ func (t *Tx) roster(ctx context.Context, day string) ([]flight.FLID, error) {
 }
 
 // snapshotChunk is how many of a snapshot's records are merged and written
-// at a time: their commands, stored and merged states, rows and events are
-// what a snapshot holds in memory at once, whatever its size. A variable
-// so tests can cut small snapshots into several chunks.
+// at a time: their commands, stored and merged states, rows and events,
+// for two chunks at most (pump_snapshot_chunks.go), are what a snapshot
+// holds in memory at once, whatever its size. A variable so tests can cut
+// small snapshots into several chunks.
 var snapshotChunk = 1000
-
-// applySnapshotChunk merges and writes records lo..hi of a snapshot: it
-// loads their stored states, has the plan merge them (engine), and writes
-// the changed ones with their events, adding to out's counts and versions.
-func (t *Tx) applySnapshotChunk(ctx context.Context, meta Meta, src RecordSource, lo, hi int,
-	plan engine.SnapshotPlan, out *SnapshotEffect) error {
-	recs, err := src.Chunk(lo, hi)
-	if err != nil {
-		return fmt.Errorf("records %d–%d: %w", lo+1, hi, err)
-	}
-	if len(recs) != hi-lo {
-		return fmt.Errorf("records %d–%d: %d records read", lo+1, hi, len(recs))
-	}
-	ids := make([]flight.FLID, len(recs))
-	cmds := make([]flight.Commands, len(recs))
-	for i, r := range recs {
-		ids[i], cmds[i] = r.Cmds.FLID, r.Cmds
-	}
-	current, err := t.loadByFLID(ctx, ids)
-	if err != nil {
-		return err
-	}
-	writes, unchanged, err := plan.Merge(cmds, current)
-	if err != nil {
-		return err
-	}
-	out.Unchanged += unchanged
-	out.Upserted += len(writes)
-	b := &pgx.Batch{}
-	versions, err := t.writeFlights(ctx, b, meta, writes, nil)
-	if err != nil {
-		return err
-	}
-	maps.Copy(out.Versions, versions)
-	return t.sendBatch(ctx, b)
-}
 
 // RecordSource gives a snapshot's records to ApplySnapshot: every record's
 // FLID and operation day up front, for the decisions that precede any write,

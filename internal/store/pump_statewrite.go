@@ -2,8 +2,8 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
-	"maps"
 	"strings"
 	"time"
 
@@ -42,27 +42,27 @@ func childInsert(c childTable) string {
 // that changed (delete then insert). The number of statements depends on
 // the number of flights, the number of round trips does not.
 func queueStateWrites(b *pgx.Batch, writes []engine.Write, loc *time.Location) error {
-	copies, err := queueStateWritesCopying(b, writes, loc, 0)
-	if err != nil {
-		return err
-	}
-	if len(copies) > 0 {
-		return fmt.Errorf("state writes: %d child tables left for COPY", len(copies))
-	}
-	return nil
+	_, _, err := queueStateWritesCopying(b, writes, loc, 0)
+	return err
 }
 
-// copyChildMin is the number of a child table's rows from which a large
-// write (a snapshot) sends them with COPY: pgx encodes the rows while the
-// server inserts them, instead of encoding everything before it starts.
-const copyChildMin = 2000
+// snapshotCopyMin is the number of a snapshot chunk's new main rows, of
+// one child table's rows or of its events from which they go by COPY,
+// encoded here (while the server writes what went before) into
+// PostgreSQL's binary format: no arrays for the driver to build and the
+// server to unnest, and the server inserts a page at a time. Every
+// chunk's rows go so; a variable so tests can take the arrays' path too.
+var snapshotCopyMin = 1
 
-// queueStateWritesCopying is queueStateWrites that leaves each child
-// table with at least copyMin new rows (copyMin > 0) out of b and returns
-// it for copyChildren, which must run after b (main rows and deletes).
-func queueStateWritesCopying(b *pgx.Batch, writes []engine.Write, loc *time.Location, copyMin int) ([]*childColumns, error) {
-	if err := queueMainRows(b, writes, loc); err != nil {
-		return nil, err
+// queueStateWritesCopying is queueStateWrites that leaves out of b, when
+// copyMin > 0, the new flights' main rows if there are at least copyMin
+// of them, for a COPY (mainRowColumns.copyRows) that must run before b,
+// and each child table with at least copyMin new rows, for a COPY
+// (childColumns.copyRows) that must run after b (main rows and deletes).
+func queueStateWritesCopying(b *pgx.Batch, writes []engine.Write, loc *time.Location, copyMin int) (*mainRowColumns, []*childColumns, error) {
+	main, err := queueMainRowsCopying(b, writes, loc, copyMin)
+	if err != nil {
+		return nil, nil, err
 	}
 	var copies []*childColumns
 	for _, c := range childTables {
@@ -80,7 +80,7 @@ func queueStateWritesCopying(b *pgx.Batch, writes []engine.Write, loc *time.Loca
 				for ord, it := range w.Next.Lists[f.Tag] {
 					vals, seq, attrs, err := splitItem(it, f.SeqAttr, c.itemColumns, c.textColumn)
 					if err != nil {
-						return nil, fmt.Errorf("flight %s %s[%d]: %w", w.Next.FLID, f.Tag, ord+1, err)
+						return nil, nil, fmt.Errorf("flight %s %s[%d]: %w", w.Next.FLID, f.Tag, ord+1, err)
 					}
 					cb.add(flid, f.RouteKind, int32(ord+1), seq, vals, string(attrs), w.Next.StateVersion)
 				}
@@ -100,50 +100,56 @@ func queueStateWritesCopying(b *pgx.Batch, writes []engine.Write, loc *time.Loca
 			b.Queue(childInsert(c), cb.args()...)
 		}
 	}
-	return copies, nil
+	return main, copies, nil
 }
 
-// copyChildren inserts the rows of each table with COPY (one round trip
-// per table).
-func (t *Tx) copyChildren(ctx context.Context, copies []*childColumns) error {
-	for _, cc := range copies {
-		src := &childCopySource{cc: cc, i: -1}
-		n, err := t.tx.CopyFrom(ctx, pgx.Identifier{cc.table.name}, cc.table.columns(), src)
-		if err != nil {
-			return fmt.Errorf("copy %s: %w", cc.table.name, err)
+// copyRows encodes the table's rows for COPY, with the statement that
+// inserts them: each row what childInsert would insert.
+func (cc *childColumns) copyRows() (*copyRows, string) {
+	width := len(cc.table.columns())
+	size := 0
+	for i := range cc.flids {
+		size += 64 + len(cc.attrs[i])
+		for _, col := range cc.values {
+			if v := col[i]; v != nil {
+				size += 4 + len(*v)
+			}
 		}
-		if n != int64(len(cc.flids)) {
-			return fmt.Errorf("copy %s: %d of %d rows written", cc.table.name, n, len(cc.flids))
+	}
+	c := newCopyRows(size)
+	for i, flid := range cc.flids {
+		c.row(width)
+		c.int8(flid)
+		if cc.table.routeKind {
+			c.text(cc.kinds[i])
 		}
+		c.int4(cc.ordinals[i])
+		c.textPtr(cc.seqs[i])
+		for _, col := range cc.values {
+			c.textPtr(col[i])
+		}
+		c.jsonb(cc.attrs[i])
+		c.int8(cc.versions[i])
 	}
-	return nil
+	return c, "COPY " + cc.table.name + " (" + strings.Join(cc.table.columns(), ", ") + ") FROM STDIN (FORMAT binary)"
 }
 
-// childCopySource feeds one table's collected rows to CopyFrom in the
-// order of childTable.columns.
-type childCopySource struct {
-	cc  *childColumns
-	i   int
-	row []any
+// textPtr writes nil as NULL.
+func (c *copyRows) textPtr(s *string) {
+	if s == nil {
+		c.null()
+		return
+	}
+	c.text(*s)
 }
 
-func (s *childCopySource) Next() bool { s.i++; return s.i < len(s.cc.flids) }
-
-func (s *childCopySource) Values() ([]any, error) {
-	cc, i := s.cc, s.i
-	s.row = append(s.row[:0], cc.flids[i])
-	if cc.table.routeKind {
-		s.row = append(s.row, cc.kinds[i])
-	}
-	s.row = append(s.row, cc.ordinals[i], cc.seqs[i])
-	for _, col := range cc.values {
-		s.row = append(s.row, col[i])
-	}
-	s.row = append(s.row, cc.attrs[i], cc.versions[i])
-	return s.row, nil
+// jsonb writes a JSON text as jsonb (its binary format is a version byte,
+// 1, then the text, which the server parses as it parses the text form).
+func (c *copyRows) jsonb(s string) {
+	c.b = binary.BigEndian.AppendUint32(c.b, uint32(len(s)+1)) //nolint:gosec // a value far below 4 GiB
+	c.b = append(c.b, 1)
+	c.b = append(c.b, s...)
 }
-
-func (s *childCopySource) Err() error { return nil }
 
 // childColumns collects one child table's rows as typed column arrays, in
 // the order of childTable.columns (no boxing per value).
@@ -207,52 +213,18 @@ func queueDeletes(b *pgx.Batch, flids []int64) {
 	b.Queue("DELETE FROM schd_gen_flid WHERE "+flidIn, flids)
 }
 
-// writeFlights writes the changed flights of a snapshot's chunk or a
-// sweep with their events: it takes their versions, has the engine stamp
-// them, queues or sends their rows, and queues their events and the
-// deletions' tombstones in b.
-func (t *Tx) writeFlights(ctx context.Context, b *pgx.Batch, meta Meta, writes []engine.Write, deletes []flight.State) (map[flight.FLID]int64, error) {
-	versions, err := t.nextVersions(ctx, len(writes)+len(deletes))
+// deleteFlights deletes flights (a snapshot's victims or a sweep's) with
+// their events: it takes their versions and queues their deletions, their
+// tombstones and history rows in b.
+func (t *Tx) deleteFlights(ctx context.Context, b *pgx.Batch, meta Meta, deletes []flight.State) (map[flight.FLID]int64, error) {
+	versions, err := t.nextVersions(ctx, len(deletes))
 	if err != nil {
 		return nil, err
 	}
-	assigned := engine.Stamp(writes, versions, meta, t.now)
-	// The state rows go out first; the server writes them while the
-	// events are rendered here (one more round trip, not one per flight).
-	if len(writes) > 0 {
-		sb := &pgx.Batch{}
-		copies, err := queueStateWritesCopying(sb, writes, t.store.loc, copyChildMin)
-		if err != nil {
-			return nil, err
-		}
-		sent := t.tx.SendBatch(ctx, sb)
-		events, evErr := engine.Upserts(writes, meta)
-		if err := readBatch(sent, sb); err != nil {
-			return nil, fmt.Errorf("write flights: %w", err)
-		}
-		if evErr != nil {
-			return nil, evErr
-		}
-		if err := t.copyChildren(ctx, copies); err != nil {
-			return nil, fmt.Errorf("write flights: %w", err)
-		}
-		if len(events) >= copyEventsMin {
-			if err := t.copyEvents(ctx, events); err != nil {
-				return nil, err
-			}
-			if err := t.copyChanges(ctx, events); err != nil {
-				return nil, err
-			}
-		} else {
-			queueEvents(b, events)
-			queueChanges(b, events, t.now)
-		}
-	}
-	events, deleted, err := engine.Tombstones(deletes, versions[len(writes):], meta)
+	events, deleted, err := engine.Tombstones(deletes, versions, meta)
 	if err != nil {
 		return nil, err
 	}
-	maps.Copy(assigned, deleted)
 	ids := make([]int64, len(deletes))
 	for i, d := range deletes {
 		ids[i] = int64(d.FLID) //nolint:gosec // at most 12 digits
@@ -260,5 +232,5 @@ func (t *Tx) writeFlights(ctx context.Context, b *pgx.Batch, meta Meta, writes [
 	queueDeletes(b, ids)
 	queueEvents(b, events)
 	queueChanges(b, events, t.now)
-	return assigned, nil
+	return deleted, nil
 }

@@ -13,8 +13,8 @@ import (
 	"github.com/flightfeed/flightfeed/internal/testsupport/storetest"
 )
 
-// roundTrips counts client→server round trips: each Query/Exec is one, and
-// a whole batch is one.
+// roundTrips counts client→server round trips: each Query/Exec is one, a
+// whole batch is one, and so is a COPY.
 type roundTrips struct{ n atomic.Int64 }
 
 func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
@@ -28,6 +28,11 @@ func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tra
 }
 func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
 func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+func (r *roundTrips) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceCopyFromStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {}
 
 // A snapshot, a FLOP batch, an FDEL and a consistent read cost the same
 // number of round trips for 5 flights as for 400: nothing is per flight.

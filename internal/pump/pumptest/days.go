@@ -161,7 +161,7 @@ func (t *tx) root() *tx {
 
 // remove deletes flights from current state and from every roster, each
 // with its tombstone (published under the state's day) at a fresh version,
-// as the real store's writeFlights does for deletions.
+// as the real store's deleteFlights does.
 func (t *tx) remove(meta engine.Meta, gone []flight.State) (map[flight.FLID]int64, error) {
 	unlock := t.lock()
 	versions := t.s.takeVersions(len(gone))
