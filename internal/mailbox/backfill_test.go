@@ -392,3 +392,41 @@ func TestTheDocumentedGrantsSuffice(t *testing.T) {
 		t.Fatalf("%d rows processed, want 2", got)
 	}
 }
+
+// A write-back of one row (a quiet feed's batch of one) finds it by
+// primary key. MariaDB uses the key for a row constructor's IN only with
+// two or more pairs: one pair alone scanned the whole table, every row the
+// mailbox ever held, once per message.
+func TestBackfillOfOneRowReadsOnlyIt(t *testing.T) {
+	if mailboxtest.Server() != mailboxtest.DefaultServer {
+		t.Skip("counts MariaDB's handler calls")
+	}
+	dsn := mailboxtest.NewMailbox(t)
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	m := openDefault(t, dsn)
+	const n = 200
+	bodies := make([]string, n)
+	for i := range bodies {
+		bodies[i] = fmt.Sprintf("<MSG>%d</MSG>", i)
+	}
+	mailboxtest.Write(t, db, mailboxtest.Bodies(bodies...)...)
+	rows := heads(t, m, n)
+	at := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	r := rows[n/2]
+	got := serverWork(t, m, func() {
+		if err := m.Backfill(t.Context(), []pumpdata.Backfill{{MessageID: r.ID, Received: r.Received, Result: pumpdata.StatusSucceeded, Processed: at}}); err != nil {
+			t.Fatal(err)
+		}
+	}, "Handler_update", "Handler_read_rnd_next", "Handler_read_next")
+	want := map[string]int64{"Handler_update": 1, "Handler_read_rnd_next": 0, "Handler_read_next": 0}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("server work of a write-back of one row among %d: %v, want %v", n, got, want)
+	}
+	if left, _, err := m.Depth(t.Context()); err != nil || left != n-1 {
+		t.Fatalf("%d rows left at the head, want %d (%v)", left, n-1, err)
+	}
+}

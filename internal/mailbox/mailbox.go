@@ -314,7 +314,7 @@ func buildQueries(spec v1alpha1.MailboxSpec) (queries, error) {
 		// values in id order (Backfill), a binary search per row. A join
 		// with a derived table of the values cost the server twice as much:
 		// a SELECT to parse per row, a temporary table, every row read twice.
-		backfill: "UPDATE " + t + " SET " + done + " = %s, " + result + " = %s, " + note + " = %s WHERE (" + id + ", " + recv + ") IN (%s)",
+		backfill: "UPDATE " + t + " SET " + done + " = %s, " + result + " = %s, " + note + " = %s WHERE " + id + " IN (%s) AND (" + id + ", " + recv + ") IN (%s)",
 		idColumn: id,
 		request:  "INSERT INTO " + ot + " (" + oins + ", " + orout + ", " + obody + ") VALUES (?, ?, ?)",
 		findRequest: "SELECT " + oid + " FROM " + ot + " WHERE " + orout + " = ? AND " + oins + " >= ? AND " + obody + " LIKE ?" +
@@ -559,12 +559,20 @@ func (m *Mailbox) backfillStatement(results []pumpdata.Backfill) (string, []any)
 		}
 		return FitNote(r.Note)
 	})
+	// The id list beside the pairs: MariaDB finds the rows of a row
+	// constructor's IN by primary key only when it has two or more pairs;
+	// one pair (a quiet feed's batch of one) scanned the whole table.
+	marks := make([]string, len(results))
+	for i, r := range results {
+		marks[i] = "?"
+		args = append(args, r.MessageID)
+	}
 	pairs := make([]string, len(results))
 	for i, r := range results {
 		pairs[i] = "(?, ?)"
 		args = append(args, r.MessageID, r.Received)
 	}
-	return fmt.Sprintf(m.q.backfill, done, result, note, strings.Join(pairs, ", ")), args
+	return fmt.Sprintf(m.q.backfill, done, result, note, strings.Join(marks, ", "), strings.Join(pairs, ", ")), args
 }
 
 // SendRequest inserts an outbound message and returns its row id.
