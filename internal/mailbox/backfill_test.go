@@ -201,22 +201,8 @@ func serverWork(t *testing.T, m *mailbox.Mailbox, call func(), names ...string) 
 // temporary table of them and read every row a second time to update it
 // (twice the server's CPU a message).
 func TestBackfillUpdatesEachRowOnceWithoutATemporaryTable(t *testing.T) {
-	if mailboxtest.Server() != mailboxtest.DefaultServer {
-		t.Skip("counts MariaDB's handler calls")
-	}
-	dsn := mailboxtest.NewMailbox(t)
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = db.Close() }()
-	m := openDefault(t, dsn)
 	const n = 50
-	bodies := make([]string, n)
-	for i := range bodies {
-		bodies[i] = fmt.Sprintf("<MSG>%d</MSG>", i)
-	}
-	mailboxtest.Write(t, db, mailboxtest.Bodies(bodies...)...)
+	m := numberedMailbox(t, n)
 	rows := heads(t, m, n)
 	at := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
 	results := make([]pumpdata.Backfill, n)
@@ -246,22 +232,8 @@ func TestBackfillUpdatesEachRowOnceWithoutATemporaryTable(t *testing.T) {
 // skipped too (twice the rows for a full batch), then every body again
 // by id.
 func TestHeadReadsEachRowTakenOnce(t *testing.T) {
-	if mailboxtest.Server() != mailboxtest.DefaultServer {
-		t.Skip("counts MariaDB's handler calls")
-	}
-	dsn := mailboxtest.NewMailbox(t)
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = db.Close() }()
-	m := openDefault(t, dsn)
 	const n = 100
-	bodies := make([]string, 2*n)
-	for i := range bodies {
-		bodies[i] = fmt.Sprintf("<MSG>%d</MSG>", i)
-	}
-	mailboxtest.Write(t, db, mailboxtest.Bodies(bodies...)...)
+	m := numberedMailbox(t, 2*n)
 	applying := heads(t, m, n)
 	skip := map[int64]bool{}
 	for _, r := range applying {
@@ -274,7 +246,7 @@ func TestHeadReadsEachRowTakenOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}, "Com_select", "Rows_read")
-	if len(next) != n || next[0].ID != applying[n-1].ID+1 || string(next[0].Body) != bodies[n] || string(next[n-1].Body) != bodies[2*n-1] {
+	if len(next) != n || next[0].ID != applying[n-1].ID+1 || string(next[0].Body) != fmt.Sprintf("<MSG>%d</MSG>", n) || string(next[n-1].Body) != fmt.Sprintf("<MSG>%d</MSG>", 2*n-1) {
 		t.Fatalf("read ahead: %d rows from id %d", len(next), next[0].ID)
 	}
 	// One statement, which reads the rows taken and no other.
@@ -398,22 +370,8 @@ func TestTheDocumentedGrantsSuffice(t *testing.T) {
 // two or more pairs: one pair alone scanned the whole table, every row the
 // mailbox ever held, once per message.
 func TestBackfillOfOneRowReadsOnlyIt(t *testing.T) {
-	if mailboxtest.Server() != mailboxtest.DefaultServer {
-		t.Skip("counts MariaDB's handler calls")
-	}
-	dsn := mailboxtest.NewMailbox(t)
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = db.Close() }()
-	m := openDefault(t, dsn)
 	const n = 200
-	bodies := make([]string, n)
-	for i := range bodies {
-		bodies[i] = fmt.Sprintf("<MSG>%d</MSG>", i)
-	}
-	mailboxtest.Write(t, db, mailboxtest.Bodies(bodies...)...)
+	m := numberedMailbox(t, n)
 	rows := heads(t, m, n)
 	at := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
 	r := rows[n/2]
@@ -429,4 +387,26 @@ func TestBackfillOfOneRowReadsOnlyIt(t *testing.T) {
 	if left, _, err := m.Depth(t.Context()); err != nil || left != n-1 {
 		t.Fatalf("%d rows left at the head, want %d (%v)", left, n-1, err)
 	}
+}
+
+// numberedMailbox is the default server's mailbox (the test is skipped on
+// another: it counts MariaDB's handler calls) holding rows messages,
+// "<MSG>0</MSG>" on, opened as the pump opens it.
+func numberedMailbox(t *testing.T, rows int) *mailbox.Mailbox {
+	t.Helper()
+	if mailboxtest.Server() != mailboxtest.DefaultServer {
+		t.Skip("counts MariaDB's handler calls")
+	}
+	dsn := mailboxtest.NewMailbox(t)
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	bodies := make([]string, rows)
+	for i := range bodies {
+		bodies[i] = fmt.Sprintf("<MSG>%d</MSG>", i)
+	}
+	mailboxtest.Write(t, db, mailboxtest.Bodies(bodies...)...)
+	return openDefault(t, dsn)
 }
