@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 
+	"github.com/flightfeed/flightfeed/hack/bench/rounds"
 	"github.com/flightfeed/flightfeed/internal/simulate"
 )
 
@@ -36,7 +36,7 @@ func compare(ctx context.Context, o options, tps pgbenchRates) error {
 	bins := map[string]string{"baseline": base, "test": o.bin}
 	got := map[string][]drainFigures{}
 	for r := 1; r <= o.rounds; r++ {
-		for _, which := range runOrder(r) {
+		for _, which := range rounds.Order(r, true) {
 			fo := o
 			fo.bin = bins[which]
 			fmt.Printf("-- round %d, %s\n", r, which)
@@ -56,8 +56,8 @@ func compare(ctx context.Context, o options, tps pgbenchRates) error {
 	row("baseline", b)
 	row("under test", t)
 	fmt.Printf("  %-32s %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f\n", "ratio (under test / baseline)",
-		ratio(t.rate, b.rate), ratio(t.all, b.all), ratio(t.pump, b.pump), ratio(t.feedPG, b.feedPG), ratio(t.feedMy, b.feedMy),
-		ratio(t.walRecords, b.walRecords), ratio(t.walBytes, b.walBytes))
+		rounds.Ratio(t.rate, b.rate), rounds.Ratio(t.all, b.all), rounds.Ratio(t.pump, b.pump), rounds.Ratio(t.feedPG, b.feedPG), rounds.Ratio(t.feedMy, b.feedMy),
+		rounds.Ratio(t.walRecords, b.walRecords), rounds.Ratio(t.walBytes, b.walBytes))
 	return nil
 }
 
@@ -82,7 +82,7 @@ func compareDrain(ctx context.Context, o options, name string, n int, tps pgbenc
 // its own: the median rate and the median CPU may come from different
 // rounds).
 func medianFigures(ds []drainFigures) drainFigures {
-	med := func(get func(drainFigures) float64) float64 { return median(ds, get) }
+	med := func(get func(drainFigures) float64) float64 { return rounds.Median(ds, get) }
 	return drainFigures{
 		rate:       med(func(d drainFigures) float64 { return d.rate }),
 		all:        med(func(d drainFigures) float64 { return d.all }),
@@ -92,40 +92,6 @@ func medianFigures(ds []drainFigures) drainFigures {
 		walRecords: med(func(d drainFigures) float64 { return d.walRecords }),
 		walBytes:   med(func(d drainFigures) float64 { return d.walBytes }),
 	}
-}
-
-// median is the median of get over ds (0 for none).
-func median[T any](ds []T, get func(T) float64) float64 {
-	v := make([]float64, len(ds))
-	for i, d := range ds {
-		v[i] = get(d)
-	}
-	slices.Sort(v)
-	switch {
-	case len(v) == 0:
-		return 0
-	case len(v)%2 == 1:
-		return v[len(v)/2]
-	default:
-		return (v[len(v)/2-1] + v[len(v)/2]) / 2
-	}
-}
-
-// ratio is x / y, 0 when y is.
-func ratio(x, y float64) float64 {
-	if y == 0 {
-		return 0
-	}
-	return x / y
-}
-
-// runOrder is the order the two binaries drain in round r: it alternates,
-// so that neither always runs on the warmer or the busier machine.
-func runOrder(r int) []string {
-	if r%2 == 0 {
-		return []string{"test", "baseline"}
-	}
-	return []string{"baseline", "test"}
 }
 
 // compareRESP is compare without a backlog (-backlogs=): each round
@@ -149,7 +115,7 @@ func compareRESP(ctx context.Context, o options, base string) error {
 	got := map[key][]respFigures{}
 	for r := 1; r <= o.rounds; r++ {
 		for _, n := range sizes {
-			for _, which := range runOrder(r) {
+			for _, which := range rounds.Order(r, true) {
 				fo := o
 				fo.bin = bins[which]
 				fmt.Printf("-- round %d, %s, %d flights\n", r, which, n)
@@ -170,7 +136,7 @@ func compareRESP(ctx context.Context, o options, base string) error {
 		row(fmt.Sprintf("%d flights, baseline", n), b)
 		row(fmt.Sprintf("%d flights, under test", n), t)
 		fmt.Printf("  %-34s %10.3f %10.3f %10.3f %10.3f %10.3f\n", "ratio (under test / baseline)",
-			ratio(t.took, b.took), ratio(t.all, b.all), ratio(t.pump, b.pump), ratio(t.rss, b.rss), ratio(t.again, b.again))
+			rounds.Ratio(t.took, b.took), rounds.Ratio(t.all, b.all), rounds.Ratio(t.pump, b.pump), rounds.Ratio(t.rss, b.rss), rounds.Ratio(t.again, b.again))
 	}
 	return nil
 }
@@ -215,7 +181,7 @@ func compareRESPDrain(ctx context.Context, o options, name string, n int) (respF
 
 // medianRESP is each figure's median over the rounds.
 func medianRESP(ds []respFigures) respFigures {
-	med := func(get func(respFigures) float64) float64 { return median(ds, get) }
+	med := func(get func(respFigures) float64) float64 { return rounds.Median(ds, get) }
 	return respFigures{
 		took:  med(func(d respFigures) float64 { return d.took }),
 		all:   med(func(d respFigures) float64 { return d.all }),

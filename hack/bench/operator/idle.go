@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/hack/bench/benchdb"
+	"github.com/flightfeed/flightfeed/hack/bench/rounds"
 )
 
 // idleOptions times the idle measurement (-idle, -settle, -rounds,
@@ -49,10 +49,8 @@ const userHZ = 100
 // Deployment's periods (/readyz every 5 s, /healthz every 10 s).
 func measureIdle(ctx context.Context, c client.Client, kubeconfig, ns string, o idleOptions) error {
 	bins := map[string]string{"test": o.bin}
-	order := []string{"test"}
 	if o.baseline != "" {
 		bins["baseline"] = o.baseline
-		order = []string{"baseline", "test"}
 	}
 	broker, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "KAFKA_SCHD", "KAFKA_MSG"))
 	if err != nil {
@@ -63,10 +61,7 @@ func measureIdle(ctx context.Context, c client.Client, kubeconfig, ns string, o 
 	fmt.Printf("# idle pump pods: %d round(s), settle %s, window %s, load %s", o.rounds, o.settle, o.window, load)
 	got := map[string][]idleCost{}
 	for r := 1; r <= o.rounds; r++ {
-		if r%2 == 0 {
-			slices.Reverse(order)
-		}
-		for _, which := range order {
+		for _, which := range rounds.Order(r, o.baseline != "") {
 			name := fmt.Sprintf("idle%d%s", r, which[:1])
 			cost, err := idleFeed(ctx, c, kubeconfig, ns, name, bins[which], broker.ListenAddrs(), o)
 			if err != nil {
@@ -75,43 +70,22 @@ func measureIdle(ctx context.Context, c client.Client, kubeconfig, ns string, o 
 			fmt.Printf("round %d %-8s leader %6.2f mcores, standby %6.2f mcores\n", r, which, cost.leader, cost.standby)
 			got[which] = append(got[which], cost)
 		}
-		if r%2 == 0 {
-			slices.Reverse(order)
-		}
 	}
 	t := medianCost(got["test"])
 	fmt.Printf("idle pump pod (median of %d): leader %.2f mcores, standby %.2f mcores\n", len(got["test"]), t.leader, t.standby)
 	if o.baseline != "" {
 		b := medianCost(got["baseline"])
 		fmt.Printf("baseline      (median of %d): leader %.2f mcores, standby %.2f mcores\n", len(got["baseline"]), b.leader, b.standby)
-		fmt.Printf("ratio (under test / baseline): leader %.3f, standby %.3f\n", ratio(t.leader, b.leader), ratio(t.standby, b.standby))
+		fmt.Printf("ratio (under test / baseline): leader %.3f, standby %.3f\n", rounds.Ratio(t.leader, b.leader), rounds.Ratio(t.standby, b.standby))
 	}
 	return nil
 }
 
-func ratio(x, y float64) float64 {
-	if y == 0 {
-		return 0
-	}
-	return x / y
-}
-
 func medianCost(cs []idleCost) idleCost {
-	if len(cs) == 0 {
-		return idleCost{}
+	return idleCost{
+		leader:  rounds.Median(cs, func(c idleCost) float64 { return c.leader }),
+		standby: rounds.Median(cs, func(c idleCost) float64 { return c.standby }),
 	}
-	med := func(f func(idleCost) float64) float64 {
-		v := make([]float64, len(cs))
-		for i, c := range cs {
-			v[i] = f(c)
-		}
-		slices.Sort(v)
-		if len(v)%2 == 1 {
-			return v[len(v)/2]
-		}
-		return (v[len(v)/2-1] + v[len(v)/2]) / 2
-	}
-	return idleCost{leader: med(func(c idleCost) float64 { return c.leader }), standby: med(func(c idleCost) float64 { return c.standby })}
 }
 
 // idleFeed makes the feed name on fresh databases, starts its leader and
