@@ -1,7 +1,6 @@
 package sis
 
 import (
-	"bytes"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -184,11 +183,12 @@ func (d *decoder) root() (xml.StartElement, error) {
 		if err != nil {
 			return xml.StartElement{}, err
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
+		switch tok.kind {
+		case tokenStart:
+			t := tok.start()
 			return t, nil
-		case xml.CharData:
-			if len(bytes.Trim(t, " \t\r\n"+utf8BOM)) > 0 {
+		case tokenText:
+			if len(strings.Trim(tok.text, " \t\r\n"+utf8BOM)) > 0 {
 				return xml.StartElement{}, newError(ReasonMalformedXML, "", "text before the root element")
 			}
 		}
@@ -206,11 +206,12 @@ func (d *decoder) trailer() error {
 		if err != nil {
 			return err
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
+		switch tok.kind {
+		case tokenStart:
+			t := tok.start()
 			return newError(ReasonMalformedXML, "", "second root element <%s>", qualified(t.Name))
-		case xml.CharData:
-			if len(bytes.TrimSpace(t)) > 0 {
+		case tokenText:
+			if !isBlank(tok.text) {
 				return newError(ReasonMalformedXML, "", "text after the root element")
 			}
 		}
@@ -226,16 +227,17 @@ func (d *decoder) msgChildren(visit func(xml.StartElement) error) error {
 		if err != nil {
 			return unexpectedEOF(err, d.scan)
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
+		switch tok.kind {
+		case tokenStart:
+			t := tok.start()
 			if err := visit(t); err != nil {
 				return err
 			}
-		case xml.CharData:
-			if len(bytes.TrimSpace(t)) > 0 {
+		case tokenText:
+			if !isBlank(tok.text) {
 				return newError(ReasonBadStructure, "MSG", "text directly under <MSG>")
 			}
-		case xml.EndElement:
+		case tokenEnd:
 			return nil
 		}
 	}
