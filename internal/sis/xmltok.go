@@ -399,10 +399,9 @@ var textPlain = func() (t [256]bool) {
 func (s *scanner) lexText(p, quote int, cdata bool) (string, int, error) {
 	in, end := s.input, s.end
 	start := p
-	seg := p       // the raw bytes from seg on are not yet in s.buf
+	seg := p // the raw bytes from seg on are not yet in s.buf
 	copying := false
-	history := p   // bytes before history do not count for "]]>" and "\r\n" (reset after an entity)
-	var bad rune   // the first character that makes the text invalid
+	var bad rune // the first character that makes the text invalid
 	badUTF8, hasBad := false, false
 	textEnd := -1
 	for textEnd < 0 {
@@ -430,7 +429,9 @@ func (s *scanner) lexText(p, quote int, cdata bool) (string, int, error) {
 			p += size
 		case c == '>':
 			p++
-			if quote < 0 && p-3 >= history && in[p-2] == ']' && in[p-3] == ']' {
+			// encoding/xml forgets the bytes before an entity here, but
+			// an entity ends with ';': it cannot make a "]]".
+			if quote < 0 && p-3 >= start && in[p-2] == ']' && in[p-3] == ']' {
 				if !cdata {
 					return "", p, s.fail(p, "unescaped ]]> not in CDATA section")
 				}
@@ -460,7 +461,7 @@ func (s *scanner) lexText(p, quote int, cdata bool) (string, int, error) {
 			if !hasBad && !inCharacterRange(r) {
 				hasBad, bad = true, r
 			}
-			p, seg, history = q, q, q
+			p, seg = q, q
 		case c == '\r':
 			if !copying {
 				s.buf, copying = s.buf[:0], true
