@@ -170,7 +170,7 @@ func (d *decoder) skipBody() error {
 // utf8BOM is the byte order mark that Windows tools write before a UTF-8
 // document. XML allows it at the start; DecodeString drops it there, and
 // root accepts it between the XML declaration and the root element too,
-// where some AODB exports put it (encoding/xml would otherwise see text).
+// where some AODB exports put it (the tokenizer would otherwise see text).
 const utf8BOM = "\uFEFF"
 
 // root skips the prolog and returns the root start element.

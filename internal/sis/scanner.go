@@ -31,8 +31,9 @@ type scanner struct {
 	needClose bool
 	closeRaw  string
 	closeName xml.Name
-	// attrBuf holds the attributes of the start tags read since the last
-	// resetTree (outside readTree: of the last one only); buf is scratch
+	// attrBuf holds the attributes of the start tags read since next was
+	// last called outside readTree: those of a tree's start tag and of
+	// everything readTree reads below it, or else of the last tag; buf is scratch
 	// for text that entities or carriage returns make differ from the raw
 	// bytes.
 	attrBuf []xml.Attr
@@ -321,10 +322,10 @@ func (s *scanner) readNode(start xml.StartElement) (*node, error) {
 }
 
 // resetTree releases every node read so far for reuse.
-func (s *scanner) resetTree() {
-	s.nodes.reset()
-	s.attrBuf = s.attrBuf[:0]
-}
+// The attribute buffer is not: the tree's own start tag, returned by next
+// before this call, keeps its attributes there (next empties the buffer
+// when it is called outside readTree).
+func (s *scanner) resetTree() { s.nodes.reset() }
 
 // skip consumes the rest of the element whose start tag was just returned.
 func (s *scanner) skip() error {

@@ -44,7 +44,7 @@ const (
 // token is one markup item. name is an element's (or a processing
 // instruction's target, in Local), raw the element's qualified name as
 // written. attr is valid until the scanner reuses its attribute buffer:
-// inside readTree until resetTree, elsewhere until the next call. text is
+// until next is called outside readTree (see scanner.attrBuf). text is
 // character data (decoded), or the content of a comment, a processing
 // instruction or a directive.
 type token struct {

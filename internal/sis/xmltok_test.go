@@ -298,3 +298,104 @@ func TestTokenizerFallsBackToEncodingXML(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTokenizeFLOP reads the tokens of the interface corpus's FLOPs
+// with the scanner's tokenizer and with encoding/xml's RawToken, in the
+// same run.
+func BenchmarkTokenizeFLOP(b *testing.B) {
+	files, err := filepath.Glob("testdata/interface/*-FLOP-*.xml")
+	if err != nil || len(files) == 0 {
+		b.Fatal("no FLOPs", err)
+	}
+	var inputs []string
+	size := 0
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		inputs = append(inputs, string(raw))
+		size += len(raw)
+	}
+	b.Run("ours", func(b *testing.B) {
+		b.SetBytes(int64(size))
+		b.ReportAllocs()
+		lim := limitsOf(Options{}.withDefaults())
+		for b.Loop() {
+			for _, in := range inputs {
+				s := newScanner(in, lim)
+				for {
+					s.attrBuf = s.attrBuf[:0]
+					if _, err := s.rawToken(); err != nil {
+						if !errors.Is(err, io.EOF) {
+							b.Fatal(err)
+						}
+						break
+					}
+				}
+			}
+		}
+	})
+	b.Run("encoding-xml", func(b *testing.B) {
+		b.SetBytes(int64(size))
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, in := range inputs {
+				dec := xml.NewDecoder(strings.NewReader(in))
+				dec.CharsetReader = func(_ string, r io.Reader) (io.Reader, error) { return r, nil }
+				for {
+					if _, err := dec.RawToken(); err != nil {
+						if !errors.Is(err, io.EOF) {
+							b.Fatal(err)
+						}
+						break
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestScannerKeepsTreeAttributes: the attributes of a tree's start tag,
+// returned by next before readTree (and resetTree) is called, and of its
+// descendants, all stay intact while the tree is read: they share the
+// scanner's attribute buffer.
+func TestScannerKeepsTreeAttributes(t *testing.T) {
+	s := newScanner(`<MSG x="0"><R a="1" b="2"><C c="3"><D d="4" e="&amp;"/></C><C c="5"/></R><R a="6"><C c="7"/></R></MSG>`, limitsOf(Options{}.withDefaults()))
+	attrs := func(n *node) string {
+		var b strings.Builder
+		for _, a := range n.attrs {
+			b.WriteString(qualified(a.Name) + "=" + a.Value + " ")
+		}
+		return n.name + "[" + strings.TrimSpace(b.String()) + "]"
+	}
+	var got []string
+	var walk func(n *node)
+	walk = func(n *node) {
+		got = append(got, attrs(n))
+		for c := n.first; c != nil; c = c.next {
+			walk(c)
+		}
+	}
+	for {
+		tok, err := s.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tok.kind == tokenStart && tok.raw == "R" {
+			s.resetTree()
+			n, err := s.readTree(tok.start(), "MSG/R")
+			if err != nil {
+				t.Fatal(err)
+			}
+			walk(n)
+		}
+	}
+	want := []string{"R[a=1 b=2]", "C[c=3]", "D[d=4 e=&]", "C[c=5]", "R[a=6]", "C[c=7]"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("attributes (-want +got):\n%s", diff)
+	}
+}
