@@ -50,11 +50,12 @@ func decodeWith(raw string, opts Options, sc *scratch) (*Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &decoder{opts: opts, scan: newScanner(raw, limitsOf(opts)), groups: sc.groups}
-	d.scan.nodes = sc.nodes
-	first := d.scan // a large snapshot's decode moves on to other scanners
+	sc.scan.reuse(raw, limitsOf(opts))
+	sc.scan.nodes = sc.nodes
+	sc.dec = decoder{opts: opts, scan: &sc.scan, groups: sc.groups}
+	d := &sc.dec // a large snapshot's decode moves on to other scanners; sc.scan is its first
 	msg, err := d.decode()
-	sc.keep(&first.nodes, d.groups)
+	sc.keep(d.groups)
 	if err != nil {
 		if msg != nil {
 			msg.Records, msg.Deletions, msg.Positions, msg.Reference = nil, nil, nil, nil
@@ -65,12 +66,16 @@ func decodeWith(raw string, opts Options, sc *scratch) (*Message, error) {
 }
 
 // scratch is what a decode reuses from one message to the next: the node
-// arena's first blocks and readRecord's groups. A FLOP's decode needs a few
-// dozen nodes; allocating and clearing their block anew for every message
-// was a third of the bytes a FLOP's decode allocated.
+// arena's first blocks, readRecord's groups, the decoder and its first
+// scanner with the scanner's buffers. A FLOP's decode needs a few dozen
+// nodes; allocating and clearing their block anew for every message was a
+// third of the bytes a FLOP's decode allocated, the decoder and scanner a
+// third of what remained after that.
 type scratch struct {
 	nodes  arena
 	groups [][]*node
+	dec    decoder
+	scan   scanner
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -80,11 +85,16 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 // left to the garbage collector.
 const scratchBlocks = 2
 
-// keep takes back a decode's arena and groups, cleared — the nodes hold
-// the message's text and attributes, which must not outlive it in the
-// pool — for the next decode. Nothing a Message holds points into the
-// arena (its values are strings and maps).
-func (sc *scratch) keep(nodes *arena, groups [][]*node) {
+// scratchBuffer is the largest scanner buffer (in elements) a pooled
+// scratch keeps.
+const scratchBuffer = 1024
+
+// keep takes back a decode's arena, groups and scanner buffers, cleared —
+// they hold the message's text and attributes, which must not outlive it
+// in the pool — for the next decode. Nothing a Message holds points into
+// the arena or the buffers (its values are strings and maps).
+func (sc *scratch) keep(groups [][]*node) {
+	nodes := &sc.scan.nodes
 	blocks := nodes.blocks[:min(len(nodes.blocks), scratchBlocks)]
 	for _, b := range blocks[:min(len(blocks), nodes.touched)] {
 		clear(b)
@@ -93,7 +103,15 @@ func (sc *scratch) keep(nodes *arena, groups [][]*node) {
 		clear(groups[i][:cap(groups[i])])
 		groups[i] = groups[i][:0]
 	}
-	*sc = scratch{nodes: arena{blocks: blocks}, groups: groups}
+	attrs, buf, open := sc.scan.attrBuf, sc.scan.buf, sc.scan.open
+	if cap(attrs) > scratchBuffer || cap(buf) > scratchBuffer || cap(open) > scratchBuffer {
+		attrs, buf, open = nil, nil, nil
+	} else {
+		clear(attrs[:max(sc.scan.attrsUsed, len(attrs))])
+		clear(open[:cap(open)])
+	}
+	sc.nodes, sc.groups, sc.dec = arena{blocks: blocks}, groups, decoder{}
+	sc.scan = scanner{attrBuf: attrs[:0], buf: buf[:0], open: open[:0]}
 }
 
 func oversize(n int, limit int64) *Error {

@@ -38,6 +38,9 @@ type scanner struct {
 	// bytes.
 	attrBuf []xml.Attr
 	buf     []byte
+	// attrsUsed is how much of attrBuf was in use at most before its last
+	// emptying (what a pooled scratch must clear).
+	attrsUsed int
 	// err is the tokenizer's first error, returned again on every call.
 	err error
 	// dec is encoding/xml, reading input[decBase:end], once the tokenizer
@@ -99,6 +102,12 @@ func newRangeScanner(input string, lo, hi int, open []string, baseDepth int, lim
 	}
 }
 
+// reuse makes s a scanner of the whole input, as newScanner, keeping the
+// memory of its buffers (a pooled scratch's scanner).
+func (s *scanner) reuse(input string, lim scanLimits) {
+	*s = scanner{input: input, end: len(input), lim: lim, attrBuf: s.attrBuf[:0], buf: s.buf[:0], open: s.open[:0]}
+}
+
 // offset is the absolute input position after the last token.
 func (s *scanner) offset() int {
 	if s.dec != nil {
@@ -143,6 +152,7 @@ func (s *scanner) next() (token, error) {
 		}
 		s.tokenStart = s.offset()
 		if s.tree.at == "" {
+			s.attrsUsed = max(s.attrsUsed, len(s.attrBuf))
 			s.attrBuf = s.attrBuf[:0]
 		}
 		tok, err := s.rawToken()
