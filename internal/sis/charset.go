@@ -31,7 +31,7 @@ var declaredEncodings = map[string]encoding.Encoding{
 // written as GBK arrives converted while its declaration still says
 // encoding="GBK". Only bytes that are not valid UTF-8 (an unconverted
 // column) are decoded with the declared encoding; no declaration, or one
-// that says UTF-8, leaves them to encoding/xml, which rejects them as
+// that says UTF-8, leaves them to the tokenizer, which rejects them as
 // MALFORMED_XML.
 func toUTF8(raw string) (string, error) {
 	if utf8.ValidString(raw) {

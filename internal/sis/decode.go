@@ -1,7 +1,6 @@
 package sis
 
 import (
-	"bytes"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -51,11 +50,12 @@ func decodeWith(raw string, opts Options, sc *scratch) (*Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &decoder{opts: opts, scan: newScanner(raw, limitsOf(opts)), groups: sc.groups}
-	d.scan.nodes = sc.nodes
-	first := d.scan // a large snapshot's decode moves on to other scanners
+	sc.scan.reuse(raw, limitsOf(opts))
+	sc.scan.nodes = sc.nodes
+	sc.dec = decoder{opts: opts, scan: &sc.scan, groups: sc.groups}
+	d := &sc.dec // a large snapshot's decode moves on to other scanners; sc.scan is its first
 	msg, err := d.decode()
-	sc.keep(&first.nodes, d.groups)
+	sc.keep(d.groups)
 	if err != nil {
 		if msg != nil {
 			msg.Records, msg.Deletions, msg.Positions, msg.Reference = nil, nil, nil, nil
@@ -66,12 +66,16 @@ func decodeWith(raw string, opts Options, sc *scratch) (*Message, error) {
 }
 
 // scratch is what a decode reuses from one message to the next: the node
-// arena's first blocks and readRecord's groups. A FLOP's decode needs a few
-// dozen nodes; allocating and clearing their block anew for every message
-// was a third of the bytes a FLOP's decode allocated.
+// arena's first blocks, readRecord's groups, the decoder and its first
+// scanner with the scanner's buffers. A FLOP's decode needs a few dozen
+// nodes; allocating and clearing their block anew for every message was a
+// third of the bytes a FLOP's decode allocated, the decoder and scanner a
+// third of what remained after that.
 type scratch struct {
 	nodes  arena
 	groups [][]*node
+	dec    decoder
+	scan   scanner
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -81,11 +85,16 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 // left to the garbage collector.
 const scratchBlocks = 2
 
-// keep takes back a decode's arena and groups, cleared — the nodes hold
-// the message's text and attributes, which must not outlive it in the
-// pool — for the next decode. Nothing a Message holds points into the
-// arena (its values are strings and maps).
-func (sc *scratch) keep(nodes *arena, groups [][]*node) {
+// scratchBuffer is the largest scanner buffer (in elements) a pooled
+// scratch keeps.
+const scratchBuffer = 1024
+
+// keep takes back a decode's arena, groups and scanner buffers, cleared —
+// they hold the message's text and attributes, which must not outlive it
+// in the pool — for the next decode. Nothing a Message holds points into
+// the arena or the buffers (its values are strings and maps).
+func (sc *scratch) keep(groups [][]*node) {
+	nodes := &sc.scan.nodes
 	blocks := nodes.blocks[:min(len(nodes.blocks), scratchBlocks)]
 	for _, b := range blocks[:min(len(blocks), nodes.touched)] {
 		clear(b)
@@ -94,7 +103,15 @@ func (sc *scratch) keep(nodes *arena, groups [][]*node) {
 		clear(groups[i][:cap(groups[i])])
 		groups[i] = groups[i][:0]
 	}
-	*sc = scratch{nodes: arena{blocks: blocks}, groups: groups}
+	attrs, buf, open := sc.scan.attrBuf, sc.scan.buf, sc.scan.open
+	if cap(attrs) > scratchBuffer || cap(buf) > scratchBuffer || cap(open) > scratchBuffer {
+		attrs, buf, open = nil, nil, nil
+	} else {
+		clear(attrs[:max(sc.scan.attrsUsed, len(attrs))])
+		clear(open[:cap(open)])
+	}
+	sc.nodes, sc.groups, sc.dec = arena{blocks: blocks}, groups, decoder{}
+	sc.scan = scanner{attrBuf: attrs[:0], buf: buf[:0], open: open[:0]}
 }
 
 func oversize(n int, limit int64) *Error {
@@ -171,7 +188,7 @@ func (d *decoder) skipBody() error {
 // utf8BOM is the byte order mark that Windows tools write before a UTF-8
 // document. XML allows it at the start; DecodeString drops it there, and
 // root accepts it between the XML declaration and the root element too,
-// where some AODB exports put it (encoding/xml would otherwise see text).
+// where some AODB exports put it (the tokenizer would otherwise see text).
 const utf8BOM = "\uFEFF"
 
 // root skips the prolog and returns the root start element.
@@ -184,11 +201,12 @@ func (d *decoder) root() (xml.StartElement, error) {
 		if err != nil {
 			return xml.StartElement{}, err
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
+		switch tok.kind {
+		case tokenStart:
+			t := tok.start()
 			return t, nil
-		case xml.CharData:
-			if len(bytes.Trim(t, " \t\r\n"+utf8BOM)) > 0 {
+		case tokenText:
+			if len(strings.Trim(tok.text, " \t\r\n"+utf8BOM)) > 0 {
 				return xml.StartElement{}, newError(ReasonMalformedXML, "", "text before the root element")
 			}
 		}
@@ -206,11 +224,12 @@ func (d *decoder) trailer() error {
 		if err != nil {
 			return err
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
+		switch tok.kind {
+		case tokenStart:
+			t := tok.start()
 			return newError(ReasonMalformedXML, "", "second root element <%s>", qualified(t.Name))
-		case xml.CharData:
-			if len(bytes.TrimSpace(t)) > 0 {
+		case tokenText:
+			if !isBlank(tok.text) {
 				return newError(ReasonMalformedXML, "", "text after the root element")
 			}
 		}
@@ -226,16 +245,17 @@ func (d *decoder) msgChildren(visit func(xml.StartElement) error) error {
 		if err != nil {
 			return unexpectedEOF(err, d.scan)
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
+		switch tok.kind {
+		case tokenStart:
+			t := tok.start()
 			if err := visit(t); err != nil {
 				return err
 			}
-		case xml.CharData:
-			if len(bytes.TrimSpace(t)) > 0 {
+		case tokenText:
+			if !isBlank(tok.text) {
 				return newError(ReasonBadStructure, "MSG", "text directly under <MSG>")
 			}
-		case xml.EndElement:
+		case tokenEnd:
 			return nil
 		}
 	}

@@ -11,8 +11,9 @@
 // valid UTF-8 are read in the encoding the XML declaration names (GBK,
 // GB2312, GB18030, ISO-8859-1, windows-1252), or rejected as BAD_ENCODING.
 //
-// Decoding streams encoding/xml tokens and holds one record's element tree
-// at a time; a large SCHD body is cut at <FLTR> boundaries and decoded on up
+// Decoding streams tokens (its own tokenizer, exactly encoding/xml's strict
+// RawToken over the input string, names and values substrings of it) and
+// holds one record's element tree at a time; a large SCHD body is cut at <FLTR> boundaries and decoded on up
 // to Options.Workers goroutines, with a sequential fallback that makes the
 // outcome (message or error) identical either way. With
 // Options.DeferRecordsFrom, a snapshot of at least that many bytes is
@@ -23,7 +24,7 @@
 //
 // What a message may cost is bounded, whatever its size in bytes: Options
 // limit the elements and attributes of the message, the attributes of one
-// element (counted in the raw tag, before encoding/xml builds the list), the
+// element (counted in the raw tag, before the tokenizer builds the list), the
 // elements and items of one record, the items of one field and of the
 // message, the records, the unmapped elements and attributes, and the
 // length of a value; every META field is at most MaxMetaFieldChars

@@ -149,8 +149,8 @@ type Error struct {
 	FLID   string
 	Detail string
 	Class  Class
-	// Err is the underlying cause, when there is one (an encoding/xml syntax
-	// error, a flight parse error).
+	// Err is the underlying cause, when there is one (an *xml.SyntaxError,
+	// a flight parse error).
 	Err error
 }
 

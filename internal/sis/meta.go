@@ -1,8 +1,6 @@
 package sis
 
 import (
-	"bytes"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -32,8 +30,9 @@ func (d *decoder) meta() (Meta, error) {
 			}
 			return Meta{}, err
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
+		switch tok.kind {
+		case tokenStart:
+			t := tok.start()
 			if qualified(t.Name) != "META" {
 				return Meta{}, newError(ReasonMissingMeta, metaPath, "<META> must be the first element of <MSG>, found <%s>", qualified(t.Name))
 			}
@@ -51,11 +50,11 @@ func (d *decoder) meta() (Meta, error) {
 				}
 			}
 			return d.decodeMeta(n)
-		case xml.CharData:
-			if len(bytes.TrimSpace(t)) > 0 {
+		case tokenText:
+			if !isBlank(tok.text) {
 				return Meta{}, newError(ReasonBadStructure, "MSG", "text directly under <MSG>")
 			}
-		case xml.EndElement:
+		case tokenEnd:
 			return Meta{}, newError(ReasonMissingMeta, metaPath, "<MSG> has no <META>")
 		}
 	}

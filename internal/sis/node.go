@@ -1,9 +1,6 @@
 package sis
 
-import (
-	"bytes"
-	"encoding/xml"
-)
+import "encoding/xml"
 
 // node is one element read into memory. Children form a linked list so a
 // tree needs no slice allocations; nodes live in an arena.
@@ -39,13 +36,13 @@ func (n *node) hasChildren() bool { return n.first != nil }
 // records allocation-free. Text that arrives in several pieces (split by
 // comments, CDATA sections) is appended to a buffer, not to the string: a
 // value cut into a million pieces must cost linear, not quadratic, time.
-func (n *node) addText(s *scanner, t xml.CharData) bool {
+func (n *node) addText(t string) bool {
 	switch {
 	case n.more != nil:
 		n.more = append(n.more, t...)
 	case n.text == "":
-		n.text = s.text(t)
-	case isBlank(n.text) && len(bytes.TrimSpace(t)) == 0:
+		n.text = t
+	case isBlank(n.text) && isBlank(t):
 		return false
 	default:
 		n.more = make([]byte, 0, 2*(len(n.text)+len(t)))

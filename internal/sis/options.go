@@ -81,7 +81,7 @@ type Options struct {
 	// (TOO_MANY_ATTRIBUTES).
 	MaxAttributes int
 	// MaxElementAttributes rejects an element with more attributes
-	// (TOO_MANY_ATTRIBUTES), counted in the raw tag before encoding/xml
+	// (TOO_MANY_ATTRIBUTES), counted in the raw tag before the tokenizer
 	// builds the list.
 	MaxElementAttributes int
 	// MaxRecordElements rejects a record (FLTR, FLOP; also META, RECS) with

@@ -1,7 +1,6 @@
 package sis
 
 import (
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -237,8 +236,9 @@ func (d *decoder) decodeSCHDPrefix(st *schdState, lo, hi int) (prefixResult, boo
 		if err != nil {
 			return prefixResult{}, false
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
+		switch tok.kind {
+		case tokenStart:
+			t := tok.start()
 			if qualified(t.Name) == "RECS" {
 				err = sub.recs(t, scratch, "MSG/SCHD/RECS")
 			} else {
@@ -247,8 +247,8 @@ func (d *decoder) decodeSCHDPrefix(st *schdState, lo, hi int) (prefixResult, boo
 			if err != nil {
 				return prefixResult{}, false
 			}
-		case xml.CharData:
-			if !isBlankBytes(t) {
+		case tokenText:
+			if !isBlankBytes(tok.text) {
 				return prefixResult{}, false
 			}
 		default:
@@ -274,8 +274,9 @@ func (d *decoder) decodeChunk(c chunk, seed tally, shared *sharedTally, light bo
 		if err != nil {
 			return chunkResult{}
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
+		switch tok.kind {
+		case tokenStart:
+			t := tok.start()
 			if qualified(t.Name) != "FLTR" {
 				return chunkResult{}
 			}
@@ -299,8 +300,8 @@ func (d *decoder) decodeChunk(c chunk, seed tally, shared *sharedTally, light bo
 				return chunkResult{}
 			}
 			counted = now
-		case xml.CharData:
-			if !isBlankBytes(t) {
+		case tokenText:
+			if !isBlankBytes(tok.text) {
 				return chunkResult{}
 			}
 		default:
@@ -497,13 +498,10 @@ func isTagNameEnd(c byte) bool { return c == '>' || c == '/' || isSpace(c) }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-func isEnd(tok xml.Token, name string) bool {
-	end, ok := tok.(xml.EndElement)
-	return ok && qualified(end.Name) == name
-}
+func isEnd(tok token, name string) bool { return tok.kind == tokenEnd && tok.raw == name }
 
-func isBlankBytes(b []byte) bool {
-	for _, c := range b {
+func isBlankBytes(b string) bool {
+	for _, c := range []byte(b) {
 		if !isSpace(c) {
 			return false
 		}

@@ -7,15 +7,15 @@ import (
 	"strings"
 )
 
-// scanner streams tokens with encoding/xml's RawToken (no namespace
-// translation, the fastest path) and adds what RawToken leaves out: start/end
+// scanner streams the tokens encoding/xml's RawToken would (its own
+// tokenizer, see xmltok.go) and adds what RawToken leaves out: start/end
 // matching, unclosed elements at EOF, and the decode limits on depth,
 // elements, attributes and value length. It reads element subtrees into an
 // arena that is reused record after record, so memory stays bounded by the
 // largest record, not the message.
 type scanner struct {
-	// input is the raw message; text values are substrings of it whenever
-	// the decoded text equals the raw bytes (no entities, no CDATA, no CR),
+	// input is the raw message; names and values are substrings of it
+	// whenever the decoded text equals the raw bytes (no entities, no CR),
 	// which saves one allocation per value.
 	input string
 	// base is where the scanned range starts in input and end where it
@@ -24,8 +24,30 @@ type scanner struct {
 	base      int
 	end       int
 	baseDepth int
-	dec       *xml.Decoder
-	lim       scanLimits
+	// pos is the tokenizer's position in input (RawToken's InputOffset).
+	pos int
+	// needClose: the last token was a self-closing start tag, whose end
+	// (closeRaw, closeName) comes next.
+	needClose bool
+	closeRaw  string
+	closeName xml.Name
+	// attrBuf holds the attributes of the start tags read since next was
+	// last called outside readTree: those of a tree's start tag and of
+	// everything readTree reads below it, or else of the last tag; buf is scratch
+	// for text that entities or carriage returns make differ from the raw
+	// bytes.
+	attrBuf []xml.Attr
+	buf     []byte
+	// attrsUsed is how much of attrBuf was in use at most before its last
+	// emptying (what a pooled scratch must clear).
+	attrsUsed int
+	// err is the tokenizer's first error, returned again on every call.
+	err error
+	// dec is encoding/xml, reading input[decBase:end], once the tokenizer
+	// met a construct it leaves to encoding/xml (see xmltok.go).
+	dec     *xml.Decoder
+	decBase int
+	lim     scanLimits
 	// seen counts the message's elements and attributes up to the scanner's
 	// position (a range scanner starts from the counts at its start).
 	seen  scanCounts
@@ -74,20 +96,25 @@ func newScanner(input string, lim scanLimits) *scanner {
 // with baseDepth 0 the range may close them (the rest of a message). seen
 // are the message's counts before lo.
 func newRangeScanner(input string, lo, hi int, open []string, baseDepth int, lim scanLimits, seen scanCounts) *scanner {
-	dec := xml.NewDecoder(strings.NewReader(input[lo:hi]))
-	dec.Strict = true
-	// DecodeString has made the input UTF-8 already (toUTF8), so the XML
-	// declaration's encoding (encoding="GBK" …) is not applied a second
-	// time; encoding/xml still rejects invalid UTF-8.
-	dec.CharsetReader = func(_ string, r io.Reader) (io.Reader, error) { return r, nil }
 	return &scanner{
-		input: input, base: lo, end: hi, baseDepth: baseDepth, dec: dec, lim: lim, seen: seen,
+		input: input, base: lo, end: hi, pos: lo, baseDepth: baseDepth, lim: lim, seen: seen,
 		open: append(make([]string, 0, 8), open...),
 	}
 }
 
+// reuse makes s a scanner of the whole input, as newScanner, keeping the
+// memory of its buffers (a pooled scratch's scanner).
+func (s *scanner) reuse(input string, lim scanLimits) {
+	*s = scanner{input: input, end: len(input), lim: lim, attrBuf: s.attrBuf[:0], buf: s.buf[:0], open: s.open[:0]}
+}
+
 // offset is the absolute input position after the last token.
-func (s *scanner) offset() int { return s.base + int(s.dec.InputOffset()) }
+func (s *scanner) offset() int {
+	if s.dec != nil {
+		return s.decBase + int(s.dec.InputOffset())
+	}
+	return s.pos
+}
 
 // path renders the open elements, e.g. "MSG/SCHD/FLTR", for errors that
 // have no more precise location.
@@ -111,71 +138,75 @@ func (s *scanner) where(name string) string {
 	return p + "/" + name
 }
 
-// next returns the next StartElement, EndElement or CharData; CharData is
-// only valid until the following call (use text to keep it). Comments,
-// processing instructions and directives are skipped. At the end of input it
-// returns io.EOF only if every element was closed.
-func (s *scanner) next() (xml.Token, error) {
+// next returns the next start tag, end tag or text (kinds tokenStart,
+// tokenEnd, tokenText); a start tag's attributes stay valid as token
+// documents. Comments, processing instructions and directives are
+// skipped. At the end of input it returns io.EOF only if every element was
+// closed.
+func (s *scanner) next() (token, error) {
 	for {
 		if s.selfClosed {
 			s.selfClosed = false
 		} else if err := s.checkStartTag(); err != nil {
-			return nil, err
+			return token{}, err
 		}
 		s.tokenStart = s.offset()
-		tok, err := s.dec.RawToken()
+		if s.tree.at == "" {
+			s.attrsUsed = max(s.attrsUsed, len(s.attrBuf))
+			s.attrBuf = s.attrBuf[:0]
+		}
+		tok, err := s.rawToken()
 		if errors.Is(err, io.EOF) {
 			if len(s.open) > s.baseDepth {
-				return nil, newError(ReasonMalformedXML, s.path(), "unexpected end of input: <%s> not closed", s.open[len(s.open)-1])
+				return token{}, newError(ReasonMalformedXML, s.path(), "unexpected end of input: <%s> not closed", s.open[len(s.open)-1])
 			}
-			return nil, io.EOF
+			return token{}, io.EOF
 		}
 		if err != nil {
-			return nil, s.syntaxError(err)
+			return token{}, s.syntaxError(err)
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
+		switch tok.kind {
+		case tokenStart:
 			if len(s.open) >= s.lim.depth {
-				return nil, newError(ReasonTooDeep, s.path(), "nesting deeper than %d elements", s.lim.depth)
+				return token{}, newError(ReasonTooDeep, s.path(), "nesting deeper than %d elements", s.lim.depth)
 			}
-			if err := s.count(t); err != nil {
-				return nil, err
+			if err := s.count(tok); err != nil {
+				return token{}, err
 			}
-			s.open = append(s.open, qualified(t.Name))
+			s.open = append(s.open, tok.raw)
 			end := s.offset()
 			s.selfClosed = end >= 2 && s.input[end-2] == '/'
-			return tok, nil // the original interface value: re-boxing t would allocate
-		case xml.EndElement:
-			name := qualified(t.Name)
-			if len(s.open) <= s.baseDepth || s.open[len(s.open)-1] != name {
-				return nil, newError(ReasonMalformedXML, s.path(), "closing tag </%s> does not match the open element", name)
+			return tok, nil
+		case tokenEnd:
+			if len(s.open) <= s.baseDepth || s.open[len(s.open)-1] != tok.raw {
+				return token{}, newError(ReasonMalformedXML, s.path(), "closing tag </%s> does not match the open element", tok.raw)
 			}
 			s.open = s.open[:len(s.open)-1]
 			return tok, nil
-		case xml.CharData:
+		case tokenText:
 			return tok, nil
 		}
 	}
 }
 
 // count adds a start tag to the message's element and attribute counts.
-func (s *scanner) count(t xml.StartElement) error {
+func (s *scanner) count(t token) error {
 	s.seen.elements++
 	if s.seen.elements > s.lim.elements {
-		return newError(ReasonTooManyElements, s.where(qualified(t.Name)), "more than %d elements in the message", s.lim.elements)
+		return newError(ReasonTooManyElements, s.where(t.raw), "more than %d elements in the message", s.lim.elements)
 	}
-	if len(t.Attr) > s.lim.elementAttributes || s.seen.attributes+len(t.Attr) > s.lim.attributes {
-		return s.tooManyAttributes(qualified(t.Name), len(t.Attr))
+	if len(t.attr) > s.lim.elementAttributes || s.seen.attributes+len(t.attr) > s.lim.attributes {
+		return s.tooManyAttributes(t.raw, len(t.attr))
 	}
-	s.seen.attributes += len(t.Attr)
+	s.seen.attributes += len(t.attr)
 	return nil
 }
 
 // checkStartTag counts the attributes of the start tag at the input
-// position, if there is one, before encoding/xml reads it: encoding/xml
-// builds a tag's whole attribute list (about 100 bytes an attribute) before
-// it returns the token, so one tag with a million attributes would cost
-// hundreds of megabytes before count could object. Every token starts at
+// position, if there is one, before the tokenizer reads it: the tokenizer
+// builds a tag's whole attribute list (48 bytes an attribute, about 100 in
+// encoding/xml) before it returns the token, so one tag with a million
+// attributes would cost tens of megabytes before count could object. Every token starts at
 // the position after the previous one, except the end of a self-closing
 // tag (next does not call this then).
 func (s *scanner) checkStartTag() error {
@@ -204,7 +235,7 @@ func (s *scanner) tooManyAttributes(name string, n int) error {
 // countTagAttributes reads the start tag at the beginning of tag ("<NAME
 // a="1" …") without allocating and returns its name and its number of
 // attributes, counting no further than limit+1. It stops early, and leaves
-// the syntax error to encoding/xml, where the tag is not well-formed.
+// the syntax error to the tokenizer, where the tag is not well-formed.
 func countTagAttributes(tag string, limit int) (string, int) {
 	i := 1
 	for i < len(tag) && !isTagNameEnd(tag[i]) {
@@ -245,25 +276,10 @@ func countTagAttributes(tag string, limit int) (string, int) {
 	return name, n
 }
 
-// text returns the CharData just returned by next as a string, shared with
-// the input when the raw bytes match.
-func (s *scanner) text(t xml.CharData) string {
-	end := s.offset()
-	start := end - len(t)
-	if start >= 0 && end <= len(s.input) && s.input[start:end] == string(t) { // compiles to a comparison, no copy
-		return s.input[start:end]
-	}
-	return string(t)
-}
-
 func (s *scanner) syntaxError(err error) *Error {
 	detail := "not well-formed XML"
 	if hasTypographicAttributeQuote(s.input) {
 		detail = "not well-formed XML (an attribute value is delimited by typographic quotes)"
-	}
-	var syntax *xml.SyntaxError
-	if s.base > 0 && errors.As(err, &syntax) {
-		syntax.Line += strings.Count(s.input[:s.base], "\n") // report the line in the whole message
 	}
 	return wrapError(ReasonMalformedXML, s.path(), err, "%s", detail)
 }
@@ -296,18 +312,18 @@ func (s *scanner) readNode(start xml.StartElement) (*node, error) {
 		if err != nil {
 			return nil, unexpectedEOF(err, s)
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			child, err := s.readNode(t)
+		switch tok.kind {
+		case tokenStart:
+			child, err := s.readNode(tok.start())
 			if err != nil {
 				return nil, err
 			}
 			n.append(child)
-		case xml.CharData:
-			if n.addText(s, t) && n.textLongerThan(s.lim.valueBytes) {
+		case tokenText:
+			if n.addText(tok.text) && n.textLongerThan(s.lim.valueBytes) {
 				return nil, newError(ReasonValueTooLong, s.where(""), "text of <%s> is longer than %d bytes", n.name, s.lim.valueBytes)
 			}
-		case xml.EndElement:
+		case tokenEnd:
 			n.endText()
 			n.end = s.offset()
 			return n, nil
@@ -316,6 +332,9 @@ func (s *scanner) readNode(start xml.StartElement) (*node, error) {
 }
 
 // resetTree releases every node read so far for reuse.
+// The attribute buffer is not: the tree's own start tag, returned by next
+// before this call, keeps its attributes there (next empties the buffer
+// when it is called outside readTree).
 func (s *scanner) resetTree() { s.nodes.reset() }
 
 // skip consumes the rest of the element whose start tag was just returned.

@@ -1,7 +1,6 @@
 package sis
 
 import (
-	"bytes"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -65,8 +64,9 @@ func (d *decoder) schdElement(st *schdState) error {
 		if err != nil {
 			return unexpectedEOF(err, d.scan)
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
+		switch tok.kind {
+		case tokenStart:
+			t := tok.start()
 			switch qualified(t.Name) {
 			case "RECS":
 				err = d.recs(t, st, "MSG/SCHD/RECS")
@@ -78,11 +78,11 @@ func (d *decoder) schdElement(st *schdState) error {
 			if err != nil {
 				return err
 			}
-		case xml.CharData:
-			if len(bytes.TrimSpace(t)) > 0 {
+		case tokenText:
+			if !isBlank(tok.text) {
 				return newError(ReasonBadStructure, "MSG/SCHD", "text directly under <SCHD>")
 			}
-		case xml.EndElement:
+		case tokenEnd:
 			return nil
 		}
 	}

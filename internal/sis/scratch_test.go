@@ -1,6 +1,7 @@
 package sis
 
 import (
+	"encoding/xml"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -50,6 +51,19 @@ func TestDecodeThroughAUsedScratchIsAFreshDecode(t *testing.T) {
 				if !reflect.ValueOf(block[n]).IsZero() {
 					t.Fatalf("message %d: node %d of block %d is left in the scratch: %+v", i, n, b, block[n])
 				}
+			}
+		}
+		if used.dec.msg != nil || used.dec.scan != nil || used.scan.input != "" || used.scan.nodes.blocks != nil {
+			t.Fatalf("message %d: the scratch's decoder or scanner keeps the message", i)
+		}
+		for _, a := range used.scan.attrBuf[:cap(used.scan.attrBuf)] {
+			if a != (xml.Attr{}) {
+				t.Fatalf("message %d: the scanner's buffer keeps attribute %+v", i, a)
+			}
+		}
+		for _, name := range used.scan.open[:cap(used.scan.open)] {
+			if name != "" {
+				t.Fatalf("message %d: the scanner's buffer keeps element name %q", i, name)
 			}
 		}
 		for pos, g := range used.groups {
