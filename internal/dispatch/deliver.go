@@ -106,6 +106,15 @@ func (d *Dispatcher) DeliverOnce(ctx context.Context) (int, error) {
 // grows it during a backlog, passSize); grow reports a pass whose window was
 // full and whose every record was delivered, so the next may be larger.
 func (d *Dispatcher) pass(ctx context.Context, size int) (delivered int, again, grow bool, err error) {
+	d.inPass.Store(true)
+	defer d.inPass.Store(false)
+	delivered, again, grow, err = d.deliverPass(ctx, size)
+	d.more.Store(again || err != nil)
+	return delivered, again, grow, err
+}
+
+// deliverPass is pass without the bookkeeping Idle reads.
+func (d *Dispatcher) deliverPass(ctx context.Context, size int) (delivered int, again, grow bool, err error) {
 	select {
 	case <-d.prev:
 	case <-ctx.Done():
