@@ -97,6 +97,7 @@ type Window struct {
 //
 // The window is read by primary key from the cursor, whole rows at once
 // (its notices come from them), and each FLID's newest state, whole, from
+// the window itself when it holds every pending row, else from
 // msg_event_state, so a pass costs the same however long the backlog is
 // and reads each record's row once: a row's received time is its own
 // (received_at), its processing row looked up only for a row written
