@@ -252,10 +252,11 @@ func (d *Dispatcher) Status() Status {
 // next — it answers false without a statement: `pump --drain` asks at
 // every poll, and counting the pending rows costs the server as much as
 // the backlog is long (during a full-day snapshot's delivery, ten counts
-// of up to 20,000 rows a second beside the passes). Otherwise the
-// database answers, and only it says true.
+// of up to 20,000 rows a second beside the passes). Otherwise, and once
+// the dispatcher stopped for good, the database answers, and only it
+// says true.
 func (d *Dispatcher) Idle(ctx context.Context) (bool, error) {
-	if d.inPass.Load() || d.more.Load() || len(d.wake) > 0 {
+	if (d.inPass.Load() || d.more.Load() || len(d.wake) > 0) && d.stoppedErr() == nil {
 		return false, nil
 	}
 	pending, parked, oldest, err := d.store.OutboxFigures(ctx)
