@@ -106,6 +106,15 @@ func (d *Dispatcher) DeliverOnce(ctx context.Context) (int, error) {
 // grows it during a backlog, passSize); grow reports a pass whose window was
 // full and whose every record was delivered, so the next may be larger.
 func (d *Dispatcher) pass(ctx context.Context, size int) (delivered int, again, grow bool, err error) {
+	d.inPass.Store(true)
+	defer d.inPass.Store(false)
+	delivered, again, grow, err = d.deliverPass(ctx, size)
+	d.more.Store(again || err != nil)
+	return delivered, again, grow, err
+}
+
+// deliverPass is pass without the bookkeeping Idle reads.
+func (d *Dispatcher) deliverPass(ctx context.Context, size int) (delivered int, again, grow bool, err error) {
 	select {
 	case <-d.prev:
 	case <-ctx.Done():
@@ -114,6 +123,8 @@ func (d *Dispatcher) pass(ctx context.Context, size int) (delivered int, again, 
 	if err := d.stoppedErr(); err != nil {
 		return 0, false, false, err
 	}
+	var tm passTimes
+	tm.start = d.clock.Now()
 	if d.txnOpen {
 		// The previous pass could not end its transaction: abort it
 		// before a new one begins.
@@ -144,6 +155,7 @@ func (d *Dispatcher) pass(ctx context.Context, size int) (delivered int, again, 
 		d.recordFailure(err)
 		return 0, false, false, err
 	}
+	tm.read = d.clock.Now()
 	for k := range d.ahead {
 		if k.ID <= win.Cursor {
 			delete(d.ahead, k)
@@ -231,6 +243,7 @@ func (d *Dispatcher) pass(ctx context.Context, size int) (delivered int, again, 
 		})
 	}
 	d.setInflight(produced)
+	tm.produced = d.clock.Now()
 
 	settled := make(chan outcome, 1)
 	done := make(chan struct{})
@@ -264,6 +277,7 @@ func (d *Dispatcher) pass(ctx context.Context, size int) (delivered int, again, 
 		// error only says ctx ended; the promises report each record.
 		_ = d.client.Flush(ctx)
 		wg.Wait()
+		tm.acked = d.clock.Now()
 		failpoint.Panic(failpoint.OutboxFlush)
 		// A fresh context on purpose: what the broker acknowledged must be
 		// recorded even when ctx ended meanwhile, or it is sent again.
@@ -275,11 +289,19 @@ func (d *Dispatcher) pass(ctx context.Context, size int) (delivered int, again, 
 			settled <- outcome{err: d.stoppedErr()}
 			return
 		}
-		settled <- d.settle(mctx, win, events, results, solo)
+		tm.ended = d.clock.Now()
+		settled <- d.settle(mctx, win, events, results, solo, &tm)
 	}()
 	out := d.await(ctx, settled, produced)
 	grow = full && !solo && !out.suspects && out.err == nil && out.delivered == produced && produced == len(events)
 	return out.delivered, full || solo || out.suspects, grow, out.err
+}
+
+// passTimes are when a pass reached each of its steps, for the pass's log
+// line (how long it read, produced, waited for the broker's answers, ended
+// its transaction and recorded the outcome).
+type passTimes struct {
+	start, read, produced, acked, ended time.Time
 }
 
 // passSize is the size of Run's next pass after one of size: twice as
@@ -406,7 +428,7 @@ func (d *Dispatcher) abortPass(ctx context.Context) bool {
 // with their error in another. Events done above the new cursor are kept
 // in d.ahead so the next passes do not send them again. Records held back
 // or cancelled with the pass stay pending.
-func (d *Dispatcher) settle(ctx context.Context, win store.Window, events []store.OutboxEvent, results []error, solo bool) outcome {
+func (d *Dispatcher) settle(ctx context.Context, win store.Window, events []store.OutboxEvent, results []error, solo bool, tm *passTimes) outcome {
 	var (
 		acked      []store.OutboxEvent
 		failedIDs  []int64
@@ -532,9 +554,13 @@ func (d *Dispatcher) settle(ctx context.Context, win store.Window, events []stor
 	} else {
 		d.recordSuccess()
 	}
-	d.log.V(1).Info("pass settled", "events", len(events), "delivered", len(acked),
-		"superseded", out.superseded, "failed", len(failedIDs), "parked", len(parks), "suspects", len(d.suspects),
-		"cursor", max(to, win.Cursor))
+	if log := d.log.V(1); log.Enabled() {
+		now := d.clock.Now()
+		log.Info("pass settled", "events", len(events), "delivered", len(acked),
+			"superseded", out.superseded, "failed", len(failedIDs), "parked", len(parks), "suspects", len(d.suspects),
+			"cursor", max(to, win.Cursor), "read", tm.read.Sub(tm.start).String(), "produce", tm.produced.Sub(tm.read).String(),
+			"acked", tm.acked.Sub(tm.produced).String(), "txn_end", tm.ended.Sub(tm.acked).String(), "mark", now.Sub(tm.ended).String())
+	}
 	return out
 }
 

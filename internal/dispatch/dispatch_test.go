@@ -8,9 +8,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -365,5 +367,65 @@ func TestBacklogSendsEachNewestStateOnce(t *testing.T) {
 	}
 	if at, last := e.count(`SELECT delivered_id FROM msg_event_cursor`), e.count(`SELECT max(id) FROM msg_event`); at != last {
 		t.Fatalf("cursor %d, want past the last row %d", at, last)
+	}
+}
+
+// countFigures counts the statements that count the pending outbox
+// (Store.OutboxFigures).
+type countFigures struct{ n atomic.Int64 }
+
+func (c *countFigures) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.Contains(d.SQL, "count(*) FROM msg_event_parked") {
+		c.n.Add(1)
+	}
+	return ctx
+}
+func (c *countFigures) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// While the dispatcher knows events are pending (its last pass's window
+// was full), Idle answers false without counting them in the database:
+// `pump --drain` asks at every poll, and the count costs as much as the
+// backlog is long. Once a pass finds the outbox drained, the database
+// answers again, and says true.
+func TestIdleAsksTheDatabaseOnlyWhenNothingIsKnownPending(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	brokers := kafkatest.New(t, stateTopic, noticeTopic)
+	tr := &countFigures{}
+	traced, err := store.Open(t.Context(), e.dsn, store.Options{Location: shanghai, Tracer: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(traced.Close)
+	feed := e.feed(brokers, stateTopic, noticeTopic, "")
+	cl, err := dispatch.NewClient(feed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	d, err := dispatch.New(traced, cl, feed, dispatch.Options{Epoch: e.epoch, BatchSize: 3, StatsInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		e.flop(flight.FLID(10+i), "ESTT", "09SEP260900")
+	}
+	if n, err := d.DeliverOnce(t.Context()); err != nil || n != 3 {
+		t.Fatalf("first pass %d %v, want a batch of 3", n, err)
+	}
+	before := tr.n.Load()
+	if ok, err := d.Idle(t.Context()); err != nil || ok {
+		t.Fatalf("after a full window: idle %v %v", ok, err)
+	}
+	if n := tr.n.Load() - before; n != 0 {
+		t.Fatalf("Idle counted the outbox %d times after a full window: the dispatcher knew events were pending", n)
+	}
+	deliverAll(t, d)
+	before = tr.n.Load()
+	if ok, err := d.Idle(t.Context()); err != nil || !ok {
+		t.Fatalf("drained: idle %v %v", ok, err)
+	}
+	if n := tr.n.Load() - before; n != 1 {
+		t.Fatalf("Idle counted the outbox %d times once drained, want once: only the database says idle", n)
 	}
 }

@@ -27,7 +27,9 @@
 // an error only when the dispatcher stopped for good (fenced, or a
 // producer the broker refused for good), never because Kafka or the
 // database failed for a while; Notify wakes it after a commit; Status and
-// Idle report pending events for the status reporter and `pump --drain`.
+// Idle report pending events for the status reporter and `pump --drain`
+// (Idle says false without a statement while the dispatcher knows events
+// are pending; only the database's count says true).
 // Both constructors take the feed as package config defaulted it and set
 // no defaults of their own.
 //
