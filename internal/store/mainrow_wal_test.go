@@ -3,11 +3,15 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
 	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
@@ -18,10 +22,7 @@ import (
 func mainRowUpdateWAL(t *testing.T, conn *pgx.Conn, sql string) (map[string]int, int64) {
 	t.Helper()
 	ctx := context.Background()
-	var start string
-	if err := conn.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&start); err != nil {
-		t.Fatal(err)
-	}
+	start := walLSN(t, conn)
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -44,15 +45,32 @@ func mainRowUpdateWAL(t *testing.T, conn *pgx.Conn, sql string) (map[string]int,
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// Only this database's blocks of flight_schd's heap (other tests
-	// write WAL beside this one).
-	rows, err := conn.Query(ctx, `
+	return walSince(t, conn, start, "flight_schd"), hot
+}
+
+// walLSN is the server's WAL insert position.
+func walLSN(t *testing.T, conn *pgx.Conn) string {
+	t.Helper()
+	var lsn string
+	if err := conn.QueryRow(context.Background(), `SELECT pg_current_wal_insert_lsn()::text`).Scan(&lsn); err != nil {
+		t.Fatal(err)
+	}
+	return lsn
+}
+
+// walSince counts the WAL records written since start (and flushed) for
+// the main fork of relation rel (a table or an index) of conn's
+// database, by record type. Other tests write WAL beside this one: only
+// this database's blocks count.
+func walSince(t *testing.T, conn *pgx.Conn, start, rel string) map[string]int {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), `
 		SELECT record_type, count(*)
 		FROM pg_get_wal_records_info($1::pg_lsn, pg_current_wal_flush_lsn())
 		WHERE block_ref LIKE '%rel ' || (SELECT dattablespace FROM pg_database WHERE datname = current_database())
 			|| '/' || (SELECT oid FROM pg_database WHERE datname = current_database())
-			|| '/' || pg_relation_filenode('flight_schd') || ' fork main %'
-		GROUP BY 1`, start)
+			|| '/' || pg_relation_filenode($2) || ' fork main %'
+		GROUP BY 1`, start, rel)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +86,7 @@ func mainRowUpdateWAL(t *testing.T, conn *pgx.Conn, sql string) (map[string]int,
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return out, hot
+	return out
 }
 
 // TestMainRowUpdateIsHOTAndLocksNothing: a live event rewrites its
@@ -122,5 +140,79 @@ func TestMainRowUpdateIsHOTAndLocksNothing(t *testing.T) {
 	if records["LOCK"] < flights || hot != 0 {
 		t.Errorf("after down: update of %d main rows wrote %v with %d HOT updates, want a LOCK record per row and no HOT update",
 			flights, records, hot)
+	}
+}
+
+// TestReplacedCollectionKeepsItsRowsInPlace: a FLOP that replaces a
+// collection of a flight that exists (GTDT here) updates the rows at the
+// ordinals the flight keeps, deletes only those past the new length and
+// inserts only those past the old one. Deleting every row and inserting
+// the new list wrote three records for each kept ordinal (delete, insert,
+// index entry) where an update in place writes one.
+func TestReplacedCollectionKeepsItsRowsInPlace(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	exec(t, f.conn, `CREATE EXTENSION IF NOT EXISTS pg_walinspect`)
+	const ca100 = 121112312
+	gates := func(names ...string) flight.Commands {
+		items := make([]flight.Item, len(names))
+		for i, n := range names {
+			items[i] = flight.Item{"GTNO": strconv.Itoa(i + 1), "GATE": n}
+		}
+		return flight.Commands{FLID: ca100, Cmds: []flight.Command{{Tag: "GTDT", Op: flight.OpReplace, Items: items}}}
+	}
+	f.mustSnapshot(day9, rec(ca100, "CA100", day9,
+		flight.Command{Tag: "GTDT", Op: flight.OpReplace, Items: []flight.Item{{"GTNO": "1", "GATE": "G1"}, {"GTNO": "2", "GATE": "G2"}, {"GTNO": "3", "GATE": "G3"}}},
+		flight.Command{Tag: "DELY", Op: flight.OpReplace, Items: []flight.Item{{"CODE": "81", "DURA": "20"}}},
+	))
+	type want struct {
+		Gates                    string
+		Updates, Deletes, Insert int
+		IndexEntries             int
+	}
+	for _, step := range []struct {
+		gates []string
+		want  want
+	}{
+		{[]string{"A1", "A2", "A3"}, want{Gates: "1 A1,2 A2,3 A3", Updates: 3}},
+		{[]string{"B1"}, want{Gates: "1 B1", Updates: 1, Deletes: 2}},
+		{[]string{"C1", "C2", "C3", "C4"}, want{Gates: "1 C1,2 C2,3 C3,4 C4", Updates: 1, Insert: 3, IndexEntries: 3}},
+	} {
+		start := walLSN(t, f.conn)
+		out, err := f.increment("GTDT", gates(step.gates...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		heap, index := walSince(t, f.conn, start, "flight_gate"), walSince(t, f.conn, start, "flight_gate_pkey")
+		var got want
+		var rows []string
+		r, err := f.conn.Query(t.Context(), `SELECT ordinal, gate, record_version FROM flight_gate WHERE flid = $1 ORDER BY ordinal`, ca100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r.Next() {
+			var ord int32
+			var gate string
+			var version int64
+			if err := r.Scan(&ord, &gate, &version); err != nil {
+				t.Fatal(err)
+			}
+			if version != out.Versions[ca100] {
+				t.Errorf("%v: gate %d has version %d, want %d", step.gates, ord, version, out.Versions[ca100])
+			}
+			rows = append(rows, strconv.Itoa(int(ord))+" "+gate)
+		}
+		if err := r.Err(); err != nil {
+			t.Fatal(err)
+		}
+		got.Gates = strings.Join(rows, ",")
+		got.Updates, got.Deletes, got.Insert = heap["HOT_UPDATE"]+heap["UPDATE"], heap["DELETE"], heap["INSERT"]+heap["INSERT+INIT"]
+		got.IndexEntries = index["INSERT_LEAF"] + heap["UPDATE"]
+		if diff := cmp.Diff(step.want, got); diff != "" {
+			t.Errorf("GTDT %v (-want +got; heap %v, index %v):\n%s", step.gates, heap, index, diff)
+		}
+	}
+	if n := f.count(`SELECT count(*) FROM flight_delay WHERE flid = $1`, ca100); n != 1 {
+		t.Errorf("DELY rows %d, want 1 (untouched)", n)
 	}
 }
