@@ -216,3 +216,55 @@ func TestReplacedCollectionKeepsItsRowsInPlace(t *testing.T) {
 		t.Errorf("DELY rows %d, want 1 (untouched)", n)
 	}
 }
+
+// TestReplacedCollectionIsHOTOnAFullDay: a full-day snapshot's COPY fills
+// the child tables' pages; since 00029 it leaves a tenth of each free, so
+// a later GTDT updates its flight's gate rows on their page (HOT: one
+// record a row, no index entry) instead of moving them to another page
+// (an update, a lock of the old row and an index entry a row). The room
+// holds about a dozen new versions of these rows (until the page is
+// pruned): three flights' nine here.
+func TestReplacedCollectionIsHOTOnAFullDay(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	exec(t, f.conn, `CREATE EXTENSION IF NOT EXISTS pg_walinspect`)
+	three := func(prefix string) flight.Command {
+		return flight.Command{Tag: "GTDT", Op: flight.OpReplace, Items: []flight.Item{
+			{"GTNO": "1", "GATE": prefix + "1"}, {"GTNO": "2", "GATE": prefix + "2"}, {"GTNO": "3", "GATE": prefix + "3"}}}
+	}
+	var day []store.SnapshotRecord
+	for i := range 300 {
+		flid := flight.FLID(1000 + i)
+		day = append(day, rec(flid, "CA"+strconv.Itoa(i), day9, three("G")))
+	}
+	f.mustSnapshot(day9, day...)
+	// The first page's flights, as the snapshot wrote them.
+	var flids []int64
+	r, err := f.conn.Query(t.Context(), `SELECT DISTINCT flid FROM flight_gate WHERE (ctid::text::point)[0] = 0 ORDER BY flid LIMIT 3`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r.Next() {
+		var id int64
+		if err := r.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		flids = append(flids, id)
+	}
+	if err := r.Err(); err != nil || len(flids) != 3 {
+		t.Fatalf("first page's flights %v: %v", flids, err)
+	}
+	start := walLSN(t, f.conn)
+	var cmds []flight.Commands
+	for _, id := range flids {
+		cmds = append(cmds, flight.Commands{FLID: flight.FLID(id), Cmds: []flight.Command{three("H")}}) //nolint:gosec // small test ids
+	}
+	if _, err := f.increment("GTDT", cmds...); err != nil {
+		t.Fatal(err)
+	}
+	heap, index := walSince(t, f.conn, start, "flight_gate"), walSince(t, f.conn, start, "flight_gate_pkey")
+	if heap["HOT_UPDATE"] != 3*len(flids) || heap["UPDATE"] != 0 || heap["LOCK"] != 0 || index["INSERT_LEAF"] != 0 {
+		t.Errorf("GTDT of %d flights on a full page wrote heap %v, index %v; want %d HOT_UPDATE records alone",
+			len(flids), heap, index, 3*len(flids))
+	}
+}
