@@ -108,7 +108,7 @@ func (p *walProbe) finish(ctx context.Context) {
 		FROM (SELECT substring(block_ref from 'rel [0-9]+/[0-9]+/([0-9]+)') AS rel, record_type, record_length
 			FROM pg_get_wal_records_info($1::pg_lsn, pg_current_wal_flush_lsn()) WHERE block_ref LIKE $2) x
 		LEFT JOIN pg_class c ON c.relfilenode::text = x.rel
-		GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 16`, p.startLSN, fmt.Sprintf("%%/%d/%%", p.dbOID))
+		GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 24`, p.startLSN, fmt.Sprintf("%%/%d/%%", p.dbOID))
 	if err != nil {
 		p.err = err
 		return
