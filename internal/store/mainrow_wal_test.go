@@ -257,7 +257,7 @@ func TestReplacedCollectionIsHOTOnAFullDay(t *testing.T) {
 	start := walLSN(t, f.conn)
 	var cmds []flight.Commands
 	for _, id := range flids {
-		cmds = append(cmds, flight.Commands{FLID: flight.FLID(id), Cmds: []flight.Command{three("H")}}) //nolint:gosec // small test ids
+		cmds = append(cmds, flight.Commands{FLID: flight.FLID(id), Cmds: []flight.Command{three("H")}})
 	}
 	if _, err := f.increment("GTDT", cmds...); err != nil {
 		t.Fatal(err)

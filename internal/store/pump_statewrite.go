@@ -139,12 +139,21 @@ func queueChildDelete(b *pgx.Batch, c childTable, st staleLists, surplus bool) {
 		}
 		return
 	}
-	sql := "DELETE FROM " + c.name + " AS c USING unnest($1::bigint[], $2::int[]) AS s(flid, n) WHERE c.flid = s.flid AND c.ordinal > s.n"
 	if c.routeKind {
-		b.Queue(sql+" AND c.route_kind = $3", st.flids, st.counts, st.kind)
+		b.Queue(childSurplusDelete(c), st.flids, st.counts, st.kind)
 		return
 	}
-	b.Queue(sql, st.flids, st.counts)
+	b.Queue(childSurplusDelete(c), st.flids, st.counts)
+}
+
+// childSurplusDelete deletes the rows of c past each flight's item count
+// ($1 flids, $2 counts; $3 the route kind for flight_route_point).
+func childSurplusDelete(c childTable) string {
+	sql := "DELETE FROM " + c.name + " AS c USING unnest($1::bigint[], $2::int[]) AS s(flid, n) WHERE c.flid = s.flid AND c.ordinal > s.n"
+	if c.routeKind {
+		sql += " AND c.route_kind = $3"
+	}
+	return sql
 }
 
 // childUpsert writes one child table's rows from the parallel arrays of
