@@ -38,3 +38,15 @@ func SetSnapshotCopyMin(n int) (restore func()) {
 	snapshotCopyMin = n
 	return func() { snapshotCopyMin = old }
 }
+
+// ChildReplaceSQL is the update in place of a child table's rows and the
+// delete of its surplus rows, as the store sends them for a replaced
+// collection.
+func ChildReplaceSQL(table string) (upsert, surplus string) {
+	for _, c := range childTables {
+		if c.name == table {
+			return childUpsert(c), childSurplusDelete(c)
+		}
+	}
+	return "", ""
+}

@@ -148,7 +148,9 @@ func TestListStatementsStayLinear(t *testing.T) {
 	sort.Strings(sqls)
 	// Loads, deletes, roster replace, outbox and backfill statements.
 	want := map[string]bool{"FROM flight_schd WHERE": false, "DELETE FROM flight_gate": false,
-		"DELETE FROM schd_gen_flid WHERE operation_day": false, "UPDATE msg_event e SET attempts": false, "DELETE FROM msg_event_parked": false, "DELETE FROM backfill_todo": false}
+		"DELETE FROM schd_gen_flid WHERE operation_day": false, "UPDATE msg_event e SET attempts": false, "DELETE FROM msg_event_parked": false, "DELETE FROM backfill_todo": false,
+		// A replaced collection: its surplus rows' delete and the update in place.
+		"DELETE FROM flight_gate AS c USING unnest": false, "d AS (UPDATE flight_gate AS c": false}
 	for _, sql := range sqls {
 		if strings.HasPrefix(strings.TrimSpace(sql), "INSERT") {
 			continue // writes new rows: no list filter to plan
@@ -178,6 +180,62 @@ func TestListStatementsStayLinear(t *testing.T) {
 	for k, seen := range want {
 		if !seen {
 			t.Errorf("no statement with a list of ids matched %q: the test no longer sees it", k)
+		}
+	}
+}
+
+// TestReplacedCollectionProbesThePrimaryKey: the update in place of a
+// replaced collection's rows and the delete of its surplus find each row
+// by its key (flid, ordinal) in the child table's primary key, under the
+// generic plan a prepared statement settles on, on a day's worth of rows
+// (10,000 flights with three gates each): not a scan of the table per
+// batch.
+func TestReplacedCollectionProbesThePrimaryKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := storetest.New(t, store.Options{Location: shanghai})
+	conn := db.Conn
+	for _, sql := range []string{
+		`INSERT INTO flight_schd (flid, state_version, last_message_id) SELECT g, 1, 1 FROM generate_series(1, 10000) g`,
+		`INSERT INTO flight_gate (flid, ordinal, gate, record_version) SELECT g, o, 'G' || o, 1 FROM generate_series(1, 10000) g, generate_series(1, 3) o`,
+		`ANALYZE flight_schd`, `ANALYZE flight_gate`, `SET plan_cache_mode = force_generic_plan`,
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	upsert, surplus := store.ChildReplaceSQL("flight_gate")
+	for name, c := range map[string]struct {
+		sql  string
+		args string
+	}{
+		"update in place": {upsert, `('{1,2}', '{1,1}', '{s,s}', '{A,B}', '{a,b}', '{c,d}', '{e,f}', '{g,h}', '{i,j}', '{"{}","{}"}', '{2,2}')`},
+		"surplus delete":  {surplus, `('{1,2}', '{1,1}')`},
+	} {
+		if _, err := conn.Exec(ctx, "PREPARE p AS "+c.sql); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var lines []string
+		rows, err := conn.Query(ctx, "EXPLAIN EXECUTE p"+c.args)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for rows.Next() {
+			var l string
+			if err := rows.Scan(&l); err != nil {
+				t.Fatal(err)
+			}
+			lines = append(lines, l)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := conn.Exec(ctx, "DEALLOCATE p"); err != nil {
+			t.Fatal(err)
+		}
+		plan := strings.Join(lines, "\n")
+		if !strings.Contains(plan, "Index Scan using flight_gate_pkey on flight_gate") || strings.Contains(plan, "Seq Scan on flight_gate") {
+			t.Errorf("%s does not probe flight_gate_pkey:\n%s", name, plan)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -67,15 +68,17 @@ func queueStateWritesCopying(b *pgx.Batch, writes []engine.Write, loc *time.Loca
 	var copies []*childColumns
 	for _, c := range childTables {
 		cb := newChildColumns(c)
+		var replaced []staleLists
 		for _, f := range c.fields {
-			var stale []int64
+			stale := staleLists{kind: f.RouteKind}
 			for _, w := range writes {
 				if !w.Touches(f.Tag) {
 					continue
 				}
 				flid := int64(w.Next.FLID) //nolint:gosec // at most 12 digits
 				if !w.IsNew {
-					stale = append(stale, flid)
+					stale.flids = append(stale.flids, flid)
+					stale.counts = append(stale.counts, int32(len(w.Next.Lists[f.Tag]))) //nolint:gosec // a collection's items, far below 2^31
 				}
 				for ord, it := range w.Next.Lists[f.Tag] {
 					vals, seq, attrs, err := splitItem(it, f.SeqAttr, c.itemColumns, c.textColumn)
@@ -85,22 +88,111 @@ func queueStateWritesCopying(b *pgx.Batch, writes []engine.Write, loc *time.Loca
 					cb.add(flid, f.RouteKind, int32(ord+1), seq, vals, string(attrs), w.Next.StateVersion)
 				}
 			}
-			if len(stale) > 0 {
-				if c.routeKind {
-					b.Queue("DELETE FROM "+c.name+" WHERE "+flidIn+" AND route_kind = $2", stale, f.RouteKind)
-				} else {
-					b.Queue("DELETE FROM "+c.name+" WHERE "+flidIn, stale)
-				}
+			if len(stale.flids) > 0 {
+				replaced = append(replaced, stale)
 			}
 		}
 		switch {
 		case copyMin > 0 && len(cb.flids) >= copyMin:
+			for _, st := range replaced {
+				queueChildDelete(b, c, st, false)
+			}
 			copies = append(copies, cb)
-		case len(cb.flids) > 0:
-			b.Queue(childInsert(c), cb.args()...)
+		case len(replaced) == 0:
+			if len(cb.flids) > 0 {
+				b.Queue(childInsert(c), cb.args()...)
+			}
+		default:
+			// A changed collection of a flight that exists keeps the rows
+			// it still has in place: an update of the row at its ordinal
+			// (HOT, the key does not change) instead of a delete, an
+			// insert and an index entry; only the items past the new
+			// length go and only those past the old one are inserted.
+			for _, st := range replaced {
+				queueChildDelete(b, c, st, true)
+			}
+			if len(cb.flids) > 0 {
+				b.Queue(childUpsert(c), cb.args()...)
+			}
 		}
 	}
 	return main, copies, nil
+}
+
+// staleLists are the flights that exist whose collection of one field
+// (of one route kind) a write replaces, with the number of items each has
+// now.
+type staleLists struct {
+	kind   string
+	flids  []int64
+	counts []int32
+}
+
+// queueChildDelete removes the stale rows of one field of c: all of them,
+// or with surplus only those past each flight's new item count.
+func queueChildDelete(b *pgx.Batch, c childTable, st staleLists, surplus bool) {
+	if !surplus {
+		if c.routeKind {
+			b.Queue("DELETE FROM "+c.name+" WHERE "+flidIn+" AND route_kind = $2", st.flids, st.kind)
+		} else {
+			b.Queue("DELETE FROM "+c.name+" WHERE "+flidIn, st.flids)
+		}
+		return
+	}
+	if c.routeKind {
+		b.Queue(childSurplusDelete(c), st.flids, st.counts, st.kind)
+		return
+	}
+	b.Queue(childSurplusDelete(c), st.flids, st.counts)
+}
+
+// childSurplusDelete deletes the rows of c past each flight's item count
+// ($1 flids, $2 counts; $3 the route kind for flight_route_point).
+func childSurplusDelete(c childTable) string {
+	sql := "DELETE FROM " + c.name + " AS c USING unnest($1::bigint[], $2::int[]) AS s(flid, n) WHERE c.flid = s.flid AND c.ordinal > s.n"
+	if c.routeKind {
+		sql += " AND c.route_kind = $3"
+	}
+	return sql
+}
+
+// childUpsert writes one child table's rows from the parallel arrays of
+// childInsert: a row whose key (flid, route kind, ordinal) exists is
+// updated in place, the others are inserted. Every column is set, as a
+// fresh insert would (created_at is the transaction's time).
+func childUpsert(c childTable) string {
+	insert := childInsert(c)
+	from := insert[strings.Index(insert, " FROM unnest("):]
+	cols := c.columns()
+	key := []string{"flid", "ordinal"}
+	if c.routeKind {
+		key = append(key, "route_kind")
+	}
+	var sets, match, back []string
+	for _, col := range cols {
+		if slices.Contains(key, col) {
+			match = append(match, "c."+col+" = u."+col)
+			back = append(back, "d."+col+" = u."+col)
+			continue
+		}
+		read := "u." + col
+		if col == "attrs" {
+			read += "::jsonb"
+		}
+		sets = append(sets, col+" = "+read)
+	}
+	sets = append(sets, "created_at = now()")
+	selects := make([]string, len(cols))
+	for i, col := range cols {
+		selects[i] = "u." + col
+		if col == "attrs" {
+			selects[i] += "::jsonb"
+		}
+	}
+	return "WITH u AS (SELECT *" + from + "), d AS (UPDATE " + c.name + " AS c SET " + strings.Join(sets, ", ") +
+		" FROM u WHERE " + strings.Join(match, " AND ") + " RETURNING c." + strings.Join(key, ", c.") + ")" +
+		" INSERT INTO " + c.name + " (" + strings.Join(cols, ", ") + ") SELECT " + strings.Join(selects, ", ") +
+		" FROM u WHERE NOT EXISTS (SELECT 1 FROM d WHERE " + strings.Join(back, " AND ") + ")"
 }
 
 // copyRows encodes the table's rows for COPY, with the statement that

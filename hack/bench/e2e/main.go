@@ -471,6 +471,7 @@ func (f *feed) backlog(ctx context.Context, n int, empty result, tps pgbenchRate
 	fmt.Println(cpuTable(r.procs, empty.procs, n))
 	fmt.Printf("  %s\n", r.wal.line(n))
 	fmt.Printf("  %s\n", r.wal.relationsLine(n))
+	fmt.Printf("  %s\n", r.wal.kindsLine(n))
 	fmt.Printf("  %s\n", countersLine(r.before, r.after, n, r.statements))
 	if r.profile != "" {
 		fmt.Println(profileTop(ctx, f.o.bin, r.profile))

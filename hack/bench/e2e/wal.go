@@ -35,6 +35,8 @@ type walProbe struct {
 	mine, mineBytes, mineFPI, mineFPIBytes int64
 	// relations is where this database's records went, most first.
 	relations []walRelation
+	// kinds is the same split by record type as well.
+	kinds []walRelation
 }
 
 func (f *feed) startWAL(ctx context.Context) *walProbe {
@@ -95,15 +97,37 @@ func (p *walProbe) finish(ctx context.Context) {
 		p.err = err
 		return
 	}
+	p.relations, p.err = scanRelations(rows)
+	if p.err != nil {
+		return
+	}
+	// The same by relation and record type (HOT_UPDATE against UPDATE,
+	// PRUNE, INSERT_LEAF...): what kind of work each relation's records are.
+	rows, err = p.conn.Query(ctx, `
+		SELECT coalesce(c.relname, 'relfilenode ' || x.rel) || ' ' || x.record_type, count(*), sum(x.record_length)::bigint
+		FROM (SELECT substring(block_ref from 'rel [0-9]+/[0-9]+/([0-9]+)') AS rel, record_type, record_length
+			FROM pg_get_wal_records_info($1::pg_lsn, pg_current_wal_flush_lsn()) WHERE block_ref LIKE $2) x
+		LEFT JOIN pg_class c ON c.relfilenode::text = x.rel
+		GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 24`, p.startLSN, fmt.Sprintf("%%/%d/%%", p.dbOID))
+	if err != nil {
+		p.err = err
+		return
+	}
+	p.kinds, p.err = scanRelations(rows)
+}
+
+// scanRelations reads rows of (name, records, bytes) and closes them.
+func scanRelations(rows pgx.Rows) ([]walRelation, error) {
+	defer rows.Close()
+	var out []walRelation
 	for rows.Next() {
 		var r walRelation
 		if err := rows.Scan(&r.name, &r.records, &r.bytes); err != nil {
-			p.err = err
-			return
+			return nil, err
 		}
-		p.relations = append(p.relations, r)
+		out = append(out, r)
 	}
-	p.err = rows.Err()
+	return out, rows.Err()
 }
 
 // walRelation is the WAL one relation's blocks took during a drain.
@@ -122,6 +146,19 @@ func (p *walProbe) relationsLine(n int) string {
 		parts[i] = fmt.Sprintf("%s %.2f (%.0f B)", r.name, float64(r.records)/float64(n), float64(r.bytes)/float64(n))
 	}
 	return "WAL records per message by relation: " + strings.Join(parts, ", ")
+}
+
+// kindsLine says per message which relations and record types the WAL
+// records went to.
+func (p *walProbe) kindsLine(n int) string {
+	if p.err != nil || len(p.kinds) == 0 {
+		return "WAL by relation and record type: not measured"
+	}
+	parts := make([]string, len(p.kinds))
+	for i, r := range p.kinds {
+		parts[i] = fmt.Sprintf("%s %.2f", r.name, float64(r.records)/float64(n))
+	}
+	return "WAL records per message by relation and record type: " + strings.Join(parts, ", ")
 }
 
 // line says what the drain of n messages wrote, per message.
