@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -142,8 +143,13 @@ func (f *feed) latencyRun(ctx context.Context) (latencyFigures, error) {
 	if err != nil {
 		return latencyFigures{}, err
 	}
-	if f.o.latencyCSV != "" {
-		if err := writeLatencyCSV(f.o.latencyCSV, all); err != nil {
+	if path := f.o.latencyCSV; path != "" {
+		if f.o.baseline != "" {
+			// One file a run: FILE-NAME.csv, NAME the round's feed
+			// (cmp1b: round 1, baseline).
+			path = strings.TrimSuffix(path, ".csv") + "-" + f.name + ".csv"
+		}
+		if err := writeLatencyCSV(path, all); err != nil {
 			return latencyFigures{}, err
 		}
 	}

@@ -111,7 +111,7 @@ func main() {
 	flag.DurationVar(&o.pgbench, "pgbench", 10*time.Second, "pgbench duration")
 	flag.DurationVar(&o.latency, "latency", 20*time.Second, "duration of the steady-rate latency run (0 skips it)")
 	flag.IntVar(&o.rate, "rate", 50, "messages/s of the latency run")
-	flag.StringVar(&o.latencyCSV, "latency-csv", "", "write each message of the latency run (the last one, with -baseline) to this CSV file: id, FLID, and in µs since the epoch its DATE_RECEIVED, the start of the pump's transaction, the record's production and its consumption")
+	flag.StringVar(&o.latencyCSV, "latency-csv", "", "write each message of the latency run to this CSV file (with -baseline one file a run, FILE-cmp1b.csv for round 1's baseline and so on): id, FLID, and in µs since the epoch its DATE_RECEIVED, the start of the pump's transaction, the record's production and its consumption")
 	flag.IntVar(&o.batchSize, "batch-size", 0, "mailbox.batchSize (0: the feed's default)")
 	flag.StringVar(&o.compression, "compression", "", "kafka.compression: zstd, lz4 or none (empty: the feed's default)")
 	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of every pump run into this directory (pump --cpuprofile)")
@@ -119,7 +119,7 @@ func main() {
 	flag.StringVar(&sweepCounts, "sweep", "", "flight counts of a RESP sweep, each on fresh databases (e.g. 500,1000,2000,4000,6000,8000,9999): a Markdown table of time against flights")
 	flag.StringVar(&o.chart, "chart", "", "with -sweep: write the sweep as an SVG chart to this file")
 	flag.BoolVar(&o.keep, "keep", false, "keep the databases and the pump logs (their names are printed)")
-	flag.StringVar(&o.baseline, "baseline", "", "a baseline flightfeed binary (e.g. the previous release's, hack/bench/baseline.sh): instead of the full run, drain the first backlog with it and with -bin in alternation, fresh databases each, and print the medians and their ratios; with -backlogs '' the full-day RESPs of -flights and -big-flights instead")
+	flag.StringVar(&o.baseline, "baseline", "", "a baseline flightfeed binary (e.g. the previous release's, hack/bench/baseline.sh): instead of the full run, drain the first backlog with it and with -bin in alternation, fresh databases each, and print the medians and their ratios (with -latency not 0, the latency run follows each drain and its phases' medians are printed too); with -backlogs '' the full-day RESPs of -flights and -big-flights instead")
 	flag.IntVar(&o.rounds, "rounds", 3, "with -baseline: rounds, each draining once with each binary (the order alternates)")
 	flag.Parse()
 	var err error
