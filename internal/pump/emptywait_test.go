@@ -2,39 +2,44 @@ package pump_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
 
-// After a batch the head is read again at pollInterval/16, then every
-// pollInterval/8 while it stays empty (never a longer step: a message of a
-// steady 50 msg/s that just missed a read would wait for a doubled one),
-// and at pollInterval once the waits add up to about one pollInterval; a
-// pump that has not seen a row waits pollInterval. Each wait is the one
-// the loop's step returns after an empty head read, and a batch is a row
-// put in the mailbox and applied by a step: the reset to the short wait
-// is the loop's own, not the test's.
+// After a batch the head is read again every pollInterval/16 (at least a
+// millisecond) while it stays empty (never a longer step: a message of a
+// steady 50 msg/s that just missed a read would wait for it), and at
+// pollInterval once the waits add up to about one pollInterval; a pump
+// that has not seen a row waits pollInterval. Each wait is the one the
+// loop's step returns after an empty head read, and a batch is a row put
+// in the mailbox and applied by a step: the reset to the short wait is the
+// loop's own, not the test's.
 func TestEmptyWaitPollsSoonWhileRowsArrive(t *testing.T) {
 	t.Parallel()
 	ms := time.Millisecond
 	us := time.Microsecond
+	// reads are n empty reads, the first after a batch when batch is set.
+	reads := func(batch bool, n int) []bool {
+		out := make([]bool, n)
+		out[0] = batch
+		return out
+	}
+	waits := func(d time.Duration, n int) []time.Duration { return slices.Repeat([]time.Duration{d}, n) }
 	for _, tc := range []struct {
 		name  string
 		poll  time.Duration
 		batch []bool // before each empty read: did a batch come first?
 		want  []time.Duration
 	}{
-		{"idle from the start", 100 * ms, []bool{false, false, false}, []time.Duration{100 * ms, 100 * ms, 100 * ms}},
-		{"after a batch", 100 * ms, []bool{true, false, false, false, false, false, false, false, false, false},
-			[]time.Duration{6250 * us, 12500 * us, 12500 * us, 12500 * us, 12500 * us, 12500 * us, 12500 * us, 12500 * us, 100 * ms, 100 * ms}},
-		{"a batch between empty reads starts again", 100 * ms, []bool{true, false, true, false},
-			[]time.Duration{6250 * us, 12500 * us, 6250 * us, 12500 * us}},
-		{"a batch after the wait fell back to pollInterval starts again", 16 * ms,
-			[]bool{true, false, false, false, false, false, false, false, false, true},
-			[]time.Duration{1 * ms, 2 * ms, 2 * ms, 2 * ms, 2 * ms, 2 * ms, 2 * ms, 2 * ms, 16 * ms, 1 * ms}},
-		{"a short interval is kept", 1 * ms, []bool{true, false}, []time.Duration{1 * ms, 1 * ms}},
-		{"never below a millisecond", 10 * ms, []bool{true, false, false, false, false, false},
-			[]time.Duration{1 * ms, 2 * ms, 2 * ms, 2 * ms, 2 * ms, 10 * ms}},
+		{"idle from the start", 100 * ms, reads(false, 3), waits(100*ms, 3)},
+		{"after a batch", 100 * ms, reads(true, 17), append(waits(6250*us, 15), 100*ms, 100*ms)},
+		{"a batch between empty reads starts again", 16 * ms, append(reads(true, 10), reads(true, 16)...),
+			append(waits(ms, 25), 16*ms)},
+		{"a batch after the wait fell back to pollInterval starts again", 16 * ms, append(reads(true, 16), reads(true, 1)...),
+			append(waits(ms, 15), 16*ms, ms)},
+		{"a short interval is kept", 1 * ms, reads(true, 2), waits(ms, 2)},
+		{"never below a millisecond", 10 * ms, reads(true, 10), append(waits(ms, 9), 10*ms)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/flightfeed/flightfeed/hack/bench/rounds"
 	"github.com/flightfeed/flightfeed/internal/simulate"
@@ -14,9 +15,11 @@ import (
 // binary under test (-baseline, -bin), round by round on fresh databases,
 // the order alternating so that neither always runs on the warmer or
 // the busier machine: each round is a 2,000-flight RESP, then the first
-// -backlogs size of FLOPs. It prints every drain, then the medians of
-// each binary and their ratios (binary under test / baseline): what a
-// change costs, measured in one run on one machine.
+// -backlogs size of FLOPs, then (-latency not 0) the latency run on the
+// same feed. It prints every drain, then the medians of each binary and
+// their ratios (binary under test / baseline): what a change costs,
+// measured in one run on one machine; and the medians of the latency
+// runs' percentiles, by phase.
 func compare(ctx context.Context, o options, tps pgbenchRates) error {
 	base, err := filepath.Abs(o.baseline)
 	if err != nil {
@@ -35,17 +38,22 @@ func compare(ctx context.Context, o options, tps pgbenchRates) error {
 	fmt.Printf("compare: %d rounds of a %d-flight RESP then %d FLOPs; baseline %s, under test %s\n", o.rounds, o.flights, n, base, o.bin)
 	bins := map[string]string{"baseline": base, "test": o.bin}
 	got := map[string][]drainFigures{}
+	lat := map[string][]latencyFigures{}
 	for r := 1; r <= o.rounds; r++ {
 		for _, which := range rounds.Order(r, true) {
 			fo := o
 			fo.bin = bins[which]
 			fmt.Printf("-- round %d, %s\n", r, which)
-			d, err := compareDrain(ctx, fo, fmt.Sprintf("cmp%d%s", r, which[:1]), n, tps)
+			d, l, err := compareDrain(ctx, fo, fmt.Sprintf("cmp%d%s", r, which[:1]), n, tps)
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", r, which, err)
 			}
 			got[which] = append(got[which], d)
+			lat[which] = append(lat[which], l)
 		}
+	}
+	if o.latency > 0 {
+		printLatencyMedians(o.rounds, lat["baseline"], lat["test"])
 	}
 	b, t := medianFigures(got["baseline"]), medianFigures(got["test"])
 	fmt.Printf("medians of %d rounds, %d FLOPs:    %10s %10s %10s %10s %10s %10s %10s\n", o.rounds, n,
@@ -61,21 +69,52 @@ func compare(ctx context.Context, o options, tps pgbenchRates) error {
 	return nil
 }
 
-// compareDrain is one round's drain with o.bin on fresh databases.
-func compareDrain(ctx context.Context, o options, name string, n int, tps pgbenchRates) (drainFigures, error) {
+// compareDrain is one round's drain with o.bin on fresh databases, and
+// its latency run when o.latency is not 0.
+func compareDrain(ctx context.Context, o options, name string, n int, tps pgbenchRates) (drainFigures, latencyFigures, error) {
 	f, err := newFeed(ctx, o, name)
 	if err != nil {
-		return drainFigures{}, err
+		return drainFigures{}, latencyFigures{}, err
 	}
 	defer f.close(ctx)
 	empty, err := f.drain(ctx, "empty")
 	if err != nil {
-		return drainFigures{}, err
+		return drainFigures{}, latencyFigures{}, err
 	}
 	if _, err := f.resp(ctx, o.flights, empty); err != nil {
-		return drainFigures{}, err
+		return drainFigures{}, latencyFigures{}, err
 	}
-	return f.backlog(ctx, n, empty, tps)
+	d, err := f.backlog(ctx, n, empty, tps)
+	if err != nil || o.latency == 0 {
+		return d, latencyFigures{}, err
+	}
+	l, err := f.latencyRun(ctx)
+	return d, l, err
+}
+
+// printLatencyMedians prints, for the baseline and the binary under test,
+// the medians over the rounds of each latency phase's p50, p99 and max,
+// and of the run's CPU per message.
+func printLatencyMedians(n int, base, test []latencyFigures) {
+	fmt.Printf("latency, medians of %d rounds (ms):%46s %23s\n", n, "baseline p50/p99/max", "under test p50/p99/max")
+	at := func(get func(latencyFigures) []time.Duration, i int) func(latencyFigures) float64 {
+		return func(l latencyFigures) float64 { return msf(get(l)[i]) }
+	}
+	p50 := func(l latencyFigures) []time.Duration { return l.p50 }
+	p99 := func(l latencyFigures) []time.Duration { return l.p99 }
+	pmax := func(l latencyFigures) []time.Duration { return l.max }
+	for i, ph := range latencyPhases {
+		fmt.Printf("  %-76s %6.1f %6.1f %6.1f    %6.1f %6.1f %6.1f\n", ph.name,
+			rounds.Median(base, at(p50, i)), rounds.Median(base, at(p99, i)), rounds.Median(base, at(pmax, i)),
+			rounds.Median(test, at(p50, i)), rounds.Median(test, at(p99, i)), rounds.Median(test, at(pmax, i)))
+	}
+	cpu := func(ls []latencyFigures) string {
+		return fmt.Sprintf("pump %.0f, feed's PostgreSQL %.0f, mailbox %.0f",
+			rounds.Median(ls, func(l latencyFigures) float64 { return l.pump }),
+			rounds.Median(ls, func(l latencyFigures) float64 { return l.feedPG }),
+			rounds.Median(ls, func(l latencyFigures) float64 { return l.feedMy }))
+	}
+	fmt.Printf("  CPU µs per message: baseline %s; under test %s\n", cpu(base), cpu(test))
 }
 
 // medianFigures is each figure's median over the rounds (each figure on

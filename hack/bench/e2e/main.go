@@ -55,7 +55,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -82,7 +81,9 @@ type options struct {
 	pgbench   time.Duration
 	latency   time.Duration
 	rate      int
-	batchSize int
+	// latencyCSV is where the latency run writes each message's times.
+	latencyCSV string
+	batchSize  int
 	// compression is kafka.compression ("" keeps the feed's default).
 	compression string
 	profile     string
@@ -110,6 +111,7 @@ func main() {
 	flag.DurationVar(&o.pgbench, "pgbench", 10*time.Second, "pgbench duration")
 	flag.DurationVar(&o.latency, "latency", 20*time.Second, "duration of the steady-rate latency run (0 skips it)")
 	flag.IntVar(&o.rate, "rate", 50, "messages/s of the latency run")
+	flag.StringVar(&o.latencyCSV, "latency-csv", "", "write each message of the latency run to this CSV file (with -baseline one file a run, FILE-cmp1b.csv for round 1's baseline and so on): id, FLID, and in µs since the epoch its DATE_RECEIVED, the start of the pump's transaction, the record's production and its consumption")
 	flag.IntVar(&o.batchSize, "batch-size", 0, "mailbox.batchSize (0: the feed's default)")
 	flag.StringVar(&o.compression, "compression", "", "kafka.compression: zstd, lz4 or none (empty: the feed's default)")
 	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of every pump run into this directory (pump --cpuprofile)")
@@ -117,7 +119,7 @@ func main() {
 	flag.StringVar(&sweepCounts, "sweep", "", "flight counts of a RESP sweep, each on fresh databases (e.g. 500,1000,2000,4000,6000,8000,9999): a Markdown table of time against flights")
 	flag.StringVar(&o.chart, "chart", "", "with -sweep: write the sweep as an SVG chart to this file")
 	flag.BoolVar(&o.keep, "keep", false, "keep the databases and the pump logs (their names are printed)")
-	flag.StringVar(&o.baseline, "baseline", "", "a baseline flightfeed binary (e.g. the previous release's, hack/bench/baseline.sh): instead of the full run, drain the first backlog with it and with -bin in alternation, fresh databases each, and print the medians and their ratios; with -backlogs '' the full-day RESPs of -flights and -big-flights instead")
+	flag.StringVar(&o.baseline, "baseline", "", "a baseline flightfeed binary (e.g. the previous release's, hack/bench/baseline.sh): instead of the full run, drain the first backlog with it and with -bin in alternation, fresh databases each, and print the medians and their ratios (with -latency not 0, the latency run follows each drain and its phases' medians are printed too); with -backlogs '' the full-day RESPs of -flights and -big-flights instead")
 	flag.IntVar(&o.rounds, "rounds", 3, "with -baseline: rounds, each draining once with each binary (the order alternates)")
 	flag.Parse()
 	var err error
@@ -216,7 +218,7 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	if o.latency > 0 {
-		if err := f.latencyRun(ctx); err != nil {
+		if _, err := f.latencyRun(ctx); err != nil {
 			return err
 		}
 	}
@@ -572,121 +574,6 @@ func (f *feed) consume(ctx context.Context, wantState, wantNotice int) (kafkaRea
 	f.read.state += k.state
 	f.read.notice += k.notice
 	return k, nil
-}
-
-// latencyRun runs the pump (not draining) and writes one FLOP every
-// 1/rate s, each to another flight, DATE_RECEIVED set as it is written;
-// the latency of a message is its change notice's arrival at a
-// read_committed consumer minus its DATE_RECEIVED.
-func (f *feed) latencyRun(ctx context.Context) error {
-	if _, err := f.readKafka(ctx, 0, 0); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	logPath := filepath.Join(f.o.work, f.name+"-latency.log")
-	logf, err := os.Create(logPath) //nolint:gosec // our own temporary directory
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	args := []string{"pump", "--config", f.config, "--identity", "bench"}
-	if f.o.profile != "" {
-		args = append(args, "--cpuprofile", filepath.Join(f.o.profile, f.name+"-latency.pprof"))
-	}
-	// Stopped by SIGTERM below, not by a context.
-	cmd := exec.CommandContext(context.WithoutCancel(ctx), f.o.bin, args...) //nolint:gosec // the binary under test
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stop := func() error {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		return <-exited
-	}
-	time.Sleep(2 * time.Second) // started, requests sent, idle
-
-	// One message a flight, so a notice's key names its message.
-	n := min(int(f.o.latency.Seconds()*float64(f.o.rate)), f.o.flights)
-	var msgs []simulate.Message
-	flidOf := regexp.MustCompile(`<FLID>(\d+)</FLID>`)
-	taken := map[string]bool{}
-	for _, m := range simulate.Backlog(f.opts(f.o.flights), 10*f.o.flights) {
-		if flid := flidOf.FindStringSubmatch(m.Body)[1]; !taken[flid] && len(msgs) < n {
-			taken[flid] = true
-			msgs = append(msgs, m)
-		}
-	}
-	f.seqn += 10 * f.o.flights
-	received := map[string]time.Time{} // FLID -> DATE_RECEIVED
-	latencies := make(chan []time.Duration, 1)
-	go func() {
-		var out []time.Duration
-		seen := map[string]bool{}
-		for len(out) < len(msgs) && ctx.Err() == nil {
-			pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
-			fetches := f.consumer.PollFetches(pctx)
-			pcancel()
-			now := time.Now()
-			got := 0
-			fetches.EachRecord(func(r *kgo.Record) {
-				if r.Topic != "KAFKA_MSG" || seen[string(r.Key)] {
-					return
-				}
-				seen[string(r.Key)] = true
-				got++
-				out = append(out, now.Sub(receivedAt(received, string(r.Key))))
-			})
-			if got == 0 && fetches.Empty() && pctx.Err() != nil {
-				break
-			}
-		}
-		latencies <- out
-	}()
-	// The map is written before each row exists, so the reader sees it.
-	// (It reads only FLIDs whose row was written: a notice follows its row.)
-	tick := time.NewTicker(time.Second / time.Duration(f.o.rate))
-	defer tick.Stop()
-	for _, m := range msgs {
-		<-tick.C
-		now := time.Now()
-		setReceived(received, flidOf.FindStringSubmatch(m.Body)[1], now)
-		if _, err := mailbox.WriteInbound(ctx, f.mbox, mailbox.Inbound{Received: now, Body: m.Body}); err != nil {
-			_ = stop()
-			return err
-		}
-	}
-	lat := <-latencies
-	if err := stop(); err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			return err
-		}
-	}
-	if len(lat) < len(msgs) {
-		out, _ := os.ReadFile(logPath) //nolint:gosec // our own temporary directory
-		return fmt.Errorf("latency run: %d notices of %d messages\n%s", len(lat), len(msgs), tail(string(out), 20))
-	}
-	slices.Sort(lat)
-	fmt.Printf("latency at %d msgs/s (%d messages, pollInterval 100ms): DATE_RECEIVED -> change notice p50 %s, p99 %s, max %s; peak RSS %d MB\n",
-		f.o.rate, len(lat), ms(pct(lat, 50)), ms(pct(lat, 99)), ms(lat[len(lat)-1]), maxRSS(cmd.ProcessState)/1024)
-	return nil
-}
-
-var receivedMu sync.Mutex
-
-func setReceived(m map[string]time.Time, flid string, t time.Time) {
-	receivedMu.Lock()
-	defer receivedMu.Unlock()
-	m[flid] = t
-}
-
-func receivedAt(m map[string]time.Time, flid string) time.Time {
-	receivedMu.Lock()
-	defer receivedMu.Unlock()
-	return m[flid]
 }
 
 func pct(sorted []time.Duration, p int) time.Duration {
