@@ -216,3 +216,22 @@ func TestWorkingSetRefusalKeepsEarlierMessages(t *testing.T) {
 		t.Fatalf("pending after refused messages (-want +got):\n%s", diff)
 	}
 }
+
+// A record that creates a flight is a write even when it sets no field
+// (it clears one the flight does not have): the flight exists, empty.
+func TestIncrementCreatesAnEmptyFlight(t *testing.T) {
+	t.Parallel()
+	meta := engine.Meta{MessageID: msgID, Type: "FLOP", Styp: "ESTT"}
+	set := engine.NewWorkingSet([]flight.FLID{fC}, nil, []int64{firstV}, now)
+	eff, err := set.Increment(meta, []flight.Commands{{FLID: fC, Cmds: []flight.Command{{Tag: "ESTT", Op: flight.OpClear}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eff.Versions[fC] != firstV || len(eff.Created) != 1 {
+		t.Fatalf("effect %+v, want flight %s created at version %d", eff, fC, firstV)
+	}
+	p := set.Pending()
+	if len(p.Writes) != 1 || p.Writes[0].Next.FLID != fC || !p.Writes[0].IsNew || len(p.Events) != 1 {
+		t.Fatalf("pending %+v, want the new flight %s written with its event", p, fC)
+	}
+}

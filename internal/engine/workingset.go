@@ -103,13 +103,13 @@ func (w *WorkingSet) Increment(meta Meta, records []flight.Commands) (IncrementE
 			w.dropEvents(events)
 			return IncrementEffect{}, fmt.Errorf("message %d: flight %s: a full record is not an increment", meta.MessageID, r.FLID)
 		}
-		out2, err := w.increment(meta, r, staged, &out)
+		tags, changed, err := w.increment(meta, r, staged, &out)
 		if err != nil {
 			w.dropEvents(events)
 			return IncrementEffect{}, err
 		}
-		if out2 != nil {
-			changes = append(changes, stagedChange{r.FLID, out2})
+		if changed {
+			changes = append(changes, stagedChange{r.FLID, tags})
 		}
 	}
 	for _, c := range changes {
@@ -138,22 +138,23 @@ func (w *WorkingSet) dropEvents(n int) {
 
 // increment merges one record of a message into what the message staged
 // so far (staged, its effect out) and appends its event to the set's;
-// it returns the tags the record changed, nil when it changed nothing.
-func (w *WorkingSet) increment(meta Meta, r flight.Commands, staged map[flight.FLID]*flight.State, out *IncrementEffect) ([]string, error) {
+// it returns the tags the record changed and whether it is a write (a
+// flight it creates is one, even with no field set).
+func (w *WorkingSet) increment(meta Meta, r flight.Commands, staged map[flight.FLID]*flight.State, out *IncrementEffect) ([]string, bool, error) {
 	cur, exists, err := w.current(r.FLID)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if s, ok := staged[r.FLID]; ok {
 		cur, exists = *s, true
 	}
 	wr, changed, err := Merge(cur, exists, r)
 	if err != nil {
-		return nil, fmt.Errorf("message %d: %w", meta.MessageID, err)
+		return nil, false, fmt.Errorf("message %d: %w", meta.MessageID, err)
 	}
 	if !changed {
 		out.Unchanged++
-		return nil, nil
+		return nil, false, nil
 	}
 	if !exists {
 		out.Created = append(out.Created, r.FLID)
@@ -164,16 +165,16 @@ func (w *WorkingSet) increment(meta Meta, r flight.Commands, staged map[flight.F
 	// message's records apply in order.
 	v, err := w.version()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	next.StateVersion, next.LastMessageID, next.UpdatedAt = v, meta.MessageID, w.now
 	ev, err := upsertEvent(next, wr.Changed, wr.Diff, meta)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	w.events = append(w.events, ev)
 	out.Versions[r.FLID] = v
-	return wr.Changed, nil
+	return wr.Changed, true, nil
 }
 
 // Delete ends flight instances (FDEL, processing rules R6.2) in the set, in
