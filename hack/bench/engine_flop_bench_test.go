@@ -64,7 +64,7 @@ func BenchmarkEngineFLOPBacklog(b *testing.B) {
 		c := engine.Change{Deletions: d.Deletions}
 		for _, r := range d.Records {
 			c.Increments = append(c.Increments, r.Commands)
-			flids = append(flids, r.Commands.FLID)
+			flids = append(flids, r.FLID)
 		}
 		flids = append(flids, d.Deletions...)
 		msgs = append(msgs, msg{engine.Meta{MessageID: int64(i + 1), Type: d.Meta.Type, Styp: d.Meta.Styp, Door: passDoor{}}, c})

@@ -159,7 +159,7 @@ func appendCanonicalByTable(buf []byte, s *State) ([]byte, bool) {
 	}
 	// order holds each entry's key position (high byte) and index (low).
 	add := func(pos int, e canonicalEntry) {
-		order = append(order, uint16(pos)<<8|uint16(len(entries)))
+		order = append(order, uint16(pos)<<8|uint16(len(entries))) //nolint:gosec // pos < 79, entries < 79: one per mapped field and bookkeeping key
 		entries = append(entries, e)
 	}
 	for i := range bookkeepingKeys {
