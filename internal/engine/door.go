@@ -85,34 +85,52 @@ func (e *TooLarge) Error() string {
 // event's record (processing rules R7.3); the door counts them, and dispatch's tests
 // check that both agree.
 func RecordHeaders(event string, version int64, day string) []Header {
-	h := []Header{{Key: "state-version", Value: strconv.FormatInt(version, 10)}, {Key: "event", Value: event}}
+	return appendRecordHeaders(make([]Header, 0, 3), event, strconv.FormatInt(version, 10), day)
+}
+
+// appendRecordHeaders appends RecordHeaders(event, v, day) to h, v being
+// the version as FormatInt writes it.
+func appendRecordHeaders(h []Header, event, version, day string) []Header {
+	h = append(h, Header{Key: "state-version", Value: version}, Header{Key: "event", Value: event})
 	if day != "" {
 		h = append(h, Header{Key: "operation-day", Value: day})
 	}
 	return h
 }
 
-// checkDoor measures one record of e against the door: kind says which
-// (its state or its notice).
-func checkDoor(door Door, e *Event, kind string) error {
+// doorRecords is what the door is given of an event's two records besides
+// their values: the key and each record's headers, in one allocation (what
+// an interface method is given escapes), not one for each key, header list
+// and growth of it.
+type doorRecords struct {
+	key           [20]byte
+	state, notice [3]Header
+}
+
+// checkDoors measures e's state, then its notice, against the door.
+func checkDoors(door Door, e *Event) error {
 	if door == nil {
 		return nil
 	}
-	event, payload := EventNotice, e.Notice
-	if kind == KindState {
-		event, payload = e.Event, e.State
+	r := new(doorRecords)
+	key := strconv.AppendUint(r.key[:0], uint64(e.FLID), 10)
+	version := strconv.FormatInt(e.Version, 10)
+	for _, kind := range [...]string{KindState, KindNotice} {
+		event, payload, headers := EventNotice, e.Notice, r.notice[:0]
+		if kind == KindState {
+			event, payload, headers = e.Event, e.State, r.state[:0]
+		}
+		// The door reads the value and keeps none of it: no copy of the
+		// document (Door.Of).
+		size := door.Of(key, unsafe.Slice(unsafe.StringData(payload), len(payload)), appendRecordHeaders(headers, event, version, e.Day)) //nolint:gosec // read-only view, see above
+		if door.Fits(size) {
+			continue
+		}
+		tl := &TooLarge{FLID: e.FLID, Kind: kind, Size: size, Limit: door.Max()}
+		tl.Field, tl.FieldBytes, tl.Items = largestField([]byte(payload))
+		return tl
 	}
-	var keyBuf [20]byte
-	key := strconv.AppendUint(keyBuf[:0], uint64(e.FLID), 10)
-	// The door reads the value and keeps none of it: no copy of the
-	// document (Door.Of).
-	size := door.Of(key, unsafe.Slice(unsafe.StringData(payload), len(payload)), RecordHeaders(event, e.Version, e.Day)) //nolint:gosec // read-only view, see above
-	if door.Fits(size) {
-		return nil
-	}
-	tl := &TooLarge{FLID: e.FLID, Kind: kind, Size: size, Limit: door.Max()}
-	tl.Field, tl.FieldBytes, tl.Items = largestField([]byte(payload))
-	return tl
+	return nil
 }
 
 // largestField names the top-level member of a JSON document with the most

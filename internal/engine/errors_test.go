@@ -186,3 +186,52 @@ func TestWorkingSetDeleteIsAtomic(t *testing.T) {
 		})
 	}
 }
+
+// A refused message leaves what earlier messages put in the set: their
+// events, states and changed tags are pending as if it never came.
+func TestWorkingSetRefusalKeepsEarlierMessages(t *testing.T) {
+	t.Parallel()
+	meta := engine.Meta{MessageID: msgID, Type: "FLOP", Styp: "FLNO"}
+	setFLNO := func(flid flight.FLID, flno string) flight.Commands {
+		return flight.Commands{FLID: flid, Cmds: []flight.Command{{Tag: "FLNO", Op: flight.OpSet, Value: flno}}}
+	}
+	newSet := func() *engine.WorkingSet {
+		return engine.NewWorkingSet([]flight.FLID{ca100, fA}, map[flight.FLID]flight.State{ca100: seedCA100()}, []int64{firstV, firstV + 1, firstV + 2}, now)
+	}
+	want, got := newSet(), newSet()
+	for _, set := range []*engine.WorkingSet{want, got} {
+		if _, err := set.Increment(meta, []flight.Commands{setFLNO(ca100, "CA9"), setFLNO(fA, "CA1")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refused := meta
+	refused.MessageID++
+	if _, err := got.Increment(refused, []flight.Commands{setFLNO(ca100, "CA7"), {FLID: fA, Cmds: []flight.Command{badTag}}}); err == nil {
+		t.Fatal("the message with an invalid command was accepted")
+	}
+	if _, err := got.Increment(refused, []flight.Commands{setFLNO(fA, "CA2"), setFLNO(fC, "CA3")}); err == nil {
+		t.Fatal("the message with a flight not prefetched was accepted")
+	}
+	if diff := cmp.Diff(want.Pending(), got.Pending()); diff != "" {
+		t.Fatalf("pending after refused messages (-want +got):\n%s", diff)
+	}
+}
+
+// A record that creates a flight is a write even when it sets no field
+// (it clears one the flight does not have): the flight exists, empty.
+func TestIncrementCreatesAnEmptyFlight(t *testing.T) {
+	t.Parallel()
+	meta := engine.Meta{MessageID: msgID, Type: "FLOP", Styp: "ESTT"}
+	set := engine.NewWorkingSet([]flight.FLID{fC}, nil, []int64{firstV}, now)
+	eff, err := set.Increment(meta, []flight.Commands{{FLID: fC, Cmds: []flight.Command{{Tag: "ESTT", Op: flight.OpClear}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eff.Versions[fC] != firstV || len(eff.Created) != 1 {
+		t.Fatalf("effect %+v, want flight %s created at version %d", eff, fC, firstV)
+	}
+	p := set.Pending()
+	if len(p.Writes) != 1 || p.Writes[0].Next.FLID != fC || !p.Writes[0].IsNew || len(p.Events) != 1 {
+		t.Fatalf("pending %+v, want the new flight %s written with its event", p, fC)
+	}
+}

@@ -123,10 +123,8 @@ func upsertEvent(next *flight.State, changed []string, diff []flight.FieldChange
 	e := Event{FLID: next.FLID, Version: next.StateVersion, Day: next.OperationDay,
 		MessageID: meta.MessageID, Notice: all[docEnd:noticeEnd], Event: EventUpsert, State: all[:docEnd],
 		ReceivedAt: meta.ReceivedAt, ChangeKind: ChangeUpsert, Changes: all[noticeEnd:]}
-	for _, kind := range []string{KindState, KindNotice} {
-		if err := checkDoor(meta.Door, &e, kind); err != nil {
-			return Event{}, err
-		}
+	if err := checkDoors(meta.Door, &e); err != nil {
+		return Event{}, err
 	}
 	return e, nil
 }

@@ -90,59 +90,91 @@ func (w *WorkingSet) current(f flight.FLID) (flight.State, bool, error) {
 func (w *WorkingSet) Increment(meta Meta, records []flight.Commands) (IncrementEffect, error) {
 	out := IncrementEffect{Versions: map[flight.FLID]int64{}}
 	staged := map[flight.FLID]*flight.State{}
-	stagedChanges := map[flight.FLID][]string{}
-	var events []Event
-	var order []flight.FLID
+	// The message's events go straight onto the set's, and its changed
+	// records are listed in order; on error both are dropped.
+	events := len(w.events)
+	type stagedChange struct {
+		flid    flight.FLID
+		changed []string
+	}
+	var changes []stagedChange
 	for _, r := range records {
 		if r.Full {
+			w.dropEvents(events)
 			return IncrementEffect{}, fmt.Errorf("message %d: flight %s: a full record is not an increment", meta.MessageID, r.FLID)
 		}
-		cur, exists, err := w.current(r.FLID)
+		tags, changed, err := w.increment(meta, r, staged, &out)
 		if err != nil {
+			w.dropEvents(events)
 			return IncrementEffect{}, err
 		}
-		if s, ok := staged[r.FLID]; ok {
-			cur, exists = *s, true
+		if changed {
+			changes = append(changes, stagedChange{r.FLID, tags})
 		}
-		wr, changed, err := Merge(cur, exists, r)
-		if err != nil {
-			return IncrementEffect{}, fmt.Errorf("message %d: %w", meta.MessageID, err)
-		}
-		if !changed {
-			out.Unchanged++
-			continue
-		}
-		if !exists {
-			out.Created = append(out.Created, r.FLID)
-		}
-		next := wr.Next
-		if _, ok := staged[r.FLID]; !ok {
-			order = append(order, r.FLID)
-		}
-		staged[r.FLID] = &next
-		stagedChanges[r.FLID] = append(stagedChanges[r.FLID], wr.Changed...)
-		// Every changed record is its own version and notice, as the
-		// message's records apply in order.
-		v, err := w.version()
-		if err != nil {
-			return IncrementEffect{}, err
-		}
-		next.StateVersion, next.LastMessageID, next.UpdatedAt = v, meta.MessageID, w.now
-		ev, err := upsertEvent(&next, wr.Changed, wr.Diff, meta)
-		if err != nil {
-			return IncrementEffect{}, err
-		}
-		events = append(events, ev)
-		out.Versions[r.FLID] = v
 	}
-	for _, f := range order {
+	for _, c := range changes {
+		f := c.flid
 		w.cur[f] = staged[f]
-		w.changed[f] = append(w.changed[f], stagedChanges[f]...)
+		// The tags are the merge's own slice: taken as they are when the
+		// flight has none yet (appending later writes only past them).
+		if old, ok := w.changed[f]; ok {
+			w.changed[f] = append(old, c.changed...)
+		} else {
+			w.changed[f] = c.changed
+		}
 		w.touch(f)
 	}
-	w.events = append(w.events, events...)
 	out.States = staged
 	return out, nil
+}
+
+// dropEvents drops the events from the n-th on: a refused message's.
+func (w *WorkingSet) dropEvents(n int) {
+	clear(w.events[n:]) // no document stays reachable
+	if w.events = w.events[:n]; n == 0 {
+		w.events = nil
+	}
+}
+
+// increment merges one record of a message into what the message staged
+// so far (staged, its effect out) and appends its event to the set's;
+// it returns the tags the record changed and whether it is a write (a
+// flight it creates is one, even with no field set).
+func (w *WorkingSet) increment(meta Meta, r flight.Commands, staged map[flight.FLID]*flight.State, out *IncrementEffect) ([]string, bool, error) {
+	cur, exists, err := w.current(r.FLID)
+	if err != nil {
+		return nil, false, err
+	}
+	if s, ok := staged[r.FLID]; ok {
+		cur, exists = *s, true
+	}
+	wr, changed, err := Merge(cur, exists, r)
+	if err != nil {
+		return nil, false, fmt.Errorf("message %d: %w", meta.MessageID, err)
+	}
+	if !changed {
+		out.Unchanged++
+		return nil, false, nil
+	}
+	if !exists {
+		out.Created = append(out.Created, r.FLID)
+	}
+	next := &wr.Next
+	staged[r.FLID] = next
+	// Every changed record is its own version and notice, as the
+	// message's records apply in order.
+	v, err := w.version()
+	if err != nil {
+		return nil, false, err
+	}
+	next.StateVersion, next.LastMessageID, next.UpdatedAt = v, meta.MessageID, w.now
+	ev, err := upsertEvent(next, wr.Changed, wr.Diff, meta)
+	if err != nil {
+		return nil, false, err
+	}
+	w.events = append(w.events, ev)
+	out.Versions[r.FLID] = v
+	return wr.Changed, true, nil
 }
 
 // Delete ends flight instances (FDEL, processing rules R6.2) in the set, in

@@ -85,14 +85,114 @@ var canonicalKeys = func() []canonicalKey {
 	return keys
 }()
 
-// appendCanonicalByTable renders the document by walking canonicalKeys and
-// looking each key up in its map: no key list to build and sort. It
-// reports false, having rendered nothing that counts, when a map holds a
-// key that is not a mapped field of its kind (a state built by hand, an old
-// row): the general path renders that, collisions and all.
+// tagCodes are the mapped fields' tags (all four bytes) as big-endian
+// numbers, ascending, so that a tag's number orders as its bytes do;
+// tagKeys[i] is the position in canonicalKeys of the tag tagCodes[i].
+var tagCodes, tagKeys = func() ([]uint32, []uint8) {
+	var codes []uint32
+	var keys []uint8
+	for i, k := range canonicalKeys {
+		if k.field < 0 {
+			continue
+		}
+		if len(k.key) != 4 {
+			panic("flight: a field tag is not four bytes: " + k.key)
+		}
+		codes = append(codes, tagCode(k.key))
+		keys = append(keys, uint8(i))
+	}
+	if !slices.IsSorted(codes) || len(canonicalKeys) > 255 {
+		panic("flight: field tags do not sort as their codes")
+	}
+	return codes, keys
+}()
+
+func tagCode(tag string) uint32 {
+	return uint32(tag[0])<<24 | uint32(tag[1])<<16 | uint32(tag[2])<<8 | uint32(tag[3])
+}
+
+// canonicalKeyOf is the position in canonicalKeys of a mapped field's tag,
+// or -1: a binary search of four-byte codes, no hashing.
+func canonicalKeyOf(tag string) int {
+	if len(tag) != 4 {
+		return -1
+	}
+	c := tagCode(tag)
+	if i, ok := slices.BinarySearch(tagCodes, c); ok {
+		return int(tagKeys[i])
+	}
+	return -1
+}
+
+// The positions of the bookkeeping keys in canonicalKeys.
+var bookkeepingKeys = func() (out [4]uint8) {
+	for i, k := range canonicalKeys {
+		if k.field < 0 {
+			out[-1-k.field] = uint8(i)
+		}
+	}
+	return out
+}()
+
+// canonicalEntry is one present field of a state: its position in
+// canonicalKeys and its value (by its kind).
+type canonicalEntry struct {
+	str   string
+	items []Item
+	obj   Item
+}
+
+// appendCanonicalByTable renders the document from the keys the state's
+// maps hold, each found in the table by its tag's code and rendered in the
+// table's order: a flight holds a few dozen of the 74 fields, and looking
+// each of the 74 up in its map cost more than the rendering. It reports
+// false, having rendered nothing that counts, when a map holds a key that
+// is not a mapped field of its kind (a state built by hand, an old row):
+// the general path renders that, collisions and all.
 func appendCanonicalByTable(buf []byte, s *State) ([]byte, bool) {
-	start := len(buf)
-	var scalars, lists, anomalies int
+	n := 4 + len(s.Scalars) + len(s.Lists) + len(s.Anomalies)
+	var entryStack [96]canonicalEntry
+	var orderStack [96]uint16
+	entries, order := entryStack[:0], orderStack[:0]
+	if n > len(entryStack) {
+		entries, order = make([]canonicalEntry, 0, n), make([]uint16, 0, n)
+	}
+	// order holds each entry's key position (high byte) and index (low).
+	add := func(pos int, e canonicalEntry) {
+		order = append(order, uint16(pos)<<8|uint16(len(entries))) //nolint:gosec // pos < 79, entries < 79: one per mapped field and bookkeeping key
+		entries = append(entries, e)
+	}
+	for i := range bookkeepingKeys {
+		add(int(bookkeepingKeys[i]), canonicalEntry{})
+	}
+	for tag, v := range s.Scalars {
+		pos := canonicalKeyOf(tag)
+		if pos < 0 || canonicalKeys[pos].kind != KindScalar {
+			return buf, false
+		}
+		if v != "" {
+			add(pos, canonicalEntry{str: v})
+		}
+	}
+	for tag, items := range s.Lists {
+		pos := canonicalKeyOf(tag)
+		if pos < 0 || (canonicalKeys[pos].kind != KindCollection && canonicalKeys[pos].kind != KindRecord) {
+			return buf, false
+		}
+		if len(items) > 0 {
+			add(pos, canonicalEntry{items: items})
+		}
+	}
+	for tag, obj := range s.Anomalies {
+		pos := canonicalKeyOf(tag)
+		if pos < 0 || canonicalKeys[pos].kind != KindAnomaly {
+			return buf, false
+		}
+		if len(obj) > 0 {
+			add(pos, canonicalEntry{obj: obj})
+		}
+	}
+	slices.Sort(order)
 	buf = append(buf, '{')
 	first := true
 	key := func(k string) {
@@ -103,8 +203,8 @@ func appendCanonicalByTable(buf []byte, s *State) ([]byte, bool) {
 		buf = AppendJSONString(buf, k)
 		buf = append(buf, ':')
 	}
-	for i := range canonicalKeys {
-		k := &canonicalKeys[i]
+	for _, o := range order {
+		k, e := &canonicalKeys[o>>8], &entries[o&0xff]
 		switch k.field {
 		case keyFLID:
 			key(k.key)
@@ -133,52 +233,34 @@ func appendCanonicalByTable(buf []byte, s *State) ([]byte, bool) {
 		}
 		switch k.kind {
 		case KindScalar:
-			v, ok := s.Scalars[k.key]
-			if !ok {
-				continue
-			}
-			scalars++
-			if v != "" {
-				key(k.key)
-				buf = AppendJSONString(buf, v)
-			}
+			key(k.key)
+			buf = AppendJSONString(buf, e.str)
 		case KindAnomaly:
-			obj, ok := s.Anomalies[k.key]
-			if !ok {
-				continue
-			}
-			anomalies++
-			if len(obj) > 0 {
-				key(k.key)
-				buf = appendObject(buf, obj)
-			}
+			key(k.key)
+			buf = appendObject(buf, e.obj)
 		default:
-			items, ok := s.Lists[k.key]
-			if !ok {
-				continue
-			}
-			lists++
-			if !slices.ContainsFunc(items, func(it Item) bool { return len(it) > 0 }) {
-				continue
-			}
+			// The key, then the items that carry something; a list of
+			// none is no key at all.
+			at, wasFirst := len(buf), first
 			key(k.key)
 			buf = append(buf, '[')
-			n := 0
-			for _, it := range items {
+			written := 0
+			for _, it := range e.items {
 				if len(it) == 0 {
 					continue
 				}
-				if n > 0 {
+				if written > 0 {
 					buf = append(buf, ',')
 				}
-				n++
+				written++
 				buf = appendObject(buf, it)
+			}
+			if written == 0 {
+				buf, first = buf[:at], wasFirst
+				continue
 			}
 			buf = append(buf, ']')
 		}
-	}
-	if scalars != len(s.Scalars) || lists != len(s.Lists) || anomalies != len(s.Anomalies) {
-		return buf[:start], false
 	}
 	return append(buf, '}'), true
 }
@@ -278,22 +360,28 @@ func nonEmptyItems(items []Item) []Item {
 	return out
 }
 
-// appendObject writes an item as a JSON object with sorted keys.
+// appendObject writes an item as a JSON object with sorted keys. The
+// attributes are taken with their values as the map yields them and
+// sorted by an insertion sort (an item has a handful): no second look-up
+// of each value.
 func appendObject(buf []byte, it Item) []byte {
-	var stack [12]string // an item's attributes: a handful
-	keys := stack[:0]
-	for k := range it {
-		keys = append(keys, k)
+	type attr struct{ k, v string }
+	var stack [12]attr
+	attrs := stack[:0]
+	for k, v := range it {
+		attrs = append(attrs, attr{k, v})
+		for i := len(attrs) - 1; i > 0 && attrs[i].k < attrs[i-1].k; i-- {
+			attrs[i], attrs[i-1] = attrs[i-1], attrs[i]
+		}
 	}
-	slices.Sort(keys)
 	buf = append(buf, '{')
-	for i, k := range keys {
+	for i, a := range attrs {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = AppendJSONString(buf, k)
+		buf = AppendJSONString(buf, a.k)
 		buf = append(buf, ':')
-		buf = AppendJSONString(buf, it[k])
+		buf = AppendJSONString(buf, a.v)
 	}
 	return append(buf, '}')
 }

@@ -58,38 +58,60 @@ func DiffFields(before, after State, tags []string) []FieldChange {
 	}
 	slices.Sort(pos)
 	pos = slices.Compact(pos)
-	var out []FieldChange
+	out := make([]FieldChange, 0, len(pos))
 	for _, i := range pos {
 		if c, ok := diffField(&fieldTable[i], &before, &after); ok {
 			out = append(out, c)
 		}
 	}
+	if len(out) == 0 {
+		return nil
+	}
 	return out
 }
 
 // diffField compares one field of two states: the change, or false when
-// the document shows the same value (or none) both ways.
+// the document shows the same value (or none) both ways. Both values are
+// rendered into one buffer, sized for them.
 func diffField(f *FieldSpec, before, after *State) (FieldChange, bool) {
-	var old, cur json.RawMessage
+	var buf []byte
+	var mid int
 	switch f.Kind {
 	case KindScalar:
 		a, b := before.Scalars[f.Tag], after.Scalars[f.Tag]
 		if a == b {
 			return FieldChange{}, false
 		}
-		old, cur = scalarJSON(a), scalarJSON(b)
+		buf = make([]byte, 0, len(a)+len(b)+8)
+		buf = appendScalarJSON(buf, a)
+		mid = len(buf)
+		buf = appendScalarJSON(buf, b)
 	case KindAnomaly:
 		a, b := before.Anomalies[f.Tag], after.Anomalies[f.Tag]
 		if maps.Equal(a, b) {
 			return FieldChange{}, false
 		}
-		old, cur = objectJSON(a), objectJSON(b)
+		buf = make([]byte, 0, 32*(len(a)+len(b))+8)
+		buf = appendObjectJSON(buf, a)
+		mid = len(buf)
+		buf = appendObjectJSON(buf, b)
 	default:
 		a, b := nonEmptyItems(before.Lists[f.Tag]), nonEmptyItems(after.Lists[f.Tag])
 		if slices.EqualFunc(a, b, maps.Equal) {
 			return FieldChange{}, false
 		}
-		old, cur = listJSON(a), listJSON(b)
+		buf = make([]byte, 0, 64*(len(a)+len(b))+8)
+		buf = appendListJSON(buf, a)
+		mid = len(buf)
+		buf = appendListJSON(buf, b)
+	}
+	// An empty value renders nothing: absent (nil).
+	var old, cur json.RawMessage
+	if mid > 0 {
+		old = buf[:mid:mid]
+	}
+	if len(buf) > mid {
+		cur = buf[mid:]
 	}
 	if old == nil && cur == nil {
 		return FieldChange{}, false // empty both ways: the document shows neither
@@ -131,25 +153,30 @@ func AppendChanges(buf []byte, diff []FieldChange) []byte {
 	return append(buf, ']')
 }
 
-func scalarJSON(s string) json.RawMessage {
+// appendScalarJSON appends a scalar's value as the document shows it,
+// nothing when it is empty (absent).
+func appendScalarJSON(buf []byte, s string) []byte {
 	if s == "" {
-		return nil
+		return buf
 	}
-	return AppendJSONString(nil, s)
+	return AppendJSONString(buf, s)
 }
 
-func objectJSON(it Item) json.RawMessage {
+// appendObjectJSON appends an anomaly's object, nothing when it is empty.
+func appendObjectJSON(buf []byte, it Item) []byte {
 	if len(it) == 0 {
-		return nil
+		return buf
 	}
-	return appendObject(nil, it)
+	return appendObject(buf, it)
 }
 
-func listJSON(items []Item) json.RawMessage {
+// appendListJSON appends a list's array of objects, nothing when it is
+// empty.
+func appendListJSON(buf []byte, items []Item) []byte {
 	if len(items) == 0 {
-		return nil
+		return buf
 	}
-	buf := []byte{'['}
+	buf = append(buf, '[')
 	for i, it := range items {
 		if i > 0 {
 			buf = append(buf, ',')

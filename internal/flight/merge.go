@@ -28,7 +28,8 @@ func Apply(cur State, cmds Commands) (State, []string, error) {
 	// commands: items are never changed in place once built (a decoded
 	// message's are not touched after decoding), so sharing is safe and a
 	// full-day snapshot does not hold every item twice.
-	next := cur.withOwnMaps()
+	next := cur
+	d := draft{s: &next}
 	var changed []string
 	// An increment's implied commands are all Unchanged: only the ones it
 	// carries can change anything. A full snapshot clears what it omits.
@@ -40,41 +41,98 @@ func Apply(cur State, cmds Commands) (State, []string, error) {
 		if cmd.Op == OpUnchanged {
 			continue
 		}
-		if applyOne(&next, fieldTable[FieldOrder(cmd.Tag)].Kind, cmd) {
+		if d.apply(fieldTable[FieldOrder(cmd.Tag)].Kind, cmd) {
 			changed = append(changed, cmd.Tag)
 		}
 	}
+	d.ownAll()
 	return next, changed, nil
 }
 
-// applyOne applies one validated command and reports whether the field's
+// draft is the next state while Apply builds it: its maps are cur's until
+// a command changes one, and only a map that changes is copied (copy on
+// write). A FLOP changes a few scalars: the flight's lists and anomalies
+// stay shared, and a command that sets a value the field already holds,
+// or clears an absent one, copies nothing.
+type draft struct {
+	s                                *State
+	ownScalars, ownLists, ownAnomaly bool
+}
+
+// ownAll gives the state maps of its own where cur had none (nil): a nil
+// map reads as empty, but the next state's maps are never nil.
+func (d *draft) ownAll() {
+	if d.s.Scalars == nil {
+		d.s.Scalars = map[string]string{}
+	}
+	if d.s.Lists == nil {
+		d.s.Lists = map[string][]Item{}
+	}
+	if d.s.Anomalies == nil {
+		d.s.Anomalies = map[string]Item{}
+	}
+}
+
+// apply applies one validated command and reports whether the field's
 // value changed.
-func applyOne(s *State, kind Kind, cmd Command) bool {
+func (d *draft) apply(kind Kind, cmd Command) bool {
+	s := d.s
 	switch kind {
 	case KindScalar:
 		old, had := s.Scalars[cmd.Tag]
 		if cmd.Op == OpClear {
+			if !had {
+				return false
+			}
+			own(&s.Scalars, &d.ownScalars)
 			delete(s.Scalars, cmd.Tag)
-			return had
+			return true
 		}
+		if had && old == cmd.Value {
+			return false
+		}
+		own(&s.Scalars, &d.ownScalars)
 		s.Scalars[cmd.Tag] = cmd.Value
-		return !had || old != cmd.Value
+		return true
 	case KindAnomaly:
 		old, had := s.Anomalies[cmd.Tag]
 		if cmd.Op == OpClear {
+			if !had {
+				return false
+			}
+			own(&s.Anomalies, &d.ownAnomaly)
 			delete(s.Anomalies, cmd.Tag)
-			return had
+			return true
 		}
+		if had && maps.Equal(old, cmd.Anomaly) {
+			return false
+		}
+		own(&s.Anomalies, &d.ownAnomaly)
 		s.Anomalies[cmd.Tag] = cmd.Anomaly
-		return !had || !maps.Equal(old, cmd.Anomaly)
+		return true
 	default: // KindCollection, KindRecord
 		old, had := s.Lists[cmd.Tag]
 		if cmd.Op == OpClear {
+			if !had {
+				return false
+			}
+			own(&s.Lists, &d.ownLists)
 			delete(s.Lists, cmd.Tag)
-			return had && len(old) > 0
+			return len(old) > 0
 		}
+		if had && slices.EqualFunc(old, cmd.Items, maps.Equal) {
+			return false
+		}
+		own(&s.Lists, &d.ownLists)
 		s.Lists[cmd.Tag] = cmd.Items
 		return !slices.EqualFunc(old, cmd.Items, maps.Equal)
+	}
+}
+
+// own copies *m before its first write in a draft (ownMap).
+func own[V any](m *map[string]V, owned *bool) {
+	if !*owned {
+		*m, *owned = ownMap(*m), true
 	}
 }
 

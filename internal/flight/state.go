@@ -34,15 +34,10 @@ func NewState(flid FLID) State {
 	}
 }
 
-// withOwnMaps returns a copy of s with maps of its own whose values (item
-// slices, items) are shared with s. The merge engine never changes an item
-// or an item slice in place — a command replaces them whole — so the next
-// state may share what it does not replace, and only the maps are copied.
-func (s State) withOwnMaps() State {
-	out := s
-	out.Scalars, out.Lists, out.Anomalies = ownMap(s.Scalars), ownMap(s.Lists), ownMap(s.Anomalies)
-	return out
-}
+// A state's maps are never written once Apply returns it: the next state
+// shares with cur the maps a message leaves alone and their values (item
+// slices, items), since a command replaces a value whole and Apply copies a
+// map before it writes to it (draft).
 
 // ownMap copies m whole — maps.Clone copies the table instead of hashing
 // every key again (a third less time for a flight's 30 scalars; a flight

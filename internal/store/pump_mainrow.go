@@ -44,6 +44,11 @@ type mainRowColumns struct {
 	updated  []time.Time
 	texts    [][]*string    // per slot; nil for a typed time slot
 	times    [][]*time.Time // per slot; nil otherwise
+	// textVals and timeVals hold the values texts and times point to, one
+	// backing array each for the whole statement rather than one
+	// allocation for every value of every row.
+	textVals []string
+	timeVals []time.Time
 }
 
 // newMainRowColumns selects the columns writes change: every changed
@@ -69,14 +74,33 @@ func newMainRowColumns(writes []engine.Write, insert bool) *mainRowColumns {
 	}
 	c.texts = make([][]*string, len(c.slots))
 	c.times = make([][]*time.Time, len(c.slots))
+	var nTexts, nTimes int
 	for j, i := range c.slots {
 		if mainSlots[i].kind == slotTypedTime {
 			c.times[j] = make([]*time.Time, 0, len(writes))
+			nTimes++
 		} else {
 			c.texts[j] = make([]*string, 0, len(writes))
+			nTexts++
 		}
 	}
+	c.textVals = make([]string, 0, nTexts*len(writes))
+	c.timeVals = make([]time.Time, 0, nTimes*len(writes))
 	return c
+}
+
+// keepText returns a pointer to v kept in textVals. Should textVals ever
+// grow, the pointers taken before keep pointing at their values in the
+// old array.
+func (c *mainRowColumns) keepText(v string) *string {
+	c.textVals = append(c.textVals, v)
+	return &c.textVals[len(c.textVals)-1]
+}
+
+// keepTime is keepText for times.
+func (c *mainRowColumns) keepTime(t time.Time) *time.Time {
+	c.timeVals = append(c.timeVals, t)
+	return &c.timeVals[len(c.timeVals)-1]
 }
 
 func (c *mainRowColumns) add(st *flight.State, loc *time.Location) error {
@@ -90,53 +114,60 @@ func (c *mainRowColumns) add(st *flight.State, loc *time.Location) error {
 	for j, i := range c.slots {
 		sl := mainSlots[i]
 		if sl.kind == slotTypedTime {
-			t, err := slotTime(st, sl, loc)
+			t, ok, err := slotTime(st, sl, loc)
 			if err != nil {
 				return err
 			}
-			c.times[j] = append(c.times[j], t)
+			var tp *time.Time
+			if ok {
+				tp = c.keepTime(t)
+			}
+			c.times[j] = append(c.times[j], tp)
 			continue
 		}
-		v, err := slotText(st, sl)
+		v, ok, err := slotText(st, sl)
 		if err != nil {
 			return err
 		}
-		c.texts[j] = append(c.texts[j], v)
+		var vp *string
+		if ok {
+			vp = c.keepText(v)
+		}
+		c.texts[j] = append(c.texts[j], vp)
 	}
 	return nil
 }
 
-// slotTime is a typed time column's value (nil: NULL).
-func slotTime(st *flight.State, sl slot, loc *time.Location) (*time.Time, error) {
+// slotTime is a typed time column's value (false: NULL).
+func slotTime(st *flight.State, sl slot, loc *time.Location) (time.Time, bool, error) {
 	v, ok := st.Scalars[sl.field.Tag]
 	if !ok || v == "" {
-		return nil, nil
+		return time.Time{}, false, nil
 	}
 	t, err := flight.ParseSISTime(v, loc)
 	if err != nil {
-		return nil, fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
+		return time.Time{}, false, fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
 	}
-	t = t.UTC()
-	return &t, nil
+	return t.UTC(), true, nil
 }
 
-// slotText is a text or jsonb column's value (nil: NULL). Anomaly
+// slotText is a text or jsonb column's value (false: NULL). Anomaly
 // attributes are a JSON object of the keys without a column; records are
 // their canonical JSON array.
-func slotText(st *flight.State, sl slot) (*string, error) {
+func slotText(st *flight.State, sl slot) (string, bool, error) {
 	switch sl.kind {
 	case slotScalar:
 		if v, ok := st.Scalars[sl.field.Tag]; ok {
-			return &v, nil
+			return v, true, nil
 		}
 	case slotAnomalyCol:
 		if v, ok := st.Anomalies[sl.field.Tag][sl.key]; ok {
-			return &v, nil
+			return v, true, nil
 		}
 	case slotAnomalyRest:
 		a, ok := st.Anomalies[sl.field.Tag]
 		if !ok || len(a) == 0 {
-			return nil, nil
+			return "", false, nil
 		}
 		rest := map[string]string{}
 		for k, v := range a {
@@ -146,23 +177,21 @@ func slotText(st *flight.State, sl slot) (*string, error) {
 		}
 		js, err := json.Marshal(rest)
 		if err != nil {
-			return nil, fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
+			return "", false, fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
 		}
-		s := string(js)
-		return &s, nil
+		return string(js), true, nil
 	case slotRecord:
 		items, ok := st.Lists[sl.field.Tag]
 		if !ok || len(items) == 0 {
-			return nil, nil
+			return "", false, nil
 		}
 		js, err := json.Marshal(items)
 		if err != nil {
-			return nil, fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
+			return "", false, fmt.Errorf("flight %s %s: %w", st.FLID, sl.field.Tag, err)
 		}
-		s := string(js)
-		return &s, nil
+		return string(js), true, nil
 	}
-	return nil, nil
+	return "", false, nil
 }
 
 // columns returns the statement's column names, their SQL array types,
