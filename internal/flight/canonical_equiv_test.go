@@ -125,7 +125,7 @@ func TestCanonicalJSONTableWalkMatchesSortedKeys(t *testing.T) {
 		}
 		return it
 	}
-	fields := Fields()
+	items := listsOf(r, item)
 	for n := range 3000 {
 		s := NewState(FLID(r.Uint64N(uint64(MaxFLID))))
 		s.StateVersion = r.Int64N(1 << 40)
@@ -135,23 +135,7 @@ func TestCanonicalJSONTableWalkMatchesSortedKeys(t *testing.T) {
 		if r.IntN(2) == 0 {
 			s.UpdatedAt = time.Unix(r.Int64N(1<<32), r.Int64N(1e9))
 		}
-		for _, f := range fields {
-			if r.IntN(3) > 0 {
-				continue
-			}
-			switch f.Kind {
-			case KindScalar:
-				s.Scalars[f.Tag] = value()
-			case KindAnomaly:
-				s.Anomalies[f.Tag] = item()
-			default:
-				var items []Item
-				for range r.IntN(3) {
-					items = append(items, item())
-				}
-				s.Lists[f.Tag] = items
-			}
-		}
+		fillSome(r, &s, value, item, items)
 		stray := r.IntN(4) == 0
 		if stray {
 			switch r.IntN(3) {

@@ -23,26 +23,11 @@ func TestDiffIsTheDocumentsDifference(t *testing.T) {
 		}
 		return it
 	}
+	items := listsOf(r, item)
 	fields := Fields()
 	state := func(flid FLID) State {
 		s := NewState(flid)
-		for _, f := range fields {
-			if r.IntN(3) > 0 {
-				continue
-			}
-			switch f.Kind {
-			case KindScalar:
-				s.Scalars[f.Tag] = value()
-			case KindAnomaly:
-				s.Anomalies[f.Tag] = item()
-			default:
-				var items []Item
-				for range r.IntN(3) {
-					items = append(items, item())
-				}
-				s.Lists[f.Tag] = items
-			}
-		}
+		fillSome(r, &s, value, item, items)
 		return s
 	}
 	doc := func(s State) map[string]json.RawMessage {

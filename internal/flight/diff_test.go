@@ -158,19 +158,7 @@ func TestDiffFieldsOfApplyIsDiff(t *testing.T) {
 	fields := Fields()
 	for n := range 5000 {
 		cur := NewState(FLID(1 + r.IntN(1000)))
-		for _, f := range fields {
-			if r.IntN(3) > 0 {
-				continue
-			}
-			switch f.Kind {
-			case KindScalar:
-				cur.Scalars[f.Tag] = value()
-			case KindAnomaly:
-				cur.Anomalies[f.Tag] = Item{"K": value()}
-			default:
-				cur.Lists[f.Tag] = items(true)
-			}
-		}
+		fillSome(r, &cur, value, func() Item { return Item{"K": value()} }, func() []Item { return items(true) })
 		cmds := Commands{FLID: cur.FLID, Full: r.IntN(4) == 0}
 		for _, f := range fields {
 			if r.IntN(8) > 0 {

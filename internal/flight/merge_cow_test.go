@@ -85,21 +85,7 @@ func TestApplyCopyOnWriteMatchesCopyAll(t *testing.T) {
 		case 1:
 			cur.Lists = nil
 		}
-		for _, f := range fields {
-			if cur.Scalars == nil || r.IntN(3) > 0 {
-				continue
-			}
-			switch f.Kind {
-			case KindScalar:
-				cur.Scalars[f.Tag] = value()
-			case KindAnomaly:
-				cur.Anomalies[f.Tag] = Item{"K": value()}
-			default:
-				if cur.Lists != nil {
-					cur.Lists[f.Tag] = items()
-				}
-			}
-		}
+		fillSome(r, &cur, value, func() Item { return Item{"K": value()} }, items)
 		before := cur.Clone()
 		if cur.Scalars == nil {
 			before.Scalars, before.Lists, before.Anomalies = nil, nil, nil
