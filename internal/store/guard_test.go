@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flightfeed/flightfeed/internal/store"
-	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
 // guardCalls runs sql in a transaction of its own and returns how many
@@ -50,15 +49,7 @@ func guardCalls(t *testing.T, conn *pgx.Conn, sql string) int64 {
 func TestGuardRunsOnlyWhenARuleBreaks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dsn := pgtest.New(t)
-	if _, err := store.Migrate(ctx, dsn); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	conn, dsn := migratedAt(t)
 	exec(t, conn, `SET track_functions = 'pl'`)
 	day := time.Date(2026, 9, 9, 0, 0, 0, 0, time.UTC)
 	for f := int64(1); f <= 20; f++ {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 	"github.com/flightfeed/flightfeed/internal/store"
-	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
 // mainRowUpdateWAL runs sql (an update of flight_schd) in a transaction of
@@ -100,15 +99,7 @@ func walSince(t *testing.T, conn *pgx.Conn, start, rel string) map[string]int {
 func TestMainRowUpdateIsHOTAndLocksNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dsn := pgtest.New(t)
-	if _, err := store.Migrate(ctx, dsn); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	conn, dsn := migratedAt(t)
 	exec(t, conn, `CREATE EXTENSION IF NOT EXISTS pg_walinspect`)
 	day := time.Date(2026, 9, 9, 0, 0, 0, 0, time.UTC)
 	const flights = 20

@@ -19,6 +19,14 @@ import (
 // migrated returns a connection to a fresh database with the full schema.
 func migrated(t *testing.T) *pgx.Conn {
 	t.Helper()
+	conn, _ := migratedAt(t)
+	return conn
+}
+
+// migratedAt is migrated with the database's URL, for tests that migrate
+// it down and up again.
+func migratedAt(t *testing.T) (*pgx.Conn, string) {
+	t.Helper()
 	ctx := context.Background()
 	dsn := pgtest.New(t)
 	if _, err := store.Migrate(ctx, dsn); err != nil {
@@ -29,7 +37,7 @@ func migrated(t *testing.T) *pgx.Conn {
 		t.Fatalf("connect: %v", err)
 	}
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
-	return conn
+	return conn, dsn
 }
 
 func exec(t *testing.T, conn *pgx.Conn, sql string, args ...any) {
