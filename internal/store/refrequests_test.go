@@ -10,7 +10,6 @@ import (
 
 	"github.com/flightfeed/flightfeed/internal/pumpdata"
 	"github.com/flightfeed/flightfeed/internal/store"
-	"github.com/flightfeed/flightfeed/internal/testsupport/pgtest"
 )
 
 // A reference-data request (RQRD) is a req_track row of kind RQRD:<TYPE>
@@ -101,15 +100,7 @@ func TestReferenceRequests(t *testing.T) {
 func TestReferenceRequestsHaveNoDay(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dsn := pgtest.New(t)
-	if _, err := store.Migrate(ctx, dsn); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	conn, dsn := migratedAt(t)
 	const ins = `INSERT INTO req_track (kind, operation_day, range_start, range_end, routing_id, seqn, status)
 		VALUES ($1, $2::date, '', '', 'AODB', $3, 'EXPIRED')`
 	exec(t, conn, ins, "RQRD:GLST", nil, 1)
