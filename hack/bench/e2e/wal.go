@@ -1,9 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -86,48 +89,54 @@ func (p *walProbe) finish(ctx context.Context) {
 		return
 	}
 	// Where the records went: by the relation (table or index) of their
-	// first block reference, this database's only.
+	// first block reference, this database's only, and by relation and
+	// record type (HOT_UPDATE against UPDATE, PRUNE, INSERT_LEAF...: what
+	// kind of work each relation's records are). One read of the range,
+	// split both ways here.
 	rows, err := p.conn.Query(ctx, `
-		SELECT coalesce(c.relname, 'relfilenode ' || x.rel), count(*), sum(x.record_length)::bigint
-		FROM (SELECT substring(block_ref from 'rel [0-9]+/[0-9]+/([0-9]+)') AS rel, record_length
-			FROM pg_get_wal_records_info($1::pg_lsn, pg_current_wal_flush_lsn()) WHERE block_ref LIKE $2) x
-		LEFT JOIN pg_class c ON c.relfilenode::text = x.rel
-		GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 12`, p.startLSN, fmt.Sprintf("%%/%d/%%", p.dbOID))
-	if err != nil {
-		p.err = err
-		return
-	}
-	p.relations, p.err = scanRelations(rows)
-	if p.err != nil {
-		return
-	}
-	// The same by relation and record type (HOT_UPDATE against UPDATE,
-	// PRUNE, INSERT_LEAF...): what kind of work each relation's records are.
-	rows, err = p.conn.Query(ctx, `
-		SELECT coalesce(c.relname, 'relfilenode ' || x.rel) || ' ' || x.record_type, count(*), sum(x.record_length)::bigint
+		SELECT coalesce(c.relname, 'relfilenode ' || x.rel), x.record_type, count(*), sum(x.record_length)::bigint
 		FROM (SELECT substring(block_ref from 'rel [0-9]+/[0-9]+/([0-9]+)') AS rel, record_type, record_length
 			FROM pg_get_wal_records_info($1::pg_lsn, pg_current_wal_flush_lsn()) WHERE block_ref LIKE $2) x
 		LEFT JOIN pg_class c ON c.relfilenode::text = x.rel
-		GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 24`, p.startLSN, fmt.Sprintf("%%/%d/%%", p.dbOID))
+		GROUP BY 1, 2`, p.startLSN, fmt.Sprintf("%%/%d/%%", p.dbOID))
 	if err != nil {
 		p.err = err
 		return
 	}
-	p.kinds, p.err = scanRelations(rows)
+	p.relations, p.kinds, p.err = scanRelations(rows)
 }
 
-// scanRelations reads rows of (name, records, bytes) and closes them.
-func scanRelations(rows pgx.Rows) ([]walRelation, error) {
+// scanRelations reads rows of (relation, record type, records, bytes) and
+// closes them: the relations with their records summed over the types, the
+// 12 with the most records first, and the 24 (relation, type) pairs with
+// the most.
+func scanRelations(rows pgx.Rows) (relations, kinds []walRelation, err error) {
 	defer rows.Close()
-	var out []walRelation
+	byRelation := map[string]walRelation{}
 	for rows.Next() {
-		var r walRelation
-		if err := rows.Scan(&r.name, &r.records, &r.bytes); err != nil {
-			return nil, err
+		var rel, kind string
+		var records, bytes int64
+		if err := rows.Scan(&rel, &kind, &records, &bytes); err != nil {
+			return nil, nil, err
 		}
-		out = append(out, r)
+		kinds = append(kinds, walRelation{name: rel + " " + kind, records: records, bytes: bytes})
+		r := byRelation[rel]
+		r.name, r.records, r.bytes = rel, r.records+records, r.bytes+bytes
+		byRelation[rel] = r
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	return mostFirst(slices.Collect(maps.Values(byRelation)), 12), mostFirst(kinds, 24), nil
+}
+
+// mostFirst sorts rs by records, most first (then by name), and keeps the
+// first limit.
+func mostFirst(rs []walRelation, limit int) []walRelation {
+	slices.SortFunc(rs, func(a, b walRelation) int {
+		return cmp.Or(cmp.Compare(b.records, a.records), strings.Compare(a.name, b.name))
+	})
+	return rs[:min(len(rs), limit)]
 }
 
 // walRelation is the WAL one relation's blocks took during a drain.
