@@ -80,6 +80,12 @@ func (f *feed) latencyRun(ctx context.Context) (latencyFigures, error) {
 	if f.o.profile != "" {
 		args = append(args, "--cpuprofile", filepath.Join(f.o.profile, f.name+"-latency.pprof"))
 	}
+	var logFrom int64
+	if f.o.stmtLog != "" {
+		if st, err := os.Stat(f.o.stmtLog); err == nil {
+			logFrom = st.Size()
+		}
+	}
 	backends := watchBackends(f.pgName)
 	threads := f.watchMailbox(ctx)
 	// Stopped by SIGTERM below, not by a context.
@@ -135,6 +141,14 @@ func (f *feed) latencyRun(ctx context.Context) (latencyFigures, error) {
 		fmt.Printf("  (the mailbox's MariaDB threads: %v)\n", threadsErr)
 	}
 	feedPG := backends.finish()
+	if f.o.stmtLog != "" {
+		// Every statement of the run, the 2 s idle start included: at a
+		// steady rate each batch holds about one message, so this is
+		// what a batch costs the backend.
+		if _, err := printStatements(f.o.stmtLog, logFrom, f.pgName, "latency"); err != nil {
+			return latencyFigures{}, err
+		}
+	}
 	if len(seen) < len(msgs) {
 		out, _ := os.ReadFile(logPath) //nolint:gosec // our own temporary directory
 		return latencyFigures{}, fmt.Errorf("latency run: %d notices of %d messages\n%s", len(seen), len(msgs), tail(string(out), 20))
