@@ -50,7 +50,7 @@ func writtenRows(t *testing.T, db *sql.DB) map[int64]written {
 // heads returns the ids and received times of the rows at the head.
 func heads(t *testing.T, m *mailbox.Mailbox, n int) []mailbox.Row {
 	t.Helper()
-	rows, err := m.Head(t.Context(), n, 1<<20, 1<<20, nil)
+	rows, _, err := m.Head(t.Context(), n, 1<<20, 1<<20, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestHeadReadsEachRowTakenOnce(t *testing.T) {
 	var next []mailbox.Row
 	got := serverWork(t, m, func() {
 		var err error
-		if next, err = m.Head(t.Context(), n, 1<<20, 1<<20, skip); err != nil {
+		if next, _, err = m.Head(t.Context(), n, 1<<20, 1<<20, skip); err != nil {
 			t.Fatal(err)
 		}
 	}, "Com_select", "Rows_read")
@@ -273,7 +273,7 @@ func TestHeadReadsLargeBodiesApart(t *testing.T) {
 		mailbox.Inbound{Body: ""}, mailbox.Inbound{Body: large}, mailbox.Inbound{Body: small})
 	m := openDefault(t, dsn)
 	// 6 rows in a budget of 1,200 bytes: 200 bytes each come with the head.
-	rows, err := m.Head(t.Context(), 6, 1200, 1000, nil)
+	rows, _, err := m.Head(t.Context(), 6, 1200, 1000, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func TestHeadReadsLargeBodiesApart(t *testing.T) {
 	if _, err := db.Exec(`UPDATE CMINMSGS SET CMINMSGS_DATE_PROCESSED = NOW() WHERE CMINMSGS_CLOB_MSG IS NULL OR LENGTH(CMINMSGS_CLOB_MSG) < 5000`); err != nil {
 		t.Fatal(err)
 	}
-	rows, err = m.Head(t.Context(), 6, 1200, 1000, nil)
+	rows, _, err = m.Head(t.Context(), 6, 1200, 1000, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func TestTheDocumentedGrantsSuffice(t *testing.T) {
 	}
 	defer func() { _ = m.Close() }()
 	applying := heads(t, m, 1)
-	next, err := m.Head(t.Context(), 1, 1<<20, 1<<20, map[int64]bool{applying[0].ID: true})
+	next, _, err := m.Head(t.Context(), 1, 1<<20, 1<<20, map[int64]bool{applying[0].ID: true})
 	if err != nil || len(next) != 1 {
 		t.Fatalf("read ahead: %v rows, %v", len(next), err)
 	}

@@ -30,7 +30,7 @@ func TestHeadCutsBodiesAtThePacketLimit(t *testing.T) {
 	mailboxtest.Write(t, db, mailboxtest.Bodies(big, small)...)
 	// As if the server's max_allowed_packet were about 64 kB.
 	mailbox.SetMaxFetch(m, 64<<10)
-	rows, err := m.Head(t.Context(), 10, 1<<20, 1<<20, nil)
+	rows, _, err := m.Head(t.Context(), 10, 1<<20, 1<<20, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestHeadCutsBodiesAtThePacketLimit(t *testing.T) {
 		t.Fatalf("small row: %+v", r)
 	}
 	// The caller's own maximum, when lower, is not the packet's doing.
-	rows, err = m.Head(t.Context(), 1, 1<<20, 1000, nil)
+	rows, _, err = m.Head(t.Context(), 1, 1<<20, 1000, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,14 +70,14 @@ func TestHeadReadsABinaryBodyColumnAsItsBytes(t *testing.T) {
 	body := []byte("<MSG>\xff\xfe \xca\xd7\xb6\xbc \x00 \xe4\xb8</MSG>")
 	mailboxtest.Write(t, db, mailbox.Inbound{Body: string(body)})
 	m := openDefault(t, dsn)
-	rows, err := m.Head(t.Context(), 10, 1<<20, 1<<20, nil)
+	rows, _, err := m.Head(t.Context(), 10, 1<<20, 1<<20, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rows) != 1 || !bytes.Equal(rows[0].Body, body) || rows[0].Size != int64(len(body)) {
 		t.Fatalf("rows %+v, want one of %q", rows, body)
 	}
-	rows, err = m.Head(t.Context(), 1, 1<<20, 8, nil)
+	rows, _, err = m.Head(t.Context(), 1, 1<<20, 8, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,14 +124,14 @@ func TestHeadReadsEveryTextColumnAsUTF8(t *testing.T) {
 			}
 			mailboxtest.Write(t, db, mailbox.Inbound{Body: tc.text})
 			m := openDefault(t, dsn)
-			rows, err := m.Head(t.Context(), 10, 1<<20, 1<<20, nil)
+			rows, _, err := m.Head(t.Context(), 10, 1<<20, 1<<20, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(rows) != 1 || string(rows[0].Body) != tc.text || rows[0].Size != int64(len(tc.text)) || rows[0].Truncated {
 				t.Fatalf("rows %+v, want one of %q (%d bytes)", rows, tc.text, len(tc.text))
 			}
-			rows, err = m.Head(t.Context(), 1, 1<<20, 8, nil)
+			rows, _, err = m.Head(t.Context(), 1, 1<<20, 8, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -139,5 +139,49 @@ func TestHeadReadsEveryTextColumnAsUTF8(t *testing.T) {
 				t.Fatalf("cut at 8 bytes: truncated %v, body %q, want %q", r.Truncated, r.Body, tc.text[:8])
 			}
 		})
+	}
+}
+
+// A head read says whether the head may hold rows it did not take: a read
+// the limit or the byte budget stopped says more, one that took every row
+// (or found none) does not, so the pump reads nothing ahead of it.
+func TestHeadSaysWhetherRowsWereLeft(t *testing.T) {
+	dsn := mailboxtest.NewMailbox(t)
+	m := openDefault(t, dsn)
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	head := func(limit int, budget int64, skip map[int64]bool) (int, bool) {
+		t.Helper()
+		rows, more, err := m.Head(t.Context(), limit, budget, 1<<20, skip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(rows), more
+	}
+	if n, more := head(10, 1<<20, nil); n != 0 || more {
+		t.Fatalf("empty head: %d rows, more %v", n, more)
+	}
+	mailboxtest.Write(t, db, mailboxtest.Bodies(strings.Repeat("a", 600), strings.Repeat("b", 600), strings.Repeat("c", 600))...)
+	for _, tc := range []struct {
+		name   string
+		limit  int
+		budget int64
+		skip   map[int64]bool
+		rows   int
+		more   bool
+	}{
+		{"every row taken", 10, 1 << 20, nil, 3, false},
+		{"the limit left one", 2, 1 << 20, nil, 2, true},
+		{"the limit reached", 3, 1 << 20, nil, 3, true},
+		{"the budget left one", 10, 1300, nil, 2, true},
+		{"the budget left every row beside a batch", 10, 500, map[int64]bool{1: true}, 0, true},
+		{"every row beside a batch", 10, 1 << 20, map[int64]bool{1: true}, 2, false},
+	} {
+		if n, more := head(tc.limit, tc.budget, tc.skip); n != tc.rows || more != tc.more {
+			t.Errorf("%s: %d rows, more %v; want %d, %v", tc.name, n, more, tc.rows, tc.more)
+		}
 	}
 }

@@ -342,13 +342,18 @@ func buildQueries(spec v1alpha1.MailboxSpec) (queries, error) {
 // budget/limit bytes each, so the whole answer stays within budget (and
 // the connection's answer bound). Larger bodies taken are fetched by id
 // in a second statement.
-func (m *Mailbox) Head(ctx context.Context, limit int, budget, maxBytes int64, skip map[int64]bool) ([]Row, error) {
+//
+// more reports that the head may hold rows the read did not take: it took
+// limit rows, or the byte budget left a row out. A read without more took
+// every row the head held when it was read, so the pump reads nothing
+// ahead of it (the next row, if any, is still to arrive).
+func (m *Mailbox) Head(ctx context.Context, limit int, budget, maxBytes int64, skip map[int64]bool) (head []Row, more bool, err error) {
 	packetLimited := m.maxFetch > 0 && m.maxFetch < maxBytes
 	if packetLimited {
 		maxBytes = m.maxFetch
 	}
 	if limit <= 0 {
-		return nil, nil
+		return nil, true, nil
 	}
 	inline := max(min(maxBytes, budget/int64(limit)), 0)
 	args := make([]any, 0, 3+len(skip))
@@ -357,10 +362,9 @@ func (m *Mailbox) Head(ctx context.Context, limit int, budget, maxBytes int64, s
 	args = append(args, limit)
 	rows, err := m.db.QueryContext(ctx, fmt.Sprintf(m.q.head, notIn), args...)
 	if err != nil {
-		return nil, fmt.Errorf("read mailbox head: %w", m.bound.explain(err))
+		return nil, false, fmt.Errorf("read mailbox head: %w", m.bound.explain(err))
 	}
 	defer func() { _ = rows.Close() }()
-	var head []Row
 	var total int64
 	fetch := 0 // rows whose body is still to be read
 	for rows.Next() {
@@ -368,17 +372,19 @@ func (m *Mailbox) Head(ctx context.Context, limit int, budget, maxBytes int64, s
 		var size sql.NullInt64
 		var body sql.RawBytes
 		if err := rows.Scan(&r.ID, &r.Received, &size, &r.Null, &body); err != nil {
-			return nil, fmt.Errorf("read mailbox head: %w", m.bound.explain(err))
+			return nil, false, fmt.Errorf("read mailbox head: %w", m.bound.explain(err))
 		}
 		if skip[r.ID] {
 			continue
 		}
 		if len(head) == limit {
+			more = true
 			break
 		}
 		r.Size = size.Int64
 		take := min(r.Size, maxBytes)
 		if (len(head) > 0 || len(skip) > 0) && total+take > budget {
+			more = true
 			break
 		}
 		total += take
@@ -394,15 +400,21 @@ func (m *Mailbox) Head(ctx context.Context, limit int, budget, maxBytes int64, s
 		head = append(head, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read mailbox head: %w", m.bound.explain(err))
+		return nil, false, fmt.Errorf("read mailbox head: %w", m.bound.explain(err))
 	}
 	if err := rows.Close(); err != nil {
-		return nil, fmt.Errorf("read mailbox head: %w", m.bound.explain(err))
+		return nil, false, fmt.Errorf("read mailbox head: %w", m.bound.explain(err))
 	}
+	// The statement's LIMIT stops at limit rows: whether one follows is
+	// not known, so a full read says more.
+	more = more || len(head) == limit
 	if fetch == 0 {
-		return head, nil
+		return head, more, nil
 	}
-	return head, m.fillBodies(ctx, head, maxBytes)
+	if err := m.fillBodies(ctx, head, maxBytes); err != nil {
+		return head, more, err
+	}
+	return head, more, nil
 }
 
 // inChunk is the most values of one IN list: MariaDB turns a list of

@@ -170,7 +170,7 @@ func TestWriteInboundRows(t *testing.T) {
 	}
 
 	m := openDefault(t, dsn)
-	head, err := m.Head(ctx, 10, 1<<20, 1<<20, nil)
+	head, _, err := m.Head(ctx, 10, 1<<20, 1<<20, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,8 +25,9 @@ import (
 // the real one.
 type Inbox interface {
 	// Head reads up to limit unprocessed rows in FIFO order without the
-	// rows in skip, their bodies within budget bytes (mailbox.Mailbox.Head).
-	Head(ctx context.Context, limit int, budget, maxBytes int64, skip map[int64]bool) ([]pumpdata.Row, error)
+	// rows in skip, their bodies within budget bytes (mailbox.Mailbox.Head);
+	// more says the limit or the budget may have left rows at the head.
+	Head(ctx context.Context, limit int, budget, maxBytes int64, skip map[int64]bool) (rows []pumpdata.Row, more bool, err error)
 	// Backfill writes committed results back to their rows, each only to
 	// the row with its id and received time.
 	Backfill(ctx context.Context, results []pumpdata.Backfill) error

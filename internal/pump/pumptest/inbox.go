@@ -67,12 +67,13 @@ func (m *Inbox) Result(id int64) (pumpdata.Backfill, bool) {
 }
 
 // Head reads the head as mailbox.Mailbox.Head does and records the read.
-func (m *Inbox) Head(_ context.Context, limit int, budget, maxBytes int64, skip map[int64]bool) ([]pumpdata.Row, error) {
+func (m *Inbox) Head(_ context.Context, limit int, budget, maxBytes int64, skip map[int64]bool) ([]pumpdata.Row, bool, error) {
 	m.Lock()
 	defer m.Unlock()
 	rec := HeadRead{Budget: budget}
 	var out []pumpdata.Row
 	var total int64
+	more := false
 	for _, r := range m.Rows {
 		if _, done := m.Results[r.ID]; done {
 			continue
@@ -82,10 +83,12 @@ func (m *Inbox) Head(_ context.Context, limit int, budget, maxBytes int64, skip 
 			continue
 		}
 		if len(out) == limit {
+			more = true
 			break
 		}
 		fetch := min(r.Size, maxBytes)
 		if (len(out) > 0 || len(skip) > 0) && total+fetch > budget {
+			more = true
 			break
 		}
 		total += fetch
@@ -96,7 +99,9 @@ func (m *Inbox) Head(_ context.Context, limit int, budget, maxBytes int64, skip 
 	}
 	rec.Read, rec.Rows = total, len(out)
 	m.Reads = append(m.Reads, rec)
-	return out, nil
+	// As the mailbox's LIMIT: a read of limit rows cannot tell whether
+	// one follows.
+	return out, more || len(out) == limit, nil
 }
 
 // errBackRefused is a write-back FailBack refuses.

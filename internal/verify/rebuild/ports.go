@@ -64,9 +64,9 @@ type archiveInbox struct {
 	done map[int64]bool
 }
 
-func (in *archiveInbox) Head(ctx context.Context, _ int, _, _ int64, skip map[int64]bool) ([]pumpdata.Row, error) {
+func (in *archiveInbox) Head(ctx context.Context, _ int, _, _ int64, skip map[int64]bool) ([]pumpdata.Row, bool, error) {
 	if len(skip) > 0 {
-		return nil, nil // a read-ahead: the next row is served once this one is done
+		return nil, false, nil // a read-ahead: the next row is served once this one is done
 	}
 	in.mu.Lock()
 	for in.next < len(in.order) && in.done[in.order[in.next].ID] {
@@ -74,16 +74,17 @@ func (in *archiveInbox) Head(ctx context.Context, _ int, _, _ int64, skip map[in
 	}
 	if in.next == len(in.order) {
 		in.mu.Unlock()
-		return nil, nil
+		return nil, false, nil
 	}
 	id := in.order[in.next].ID
+	more := in.next+1 < len(in.order)
 	in.mu.Unlock()
 	row, err := in.live.ArchivedRow(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	in.cur.set(id, in.finished[id])
-	return []pumpdata.Row{row}, nil
+	return []pumpdata.Row{row}, more, nil
 }
 
 func (in *archiveInbox) Backfill(_ context.Context, results []pumpdata.Backfill) error {
