@@ -48,6 +48,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -467,8 +468,17 @@ func (f *feed) backlog(ctx context.Context, n int, empty result, tps pgbenchRate
 	}
 	took := r.took - empty.took
 	rate := float64(n) / took.Seconds()
-	fmt.Printf("backlog %6d FLOPs: %s (process %s) = %.0f msgs/s = %.1fx pgbench (%.1fx pgbench -N); mailbox span %s; Kafka tail %s; peak RSS %d MB\n",
-		n, ms(took), ms(r.took), rate, rate/tps.tpcb, rate/tps.noUpdates, ms(lastDone.Sub(firstDone)), ms(k.last.Sub(lastDone)), r.rssMB)
+	if took <= 0 {
+		// The drain less the empty drain (start, connect, exit) is what
+		// the messages took; a backlog drained faster than the two
+		// process starts differ has no time of its own to show.
+		rate = math.NaN()
+		fmt.Printf("backlog %6d FLOPs: not timed: the process took %s, the empty drain %s (too small a backlog for the start's spread); mailbox span %s; Kafka tail %s; peak RSS %d MB\n",
+			n, ms(r.took), ms(empty.took), ms(lastDone.Sub(firstDone)), ms(k.last.Sub(lastDone)), r.rssMB)
+	} else {
+		fmt.Printf("backlog %6d FLOPs: %s (process %s) = %.0f msgs/s = %.1fx pgbench (%.1fx pgbench -N); mailbox span %s; Kafka tail %s; peak RSS %d MB\n",
+			n, ms(took), ms(r.took), rate, rate/tps.tpcb, rate/tps.noUpdates, ms(lastDone.Sub(firstDone)), ms(k.last.Sub(lastDone)), r.rssMB)
+	}
 	fmt.Printf("  %s; %.0f µs CPU a message, all processes (less the empty drain's CPU)\n", r.cpu, (r.cpuTotal-empty.cpuTotal).Seconds()*1e6/float64(n))
 	fmt.Println(cpuTable(r.procs, empty.procs, n))
 	fmt.Printf("  %s\n", r.wal.line(n))

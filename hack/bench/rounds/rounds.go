@@ -4,7 +4,10 @@
 // over the rounds, and the ratio of two medians.
 package rounds
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // Order is the order the binaries run in round r (counted from 1): the
 // baseline first in odd rounds, the binary under test first in even ones.
@@ -19,14 +22,20 @@ func Order(r int, baseline bool) []string {
 	return []string{"baseline", "test"}
 }
 
-// Median is the median of get over ds (0 for none).
+// Median is the median of get over ds (0 for none); a round that could
+// not measure the figure gives NaN and is left out (NaN when every round
+// is).
 func Median[T any](ds []T, get func(T) float64) float64 {
-	v := make([]float64, len(ds))
-	for i, d := range ds {
-		v[i] = get(d)
+	v := make([]float64, 0, len(ds))
+	for _, d := range ds {
+		if x := get(d); !math.IsNaN(x) {
+			v = append(v, x)
+		}
 	}
 	slices.Sort(v)
 	switch {
+	case len(ds) > 0 && len(v) == 0:
+		return math.NaN()
 	case len(v) == 0:
 		return 0
 	case len(v)%2 == 1:

@@ -1,6 +1,7 @@
 package rounds
 
 import (
+	"math"
 	"slices"
 	"testing"
 )
@@ -14,6 +15,14 @@ func TestMedianRatioAndOrder(t *testing.T) {
 		if got := Median(c.in, id); got != c.want {
 			t.Errorf("Median(%v) = %v, want %v", c.in, got, c.want)
 		}
+	}
+	// A round that could not time its drain (NaN) is left out, not sorted
+	// first: {NaN, 5, 1, 3} has the median of {5, 1, 3}.
+	if got := Median([]float64{math.NaN(), 5, 1, 3}, id); got != 3 {
+		t.Errorf("Median with an untimed round = %v, want 3", got)
+	}
+	if got := Median([]float64{math.NaN()}, id); !math.IsNaN(got) {
+		t.Errorf("Median of untimed rounds only = %v, want NaN", got)
 	}
 	if Ratio(1, 0) != 0 || Ratio(3, 2) != 1.5 {
 		t.Errorf("Ratio: %v %v", Ratio(1, 0), Ratio(3, 2))
