@@ -335,30 +335,12 @@ func (s *Store) AdvanceCursor(ctx context.Context, epoch int64, a Advance) (supe
 		}
 	}
 	var current int64
-	err = s.pool.QueryRow(ctx, `
-		WITH fence AS MATERIALIZED (
-			SELECT 1 FROM pipeline_lock WHERE name = $1 AND epoch = $2
-		), c AS (
-			UPDATE msg_event_cursor SET delivered_id = $3, updated_at = now()
-			WHERE delivered_id < $3 AND EXISTS (SELECT 1 FROM fence)
-			RETURNING 1
-		), p AS (
-			INSERT INTO msg_event_parked (event_id, kind, last_error, attempts)
-			SELECT u.id, u.kind, left(u.err, 1000), e.attempts + 1
-			FROM unnest($4::bigint[], $5::text[], $8::text[]) AS u(id, err, kind) JOIN msg_event e ON e.id = u.id
-			WHERE EXISTS (SELECT 1 FROM fence)
-			ON CONFLICT (event_id, kind) DO NOTHING
-			RETURNING 1
-		), s AS (
-			DELETE FROM msg_event_parked k
-			USING msg_event e, unnest($6::bigint[], $7::bigint[]) AS d(flid, v)
-			WHERE cardinality($6::bigint[]) > 0 AND EXISTS (SELECT 1 FROM fence)
-			  AND e.id = k.event_id AND k.kind = 'KAFKA_SCHD' AND e.flid = d.flid AND e.state_version < d.v
-			RETURNING 1
-		)
-		SELECT (SELECT epoch FROM pipeline_lock WHERE name = $1),
-			(SELECT count(*) FROM c) + (SELECT count(*) FROM p) * 0, (SELECT count(*) FROM s)`,
-		LockName, epoch, a.To, parkIDs, parkErrs, flids, versions, parkKinds).Scan(&current, new(int64), &superseded)
+	if len(a.Parked) == 0 {
+		err = s.pool.QueryRow(ctx, advanceSQL, LockName, epoch, a.To, flids, versions).Scan(&current, &superseded)
+	} else {
+		err = s.pool.QueryRow(ctx, advanceParkingSQL, LockName, epoch, a.To, flids, versions, parkIDs, parkErrs, parkKinds).
+			Scan(&current, &superseded)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("advance the outbox cursor to %d: %w", a.To, err)
 	}
@@ -367,6 +349,47 @@ func (s *Store) AdvanceCursor(ctx context.Context, epoch int64, a Advance) (supe
 	}
 	return superseded, nil
 }
+
+// AdvanceCursor's statements: advanceSQL for a pass that parked nothing
+// (every pass of a healthy stream), advanceParkingSQL for one that did.
+// Both are fenced the same way and drop the superseded parked states the
+// same way (the s CTE); the first has no insert into msg_event_parked at
+// all, so a pass of one delivered record does not start one. Both run on
+// their generic plans (the writer's sessions force them, see Open), which
+// probe msg_event by its primary key for each parked record and drive the
+// superseded delete from msg_event_parked's own rows, at any list length.
+const (
+	advanceHead = `
+		WITH fence AS MATERIALIZED (
+			SELECT 1 FROM pipeline_lock WHERE name = $1 AND epoch = $2
+		), c AS (
+			UPDATE msg_event_cursor SET delivered_id = $3, updated_at = now()
+			WHERE delivered_id < $3 AND EXISTS (SELECT 1 FROM fence)
+			RETURNING 1
+		), s AS (
+			DELETE FROM msg_event_parked k
+			USING msg_event e, unnest($4::bigint[], $5::bigint[]) AS d(flid, v)
+			WHERE cardinality($4::bigint[]) > 0 AND EXISTS (SELECT 1 FROM fence)
+			  AND e.id = k.event_id AND k.kind = 'KAFKA_SCHD' AND e.flid = d.flid AND e.state_version < d.v
+			RETURNING 1
+		)%s
+		SELECT (SELECT epoch FROM pipeline_lock WHERE name = $1), (SELECT count(*) FROM s)`
+	advanceParks = `, p AS (
+			INSERT INTO msg_event_parked (event_id, kind, last_error, attempts)
+			SELECT u.id, u.kind, left(u.err, 1000), e.attempts + 1
+			FROM unnest($6::bigint[], $7::text[], $8::text[]) AS u(id, err, kind) JOIN msg_event e ON e.id = u.id
+			WHERE EXISTS (SELECT 1 FROM fence)
+			ON CONFLICT (event_id, kind) DO NOTHING
+			RETURNING 1
+		)`
+)
+
+// A data-modifying CTE runs to completion whether or not the main query
+// reads it, so neither c nor p is read.
+var (
+	advanceSQL        = fmt.Sprintf(advanceHead, "")
+	advanceParkingSQL = fmt.Sprintf(advanceHead, advanceParks)
+)
 
 // MarkFailed counts one more failed attempt for each row (ids: the rows of
 // the failed records; a row listed twice counts once) and keeps its error

@@ -1,6 +1,10 @@
 package store
 
-import "context"
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
 
 // SetSnapshotChunk makes ApplySnapshot merge and write n records at a time
 // until restore is called. Only for tests that do not run in parallel.
@@ -49,4 +53,25 @@ func ChildReplaceSQL(table string) (upsert, surplus string) {
 		}
 	}
 	return "", ""
+}
+
+// PreparedPlan is one prepared statement of a session with the number of
+// times it ran on a generic plan and on a custom one (pg_prepared_statements).
+type PreparedPlan struct {
+	SQL             string
+	Generic, Custom int64
+}
+
+// PreparedPlans lists the prepared statements of the session the pool
+// hands out next: with MaxConns 1, the store's only one.
+func (s *Store) PreparedPlans(ctx context.Context) ([]PreparedPlan, error) {
+	rows, err := s.pool.Query(ctx, `SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (PreparedPlan, error) {
+		var p PreparedPlan
+		err := row.Scan(&p.SQL, &p.Generic, &p.Custom)
+		return p, err
+	})
 }

@@ -129,6 +129,20 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	if opts.ReadOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	} else if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
+		// A writer's prepared statements keep their generic plan from the
+		// first call. They are key and list lookups (state loads, writes
+		// by unnest of parameter arrays, the outbox cursor) whose generic
+		// plans probe the primary keys whatever the list's length, as
+		// good at a batch of one as at a thousand rows, while their
+		// custom plans assume each array's exact length: for many the
+		// generic cost never fell below the custom one, so PostgreSQL
+		// planned them again at every call (at a steady stream's
+		// batches of one, most of their CPU), and at a thousand rows
+		// some custom plans hashed a seq scan of the whole table
+		// instead. Read-only sessions (the read API) keep the server's
+		// default.
+		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	}
 	// Calls in progress are tracked with the wall clock: a stall is real
 	// time, whatever clock the caller stamps rows with.
