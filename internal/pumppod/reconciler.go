@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/flightfeed/flightfeed/api/v1alpha1"
 	"github.com/flightfeed/flightfeed/internal/config"
@@ -155,7 +157,20 @@ func deletionPredicate() predicate.Funcs {
 }
 
 // controllerOptions lets a few feeds reconcile at once: a reconcile only
-// resolves Secrets and hands over, it never waits on a pump.
+// resolves Secrets and hands over, it never waits on a pump. The queue is
+// quietQueue.
 func controllerOptions() controller.Options {
-	return controller.Options{MaxConcurrentReconciles: 4}
+	return controller.Options{MaxConcurrentReconciles: 4, NewQueue: quietQueue}
+}
+
+// quietQueue is the reconciler's work queue: client-go's rate-limited
+// queue without queue metrics, with the rate limiter controller-runtime
+// gives it. controller-runtime's own queue (its priority queue) and any
+// queue with metrics wake every 500 ms, idle or not, to refresh the
+// unfinished-work gauges: two of an idle standby's three wake-ups a
+// second, for a queue that holds one FlightFeed. This one wakes only for
+// its items and a 10 s heartbeat. The pump pods export no workqueue_*
+// series therefore; controller_runtime_reconcile_* stay.
+func quietQueue(_ string, limiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{})
 }

@@ -34,8 +34,16 @@ type idleOptions struct {
 	rounds         int
 }
 
-// idleCost is what one binary's pump pods of one idle feed cost.
-type idleCost struct{ leader, standby float64 } // millicores
+// idleCost is what one binary's pump pods of one idle feed cost: CPU in
+// millicores from utime+stime (whole ticks of 10 ms), the same from the
+// threads' schedstat (nanoseconds: what resolves a standby's fraction of a
+// millicore) and wake-ups a second (the threads' context switches, which
+// the machine's load moves far less than the CPU each one costs).
+type idleCost struct {
+	leader, standby           float64 // millicores, /proc/PID/stat
+	leaderNS, standbyNS       float64 // millicores, schedstat
+	leaderWakes, standbyWakes float64 // context switches a second
+}
 
 // userHZ is the unit of utime and stime in /proc/PID/stat (USER_HZ, 100
 // on every Linux architecture Go builds for).
@@ -67,24 +75,35 @@ func measureIdle(ctx context.Context, c client.Client, kubeconfig, ns string, o 
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", r, which, err)
 			}
-			fmt.Printf("round %d %-8s leader %6.2f mcores, standby %6.2f mcores\n", r, which, cost.leader, cost.standby)
+			fmt.Printf("round %d %-8s leader %6.2f mcores, standby %6.2f mcores; schedstat leader %6.3f, standby %6.3f mcores; wake-ups/s leader %5.1f, standby %5.1f\n",
+				r, which, cost.leader, cost.standby, cost.leaderNS, cost.standbyNS, cost.leaderWakes, cost.standbyWakes)
 			got[which] = append(got[which], cost)
 		}
 	}
 	t := medianCost(got["test"])
-	fmt.Printf("idle pump pod (median of %d): leader %.2f mcores, standby %.2f mcores\n", len(got["test"]), t.leader, t.standby)
+	line := func(c idleCost) string {
+		return fmt.Sprintf("leader %.2f mcores, standby %.2f mcores; schedstat leader %.3f, standby %.3f mcores; wake-ups/s leader %.1f, standby %.1f",
+			c.leader, c.standby, c.leaderNS, c.standbyNS, c.leaderWakes, c.standbyWakes)
+	}
+	fmt.Printf("idle pump pod (median of %d): %s\n", len(got["test"]), line(t))
 	if o.baseline != "" {
 		b := medianCost(got["baseline"])
-		fmt.Printf("baseline      (median of %d): leader %.2f mcores, standby %.2f mcores\n", len(got["baseline"]), b.leader, b.standby)
-		fmt.Printf("ratio (under test / baseline): leader %.3f, standby %.3f\n", rounds.Ratio(t.leader, b.leader), rounds.Ratio(t.standby, b.standby))
+		fmt.Printf("baseline      (median of %d): %s\n", len(got["baseline"]), line(b))
+		fmt.Printf("ratio (under test / baseline): leader %.3f, standby %.3f; schedstat leader %.3f, standby %.3f; wake-ups leader %.3f, standby %.3f\n",
+			rounds.Ratio(t.leader, b.leader), rounds.Ratio(t.standby, b.standby), rounds.Ratio(t.leaderNS, b.leaderNS),
+			rounds.Ratio(t.standbyNS, b.standbyNS), rounds.Ratio(t.leaderWakes, b.leaderWakes), rounds.Ratio(t.standbyWakes, b.standbyWakes))
 	}
 	return nil
 }
 
 func medianCost(cs []idleCost) idleCost {
 	return idleCost{
-		leader:  rounds.Median(cs, func(c idleCost) float64 { return c.leader }),
-		standby: rounds.Median(cs, func(c idleCost) float64 { return c.standby }),
+		leader:       rounds.Median(cs, func(c idleCost) float64 { return c.leader }),
+		standby:      rounds.Median(cs, func(c idleCost) float64 { return c.standby }),
+		leaderNS:     rounds.Median(cs, func(c idleCost) float64 { return c.leaderNS }),
+		standbyNS:    rounds.Median(cs, func(c idleCost) float64 { return c.standbyNS }),
+		leaderWakes:  rounds.Median(cs, func(c idleCost) float64 { return c.leaderWakes }),
+		standbyWakes: rounds.Median(cs, func(c idleCost) float64 { return c.standbyWakes }),
 	}
 }
 
@@ -143,6 +162,7 @@ func idleFeed(ctx context.Context, c client.Client, kubeconfig, ns, name, bin st
 	if err != nil {
 		return idleCost{}, err
 	}
+	lt0, st0 := threadTotals(leader.cmd.Process.Pid), threadTotals(standby.cmd.Process.Pid)
 	start := time.Now()
 	time.Sleep(o.window)
 	l1, err := cpuTicks(leader.cmd.Process.Pid)
@@ -153,6 +173,7 @@ func idleFeed(ctx context.Context, c client.Client, kubeconfig, ns, name, bin st
 	if err != nil {
 		return idleCost{}, err
 	}
+	lt1, st1 := threadTotals(leader.cmd.Process.Pid), threadTotals(standby.cmd.Process.Pid)
 	took := time.Since(start).Seconds()
 	// Still the leader: a measurement of a pod that lost the Lease would
 	// be a standby's.
@@ -164,7 +185,63 @@ func idleFeed(ctx context.Context, c client.Client, kubeconfig, ns, name, bin st
 		return idleCost{}, fmt.Errorf("%s no longer leads the feed (status %+v)\n%s", name+"-a", now.Status.Pump, leader.tail())
 	}
 	mcores := func(t0, t1 int64) float64 { return float64(t1-t0) / userHZ / took * 1000 }
-	return idleCost{leader: mcores(l0, l1), standby: mcores(s0, s1)}, nil
+	return idleCost{leader: mcores(l0, l1), standby: mcores(s0, s1),
+		leaderNS: lt1.cpuNS.since(lt0.cpuNS) / 1e6 / took, standbyNS: st1.cpuNS.since(st0.cpuNS) / 1e6 / took,
+		leaderWakes: lt1.switches.since(lt0.switches) / took, standbyWakes: st1.switches.since(st0.switches) / took}, nil
+}
+
+// threadCounts are per-thread totals of a process, by thread id.
+type threadCounts map[string]int64
+
+// since sums what every thread alive at both readings added between them
+// (a Go program seldom ends a thread; one ended is left out).
+func (now threadCounts) since(then threadCounts) float64 {
+	var d int64
+	for tid, v := range now {
+		if w, ok := then[tid]; ok {
+			d += v - w
+		}
+	}
+	return float64(d)
+}
+
+// threadStats is a process's CPU nanoseconds (schedstat's first field) and
+// context switches (voluntary and not), thread by thread.
+type threadStats struct{ cpuNS, switches threadCounts }
+
+// threadTotals reads them from /proc/PID/task; a thread it cannot read is
+// left out.
+func threadTotals(pid int) threadStats {
+	t := threadStats{cpuNS: threadCounts{}, switches: threadCounts{}}
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return t
+	}
+	for _, task := range tasks {
+		//nolint:gosec // G304: a /proc path of a child process
+		if b, err := os.ReadFile(filepath.Join(dir, task.Name(), "schedstat")); err == nil {
+			if f := strings.Fields(string(b)); len(f) > 0 {
+				if ns, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					t.cpuNS[task.Name()] = ns
+				}
+			}
+		}
+		b, err := os.ReadFile(filepath.Join(dir, task.Name(), "status")) //nolint:gosec // G304: a /proc path of a child process
+		if err != nil {
+			continue
+		}
+		var n int64
+		for l := range strings.SplitSeq(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
+				if c, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+					n += c
+				}
+			}
+		}
+		t.switches[task.Name()] = n
+	}
+	return t
 }
 
 // pod is one running `flightfeed pump --feed` process.

@@ -12,7 +12,9 @@
 // Then (idle.go) the CPU of an idle feed's pump pods: a LEADER (its
 // PostgreSQL, MariaDB mailbox and a kfake broker reachable) and a STANDBY
 // of the same feed, in millicores over -idle after -settle, read from
-// /proc/PID/stat; with -baseline BIN the same for a baseline binary in
+// /proc/PID/stat (whole 10 ms ticks) and from the threads' schedstat
+// (nanoseconds), and the wake-ups a second (the threads' context
+// switches); with -baseline BIN the same for a baseline binary in
 // alternation (-rounds), with the ratios. BENCH_IDLE_PROFILE_DIR=DIR
 // writes a CPU profile of every pod (pump --cpuprofile).
 //
