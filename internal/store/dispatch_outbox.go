@@ -119,6 +119,24 @@ func (s *Store) PendingEvents(ctx context.Context, limit int) ([]OutboxEvent, er
 // rows are covered by it, and the caller knows not to send it again); so
 // is a notice delivered earlier whose row still waits for its state.
 func (s *Store) ReadWindow(ctx context.Context, limit int, done []int64) (Window, error) {
+	if len(done) == 0 && !s.windowFull.Load() {
+		// A small window, read whole (every row above the cursor): the
+		// short statement, coalesced here. A full one is read again by
+		// the full statement, and so is the next window.
+		if w, whole, err := s.readWholeWindow(ctx, limit); err != nil || whole {
+			return w, err
+		}
+	}
+	w, err := s.readWindowFull(ctx, limit, done)
+	if err == nil {
+		s.windowFull.Store(w.Full)
+	}
+	return w, err
+}
+
+// readWindowFull is ReadWindow by the full statement (readWindowSQL),
+// whatever the window holds.
+func (s *Store) readWindowFull(ctx context.Context, limit int, done []int64) (Window, error) {
 	var (
 		rows pgx.Rows
 		err  error
@@ -154,17 +172,137 @@ func (s *Store) ReadWindow(ctx context.Context, limit int, done []int64) (Window
 			return Window{}, err
 		}
 	}
-	// In id order, a row's state before its notice: sorted here rather
-	// than by the server, whose sort of the records with their payloads
-	// was a sixth of the read's time.
+	sortWindow(events)
+	return Window{Cursor: cursor, Events: events, Full: window >= int64(limit)}, nil
+}
+
+// sortWindow puts a window's events in id order, a row's state before its
+// notice: sorted here rather than by the server, whose sort of the records
+// with their payloads was a sixth of the read's time.
+func sortWindow(events []OutboxEvent) {
 	slices.SortFunc(events, func(a, b OutboxEvent) int {
 		if a.ID != b.ID {
 			return cmp.Compare(a.ID, b.ID)
 		}
 		return -strings.Compare(a.Kind, b.Kind)
 	})
-	return Window{Cursor: cursor, Events: events, Full: window >= int64(limit)}, nil
 }
+
+// windowRow is a msg_event row as readWholeWindowSQL returns it.
+type windowRow struct {
+	id, flid, version, message int64
+	event, day                 string
+	state, notice              *string
+	attempts                   int32
+	created                    time.Time
+	received                   *time.Time
+	parkedState, parkedNotice  bool
+	// none: the cursor's row alone, nothing pending.
+	none bool
+}
+
+// readWholeWindow reads the rows above the cursor, at most limit, by a
+// statement with a plan of a few nodes (readWholeWindowSQL): at a steady
+// rate a window is a row or two, and the full statement's plan, built for
+// big windows, cost more to start than to run. When it finds fewer than
+// limit rows they are every row above the cursor, the case in which the
+// full statement coalesces each flight's states from the window itself:
+// the same is done here, to the same records (whole is true). A full
+// window (limit rows) is not coalesced (whole is false): its flights'
+// newest states may lie beyond it.
+func (s *Store) readWholeWindow(ctx context.Context, limit int) (w Window, whole bool, err error) {
+	rows, err := s.pool.Query(ctx, readWholeWindowSQL, limit)
+	if err != nil {
+		return Window{}, false, fmt.Errorf("read pending outbox events: %w", err)
+	}
+	var cursor int64
+	read, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (windowRow, error) {
+		var r windowRow
+		var id, flid, version, message *int64
+		var event, day *string
+		var attempts *int32
+		var created *time.Time
+		err := row.Scan(&cursor, &id, &event, &flid, &version, &day, &message, &r.state, &r.notice,
+			&attempts, &created, &r.received, &r.parkedState, &r.parkedNotice)
+		if err != nil || id == nil {
+			r.none = true
+			return r, err
+		}
+		r.id, r.flid, r.version, r.message = *id, *flid, *version, *message
+		r.day, r.attempts, r.created = *day, *attempts, *created
+		if event != nil {
+			r.event = *event
+		}
+		return r, nil
+	})
+	if err != nil {
+		return Window{}, false, fmt.Errorf("read pending outbox events: %w", err)
+	}
+	if len(read) == 1 && read[0].none {
+		read = nil
+	}
+	if len(read) >= limit {
+		return Window{}, false, nil
+	}
+	return Window{Cursor: cursor, Events: coalesceWindow(read)}, true, nil
+}
+
+// coalesceWindow is the full statement's coalescing of a window that
+// holds every row above the cursor: each row's notice as it is, and for
+// each flight its newest state (highest version, then highest id)
+// covering the flight's rows with a state.
+func coalesceWindow(rows []windowRow) []OutboxEvent {
+	events := make([]OutboxEvent, 0, len(rows))
+	newest := map[int64]int{} // flid: index in events of its state
+	for _, r := range rows {
+		e := OutboxEvent{ID: r.id, FLID: flight.FLID(r.flid), StateVersion: r.version, //nolint:gosec // CHECK (flid BETWEEN 0 AND 999999999999)
+			OperationDay: r.day, MessageID: r.message, Attempts: r.attempts, CreatedAt: r.created}
+		if r.received != nil {
+			e.ReceivedAt = *r.received
+		}
+		if r.notice != nil {
+			n := e
+			n.Kind, n.Event, n.Payload, n.Covers, n.Parked = KindNotice, EventNotice, []byte(*r.notice), []int64{r.id}, r.parkedNotice
+			events = append(events, n)
+		}
+		if r.state == nil {
+			continue
+		}
+		e.Kind, e.Event, e.Payload, e.Parked = KindState, r.event, []byte(*r.state), r.parkedState
+		i, seen := newest[r.flid]
+		if !seen {
+			e.Covers = []int64{r.id}
+			newest[r.flid] = len(events)
+			events = append(events, e)
+			continue
+		}
+		prev := events[i]
+		e.Covers = append(prev.Covers, r.id)
+		if r.version >= prev.StateVersion { // ids ascend: a tie goes to the later row
+			events[i] = e
+		} else {
+			events[i].Covers = e.Covers
+		}
+	}
+	sortWindow(events)
+	return events
+}
+
+// readWholeWindowSQL is the short window read (readWholeWindow): the
+// cursor, and the rows above it up to the limit with their parked records
+// flagged, by the primary keys of msg_event and msg_event_parked. The
+// cursor's row comes alone (NULL columns) when nothing is pending.
+const readWholeWindowSQL = `
+		SELECT c.delivered_id, e.id, e.event, e.flid, e.state_version, coalesce(e.operation_day::text, ''),
+			e.message_id, e.state, e.notice, e.attempts, e.created_at,
+			coalesce(e.received_at, (SELECT ps.received_at FROM proc_state ps WHERE ps.message_id = e.message_id)),
+			coalesce(e.state IS NOT NULL AND EXISTS (
+				SELECT 1 FROM msg_event_parked k WHERE k.event_id = e.id AND k.kind = 'KAFKA_SCHD'), false),
+			coalesce(e.notice IS NOT NULL AND EXISTS (
+				SELECT 1 FROM msg_event_parked k WHERE k.event_id = e.id AND k.kind = 'KAFKA_MSG'), false)
+		FROM msg_event_cursor c LEFT JOIN LATERAL (
+			SELECT * FROM msg_event WHERE id > c.delivered_id ORDER BY id LIMIT $1
+		) e ON true`
 
 // The window read (ReadWindow). The window is the oldest rows above the
 // cursor in id order, read by the primary key from the cursor: without a
@@ -183,6 +321,12 @@ func (s *Store) ReadWindow(ctx context.Context, limit int, done []int64) (Window
 // read of a row); otherwise one index probe per flight (msg_event_state)
 // finds it, beyond the window too. The gates are one-time filters: only
 // one of the two branches runs.
+//
+// That statement's generic plan has some forty nodes, all started for a
+// window of one row: at a steady rate, where each message is a pass,
+// ReadWindow reads a window with no list by the short statement
+// (readWholeWindowSQL) instead, and goes to this one only when that read
+// found limit rows, and then for every window until one is not full.
 const (
 	readWindowHead = `
 		WITH c AS MATERIALIZED (

@@ -75,3 +75,14 @@ func (s *Store) PreparedPlans(ctx context.Context) ([]PreparedPlan, error) {
 		return p, err
 	})
 }
+
+// ReadWindowFull is ReadWindow by the full statement, whatever the window.
+func (s *Store) ReadWindowFull(ctx context.Context, limit int, done []int64) (Window, error) {
+	return s.readWindowFull(ctx, limit, done)
+}
+
+// ReadWholeWindow is ReadWindow's short statement: whole is false when the
+// window was full (limit rows) and was left to the full statement.
+func (s *Store) ReadWholeWindow(ctx context.Context, limit int) (w Window, whole bool, err error) {
+	return s.readWholeWindow(ctx, limit)
+}

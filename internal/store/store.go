@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -85,6 +86,9 @@ type Store struct {
 	schema int64
 	// inFlight tracks the calls in progress (Unanswered).
 	inFlight *inFlight
+	// windowFull: the last window read was full, so the next is read by
+	// the full statement at once (ReadWindow).
+	windowFull atomic.Bool
 }
 
 // Open connects to the database; it does not migrate (see Migrate). Its
