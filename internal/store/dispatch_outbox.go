@@ -119,20 +119,25 @@ func (s *Store) PendingEvents(ctx context.Context, limit int) ([]OutboxEvent, er
 // rows are covered by it, and the caller knows not to send it again); so
 // is a notice delivered earlier whose row still waits for its state.
 func (s *Store) ReadWindow(ctx context.Context, limit int, done []int64) (Window, error) {
-	if len(done) == 0 && !s.windowFull.Load() {
+	if len(done) == 0 && !s.windowBig.Load() {
 		// A small window, read whole (every row above the cursor): the
-		// short statement, coalesced here. A full one is read again by
+		// short statement, coalesced here. A bigger one is read again by
 		// the full statement, and so is the next window.
-		if w, whole, err := s.readWholeWindow(ctx, limit); err != nil || whole {
+		if w, whole, err := s.readWholeWindow(ctx, min(limit, shortWindowRows)); err != nil || whole {
 			return w, err
 		}
 	}
 	w, err := s.readWindowFull(ctx, limit, done)
 	if err == nil {
-		s.windowFull.Store(w.Full)
+		s.windowBig.Store(w.Full || len(w.Events) >= shortWindowRows)
 	}
 	return w, err
 }
+
+// shortWindowRows bounds the windows read by the short statement: one of
+// as many rows or more (a backlog) goes to the full statement, having cost
+// at most a read of this many rows.
+const shortWindowRows = 64
 
 // readWindowFull is ReadWindow by the full statement (readWindowSQL),
 // whatever the window holds.
@@ -326,7 +331,8 @@ const readWholeWindowSQL = `
 // window of one row: at a steady rate, where each message is a pass,
 // ReadWindow reads a window with no list by the short statement
 // (readWholeWindowSQL) instead, and goes to this one only when that read
-// found limit rows, and then for every window until one is not full.
+// found shortWindowRows rows (or limit), and then for every window until
+// one is small again.
 const (
 	readWindowHead = `
 		WITH c AS MATERIALIZED (

@@ -86,9 +86,9 @@ type Store struct {
 	schema int64
 	// inFlight tracks the calls in progress (Unanswered).
 	inFlight *inFlight
-	// windowFull: the last window read was full, so the next is read by
-	// the full statement at once (ReadWindow).
-	windowFull atomic.Bool
+	// windowBig: the last window read was not small, so the next is read
+	// by the full statement at once (ReadWindow).
+	windowBig atomic.Bool
 }
 
 // Open connects to the database; it does not migrate (see Migrate). Its
