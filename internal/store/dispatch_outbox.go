@@ -21,7 +21,8 @@ import (
 // is pending. A row is one message's effect on one flight and holds up to
 // two records (OutboxEvent: its notice, its state), read and parked apart. These statements run outside the
 // pump's write transactions and never touch state tables. Each is one
-// statement (one round trip), whatever the number of rows; the ones that
+// statement (one round trip), whatever the number of rows (a window read
+// is two once, when a backlog starts: see ReadWindow); the ones that
 // change anything check the caller's fencing epoch in that same statement
 // (they take no lock on pipeline_lock, so they never wait for a pump's
 // transaction).
@@ -127,9 +128,9 @@ func (s *Store) ReadWindow(ctx context.Context, limit int, done []int64) (Window
 			return w, err
 		}
 	}
-	w, err := s.readWindowFull(ctx, limit, done)
+	w, rows, err := s.readWindowFull(ctx, limit, done)
 	if err == nil {
-		s.windowBig.Store(w.Full || len(w.Events) >= shortWindowRows)
+		s.windowBig.Store(w.Full || rows >= shortWindowRows)
 	}
 	return w, err
 }
@@ -140,8 +141,8 @@ func (s *Store) ReadWindow(ctx context.Context, limit int, done []int64) (Window
 const shortWindowRows = 64
 
 // readWindowFull is ReadWindow by the full statement (readWindowSQL),
-// whatever the window holds.
-func (s *Store) readWindowFull(ctx context.Context, limit int, done []int64) (Window, error) {
+// whatever the window holds, with the number of rows the window held.
+func (s *Store) readWindowFull(ctx context.Context, limit int, done []int64) (Window, int64, error) {
 	var (
 		rows pgx.Rows
 		err  error
@@ -152,7 +153,7 @@ func (s *Store) readWindowFull(ctx context.Context, limit int, done []int64) (Wi
 		rows, err = s.pool.Query(ctx, readWindowSkipSQL, limit, done)
 	}
 	if err != nil {
-		return Window{}, fmt.Errorf("read pending outbox events: %w", err)
+		return Window{}, 0, fmt.Errorf("read pending outbox events: %w", err)
 	}
 	var window, cursor int64
 	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (OutboxEvent, error) {
@@ -170,15 +171,15 @@ func (s *Store) readWindowFull(ctx context.Context, limit int, done []int64) (Wi
 		return e, err
 	})
 	if err != nil {
-		return Window{}, fmt.Errorf("read pending outbox events: %w", err)
+		return Window{}, 0, fmt.Errorf("read pending outbox events: %w", err)
 	}
 	if len(events) == 0 {
 		if cursor, err = s.OutboxCursor(ctx); err != nil {
-			return Window{}, err
+			return Window{}, 0, err
 		}
 	}
 	sortWindow(events)
-	return Window{Cursor: cursor, Events: events, Full: window >= int64(limit)}, nil
+	return Window{Cursor: cursor, Events: events, Full: window >= int64(limit)}, window, nil
 }
 
 // sortWindow puts a window's events in id order, a row's state before its

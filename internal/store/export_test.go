@@ -78,7 +78,8 @@ func (s *Store) PreparedPlans(ctx context.Context) ([]PreparedPlan, error) {
 
 // ReadWindowFull is ReadWindow by the full statement, whatever the window.
 func (s *Store) ReadWindowFull(ctx context.Context, limit int, done []int64) (Window, error) {
-	return s.readWindowFull(ctx, limit, done)
+	w, _, err := s.readWindowFull(ctx, limit, done)
+	return w, err
 }
 
 // ReadWholeWindow is ReadWindow's short statement: whole is false when the
