@@ -654,7 +654,7 @@ var (
 	statsUsage   = regexp.MustCompile(`!\s+([0-9.]+) s user, ([0-9.]+) s system, [0-9.]+ s elapsed`)
 	statementOf  = regexp.MustCompile(`STATEMENT:  (.*)$`)
 	logLineStart = regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d`)
-	durationLine = regexp.MustCompile(`duration: ([0-9.]+) ms\s+(?:statement|(?:execute|parse|bind) [^:]*): ?(.*)$`)
+	durationLine = regexp.MustCompile(`duration: ([0-9.]+) ms\s+(statement|execute|parse|bind)[^:]*: ?(.*)$`)
 )
 
 // printStatements sums, per statement (its first 90 characters,
@@ -693,6 +693,7 @@ func printStatements(path string, offset int64, db, label string) (int, error) {
 	)
 	kind, pendingCPU := none, -1.0
 	var ms, cpu float64
+	counted := false // the duration line is a run (statement, execute), not a parse or bind
 	var text strings.Builder
 	flush := func() {
 		if kind == duration || kind == statement {
@@ -702,8 +703,13 @@ func printStatements(path string, offset int64, db, label string) (int, error) {
 				sums[key] = &sum{}
 			}
 			if kind == duration {
+				// The extended protocol logs a duration for each of
+				// parse, bind and execute: they add up to the
+				// statement's time, but it ran once.
 				sums[key].ms += ms
-				sums[key].calls++
+				if counted {
+					sums[key].calls++
+				}
 				totalMS += ms
 			} else {
 				sums[key].cpu += cpu
@@ -737,7 +743,8 @@ func printStatements(path string, offset int64, db, label string) (int, error) {
 			if m := durationLine.FindStringSubmatch(line); m != nil {
 				kind = duration
 				ms, _ = strconv.ParseFloat(m[1], 64)
-				text.WriteString(m[2])
+				counted = m[2] == "statement" || m[2] == "execute"
+				text.WriteString(m[3])
 			}
 			continue
 		}
