@@ -80,12 +80,7 @@ func (f *feed) latencyRun(ctx context.Context) (latencyFigures, error) {
 	if f.o.profile != "" {
 		args = append(args, "--cpuprofile", filepath.Join(f.o.profile, f.name+"-latency.pprof"))
 	}
-	var logFrom int64
-	if f.o.stmtLog != "" {
-		if st, err := os.Stat(f.o.stmtLog); err == nil {
-			logFrom = st.Size()
-		}
-	}
+	logFrom := f.statementLogEnd()
 	backends := watchBackends(f.pgName)
 	threads := f.watchMailbox(ctx)
 	// Stopped by SIGTERM below, not by a context.

@@ -361,12 +361,7 @@ func (f *feed) drain(ctx context.Context, label string) (result, error) {
 	defer logf.Close()
 	cmd := exec.CommandContext(ctx, f.o.bin, args...) //nolint:gosec // the binary under test
 	cmd.Stdout, cmd.Stderr = logf, logf
-	var logFrom int64
-	if f.o.stmtLog != "" {
-		if st, err := os.Stat(f.o.stmtLog); err == nil {
-			logFrom = st.Size()
-		}
-	}
+	logFrom := f.statementLogEnd()
 	wal := f.startWAL(ctx)
 	countersBefore := f.readCounters(ctx)
 	backends := watchBackends(f.pgName)
@@ -656,6 +651,20 @@ var (
 	logLineStart = regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d`)
 	durationLine = regexp.MustCompile(`duration: ([0-9.]+) ms\s+(statement|execute|parse|bind)[^:]*: ?(.*)$`)
 )
+
+// statementLogEnd is where the server's log (-statement-log) ends now:
+// printStatements reads a run's statements from there (0 without the
+// option, or when the log cannot be read).
+func (f *feed) statementLogEnd() int64 {
+	if f.o.stmtLog == "" {
+		return 0
+	}
+	st, err := os.Stat(f.o.stmtLog)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
 
 // printStatements sums, per statement (its first 90 characters,
 // whitespace folded; parse, bind and execute together), the durations and
