@@ -378,8 +378,7 @@ func (m *Mailbox) Head(ctx context.Context, limit int, budget, maxBytes int64, s
 			continue
 		}
 		if len(head) == limit {
-			more = true
-			break
+			break // more: said below, as for a statement cut by its LIMIT
 		}
 		r.Size = size.Int64
 		take := min(r.Size, maxBytes)

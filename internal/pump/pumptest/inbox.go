@@ -83,8 +83,7 @@ func (m *Inbox) Head(_ context.Context, limit int, budget, maxBytes int64, skip 
 			continue
 		}
 		if len(out) == limit {
-			more = true
-			break
+			break // more: said below
 		}
 		fetch := min(r.Size, maxBytes)
 		if (len(out) > 0 || len(skip) > 0) && total+fetch > budget {
