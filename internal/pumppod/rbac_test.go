@@ -741,6 +741,10 @@ func TestOperatorAndPumpRunUnderTheChartsRBAC(t *testing.T) {
 	}
 	opts := client.Options{Scheme: admin.Scheme()}
 	opCfg, asOperator := impersonate(t, opts, opNS, sa)
+	// The check below that the operator still cannot write where no
+	// FlightFeed is needs the namespaces policy in effect from here on.
+	awaitPolicy(t, h.ctx(), asOperator, "operator-namespaces",
+		ours(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: otherNS}}))
 	mustForbid(t, asOperator, "the operator", otherNS, "other-db")
 	mustForbid(t, asOperator, "the operator", opNS, "other-db")
 

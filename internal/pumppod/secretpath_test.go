@@ -114,7 +114,6 @@ func secretPaths(t *testing.T, kubectl string, namespaced bool) {
 	if len(policies) != 4 {
 		t.Errorf("the chart renders the admission policies %v, want the operator's labels, namespaces, rolebindings and pods", policies)
 	}
-	dry := client.DryRunAll
 	for _, p := range []struct {
 		policy string
 		obj    client.Object
@@ -127,10 +126,7 @@ func secretPaths(t *testing.T, kubectl string, namespaced bool) {
 		if len(policies) == 0 {
 			break // the old chart: try the writes below all the same
 		}
-		await.Eventually(t, "the policy "+p.policy+" in effect", waitLong, func() (bool, string) {
-			err := asOp.Create(ctx, p.obj.DeepCopyObject().(client.Object), dry)
-			return refusal(err) && strings.Contains(err.Error(), p.policy), fmt.Sprint(err)
-		})
+		awaitPolicy(t, ctx, asOp, p.policy, p.obj)
 	}
 	// Nobody else is held: an administrator writes where no FlightFeed is.
 	mustCreate(t, admin, roleBinding(otherNS, "admins-own", "ClusterRole", reader, serviceAccount(otherNS, "default")))
@@ -272,6 +268,17 @@ func mustCreate(t *testing.T, c client.Client, obj client.Object) {
 // refusal tells whether err is RBAC's or an admission policy's no. A
 // policy whose parameter is not found refuses as Invalid (422), its
 // validations as the reason they give (Forbidden).
+// awaitPolicy waits until the admission policy named policy refuses
+// the write of obj by c (a dry run, which admission sees): a policy takes
+// effect a moment after it is made, once the API server has loaded it.
+func awaitPolicy(t *testing.T, ctx context.Context, c client.Client, policy string, obj client.Object) {
+	t.Helper()
+	await.Eventually(t, "the policy "+policy+" in effect", waitLong, func() (bool, string) {
+		err := c.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll)
+		return refusal(err) && strings.Contains(err.Error(), policy), fmt.Sprint(err)
+	})
+}
+
 func refusal(err error) bool {
 	return apierrors.IsForbidden(err) || (apierrors.IsInvalid(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy '"))
 }
