@@ -743,7 +743,7 @@ func TestOperatorAndPumpRunUnderTheChartsRBAC(t *testing.T) {
 	opCfg, asOperator := impersonate(t, opts, opNS, sa)
 	// The check below that the operator still cannot write where no
 	// FlightFeed is needs the namespaces policy in effect from here on.
-	awaitPolicy(t, h.ctx(), asOperator, "operator-namespaces",
+	awaitPolicy(h.ctx(), t, asOperator, "operator-namespaces",
 		ours(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: otherNS}}))
 	mustForbid(t, asOperator, "the operator", otherNS, "other-db")
 	mustForbid(t, asOperator, "the operator", opNS, "other-db")

@@ -126,7 +126,7 @@ func secretPaths(t *testing.T, kubectl string, namespaced bool) {
 		if len(policies) == 0 {
 			break // the old chart: try the writes below all the same
 		}
-		awaitPolicy(t, ctx, asOp, p.policy, p.obj)
+		awaitPolicy(ctx, t, asOp, p.policy, p.obj)
 	}
 	// Nobody else is held: an administrator writes where no FlightFeed is.
 	mustCreate(t, admin, roleBinding(otherNS, "admins-own", "ClusterRole", reader, serviceAccount(otherNS, "default")))
@@ -271,7 +271,7 @@ func mustCreate(t *testing.T, c client.Client, obj client.Object) {
 // awaitPolicy waits until the admission policy named policy refuses
 // the write of obj by c (a dry run, which admission sees): a policy takes
 // effect a moment after it is made, once the API server has loaded it.
-func awaitPolicy(t *testing.T, ctx context.Context, c client.Client, policy string, obj client.Object) {
+func awaitPolicy(ctx context.Context, t *testing.T, c client.Client, policy string, obj client.Object) {
 	t.Helper()
 	await.Eventually(t, "the policy "+policy+" in effect", waitLong, func() (bool, string) {
 		err := c.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll)
