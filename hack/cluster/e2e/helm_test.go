@@ -687,7 +687,18 @@ func TestHelmInstallOnRealCluster(t *testing.T) {
 	leaders := map[string]string{}
 	epochs := map[string]int64{}
 	for _, f := range feeds {
-		s.waitPods(f.key.Name+" pump pods", func() []corev1.Pod { return s.pumpPods(f.key) }, 2, nil)
+		// The new operator rolls the pump Deployment after `helm upgrade
+		// --wait` returns: until no pod of the old image is left, the
+		// Lease holder read below may be an old pod about to go.
+		s.waitPods(f.key.Name+" pump pods of the new image", func() []corev1.Pod {
+			pods := s.pumpPods(f.key)
+			for _, p := range pods {
+				if p.Spec.Containers[0].Image != "flightfeed:"+tag {
+					return nil
+				}
+			}
+			return pods
+		}, 2, nil)
 		leaders[f.key.Name], epochs[f.key.Name] = s.waitLeader(f, s.feedNS, 0, waitLong)
 		if !strings.HasPrefix(leaders[f.key.Name], f.key.Name+"-pump-") {
 			t.Errorf("%s is led by %q after the upgrade, want one of its pump pods", f.key.Name, leaders[f.key.Name])
