@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/flightfeed/flightfeed/internal/flight"
 )
@@ -155,21 +156,7 @@ func (s *Store) readWindowFull(ctx context.Context, limit int, done []int64) (Wi
 	if err != nil {
 		return Window{}, 0, fmt.Errorf("read pending outbox events: %w", err)
 	}
-	var window, cursor int64
-	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (OutboxEvent, error) {
-		var e OutboxEvent
-		var flid int64
-		var payload string
-		var received *time.Time
-		err := row.Scan(&e.ID, &e.Kind, &e.Event, &flid, &e.StateVersion, &e.OperationDay,
-			&e.MessageID, &payload, &e.Attempts, &e.CreatedAt, &received, &e.Covers, &e.Parked, &window, &cursor)
-		if received != nil {
-			e.ReceivedAt = *received
-		}
-		e.FLID = flight.FLID(flid) //nolint:gosec // CHECK (flid BETWEEN 0 AND 999999999999)
-		e.Payload = []byte(payload)
-		return e, err
-	})
+	events, window, cursor, err := scanWindow(rows, limit)
 	if err != nil {
 		return Window{}, 0, fmt.Errorf("read pending outbox events: %w", err)
 	}
@@ -180,6 +167,58 @@ func (s *Store) readWindowFull(ctx context.Context, limit int, done []int64) (Wi
 	}
 	sortWindow(events)
 	return Window{Cursor: cursor, Events: events, Full: window >= int64(limit)}, window, nil
+}
+
+// scanWindow reads the full statement's records. A backlog's windows are
+// read one after another, each of up to 2*limit records with a payload:
+// the rows are scanned into a slice sized for that bound, through one
+// list of destinations, and the few distinct kinds, events and days are
+// shared strings, where collecting them row by row (pgx.CollectRows)
+// grew the slice, boxed the destinations and allocated every string of
+// every row.
+func scanWindow(rows pgx.Rows, limit int) (events []OutboxEvent, window, cursor int64, err error) {
+	defer rows.Close()
+	events = make([]OutboxEvent, 0, 2*max(limit, 0))
+	var (
+		flid     int64
+		received pgtype.Timestamptz
+		e        OutboxEvent
+	)
+	// kind (1), event (2) and day (5) are read from the raw values (text
+	// in either format): nil destinations.
+	dest := []any{&e.ID, nil, nil, &flid, &e.StateVersion, nil,
+		&e.MessageID, &e.Payload, &e.Attempts, &e.CreatedAt, &received, &e.Covers, &e.Parked, &window, &cursor}
+	shared := map[string]string{KindState: KindState, KindNotice: KindNotice,
+		EventUpsert: EventUpsert, EventDelete: EventDelete, EventNotice: EventNotice}
+	text := func(raw []byte) string {
+		if v, ok := shared[string(raw)]; ok {
+			return v
+		}
+		v := string(raw)
+		shared[v] = v
+		return v
+	}
+	for rows.Next() {
+		e = OutboxEvent{}
+		received = pgtype.Timestamptz{}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, 0, 0, err
+		}
+		raw := rows.RawValues()
+		e.Kind, e.Event, e.OperationDay = text(raw[1]), text(raw[2]), text(raw[5])
+		e.FLID = flight.FLID(flid) //nolint:gosec // CHECK (flid BETWEEN 0 AND 999999999999)
+		if received.InfinityModifier != pgtype.Finite {
+			return nil, 0, 0, fmt.Errorf("received_at of row %d is %v, not a time", e.ID, received.InfinityModifier)
+		}
+		if received.Valid {
+			e.ReceivedAt = received.Time
+		}
+		events = append(events, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, 0, err
+	}
+	return events, window, cursor, nil
 }
 
 // sortWindow puts a window's events in id order, a row's state before its
