@@ -439,6 +439,9 @@ func (d *Dispatcher) settle(ctx context.Context, win store.Window, events []stor
 	)
 	// settle runs once the brokers answered every record of the pass: the
 	// acknowledgement time of its acked records, within the pass's wait.
+	// Most passes deliver every record: acked sized for them all, not
+	// grown one record (a few hundred bytes) at a time.
+	acked = make([]store.OutboxEvent, 0, len(events))
 	ackedAt := d.clock.Now()
 	traced := d.log.V(2).Enabled() // a line per event: built only when logged
 	for i, e := range events {
