@@ -38,7 +38,10 @@ func scanMain(rows pgx.Rows) (flight.State, error) {
 		updated time.Time
 	)
 	vals := make([]*string, len(readSlots))
-	dest := []any{&flid, &day, &version, &lastMsg, &updated}
+	// Sized for every column: grown from the five fixed ones it was
+	// reallocated four times a row.
+	dest := make([]any, 0, 5+len(vals))
+	dest = append(dest, &flid, &day, &version, &lastMsg, &updated)
 	for i := range vals {
 		dest = append(dest, &vals[i])
 	}
