@@ -57,6 +57,7 @@ it ends, and exits 1 with a one-line summary when any is parked.`,
 	pod := newPodFlags(cmd)
 	logFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) (err error) {
+		applyPumpGCPercent(newLogger(cmd))
 		if *feedRef != "" {
 			if cmd.Flags().Changed("config") || *drain {
 				return usageError{errors.New("--feed runs a pump pod of a FlightFeed; --config and --drain run one feed without Kubernetes: use one or the other")}
