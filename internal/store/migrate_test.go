@@ -283,6 +283,73 @@ func TestCollectionRowsNeedTheirFlight(t *testing.T) {
 	exec(t, conn, `TRUNCATE flight_belt, flight_schd`)
 }
 
+// TestCollectionUpdateInPlaceLooksNoMainRowUp: an update that keeps a
+// collection row's flid (the store's update in place of a replaced
+// collection) does not look the flight's main row up again, since 00030:
+// the row had it and keeps it. Before, every updated row went through a
+// transition table into a lookup of flight_schd, about a seventh of such
+// a write's backend CPU. Moving a row to a flight without one is still refused
+// (TestCollectionRowsNeedTheirFlight); 00030 down brings the lookup back.
+func TestCollectionUpdateInPlaceLooksNoMainRowUp(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn, dsn := migratedAt(t)
+	insertFlight(t, conn, 5, nil, 1)
+	exec(t, conn, `INSERT INTO flight_gate (flid, ordinal, gate, record_version) VALUES (5, 1, 'A1', 1), (5, 2, 'A2', 1)`)
+	upsert, _ := store.ChildReplaceSQL("flight_gate")
+	exec(t, conn, "PREPARE upsert AS "+upsert)
+	// lookups runs an update in place of both gate rows and returns how
+	// many scans of flight_schd the transaction made.
+	lookups := func() int64 {
+		t.Helper()
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		scans := func() int64 {
+			var n int64
+			if err := tx.QueryRow(ctx, `SELECT coalesce(sum(seq_scan + coalesce(idx_scan, 0)), 0)::bigint
+				FROM pg_stat_xact_user_tables WHERE relname = 'flight_schd'`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		before := scans()
+		for _, sql := range []string{
+			`UPDATE flight_gate SET gate = 'B' || ordinal WHERE flid = 5`,
+			`EXECUTE upsert('{5,5}', '{1,2}', '{1,2}', '{C1,C2}', NULL, NULL, NULL, NULL, NULL, '{"{}","{}"}', '{2,2}')`,
+		} {
+			tag, err := tx.Exec(ctx, sql)
+			if err != nil {
+				t.Fatalf("%s: %v", sql, err)
+			}
+			if tag.RowsAffected() != 2 {
+				t.Fatalf("%s: %d rows, want 2", sql, tag.RowsAffected())
+			}
+		}
+		return scans() - before
+	}
+	if n := lookups(); n != 0 {
+		t.Errorf("updates in place of collection rows scanned flight_schd %d times, want none", n)
+	}
+
+	exec(t, conn, "DEALLOCATE upsert")
+	if _, err := store.MigrateDownTo(ctx, dsn, 29); err != nil {
+		t.Fatalf("down to 29: %v", err)
+	}
+	exec(t, conn, "PREPARE upsert AS "+upsert)
+	if n := lookups(); n == 0 {
+		t.Error("after 00030 down, updates of collection rows no longer look their flight up")
+	}
+	_ = execFails(t, conn, "23503", `UPDATE flight_gate SET flid = 6 WHERE flid = 5`)
+	exec(t, conn, "DEALLOCATE upsert")
+	if _, err := store.Migrate(ctx, dsn); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+	_ = execFails(t, conn, "23503", `UPDATE flight_gate SET flid = 6 WHERE flid = 5`)
+}
+
 func TestRosterRowsAreUniqueAndBelongToOneDay(t *testing.T) {
 	t.Parallel()
 	conn := migrated(t)

@@ -160,19 +160,27 @@ func childSurplusDelete(c childTable) string {
 // childInsert: a row whose key (flid, route kind, ordinal) exists is
 // updated in place, the others are inserted. Every column is set, as a
 // fresh insert would (created_at is the transaction's time).
+//
+// One MERGE joins the rows with the table once: its update changes a row
+// as a plain UPDATE does (no lock of the old row first, as INSERT … ON
+// CONFLICT DO UPDATE takes, so still one HOT record a row). It replaces
+// an update in a CTE whose RETURNING the insert then anti-joined, which
+// materialised the rows and the updated keys again and hashed them: a
+// tenth to a third more backend CPU for the same rows. A FLID appears
+// once in a batch's writes and an ordinal once in its list, so no two
+// rows have one key, which MERGE would refuse.
 func childUpsert(c childTable) string {
 	insert := childInsert(c)
-	from := insert[strings.Index(insert, " FROM unnest("):]
+	from := insert[strings.Index(insert, " FROM unnest(")+len(" FROM "):]
 	cols := c.columns()
 	key := []string{"flid", "ordinal"}
 	if c.routeKind {
 		key = append(key, "route_kind")
 	}
-	var sets, match, back []string
+	var sets, match []string
 	for _, col := range cols {
 		if slices.Contains(key, col) {
 			match = append(match, "c."+col+" = u."+col)
-			back = append(back, "d."+col+" = u."+col)
 			continue
 		}
 		read := "u." + col
@@ -182,17 +190,16 @@ func childUpsert(c childTable) string {
 		sets = append(sets, col+" = "+read)
 	}
 	sets = append(sets, "created_at = now()")
-	selects := make([]string, len(cols))
+	values := make([]string, len(cols))
 	for i, col := range cols {
-		selects[i] = "u." + col
+		values[i] = "u." + col
 		if col == "attrs" {
-			selects[i] += "::jsonb"
+			values[i] += "::jsonb"
 		}
 	}
-	return "WITH u AS (SELECT *" + from + "), d AS (UPDATE " + c.name + " AS c SET " + strings.Join(sets, ", ") +
-		" FROM u WHERE " + strings.Join(match, " AND ") + " RETURNING c." + strings.Join(key, ", c.") + ")" +
-		" INSERT INTO " + c.name + " (" + strings.Join(cols, ", ") + ") SELECT " + strings.Join(selects, ", ") +
-		" FROM u WHERE NOT EXISTS (SELECT 1 FROM d WHERE " + strings.Join(back, " AND ") + ")"
+	return "MERGE INTO " + c.name + " AS c USING (SELECT * FROM " + from + ") AS u ON " + strings.Join(match, " AND ") +
+		" WHEN MATCHED THEN UPDATE SET " + strings.Join(sets, ", ") +
+		" WHEN NOT MATCHED THEN INSERT (" + strings.Join(cols, ", ") + ") VALUES (" + strings.Join(values, ", ") + ")"
 }
 
 // copyRows encodes the table's rows for COPY, with the statement that
