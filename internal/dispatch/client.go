@@ -103,7 +103,11 @@ func NewClient(feed *config.Feed, opts ...kgo.Opt) (*kgo.Client, error) {
 		if !ok {
 			return nil, fmt.Errorf("compression %q is not zstd, lz4 or none", k.Compression)
 		}
-		base = append(base, kgo.ProducerBatchCompression(codec))
+		opt, err := compressionOpt(codec)
+		if err != nil {
+			return nil, err
+		}
+		base = append(base, opt)
 	}
 	if k.AllowAutoTopicCreation {
 		base = append(base, kgo.AllowAutoTopicCreation())
