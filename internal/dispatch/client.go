@@ -57,7 +57,8 @@ var ErrClient = errors.New("kafka client must be built by dispatch.NewClient")
 // pass buffers all its records before any is sent). With kafka.transactions
 // (the default) the producer is transactional, its transactional.id the
 // feed's (config.Feed.TransactionalID). Batches are compressed with
-// kafka.compression and bounded by kafka.maxRecordBytes. opts are appended and may override
+// kafka.compression (zstd by encoders kept for the client's life,
+// compress.go) and bounded by kafka.maxRecordBytes. opts are appended and may override
 // the defaults (tests shorten timeouts), but must keep idempotence,
 // acks=all, manual flushing and the transactional id, or New refuses the
 // client. Building the client contacts no broker: Run initialises the
@@ -103,7 +104,11 @@ func NewClient(feed *config.Feed, opts ...kgo.Opt) (*kgo.Client, error) {
 		if !ok {
 			return nil, fmt.Errorf("compression %q is not zstd, lz4 or none", k.Compression)
 		}
-		base = append(base, kgo.ProducerBatchCompression(codec))
+		opt, err := compressionOpt(codec)
+		if err != nil {
+			return nil, err
+		}
+		base = append(base, opt)
 	}
 	if k.AllowAutoTopicCreation {
 		base = append(base, kgo.AllowAutoTopicCreation())

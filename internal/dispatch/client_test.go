@@ -1,10 +1,12 @@
 package dispatch_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -286,6 +288,61 @@ func TestNewClientRejectsBadTLSAndSASL(t *testing.T) {
 			t.Errorf("client id %q", id)
 		}
 		cl.Close()
+	}
+}
+
+// With zstd (the default codec) the producer's compressor writes exactly
+// franz-go's default compressor's bytes, batch after batch, and keeps its
+// encoder across garbage collections: franz-go's pooled one was dropped
+// by every collection, and the next pass allocated and cleared a new
+// encoder's megabyte of tables.
+func TestZstdCompressorKeepsItsEncoderAndFranzGosBytes(t *testing.T) {
+	f := bareFeed()
+	cl, err := dispatch.NewClient(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	comp, ok := cl.OptValue(kgo.WithCompressor).(kgo.Compressor)
+	if !ok || comp == nil {
+		t.Fatal("the client has no compressor")
+	}
+	ref, err := kgo.DefaultCompressor(kgo.ZstdCompression())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Batches as the dispatcher's: JSON records, small ones at a steady
+	// rate, large ones in a backlog.
+	var batches [][]byte
+	for _, n := range []int{1, 2, 1, 50, 1, 700, 3} {
+		var b []byte
+		for i := range n {
+			b = fmt.Appendf(b, `{"CHANGED":["ESTT"],"FLID":%d,"MSG_ID":%d,"STATE_VERSION":%d,"STYP":"ESTT","TYPE":"FLOP","GATE":"A%d"}`, 500000+i, 1000+i, 3+i%5, i%40)
+		}
+		batches = append(batches, b)
+	}
+	for i, b := range batches {
+		var got, want bytes.Buffer
+		g, gc := comp.Compress(&got, b)
+		w, wc := ref.Compress(&want, b)
+		if gc != wc || !bytes.Equal(g, w) {
+			t.Fatalf("batch %d (%d bytes): codec %d, %d bytes; franz-go's default: codec %d, %d bytes", i, len(b), gc, len(g), wc, len(w))
+		}
+	}
+	if out, codec := comp.Compress(new(bytes.Buffer), batches[0], kgo.CompressDisableZstd); codec != kgo.CodecNone || !bytes.Equal(out, batches[0]) {
+		t.Fatalf("a broker without zstd got codec %d", codec)
+	}
+	var buf bytes.Buffer
+	var before, after runtime.MemStats
+	for range 3 {
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		buf.Reset()
+		comp.Compress(&buf, batches[0])
+		runtime.ReadMemStats(&after)
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 256<<10 {
+			t.Fatalf("a batch compressed after a collection allocated %d bytes: a new encoder", grew)
+		}
 	}
 }
 
