@@ -154,3 +154,36 @@ func TestReusedIDLeavesTheBatchIntent(t *testing.T) {
 		t.Fatalf("%d intents still hold the reused id", n)
 	}
 }
+
+// TestBatchIntentIsNotCompressed: a backlog's batch of a thousand messages
+// registers an intent of a thousand ids, an 8 kB array that lives until
+// the mailbox carries the results. Since 00032 it goes out of line as it
+// is: compressing it (pglz) cost the batch's backend about a millisecond,
+// and the write-back as much again to read it, for space given back
+// seconds later. Its ids read back whole.
+func TestBatchIntentIsNotCompressed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := t.Context()
+	received := time.Date(2026, 9, 9, 2, 0, 0, 0, time.UTC)
+	const messages = 1000
+	archive := make([]store.ArchivedRow, 0, messages)
+	results := make([]store.Result, 0, messages)
+	for id := int64(1); id <= messages; id++ {
+		archive = append(archive, store.ArchivedRow{MessageID: id, ReceivedAt: received, Size: 3, Body: []byte("<a>"), New: true})
+		results = append(results, store.Result{MessageID: id, ReceivedAt: received, Type: "FLOP", Styp: "GATE",
+			Status: store.StatusSucceeded, New: true})
+	}
+	if err := f.inTx(func(tx *store.Tx) error { return tx.FinishBatch(ctx, archive, nil, results) }); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.count(`SELECT count(*) FROM backfill_todo WHERE cardinality(message_ids) = $1`, messages); n != 1 {
+		t.Fatalf("a batch of %d terminal messages registered %d intents of them all, want 1", messages, n)
+	}
+	if n := f.count(`SELECT count(*) FROM backfill_todo WHERE pg_column_compression(message_ids) IS NOT NULL`); n != 0 {
+		t.Errorf("the batch's intent is stored compressed, want it out of line as it is")
+	}
+	if n, err := f.store.CountBackfills(ctx); err != nil || n != messages {
+		t.Errorf("messages waiting for their write-back: %d (%v), want %d", n, err, messages)
+	}
+}
