@@ -7,7 +7,7 @@ import (
 )
 
 // TestOutboxDocumentsCompressWithLZ4: a fully populated flight's state
-// (about 2.6 kB) is compressed when its outbox row is written; since 00033
+// (about 2.6 kB) is compressed when its outbox row is written; since 00032
 // with lz4, several times cheaper for the writing backend than pglz, the
 // server's default. A server without lz4 keeps pglz (skipped here).
 func TestOutboxDocumentsCompressWithLZ4(t *testing.T) {

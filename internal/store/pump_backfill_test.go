@@ -157,7 +157,7 @@ func TestReusedIDLeavesTheBatchIntent(t *testing.T) {
 
 // TestBatchIntentIsNotCompressed: a backlog's batch of a thousand messages
 // registers an intent of a thousand ids, an 8 kB array that lives until
-// the mailbox carries the results. Since 00032 it goes out of line as it
+// the mailbox carries the results. Since 00031 it goes out of line as it
 // is: compressing it (pglz) cost the batch's backend about a millisecond,
 // and the write-back as much again to read it, for space given back
 // seconds later. Its ids read back whole.
