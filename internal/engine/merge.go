@@ -42,9 +42,9 @@ func Merge(cur flight.State, exists bool, cmds flight.Commands) (Write, bool, er
 	if exists && len(changed) == 0 {
 		return Write{}, false, nil
 	}
-	if !exists {
-		changed = flight.PresentKeys(next)
-	}
+	// A new flight's changed tags are every field it holds
+	// (flight.PresentKeys): from an empty state, Apply reports each field
+	// a command gave a value, in canonical order, and no other.
 	// Every field whose value differs is in changed (a new flight's every
 	// present field): the diff need not look at the others.
 	return Write{Next: next, Changed: changed, IsNew: !exists, Diff: flight.DiffFields(cur, next, changed)}, true, nil

@@ -31,22 +31,51 @@ func Apply(cur State, cmds Commands) (State, []string, error) {
 	next := cur
 	d := draft{s: &next}
 	var changed []string
-	// An increment's implied commands are all Unchanged: only the ones it
-	// carries can change anything. A full snapshot clears what it omits.
-	todo := cmds.Cmds
 	if cmds.Full {
-		todo = cmds.Expanded()
-	}
-	for _, cmd := range todo {
-		if cmd.Op == OpUnchanged {
-			continue
-		}
-		if d.apply(fieldTable[FieldOrder(cmd.Tag)].Kind, cmd) {
-			changed = append(changed, cmd.Tag)
+		changed = d.applyFull(cmds.Cmds)
+	} else {
+		// An increment's implied commands are all Unchanged: only the ones
+		// it carries can change anything.
+		for _, cmd := range cmds.Cmds {
+			if cmd.Op == OpUnchanged {
+				continue
+			}
+			if d.apply(fieldTable[FieldOrder(cmd.Tag)].Kind, cmd) {
+				changed = append(changed, cmd.Tag)
+			}
 		}
 	}
 	d.ownAll()
 	return next, changed, nil
+}
+
+// applyFull applies a full snapshot's commands, validated (in canonical
+// order, each tag once), and clears every mapped field they omit: the
+// commands of Expanded, walked beside the field table instead of built
+// (a full-day snapshot merges ten thousand flights of some eighty fields
+// each; Expanded's slice and its look-up of each omitted tag cost more
+// than the merge). It returns the tags whose value changed, in canonical
+// order.
+func (d *draft) applyFull(cmds []Command) []string {
+	var changed []string
+	next := 0
+	for i := range fieldTable {
+		f := &fieldTable[i]
+		cmd := Command{Tag: f.Tag, Op: OpClear}
+		// Validated commands are in the table's order: the next one is
+		// this field's, or a later field's (this one is omitted).
+		if next < len(cmds) && cmds[next].Tag == f.Tag {
+			cmd = cmds[next]
+			next++
+		}
+		if cmd.Op == OpUnchanged {
+			continue
+		}
+		if d.apply(f.Kind, cmd) {
+			changed = append(changed, f.Tag)
+		}
+	}
+	return changed
 }
 
 // draft is the next state while Apply builds it: its maps are cur's until
