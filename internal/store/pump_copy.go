@@ -19,7 +19,13 @@ import (
 // bytea, date, timestamptz, json, text[]).
 
 // copyRows is a binary COPY stream being built.
-type copyRows struct{ b []byte }
+type copyRows struct {
+	b []byte
+	// lastDay and lastDays are the operation day date wrote last and its
+	// value: a snapshot's rows are mostly of one day, parsed once.
+	lastDay  string
+	lastDays int32
+}
 
 // textOID is PostgreSQL's text type, the element type of a text[].
 const textOID = 25
@@ -81,18 +87,21 @@ func (c *copyRows) timestamptz(t time.Time) {
 	c.int8(t.UnixMicro() - pgEpochMicros)
 }
 
-// date writes an operation day (YYYY-MM-DD), "" as NULL; what names the
-// row in the error.
-func (c *copyRows) date(day, what string) error {
+// date writes an operation day (YYYY-MM-DD), "" as NULL. The caller names
+// the row in the error (only then: a row's name costs a formatting).
+func (c *copyRows) date(day string) error {
 	if day == "" {
 		c.null()
 		return nil
 	}
-	d, err := time.Parse(time.DateOnly, day)
-	if err != nil {
-		return fmt.Errorf("%s: operation day %q: %w", what, day, err)
+	if day != c.lastDay || c.lastDay == "" {
+		d, err := time.Parse(time.DateOnly, day)
+		if err != nil {
+			return fmt.Errorf("operation day %q: %w", day, err)
+		}
+		c.lastDay, c.lastDays = day, int32(d.Unix()/86400-pgEpochDays) //nolint:gosec // a date
 	}
-	c.int4(int32(d.Unix()/86400 - pgEpochDays)) //nolint:gosec // a date
+	c.int4(c.lastDays)
 	return nil
 }
 
@@ -208,8 +217,8 @@ func eventRows(events []engine.Event) (*copyRows, error) {
 		c.row(8)
 		c.int8(int64(e.FLID)) //nolint:gosec // at most 12 digits
 		c.int8(e.Version)
-		if err := c.date(e.Day, fmt.Sprintf("event of flight %d", e.FLID)); err != nil {
-			return nil, err
+		if err := c.date(e.Day); err != nil {
+			return nil, fmt.Errorf("event of flight %d: %w", e.FLID, err)
 		}
 		c.int8(e.MessageID)
 		c.textOrNull(e.Notice)
@@ -235,8 +244,8 @@ func changeRows(events []engine.Event, now time.Time) (*copyRows, error) {
 		c.int8(e.Version)
 		c.int8(e.MessageID)
 		c.timestamptz(e.ReceivedAt)
-		if err := c.date(e.Day, fmt.Sprintf("change of flight %d", e.FLID)); err != nil {
-			return nil, err
+		if err := c.date(e.Day); err != nil {
+			return nil, fmt.Errorf("change of flight %d: %w", e.FLID, err)
 		}
 		c.text(e.ChangeKind)
 		c.text(changesOf(e))

@@ -313,8 +313,8 @@ func (c *mainRowColumns) copyRows() (*copyRows, string, error) {
 			if d := c.days[i]; d != nil {
 				day = *d
 			}
-			if err := r.date(day, fmt.Sprintf("flight %d", flid)); err != nil {
-				return nil, "", err
+			if err := r.date(day); err != nil {
+				return nil, "", fmt.Errorf("flight %d: %w", flid, err)
 			}
 		}
 		r.int8(c.versions[i])
