@@ -99,13 +99,47 @@ func (t *Tx) applySnapshot(ctx context.Context, meta Meta, snap Snapshot) (Snaps
 	}
 	casIndex := b.Len() - 1
 	if len(l.Join) > 0 {
-		b.Queue(`INSERT INTO schd_gen_flid (operation_day, flid) SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING`, l.Day, flidArgs(l.Join))
+		b.Queue(joinRosterSQL, l.Day, flidArgs(firstOfEach(l.Join)))
 	}
 	if err := t.sendBatchCAS(ctx, b, casIndex); err != nil {
 		return out, err
 	}
 	out.NewVersion = l.Version
 	return out, nil
+}
+
+// joinRosterSQL adds flights to a day's roster, in the order given, but
+// not a flight some day's roster already holds (schd_gen_flid_one_day):
+// what ON CONFLICT DO NOTHING did, without its speculative insertion, which
+// writes a second WAL record for each row (the insert's confirmation) and
+// made the statement the largest of a new day's first snapshot after its
+// chunks (10,000 rows). The flights must be distinct (firstOfEach): the
+// check does not see the statement's own rows. Every write transaction
+// holds the writer's lock (store Begin), so no other one adds roster rows
+// meanwhile.
+const joinRosterSQL = `INSERT INTO schd_gen_flid (operation_day, flid)
+	SELECT $1, j.flid FROM unnest($2::bigint[]) WITH ORDINALITY AS j(flid, n)
+	WHERE NOT EXISTS (SELECT 1 FROM schd_gen_flid r WHERE r.flid = j.flid)
+	ORDER BY j.n`
+
+// firstOfEach is flids without repeats, each at its first place (flids
+// itself when it has none).
+func firstOfEach(flids []flight.FLID) []flight.FLID {
+	seen := make(map[flight.FLID]struct{}, len(flids))
+	for i, f := range flids {
+		if _, ok := seen[f]; ok {
+			out := slices.Clone(flids[:i])
+			for _, f := range flids[i:] {
+				if _, ok := seen[f]; !ok {
+					seen[f] = struct{}{}
+					out = append(out, f)
+				}
+			}
+			return out
+		}
+		seen[f] = struct{}{}
+	}
+	return flids
 }
 
 // snapshotFacts reads what engine.PlanSnapshot decides a snapshot from:
