@@ -220,7 +220,7 @@ func LockVerification(ctx context.Context, dsn string, opts ...ConnOption) (unlo
 		return nil, err
 	}
 	var got bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext(current_schema() || '.flightfeed_verify'))`).Scan(&got); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(`+verifyLockKey+`)`).Scan(&got); err != nil {
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("lock the verification: %w", err)
 	}
@@ -228,9 +228,26 @@ func LockVerification(ctx context.Context, dsn string, opts ...ConnOption) (unlo
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil, ErrVerifyRunning
 	}
-	// Closing the session releases its advisory locks.
-	return func() { _ = conn.Close(context.WithoutCancel(ctx)) }, nil
+	// The lock is released by a statement before the session closes:
+	// closing alone releases it only when the server's backend has seen
+	// the connection go, a moment after Close returns, and a verification
+	// started in that moment (the next run of a script) was refused.
+	// Should the statement fail, closing still releases it.
+	return func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
+		defer cancel()
+		_, _ = conn.Exec(uctx, `SELECT pg_advisory_unlock(`+verifyLockKey+`)`)
+		_ = conn.Close(uctx)
+	}, nil
 }
+
+// verifyLockKey is the feed's verification lock: advisory locks are per
+// database, the key per schema.
+const verifyLockKey = `hashtext(current_schema() || '.flightfeed_verify')`
+
+// unlockTimeout bounds the release of the verification lock (then the
+// closed session releases it).
+const unlockTimeout = 5 * time.Second
 
 // RecordVerification keeps rec as its day's last verification
 // (day_verification), replacing the one before. It writes with the
