@@ -3,6 +3,7 @@ package flight
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 )
 
@@ -84,16 +85,34 @@ func (c Commands) For(tag string) Command {
 // the implied ones (Clear for a full snapshot, Unchanged otherwise) filled in.
 func (c Commands) Expanded() []Command {
 	out := make([]Command, 0, len(fieldTable))
-	next := 0
-	for _, f := range fieldTable {
-		if next < len(c.Cmds) && c.Cmds[next].Tag == f.Tag {
-			out = append(out, c.Cmds[next])
-			next++
-			continue
-		}
-		out = append(out, c.For(f.Tag))
+	for _, cmd := range c.All() {
+		out = append(out, cmd)
 	}
 	return out
+}
+
+// All yields Expanded's commands with each one's index in the field table,
+// without building the slice (a full-day snapshot's merge walks them for
+// each of its ten thousand flights). The commands must be validated
+// (canonical order): an omitted field's command is implied, not looked up.
+func (c Commands) All() iter.Seq2[int, Command] {
+	return func(yield func(int, Command) bool) {
+		implied := OpUnchanged
+		if c.Full {
+			implied = OpClear
+		}
+		next := 0
+		for i := range fieldTable {
+			cmd := Command{Tag: fieldTable[i].Tag, Op: implied}
+			if next < len(c.Cmds) && c.Cmds[next].Tag == cmd.Tag {
+				cmd = c.Cmds[next]
+				next++
+			}
+			if !yield(i, cmd) {
+				return
+			}
+		}
+	}
 }
 
 // ErrInvalidCommand is wrapped by every Validate failure.

@@ -32,7 +32,7 @@ func Apply(cur State, cmds Commands) (State, []string, error) {
 	d := draft{s: &next}
 	var changed []string
 	if cmds.Full {
-		changed = d.applyFull(cmds.Cmds)
+		changed = d.applyFull(cmds)
 	} else {
 		// An increment's implied commands are all Unchanged: only the ones
 		// it carries can change anything.
@@ -49,30 +49,19 @@ func Apply(cur State, cmds Commands) (State, []string, error) {
 	return next, changed, nil
 }
 
-// applyFull applies a full snapshot's commands, validated (in canonical
-// order, each tag once), and clears every mapped field they omit: the
-// commands of Expanded, walked beside the field table instead of built
-// (a full-day snapshot merges ten thousand flights of some eighty fields
-// each; Expanded's slice and its look-up of each omitted tag cost more
-// than the merge). It returns the tags whose value changed, in canonical
-// order.
-func (d *draft) applyFull(cmds []Command) []string {
+// applyFull applies a full snapshot's commands, validated, and clears
+// every mapped field they omit: Commands.All, walked instead of Expanded's
+// slice built (a full-day snapshot merges ten thousand flights of some
+// eighty fields each). It returns the tags whose value changed, in
+// canonical order.
+func (d *draft) applyFull(cmds Commands) []string {
 	var changed []string
-	next := 0
-	for i := range fieldTable {
-		f := &fieldTable[i]
-		cmd := Command{Tag: f.Tag, Op: OpClear}
-		// Validated commands are in the table's order: the next one is
-		// this field's, or a later field's (this one is omitted).
-		if next < len(cmds) && cmds[next].Tag == f.Tag {
-			cmd = cmds[next]
-			next++
-		}
+	for i, cmd := range cmds.All() {
 		if cmd.Op == OpUnchanged {
 			continue
 		}
-		if d.apply(f.Kind, cmd) {
-			changed = append(changed, f.Tag)
+		if d.apply(fieldTable[i].Kind, cmd) {
+			changed = append(changed, cmd.Tag)
 		}
 	}
 	return changed
