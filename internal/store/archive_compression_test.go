@@ -12,9 +12,7 @@ import (
 func TestArchivedBodiesCompressWithLZ4(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	if _, err := f.conn.Exec(t.Context(), `CREATE TEMP TABLE lz4_probe (b bytea COMPRESSION lz4)`); err != nil {
-		t.Skipf("this server has no lz4: %v", err)
-	}
+	f.skipWithoutLZ4()
 	body := bytes.Repeat([]byte(`<FLTR><FLID>121112312</FLID><FLNO>CA100</FLNO></FLTR>`), 2000)
 	exec(t, f.conn, `INSERT INTO msg_archive (message_id, received_at, byte_size, digest, body) VALUES (1, now(), $1, '\x00', $2)`,
 		len(body), body)

@@ -13,9 +13,7 @@ import (
 func TestOutboxDocumentsCompressWithLZ4(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	if _, err := f.conn.Exec(t.Context(), `CREATE TEMP TABLE lz4_probe (t text COMPRESSION lz4)`); err != nil {
-		t.Skipf("this server has no lz4: %v", err)
-	}
+	f.skipWithoutLZ4()
 	f.mustSnapshot(day9, storetest.FullRecord(121112312, day9, 1, "A1", false))
 	if n := f.count(`SELECT count(*) FROM msg_event WHERE length(state) > 2000`); n == 0 {
 		t.Fatal("no outbox row holds a state large enough to be compressed")

@@ -94,7 +94,7 @@ func (c *copyRows) date(day string) error {
 		c.null()
 		return nil
 	}
-	if day != c.lastDay || c.lastDay == "" {
+	if day != c.lastDay {
 		d, err := time.Parse(time.DateOnly, day)
 		if err != nil {
 			return fmt.Errorf("operation day %q: %w", day, err)

@@ -164,6 +164,15 @@ func (f *fixture) events(msgID int64) []event {
 	return out
 }
 
+// skipWithoutLZ4 skips a test of lz4 compression on a server built
+// without lz4 (the migrations keep pglz there).
+func (f *fixture) skipWithoutLZ4() {
+	f.t.Helper()
+	if _, err := f.conn.Exec(f.t.Context(), `CREATE TEMP TABLE IF NOT EXISTS lz4_probe (b bytea COMPRESSION lz4)`); err != nil {
+		f.t.Skipf("this server has no lz4: %v", err)
+	}
+}
+
 func (f *fixture) count(sql string, args ...any) int {
 	f.t.Helper()
 	var n int
